@@ -1,0 +1,302 @@
+"""The BERT encoder forward pass, written out so every intermediate can be recorded.
+
+Devlin et al. 2019, "BERT: Pre-training of Deep Bidirectional Transformers". Per token:
+
+    a^i = LayerNorm(word[x_i] + e^i + segment[s_i])            embeddings (e^i: position)
+and per layer, for each head h (queries, keys, values as in the seeds, row convention):
+    Q_h = A W^q_h + b,  K_h = A W^k_h + b,  V_h = A W^v_h + b   [tokens, head_dim]
+    S_h = Q_h K_h^T,  W_h = softmax(S_h / sqrt(d_k)),  Y_h = W_h V_h
+    A' = LayerNorm(A + concat_h(Y_h) W_O + b_O)                 add & norm
+    A  = LayerNorm(A' + GELU(A' W_1 + b_1) W_2 + b_2)           feed-forward, add & norm
+
+Weights come from a Hugging Face BERT checkpoint (loaded by transformers); the computation
+here is ours and is checked against transformers' eager BertModel in the tests.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from .attention import build_mask
+from .positions import POSITION_MODES, position_vectors
+from .trace import Trace
+
+
+@dataclass
+class Layer:
+    """One encoder layer's parameters (Linear weights stored [out, in] as in torch)."""
+
+    qkv_w: torch.Tensor  # [3 * hidden, hidden]  W^q, W^k, W^v stacked: one matrix product
+    qkv_b: torch.Tensor  # [3 * hidden]
+    out_w: torch.Tensor  # [hidden, hidden]      W_O
+    out_b: torch.Tensor
+    ln1_w: torch.Tensor
+    ln1_b: torch.Tensor
+    ff1_w: torch.Tensor  # [intermediate, hidden]
+    ff1_b: torch.Tensor
+    ff2_w: torch.Tensor  # [hidden, intermediate]
+    ff2_b: torch.Tensor
+    ln2_w: torch.Tensor
+    ln2_b: torch.Tensor
+
+    @property
+    def w_q(self) -> torch.Tensor:  # [hidden, hidden]
+        return self.qkv_w.chunk(3)[0]
+
+    @property
+    def w_k(self) -> torch.Tensor:
+        return self.qkv_w.chunk(3)[1]
+
+    @property
+    def w_v(self) -> torch.Tensor:
+        return self.qkv_w.chunk(3)[2]
+
+
+@dataclass
+class Encoded:
+    """Tensors from `Model.encode` (kept on the model's device, autograd-friendly)."""
+
+    hidden_states: list[torch.Tensor]  # layers + 1 of [tokens, hidden]
+    queries: torch.Tensor | None = None  # [layers, heads, tokens, head_dim]
+    keys: torch.Tensor | None = None
+    values: torch.Tensor | None = None
+    scores: torch.Tensor | None = None  # [layers, heads, tokens, tokens]
+    weights: torch.Tensor | None = None
+    outputs: torch.Tensor | None = None  # [layers, heads, tokens, head_dim]
+
+
+class Model:
+    """A BERT-family encoder: parameters, tokenizer, and the forward pass that records."""
+
+    def __init__(self, state: dict, config, tokenizer, name: str, device: torch.device):
+        self.config = config
+        self.tokenizer = tokenizer
+        self.name = name
+        self.device = device
+        self.n_layers: int = config.num_hidden_layers
+        self.n_heads: int = config.num_attention_heads
+        self.hidden: int = config.hidden_size
+        self.head_dim: int = self.hidden // self.n_heads
+        self.max_positions: int = config.max_position_embeddings
+        self.eps: float = config.layer_norm_eps
+        self.act = _activation(getattr(config, "hidden_act", "gelu"))
+        self._tok_lock = threading.Lock()  # fast tokenizers are not safe across threads
+
+        def p(key: str) -> torch.Tensor:
+            return state[key].detach().to(device=device, dtype=torch.float32).contiguous()
+
+        pre = "embeddings."
+        self.word_embeddings = p(pre + "word_embeddings.weight")  # [vocab, hidden]
+        self.position_embeddings = p(pre + "position_embeddings.weight")  # [max_pos, hidden]
+        self.segment_embeddings = p(pre + "token_type_embeddings.weight")  # [types, hidden]
+        self.emb_ln_w, self.emb_ln_b = p(pre + "LayerNorm.weight"), p(pre + "LayerNorm.bias")
+        self.layers: list[Layer] = []
+        for i in range(self.n_layers):
+            s = f"encoder.layer.{i}."
+            a = s + "attention."
+            self.layers.append(
+                Layer(
+                    qkv_w=torch.cat([p(a + f"self.{m}.weight") for m in ("query", "key", "value")]),
+                    qkv_b=torch.cat([p(a + f"self.{m}.bias") for m in ("query", "key", "value")]),
+                    out_w=p(a + "output.dense.weight"),
+                    out_b=p(a + "output.dense.bias"),
+                    ln1_w=p(a + "output.LayerNorm.weight"),
+                    ln1_b=p(a + "output.LayerNorm.bias"),
+                    ff1_w=p(s + "intermediate.dense.weight"),
+                    ff1_b=p(s + "intermediate.dense.bias"),
+                    ff2_w=p(s + "output.dense.weight"),
+                    ff2_b=p(s + "output.dense.bias"),
+                    ln2_w=p(s + "output.LayerNorm.weight"),
+                    ln2_b=p(s + "output.LayerNorm.bias"),
+                )
+            )
+
+    # ------------------------------------------------------------------ tokens
+    def tokenize(self, text: str, text_pair: str | None = None) -> tuple[list[int], list[int], int]:
+        """WordPiece ids with [CLS]/[SEP], segment ids, and how many tokens were cut off.
+
+        Inputs longer than the model's positions are truncated (longest sentence first).
+        """
+        with self._tok_lock:
+            full = self.tokenizer(text, text_pair, add_special_tokens=True)
+            enc = self.tokenizer(
+                text, text_pair, add_special_tokens=True, truncation=True,
+                max_length=self.max_positions,
+            )
+        ids = list(enc["input_ids"])
+        segments = list(enc.get("token_type_ids") or [0] * len(ids))
+        return ids, segments, len(full["input_ids"]) - len(ids)
+
+    def tokens_of(self, ids) -> list[str]:
+        with self._tok_lock:
+            return self.tokenizer.convert_ids_to_tokens(list(ids))
+
+    # ------------------------------------------------------------- embeddings
+    def embed(
+        self, ids, segments, positions: str = "learned", seed: int = 0
+    ) -> tuple[torch.Tensor, np.ndarray]:
+        """a^i = LayerNorm(word[x_i] + e^i + segment[s_i]); returns ([tokens, hidden], position ids)."""
+        n = len(ids)
+        ids_t = torch.as_tensor(ids, device=self.device)
+        seg_t = torch.as_tensor(segments, device=self.device)
+        x = self.word_embeddings[ids_t] + self.segment_embeddings[seg_t]  # [n, hidden]
+        e, pos_ids = position_vectors(positions, self.position_embeddings, n, seed)
+        if e is not None:
+            x = x + e
+        x = F.layer_norm(x, (self.hidden,), self.emb_ln_w, self.emb_ln_b, self.eps)
+        return x, (pos_ids if pos_ids is not None else np.full(n, -1))
+
+    # ---------------------------------------------------------------- encoder
+    def encode(
+        self, x: torch.Tensor, mask: torch.Tensor | None = None, record: bool = True
+    ) -> Encoded:
+        """Run every layer on input vectors x [tokens, hidden]; record per-head intermediates."""
+        n, H, d = x.shape[0], self.n_heads, self.head_dim
+        scale = 1.0 / math.sqrt(d)
+        L = self.n_layers
+        out = Encoded(hidden_states=[x])
+        if record:
+            kw = dict(device=x.device, dtype=x.dtype)
+            out.queries = torch.empty(L, H, n, d, **kw)
+            out.keys = torch.empty(L, H, n, d, **kw)
+            out.values = torch.empty(L, H, n, d, **kw)
+            out.scores = torch.empty(L, H, n, n, **kw)
+            out.weights = torch.empty(L, H, n, n, **kw)
+            out.outputs = torch.empty(L, H, n, d, **kw)
+        blocked = None if mask is None else ~mask
+        for li, layer in enumerate(self.layers):
+            qkv = F.linear(x, layer.qkv_w, layer.qkv_b)  # [n, 3 * hidden]
+            q, k, v = qkv.view(n, 3, H, d).permute(1, 2, 0, 3).unbind(0)  # 3 x [H, n, d]
+            if record and not x.requires_grad:
+                scores = torch.matmul(q, k.transpose(-1, -2), out=out.scores[li])  # [H, n, n]
+                logits = scores * scale
+                if blocked is not None:
+                    logits.masked_fill_(blocked, float("-inf"))
+                weights = torch.softmax(logits, dim=-1, out=out.weights[li])  # rows sum to 1
+                y = torch.matmul(weights, v, out=out.outputs[li])  # [H, n, d]
+                out.queries[li], out.keys[li], out.values[li] = q, k, v
+            else:
+                scores = q @ k.transpose(-1, -2)
+                logits = scores * scale
+                if blocked is not None:
+                    logits = logits.masked_fill(blocked, float("-inf"))
+                weights = torch.softmax(logits, dim=-1)
+                y = weights @ v
+                if record:
+                    out.queries[li], out.keys[li], out.values[li] = q, k, v
+                    out.scores[li], out.weights[li], out.outputs[li] = scores, weights, y
+            concat = y.transpose(0, 1).reshape(n, self.hidden)  # heads side by side
+            x = F.layer_norm(
+                x + F.linear(concat, layer.out_w, layer.out_b), (self.hidden,),
+                layer.ln1_w, layer.ln1_b, self.eps,
+            )
+            ff = F.linear(self.act(F.linear(x, layer.ff1_w, layer.ff1_b)), layer.ff2_w, layer.ff2_b)
+            x = F.layer_norm(x + ff, (self.hidden,), layer.ln2_w, layer.ln2_b, self.eps)
+            out.hidden_states.append(x)
+        return out
+
+    # ------------------------------------------------------------------ trace
+    def trace(
+        self,
+        text: str,
+        text_pair: str | None = None,
+        *,
+        positions: str = "learned",
+        window: int | None = None,
+        causal: bool = False,
+        seed: int = 0,
+    ) -> Trace:
+        """Tokenize `text` (and an optional second segment), run the encoder, record it all."""
+        check_options(positions, window, causal)
+        ids, segments, dropped = self.tokenize(text, text_pair)
+        return self.trace_ids(
+            ids, segments, positions=positions, window=window, causal=causal, seed=seed,
+            dropped=dropped, text=text, text_pair=text_pair,
+        )
+
+    @torch.inference_mode()
+    def trace_ids(
+        self,
+        ids,
+        segments=None,
+        *,
+        positions: str = "learned",
+        window: int | None = None,
+        causal: bool = False,
+        seed: int = 0,
+        dropped: int = 0,
+        text: str | None = None,
+        text_pair: str | None = None,
+    ) -> Trace:
+        """Like `trace`, for token ids already made (e.g. a permuted sentence)."""
+        check_options(positions, window, causal)
+        ids = list(ids)
+        if not ids:
+            raise ValueError("no tokens to encode")
+        if len(ids) > self.max_positions and positions != "none":
+            raise ValueError(f"{len(ids)} tokens exceed the model's {self.max_positions} positions")
+        segments = [0] * len(ids) if segments is None else list(segments)
+        n = len(ids)
+        x, pos_ids = self.embed(ids, segments, positions, seed)
+        mask = build_mask(n, window, causal, self.device)
+        enc = self.encode(x, mask, record=True)
+        cpu = _to_numpy
+        return Trace(
+            tokens=self.tokens_of(ids),
+            token_ids=np.asarray(ids, dtype=np.int64),
+            segments=np.asarray(segments, dtype=np.int64),
+            position_ids=np.asarray(pos_ids, dtype=np.int64),
+            embeddings=cpu(x),
+            queries=cpu(enc.queries),
+            keys=cpu(enc.keys),
+            values=cpu(enc.values),
+            scores=cpu(enc.scores),
+            weights=cpu(enc.weights),
+            outputs=cpu(enc.outputs),
+            hidden_states=cpu(torch.stack(enc.hidden_states)),
+            mask=np.ones((n, n), dtype=bool) if mask is None else cpu(mask),
+            scale=1.0 / math.sqrt(self.head_dim),
+            options=dict(positions=positions, window=window, causal=causal, seed=seed,
+                         text=text, text_pair=text_pair),
+            dropped=dropped,
+            model_name=self.name,
+            device=str(self.device),
+        )
+
+    def __repr__(self) -> str:
+        return (f"Model({self.name!r}, layers={self.n_layers}, heads={self.n_heads}, "
+                f"hidden={self.hidden}, device={self.device})")
+
+
+def check_options(positions: str, window: int | None, causal: bool) -> None:
+    """Fail early, with a message, on options that make no sense."""
+    if positions not in POSITION_MODES:
+        raise ValueError(f"positions must be one of {', '.join(POSITION_MODES)}; got {positions!r}")
+    if window is not None and (not isinstance(window, (int, np.integer)) or window < 0):
+        raise ValueError(f"window must be a whole number >= 0 or None; got {window!r}")
+    if not isinstance(causal, (bool, np.bool_)):
+        raise ValueError(f"causal must be True or False; got {causal!r}")
+
+
+def _activation(name: str):
+    table = {
+        "gelu": F.gelu,  # exact erf GELU, as BERT
+        "gelu_new": lambda t: F.gelu(t, approximate="tanh"),
+        "gelu_pytorch_tanh": lambda t: F.gelu(t, approximate="tanh"),
+        "relu": F.relu,
+        "silu": F.silu,
+        "swish": F.silu,
+    }
+    if name not in table:
+        raise ValueError(f"unsupported activation {name!r}")
+    return table[name]
+
+
+def _to_numpy(t: torch.Tensor) -> np.ndarray:
+    return t.detach().to("cpu").numpy()
