@@ -27,7 +27,7 @@ test-fast: setup
 	$(PY) -m pytest -q -ra -m "not e2e and not slow"
 
 bench: setup
-	$(PY) -m attnviz.bench
+	$(PY) -m benchmarks $(BENCH)
 
 load: setup
 	$(PY) tests/load/run_load.py

@@ -74,8 +74,11 @@ class Encoded:
 class Model:
     """A BERT-family encoder: parameters, tokenizer, and the forward pass that records."""
 
-    def __init__(self, state: dict, config, tokenizer, name: str, device: torch.device):
+    def __init__(
+        self, state: dict, config, tokenizer, name: str, device: torch.device, source: str = ""
+    ):
         self.config = config
+        self.source = source  # the checkpoint folder it came from
         self.tokenizer = tokenizer
         self.name = name
         self.device = device
@@ -116,6 +119,11 @@ class Model:
                     ln2_b=p(s + "output.LayerNorm.bias"),
                 )
             )
+
+    @property
+    def key(self) -> str:
+        """A stable identity for caches: where the weights came from, and the device."""
+        return f"{self.source}|{self.device}"
 
     # ------------------------------------------------------------------ tokens
     def tokenize(self, text: str, text_pair: str | None = None) -> tuple[list[int], list[int], int]:

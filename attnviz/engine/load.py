@@ -104,7 +104,7 @@ def load_model(path: str | os.PathLike | None = None, device: str | None = None)
     if not _state_is_finite(state):
         raise ModelError(f"the weights in {folder} contain NaN or infinite values")
     name = "all-MiniLM-L6-v2 (bundled)" if path is None else folder.name
-    return Model(state, config, tokenizer, name=name, device=dev)
+    return Model(state, config, tokenizer, name=name, device=dev, source=str(folder))
 
 
 def _state_is_finite(state: dict) -> bool:

@@ -1,0 +1,115 @@
+"""Attention matrices as heatmaps: rows = queries (who looks), columns = keys (looked at)."""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from .common import FONT, SCORES_SCALE, WEIGHTS_SCALE, axis_labels, block_reduce, tick_labels
+
+KINDS = {
+    "scores": dict(title="Q·K similarity (raw scores)", scale=SCORES_SCALE, fmt=".3f"),
+    "weights": dict(title="softmax weights", scale=WEIGHTS_SCALE, fmt=".4f"),
+}
+
+
+def _color_args(kind: str, matrix: np.ndarray) -> dict:
+    if kind == "scores":
+        lim = float(np.nanmax(np.abs(matrix))) or 1.0
+        return dict(colorscale=SCORES_SCALE, zmid=0.0, zmin=-lim, zmax=lim)
+    return dict(colorscale=WEIGHTS_SCALE, zmin=0.0, zmax=1.0)
+
+
+def attention_heatmap(
+    matrix: np.ndarray,
+    tokens: list[str],
+    kind: str = "weights",
+    title: str | None = None,
+    key_tokens: list[str] | None = None,
+    height: int | None = None,
+) -> go.Figure:
+    """One [query, key] matrix at full resolution; hover names both tokens and the exact value."""
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {tuple(KINDS)}")
+    key_tokens = tokens if key_tokens is None else key_tokens
+    rows, cols = axis_labels(tokens), axis_labels(key_tokens)
+    fig = go.Figure(
+        go.Heatmap(
+            z=np.asarray(matrix, dtype=np.float32), x=cols, y=rows,
+            hovertemplate=(f"query %{{y}}<br>key %{{x}}<br>{kind[:-1]} = %{{z:{KINDS[kind]['fmt']}}}"
+                           "<extra></extra>"),
+            colorbar=dict(title=dict(text=kind), thickness=12),
+            **_color_args(kind, matrix),
+        )
+    )
+    _category_axes(fig, tokens, key_tokens)
+    n = max(len(tokens), 8)
+    size = height or int(min(900, max(320, 28 * n + 140)))
+    fig.update_layout(
+        title=title or KINDS[kind]["title"], height=size, font=FONT,
+        margin=dict(l=10, r=10, t=50, b=10),
+    )
+    return fig
+
+
+def _category_axes(fig: go.Figure, tokens, key_tokens, row=None, col=None, show=True) -> None:
+    yv, yt = tick_labels(tokens)
+    xv, xt = tick_labels(key_tokens)
+    kw = {} if row is None else dict(row=row, col=col)
+    fig.update_yaxes(type="category", categoryorder="array", categoryarray=axis_labels(tokens),
+                     tickvals=yv, ticktext=yt, autorange="reversed", showticklabels=show,
+                     title=None, **kw)
+    fig.update_xaxes(type="category", categoryorder="array", categoryarray=axis_labels(key_tokens),
+                     tickvals=xv, ticktext=xt, tickangle=-45, showticklabels=show, side="bottom",
+                     **kw)
+
+
+def heads_grid(
+    matrices: np.ndarray,
+    tokens: list[str],
+    kind: str = "weights",
+    cols: int = 4,
+    max_cells: int = 96,
+    title: str | None = None,
+) -> go.Figure:
+    """All heads of one layer, [heads, n, n], as small multiples sharing one colour scale.
+
+    Inputs longer than `max_cells` tokens are max-pooled into blocks for this overview (the
+    title says so); the single-head view shows exact values.
+    """
+    H, n = matrices.shape[0], matrices.shape[-1]
+    rows = -(-H // cols)
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[f"head {h}" for h in range(H)],
+                        horizontal_spacing=0.04, vertical_spacing=0.08 if rows > 1 else 0.1)
+    reduced = [block_reduce(np.asarray(m, dtype=np.float32), max_cells) for m in matrices]
+    factor = reduced[0][1]
+    ca = _color_args(kind, matrices)
+    labels = axis_labels(tokens)
+    show_ticks = n <= 16
+    for h, (m, _) in enumerate(reduced):
+        r, c = h // cols + 1, h % cols + 1
+        if factor == 1:
+            trace = go.Heatmap(
+                z=m, x=labels, y=labels, coloraxis="coloraxis",
+                hovertemplate=(f"head {h}<br>query %{{y}}<br>key %{{x}}<br>"
+                               f"{kind[:-1]} = %{{z:{KINDS[kind]['fmt']}}}<extra></extra>"),
+            )
+            fig.add_trace(trace, row=r, col=c)
+            _category_axes(fig, tokens, tokens, row=r, col=c, show=show_ticks)
+        else:
+            starts = np.arange(m.shape[0]) * factor
+            fig.add_trace(go.Heatmap(
+                z=m, x=starts, y=starts, coloraxis="coloraxis",
+                hovertemplate=(f"head {h}<br>queries from #%{{y}}<br>keys from #%{{x}}<br>"
+                               f"block max = %{{z:{KINDS[kind]['fmt']}}}<extra></extra>"),
+            ), row=r, col=c)
+            fig.update_yaxes(autorange="reversed", row=r, col=c)
+    fig.update_layout(
+        coloraxis=dict(colorscale=ca["colorscale"], cmin=ca["zmin"], cmax=ca["zmax"],
+                       colorbar=dict(title=dict(text=kind), thickness=12)),
+        height=int(260 * rows + 80), font=FONT, margin=dict(l=10, r=10, t=70, b=10),
+        title=(title or KINDS[kind]["title"])
+        + (f" (overview: blocks of {factor} tokens, max)" if factor > 1 else ""),
+    )
+    return fig

@@ -1,0 +1,178 @@
+"""Shared app state: the sentence, the model and the device, chosen once in the sidebar.
+
+app.py draws the sidebar on every rerun (so it is the same on every page) and pages read
+the result with `context()`. The sentence and layer/head choices live in the URL
+(`bind="query-params"`), so a link reproduces what the class sees.
+
+Caching: one model per (folder, device) per server (`st.cache_resource`); one Trace per
+(model, text, options), also as a shared resource (read-only arrays, no per-rerun copy).
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+
+import numpy as np
+import plotly.graph_objects as go
+import streamlit as st
+
+from attnviz.engine import Model, ModelError, Trace, load_model
+
+DEFAULT_TEXT = "I saw a saw"
+MAX_CHARS = 20_000  # more text than 512 tokens can hold; longer input is cut with a warning
+
+# The modebar: PNG by default, and a second button for SVG (bertviz #33: users want images).
+PLOT_CONFIG = {
+    "displaylogo": False,
+    "toImageButtonOptions": {"format": "png", "scale": 2},
+    "modeBarButtonsToAdd": ["toImage"],
+}
+
+
+@dataclass
+class Context:
+    """What every page needs: the model, the sentence(s) and the device in use."""
+
+    model: Model | None
+    text: str
+    text_pair: str | None
+    error: str | None = None
+
+    def trace(self, **options) -> Trace:
+        """The (cached) trace of the current sentence under the given engine options."""
+        return cached_trace(self.model, self.model.key, self.text, self.text_pair, **options)
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def cached_model(folder: str | None, device: str) -> Model:
+    """One model per server: loaded once, shared by every session (read-only)."""
+    return load_model(folder or None, device=device)
+
+
+@st.cache_resource(show_spinner=False, max_entries=48)
+def cached_trace(
+    _model: Model,
+    model_key: str,
+    text: str,
+    text_pair: str | None = None,
+    positions: str = "learned",
+    window: int | None = None,
+    causal: bool = False,
+    seed: int = 0,
+) -> Trace:
+    """A shared, read-only Trace: identical requests from any session reuse the work."""
+    t = _model.trace(text, text_pair, positions=positions, window=window, causal=causal, seed=seed)
+    for name in vars(t):
+        value = getattr(t, name)
+        if isinstance(value, np.ndarray):
+            value.flags.writeable = False
+    return t
+
+
+def _clean(text: str | None) -> str:
+    return (text or "").replace("\x00", "")
+
+
+def sidebar() -> Context:
+    """Draw the shared sidebar (sentence, second sentence, model folder, device)."""
+    with st.sidebar:
+        st.text_area(
+            "Sentence", value=DEFAULT_TEXT, key="text", bind="query-params", height=80,
+            max_chars=MAX_CHARS, help="Any text; long inputs are cut at the model's 512 tokens.",
+        )
+        st.text_input(
+            "Second sentence (optional)", value="", key="pair", bind="query-params",
+            max_chars=MAX_CHARS, help="Encoded as BERT does: [CLS] A [SEP] B [SEP].",
+        )
+        with st.expander("Model and device"):
+            st.text_input(
+                "Local BERT checkpoint folder", value="", key="model_dir",
+                placeholder="empty = bundled all-MiniLM-L6-v2",
+                help="A folder with config.json, weights and tokenizer. Nothing is downloaded.",
+            )
+            devices = ["auto", "cpu"] + (["cuda"] if _cuda() else [])
+            st.selectbox("Device", devices, key="device")
+    ctx = context()
+    if ctx.model is not None:
+        st.sidebar.caption(
+            f"{ctx.model.name}: {ctx.model.n_layers} layers x {ctx.model.n_heads} heads, "
+            f"hidden {ctx.model.hidden}, on **{ctx.model.device.type.upper()}**"
+        )
+    if ctx.error:
+        st.sidebar.error(ctx.error)
+    return ctx
+
+
+def context() -> Context:
+    """The sentence, model and device chosen in the sidebar, read from the widgets' state."""
+    folder = _clean(st.session_state.get("model_dir")).strip() or None
+    device = st.session_state.get("device", "auto")
+    model, error = None, None
+    if folder:
+        try:
+            with st.spinner("Loading the model (once per server)..."):
+                model = cached_model(folder, device)
+        except ModelError as e:
+            error = f"Model folder refused: {e}. Showing the bundled model instead."
+        except Exception as e:  # never a traceback on the page
+            error = f"Model folder refused ({type(e).__name__}). Showing the bundled model instead."
+    if model is None:
+        try:
+            with st.spinner("Loading the model (once per server)..."):
+                model = cached_model(None, device)
+        except Exception as e:
+            error = f"The bundled model could not be loaded: {e}"
+    text = _clean(st.session_state.get("text", DEFAULT_TEXT))
+    pair = _clean(st.session_state.get("pair")).strip() or None
+    return Context(model, text, pair, error)
+
+
+def _cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def require_text(ctx: Context) -> bool:
+    """Show a friendly message and return False when there is nothing to encode."""
+    if ctx.model is None:
+        st.error(ctx.error or "No model is loaded.")
+        return False
+    if not ctx.text.strip():
+        st.info("Type a sentence in the sidebar to begin, e.g. *I saw a saw*.")
+        return False
+    return True
+
+
+def show_figure(fig: go.Figure, key: str | None = None, **kwargs) -> None:
+    """Draw a Plotly figure with the PNG/SVG download toolbar always available."""
+    st.plotly_chart(fig, config=PLOT_CONFIG, key=key, **kwargs)
+
+
+def download_arrays(label: str, arrays: dict, file_name: str, key: str | None = None) -> None:
+    """Offer named arrays (and token lists) as one .npz download."""
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **{k: np.asarray(v) for k, v in arrays.items()})
+    st.download_button(label, buf.getvalue(), file_name=file_name,
+                       mime="application/octet-stream", key=key)
+
+
+def trace_or_message(ctx: Context, **options) -> Trace | None:
+    """The trace for the sidebar's sentence, or None after showing a clear message."""
+    if not require_text(ctx):
+        return None
+    if ctx.error:
+        st.warning(ctx.error)
+    try:
+        with st.spinner("Running the encoder..."):
+            t = ctx.trace(**options)
+    except ValueError as e:
+        st.error(f"Cannot encode this input: {e}")
+        return None
+    if t.dropped:
+        st.warning(
+            f"The input is longer than the model's {ctx.model.max_positions} positions: "
+            f"{t.dropped} tokens at the end were dropped."
+        )
+    return t

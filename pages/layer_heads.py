@@ -1,0 +1,52 @@
+"""Heads of one layer: each head's Q·K similarities and softmax weights for the sentence."""
+
+import streamlit as st
+
+from attnviz import plotting, ui
+from attnviz.ui.state import trace_or_message
+
+st.title("Heads of one layer")
+st.markdown(
+    "Each head compares every **query** $q^i$ with every **key** $k^j$: the similarity "
+    "$s_{ij} = q^i \\cdot k^j$ (left), then $w_{ij} = \\mathrm{softmax}_j(s_{ij}/\\sqrt{d_k})$ "
+    "(right). Rows are queries (the token that looks), columns are keys (the token looked at); "
+    "every row of weights sums to 1."
+)
+
+ctx = ui.context()
+t = trace_or_message(ctx)
+if t is None:
+    st.stop()
+
+c1, c2 = st.columns([1, 3])
+layer = c1.selectbox("Layer", range(t.n_layers), key="layer", bind="query-params",
+                     format_func=lambda i: f"layer {i}")
+head = c2.select_slider("Head shown large", options=list(range(t.n_heads)), key="head",
+                        bind="query-params")
+
+st.caption(f"{t.n_tokens} tokens · {t.n_heads} heads · d_k = {t.head_dim} · "
+           f"1/sqrt(d_k) = {t.scale:.4f} · computed on {t.device}")
+tab_w, tab_s, tab_one = st.tabs(["Weights, all heads", "Scores, all heads", f"Head {head}, exact"])
+with tab_w:
+    ui.show_figure(plotting.heads_grid(t.weights[layer], t.tokens, "weights",
+                                       title=f"Layer {layer}: softmax weights"), key="grid_w")
+with tab_s:
+    ui.show_figure(plotting.heads_grid(t.scores[layer], t.tokens, "scores",
+                                       title=f"Layer {layer}: Q·K similarity (raw)"), key="grid_s")
+with tab_one:
+    a, b = st.columns(2)
+    with a:
+        ui.show_figure(plotting.attention_heatmap(
+            t.scores[layer, head], t.tokens, "scores",
+            title=f"Layer {layer}, head {head}: scores q·k"), key="one_s")
+    with b:
+        ui.show_figure(plotting.attention_heatmap(
+            t.weights[layer, head], t.tokens, "weights",
+            title=f"Layer {layer}, head {head}: weights"), key="one_w")
+
+ui.download_arrays(
+    "Download this layer's numbers (.npz)",
+    {"tokens": t.tokens, "scores": t.scores[layer], "weights": t.weights[layer],
+     "queries": t.queries[layer], "keys": t.keys[layer], "values": t.values[layer]},
+    file_name=f"attnviz_layer{layer}.npz",
+)

@@ -1,0 +1,132 @@
+"""End-to-end fixtures: `streamlit run app.py` on loopback, driven by headless Chromium.
+
+Chromium comes from Debian (`apt-get install chromium`), installed here when missing;
+Playwright's Python package drives it through executable_path (no browser download).
+Screenshots go to test-output/screenshots/ (the test run's output folder).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SHOTS = ROOT / "test-output" / "screenshots"
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+CHROME_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+               "--disable-component-update", "--disable-sync", "--no-first-run",
+               "--disable-dev-shm-usage"]
+
+
+def ensure_chromium() -> str:
+    if Path(CHROMIUM).exists():
+        return CHROMIUM
+    if shutil.which("apt-get") and os.geteuid() == 0:
+        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+        subprocess.run(["apt-get", "update", "-qq"], check=False, env=env)
+        subprocess.run(["apt-get", "install", "-y", "-qq", "chromium"], check=True, env=env)
+    if not Path(CHROMIUM).exists():
+        pytest.fail("Debian's chromium is missing and could not be installed")
+    return CHROMIUM
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(port: int, log_path: Path) -> subprocess.Popen:
+    log = open(log_path, "w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+         "--server.port", str(port), "--server.address", "127.0.0.1",
+         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
+        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+        env=dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1"),
+    )
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as r:
+                if r.read().strip() == b"ok":
+                    return proc
+        except OSError:
+            time.sleep(0.5)
+        if proc.poll() is not None:
+            break
+    proc.kill()
+    pytest.fail(f"streamlit did not start; log:\n{log_path.read_text()[-3000:]}")
+
+
+@pytest.fixture(scope="session")
+def app_url():
+    """A running app on loopback for the whole e2e session; stopped by its PID at the end."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    proc = start_server(port, SHOTS.parent / "streamlit.log")
+    yield f"http://127.0.0.1:{port}"
+    proc.terminate()
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    exe = ensure_chromium()
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=exe, args=CHROME_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser):
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+    pg = ctx.new_page()
+    yield pg
+    ctx.close()
+
+
+def wait_for_app(page, timeout_ms: int = 120_000, plots: bool = True) -> None:
+    """Wait until the script finished running and (optionally) a Plotly chart is drawn."""
+    page.wait_for_selector("[data-testid='stApp']", timeout=timeout_ms)
+    # The router (app.py) draws the sidebar's sentence box on every run.
+    page.wait_for_selector("[data-testid='stSidebar'] textarea", timeout=timeout_ms)
+    page.wait_for_timeout(500)
+    page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']",
+                           timeout=timeout_ms)
+    if plots:
+        page.wait_for_selector(".js-plotly-plot .main-svg", timeout=timeout_ms)
+
+
+def page_errors(page) -> list[str]:
+    """Texts of any Streamlit exception or error boxes on the page."""
+    return [e.inner_text() for e in page.query_selector_all(
+        "[data-testid='stException'], [data-testid='stAlertContentError']")]
+
+
+def screenshot(page, name: str) -> Path:
+    path = SHOTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    return path
+
+
+def set_sentence(page, text: str) -> None:
+    """Type into the sidebar's sentence box and apply it (Ctrl+Enter commits a text area)."""
+    box = page.locator("[data-testid='stSidebar'] textarea").first
+    box.fill(text)
+    box.press("Control+Enter")
+    page.wait_for_timeout(700)
