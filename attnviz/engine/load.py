@@ -90,6 +90,7 @@ def load_model(path: str | os.PathLike | None = None, device: str | None = None)
     from transformers.utils import logging as hf_logging
 
     hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
     folder = bundled_model_dir() if path is None else check_model_dir(path)
     dev = pick_device(device)
     try:

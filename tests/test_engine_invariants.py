@@ -1,0 +1,135 @@
+"""Invariants of the engine: softmax rows, masks, positions, options, the Trace's names."""
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from attnviz.engine import (
+    ARRAY_FIELDS, POSITION_MODES, attention, build_mask, causal_mask, sinusoidal, window_mask,
+)
+
+TEXT = "I saw a saw"
+
+
+def cosine(a, b):
+    return float(a @ b / np.linalg.norm(a) / np.linalg.norm(b))
+
+
+def test_trace_names_and_shapes_are_pinned(model):
+    assert list(ARRAY_FIELDS) == [
+        "token_ids", "segments", "position_ids", "embeddings", "queries", "keys", "values",
+        "scores", "weights", "outputs", "hidden_states", "mask",
+    ]
+    t = model.trace(TEXT)
+    L, H, n, d = model.n_layers, model.n_heads, 6, model.head_dim
+    assert t.tokens == ["[CLS]", "i", "saw", "a", "saw", "[SEP]"]
+    for name in ("queries", "keys", "values", "outputs"):
+        assert getattr(t, name).shape == (L, H, n, d)
+    assert t.scores.shape == t.weights.shape == (L, H, n, n)
+    assert t.hidden_states.shape == (L + 1, n, model.hidden)
+    assert t.labels[2] != t.labels[4]  # the two saws are distinct everywhere
+
+
+@pytest.mark.parametrize("opts", [{}, {"window": 1}, {"causal": True}, {"window": 2, "causal": True},
+                                  {"positions": "none"}, {"positions": "sinusoidal"},
+                                  {"positions": "shuffled", "seed": 3}])
+def test_rows_sum_to_one_and_masked_weights_are_exactly_zero(model, opts):
+    t = model.trace("the cat sat on the mat because it was warm", **opts)
+    np.testing.assert_allclose(t.weights.sum(-1), 1.0, atol=1e-5)
+    blocked = ~t.mask
+    assert (t.weights[..., blocked] == 0.0).all()
+    expect = build_mask(t.n_tokens, opts.get("window"), opts.get("causal", False))
+    assert (t.mask == (np.ones_like(t.mask) if expect is None else expect.numpy())).all()
+
+
+@pytest.mark.parametrize("opts", [{"window": 1}, {"causal": True}, {"window": 3, "causal": True}])
+def test_masked_heads_match_torch_sdpa(model, opts):
+    """Each layer's per-head outputs equal scaled_dot_product_attention with the same mask."""
+    t = model.trace("a truncated window keeps attention local like a convolution", **opts)
+    q, k, v = (torch.from_numpy(getattr(t, n)) for n in ("queries", "keys", "values"))
+    ref = F.scaled_dot_product_attention(q, k, v, attn_mask=torch.from_numpy(t.mask))
+    np.testing.assert_allclose(t.outputs, ref.numpy(), atol=1e-5, rtol=0)
+
+
+def test_attention_function_matches_sdpa_and_formula():
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(2, 3, 7, 5, generator=g, dtype=torch.float64) for _ in range(3))
+    out, w, s = attention(q, k, v)
+    np.testing.assert_allclose(out, F.scaled_dot_product_attention(q, k, v), atol=1e-12)
+    np.testing.assert_allclose(s, torch.einsum("bhid,bhjd->bhij", q, k), atol=1e-12)
+    e = torch.exp(s / np.sqrt(5) - (s / np.sqrt(5)).amax(-1, keepdim=True))
+    np.testing.assert_allclose(w, e / e.sum(-1, keepdim=True), atol=1e-12)
+
+
+def test_mask_builders():
+    assert window_mask(5, 1).int().tolist() == [
+        [1, 1, 0, 0, 0], [1, 1, 1, 0, 0], [0, 1, 1, 1, 0], [0, 0, 1, 1, 1], [0, 0, 0, 1, 1]]
+    assert causal_mask(3).int().tolist() == [[1, 0, 0], [1, 1, 0], [1, 1, 1]]
+    assert build_mask(4) is None
+    assert (build_mask(4, 0) == torch.eye(4, dtype=torch.bool)).all()
+
+
+def test_without_positions_the_two_saws_are_identical_in_every_layer(model):
+    t = model.trace(TEXT, positions="none")
+    np.testing.assert_allclose(t.hidden_states[:, 2], t.hidden_states[:, 4], atol=1e-6, rtol=0)
+    assert (t.position_ids == -1).all()
+    learned = model.trace(TEXT)
+    c = cosine(learned.hidden_states[-1, 2], learned.hidden_states[-1, 4])
+    assert 0.6 < c < 0.72, c  # about 0.66 on the bundled model
+    assert np.abs(learned.hidden_states[-1, 2] - learned.hidden_states[-1, 4]).max() > 0.1
+
+
+def test_without_positions_order_is_invisible(model):
+    """Permutation equivariance: permuting the tokens permutes the outputs, nothing else."""
+    ids, seg, _ = model.tokenize("the dog chased a red ball")
+    perm = np.array([0, 3, 1, 5, 2, 4, 6, 7])  # keep [CLS] first and [SEP] last
+    a = model.trace_ids(ids, positions="none")
+    b = model.trace_ids([ids[i] for i in perm], positions="none")
+    np.testing.assert_allclose(b.hidden_states, a.hidden_states[:, perm], atol=1e-5, rtol=0)
+    np.testing.assert_allclose(b.weights, a.weights[..., perm, :][..., perm], atol=1e-5, rtol=0)
+    a2 = model.trace_ids(ids)
+    b2 = model.trace_ids([ids[i] for i in perm])
+    assert np.abs(b2.hidden_states[-1] - a2.hidden_states[-1][perm]).max() > 1e-2
+
+
+def test_position_modes(model):
+    n = 6
+    learned = model.position_embeddings[:n].numpy()
+    t = model.trace(TEXT, positions="sinusoidal")
+    assert t.position_ids.tolist() == list(range(n))
+    s = model.trace(TEXT, positions="shuffled", seed=5)
+    assert sorted(s.position_ids.tolist()) == list(range(n))
+    assert s.position_ids.tolist() != list(range(n))
+    assert model.trace(TEXT, positions="shuffled", seed=5).position_ids.tolist() == \
+        s.position_ids.tolist()
+    # embeddings = LayerNorm(word + position + segment): recompute the shuffled one by hand
+    word = model.word_embeddings[torch.as_tensor(s.token_ids)].numpy()
+    seg = model.segment_embeddings[0].numpy()
+    x = torch.from_numpy(word + learned[s.position_ids] + seg)
+    ref = F.layer_norm(x, (model.hidden,), model.emb_ln_w, model.emb_ln_b, model.eps)
+    np.testing.assert_allclose(s.embeddings, ref.numpy(), atol=1e-6)
+    pe = sinusoidal(50, 16).numpy()
+    pos, i = 7, 3
+    assert pe[pos, 2 * i] == pytest.approx(np.sin(pos / 10000 ** (2 * i / 16)), abs=1e-7)
+    assert pe[pos, 2 * i + 1] == pytest.approx(np.cos(pos / 10000 ** (2 * i / 16)), abs=1e-7)
+
+
+@pytest.mark.parametrize("bad", [dict(positions="relative"), dict(window=-1), dict(window=1.5),
+                                 dict(causal="yes")])
+def test_impossible_options_fail_early(model, bad):
+    with pytest.raises(ValueError):
+        model.trace(TEXT, **bad)
+    assert set(POSITION_MODES) == {"learned", "none", "sinusoidal", "shuffled"}
+
+
+def test_long_input_is_truncated_and_reported(model):
+    t = model.trace("saw " * 700)
+    assert t.n_tokens == 512 and t.dropped == 702 - 512
+    assert t.tokens[0] == "[CLS]" and t.tokens[-1] == "[SEP]"
+
+
+def test_trace_is_deterministic(model):
+    a, b = model.trace(TEXT), model.trace(TEXT)
+    for name in ARRAY_FIELDS:
+        assert np.array_equal(getattr(a, name), getattr(b, name))

@@ -1,0 +1,79 @@
+"""AppTest of the first page: heatmaps from the engine's numbers, distinct repeated tokens."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+APP = str(Path(__file__).resolve().parents[1] / "app.py")
+
+
+@pytest.fixture
+def at():
+    at = AppTest.from_file(APP, default_timeout=180)
+    at.run()
+    assert not at.exception
+    return at
+
+
+def figures(at):
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+def decode(z):
+    """Plotly JSON sends numpy arrays as base64 {dtype, bdata, shape}."""
+    import base64
+
+    if isinstance(z, dict):
+        arr = np.frombuffer(base64.b64decode(z["bdata"]), dtype=np.dtype(z["dtype"]))
+        return arr.reshape([int(s) for s in str(z["shape"]).split(",")])
+    return np.asarray(z, dtype=float)
+
+
+def test_default_sentence_heatmaps_match_the_trace(at, model):
+    t = model.trace("I saw a saw")
+    figs = figures(at)
+    assert len(figs) == 4  # weights grid, scores grid, one head's scores and weights
+    grid_w, grid_s, one_s, one_w = figs
+    assert len(grid_w["data"]) == model.n_heads
+    labels = grid_w["data"][0]["x"]
+    assert labels == ["[CLS] #0", "i #1", "saw #2", "a #3", "saw #4", "[SEP] #5"]
+    for h in (0, 5, 11):
+        np.testing.assert_allclose(decode(grid_w["data"][h]["z"]), t.weights[0, h], atol=1e-7)
+        np.testing.assert_allclose(decode(grid_s["data"][h]["z"]), t.scores[0, h], atol=1e-6)
+    np.testing.assert_allclose(decode(one_w["data"][0]["z"]), t.weights[0, 0], atol=1e-7)
+    assert "query" in one_w["data"][0]["hovertemplate"]
+
+
+def test_layer_change_redraws_from_cache(at, model):
+    at.selectbox(key="layer").set_value(4).run()
+    assert not at.exception
+    t = model.trace("I saw a saw")
+    grid_w = figures(at)[0]
+    np.testing.assert_allclose(decode(grid_w["data"][3]["z"]), t.weights[4, 3], atol=1e-7)
+
+
+@pytest.mark.parametrize("text", ["", "   \n\t ", "\x00\x00"])
+def test_blank_input_shows_a_message_and_no_figure(at, text):
+    at.session_state["text"] = text
+    at.run()
+    assert not at.exception
+    assert at.info and not at.get("plotly_chart")
+
+
+def test_html_is_literal_and_unicode_works(at):
+    at.session_state["text"] = "<script>alert(1)</script> 我看见一把锯 😀 مرحبا"
+    at.run()
+    assert not at.exception and not at.error
+    spec = at.get("plotly_chart")[0].proto.spec
+    assert "<script>" not in spec and "&lt;" in spec
+
+
+def test_too_long_input_is_truncated_with_a_warning(at):
+    at.session_state["text"] = "saw " * 600
+    at.run()
+    assert not at.exception
+    assert any("dropped" in w.value for w in at.warning)
+    assert at.get("plotly_chart")
