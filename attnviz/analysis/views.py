@@ -1,0 +1,109 @@
+"""What the exploration views show: special-token hiding, segment filters, inside one score.
+
+Hiding [CLS] and [SEP] (a choice in bertviz and exBERT): drop their rows and columns from a
+weight matrix W [query, key]. The remaining rows then sum to less than 1. With
+`renormalise=True` each kept row is divided by its kept sum,
+
+    W'_ij = W_ij / sum_{k kept} W_ik,
+
+so it sums to 1 again (the share among the shown keys); without it the numbers stay the
+model's own weights. Pages must say which one they show.
+
+Segment filters for a sentence pair ([CLS] A [SEP] B [SEP], segments 0 and 1): keep the
+(query, key) pairs whose segments are equal (within A, within B) or differ (across).
+
+Inside one score (bertviz's neuron view, extended to the values): for query i of one head,
+
+    p_j = q^i ∘ k^j   (elementwise),   s_j = sum(p_j) = q^i · k^j,   z_j = s_j / sqrt(d),
+    w_j = softmax_j(z_j) over the keys i may attend,   o^i = sum_j w_j v^j.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+SPECIAL_TOKENS = ("[CLS]", "[SEP]")
+SEGMENT_FILTERS = ("all", "within A", "within B", "across")
+
+
+def special_positions(tokens: list[str], special=SPECIAL_TOKENS) -> np.ndarray:
+    """Boolean [tokens]: True where the token is one of `special` ([CLS], [SEP])."""
+    return np.array([t in special for t in tokens], dtype=bool)
+
+
+def hide_special(
+    weights: np.ndarray, tokens: list[str], renormalise: bool = False, special=SPECIAL_TOKENS
+) -> tuple[np.ndarray, np.ndarray]:
+    """Drop special tokens' rows and columns from [..., n, n]; returns (matrix, kept positions).
+
+    With renormalise, kept rows are rescaled to sum to 1 (rows with nothing left stay 0).
+    """
+    keep = np.flatnonzero(~special_positions(tokens, special))  # [m] original positions
+    sub = np.asarray(weights)[..., keep[:, None], keep[None, :]]  # [..., m, m]
+    if renormalise:
+        total = sub.sum(axis=-1, keepdims=True)  # [..., m, 1]
+        sub = np.divide(sub, total, out=np.zeros_like(sub), where=total > 0)
+    return sub, keep
+
+
+def segment_mask(segments: np.ndarray, which: str) -> np.ndarray:
+    """Boolean [query, key] of the pairs a segment filter keeps.
+
+    'all': every pair; 'within A': both in segment 0; 'within B': both in segment 1;
+    'across': query and key in different segments.
+    """
+    s = np.asarray(segments)
+    q, k = s[:, None], s[None, :]
+    if which == "all":
+        return np.ones((len(s), len(s)), dtype=bool)
+    if which == "within A":
+        return (q == 0) & (k == 0)
+    if which == "within B":
+        return (q == 1) & (k == 1)
+    if which == "across":
+        return q != k
+    raise ValueError(f"segment filter must be one of {SEGMENT_FILTERS}; got {which!r}")
+
+
+def filter_segments(weights: np.ndarray, segments: np.ndarray, which: str) -> np.ndarray:
+    """Weights [..., n, n] with the pairs outside the filter set to 0 (not renormalised)."""
+    return np.where(segment_mask(segments, which), weights, 0.0).astype(np.asarray(weights).dtype)
+
+
+def segment_shares(weights: np.ndarray, segments: np.ndarray) -> dict[str, np.ndarray]:
+    """Mean over queries of the weight each filter keeps, per head: {filter: [...]}.
+
+    share_f = (1/n) sum_i sum_j W_ij [i, j kept by f]; 'within A' + 'within B' + 'across' = 1.
+    """
+    n = np.asarray(weights).shape[-1]
+    return {f: (np.asarray(weights) * segment_mask(segments, f)).sum(axis=(-1, -2)) / n
+            for f in SEGMENT_FILTERS[1:]}
+
+
+def inside_score(
+    queries: np.ndarray,
+    keys: np.ndarray,
+    values: np.ndarray,
+    query: int,
+    scale: float,
+    mask: np.ndarray | None = None,
+) -> dict[str, np.ndarray]:
+    """Every step from one query to its output, for one head; inputs [n, d], in float64.
+
+    Returns q [d], keys [n, d], products q∘k [n, d], scores q·k [n], scaled [n],
+    weights [n] (0 where the mask blocks a key), values [n, d], weighted w_j v^j [n, d]
+    and output [d] = sum_j w_j v^j.
+    """
+    q = np.asarray(queries[query], dtype=np.float64)  # [d]
+    k = np.asarray(keys, dtype=np.float64)  # [n, d]
+    v = np.asarray(values, dtype=np.float64)  # [n, d]
+    allowed = np.ones(len(k), dtype=bool) if mask is None else np.asarray(mask[query], bool)
+    products = q[None, :] * k  # [n, d]
+    scores = products.sum(axis=1)  # [n]
+    scaled = scores * scale  # [n]
+    z = np.where(allowed, scaled, -np.inf)
+    e = np.exp(z - z[allowed].max())  # [n], 0 where blocked
+    weights = e / e.sum()
+    weighted = weights[:, None] * v  # [n, d]
+    return dict(q=q, keys=k, products=products, scores=scores, scaled=scaled, weights=weights,
+                values=v, weighted=weighted, output=weighted.sum(axis=0))
