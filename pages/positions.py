@@ -1,0 +1,153 @@
+"""What positional encoding does: self-attention with and without positions (seed 003)."""
+
+import numpy as np
+import streamlit as st
+
+from attnviz import ui
+from attnviz.analysis import positions as P
+from attnviz.plotting import positions as fig
+from attnviz.ui.state import trace_or_message
+
+MODES = ("learned", "none", "sinusoidal", "shuffled")
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def shuffled(_model, model_key: str, text: str, pair, seed: int, keep: bool, positions: str):
+    return P.shuffled_run(_model, text, pair, seed=seed, keep_special=keep, positions=positions)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def compare_modes(_ctx, model_key: str, text: str, pair, seed: int, ref: str):
+    traces = {m: _ctx.trace(positions=m, seed=seed) for m in MODES}
+    return P.mode_distances(traces, ref), P.final_cosines(traces, ref)
+
+
+st.title("What positional encoding does")
+st.markdown(
+    "Self-attention compares every query $q^i$ with every key $k^j$, and nothing in "
+    "$\\mathrm{softmax}(q^i\\cdot k^j/\\sqrt{d_k})$ says *where* token $j$ is: **there is no "
+    "position information in self-attention**. So each position gets its own vector $e^i$, "
+    "hand-crafted or learned from data, added to the input: $e^i + a^i \\to q^i, k^i, v^i$. "
+    "Below, the same BERT runs with its learned $e^i$, with none, with the sinusoids of "
+    "Vaswani et al., and with its learned vectors shuffled."
+)
+ctx = ui.context()
+t = trace_or_message(ctx)
+if t is None:
+    st.stop()
+seed = int(st.number_input("Shuffle seed", 0, 10_000, 0, key="pos_seed", bind="query-params",
+                           help="Chooses the word shuffle (tab 1) and the 'shuffled' mode."))
+with st.spinner("Running the encoder with each kind of position..."):
+    runs = {m: ctx.trace(positions=m, seed=seed) for m in MODES}
+tok, n, key = t.tokens, t.n_tokens, ctx.model.key
+labels = [f"{w} #{i}" for i, w in enumerate(tok)]
+tabs = st.tabs(["1 · Shuffle the words", "2 · I saw a saw", "3 · The encodings",
+                "4 · Compare the choices"])
+
+with tabs[0]:
+    st.markdown("**Toy vectors first** (seed 003's $a^i \\to q^i, k^i, v^i$, $d = 4$): both "
+                "*saw*s start from the same vector $a$, so without positions they get the same "
+                "output $b^i$; adding $e^i$ makes them differ.")
+    toy = P.toy_self_attention(["I", "saw", "a", "saw"], d=4, seed=seed)
+    ui.show_figure(fig.toy_outputs(toy, ["I", "saw", "a", "saw"]), key="pos_fig_toy")
+    keep = st.checkbox("Keep [CLS] and [SEP] in place (shuffle only the words)", True,
+                       key="pos_keep", bind="query-params", help="Off: every token moves, the "
+                       "markers too. Without positions the property holds either way.")
+    perms, diffs = {}, {}
+    for m in ("none", "learned"):
+        perm, s = shuffled(ctx.model, key, ctx.text, ctx.text_pair, seed, keep, m)
+        perms[m], diffs[m] = perm, P.permuted_differences(runs[m], s, perm)["hidden_states"]
+    perm = perms["none"]
+    if (perm == np.arange(n)).all():
+        st.info("This sentence has fewer than two tokens that can move: nothing to shuffle. "
+                "Untick *Keep [CLS] and [SEP]* or type a longer sentence.")
+    ui.show_figure(fig.permutation_figure(tok, perm), key="pos_fig_perm")
+    st.markdown(
+        f"Run BERT on the shuffled tokens and shuffle the original outputs the same way. "
+        f"**Without positions** they are the same vectors: the largest difference over every "
+        f"layer is **{diffs['none'].max():.2e}** (float32 rounding). **With learned positions** "
+        f"it is **{diffs['learned'].max():.2f}**: the words now know where they stand.")
+    ui.show_figure(fig.equivariance_figure(diffs), key="pos_fig_equi")
+
+with tabs[1]:
+    pair = P.default_pair(tok)
+    if pair is None:
+        st.info("No word repeats in this sentence (try *I saw a saw*). Pick any two tokens "
+                "to compare.")
+        pair = (min(1, n - 1), n - 1)
+    c1, c2, c3, c4 = st.columns(4)
+    a = labels.index(c1.selectbox("First token", labels, pair[0], key="pos_i",
+                                  bind="query-params"))
+    b = labels.index(c2.selectbox("Second token", labels, pair[1], key="pos_j",
+                                  bind="query-params"))
+    layer = c3.selectbox("Layer", range(t.n_layers), key="pos_layer", bind="query-params")
+    head = c4.selectbox("Head", range(t.n_heads), key="pos_head", bind="query-params")
+    curves = {m: P.cosine_per_layer(runs[m].hidden_states, a, b) for m in MODES}
+    name = f"'{tok[a]}' #{a} and '{tok[b]}' #{b}"
+    st.markdown(
+        f"Same word, two places? Layer by layer, the cosine similarity of {name}. "
+        f"Without positions the two are fed the same vector, so every layer gives them the "
+        f"same vector again (last layer: {curves['none'][-1]:.6f}); with BERT's learned "
+        f"positions they drift apart ({curves['learned'][-1]:.3f}), which is what lets a "
+        f"tagger call one *saw* a verb and the other a noun (seed 004).")
+    if tok[a] != tok[b] or t.segments[a] != t.segments[b]:
+        st.caption("These two tokens differ (word or sentence A/B segment), so they differ "
+                   "even without positions.")
+    ui.show_figure(fig.cosine_curve(curves, name), key="pos_fig_cos")
+    rows = {m: runs[m].weights[layer, head][[a, b]] for m in ("learned", "none")}
+    ui.show_figure(fig.attention_rows(rows, tok, a, b, title=f"Layer {layer}, head {head}: "
+                                      "their attention rows (each sums to 1)"), key="pos_fig_rows")
+    ui.show_figure(fig.weights_comparison(
+        runs["learned"].weights[layer, head], runs["none"].weights[layer, head], tok,
+        title=f"Layer {layer}, head {head}: weights with and without positions"),
+        key="pos_fig_wcmp")
+
+with tabs[2]:
+    top = ctx.model.max_positions
+    count = st.slider("Positions shown", 8, top, min(128, top), key="pos_n", bind="query-params")
+    pe = P.sinusoidal_table(count, ctx.model.hidden)
+    learned = P.learned_table(ctx.model, count)
+    st.markdown("**Hand-crafted** (Vaswani et al. 2017): $PE_{p,2i} = \\sin(p/10000^{2i/d})$, "
+                "$PE_{p,2i+1} = \\cos(p/10000^{2i/d})$. Early dimensions wave fast, late ones "
+                "slowly; the dot product $e^p\\cdot e^q$ depends only on the distance $p-q$.")
+    c1, c2 = st.columns(2)
+    with c1:
+        ui.show_figure(fig.encoding_heatmap(pe, f"Sinusoidal e^p, d = {ctx.model.hidden}"),
+                       key="pos_fig_sin")
+    with c2:
+        ui.show_figure(fig.position_matrix(P.dot_products(pe), "Sinusoidal: e^p · e^q",
+                                           "dot"), key="pos_fig_sindot")
+    st.markdown(f"**Learned from data**: {ctx.model.name}'s own table of "
+                f"{ctx.model.max_positions} vectors, one per position, trained with the model. "
+                "Nobody told it to, yet neighbouring positions end up similar.")
+    c1, c2 = st.columns(2)
+    with c1:
+        ui.show_figure(fig.encoding_heatmap(learned, "Learned e^p"), key="pos_fig_learned")
+    with c2:
+        ui.show_figure(fig.position_matrix(P.cosine_matrix(learned), "Learned: cos(e^p, e^q)"),
+                       key="pos_fig_lcos")
+    coords, ratio = P.pca(learned)
+    ui.show_figure(fig.pca_scatter(coords, ratio), key="pos_fig_pca")
+
+with tabs[3]:
+    ref = st.selectbox("Compare with", MODES, key="pos_ref", bind="query-params",
+                       format_func=lambda m: fig.MODE_NAMES[m])
+    with st.spinner("Comparing every head under each choice..."):
+        dist, final = compare_modes(ctx, key, ctx.text, ctx.text_pair, seed, ref)
+    st.markdown(
+        "For each head, how different are its weights under another choice of positions? "
+        "Distance = mean over queries of the Jensen-Shannon divergence between the two weight "
+        "rows (0 = identical, 1 bit = no overlap); a choice against itself is exactly 0. "
+        + ", ".join(f"{fig.MODE_NAMES[m]}: mean {d.mean():.3f} bits" for m, d in dist.items()))
+    ui.show_figure(fig.mode_distance_grid(dist, ref), key="pos_fig_dist")
+    ui.show_figure(fig.final_change_figure(final, tok, ref), key="pos_fig_final")
+
+ui.download_arrays(
+    "Download these numbers (.npz)",
+    {"tokens": tok, "permutation": perm, "max_diff_none": diffs["none"],
+     "max_diff_learned": diffs["learned"], "pair": np.array([a, b]),
+     **{f"cosine_{m}": c for m, c in curves.items()},
+     **{f"js_distance_{m}_vs_{ref}": d for m, d in dist.items()},
+     **{f"final_cosine_{m}_vs_{ref}": c for m, c in final.items()},
+     "sinusoidal": pe, "learned_positions": learned, "pca": coords},
+    file_name="attnviz_positions.npz", key="pos_download")

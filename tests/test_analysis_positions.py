@@ -1,0 +1,202 @@
+"""What positional encoding does: each number checked against a reference written out here."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from attnviz.analysis import positions as P
+
+SAW = "I saw a saw"
+LONG = "The quick brown fox jumps over the lazy dog while the dog sleeps"
+
+
+# ------------------------------------------------------------- permutation equivariance
+@pytest.mark.parametrize("keep", [True, False])
+@pytest.mark.parametrize("text,pair", [(SAW, None), (LONG, None), (SAW, "the saw was sharp")])
+def test_without_positions_shuffled_outputs_are_the_outputs_shuffled(model, text, pair, keep):
+    ids, segs, _ = model.tokenize(text, pair)
+    original = model.trace(text, pair, positions="none")
+    perm, shuffled = P.shuffled_run(model, text, pair, seed=1, keep_special=keep, positions="none")
+    assert sorted(perm.tolist()) == list(range(len(ids))) and (perm != np.arange(len(ids))).any()
+    # The engine really ran the shuffled ids (and their segments).
+    assert shuffled.token_ids.tolist() == [ids[k] for k in perm]
+    assert shuffled.segments.tolist() == [segs[k] for k in perm]
+    # Reference written out: shuffled run's vector at i == original run's vector at perm[i].
+    for i, k in enumerate(perm):
+        np.testing.assert_allclose(shuffled.hidden_states[:, i], original.hidden_states[:, k],
+                                   atol=1e-5, rtol=0)
+    d = P.permuted_differences(original, shuffled, perm)
+    assert d["hidden_states"].shape == (model.n_layers + 1,)
+    assert d["weights"].shape == (model.n_layers,)
+    assert d["hidden_states"].max() < 1e-5 and d["weights"].max() < 1e-5
+    expected = np.abs(shuffled.hidden_states[-1] - original.hidden_states[-1][perm]).max()
+    assert d["hidden_states"][-1] == pytest.approx(expected, abs=1e-7)
+
+
+@pytest.mark.parametrize("positions", ["learned", "sinusoidal"])
+def test_with_positions_the_shuffle_changes_the_vectors(model, positions):
+    original = model.trace(LONG, positions=positions)
+    perm, shuffled = P.shuffled_run(model, LONG, seed=1, positions=positions)
+    d = P.permuted_differences(original, shuffled, perm)
+    assert d["hidden_states"][0] > 0.1  # already in the embeddings: e^i differs
+    assert d["hidden_states"][-1] > 0.1 and d["weights"].max() > 0.01
+
+
+def test_shuffle_order():
+    fixed = np.array([True, False, False, False, False, True])
+    for seed in range(20):
+        perm = P.shuffle_order(6, seed, fixed)
+        assert sorted(perm.tolist()) == list(range(6))
+        assert perm[0] == 0 and perm[5] == 5
+        assert (perm != np.arange(6)).any()
+    assert P.shuffle_order(6, 3, fixed).tolist() == P.shuffle_order(6, 3, fixed).tolist()
+    assert P.shuffle_order(3, 0, np.array([True, False, True])).tolist() == [0, 1, 2]
+    assert (P.shuffle_order(5, 0) != np.arange(5)).any()
+    assert P.special_mask(["[CLS]", "i", "[SEP]"]).tolist() == [True, False, True]
+
+
+# ------------------------------------------------------------------------ two saws
+def test_repeated_tokens_and_default_pair():
+    toks = ["[CLS]", "i", "saw", "a", "saw", "[SEP]"]
+    assert P.repeated_tokens(toks) == {"saw": [2, 4]}
+    assert P.default_pair(toks) == (2, 4)
+    assert P.default_pair(["[CLS]", "hello", "world", "[SEP]"]) is None
+    assert P.default_pair(["[CLS]", "b", "a", "b", "a", "[SEP]"]) == (1, 3)
+
+
+def test_two_saws_identical_in_every_layer_without_positions(model):
+    t = model.trace(SAW, positions="none")
+    assert t.tokens == ["[CLS]", "i", "saw", "a", "saw", "[SEP]"]
+    h = t.hidden_states
+    np.testing.assert_allclose(h[:, 2], h[:, 4], atol=1e-6, rtol=0)
+    cos = P.cosine_per_layer(h, 2, 4)
+    assert cos.shape == (model.n_layers + 1,)
+    np.testing.assert_allclose(cos, 1.0, atol=1e-6)
+
+
+def test_two_saws_cosine_with_learned_positions_matches_torch(model):
+    t = model.trace(SAW, positions="learned")
+    cos = P.cosine_per_layer(t.hidden_states, 2, 4)
+    h = torch.from_numpy(t.hidden_states.astype(np.float64))
+    ref = F.cosine_similarity(h[:, 2], h[:, 4], dim=-1).numpy()
+    np.testing.assert_allclose(cos, ref, atol=1e-12)
+    assert cos[-1] < 0.8  # FIELD_NOTES: 0.658 in the last layer
+    assert (cos < 1 - 1e-3).all()
+
+
+# ------------------------------------------------------------------- the encodings
+@pytest.mark.parametrize("n,d", [(50, 384), (9, 7), (512, 16)])
+def test_sinusoidal_matches_the_formula(n, d):
+    pe = P.sinusoidal_table(n, d)
+    ref = np.zeros((n, d))
+    for pos in range(n):
+        for k in range(d):
+            i = k // 2  # dimensions 2i and 2i+1 share the frequency 1 / 10000^(2i/d)
+            angle = pos / math.pow(10000.0, 2 * i / d)
+            ref[pos, k] = math.sin(angle) if k % 2 == 0 else math.cos(angle)
+    assert pe.shape == (n, d)
+    np.testing.assert_allclose(pe, ref, atol=1e-6, rtol=0)
+
+
+def test_sinusoidal_dot_products_depend_only_on_distance():
+    dots = P.dot_products(P.sinusoidal_table(40, 64))
+    np.testing.assert_allclose(dots, dots.T, atol=1e-9)
+    for shift in (1, 5, 17):
+        diag = np.diagonal(dots, offset=shift)
+        np.testing.assert_allclose(diag, diag[0], atol=1e-4)
+    np.testing.assert_allclose(np.diagonal(dots), 32.0, atol=1e-4)  # sin^2 + cos^2 per pair
+
+
+def test_learned_table_and_cosines(model):
+    table = P.learned_table(model, 20)
+    np.testing.assert_array_equal(table, model.position_embeddings[:20].numpy())
+    cos = P.cosine_matrix(table)
+    x = torch.from_numpy(table.astype(np.float64))
+    ref = F.cosine_similarity(x[:, None, :], x[None, :, :], dim=-1).numpy()
+    np.testing.assert_allclose(cos, ref, atol=1e-12)
+
+
+def test_pca_matches_the_covariance_eigenvectors(model):
+    x = P.learned_table(model, 128).astype(np.float64)
+    coords, ratio = P.pca(x)
+    xc = x - x.mean(0)
+    evals, evecs = np.linalg.eigh(xc.T @ xc / (len(x) - 1))  # ascending
+    top = evecs[:, ::-1][:, :2]
+    ref = xc @ top
+    for k in range(2):  # a component is defined up to its sign
+        sign = np.sign(ref[:, k] @ coords[:, k])
+        np.testing.assert_allclose(coords[:, k], sign * ref[:, k], atol=1e-8)
+    np.testing.assert_allclose(ratio, evals[::-1][:2] / evals.sum(), atol=1e-10)
+    assert ratio[0] >= ratio[1] > 0
+
+
+# ------------------------------------------------------ distances between the modes
+def _js_reference(p, q):
+    """JS in bits, written out element by element."""
+    total = 0.0
+    for a, b in zip(p, q, strict=True):
+        m = (a + b) / 2
+        if a > 0:
+            total += 0.5 * a * math.log2(a / m)
+        if b > 0:
+            total += 0.5 * b * math.log2(b / m)
+    return total
+
+
+def test_js_divergence_against_the_formula():
+    rng = np.random.default_rng(0)
+    p, q = rng.dirichlet(np.ones(7), size=5), rng.dirichlet(np.ones(7), size=5)
+    q[0, 2] = 0.0
+    q[0] /= q[0].sum()
+    js = P.js_divergence(p, q)
+    np.testing.assert_allclose(js, [_js_reference(a, b) for a, b in zip(p, q, strict=True)],
+                               atol=1e-12)
+    np.testing.assert_allclose(js, P.js_divergence(q, p), atol=1e-15)  # symmetric
+    assert P.js_divergence(np.array([1.0, 0]), np.array([0, 1.0])) == pytest.approx(1.0)
+    assert P.js_divergence(p, p).max() == 0.0
+
+
+def test_mode_distances(model):
+    modes = ("learned", "none", "sinusoidal", "shuffled")
+    traces = {m: model.trace(SAW, positions=m, seed=2) for m in modes}
+    dist = P.mode_distances(traces, "learned")
+    assert set(dist) == set(modes)
+    for d in dist.values():
+        assert d.shape == (model.n_layers, model.n_heads)
+        assert (d >= 0).all() and (d <= 1).all()
+    assert (dist["learned"] == 0).all()  # a mode compared with itself
+    assert (P.mode_distances(traces, "none")["none"] == 0).all()
+    assert dist["none"].mean() > 1e-3
+    w_a, w_b = traces["learned"].weights, traces["none"].weights
+    ref = np.mean([_js_reference(w_a[3, 7, i].astype(np.float64), w_b[3, 7, i].astype(np.float64))
+                   for i in range(w_a.shape[-1])])
+    assert dist["none"][3, 7] == pytest.approx(ref, abs=1e-9)
+    final = P.final_cosines(traces, "learned")
+    np.testing.assert_allclose(final["learned"], 1.0, atol=1e-6)
+    h_a = torch.from_numpy(traces["learned"].hidden_states[-1].astype(np.float64))
+    h_b = torch.from_numpy(traces["none"].hidden_states[-1].astype(np.float64))
+    np.testing.assert_allclose(final["none"], F.cosine_similarity(h_a, h_b, dim=-1).numpy(),
+                               atol=1e-12)
+
+
+# ----------------------------------------------------------------------- toy vectors
+def test_toy_self_attention():
+    words = ["I", "saw", "a", "saw"]
+    toy = P.toy_self_attention(words, d=4, seed=0)
+    none, sin = toy["none"], toy["sinusoidal"]
+    np.testing.assert_array_equal(none["inputs"][1], none["inputs"][3])
+    np.testing.assert_array_equal(none["outputs"][1], none["outputs"][3])
+    assert np.abs(sin["outputs"][1] - sin["outputs"][3]).max() > 1e-3
+    np.testing.assert_allclose(sin["inputs"] - none["inputs"],
+                               P.sinusoidal_table(4, 4).astype(np.float64), atol=1e-7)
+    # Reference: torch's fused attention on the same queries/keys/values.
+    gen = torch.Generator().manual_seed(0)
+    torch.randn(3, 4, generator=gen, dtype=torch.float64)  # the 3-word vocabulary table
+    w_q, w_k, w_v = torch.randn(3, 4, 4, generator=gen, dtype=torch.float64)
+    x = torch.from_numpy(sin["inputs"])
+    ref = F.scaled_dot_product_attention(x @ w_q.T, x @ w_k.T, x @ w_v.T)
+    np.testing.assert_allclose(sin["outputs"], ref.numpy(), atol=1e-12)
+    np.testing.assert_allclose(sin["weights"].sum(-1), 1.0, atol=1e-12)
