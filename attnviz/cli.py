@@ -65,6 +65,8 @@ def main(argv: list[str] | None = None) -> int:
     except (ModelError, ValueError, OSError) as err:
         print(f"attnviz: error: {err}", file=sys.stderr)
         return 2
-    note = f" ({t.dropped} tokens dropped: input longer than {model.max_positions})" if t.dropped else ""
+    note = ""
+    if t.dropped:
+        note = f" ({t.dropped} tokens dropped: input longer than {model.max_positions})"
     print(f"wrote {out}: {t.n_tokens} tokens, {t.n_layers} layers x {t.n_heads} heads{note}")
     return 0

@@ -6,7 +6,13 @@ import torch
 import torch.nn.functional as F
 
 from attnviz.engine import (
-    ARRAY_FIELDS, POSITION_MODES, attention, build_mask, causal_mask, sinusoidal, window_mask,
+    ARRAY_FIELDS,
+    POSITION_MODES,
+    attention,
+    build_mask,
+    causal_mask,
+    sinusoidal,
+    window_mask,
 )
 
 TEXT = "I saw a saw"
@@ -31,9 +37,9 @@ def test_trace_names_and_shapes_are_pinned(model):
     assert t.labels[2] != t.labels[4]  # the two saws are distinct everywhere
 
 
-@pytest.mark.parametrize("opts", [{}, {"window": 1}, {"causal": True}, {"window": 2, "causal": True},
-                                  {"positions": "none"}, {"positions": "sinusoidal"},
-                                  {"positions": "shuffled", "seed": 3}])
+@pytest.mark.parametrize("opts", [
+    {}, {"window": 1}, {"causal": True}, {"window": 2, "causal": True}, {"positions": "none"},
+    {"positions": "sinusoidal"}, {"positions": "shuffled", "seed": 3}])
 def test_rows_sum_to_one_and_masked_weights_are_exactly_zero(model, opts):
     t = model.trace("the cat sat on the mat because it was warm", **opts)
     np.testing.assert_allclose(t.weights.sum(-1), 1.0, atol=1e-5)

@@ -24,6 +24,7 @@ import torch
 import torch.nn.functional as F
 
 from .attention import build_mask
+from .buffers import BufferPool
 from .positions import POSITION_MODES, position_vectors
 from .trace import Trace
 
@@ -69,6 +70,7 @@ class Encoded:
     scores: torch.Tensor | None = None  # [layers, heads, tokens, tokens]
     weights: torch.Tensor | None = None
     outputs: torch.Tensor | None = None  # [layers, heads, tokens, head_dim]
+    stacked_states: torch.Tensor | None = None  # [layers + 1, tokens, hidden] when pooled
 
 
 class Model:
@@ -90,6 +92,7 @@ class Model:
         self.eps: float = config.layer_norm_eps
         self.act = _activation(getattr(config, "hidden_act", "gelu"))
         self._tok_lock = threading.Lock()  # fast tokenizers are not safe across threads
+        self._pool = BufferPool()  # reuses big trace arrays once nothing references them
 
         def p(key: str) -> torch.Tensor:
             return state[key].detach().to(device=device, dtype=torch.float32).contiguous()
@@ -149,7 +152,7 @@ class Model:
     def embed(
         self, ids, segments, positions: str = "learned", seed: int = 0
     ) -> tuple[torch.Tensor, np.ndarray]:
-        """a^i = LayerNorm(word[x_i] + e^i + segment[s_i]); returns ([tokens, hidden], position ids)."""
+        """a^i = LayerNorm(word[x_i] + e^i + segment[s_i]) -> ([tokens, hidden], position ids)."""
         n = len(ids)
         ids_t = torch.as_tensor(ids, device=self.device)
         seg_t = torch.as_tensor(segments, device=self.device)
@@ -162,43 +165,59 @@ class Model:
 
     # ---------------------------------------------------------------- encoder
     def encode(
-        self, x: torch.Tensor, mask: torch.Tensor | None = None, record: bool = True
+        self,
+        x: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        record: bool = True,
+        alloc=torch.empty,
     ) -> Encoded:
-        """Run every layer on input vectors x [tokens, hidden]; record per-head intermediates."""
+        """Run every layer on input vectors x [tokens, hidden]; record per-head intermediates.
+
+        With record=True (and no autograd), every intermediate is written straight into
+        [layers, heads, ...] arrays made by `alloc` (the trace's buffer pool).
+        """
         n, H, d = x.shape[0], self.n_heads, self.head_dim
         scale = 1.0 / math.sqrt(d)
         L = self.n_layers
+        fast = record and not x.requires_grad
         out = Encoded(hidden_states=[x])
-        if record:
-            kw = dict(device=x.device, dtype=x.dtype)
-            out.queries = torch.empty(L, H, n, d, **kw)
-            out.keys = torch.empty(L, H, n, d, **kw)
-            out.values = torch.empty(L, H, n, d, **kw)
-            out.scores = torch.empty(L, H, n, n, **kw)
-            out.weights = torch.empty(L, H, n, n, **kw)
-            out.outputs = torch.empty(L, H, n, d, **kw)
+        if fast:
+            kw = dict(dtype=x.dtype)
+            states = _alloc(alloc, x.device, (L + 1, n, self.hidden), **kw)
+            out.hidden_states = [states[0].copy_(x)]
+            out.queries, out.keys, out.values, out.outputs = (
+                _alloc(alloc, x.device, (L, H, n, d), **kw) for _ in range(4))
+            out.scores = _alloc(alloc, x.device, (L, H, n, n), **kw)
+            out.weights = _alloc(alloc, x.device, (L, H, n, n), **kw)
+        elif record:
+            rec: dict[str, list[torch.Tensor]] = {k: [] for k in
+                                                   ("queries", "keys", "values", "scores",
+                                                    "weights", "outputs")}
         blocked = None if mask is None else ~mask
         for li, layer in enumerate(self.layers):
             qkv = F.linear(x, layer.qkv_w, layer.qkv_b)  # [n, 3 * hidden]
             q, k, v = qkv.view(n, 3, H, d).permute(1, 2, 0, 3).unbind(0)  # 3 x [H, n, d]
-            if record and not x.requires_grad:
-                scores = torch.matmul(q, k.transpose(-1, -2), out=out.scores[li])  # [H, n, n]
-                logits = scores * scale
+            if fast:
+                # S = Q K^T; W = softmax(S / sqrt(d_k)); Y = W V, written in place
+                q = out.queries[li].copy_(q)
+                k = out.keys[li].copy_(k)
+                v = out.values[li].copy_(v)
+                scores = torch.bmm(q, k.transpose(-1, -2), out=out.scores[li])  # [H, n, n]
+                weights = torch.mul(scores, scale, out=out.weights[li])
                 if blocked is not None:
-                    logits.masked_fill_(blocked, float("-inf"))
-                weights = torch.softmax(logits, dim=-1, out=out.weights[li])  # rows sum to 1
-                y = torch.matmul(weights, v, out=out.outputs[li])  # [H, n, d]
-                out.queries[li], out.keys[li], out.values[li] = q, k, v
+                    weights.masked_fill_(blocked, float("-inf"))
+                torch.softmax(weights, dim=-1, out=weights)  # rows sum to 1
+                y = torch.bmm(weights, v, out=out.outputs[li])  # [H, n, d]
             else:
-                scores = q @ k.transpose(-1, -2)
+                scores = q @ k.transpose(-1, -2)  # [H, n, n]
                 logits = scores * scale
                 if blocked is not None:
                     logits = logits.masked_fill(blocked, float("-inf"))
                 weights = torch.softmax(logits, dim=-1)
-                y = weights @ v
+                y = weights @ v  # [H, n, d]
                 if record:
-                    out.queries[li], out.keys[li], out.values[li] = q, k, v
-                    out.scores[li], out.weights[li], out.outputs[li] = scores, weights, y
+                    for name, val in zip(rec, (q, k, v, scores, weights, y), strict=True):
+                        rec[name].append(val)
             concat = y.transpose(0, 1).reshape(n, self.hidden)  # heads side by side
             x = F.layer_norm(
                 x + F.linear(concat, layer.out_w, layer.out_b), (self.hidden,),
@@ -206,7 +225,14 @@ class Model:
             )
             ff = F.linear(self.act(F.linear(x, layer.ff1_w, layer.ff1_b)), layer.ff2_w, layer.ff2_b)
             x = F.layer_norm(x + ff, (self.hidden,), layer.ln2_w, layer.ln2_b, self.eps)
+            if fast:
+                x = states[li + 1].copy_(x)
             out.hidden_states.append(x)
+        if fast:
+            out.stacked_states = states
+        if record and not fast:
+            for name, vals in rec.items():
+                setattr(out, name, torch.stack(vals))
         return out
 
     # ------------------------------------------------------------------ trace
@@ -253,8 +279,8 @@ class Model:
         n = len(ids)
         x, pos_ids = self.embed(ids, segments, positions, seed)
         mask = build_mask(n, window, causal, self.device)
-        enc = self.encode(x, mask, record=True)
-        cpu = _to_numpy
+        enc = self.encode(x, mask, record=True, alloc=self._pool.empty)
+        cpu = self._to_numpy
         return Trace(
             tokens=self.tokens_of(ids),
             token_ids=np.asarray(ids, dtype=np.int64),
@@ -267,7 +293,8 @@ class Model:
             scores=cpu(enc.scores),
             weights=cpu(enc.weights),
             outputs=cpu(enc.outputs),
-            hidden_states=cpu(torch.stack(enc.hidden_states)),
+            hidden_states=cpu(enc.stacked_states if enc.stacked_states is not None
+                              else torch.stack(enc.hidden_states)),
             mask=np.ones((n, n), dtype=bool) if mask is None else cpu(mask),
             scale=1.0 / math.sqrt(self.head_dim),
             options=dict(positions=positions, window=window, causal=causal, seed=seed,
@@ -276,6 +303,13 @@ class Model:
             model_name=self.name,
             device=str(self.device),
         )
+
+    def _to_numpy(self, t: torch.Tensor) -> np.ndarray:
+        """CPU NumPy view of a result; GPU results are copied into pooled CPU memory."""
+        t = t.detach()
+        if t.device.type != "cpu":
+            t = self._pool.empty(*t.shape, dtype=t.dtype).copy_(t)
+        return self._pool.to_numpy(t)
 
     def __repr__(self) -> str:
         return (f"Model({self.name!r}, layers={self.n_layers}, heads={self.n_heads}, "
@@ -306,5 +340,8 @@ def _activation(name: str):
     return table[name]
 
 
-def _to_numpy(t: torch.Tensor) -> np.ndarray:
-    return t.detach().to("cpu").numpy()
+def _alloc(alloc, device: torch.device, shape: tuple, dtype: torch.dtype) -> torch.Tensor:
+    """Trace buffers: from the CPU pool, or plain device memory on a GPU."""
+    if device.type == "cpu":
+        return alloc(*shape, dtype=dtype)
+    return torch.empty(*shape, dtype=dtype, device=device)

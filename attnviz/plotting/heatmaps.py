@@ -37,8 +37,8 @@ def attention_heatmap(
     fig = go.Figure(
         go.Heatmap(
             z=np.asarray(matrix, dtype=np.float32), x=cols, y=rows,
-            hovertemplate=(f"query %{{y}}<br>key %{{x}}<br>{kind[:-1]} = %{{z:{KINDS[kind]['fmt']}}}"
-                           "<extra></extra>"),
+            hovertemplate=(f"query %{{y}}<br>key %{{x}}<br>"
+                           f"{kind[:-1]} = %{{z:{KINDS[kind]['fmt']}}}<extra></extra>"),
             colorbar=dict(title=dict(text=kind), thickness=12),
             **_color_args(kind, matrix),
         )
