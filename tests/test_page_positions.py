@@ -1,0 +1,146 @@
+"""AppTest of the positions page: its figures carry the engine's numbers, for any sentence."""
+
+import base64
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from streamlit.testing.v1 import AppTest
+
+APP = str(Path(__file__).resolve().parents[1] / "app.py")
+KEYS = ["pos_fig_toy", "pos_fig_perm", "pos_fig_equi", "pos_fig_cos", "pos_fig_rows",
+        "pos_fig_wcmp", "pos_fig_sin", "pos_fig_sindot", "pos_fig_learned", "pos_fig_lcos",
+        "pos_fig_pca", "pos_fig_dist", "pos_fig_final"]
+
+
+@pytest.fixture
+def at():
+    at = AppTest.from_file(APP, default_timeout=180)
+    at.run()
+    at.switch_page("pages/positions.py").run()
+    assert not at.exception
+    return at
+
+
+def figures(at) -> dict:
+    """Figure JSON by widget key (the chart id ends with its key)."""
+    return {c.proto.id.rsplit("-", 1)[-1]: json.loads(c.proto.spec)
+            for c in at.get("plotly_chart")}
+
+
+def decode(z):
+    if isinstance(z, dict):
+        arr = np.frombuffer(base64.b64decode(z["bdata"]), dtype=np.dtype(z["dtype"]))
+        if "shape" not in z:  # 1-D arrays come without a shape
+            return arr
+        return arr.reshape([int(s) for s in str(z["shape"]).split(",")])
+    return np.asarray(z, dtype=float)
+
+
+def cos_ref(h, i, j):
+    h = torch.from_numpy(np.asarray(h, dtype=np.float64))
+    return F.cosine_similarity(h[:, i], h[:, j], dim=-1).numpy()
+
+
+def test_default_sentence_every_figure(at, model):
+    figs = figures(at)
+    assert list(figs) == KEYS
+    assert not at.error
+    # Shuffle: the page's "none" bars are ~0, the "learned" bars are not.
+    none, learned = figs["pos_fig_equi"]["data"]
+    assert decode(none["y"]).max() < 1e-5 and decode(learned["y"]).max() > 0.1
+    # The permutation keeps [CLS]/[SEP] and moves the words; recompute the difference here.
+    perm = decode(figs["pos_fig_perm"]["data"][-1]["customdata"]).astype(int)
+    ids, segs, _ = model.tokenize("I saw a saw")
+    assert perm[0] == 0 and perm[-1] == len(ids) - 1 and (perm != np.arange(len(ids))).any()
+    a = model.trace_ids(ids, positions="learned")
+    b = model.trace_ids([ids[k] for k in perm], positions="learned")
+    expected = np.abs(b.hidden_states - a.hidden_states[:, perm]).max(axis=(1, 2))
+    np.testing.assert_allclose(decode(learned["y"]), expected, atol=1e-6)
+    # Two saws: cosine per layer, learned vs none (identical vectors: 1 in every layer).
+    curves = {d["name"]: decode(d["y"]) for d in figs["pos_fig_cos"]["data"]}
+    np.testing.assert_allclose(curves["no positions"], 1.0, atol=1e-6)
+    t = model.trace("I saw a saw")
+    np.testing.assert_allclose(curves["learned positions (BERT)"],
+                               cos_ref(t.hidden_states, 2, 4), atol=1e-6)
+    # The weights of layer 0, head 0 with and without positions, and their difference.
+    wn = model.trace("I saw a saw", positions="none").weights[0, 0]
+    w = figs["pos_fig_wcmp"]["data"]
+    np.testing.assert_allclose(decode(w[0]["z"]), t.weights[0, 0], atol=1e-7)
+    np.testing.assert_allclose(decode(w[1]["z"]), wn, atol=1e-7)
+    np.testing.assert_allclose(decode(w[2]["z"]), t.weights[0, 0] - wn, atol=1e-6)
+    assert w[0]["x"] == ["[CLS] #0", "i #1", "saw #2", "a #3", "saw #4", "[SEP] #5"]
+    # Distances vs learned: the learned panel is exactly 0.
+    dist = figs["pos_fig_dist"]["data"]
+    assert len(dist) == 4 and (decode(dist[0]["z"]) == 0).all()
+    assert decode(dist[1]["z"]).shape == (model.n_layers, model.n_heads)
+    assert decode(dist[1]["z"]).max() > 0
+    # The encodings: the learned table is the checkpoint's.
+    np.testing.assert_allclose(decode(figs["pos_fig_learned"]["data"][0]["z"]),
+                               model.position_embeddings[:128].numpy(), atol=1e-7)
+    assert at.get("download_button")
+
+
+def test_layer_head_and_reference_choices(at, model):
+    at.selectbox(key="pos_layer").set_value(4)
+    at.selectbox(key="pos_head").set_value(7)
+    at.selectbox(key="pos_ref").set_value("none").run()
+    assert not at.exception
+    figs = figures(at)
+    t = model.trace("I saw a saw")
+    np.testing.assert_allclose(decode(figs["pos_fig_wcmp"]["data"][0]["z"]), t.weights[4, 7],
+                               atol=1e-7)
+    rows = figs["pos_fig_rows"]["data"]
+    np.testing.assert_allclose(decode(rows[0]["y"]), t.weights[4, 7, 2], atol=1e-7)
+    np.testing.assert_allclose(decode(rows[1]["y"]), t.weights[4, 7, 4], atol=1e-7)
+    dist = figs["pos_fig_dist"]["data"]
+    assert (decode(dist[1]["z"]) == 0).all()  # "none" against itself
+    assert decode(dist[0]["z"]).max() > 0
+
+
+def test_sentence_without_repeats_lets_the_user_pick(at, model):
+    at.session_state["text"] = "Dogs bark loudly"
+    at.run()
+    assert not at.exception and not at.error
+    assert any("No word repeats" in i.value for i in at.info)
+    at.selectbox(key="pos_i").set_value("dogs #1")
+    at.selectbox(key="pos_j").set_value("loudly #3").run()
+    assert not at.exception
+    t = model.trace("Dogs bark loudly")
+    curves = {d["name"]: decode(d["y"]) for d in figures(at)["pos_fig_cos"]["data"]}
+    np.testing.assert_allclose(curves["learned positions (BERT)"], cos_ref(t.hidden_states, 1, 3),
+                               atol=1e-6)
+
+
+def test_other_repeats_and_a_second_sentence(at, model):
+    at.session_state["text"] = "the cat saw the dog"
+    at.session_state["pair"] = "it ran"
+    at.run()
+    assert not at.exception and not at.error
+    figs = figures(at)
+    curves = {d["name"]: decode(d["y"]) for d in figs["pos_fig_cos"]["data"]}
+    np.testing.assert_allclose(curves["no positions"], 1.0, atol=1e-6)  # "the" #1 and #4
+    assert max(decode(figs["pos_fig_equi"]["data"][0]["y"])) < 1e-5
+
+
+@pytest.mark.parametrize("text", ["", "  \n "])
+def test_blank_input_shows_a_message(at, text):
+    at.session_state["text"] = text
+    at.run()
+    assert not at.exception
+    assert at.info and not at.get("plotly_chart")
+
+
+def test_one_word_and_html_are_handled(at):
+    at.session_state["text"] = "<b>hi"
+    at.run()
+    assert not at.exception and not at.error
+    specs = " ".join(c.proto.spec for c in at.get("plotly_chart"))
+    assert "<b>" not in specs and "&lt;" in specs
+    at.session_state["text"] = "hello"
+    at.run()
+    assert not at.exception and not at.error
+    assert any("nothing to shuffle" in i.value for i in at.info)

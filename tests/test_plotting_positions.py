@@ -1,0 +1,108 @@
+"""Figures of the positions page: they draw exactly the arrays given, with distinct token labels."""
+
+import numpy as np
+import plotly.graph_objects as go
+
+from attnviz.analysis import positions as P
+from attnviz.plotting import positions as fig
+
+TOKENS = ["[CLS]", "i", "saw", "a", "saw", "[SEP]"]
+LABELS = ["[CLS] #0", "i #1", "saw #2", "a #3", "saw #4", "[SEP] #5"]
+
+
+def test_permutation_figure_joins_each_token_to_its_new_place():
+    perm = np.array([0, 3, 1, 2, 4, 5])
+    f = fig.permutation_figure(TOKENS, perm)
+    lines = [t for t in f.data if t.mode == "lines"]
+    assert len(lines) == 6
+    assert [list(t.x) for t in lines] == [[int(o), i] for i, o in enumerate(perm)]
+    shuffled = f.data[-1]
+    assert list(shuffled.text) == [TOKENS[k] for k in perm]
+
+
+def test_equivariance_figure_shows_zero_as_zero():
+    diffs = {"none": np.zeros(7), "learned": np.linspace(0.5, 3, 7)}
+    f = fig.equivariance_figure(diffs)
+    assert [t.name for t in f.data] == [fig.MODE_NAMES["none"], fig.MODE_NAMES["learned"]]
+    assert list(f.data[0].text) == ["0"] * 7
+    np.testing.assert_array_equal(f.data[1].y, diffs["learned"])
+    assert f.data[0].x[0] == "embeddings" and f.data[0].x[-1] == "layer 6"
+
+
+def test_cosine_curve_one_line_per_mode():
+    curves = {"learned": np.array([0.9, 0.8, 0.7]), "none": np.ones(3)}
+    f = fig.cosine_curve(curves, "saw #2 and saw #4")
+    assert len(f.data) == 2
+    np.testing.assert_array_equal(f.data[0].y, curves["learned"])
+    np.testing.assert_array_equal(f.data[1].y, curves["none"])
+    assert "saw #2 and saw #4" in f.layout.title.text
+
+
+def test_attention_rows_keep_repeated_tokens_apart():
+    rng = np.random.default_rng(0)
+    rows = {"learned": rng.dirichlet(np.ones(6), 2), "none": rng.dirichlet(np.ones(6), 2)}
+    f = fig.attention_rows(rows, TOKENS, 2, 4)
+    assert len(f.data) == 4
+    for t in f.data:
+        assert list(t.x) == LABELS  # 6 bars: the two saws do not merge
+    np.testing.assert_allclose(f.data[3].y, rows["none"][1], atol=1e-7)
+    assert f.layout.xaxis.categoryarray == tuple(LABELS)
+
+
+def test_weights_comparison_draws_both_and_the_difference():
+    rng = np.random.default_rng(1)
+    a, b = rng.dirichlet(np.ones(6), 6), rng.dirichlet(np.ones(6), 6)
+    f = fig.weights_comparison(a, b, TOKENS)
+    assert len(f.data) == 3
+    np.testing.assert_allclose(f.data[0].z, a, atol=1e-7)
+    np.testing.assert_allclose(f.data[1].z, b, atol=1e-7)
+    np.testing.assert_allclose(f.data[2].z, a - b, atol=1e-7)
+    assert list(f.data[2].x) == LABELS
+    lim = float(np.abs(a - b).max())
+    assert f.layout.coloraxis2.cmin == -f.layout.coloraxis2.cmax
+    assert abs(f.layout.coloraxis2.cmax - lim) < 1e-6
+
+
+def test_encoding_figures():
+    pe = P.sinusoidal_table(16, 8)
+    f = fig.encoding_heatmap(pe, "sin")
+    np.testing.assert_allclose(f.data[0].z, pe)
+    dots = P.dot_products(pe)
+    g = fig.position_matrix(dots, "dots", "dot")
+    np.testing.assert_allclose(g.data[0].z, dots, atol=1e-5)
+    coords, ratio = P.pca(pe)
+    h = fig.pca_scatter(coords, ratio)
+    np.testing.assert_array_equal(h.data[1].marker.color, np.arange(16))
+    assert "PC1" in h.layout.xaxis.title.text
+
+
+def test_mode_distance_grid_one_panel_per_mode():
+    rng = np.random.default_rng(2)
+    dist = {"learned": np.zeros((6, 12)), "none": rng.random((6, 12)) * 0.3}
+    f = fig.mode_distance_grid(dist)
+    assert len(f.data) == 2
+    np.testing.assert_array_equal(f.data[0].z, 0)
+    np.testing.assert_allclose(f.data[1].z, dist["none"], atol=1e-7)
+    assert f.layout.coloraxis.cmin == 0
+    assert abs(f.layout.coloraxis.cmax - dist["none"].max()) < 1e-6
+
+
+def test_final_change_and_toy_figures():
+    f = fig.final_change_figure({"learned": np.ones(6), "none": np.full(6, 0.5)}, TOKENS)
+    assert list(f.data[0].x) == LABELS
+    toy = P.toy_self_attention(["I", "saw", "a", "saw"])
+    g = fig.toy_outputs(toy, ["I", "saw", "a", "saw"])
+    np.testing.assert_allclose(g.data[0].z, toy["none"]["outputs"])
+    assert list(g.data[0].y) == ["I #0", "saw #1", "a #2", "saw #3"]
+
+
+def test_token_text_is_escaped():
+    toks = ["[CLS]", "<b>", "x", "<b>", "[SEP]"]
+    figs = [fig.permutation_figure(toks, np.array([0, 3, 2, 1, 4])),
+            fig.attention_rows({"none": np.full((2, 5), 0.2)}, toks, 1, 3),
+            fig.weights_comparison(np.eye(5), np.eye(5), toks),
+            fig.final_change_figure({"none": np.ones(5)}, toks)]
+    for f in figs:
+        assert isinstance(f, go.Figure)
+        js = f.to_json()
+        assert "<b>" not in js and "&lt;b&gt;" in js
