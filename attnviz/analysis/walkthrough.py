@@ -1,0 +1,394 @@
+"""Self-attention step by step: the seeds' lesson (003 Steps 1-3, 004's matrix form) as numbers.
+
+Vaswani et al. 2017, "Attention Is All You Need", eq. (1); additive similarity from Bahdanau et
+al. 2015 as seed 004 draws it. Two sources of numbers, one computation:
+
+- toy:  small float64 inputs and weights made from a seed (m, d_k, p from 2 to 8), rounded to one
+        decimal so a class can redo every product on paper;
+- real: one layer and head of the bundled BERT, its input vectors a^i = hidden_states[layer]
+        and its slices W^q_h = layers[layer].w_q[h*d:(h+1)*d] (+ bias), checked against the Trace.
+
+Per token (column vectors, as the seeds write them):
+    q^i = W^q a^i + b^q,   k^i = W^k a^i + b^k,   v^i = W^v a^i + b^v     (b = 0 in the toy)
+    alpha_{i,j}  = q^i . k^j                                  similarity (score)
+    alpha'_{i,j} = softmax_j(alpha_{i,j} / (T sqrt(d_k)))     weight, T = temperature (1 = real)
+    b^i = sum_j alpha'_{i,j} v^j                              output
+Matrix form, seeds' column layout: A [m, n], Q = W^q A [d_k, n], K, V likewise; the score matrix
+with rows = queries is Q^T K (seed 004's C). Seed 003's A = K^T Q is its transpose (rows = keys).
+In the row layout of PyTorch and attnviz (a token per row) the same matrix is Q K^T.
+Arrays here use the row layout: inputs [n, m], queries [n, d_k], scores [n_query, n_key].
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from attnviz.engine.attention import attention
+
+MIN_DIM, MAX_DIM = 2, 8  # toy sizes m, d_k, p
+MAX_TOY_TOKENS = 8  # toy sentences are cut to this many words (matrices stay printable)
+DEFAULT_WORDS = ["I", "saw", "a", "saw"]
+
+
+@dataclass
+class Walkthrough:
+    """Every number of one single-head self-attention, in the row layout (one token per row)."""
+
+    tokens: list[str]
+    inputs: np.ndarray  # [n, m]    a^i as rows (the seeds' A is inputs.T, [m, n])
+    w_q: np.ndarray  # [d_k, m]  W^q (seeds: s x m; torch Linear layout [out, in])
+    w_k: np.ndarray  # [d_k, m]
+    w_v: np.ndarray  # [p, m]
+    b_q: np.ndarray  # [d_k]     zero in the toy; BERT's Linear layers have biases
+    b_k: np.ndarray  # [d_k]
+    b_v: np.ndarray  # [p]
+    queries: np.ndarray  # [n, d_k]  q^i
+    keys: np.ndarray  # [n, d_k]
+    values: np.ndarray  # [n, p]
+    scores: np.ndarray  # [n, n]    alpha_{i,j} = q^i . k^j, rows = queries, columns = keys
+    weights: np.ndarray  # [n, n]    softmax of each row of scores * scale
+    outputs: np.ndarray  # [n, p]    b^i = sum_j weights[i, j] v^j
+    scale: float  # 1 / sqrt(d_k)
+    mode: str = "toy"
+    layer: int | None = None
+    head: int | None = None
+    options: dict = field(default_factory=dict)
+
+    @property
+    def n(self) -> int:
+        return len(self.tokens)
+
+    @property
+    def m(self) -> int:
+        return self.inputs.shape[1]
+
+    @property
+    def d_k(self) -> int:
+        return self.queries.shape[1]
+
+    @property
+    def p(self) -> int:
+        return self.values.shape[1]
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The numbers of this walkthrough under their names, for a download."""
+        names = ("inputs", "w_q", "w_k", "w_v", "b_q", "b_k", "b_v", "queries", "keys", "values",
+                 "scores", "weights", "outputs")
+        return {"tokens": np.array(self.tokens, dtype=str), "scale": np.float64(self.scale),
+                **{k: getattr(self, k) for k in names}}
+
+
+# ----------------------------------------------------------------------------- toy numbers
+def _rng(seed: int, name: str) -> np.random.Generator:
+    """A generator fixed by (seed, name): the same word or matrix gets the same numbers."""
+    return np.random.default_rng([int(seed) & 0xFFFFFFFF, zlib.crc32(name.encode("utf-8"))])
+
+
+def toy_matrix(name: str, rows: int, cols: int, seed: int) -> np.ndarray:
+    """Uniform(-1, 1) entries rounded to one decimal, float64: [rows, cols]."""
+    return np.round(_rng(seed, name).uniform(-1.0, 1.0, size=(rows, cols)), 1)
+
+
+def toy_vector(word: str, m: int, seed: int) -> np.ndarray:
+    """The toy input vector of a word: [m], one decimal. Equal words get equal vectors."""
+    return np.round(_rng(seed, "word:" + word.lower()).uniform(-1.0, 1.0, size=m), 1)
+
+
+def toy_words(text: str | None, max_tokens: int = MAX_TOY_TOKENS) -> tuple[list[str], int]:
+    """The sentence's words (split on spaces), at most `max_tokens`; (words, how many cut)."""
+    words = (text or "").split()
+    if not words:
+        return list(DEFAULT_WORDS), 0
+    return words[:max_tokens], max(0, len(words) - max_tokens)
+
+
+def _check_dim(name: str, value: int) -> int:
+    if not isinstance(value, (int, np.integer)) or not MIN_DIM <= value <= MAX_DIM:
+        raise ValueError(f"{name} must be a whole number from {MIN_DIM} to {MAX_DIM}; "
+                         f"got {value!r}")
+    return int(value)
+
+
+def toy_walkthrough(
+    text: str | None = None, m: int = 4, d_k: int = 3, p: int | None = None, seed: int = 0
+) -> Walkthrough:
+    """Single-head self-attention on toy float64 numbers: a^i from the words, W from the seed."""
+    m, d_k = _check_dim("m", m), _check_dim("d_k", d_k)
+    p = d_k if p is None else _check_dim("p", p)
+    words, cut = toy_words(text)
+    inputs = np.stack([toy_vector(w, m, seed) for w in words])  # [n, m]
+    w_q = toy_matrix("W^q", d_k, m, seed)  # [d_k, m]
+    w_k = toy_matrix("W^k", d_k, m, seed)  # [d_k, m]
+    w_v = toy_matrix("W^v", p, m, seed)  # [p, m]
+    zeros = np.zeros
+    return _walk(words, inputs, w_q, w_k, w_v, zeros(d_k), zeros(d_k), zeros(p), "toy",
+                 options=dict(m=m, d_k=d_k, p=p, seed=seed, cut=cut))
+
+
+def _walk(tokens, inputs, w_q, w_k, w_v, b_q, b_k, b_v, mode, **kw) -> Walkthrough:
+    queries = project(inputs, w_q, b_q)  # [n, d_k]
+    keys = project(inputs, w_k, b_k)  # [n, d_k]
+    values = project(inputs, w_v, b_v)  # [n, p]
+    outputs, weights, scores = attend(queries, keys, values)
+    return Walkthrough(list(tokens), inputs, w_q, w_k, w_v, b_q, b_k, b_v, queries, keys, values,
+                       scores, weights, outputs, 1.0 / math.sqrt(queries.shape[1]), mode, **kw)
+
+
+def project(inputs: np.ndarray, w: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
+    """q^i = W a^i + b for every token at once: inputs [n, m], W [d, m] -> [n, d] (= (W A)^T)."""
+    x = torch.as_tensor(np.asarray(inputs))
+    as_x = lambda a: torch.as_tensor(np.asarray(a, dtype=x.numpy().dtype))  # noqa: E731
+    return F.linear(x, as_x(w), None if b is None else as_x(b)).numpy()
+
+
+def attend(
+    queries: np.ndarray, keys: np.ndarray, values: np.ndarray, temperature: float = 1.0
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The engine's attention (no mask): (outputs [n, p], weights [n, n], scores [n, n]).
+
+    weights = softmax(Q K^T / (T sqrt(d_k))) row by row; T = 1 is the Transformer's.
+    """
+    if not temperature > 0:
+        raise ValueError(f"temperature must be > 0; got {temperature!r}")
+    q, k, v = (torch.as_tensor(np.asarray(a)) for a in (queries, keys, values))
+    scale = 1.0 / (temperature * math.sqrt(q.shape[-1]))
+    outputs, weights, scores = attention(q, k, v, scale=scale)
+    return outputs.numpy(), weights.numpy(), scores.numpy()
+
+
+# ---------------------------------------------------------------------------- real numbers
+def head_slices(model, layer: int, head: int) -> dict[str, np.ndarray]:
+    """W^q_h, W^k_h, W^v_h [d, hidden] and biases [d] of one head: rows h*d:(h+1)*d."""
+    if not 0 <= layer < model.n_layers or not 0 <= head < model.n_heads:
+        raise ValueError(f"layer must be 0..{model.n_layers - 1} and head 0..{model.n_heads - 1}")
+    lay, d, hid = model.layers[layer], model.head_dim, model.hidden
+    rows = slice(head * d, (head + 1) * d)
+    b = lay.qkv_b.detach().cpu()
+    out = {"w_q": lay.w_q[rows], "w_k": lay.w_k[rows], "w_v": lay.w_v[rows],
+           "b_q": b[rows], "b_k": b[hid:][rows], "b_v": b[2 * hid:][rows]}
+    return {k: v.detach().cpu().numpy() for k, v in out.items()}
+
+
+def real_walkthrough(model, trace, layer: int, head: int) -> Walkthrough:
+    """The walkthrough of one BERT head on the trace's sentence (float32, like the engine).
+
+    a^i = trace.hidden_states[layer] (the layer's input), W and b sliced from the model.
+    Masks (windows, causal) are not applied: use a trace made with full attention.
+    """
+    s = head_slices(model, layer, head)
+    inputs = np.array(trace.hidden_states[layer], dtype=np.float32)  # [n, hidden], a copy
+    return _walk(trace.tokens, inputs, s["w_q"], s["w_k"], s["w_v"], s["b_q"], s["b_k"],
+                 s["b_v"], "real", layer=layer, head=head, options=dict(trace.options))
+
+
+def trace_differences(walk: Walkthrough, trace) -> dict[str, float]:
+    """max |walkthrough - trace| for queries, keys, values, scores, weights, outputs."""
+    lh = (walk.layer, walk.head)
+    return {name: float(np.max(np.abs(getattr(walk, name) - getattr(trace, name)[lh])))
+            for name in ("queries", "keys", "values", "scores", "weights", "outputs")}
+
+
+# ------------------------------------------------------------------ step by step details
+def dot_terms(q: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """The terms q_t k_t of q . k = sum_t q_t k_t: [d_k]."""
+    return np.asarray(q) * np.asarray(k)
+
+
+def softmax_parts(scores_row: np.ndarray, scale: float, temperature: float = 1.0) -> dict:
+    """One query's softmax in the open: logits z_j = s_j * scale / T, e_j = exp(z_j - max z),
+    weights e_j / sum e (subtracting max z changes nothing but avoids overflow)."""
+    z = np.asarray(scores_row, dtype=np.float64) * scale / temperature  # [n]
+    e = np.exp(z - z.max())
+    return {"logits": z, "exps": e, "total": float(e.sum()), "weights": e / e.sum()}
+
+
+def temperature_weights(scores: np.ndarray, scale: float, temperature: float) -> np.ndarray:
+    """softmax(scores * scale / T) along the last axis (keys)."""
+    return softmax_rows(np.asarray(scores, dtype=np.float64) * scale / temperature)
+
+
+def softmax_rows(logits: np.ndarray) -> np.ndarray:
+    e = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def entropy(weights: np.ndarray) -> np.ndarray:
+    """H = -sum_j w_j ln w_j along the last axis (0 = one-hot, ln n = uniform)."""
+    w = np.asarray(weights, dtype=np.float64)
+    return -np.sum(np.where(w > 0, w * np.log(np.where(w > 0, w, 1.0)), 0.0), axis=-1)
+
+
+def temperature_sweep(scores_row: np.ndarray, scale: float, temperatures) -> dict[str, np.ndarray]:
+    """For each T: the largest weight and the entropy of one query's softmax."""
+    t = np.asarray(list(temperatures), dtype=np.float64)
+    w = np.stack([softmax_parts(scores_row, scale, x)["weights"] for x in t])  # [T, n]
+    return {"temperature": t, "max_weight": w.max(axis=1), "entropy": entropy(w)}
+
+
+def dk_sweep(dims=(2, 4, 8, 16, 32, 64, 128, 256, 512), n: int = 8, samples: int = 400,
+             seed: int = 0) -> dict[str, np.ndarray]:
+    """Why divide by sqrt(d_k): q, k with independent N(0, 1) components have
+    Var(q . k) = d_k, so raw scores spread like sqrt(d_k) and the softmax turns one-hot as d_k
+    grows; q . k / sqrt(d_k) keeps variance 1 at every d_k. Mean over `samples` queries, n keys.
+    """
+    rng = np.random.default_rng(seed)
+    out = {k: [] for k in ("raw_std", "scaled_std", "max_weight_raw", "max_weight_scaled")}
+    for d in dims:
+        q = rng.standard_normal((samples, 1, d))
+        k = rng.standard_normal((samples, n, d))
+        s = np.sum(q * k, axis=-1)  # [samples, n]
+        for tag, logits in (("raw", s), ("scaled", s / math.sqrt(d))):
+            out[f"{tag}_std"].append(float(logits.std()))
+            out[f"max_weight_{tag}"].append(float(softmax_rows(logits).max(-1).mean()))
+    return {"d_k": np.asarray(dims), **{k: np.asarray(v) for k, v in out.items()}}
+
+
+def contributions(weights_row: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """The weighted vectors alpha'_{i,j} v^j whose sum is b^i: [n, p]."""
+    return np.asarray(weights_row)[:, None] * np.asarray(values)
+
+
+# ------------------------------------------------------------------------ multi-head
+@dataclass
+class MultiHead:
+    """Multi-head self-attention of one layer (row layout; shapes in the comments)."""
+
+    tokens: list[str]
+    inputs: np.ndarray  # [n, m]
+    w_q: np.ndarray  # [m, m]   all heads' W^q stacked: head g owns rows g*d_h:(g+1)*d_h
+    w_k: np.ndarray  # [m, m]
+    w_v: np.ndarray  # [m, m]
+    w_o: np.ndarray  # [m, m]   W_O (torch layout [out, in])
+    b_q: np.ndarray  # [m]
+    b_k: np.ndarray
+    b_v: np.ndarray
+    b_o: np.ndarray  # [m]
+    queries: np.ndarray  # [h, n, d_h]
+    keys: np.ndarray  # [h, n, d_h]
+    values: np.ndarray  # [h, n, d_h]
+    scores: np.ndarray  # [h, n, n]
+    weights: np.ndarray  # [h, n, n]
+    head_outputs: np.ndarray  # [h, n, d_h]
+    concat: np.ndarray  # [n, m]   heads side by side
+    outputs: np.ndarray  # [n, m]   concat W_O^T + b_O
+
+    @property
+    def n_heads(self) -> int:
+        return self.weights.shape[0]
+
+    @property
+    def head_dim(self) -> int:
+        return self.queries.shape[-1]
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        names = ("inputs", "w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v", "b_o", "queries",
+                 "keys", "values", "scores", "weights", "head_outputs", "concat", "outputs")
+        return {"tokens": np.array(self.tokens, dtype=str), **{k: getattr(self, k) for k in names}}
+
+
+def split_heads(x: np.ndarray, n_heads: int) -> np.ndarray:
+    """[n, h * d_h] -> [h, n, d_h]: head g takes columns g*d_h:(g+1)*d_h (as BERT does)."""
+    n, width = x.shape
+    if width % n_heads:
+        raise ValueError(f"{n_heads} heads do not divide the width {width}")
+    return np.ascontiguousarray(x.reshape(n, n_heads, width // n_heads).transpose(1, 0, 2))
+
+
+def multihead(tokens, inputs, w_q, w_k, w_v, w_o, n_heads: int, b_q=None, b_k=None, b_v=None,
+              b_o=None) -> MultiHead:
+    """MultiHead(A) = concat_g(softmax(Q_g K_g^T / sqrt(d_h)) V_g) W_O^T + b_O, d_h = d / h."""
+    m = w_o.shape[0]
+    zero = np.zeros(w_q.shape[0], dtype=inputs.dtype)
+    b_q, b_k, b_v = (zero if b is None else b for b in (b_q, b_k, b_v))
+    b_o = np.zeros(m, dtype=inputs.dtype) if b_o is None else b_o
+    q, k, v = (split_heads(project(inputs, w, b), n_heads)
+               for w, b in ((w_q, b_q), (w_k, b_k), (w_v, b_v)))  # 3 x [h, n, d_h]
+    y, weights, scores = attend(q, k, v)  # [h, n, d_h], [h, n, n], [h, n, n]
+    concat = np.ascontiguousarray(y.transpose(1, 0, 2).reshape(inputs.shape[0], -1))  # [n, m]
+    outputs = project(concat, w_o, b_o)  # [n, m]
+    return MultiHead(list(tokens), inputs, w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o, q, k, v,
+                     scores, weights, y, concat, outputs)
+
+
+def heads_choices(m: int) -> list[int]:
+    """Numbers of heads that split m evenly (d_h = m / h must be whole)."""
+    return [h for h in range(1, m + 1) if m % h == 0]
+
+
+def toy_multihead(walk: Walkthrough, n_heads: int, seed: int = 0) -> MultiHead:
+    """Multi-head attention on the toy inputs: W^Q, W^K, W^V, W_O all [m, m] from the seed."""
+    m = walk.m
+    if n_heads not in heads_choices(m):
+        raise ValueError(f"h must divide m = {m}: one of {heads_choices(m)}")
+    mats = [toy_matrix(f"multi:{name}", m, m, seed) for name in ("W^Q", "W^K", "W^V", "W_O")]
+    return multihead(walk.tokens, walk.inputs, *mats, n_heads=n_heads)
+
+
+def real_multihead(model, trace, layer: int) -> MultiHead:
+    """All heads of one BERT layer, recomputed from the model's weights (float32)."""
+    lay, hid = model.layers[layer], model.hidden
+    cpu = lambda t: t.detach().cpu().numpy()  # noqa: E731
+    b = cpu(lay.qkv_b)
+    inputs = np.array(trace.hidden_states[layer], dtype=np.float32)  # [n, hidden], a copy
+    return multihead(trace.tokens, inputs, cpu(lay.w_q), cpu(lay.w_k), cpu(lay.w_v),
+                     cpu(lay.out_w), model.n_heads, b[:hid], b[hid:2 * hid], b[2 * hid:],
+                     cpu(lay.out_b))
+
+
+def multihead_shapes(m: int, n: int, h: int) -> list[tuple[str, str, str]]:
+    """(what, formula in the seeds' column layout, shape) for every matrix of multi-head."""
+    d = m // h
+    return [
+        ("inputs", "A = (a^1 ... a^n)", f"{m} x {n}"),
+        ("all queries", "Q = W^Q A,  W^Q: " + f"{m} x {m}", f"{m} x {n}"),
+        ("split into heads", f"Q_g = rows g*{d}..(g+1)*{d}-1 of Q, g = 0..{h - 1}",
+         f"{h} x ({d} x {n})"),
+        ("scores per head", "Q_g^T K_g (rows = queries)", f"{h} x ({n} x {n})"),
+        ("weights per head", f"softmax(Q_g^T K_g / sqrt({d})), each row sums to 1",
+         f"{h} x ({n} x {n})"),
+        ("head outputs", "O_g = V_g A'_g^T", f"{h} x ({d} x {n})"),
+        ("concatenation", "O = (O_0; ...; O_{h-1}) stacked", f"{m} x {n}"),
+        ("layer output", "B = W_O O,  W_O: " + f"{m} x {m}", f"{m} x {n}"),
+        ("parameters", "W^Q, W^K, W^V, W_O", f"4 x {m} x {m} = {4 * m * m}, whatever h is"),
+    ]
+
+
+# ---------------------------------------------------------------------- additive score
+def toy_additive_vector(d_k: int, seed: int = 0) -> np.ndarray:
+    """The vector w of the additive score (seed 004's final 'transform'): [d_k], one decimal."""
+    return toy_matrix("additive:w", 1, d_k, seed)[0]
+
+
+def additive_scores(queries: np.ndarray, keys: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """alpha_{i,j} = w . tanh(q^i + k^j): [n_query, n_key] (Bahdanau et al. 2015, seed 004)."""
+    q = torch.as_tensor(np.asarray(queries))
+    k = torch.as_tensor(np.asarray(keys))
+    t = torch.tanh(q[:, None, :] + k[None, :, :])  # [n, n, d_k]
+    return (t @ torch.as_tensor(np.asarray(w, dtype=queries.dtype))).numpy()
+
+
+def additive_weights(scores: np.ndarray) -> np.ndarray:
+    """softmax of each row of additive scores (no 1/sqrt(d_k): tanh already bounds each term)."""
+    return softmax_rows(np.asarray(scores, dtype=np.float64))
+
+
+def heads_sweep(walk: Walkthrough, seed: int = 0) -> dict[str, np.ndarray]:
+    """For every h dividing m: mean largest weight and mean entropy / ln n over heads and queries.
+
+    The parameters (4 m^2) are the same for every h; smaller heads (d_h = m / h) give each
+    head a shorter dot product and so, here, a flatter softmax.
+    """
+    hs = heads_choices(walk.m)
+    norm = math.log(walk.n) if walk.n > 1 else 1.0
+    mw, ent = [], []
+    for h in hs:
+        w = toy_multihead(walk, h, seed).weights  # [h, n, n]
+        mw.append(float(w.max(-1).mean()))
+        ent.append(float(entropy(w).mean() / norm))
+    return {"heads": np.asarray(hs), "max_weight": np.asarray(mw), "entropy_norm": np.asarray(ent)}

@@ -1,0 +1,178 @@
+"""Self-attention step by step (seeds 003/004): vectors, q k v, scores, weights, outputs."""
+
+import numpy as np
+import streamlit as st
+
+from attnviz import ui
+from attnviz.analysis import walkthrough as wt
+from attnviz.plotting import heads_grid
+from attnviz.plotting import steps as sp
+
+STEPS = {1: "Vectors", 2: "Queries, keys, values", 3: "Similarity", 4: "Scale, temperature",
+         5: "Softmax", 6: "Weighted sum", 7: "Multi-head", 8: "Additive similarity"}
+show = ui.show_figure
+st.title("Self-attention step by step")
+st.caption("Column vectors as in seeds 003/004: $A=(a^1\\cdots a^n)$ is $m\\times n$, "
+           "$Q=W^qA$. Score matrices put **queries in rows, keys in columns** "
+           "($Q^{\\top}K$; PyTorch's row layout writes the same matrix $QK^{\\top}$). "
+           "Math indices count from 1 like the seeds; axis labels count tokens from #0.")
+ctx = ui.context()
+c1, c2 = st.columns([1, 4])
+mode = c1.radio("Numbers", ["toy", "real"], key="sbs_mode", bind="query-params",
+                format_func={"toy": "Toy (on paper)", "real": "Real BERT head"}.get)
+step = c2.radio("Step", list(STEPS), key="sbs_step", bind="query-params", horizontal=True,
+                format_func=lambda s: f"{s}. {STEPS[s]}")
+box = st.container(horizontal=True)
+if mode == "toy":
+    m = box.slider("m (input size)", 2, 8, 4, key="sbs_m", bind="query-params")
+    d_k = box.slider("d_k (query/key size)", 2, 8, 3, key="sbs_dk", bind="query-params")
+    p = box.slider("p (value size)", 2, 8, 3, key="sbs_p", bind="query-params")
+    seed = box.number_input("Seed", 0, 10_000, 0, key="sbs_seed", bind="query-params")
+    walk = wt.toy_walkthrough(ctx.text, m, d_k, p, int(seed))
+    if walk.options["cut"]:
+        st.info(f"The toy uses the first {wt.MAX_TOY_TOKENS} words; {walk.options['cut']} cut.")
+    dec, qdec = 1, 2
+else:
+    t = ui.trace_or_message(ctx)
+    if t is None:
+        st.stop()
+    layer = box.selectbox("Layer", range(t.n_layers), key="sbs_layer", bind="query-params")
+    head = box.selectbox("Head", range(t.n_heads), key="sbs_head", bind="query-params")
+    walk = wt.real_walkthrough(ctx.model, t, layer, head)
+    diff = wt.trace_differences(walk, t)
+    st.caption(f"Recomputed from layer {layer}'s input $a^i$ and the slices "
+               f"W[{head * t.head_dim}:{(head + 1) * t.head_dim}] of W^q, W^k, W^v (+ biases); "
+               f"max |recomputed − engine trace| = {max(diff.values()):.1e}.")
+    dec, qdec = 3, 3
+labels = sp.token_axis(walk.tokens)
+if st.session_state.get("sbs_query", 0) >= walk.n:
+    st.session_state["sbs_query"] = 0
+i = box.selectbox("Query token", range(walk.n), key="sbs_query", bind="query-params",
+                  format_func=lambda k: f"{walk.tokens[k]} #{k} (q^{k + 1})")
+A_rows, Q_rows, V_rows = (sp.dim_labels(s, d) for s, d in (("a", walk.m), ("q", walk.d_k),
+                                                            ("v", walk.p)))
+st.subheader(f"Step {step}: {STEPS[step]}")
+extra: dict = {}
+
+if step == 1:
+    st.markdown(f"Each of the $n={walk.n}$ tokens becomes a vector $a^i$ of size $m={walk.m}$; "
+                "side by side they form $A$. " + ("Toy vectors depend only on the word, so both "
+                "*saw* get the same $a^i$: without positions attention cannot tell them apart."
+                if mode == "toy" else f"In BERT, $a^i$ is the input of layer {walk.layer}."))
+    show(sp.matrix_figure(walk.inputs.T, A_rows, labels, f"A ({walk.m} × {walk.n})",
+                          decimals=dec), key="s1_A")
+elif step == 2:
+    st.markdown(r"$q^i = W^q a^i,\; k^i = W^k a^i,\; v^i = W^v a^i$; all tokens at once: "
+                r"$Q = W^qA,\; K = W^kA,\; V = W^vA$" + (" (+ a bias b per row in BERT)."
+                                                       if mode == "real" else "."))
+    for name, w, out, rows in (("q", walk.w_q, walk.queries, Q_rows),
+                               ("k", walk.w_k, walk.keys, sp.dim_labels("k", walk.d_k)),
+                               ("v", walk.w_v, walk.values, V_rows)):
+        big = name.upper()
+        show(sp.matrices_figure([
+            (w, rows, A_rows, f"W^{name} ({w.shape[0]} × {w.shape[1]})", "values"),
+            (walk.inputs.T, A_rows, labels, f"A ({walk.m} × {walk.n})", "values"),
+            (out.T, rows, labels, f"{big} ({out.shape[1]} × {walk.n})", "values")],
+            ["·", "="], f"{big} = W^{name} A", decimals=qdec), key=f"s2_{name}")
+elif step == 3:
+    j = st.selectbox("Key token", range(walk.n), key="sbs_key", bind="query-params",
+                     format_func=lambda k: f"{walk.tokens[k]} #{k} (k^{k + 1})")
+    if mode == "toy":
+        for k in range(walk.n):
+            st.latex(sp.dot_product_latex(walk.queries[i], walk.keys[k], i, k, qdec))
+    show(sp.dot_terms_figure(wt.dot_terms(walk.queries[i], walk.keys[j]),
+                             f"α_{i + 1},{j + 1} = q^{i + 1} · k^{j + 1}"), key="s3_terms")
+    conv = st.radio("Layout of the score matrix", ["queries", "keys"], horizontal=True,
+                    key="sbs_conv", bind="query-params", format_func=lambda c: {
+                        "queries": "rows = queries: Q^T K (attnviz, seed 004's C)",
+                        "keys": "rows = keys: A = K^T Q (seed 003)"}[c])
+    K_rows = sp.dim_labels("k", walk.d_k)
+    a, b, s = ((walk.queries, Q_rows, walk.scores) if conv == "queries"
+               else (walk.keys, K_rows, walk.scores.T))
+    c_, r_ = (walk.keys, K_rows) if conv == "queries" else (walk.queries, Q_rows)
+    show(sp.matrices_figure([(a, labels, b, "Q^T" if conv == "queries" else "K^T", "values"),
+                             (c_.T, r_, labels, "K" if conv == "queries" else "Q", "values"),
+                             (s, labels, labels, "scores", "scores")], ["·", "="],
+                            "All scores at once", decimals=qdec), key="s3_S")
+elif step == 4:
+    temp = st.select_slider("Temperature T", [0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0,
+                            3.0, 5.0, 10.0, 20.0, 50.0], value=1.0, key="sbs_temp",
+                            bind="query-params")
+    st.markdown(rf"Scaled scores $\alpha_{{i,j}}/\sqrt{{d_k}}$, $\sqrt{{d_k}} = "
+                rf"{np.sqrt(walk.d_k):.3f}$; the softmax below uses $\alpha/(T\sqrt{{d_k}})$. "
+                "Small T sharpens to one-hot, large T flattens to uniform; T = 1 is the model.")
+    w_t = wt.temperature_weights(walk.scores, walk.scale, temp)
+    show(sp.matrices_figure([(walk.scores * walk.scale, labels, labels, "scores / sqrt(d_k)",
+                              "scores"), (w_t, labels, labels, f"weights at T = {temp:g}",
+                                          "weights")], ["→"], "Scale, then softmax",
+                            decimals=3), key="s4_m")
+    show(sp.weights_bar_figure({f"T = {temp:g}": w_t[i], "T = 1": walk.weights[i]},
+                               walk.tokens, f"Weights of query {labels[i]}"), key="s4_bar")
+    temps = np.geomspace(0.02, 100, 60)
+    show(sp.temperature_figure(wt.temperature_sweep(walk.scores[i], walk.scale, temps), temp,
+                               walk.n), key="s4_T")
+    show(sp.dk_figure(wt.dk_sweep(), walk.d_k), key="s4_dk")
+    extra = {"weights_at_T": w_t, "temperature": temp}
+elif step == 5:
+    st.markdown(r"$\alpha'_{i,j} = e^{z_j} / \sum_{j'} e^{z_{j'}}$ with "
+                r"$z_j = \alpha_{i,j}/\sqrt{d_k}$: each row of weights sums to 1.")
+    sums = walk.weights.sum(axis=1, keepdims=True)
+    show(sp.matrices_figure([(walk.weights, labels, labels, "weights A'", "weights"),
+                             (sums, labels, ["row sum"], "Σ_j", "weights")], [""],
+                            "Softmax of each row", decimals=3), key="s5_W")
+    parts = wt.softmax_parts(walk.scores[i], walk.scale)
+    st.dataframe({"key": labels, "score α": walk.scores[i], "z = α/√d_k": parts["logits"],
+                  "exp(z − max z)": parts["exps"], "weight α'": walk.weights[i]})
+    st.caption(f"Σ exp = {parts['total']:.6f}; weight = exp / Σ; Σ weights = "
+               f"{walk.weights[i].sum():.6f}")
+elif step == 6:
+    st.markdown(rf"$b^{{{i + 1}}} = \sum_j \alpha'_{{{i + 1},j}}\, v^j$; for every token at "
+                r"once $O = V A'^{\top}$ (row layout: $O = A'V$, PyTorch `weights @ values`).")
+    contrib = wt.contributions(walk.weights[i], walk.values)
+    show(sp.weighted_sum_figure(contrib, walk.tokens, i), key="s6_arrows")
+    show(sp.contributions_figure(contrib, walk.tokens, i), key="s6_bars")
+    show(sp.matrices_figure([(walk.values.T, V_rows, labels, "V", "values"),
+                             (walk.weights.T, labels, labels, "A'^T", "weights"),
+                             (walk.outputs.T, V_rows, labels, "O", "values")], ["·", "="],
+                            "O = V A'^T", decimals=3), key="s6_O")
+elif step == 7:
+    st.markdown(r"$\mathrm{MultiHead}(A) = W_O\,(O_0;\dots;O_{h-1})$, $O_g = "
+                r"\mathrm{Attention}(Q_g,K_g,V_g)$: rows of $Q=W^QA$ are split into h heads of "
+                r"size $d_h = m/h$ (seeds 000/002).")
+    if mode == "toy":
+        h = st.radio("Heads h", wt.heads_choices(walk.m), horizontal=True, key="sbs_heads",
+                     bind="query-params")
+        mh = wt.toy_multihead(walk, h, int(seed))
+    else:
+        mh = wt.real_multihead(ctx.model, t, layer)
+    st.table(wt.multihead_shapes(walk.m, walk.n, mh.n_heads))
+    if mode == "toy":
+        show(sp.heads_figure(mh.weights, walk.tokens, f"{mh.n_heads} heads: weights"), key="s7_h")
+        show(sp.entropy_by_heads_figure(wt.heads_sweep(walk, int(seed))), key="s7_eff")
+    else:
+        show(heads_grid(mh.weights, walk.tokens, title=f"Layer {layer}: {mh.n_heads} heads"),
+             key="s7_h")
+    cat_rows = sp.dim_labels("o", walk.m)
+    show(sp.matrices_figure([(mh.w_o, sp.dim_labels("b", walk.m), cat_rows, "W_O", "values"),
+                             (mh.concat.T, cat_rows, labels, "concat O", "values"),
+                             (mh.outputs.T, sp.dim_labels("b", walk.m), labels, "B", "values")],
+                            ["·", "="], "Heads concatenated, then W_O", decimals=2),
+         key="s7_O")
+    extra = {f"multihead_{k}": v for k, v in mh.arrays().items() if k != "tokens"}
+elif step == 8:
+    w_add = wt.toy_additive_vector(walk.d_k, int(seed) if mode == "toy" else 0)
+    add = wt.additive_scores(walk.queries, walk.keys, w_add)
+    st.markdown(r"Seed 004's other similarity: $\alpha_{i,j} = w^{\top}\tanh(q^i + k^j)$, "
+                "with a vector $w$ of size $d_k$ (untrained here: made from the seed). "
+                f"w = {np.array2string(w_add, precision=1)}")
+    show(sp.matrices_figure([(walk.scores, labels, labels, "dot product q·k", "scores"),
+                             (add, labels, labels, "additive w·tanh(q+k)", "scores")], [""],
+                            "Two similarities on the same q, k", decimals=3), key="s8_S")
+    show(sp.matrices_figure([(walk.weights, labels, labels, "softmax(q·k / sqrt(d_k))",
+                              "weights"), (wt.additive_weights(add), labels, labels,
+                                           "softmax(additive)", "weights")], [""],
+                            "Their weights", decimals=3), key="s8_W")
+    extra = {"additive_w": w_add, "additive_scores": add}
+
+ui.download_arrays("Download this walkthrough's numbers (.npz)", {**walk.arrays(), **extra},
+                   file_name=f"attnviz_steps_{mode}_step{step}.npz", key="sbs_download")
