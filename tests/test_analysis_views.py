@@ -11,6 +11,7 @@ from attnviz.analysis.views import (
     inside_score,
     segment_mask,
     segment_shares,
+    shown_weights,
     special_positions,
 )
 
@@ -92,3 +93,22 @@ def test_inside_score_respects_a_mask(model):
     assert np.all(s["weights"][~t.mask[i]] == 0.0)
     np.testing.assert_allclose(s["weights"], t.weights[layer, head, i], atol=1e-6)
     np.testing.assert_allclose(s["output"], t.outputs[layer, head, i], atol=1e-5)
+
+
+def test_shown_weights_combinations(model):
+    t = model.trace("I saw a saw", "It cut")
+    w, toks, pos = shown_weights(t.weights, t.tokens, t.segments)
+    assert w is t.weights and toks == t.tokens and pos.tolist() == list(range(t.n_tokens))
+    w, toks, pos = shown_weights(t.weights[0, 0], t.tokens, t.segments, hide=True)
+    assert "[CLS]" not in toks and "[SEP]" not in toks and len(toks) == t.n_tokens - 3
+    np.testing.assert_array_equal(w, t.weights[0, 0][np.ix_(pos, pos)])
+    w, toks, pos = shown_weights(t.weights[0, 0], t.tokens, t.segments, hide=True,
+                                 renormalise=True, segment_filter="within A")
+    a = [i for i in pos if t.segments[i] == 0]
+    ref = t.weights[0, 0][np.ix_(a, a)]
+    np.testing.assert_allclose(w[: len(a), : len(a)], ref / ref.sum(1, keepdims=True), atol=1e-6)
+    assert np.all(w[len(a):] == 0)  # B's queries keep nothing within A
+    w, _, _ = shown_weights(t.weights[0, 0], t.tokens, t.segments, renormalise=True,
+                            segment_filter="across")
+    rows = w.sum(1)
+    np.testing.assert_allclose(rows, 1.0, atol=1e-6)

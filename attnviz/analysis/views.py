@@ -107,3 +107,28 @@ def inside_score(
     weighted = weights[:, None] * v  # [n, d]
     return dict(q=q, keys=k, products=products, scores=scores, scaled=scaled, weights=weights,
                 values=v, weighted=weighted, output=weighted.sum(axis=0))
+
+
+def shown_weights(
+    weights: np.ndarray,
+    tokens: list[str],
+    segments: np.ndarray,
+    hide: bool = False,
+    renormalise: bool = False,
+    segment_filter: str = "all",
+) -> tuple[np.ndarray, list[str], np.ndarray]:
+    """What a view draws for weights [..., n, n]: (matrix [..., m, m], tokens, positions [m]).
+
+    First the segment filter zeroes the pairs it drops; then, when `hide`, the [CLS]/[SEP]
+    rows and columns go; `renormalise` rescales each remaining row to sum to 1 (only the shown
+    keys count). With no option set, the model's weights come back untouched.
+    """
+    w = weights if segment_filter == "all" else filter_segments(weights, segments, segment_filter)
+    if hide:
+        w, keep = hide_special(w, tokens, renormalise=renormalise)
+    else:
+        keep = np.arange(len(tokens))
+        if renormalise and segment_filter != "all":
+            total = w.sum(axis=-1, keepdims=True)
+            w = np.divide(w, total, out=np.zeros_like(w), where=total > 0)
+    return w, [tokens[i] for i in keep], keep

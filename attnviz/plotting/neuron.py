@@ -1,0 +1,106 @@
+"""Inside one score (bertviz's neuron view, continued through the values).
+
+For query i of one head (numbers from `analysis.views.inside_score`):
+
+    q^i ∘ k^j  ->  s_j = sum(q^i ∘ k^j) = q^i · k^j  ->  s_j / sqrt(d)  ->  w_j = softmax_j
+    then  w_j v^j  and  o^i = sum_j w_j v^j   (the head's output for token i)
+
+`score_steps` draws the first line (rows = keys j, columns = the d vector components),
+`value_steps` the second. Every cell's hover is the exact number; the per-key columns
+(scores, scaled, weights) also print their values when there are few keys.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from .common import FONT, SCORES_SCALE, WEIGHTS_SCALE, escape
+
+TEXT_MAX_KEYS = 40  # print numbers in the per-key columns up to this many keys
+
+
+def _labels(tokens: list[str], positions) -> list[str]:
+    positions = range(len(tokens)) if positions is None else positions
+    return [f"{escape(t)} #{p}" for t, p in zip(tokens, positions, strict=True)]
+
+
+def _vec(z: np.ndarray, y: list[str], name: str, fmt: str = ".4f") -> go.Heatmap:
+    """A diverging heatmap [rows, d] of vector components, centred on 0."""
+    z = np.atleast_2d(np.asarray(z, dtype=np.float32))
+    lim = float(np.abs(z).max()) or 1.0
+    return go.Heatmap(
+        z=z, y=y, x=list(range(z.shape[1])), colorscale=SCORES_SCALE, zmin=-lim, zmax=lim,
+        showscale=False, name=name,
+        hovertemplate=f"{name}<br>%{{y}}<br>component %{{x}}<br>%{{z:{fmt}}}<extra></extra>",
+    )
+
+
+def _col(z: np.ndarray, y: list[str], name: str, scale=SCORES_SCALE, fmt: str = ".4f",
+         weights: bool = False) -> go.Heatmap:
+    """One number per key as a one-column heatmap, printed when there are few keys."""
+    z = np.asarray(z, dtype=np.float64)[:, None]
+    lim = float(np.abs(z).max()) or 1.0
+    rng = dict(zmin=0.0, zmax=1.0) if weights else dict(zmin=-lim, zmax=lim)
+    return go.Heatmap(
+        z=z, y=y, x=[name], colorscale=scale, showscale=False, name=name, **rng,
+        texttemplate=f"%{{z:{fmt}}}" if len(y) <= TEXT_MAX_KEYS else None,
+        hovertemplate=f"{name}<br>key %{{y}}<br>%{{z:.6f}}<extra></extra>",
+    )
+
+
+def score_steps(numbers: dict, tokens: list[str], query: int, positions=None,
+                title: str = "") -> go.Figure:
+    """q, each k^j, q∘k^j, q·k^j, q·k^j/sqrt(d), softmax: rows = keys j."""
+    labels = _labels(tokens, positions)
+    d = numbers["q"].shape[0]
+    fig = make_subplots(
+        rows=2, cols=5, row_heights=[0.06, 0.94], vertical_spacing=0.03, horizontal_spacing=0.02,
+        column_widths=[0.32, 0.32, 0.12, 0.12, 0.12], shared_yaxes=False,
+        subplot_titles=[f"query q of {labels[query]}", "", "", "", "",
+                        "keys k<sup>j</sup>", "q ∘ k<sup>j</sup> (elementwise)", "q·k<sup>j</sup>",
+                        f"÷ √{d}", "softmax"],
+    )
+    fig.add_trace(_vec(numbers["q"], [labels[query]], "query q"), row=1, col=1)
+    fig.add_trace(_vec(numbers["keys"], labels, "key k"), row=2, col=1)
+    fig.add_trace(_vec(numbers["products"], labels, "q ∘ k", fmt=".5f"), row=2, col=2)
+    fig.add_trace(_col(numbers["scores"], labels, "q·k", fmt=".2f"), row=2, col=3)
+    fig.add_trace(_col(numbers["scaled"], labels, "q·k/√d", fmt=".2f"), row=2, col=4)
+    fig.add_trace(_col(numbers["weights"], labels, "weight", WEIGHTS_SCALE, fmt=".3f",
+                       weights=True), row=2, col=5)
+    _finish(fig, labels, title, rows=2, cols=5)
+    return fig
+
+
+def value_steps(numbers: dict, tokens: list[str], query: int, positions=None,
+                title: str = "") -> go.Figure:
+    """softmax w_j, values v^j, w_j v^j, and their sum o^i (the head's output for the query)."""
+    labels = _labels(tokens, positions)
+    fig = make_subplots(
+        rows=2, cols=3, row_heights=[0.94, 0.06], vertical_spacing=0.05, horizontal_spacing=0.02,
+        column_widths=[0.12, 0.44, 0.44],
+        subplot_titles=["weight w<sub>j</sub>", "values v<sup>j</sup>",
+                        "w<sub>j</sub> v<sup>j</sup>", "", "",
+                        f"output o = Σ<sub>j</sub> w<sub>j</sub> v<sup>j</sup> of {labels[query]}"],
+    )
+    fig.add_trace(_col(numbers["weights"], labels, "weight", WEIGHTS_SCALE, fmt=".3f",
+                       weights=True), row=1, col=1)
+    fig.add_trace(_vec(numbers["values"], labels, "value v"), row=1, col=2)
+    fig.add_trace(_vec(numbers["weighted"], labels, "w v", fmt=".5f"), row=1, col=3)
+    fig.add_trace(_vec(numbers["output"], [labels[query]], "output o"), row=2, col=3)
+    _finish(fig, labels, title, rows=2, cols=3)
+    return fig
+
+
+def _finish(fig: go.Figure, labels: list[str], title: str, rows: int, cols: int) -> None:
+    n = len(labels)
+    step = max(1, -(-n // 50))
+    for r in range(1, rows + 1):
+        for c in range(1, cols + 1):
+            fig.update_yaxes(type="category", autorange="reversed", row=r, col=c,
+                             showticklabels=(c == 1), tickvals=labels[::step],
+                             ticktext=[lab.rsplit(" #", 1)[0] for lab in labels[::step]])
+            fig.update_xaxes(showticklabels=False, row=r, col=c)
+    fig.update_layout(title=title, font=FONT, height=int(min(1600, max(360, 22 * n + 170))),
+                      margin=dict(l=10, r=10, t=70, b=10))

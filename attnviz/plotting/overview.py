@@ -1,0 +1,139 @@
+"""All heads at once (after bertviz's model view), drawn as ONE mosaic heatmap, plus the
+enlarged single head with exact values.
+
+The mosaic tiles every [query, key] weight matrix W_l,h by layer (rows) and head (columns),
+with two aggregate margins that users ask for (bertviz #111):
+
+    column "mean": (1/H) sum_h W_l,h        (the heads of one layer)
+    row "mean":    (1/L) sum_l W_l,h        (one head position over all layers)
+    corner:        (1/LH) sum_l,h W_l,h
+
+Long inputs are max-pooled into blocks of f x f tokens (f = ceil(n / max_cells)) so the
+figure stays small (at 512 tokens, 7 x 13 tiles of 64 x 64 floats ~ 2 MB of JSON instead of
+~75 MB); the hover then says "block max". One heatmap draws far faster in a browser than
+72 subplots. The single-head view (`head_heatmap`) always shows every value exactly.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import plotly.graph_objects as go
+
+from .common import FONT, WEIGHTS_SCALE, block_reduce, escape
+
+MEAN = "mean"
+
+
+def _axis_labels(n: int, factor: int, tokens: list[str], positions) -> list[str]:
+    """Unique per-cell labels of one tile side: 'saw #4' or '#8-15' for a block."""
+    if factor == 1:
+        return [f"{escape(tokens[i])} #{positions[i]}" for i in range(n)]
+    starts = range(0, n, factor)
+    return [f"#{positions[s]}-{positions[min(s + factor, n) - 1]}" for s in starts]
+
+
+def overview_mosaic(
+    weights: np.ndarray,
+    tokens: list[str],
+    positions: list[int] | None = None,
+    max_cells: int = 64,
+    title: str | None = None,
+) -> go.Figure:
+    """Every layer x head of weights [L, H, n, n] as one heatmap, with mean margins.
+
+    `positions` are the original token positions (when special tokens are hidden).
+    """
+    L, H, n, _ = weights.shape
+    positions = list(range(n)) if positions is None else [int(p) for p in positions]
+    w = np.asarray(weights, dtype=np.float32)
+    layer_mean = w.mean(axis=1)  # [L, n, n]
+    head_mean = w.mean(axis=0)  # [H, n, n]
+    grand = w.mean(axis=(0, 1))  # [n, n]
+    _, factor = block_reduce(grand, max_cells)
+    c = -(-n // factor)  # cells per tile side
+    step = c + 1  # one blank cell between tiles
+    z = np.full(((L + 1) * step - 1, (H + 1) * step - 1), np.nan, dtype=np.float32)
+
+    def put(row: int, col: int, m: np.ndarray) -> None:
+        z[row * step:row * step + c, col * step:col * step + c] = block_reduce(m, max_cells)[0]
+
+    for layer in range(L):
+        for head in range(H):
+            put(layer, head, w[layer, head])
+        put(layer, H, layer_mean[layer])
+    for head in range(H):
+        put(L, head, head_mean[head])
+    put(L, H, grand)
+
+    q_side = _axis_labels(n, factor, tokens, positions)
+    k_side = _axis_labels(n, factor, tokens, positions)
+    x, y = [], []
+    for col in range(H + 1):
+        name = f"head {col}" if col < H else f"{MEAN} of heads"
+        x += [f"{name} · key {lab}" for lab in k_side] + ([f"gap {col}"] if col < H else [])
+    for row in range(L + 1):
+        name = f"layer {row}" if row < L else f"{MEAN} of layers"
+        y += [f"{name} · query {lab}" for lab in q_side] + ([f"gap {row}"] if row < L else [])
+    value = "weight" if factor == 1 else "block max"
+    fig = go.Figure(go.Heatmap(
+        z=z, x=x, y=y, colorscale=WEIGHTS_SCALE, zmin=0.0, zmax=1.0, hoverongaps=False,
+        hovertemplate=f"%{{y}}<br>%{{x}}<br>{value} = %{{z:.4f}}<extra></extra>",
+        colorbar=dict(title=dict(text="weight"), thickness=12),
+    ))
+    mid = c // 2
+    fig.update_xaxes(type="category", tickvals=[x[i * step + mid] for i in range(H + 1)],
+                     ticktext=[str(h) for h in range(H)] + [MEAN], side="top",
+                     title=dict(text="head (columns of each tile = keys)"), showgrid=False)
+    fig.update_yaxes(type="category", tickvals=[y[i * step + mid] for i in range(L + 1)],
+                     ticktext=[f"layer {i}" for i in range(L)] + [MEAN], autorange="reversed",
+                     showgrid=False, title=dict(text="rows of each tile = queries"))
+    note = "" if factor == 1 else f" (blocks of {factor}x{factor} tokens, max)"
+    fig.update_layout(
+        title=(title or "All layers x heads: softmax weights") + note, font=FONT,
+        height=int(min(1100, max(420, 62 * (L + 1) * 1.35 + 120))),
+        margin=dict(l=10, r=10, t=90, b=10), plot_bgcolor="white",
+    )
+    return fig
+
+
+def pick_head(point: dict) -> tuple[int | None, int | None]:
+    """(layer, head) of a clicked mosaic cell; None on a 'mean' margin."""
+    ly = re.match(r"layer (\d+) ·", str(point.get("y", "")))
+    hx = re.match(r"head (\d+) ·", str(point.get("x", "")))
+    return (int(ly.group(1)) if ly else None, int(hx.group(1)) if hx else None)
+
+
+def head_heatmap(
+    matrix: np.ndarray,
+    tokens: list[str],
+    positions: list[int] | None = None,
+    title: str = "",
+    value_name: str = "weight",
+    zmax: float | None = None,
+) -> go.Figure:
+    """One [query, key] matrix at full resolution; every hover value is the exact number.
+
+    Labels are '<token> #<original position>', unique even for repeated tokens.
+    """
+    n_r, n_c = matrix.shape
+    positions = list(range(n_r)) if positions is None else [int(p) for p in positions]
+    labels = [f"{escape(tokens[i])} #{positions[i]}" for i in range(n_r)]
+    m = np.asarray(matrix, dtype=np.float32)
+    step = max(1, -(-n_r // 60))
+    ticks = labels[::step]
+    text = [escape(tokens[i]) for i in range(0, n_r, step)]
+    fig = go.Figure(go.Heatmap(
+        z=m, x=labels, y=labels, colorscale=WEIGHTS_SCALE, zmin=0.0,
+        zmax=float(np.nanmax(m)) if zmax is None and m.size else (zmax or 1.0),
+        hovertemplate=f"query %{{y}}<br>key %{{x}}<br>{value_name} = %{{z:.6f}}<extra></extra>",
+        colorbar=dict(title=dict(text=value_name), thickness=12),
+    ))
+    common = dict(type="category", categoryorder="array", categoryarray=labels, tickvals=ticks,
+                  ticktext=text, showgrid=False)
+    fig.update_yaxes(autorange="reversed", title=dict(text="queries"), **common)
+    fig.update_xaxes(tickangle=-45, title=dict(text="keys"), **common)
+    fig.update_layout(title=title, font=FONT, height=int(min(900, max(380, 26 * n_r + 160))),
+                      margin=dict(l=10, r=10, t=50, b=10))
+    return fig

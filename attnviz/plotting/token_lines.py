@@ -1,0 +1,93 @@
+"""Token lines (bertviz's head view): queries on the left, keys on the right, one line per
+(query, key) pair whose opacity is the softmax weight W_ij; several heads in distinct colours.
+
+Plotly gives one opacity per trace, so the lines of each head are grouped into `levels`
+opacity steps: a line of weight w is drawn at opacity ceil(w * levels) / levels. Lines below
+`min_weight` are left out (they would be invisible anyway), which keeps 512-token inputs
+drawable. The exact weight of each drawn line is in the hover of its midpoint.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.colors import qualitative
+
+from .common import FONT, escape
+
+COLOURS = qualitative.D3 + qualitative.Dark24
+
+
+def token_lines(
+    matrices: np.ndarray,
+    heads: list[int],
+    tokens: list[str],
+    positions: list[int] | None = None,
+    query: int | None = None,
+    min_weight: float = 0.02,
+    levels: int = 8,
+    title: str = "",
+) -> go.Figure:
+    """Lines for weights [k, n, n] of the heads `heads` (their numbers, for the legend).
+
+    query: a row index to show only that token's lines (None: every token's lines).
+    """
+    k, n, _ = matrices.shape
+    positions = list(range(n)) if positions is None else [int(p) for p in positions]
+    labels = [f"{escape(tokens[i])} #{positions[i]}" for i in range(n)]
+    rows = range(n) if query is None else [query]
+    fig = go.Figure()
+    hx, hy, hdata = [], [], []
+    for idx, head in enumerate(heads):
+        colour = COLOURS[idx % len(COLOURS)]
+        w = np.asarray(matrices[idx], dtype=np.float64)
+        qi, kj = np.nonzero(w[list(rows)] >= min_weight)
+        qi = np.asarray(list(rows))[qi]
+        vals = w[qi, kj]
+        level = np.clip(np.ceil(vals * levels), 1, levels).astype(int)
+        for lv in range(1, levels + 1):
+            sel = level == lv
+            if not sel.any():
+                continue
+            xs = np.tile([0.0, 1.0, np.nan], sel.sum())
+            ys = np.column_stack([qi[sel], kj[sel], np.full(sel.sum(), np.nan)]).ravel()
+            fig.add_trace(go.Scatter(
+                x=xs, y=ys, mode="lines", line=dict(color=colour, width=2),
+                opacity=lv / levels, hoverinfo="skip", legendgroup=f"h{head}",
+                name=f"head {head}", showlegend=False,
+            ))
+        hx += [0.5] * len(vals)
+        hy += list((qi + kj) / 2.0)
+        hdata += [[f"head {head}", labels[a], labels[b], float(v)] for a, b, v in
+                  zip(qi, kj, vals, strict=True)]
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name=f"head {head}",
+                                 line=dict(color=colour, width=4), legendgroup=f"h{head}"))
+    fig.add_trace(go.Scatter(
+        x=hx, y=hy, mode="markers", marker=dict(size=6, opacity=0), customdata=hdata,
+        hovertemplate="%{customdata[0]}<br>query %{customdata[1]}<br>key %{customdata[2]}"
+                      "<br>weight = %{customdata[3]:.6f}<extra></extra>",
+        showlegend=False, name="lines",
+    ))
+    px = max(4.0, min(24.0, 2400 / max(n, 1)))
+    show_text = px >= 11
+    for side, x, pos in (("queries", 0.0, "middle left"), ("keys", 1.0, "middle right")):
+        chosen = [query] if (query is not None and side == "queries") else None
+        fig.add_trace(go.Scatter(
+            x=[x] * n, y=list(range(n)), mode="markers+text" if show_text else "markers",
+            text=[escape(t) for t in tokens], textposition=pos, name=side, showlegend=False,
+            marker=dict(size=[10 if chosen and i in chosen else 5 for i in range(n)],
+                        color=["crimson" if chosen and i in chosen else "#555" for i in range(n)]),
+            customdata=labels, hovertemplate=f"{side[:-1]} %{{customdata}}<extra></extra>",
+        ))
+    fig.update_xaxes(visible=False, range=[-0.45, 1.45])
+    fig.update_yaxes(visible=False, autorange="reversed")
+    fig.update_layout(
+        title=title, font=FONT, height=int(min(2600, max(320, px * n + 120))),
+        margin=dict(l=10, r=10, t=60, b=10), plot_bgcolor="white", hovermode="closest",
+        legend=dict(orientation="h", y=1.02, x=0, yanchor="bottom"),
+        annotations=[dict(x=0, y=1.0, xref="x", yref="paper", text="queries", showarrow=False,
+                          yanchor="bottom"),
+                     dict(x=1, y=1.0, xref="x", yref="paper", text="keys", showarrow=False,
+                          yanchor="bottom")],
+    )
+    return fig
