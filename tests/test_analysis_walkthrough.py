@@ -1,0 +1,226 @@
+"""The walkthrough's numbers against independent references: loops written out here,
+torch.nn.functional.scaled_dot_product_attention, torch.nn.MultiheadAttention, HF BertModel,
+and the engine's Trace."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from attnviz.analysis import walkthrough as wt
+
+TOY_CASES = [(2, 2, 2, 0), (4, 3, 3, 0), (8, 8, 8, 7), (5, 2, 7, 123), (3, 8, 4, 9999)]
+SENTENCE = "I saw a saw"
+
+
+def sdpa(q, k, v, scale=None):
+    """The reference: torch's fused attention on [n, d] arrays, no mask."""
+    t = [torch.as_tensor(np.array(a))[None, None] for a in (q, k, v)]
+    return F.scaled_dot_product_attention(*t, scale=scale)[0, 0].numpy()
+
+
+@pytest.mark.parametrize("m,d_k,p,seed", TOY_CASES)
+def test_toy_matches_sdpa_and_hand_formulas(m, d_k, p, seed):
+    w = wt.toy_walkthrough("I saw a saw with a saw", m, d_k, p, seed)
+    assert w.inputs.dtype == np.float64 and w.outputs.dtype == np.float64
+    assert w.inputs.shape == (7, m) and w.w_q.shape == (d_k, m) and w.w_v.shape == (p, m)
+    assert w.queries.shape == (7, d_k) and w.values.shape == (7, p)
+    np.testing.assert_allclose(w.outputs, sdpa(w.queries, w.keys, w.values), atol=1e-12)
+    # q^i = W^q a^i, alpha_ij = sum_t q^i_t k^j_t, softmax written out, b^i = sum_j w_ij v^j
+    for i in range(w.n):
+        for name, mat in (("queries", w.w_q), ("keys", w.w_k), ("values", w.w_v)):
+            ref = [sum(mat[r, c] * w.inputs[i, c] for c in range(m)) for r in range(mat.shape[0])]
+            np.testing.assert_allclose(getattr(w, name)[i], ref, atol=1e-12)
+        s = [sum(w.queries[i, t] * w.keys[j, t] for t in range(d_k)) for j in range(w.n)]
+        np.testing.assert_allclose(w.scores[i], s, atol=1e-12)
+        e = [math.exp(x / math.sqrt(d_k)) for x in s]
+        np.testing.assert_allclose(w.weights[i], [x / sum(e) for x in e], atol=1e-12)
+        b = sum(w.weights[i, j] * w.values[j] for j in range(w.n))
+        np.testing.assert_allclose(w.outputs[i], b, atol=1e-12)
+    np.testing.assert_allclose(w.weights.sum(1), 1.0, atol=1e-12)
+    assert w.scale == pytest.approx(1 / math.sqrt(d_k))
+
+
+def test_toy_numbers_are_printable_and_deterministic():
+    a = wt.toy_walkthrough(SENTENCE, 4, 3, 3, 5)
+    b = wt.toy_walkthrough(SENTENCE, 4, 3, 3, 5)
+    c = wt.toy_walkthrough(SENTENCE, 4, 3, 3, 6)
+    for name in ("inputs", "w_q", "w_k", "w_v"):
+        arr = getattr(a, name)
+        np.testing.assert_array_equal(arr, getattr(b, name))
+        np.testing.assert_allclose(arr * 10, np.round(arr * 10), atol=1e-9)  # one decimal
+        assert np.all(np.abs(arr) <= 1.0)
+    assert not np.array_equal(a.w_q, c.w_q)
+    assert a.tokens == ["I", "saw", "a", "saw"]
+    # the two 'saw' get the same input, so (without positions) the same output
+    np.testing.assert_array_equal(a.inputs[1], a.inputs[3])
+    np.testing.assert_allclose(a.outputs[1], a.outputs[3], atol=1e-15)
+    assert not np.allclose(a.inputs[0], a.inputs[1])
+
+
+def test_toy_words_and_bad_sizes():
+    assert wt.toy_words("") == (wt.DEFAULT_WORDS, 0)
+    assert wt.toy_words("  \n ") == (wt.DEFAULT_WORDS, 0)
+    words, cut = wt.toy_words(" ".join(str(i) for i in range(11)))
+    assert words == [str(i) for i in range(8)] and cut == 3
+    for bad in (1, 9, 0, 2.5, "4"):
+        with pytest.raises(ValueError):
+            wt.toy_walkthrough(SENTENCE, m=bad)
+        with pytest.raises(ValueError):
+            wt.toy_walkthrough(SENTENCE, d_k=bad)
+    assert wt.toy_walkthrough(SENTENCE, 3, 5).p == 5  # p defaults to d_k
+
+
+@pytest.mark.parametrize("temp", [0.1, 0.5, 1.0, 3.0, 20.0])
+def test_temperature_against_sdpa(temp):
+    w = wt.toy_walkthrough(SENTENCE, 6, 4, 3, 1)
+    scale = 1 / (temp * math.sqrt(4))
+    ones = np.eye(w.n)  # values = identity: SDPA's output is then the weight matrix itself
+    ref = sdpa(w.queries, w.keys, ones, scale=scale)
+    np.testing.assert_allclose(wt.temperature_weights(w.scores, w.scale, temp), ref, atol=1e-12)
+    out, weights, _ = wt.attend(w.queries, w.keys, w.values, temperature=temp)
+    np.testing.assert_allclose(weights, ref, atol=1e-12)
+    np.testing.assert_allclose(out, sdpa(w.queries, w.keys, w.values, scale=scale), atol=1e-12)
+    with pytest.raises(ValueError):
+        wt.attend(w.queries, w.keys, w.values, temperature=0.0)
+
+
+def test_temperature_limits_and_sweep():
+    s = np.array([1.0, 3.0, -2.0, 0.5])
+    cold = wt.softmax_parts(s, 1.0, 1e-3)["weights"]
+    hot = wt.softmax_parts(s, 1.0, 1e4)["weights"]
+    np.testing.assert_allclose(cold, [0, 1, 0, 0], atol=1e-12)
+    np.testing.assert_allclose(hot, 0.25, atol=1e-3)
+    sweep = wt.temperature_sweep(s, 1.0, [0.01, 1.0, 100.0])
+    assert np.all(np.diff(sweep["max_weight"]) < 0) and np.all(np.diff(sweep["entropy"]) > 0)
+    np.testing.assert_allclose(wt.entropy(np.full(4, 0.25)), math.log(4), atol=1e-12)
+    assert wt.entropy(np.array([0.0, 1.0, 0.0])) == 0.0
+    parts = wt.softmax_parts(s, 0.5)
+    e = np.exp(s * 0.5)
+    np.testing.assert_allclose(parts["weights"], e / e.sum(), atol=1e-15)
+    np.testing.assert_allclose(parts["exps"] / parts["total"], e / e.sum(), atol=1e-15)
+
+
+def test_dk_sweep_shows_why_sqrt_dk():
+    sw = wt.dk_sweep(dims=(4, 64, 512), samples=300, seed=0)
+    np.testing.assert_allclose(sw["raw_std"], np.sqrt([4, 64, 512]), rtol=0.1)
+    np.testing.assert_allclose(sw["scaled_std"], 1.0, rtol=0.1)
+    assert sw["max_weight_raw"][-1] > 0.9 > 0.5 > sw["max_weight_scaled"][-1]
+
+
+def test_dot_terms_and_contributions():
+    w = wt.toy_walkthrough(SENTENCE, 5, 4, 6, 3)
+    for i in range(w.n):
+        for j in range(w.n):
+            assert wt.dot_terms(w.queries[i], w.keys[j]).sum() == pytest.approx(w.scores[i, j],
+                                                                                 abs=1e-12)
+        c = wt.contributions(w.weights[i], w.values)
+        assert c.shape == (w.n, 6)
+        np.testing.assert_allclose(c.sum(0), w.outputs[i], atol=1e-12)
+
+
+@pytest.mark.parametrize("m,h", [(4, 1), (4, 2), (4, 4), (6, 3), (8, 2), (7, 7)])
+def test_toy_multihead_matches_torch_multiheadattention(m, h):
+    w = wt.toy_walkthrough("the cat sat on the mat", m, 3, 3, 11)
+    mh = wt.toy_multihead(w, h, 11)
+    ref = torch.nn.MultiheadAttention(m, h, batch_first=True, dtype=torch.float64)
+    with torch.no_grad():
+        ref.in_proj_weight.copy_(torch.as_tensor(np.concatenate([mh.w_q, mh.w_k, mh.w_v])))
+        ref.in_proj_bias.zero_()
+        ref.out_proj.weight.copy_(torch.as_tensor(mh.w_o))
+        ref.out_proj.bias.zero_()
+        x = torch.as_tensor(w.inputs)[None]
+        out, weights = ref(x, x, x, average_attn_weights=False)
+    assert mh.queries.shape == (h, w.n, m // h) and mh.concat.shape == (w.n, m)
+    np.testing.assert_allclose(mh.outputs, out[0].numpy(), atol=1e-12)
+    np.testing.assert_allclose(mh.weights, weights[0].numpy(), atol=1e-12)
+    assert mh.n_heads == h and mh.head_dim == m // h
+
+
+def test_multihead_helpers():
+    assert wt.heads_choices(6) == [1, 2, 3, 6] and wt.heads_choices(7) == [1, 7]
+    x = np.arange(24.0).reshape(3, 8)
+    ref = torch.as_tensor(x).view(3, 4, 2).permute(1, 0, 2).numpy()  # the engine's split
+    np.testing.assert_array_equal(wt.split_heads(x, 4), ref)
+    with pytest.raises(ValueError):
+        wt.split_heads(x, 3)
+    with pytest.raises(ValueError):
+        wt.toy_multihead(wt.toy_walkthrough(SENTENCE, 6), 4)
+    shapes = dict((r[0], r[2]) for r in wt.multihead_shapes(384, 6, 12))
+    assert shapes["split into heads"] == "12 x (32 x 6)" and shapes["concatenation"] == "384 x 6"
+    sweep = wt.heads_sweep(wt.toy_walkthrough(SENTENCE, 8, 3, 3, 2), 2)
+    assert list(sweep["heads"]) == [1, 2, 4, 8]
+    for h, mw in zip(sweep["heads"], sweep["max_weight"], strict=True):
+        ref = wt.toy_multihead(wt.toy_walkthrough(SENTENCE, 8, 3, 3, 2), int(h), 2).weights
+        assert mw == pytest.approx(ref.max(-1).mean(), abs=1e-12)
+
+
+def test_additive_scores_against_the_formula():
+    w = wt.toy_walkthrough(SENTENCE, 4, 5, 3, 8)
+    vec = wt.toy_additive_vector(5, 8)
+    assert vec.shape == (5,)
+    add = wt.additive_scores(w.queries, w.keys, vec)
+    for i in range(w.n):
+        for j in range(w.n):
+            ref = sum(vec[t] * math.tanh(w.queries[i, t] + w.keys[j, t]) for t in range(5))
+            assert add[i, j] == pytest.approx(ref, abs=1e-12)
+    weights = wt.additive_weights(add)
+    e = np.exp(add)
+    np.testing.assert_allclose(weights, e / e.sum(1, keepdims=True), atol=1e-12)
+    np.testing.assert_allclose(weights.sum(1), 1.0, atol=1e-12)
+
+
+# ------------------------------------------------------------------------------ real BERT
+LAYER_HEADS = [(0, 0), (2, 5), (5, 11)]
+
+
+@pytest.fixture(scope="module")
+def trace(model):
+    return model.trace("I saw a saw, and the saw was sharp.")
+
+
+@pytest.mark.parametrize("layer,head", LAYER_HEADS)
+def test_real_head_equals_trace_and_sdpa(model, trace, layer, head):
+    w = wt.real_walkthrough(model, trace, layer, head)
+    assert (w.n, w.m, w.d_k, w.p) == (trace.n_tokens, 384, 32, 32)
+    assert w.inputs.dtype == np.float32
+    np.testing.assert_array_equal(w.inputs, trace.hidden_states[layer])
+    for name in ("queries", "keys", "values", "weights", "outputs"):
+        np.testing.assert_allclose(getattr(w, name), getattr(trace, name)[layer, head], atol=1e-5)
+    # raw scores reach |q.k| ~ 150 here; float32 carries 7 digits, so compare relatively too
+    np.testing.assert_allclose(w.scores, trace.scores[layer, head], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(w.outputs, sdpa(w.queries, w.keys, w.values), atol=1e-5)
+    diffs = wt.trace_differences(w, trace)
+    assert set(diffs) == {"queries", "keys", "values", "scores", "weights", "outputs"}
+    assert max(diffs.values()) < 1e-4
+
+
+@pytest.mark.parametrize("layer,head", LAYER_HEADS)
+def test_head_slices_are_hf_rows(model, hf_model, layer, head):
+    s = wt.head_slices(model, layer, head)
+    att = hf_model.encoder.layer[layer].attention.self
+    rows = slice(head * 32, (head + 1) * 32)
+    for name, lin in (("q", att.query), ("k", att.key), ("v", att.value)):
+        np.testing.assert_array_equal(s[f"w_{name}"], lin.weight.detach()[rows].numpy())
+        np.testing.assert_array_equal(s[f"b_{name}"], lin.bias.detach()[rows].numpy())
+    with pytest.raises(ValueError):
+        wt.head_slices(model, 6, 0)
+    with pytest.raises(ValueError):
+        wt.head_slices(model, 0, 12)
+
+
+@pytest.mark.parametrize("layer", [0, 3])
+def test_real_multihead_against_hf(model, hf_model, trace, layer):
+    mh = wt.real_multihead(model, trace, layer)
+    assert mh.n_heads == 12 and mh.concat.shape == (trace.n_tokens, 384)
+    np.testing.assert_allclose(mh.weights, trace.weights[layer], atol=1e-5)
+    np.testing.assert_allclose(mh.head_outputs, trace.outputs[layer], atol=1e-5)
+    hf_layer = hf_model.encoder.layer[layer].attention
+    x = torch.as_tensor(trace.hidden_states[layer].copy())[None]
+    with torch.no_grad():
+        context = hf_layer.self(x)[0][0]  # [n, 384]: heads concatenated
+        projected = hf_layer.output.dense(torch.as_tensor(mh.concat))
+    np.testing.assert_allclose(mh.concat, context.numpy(), atol=1e-5)
+    np.testing.assert_allclose(mh.outputs, projected.numpy(), atol=1e-5)
