@@ -1,0 +1,150 @@
+"""Windows and receptive fields: truncated self-attention (seed 003, speech) vs full and causal,
+receptive fields across depth vs a 1-D CNN (Cordonnier et al. 2020, arXiv:1911.03584), how much
+context BERT uses, and the measured cost of full vs windowed attention on long sequences."""
+
+import numpy as np
+import streamlit as st
+
+from attnviz import ui
+from attnviz.analysis import receptive
+from attnviz.analysis import windows as win
+from attnviz.engine import build_mask
+from attnviz.plotting import windows as wplot
+from attnviz.ui.state import trace_or_message
+
+PASSAGE = ("I saw a saw in the shed, so I took the saw and cut the old board in two "
+           "before the rain came.")
+LENGTHS = [256, 512, 1024, 2048, 4096, 8192]
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def fields(_model, model_key: str, text: str, pair: str | None, token: int, w: int) -> dict:
+    ids, seg, _ = _model.tokenize(text, pair)
+    return receptive.all_fields(_model, ids, seg, token, w)
+
+
+@st.cache_resource(show_spinner=False)
+def _store() -> dict:
+    """Results of the long runs, keyed on plain values, shared by sessions (a progress bar
+    cannot live inside st.cache_data, whose replay refuses elements made outside it)."""
+    return {}
+
+
+def with_progress(label: str, key: tuple, compute):
+    store = _store()
+    if key not in store:
+        bar = st.progress(0.0, text=label)
+        store[key] = compute(lambda f, msg: bar.progress(min(1.0, f), text=f"{label} {msg}"))
+        bar.empty()
+        while len(store) > 16:
+            store.pop(next(iter(store)))
+    return store[key]
+
+
+def sweep(model, text: str, pair: str | None):
+    ids, seg, _ = model.tokenize(text, pair)
+    return with_progress("Running the encoder for each window:", ("sweep", model.key, text, pair),
+                         lambda p: win.context_sweep(model, ids, seg, win.sweep_windows(len(ids)),
+                                                     progress=p))
+
+
+def costs(device: str, lengths: tuple, w: int) -> list:
+    return with_progress("Measuring:", ("cost", device, lengths, w),
+                         lambda p: win.measure_sweep(lengths, w, device=device, progress=p))
+
+
+st.title("Windows and receptive fields")
+st.markdown(
+    "Truncated self-attention lets query $i$ see only the keys $j$ with $|i-j| \\le w$: "
+    "$w_{ij} = \\mathrm{softmax}_{|i-j|\\le w}(q^i\\cdot k^j/\\sqrt{d_k})$. A decoder's causal "
+    "mask keeps $j \\le i$. A CNN is self-attention confined to a fixed field; self-attention "
+    "is a CNN whose field is learned (Cordonnier et al. 2020)."
+)
+ctx = ui.context()
+t = trace_or_message(ctx)
+if t is None:
+    st.stop()
+n = t.n_tokens
+c1, c2, c3 = st.columns(3)
+w = c1.slider("Window w (±w tokens)", 0, 16, 1, key="win_w", bind="query-params")
+layer = c2.selectbox("Layer", range(t.n_layers), key="win_layer", bind="query-params",
+                     format_func=lambda i: f"layer {i}")
+head = c3.selectbox("Head", range(t.n_heads), key="win_head", bind="query-params",
+                    format_func=lambda h: f"head {h}")
+tab_m, tab_r, tab_c, tab_l = st.tabs(
+    ["Masks and weights", "Receptive fields", "How much context?", "Long sequences: cost"])
+
+with tab_m:
+    traces = {"full": t, f"window ±{w}": ctx.trace(window=w), "causal": ctx.trace(causal=True)}
+    masks = {k: build_mask(n, v.options["window"], v.options["causal"]) for k, v in
+             traces.items()}
+    masks = {k: np.ones((n, n), bool) if m is None else m.numpy() for k, m in masks.items()}
+    weights = {k: v.weights[layer, head] for k, v in traces.items()}
+    ui.show_figure(wplot.masks_and_weights(
+        t.tokens, masks, weights, f"Layer {layer}, head {head} of the real model: mask (top), "
+        "weights (bottom); masked weights are exactly 0, every row sums to 1"), key="win_masks")
+    ui.download_arrays("Download masks and weights (.npz)", {
+        "tokens": t.tokens, **{f"mask_{i}": m for i, m in enumerate(masks.values())},
+        **{f"weights_{i}": x for i, x in enumerate(weights.values())},
+        "names": list(masks)}, file_name=f"attnviz_windows_L{layer}H{head}.npz", key="win_dl_m")
+
+with tab_r:
+    src = st.radio("Text", ["sidebar sentence", "a longer passage"], horizontal=True,
+                   key="win_rf_text", bind="query-params")
+    text, pair = (ctx.text, ctx.text_pair) if src == "sidebar sentence" else (PASSAGE, None)
+    toks = ctx.model.tokens_of(ctx.model.tokenize(text, pair)[0])
+    if st.session_state.get("win_token") not in range(len(toks)):
+        st.session_state["win_token"] = len(toks) // 2
+    token = st.selectbox("Output token t", range(len(toks)), key="win_token",
+                         format_func=lambda i: f"{toks[i]} #{i}")
+    with st.spinner("Back-propagating from the output token through every depth..."):
+        f = fields(ctx.model, ctx.model.key, text, pair, token, w)
+    ui.show_figure(wplot.receptive_fields(
+        f, toks, token, w, "Which inputs can change token t at depth l: |∂(r·h_l[t])/∂x_j| "
+        "from the models' own gradients (blank = exactly 0)"), key="win_fields")
+    ext = {k: receptive.field_extent(v)[-1] for k, v in f.items()}
+    st.caption(
+        f"At depth {ctx.model.n_layers}: " + ", ".join(
+            f"{k} reaches #{a}..#{b}" for k, (a, b) in ext.items()) +
+        f". Analytic window/CNN field: t ± l·w = #{max(0, token - ctx.model.n_layers * w)}.."
+        f"#{min(len(toks) - 1, token + ctx.model.n_layers * w)}. Inside the field the attention "
+        "gradients depend on the sentence; the CNN's depend only on its fixed kernels.")
+    ui.download_arrays("Download the gradient fields (.npz)", {"tokens": toks, **f},
+                       file_name="attnviz_receptive_fields.npz", key="win_dl_r")
+
+with tab_c:
+    s = sweep(ctx.model, ctx.text, ctx.text_pair)
+    label = (f"{s.tokens[s.pair[0]]} #{s.pair[0]} and {s.tokens[s.pair[1]]} #{s.pair[1]}"
+             if s.pair else "")
+    ui.show_figure(wplot.context_curve(
+        s.windows, s.mean_cosine, s.cosine.min(axis=1), s.pair_cosine, s.full_pair_cosine,
+        label, "How far the final vectors move when each token sees only ±w neighbours"),
+        key="win_context")
+    if s.pair is None:
+        st.info("No token appears twice here; try *I saw a saw* to follow the two saws.")
+    ui.download_arrays("Download the sweep (.npz)", {
+        "tokens": s.tokens, "windows": s.windows, "cosine": s.cosine,
+        "mean_cosine": s.mean_cosine, **({"pair": np.array(s.pair), "pair_cosine": s.pair_cosine}
+                                         if s.pair else {})},
+        file_name="attnviz_context_sweep.npz", key="win_dl_c")
+
+with tab_l:
+    st.markdown("Speech has ~100 frames per second: attention over a minute is L = 6000. Random "
+                "queries/keys/values (1 head, d = 64), the engine's attention vs the blocked "
+                "windowed implementation that never builds the L×L matrix.")
+    a, b = st.columns(2)
+    top = a.select_slider("Longest L", LENGTHS[2:], value=2048, key="win_maxlen",
+                          bind="query-params")
+    cw = b.slider("Window w (frames)", 1, 256, 50, key="win_cost_w", bind="query-params")
+    dev = str(ctx.model.device)
+    ms = costs(dev, tuple(L for L in LENGTHS if L <= top), cw)
+    table = win.measurements_table(ms)
+    ui.show_figure(wplot.cost_chart(table, win.device_name(dev), ms[0].memory_method),
+                   key="win_cost")
+    st.dataframe({**{k: v for k, v in table.items() if k != "peak_bytes"},
+                  "peak MiB": table["peak_bytes"] / 2**20}, hide_index=True)
+    csv = "length,window,method,seconds,median_seconds,peak_bytes\n" + "\n".join(
+        f"{m.length},{m.window},{m.method},{m.seconds:.6g},{m.median_seconds:.6g},{m.peak_bytes}"
+        for m in ms)
+    st.download_button("Download the measurements (.csv)", csv, "attnviz_window_cost.csv",
+                       "text/csv", key="win_dl_l")
