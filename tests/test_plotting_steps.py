@@ -1,0 +1,104 @@
+"""The step-by-step figures carry exactly the walkthrough's numbers, with safe, distinct labels."""
+
+import re
+
+import numpy as np
+import pytest
+
+from attnviz.analysis import walkthrough as wt
+from attnviz.plotting import steps as sp
+
+TOKENS = ["I", "saw", "a", "saw"]
+
+
+@pytest.fixture(scope="module")
+def walk():
+    return wt.toy_walkthrough("I saw a saw", 4, 3, 3, 0)
+
+
+def test_matrix_figure_prints_numbers_and_keeps_repeated_tokens(walk):
+    fig = sp.matrix_figure(walk.inputs.T, sp.dim_labels("a", 4), sp.token_axis(TOKENS), "A")
+    hm = fig.data[0]
+    np.testing.assert_array_equal(np.asarray(hm.z), walk.inputs.T)
+    assert hm.texttemplate == "%{z:.2f}"
+    assert list(fig.layout.xaxis.tickvals) == [0, 1, 2, 3]  # 4 columns, not 3 merged
+    assert list(fig.layout.xaxis.ticktext) == ["I #0", "saw #1", "a #2", "saw #3"]
+    assert list(fig.layout.yaxis.ticktext) == ["a_1", "a_2", "a_3", "a_4"]
+    assert hm.customdata[1][3][1] == "saw #3"
+
+
+def test_big_matrices_are_light_and_unprinted():
+    z = np.random.default_rng(0).standard_normal((384, 384))
+    fig = sp.matrix_figure(z, sp.dim_labels("b", 384), sp.dim_labels("o", 384), "W_O")
+    hm = fig.data[0]
+    assert hm.texttemplate is None and hm.customdata is None
+    np.testing.assert_allclose(np.asarray(hm.z), z, rtol=1e-6, atol=1e-6)  # float32 payload
+    assert len(fig.layout.xaxis.tickvals) <= sp.MAX_TICKS
+
+
+def test_tokens_are_escaped():
+    fig = sp.matrix_figure(np.eye(2), ["<b>x</b>", "y"], sp.token_axis(["<b>", "a&b"]), "t")
+    assert fig.layout.xaxis.ticktext == ("&lt;b&gt; #0", "a&amp;b #1")
+
+
+def test_product_figure_panels_and_operators(walk):
+    fig = sp.matrices_figure(
+        [(walk.w_q, sp.dim_labels("q", 3), sp.dim_labels("a", 4), "W^q", "values"),
+         (walk.inputs.T, sp.dim_labels("a", 4), sp.token_axis(TOKENS), "A", "values"),
+         (walk.queries.T, sp.dim_labels("q", 3), sp.token_axis(TOKENS), "Q", "values")],
+        ["·", "="], "Q = W^q A")
+    assert len(fig.data) == 3
+    np.testing.assert_array_equal(np.asarray(fig.data[2].z), walk.queries.T)
+    np.testing.assert_allclose(np.asarray(fig.data[0].z) @ np.asarray(fig.data[1].z),
+                               np.asarray(fig.data[2].z), atol=1e-12)
+    assert [a.text for a in fig.layout.annotations if a.text.startswith("<b>")] == \
+        ["<b>·</b>", "<b>=</b>"]
+    xs = [a.x for a in fig.layout.annotations if a.text.startswith("<b>")]
+    assert xs[0] < xs[1] and fig.layout.xaxis.domain[1] < xs[0] < fig.layout.xaxis2.domain[0]
+
+
+def test_dot_product_latex_is_the_sum(walk):
+    tex = sp.dot_product_latex(walk.queries[1], walk.keys[2], 1, 2, decimals=2)
+    assert tex.startswith(r"\alpha_{2,3} = q^{2}\cdot k^{3}")
+    pairs = re.findall(r"\((-?\d+\.\d+)\)\((-?\d+\.\d+)\)", tex)
+    assert len(pairs) == 3
+    assert [float(a) for a, _ in pairs] == pytest.approx(walk.queries[1], abs=0.005)
+    assert float(tex.rsplit("=", 1)[1]) == pytest.approx(walk.scores[1, 2], abs=5e-5)
+
+
+def test_dot_terms_and_weights_figures(walk):
+    terms = wt.dot_terms(walk.queries[0], walk.keys[3])
+    fig = sp.dot_terms_figure(terms, "a")
+    np.testing.assert_array_equal(np.asarray(fig.data[0].y), terms)
+    assert f"{walk.scores[0, 3]:.4f}" in fig.layout.title.text
+    bars = sp.weights_bar_figure({"T = 1": walk.weights[2]}, TOKENS, "w")
+    np.testing.assert_array_equal(np.asarray(bars.data[0].y), walk.weights[2])
+
+
+def test_weighted_sum_arrows_end_at_the_output(walk):
+    c = wt.contributions(walk.weights[1], walk.values)
+    fig = sp.weighted_sum_figure(c, TOKENS, 1)
+    assert len(fig.data) == len(TOKENS) + 1
+    last = fig.data[-1]
+    np.testing.assert_allclose([last.x[1], last.y[1]], walk.outputs[1, :2], atol=1e-12)
+    np.testing.assert_allclose([fig.data[3].x[1], fig.data[3].y[1]], walk.outputs[1, :2],
+                               atol=1e-12)  # the last arrow ends where the sum ends
+    bars = sp.contributions_figure(c, TOKENS, 1)
+    np.testing.assert_allclose(np.asarray(bars.data[-1].y), walk.outputs[1], atol=1e-12)
+
+
+def test_sweep_and_heads_figures(walk):
+    sweep = wt.temperature_sweep(walk.scores[0], walk.scale, [0.1, 1, 10])
+    fig = sp.temperature_figure(sweep, 0.5, walk.n)
+    np.testing.assert_array_equal(np.asarray(fig.data[0].y), sweep["max_weight"])
+    np.testing.assert_allclose(np.asarray(fig.data[1].y), sweep["entropy"] / np.log(4))
+    dk = wt.dk_sweep(dims=(2, 8), samples=20)
+    fig = sp.dk_figure(dk, 8)
+    np.testing.assert_array_equal(np.asarray(fig.data[0].y), dk["raw_std"])
+    mh = wt.toy_multihead(wt.toy_walkthrough("I saw a saw", 4), 2)
+    fig = sp.heads_figure(mh.weights, TOKENS, "heads")
+    assert len(fig.data) == 2
+    np.testing.assert_array_equal(np.asarray(fig.data[1].z), mh.weights[1])
+    hs = wt.heads_sweep(wt.toy_walkthrough("I saw a saw", 4))
+    fig = sp.entropy_by_heads_figure(hs)
+    assert list(fig.data[0].x) == ["1", "2", "4"]
