@@ -9,20 +9,20 @@ import streamlit as st
 
 from attnviz import ui
 
-st.set_page_config(page_title="attnviz: see self-attention", page_icon="🔎", layout="wide")
+st.set_page_config(page_title="attnviz: see self-attention", page_icon=":material/visibility:", layout="wide")
 
 HERE = Path(__file__).parent
 # (file, title, icon, section). Pages are listed here, in teaching order.
 PAGES = [
-    ("pages/lesson.py", "I saw a saw: the lesson", "🎓", "Learn"),
-    ("pages/step_by_step.py", "Self-attention step by step", "🧮", "Learn"),
-    ("pages/positions.py", "Positional encoding", "📍", "Learn"),
-    ("pages/windows.py", "Windows and receptive fields", "🪟", "Learn"),
-    ("pages/images.py", "Images: attention vs convolution", "🖼️", "Learn"),
-    ("pages/layer_heads.py", "Heads of one layer", "🔥", "Explore BERT"),
-    ("pages/explore.py", "All heads, token lines", "🧭", "Explore BERT"),
-    ("pages/inside_score.py", "Inside one score", "🔬", "Explore BERT"),
-    ("pages/head_stats.py", "Head statistics and rollout", "📊", "Explore BERT"),
+    ("pages/lesson.py", "I saw a saw: the lesson", ":material/school:", "Learn"),
+    ("pages/step_by_step.py", "Self-attention step by step", ":material/calculate:", "Learn"),
+    ("pages/positions.py", "Positional encoding", ":material/pin_drop:", "Learn"),
+    ("pages/windows.py", "Windows and receptive fields", ":material/width:", "Learn"),
+    ("pages/images.py", "Images: attention vs convolution", ":material/image:", "Learn"),
+    ("pages/layer_heads.py", "Heads of one layer", ":material/grid_view:", "Explore BERT"),
+    ("pages/explore.py", "All heads, token lines", ":material/explore:", "Explore BERT"),
+    ("pages/inside_score.py", "Inside one score", ":material/biotech:", "Explore BERT"),
+    ("pages/head_stats.py", "Head statistics and rollout", ":material/bar_chart:", "Explore BERT"),
 ]
 DEFAULT_PAGE = "pages/layer_heads.py"
 

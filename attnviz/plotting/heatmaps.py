@@ -53,16 +53,17 @@ def attention_heatmap(
     return fig
 
 
-def _category_axes(fig: go.Figure, tokens, key_tokens, row=None, col=None, show=True) -> None:
+def _category_axes(fig: go.Figure, tokens, key_tokens, row=None, col=None,
+                   show_x: bool = True, show_y: bool = True) -> None:
     yv, yt = tick_labels(tokens)
     xv, xt = tick_labels(key_tokens)
     kw = {} if row is None else dict(row=row, col=col)
     fig.update_yaxes(type="category", categoryorder="array", categoryarray=axis_labels(tokens),
-                     tickvals=yv, ticktext=yt, autorange="reversed", showticklabels=show,
+                     tickvals=yv, ticktext=yt, autorange="reversed", showticklabels=show_y,
                      title=None, **kw)
     fig.update_xaxes(type="category", categoryorder="array", categoryarray=axis_labels(key_tokens),
-                     tickvals=xv, ticktext=xt, tickangle=-45, showticklabels=show, side="bottom",
-                     **kw)
+                     tickvals=xv, ticktext=xt, tickangle=-45, showticklabels=show_x,
+                     side="bottom", **kw)
 
 
 def heads_grid(
@@ -81,12 +82,12 @@ def heads_grid(
     H, n = matrices.shape[0], matrices.shape[-1]
     rows = -(-H // cols)
     fig = make_subplots(rows=rows, cols=cols, subplot_titles=[f"head {h}" for h in range(H)],
-                        horizontal_spacing=0.04, vertical_spacing=0.08 if rows > 1 else 0.1)
+                        horizontal_spacing=0.03, vertical_spacing=0.06 if rows > 1 else 0.1)
     reduced = [block_reduce(np.asarray(m, dtype=np.float32), max_cells) for m in matrices]
     factor = reduced[0][1]
     ca = _color_args(kind, matrices)
     labels = axis_labels(tokens)
-    show_ticks = n <= 16
+    show_ticks = n <= 24
     for h, (m, _) in enumerate(reduced):
         r, c = h // cols + 1, h % cols + 1
         if factor == 1:
@@ -96,7 +97,8 @@ def heads_grid(
                                f"{kind[:-1]} = %{{z:{KINDS[kind]['fmt']}}}<extra></extra>"),
             )
             fig.add_trace(trace, row=r, col=c)
-            _category_axes(fig, tokens, tokens, row=r, col=c, show=show_ticks)
+            _category_axes(fig, tokens, tokens, row=r, col=c,
+                           show_x=show_ticks and h + cols >= H, show_y=show_ticks and c == 1)
         else:
             starts = np.arange(m.shape[0]) * factor
             fig.add_trace(go.Heatmap(
