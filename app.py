@@ -9,7 +9,9 @@ import streamlit as st
 
 from attnviz import ui
 
-st.set_page_config(page_title="attnviz: see self-attention", page_icon=":material/visibility:", layout="wide")
+st.set_page_config(
+    page_title="attnviz: see self-attention", page_icon=":material/visibility:", layout="wide"
+)
 
 HERE = Path(__file__).parent
 # (file, title, icon, section). Pages are listed here, in teaching order.
