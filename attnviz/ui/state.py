@@ -145,9 +145,36 @@ def require_text(ctx: Context) -> bool:
     return True
 
 
-def show_figure(fig: go.Figure, key: str | None = None, **kwargs) -> None:
-    """Draw a Plotly figure with the PNG/SVG download toolbar always available."""
-    st.plotly_chart(fig, config=PLOT_CONFIG, key=key, **kwargs)
+def show_figure(fig: go.Figure, key: str | None = None, **kwargs):
+    """Draw a Plotly figure: PNG from the chart toolbar (camera icon), SVG on a click below.
+
+    The SVG is rendered on the server by kaleido only when asked for (it needs a Chrome or
+    Chromium on the server; without one the button is not offered).
+    """
+    event = st.plotly_chart(fig, config=PLOT_CONFIG, key=key, **kwargs)
+    if key is not None and _svg_export_available():
+        name = _file_stem(fig, key)
+        st.download_button(
+            "SVG", data=lambda: fig.to_image(format="svg"), file_name=f"{name}.svg",
+            mime="image/svg+xml", key=f"svg_{key}", type="tertiary",
+            icon=":material/download:", help="Download this figure as SVG (vector)",
+        )
+    return event
+
+
+def _file_stem(fig: go.Figure, key: str) -> str:
+    title = fig.layout.title.text or key
+    stem = "".join(c if c.isalnum() else "_" for c in title.lower()).strip("_")
+    return "attnviz_" + ("_".join(filter(None, stem.split("_")))[:60] or key)
+
+
+@st.cache_resource(show_spinner=False)
+def _svg_export_available() -> bool:
+    import os
+    import shutil
+
+    return bool(os.environ.get("BROWSER_PATH") or any(
+        shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome", "chrome")))
 
 
 def download_arrays(label: str, arrays: dict, file_name: str, key: str | None = None) -> None:
