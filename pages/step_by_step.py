@@ -5,6 +5,7 @@ import streamlit as st
 
 from attnviz import ui
 from attnviz.analysis import walkthrough as wt
+from attnviz.engine import token_labels
 from attnviz.plotting import heads_grid
 from attnviz.plotting import steps as sp
 
@@ -24,13 +25,16 @@ step = c2.radio("Step", list(STEPS), key="sbs_step", bind="query-params", horizo
                 format_func=lambda s: f"{s}. {STEPS[s]}")
 box = st.container(horizontal=True)
 if mode == "toy":
+    if not ui.require_text(ctx):
+        st.stop()
     m = box.slider("m (input size)", 2, 8, 4, key="sbs_m", bind="query-params")
     d_k = box.slider("d_k (query/key size)", 2, 8, 3, key="sbs_dk", bind="query-params")
     p = box.slider("p (value size)", 2, 8, 3, key="sbs_p", bind="query-params")
     seed = box.number_input("Seed", 0, 10_000, 0, key="sbs_seed", bind="query-params")
     walk = wt.toy_walkthrough(ctx.text, m, d_k, p, int(seed))
     if walk.options["cut"]:
-        st.info(f"The toy uses the first {wt.MAX_TOY_TOKENS} words; {walk.options['cut']} cut.")
+        st.warning(f"The sentence is longer than the toy's {wt.MAX_TOY_TOKENS} words: the last "
+                   f"{walk.options['cut']} words were dropped (Real mode takes it all).")
     dec, qdec = 1, 2
 else:
     t = ui.trace_or_message(ctx)
@@ -121,8 +125,9 @@ elif step == 5:
                              (sums, labels, ["row sum"], "Σ_j", "weights")], [""],
                             "Softmax of each row", decimals=3), key="s5_W")
     parts = wt.softmax_parts(walk.scores[i], walk.scale)
-    st.dataframe({"key": labels, "score α": walk.scores[i], "z = α/√d_k": parts["logits"],
-                  "exp(z − max z)": parts["exps"], "weight α'": walk.weights[i]})
+    st.dataframe({"key": token_labels(walk.tokens), "score α": walk.scores[i],
+                  "z = α/√d_k": parts["logits"], "exp(z − max z)": parts["exps"],
+                  "weight α'": walk.weights[i]})
     st.caption(f"Σ exp = {parts['total']:.6f}; weight = exp / Σ; Σ weights = "
                f"{walk.weights[i].sum():.6f}")
 elif step == 6:

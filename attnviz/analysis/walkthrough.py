@@ -33,6 +33,7 @@ from attnviz.engine.attention import attention
 
 MIN_DIM, MAX_DIM = 2, 8  # toy sizes m, d_k, p
 MAX_TOY_TOKENS = 8  # toy sentences are cut to this many words (matrices stay printable)
+MAX_WORD = 16  # characters of a toy word shown on the axes
 DEFAULT_WORDS = ["I", "saw", "a", "saw"]
 
 
@@ -101,8 +102,11 @@ def toy_vector(word: str, m: int, seed: int) -> np.ndarray:
 
 
 def toy_words(text: str | None, max_tokens: int = MAX_TOY_TOKENS) -> tuple[list[str], int]:
-    """The sentence's words (split on spaces), at most `max_tokens`; (words, how many cut)."""
-    words = (text or "").split()
+    """The sentence's words (split on spaces), at most `max_tokens`; (words, how many cut).
+
+    A word longer than MAX_WORD characters is shortened with '…' so the axes stay readable.
+    """
+    words = [w if len(w) <= MAX_WORD else w[:MAX_WORD - 1] + "…" for w in (text or "").split()]
     if not words:
         return list(DEFAULT_WORDS), 0
     return words[:max_tokens], max(0, len(words) - max_tokens)

@@ -212,8 +212,7 @@ def weighted_sum_figure(contrib: np.ndarray, tokens: list[str], query: int,
                                  mode="lines+markers", name=f"α'·v of {labels[j]}",
                                  line=dict(color=color, width=3),
                                  marker=dict(symbol="arrow", angleref="previous", size=12),
-                                 hovertemplate=f"{labels[j]}<br>(%{{x:.4f}}, %{{y:.4f}})"
-                                               "<extra></extra>"))
+                                 hovertemplate="(%{x:.4f}, %{y:.4f})"))  # name in the <extra>
     fig.add_trace(go.Scatter(x=[0, ends[-1, 0]], y=[0, ends[-1, 1]], mode="lines+markers",
                              name=f"b^{query + 1} (the sum)", line=dict(color="black", dash="dash"),
                              marker=dict(symbol="arrow", angleref="previous", size=14)))
@@ -231,7 +230,7 @@ def contributions_figure(contrib: np.ndarray, tokens: list[str], query: int) -> 
     labels = token_axis(tokens)
     x = list(range(1, c.shape[1] + 1))
     fig = go.Figure([go.Bar(x=x, y=c[j], name=f"α'·v of {labels[j]}",
-                            hovertemplate=f"{labels[j]}<br>t = %{{x}}<br>%{{y:.5f}}<extra></extra>")
+                            hovertemplate="t = %{x}<br>%{y:.5f}")  # the name shows beside
                      for j in range(c.shape[0])])
     fig.add_trace(go.Scatter(x=x, y=c.sum(0), mode="markers", name=f"b^{query + 1}",
                              marker=dict(symbol="diamond", size=11, color="black")))
