@@ -1,0 +1,113 @@
+"""AppTest of the windows page: every figure's numbers come from the engine and analysis."""
+
+import base64
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from attnviz.analysis import receptive as rf
+from attnviz.analysis import windows as win
+from attnviz.engine import window_mask
+
+APP = str(Path(__file__).resolve().parents[1] / "app.py")
+
+
+def figures(at):
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+def decode(z):
+    if isinstance(z, dict):
+        arr = np.frombuffer(base64.b64decode(z["bdata"]), dtype=np.dtype(z["dtype"]))
+        if "shape" not in z:  # 1-D arrays come without a shape
+            return arr
+        return arr.reshape([int(s) for s in str(z["shape"]).split(",")])
+    return np.asarray(z, dtype=float)
+
+
+@pytest.fixture(scope="module")
+def at():
+    at = AppTest.from_file(APP, default_timeout=300)
+    at.run()
+    at.switch_page("pages/windows.py").run()
+    assert not at.exception
+    return at
+
+
+def test_page_draws_four_figures_from_the_engine(at, model):
+    masks, fields, context, cost = figures(at)
+    text = "I saw a saw"
+    n = 6
+    # Masks and weights: full, window ±1, causal; layer 0 head 0 of the real model.
+    t_w = model.trace(text, window=1)
+    np.testing.assert_array_equal(decode(masks["data"][2]["z"]), window_mask(n, 1).numpy())
+    np.testing.assert_allclose(decode(masks["data"][3]["z"]), t_w.weights[0, 0], atol=1e-7)
+    np.testing.assert_allclose(decode(masks["data"][5]["z"]), model.trace(
+        text, causal=True).weights[0, 0], atol=1e-7)
+    assert masks["data"][0]["x"][2] == "saw #2" and masks["data"][0]["x"][4] == "saw #4"
+    # Receptive fields: blank (NaN) exactly outside the analytic field, token 3 by default.
+    for h, kind in zip([d for d in fields["data"] if d["type"] == "heatmap"], rf.KINDS,
+                       strict=True):
+        z = decode(h["z"]).astype(float)
+        assert (np.isnan(z) == ~rf.analytic_field(kind, n, model.n_layers, 3, 1)).all()
+    # Context sweep: the curve is context_sweep's numbers.
+    ids, seg, _ = model.tokenize(text)
+    s = win.context_sweep(model, ids, seg)
+    np.testing.assert_allclose(decode(context["data"][0]["y"]), s.mean_cosine, atol=1e-6)
+    np.testing.assert_allclose(decode(context["data"][2]["y"]), s.pair_cosine, atol=1e-6)
+    # Cost: three methods, lengths up to 2048 by default, device named in the title.
+    assert "CPU" in cost["layout"]["title"]["text"]
+    lengths = decode([d for d in cost["data"] if d["legendgroup"] == "windowed"][0]["x"])
+    assert list(lengths) == [256, 512, 1024, 2048]
+    assert sorted(b.key for b in at.get("download_button") if b.key.startswith("win_dl")) == [
+        "win_dl_c", "win_dl_l", "win_dl_m", "win_dl_r"]
+    assert not at.error
+
+
+def test_window_layer_head_and_token_change(at, model):
+    at.slider(key="win_w").set_value(2).run()
+    at.selectbox(key="win_layer").set_value(3).run()
+    at.selectbox(key="win_head").set_value(7).run()
+    at.selectbox(key="win_token").set_value(0).run()
+    assert not at.exception
+    masks, fields = figures(at)[:2]
+    t_w = model.trace("I saw a saw", window=2)
+    np.testing.assert_allclose(decode(masks["data"][3]["z"]), t_w.weights[3, 7], atol=1e-7)
+    assert "window ±2" in masks["layout"]["annotations"][1]["text"]
+    win_heat = [d for d in fields["data"] if d["type"] == "heatmap"][1]
+    z = decode(win_heat["z"]).astype(float)
+    assert (np.isnan(z) == ~rf.analytic_field("window", 6, model.n_layers, 0, 2)).all()
+
+
+def test_longer_passage_for_receptive_fields(at, model):
+    at.radio(key="win_rf_text").set_value("a longer passage").run()
+    assert not at.exception
+    fields = figures(at)[1]
+    heat = [d for d in fields["data"] if d["type"] == "heatmap"]
+    n = len(model.tokenize(
+        "I saw a saw in the shed, so I took the saw and cut the old board in two "
+        "before the rain came.")[0])
+    assert decode(heat[0]["z"]).shape == (model.n_layers + 1, n)
+
+
+@pytest.mark.parametrize("text", ["", "  \n "])
+def test_blank_input_shows_a_message(text):
+    at = AppTest.from_file(APP, default_timeout=300)
+    at.run()
+    at.switch_page("pages/windows.py")
+    at.session_state["text"] = text
+    at.run()
+    assert not at.exception
+    assert at.info and not at.get("plotly_chart")
+
+
+def test_sentence_without_repeats_and_html(at):
+    at.session_state["text"] = "<b>bold cat"
+    at.run()
+    assert not at.exception and not at.error
+    assert any("appears twice" in i.value for i in at.info)
+    spec = at.get("plotly_chart")[0].proto.spec
+    assert "<b>" not in spec and "&lt; #1" in spec
