@@ -1,0 +1,223 @@
+"""A tiny tagged corpus for the "I saw a saw" lesson (seed 004: part-of-speech tagging).
+
+Seed 004 tells the story with one sentence: "I saw a saw" is tagged I/PRON saw/VERB a/DET
+saw/NOUN, so a model that looks at each word alone must get one "saw" wrong. To train taggers
+on that story we need many such sentences, so this module writes them with a small,
+deterministic context-free grammar in which the ambiguous words (saw, watch, duck, fly, can,
+book, fish, park) fill both noun slots and verb slots:
+
+    S  -> PRON V NP | PRON AUX V NP | PRON AUX V | NP AUX V | NP AUX V NP
+        | PRON V NP ADP NP | NP AUX V NP ADP NP
+    NP -> DET N | DET ADJ N
+
+Tags (a subset of Universal Dependencies UPOS): PRON, AUX, VERB, DET, ADJ, NOUN, ADP.
+"can" is also an AUX, so "they can can the can" is PRON AUX VERB DET NOUN.
+
+A *double-role* sentence uses one ambiguous word in a verb slot and in a noun slot
+("i saw a saw", "the duck can duck"): a tagger that cannot see order must get one of them
+wrong. Only *balanced* sentences are kept (each double-role word plays each of its roles
+equally often), so such a tagger is right on at most half of those words. Every sentence
+is lower case; `words(text)` splits any typed text the same way.
+The corpus is a pure function of (n_sentences, seed): the same arguments give the same
+sentences, in the same order, on every machine (Python's `random.Random(seed)`).
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass, field
+
+TAGS: tuple[str, ...] = ("PRON", "AUX", "VERB", "DET", "ADJ", "NOUN", "ADP")
+
+PRONOUNS = ("i", "you", "we", "they")
+DETERMINERS = ("a", "the", "my", "your", "our", "this", "that")
+ADJECTIVES = ("big", "small", "old", "red", "new")
+ADPOSITIONS = ("with", "near", "on", "under")
+AUXILIARIES = ("can", "will", "must", "may")
+PLAIN_NOUNS = ("man", "dog", "cat", "girl", "boy", "tree", "box", "table", "car", "house",
+               "ball", "hat", "bird", "child")
+PLAIN_VERBS = ("see", "like", "find", "have", "want", "take", "use", "buy", "hold", "love")
+# Each of these fills noun slots AND verb slots: the words the lesson is about.
+AMBIGUOUS = ("saw", "watch", "duck", "fly", "can", "book", "fish", "park")
+
+PAD, UNK = "<pad>", "<unk>"  # ids 0 and 1 of every vocabulary
+
+# Templates: a list of slots. "NP" expands to DET (ADJ) N.
+TEMPLATES: tuple[tuple[str, ...], ...] = (
+    ("PRON", "V", "NP"),
+    ("PRON", "AUX", "V", "NP"),
+    ("PRON", "AUX", "V"),
+    ("NP", "AUX", "V"),
+    ("NP", "AUX", "V", "NP"),
+    ("PRON", "V", "NP", "ADP", "NP"),
+    ("NP", "AUX", "V", "NP", "ADP", "NP"),
+)
+
+# The lesson's showcase sentences with their gold tags. They are never used for training.
+EXAMPLES: dict[str, tuple[str, ...]] = {
+    "I saw a saw": ("PRON", "VERB", "DET", "NOUN"),
+    "They can can the can": ("PRON", "AUX", "VERB", "DET", "NOUN"),
+    "I watch my watch": ("PRON", "VERB", "DET", "NOUN"),
+    "The duck can duck": ("DET", "NOUN", "AUX", "VERB"),
+    "We book the old book": ("PRON", "VERB", "DET", "ADJ", "NOUN"),
+    "We park near the park": ("PRON", "VERB", "ADP", "DET", "NOUN"),
+}
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """One tagged sentence: words[i] has gold tag tags[i]."""
+
+    words: tuple[str, ...]
+    tags: tuple[str, ...]
+
+    @property
+    def text(self) -> str:
+        return " ".join(self.words)
+
+    @property
+    def double_role(self) -> bool:
+        """True when one word form carries two different tags in this sentence."""
+        return bool(double_role_positions(self))
+
+
+@dataclass
+class Corpus:
+    """Train / held-out split, the vocabulary (0 = <pad>, 1 = <unk>) and the tag set."""
+
+    train: list[Sentence]
+    test: list[Sentence]
+    vocab: list[str]
+    tags: tuple[str, ...] = TAGS
+    ambiguous: tuple[str, ...] = AMBIGUOUS
+    seed: int = 0
+    index: dict[str, int] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.index = {w: i for i, w in enumerate(self.vocab)}
+
+    def ids(self, words) -> list[int]:
+        """Word ids; a word never seen in training maps to the <unk> id 1."""
+        return [self.index.get(w, 1) for w in words]
+
+    def tag_ids(self, tags) -> list[int]:
+        return [self.tags.index(t) for t in tags]
+
+    @property
+    def test_double_role(self) -> list[Sentence]:
+        return [s for s in self.test if s.double_role]
+
+
+def words(text: str) -> list[str]:
+    """Split typed text the way the corpus is written: lower-case words, punctuation dropped."""
+    return re.findall(r"[^\W_]+(?:'[^\W_]+)?", (text or "").lower())
+
+
+def balanced(sentence: Sentence) -> bool:
+    """True when every word with several roles plays each role equally often.
+
+    "i saw a saw" (VERB once, NOUN once) is balanced; "the fly will fly near my fly" (NOUN
+    twice, VERB once) is not. The grammar keeps only balanced sentences, so a tagger that
+    gives every copy of a word one tag is right on at most half of the double-role words.
+    """
+    roles: dict[str, dict[str, int]] = {}
+    for w, t in zip(sentence.words, sentence.tags, strict=True):
+        roles.setdefault(w, {}).setdefault(t, 0)
+        roles[w][t] += 1
+    return all(len(set(c.values())) == 1 for c in roles.values() if len(c) > 1)
+
+
+def double_role_positions(sentence: Sentence) -> list[int]:
+    """Positions of every word whose form carries more than one gold tag in this sentence."""
+    roles: dict[str, set[str]] = {}
+    for w, t in zip(sentence.words, sentence.tags, strict=True):
+        roles.setdefault(w, set()).add(t)
+    return [i for i, w in enumerate(sentence.words) if len(roles[w]) > 1]
+
+
+def _expand(template: tuple[str, ...], rng: random.Random, p_ambiguous: float,
+            forced: str | None) -> Sentence:
+    """Fill a template's slots; `forced` puts that ambiguous word in one V and one N slot."""
+    n_slots = [i for i, s in enumerate(template) if s == "NP"]
+    v_slots = [i for i, s in enumerate(template) if s == "V"]
+    force_n = rng.choice(n_slots) if forced and n_slots else None
+    force_v = rng.choice(v_slots) if forced and v_slots else None
+    ws: list[str] = []
+    ts: list[str] = []
+    for i, slot in enumerate(template):
+        if slot == "NP":
+            ws.append(rng.choice(DETERMINERS))
+            ts.append("DET")
+            if rng.random() < 0.3:
+                ws.append(rng.choice(ADJECTIVES))
+                ts.append("ADJ")
+            if i == force_n:
+                noun = forced
+            else:
+                noun = rng.choice(AMBIGUOUS if rng.random() < p_ambiguous else PLAIN_NOUNS)
+            ws.append(noun)
+            ts.append("NOUN")
+        elif slot == "V":
+            if i == force_v:
+                verb = forced
+            else:
+                verb = rng.choice(AMBIGUOUS if rng.random() < p_ambiguous else PLAIN_VERBS)
+            ws.append(verb)
+            ts.append("VERB")
+        else:
+            pool = {"PRON": PRONOUNS, "AUX": AUXILIARIES, "ADP": ADPOSITIONS}[slot]
+            ws.append(rng.choice(pool))
+            ts.append(slot)
+    return Sentence(tuple(ws), tuple(ts))
+
+
+def generate(n_sentences: int = 2000, seed: int = 0, p_ambiguous: float = 0.4,
+             double_role_share: float = 0.2) -> list[Sentence]:
+    """`n_sentences` distinct tagged sentences, a share of them double-role (deterministic)."""
+    if n_sentences < 10:
+        raise ValueError("n_sentences must be at least 10")
+    rng = random.Random(seed)
+    reserved = {" ".join(words(t)) for t in EXAMPLES}
+    both = [t for t in TEMPLATES if "NP" in t and "V" in t]
+    seen: set[str] = set()
+    out: list[Sentence] = []
+    tries = 0
+    while len(out) < n_sentences:
+        tries += 1
+        if tries > 50 * n_sentences:
+            raise ValueError(f"the grammar cannot make {n_sentences} distinct sentences")
+        if rng.random() < double_role_share:
+            s = _expand(rng.choice(both), rng, p_ambiguous, forced=rng.choice(AMBIGUOUS))
+        else:
+            s = _expand(rng.choice(TEMPLATES), rng, p_ambiguous, forced=None)
+        if s.text in seen or s.text in reserved or not balanced(s):
+            continue
+        seen.add(s.text)
+        out.append(s)
+    return out
+
+
+def make_corpus(n_sentences: int = 2000, seed: int = 0, held_out: float = 0.2) -> Corpus:
+    """Generate, then split: the last `held_out` share (after a seeded shuffle) is held out.
+
+    The vocabulary is every training word, sorted, after <pad> (id 0) and <unk> (id 1).
+    """
+    if not 0.0 < held_out < 1.0:
+        raise ValueError("held_out must lie strictly between 0 and 1")
+    sentences = generate(n_sentences, seed)
+    random.Random(seed + 1).shuffle(sentences)
+    n_test = max(1, int(round(held_out * len(sentences))))
+    train, test = sentences[:-n_test], sentences[-n_test:]
+    vocab = [PAD, UNK] + sorted({w for s in train for w in s.words})
+    return Corpus(train=train, test=test, vocab=vocab, seed=seed)
+
+
+def tag_counts(sentences: list[Sentence], word: str) -> dict[str, int]:
+    """How often `word` carries each tag in `sentences`."""
+    counts: dict[str, int] = {}
+    for s in sentences:
+        for w, t in zip(s.words, s.tags, strict=True):
+            if w == word:
+                counts[t] = counts.get(t, 0) + 1
+    return counts
