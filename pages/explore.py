@@ -14,7 +14,8 @@ st.title("All heads at once")
 st.markdown(
     "Every tile is one head's softmax weights $w_{ij}$: rows are **queries** $i$ (who looks), "
     "columns are **keys** $j$ (who is looked at). The last column is the mean over the heads "
-    "of a layer, the last row the mean over all layers. **Click a tile** to open it below."
+    "of a layer, the last row the mean over all layers. **Click the dot in a tile** to open "
+    "that head below."
 )
 
 ctx = ui.context()

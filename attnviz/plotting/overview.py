@@ -83,17 +83,32 @@ def overview_mosaic(
         colorbar=dict(title=dict(text="weight"), thickness=12),
     ))
     mid = c // 2
-    fig.update_xaxes(type="category", tickvals=[x[i * step + mid] for i in range(H + 1)],
+    # Plotly cannot select heatmap cells, so each tile gets a small clickable dot at its centre
+    # (Streamlit's on_select reports the dot; `pick_head` reads its layer and head).
+    cx = [x[i * step + mid] for i in range(H + 1)]
+    cy = [y[i * step + mid] for i in range(L + 1)]
+    fig.add_trace(go.Scatter(
+        x=[a for _ in cy for a in cx], y=[b for b in cy for _ in cx], mode="markers",
+        marker=dict(size=9, symbol="circle-open", color="rgba(255,255,255,0.55)"),
+        customdata=[f"layer {r}" if r < L else "mean of layers" for r in range(L + 1)
+                    for _ in range(H + 1)],
+        text=[f"head {h}" if h < H else "mean of heads" for _ in range(L + 1)
+              for h in range(H + 1)],
+        hovertemplate="%{customdata}, %{text}: click to open<extra></extra>",
+        showlegend=False, name="open",
+    ))
+    fig.update_xaxes(type="category", categoryorder="array", categoryarray=x, tickvals=cx,
                      ticktext=[str(h) for h in range(H)] + [MEAN], side="top",
-                     title=dict(text="head (columns of each tile = keys)"), showgrid=False)
-    fig.update_yaxes(type="category", tickvals=[y[i * step + mid] for i in range(L + 1)],
+                     showgrid=False)
+    fig.update_yaxes(type="category", categoryorder="array", categoryarray=y, tickvals=cy,
                      ticktext=[f"layer {i}" for i in range(L)] + [MEAN], autorange="reversed",
-                     showgrid=False, title=dict(text="rows of each tile = queries"))
+                     showgrid=False, scaleanchor="x", constrain="domain")
     note = "" if factor == 1 else f" (blocks of {factor}x{factor} tokens, max)"
     fig.update_layout(
-        title=(title or "All layers x heads: softmax weights") + note, font=FONT,
-        height=int(min(1100, max(420, 62 * (L + 1) * 1.35 + 120))),
-        margin=dict(l=10, r=10, t=90, b=10), plot_bgcolor="white",
+        title=(title or "Layers x heads: softmax weights (in each tile rows = queries, "
+               "columns = keys)") + note, font=FONT,
+        height=int(min(1100, max(420, 70 * (L + 1) + 140))),
+        margin=dict(l=10, r=10, t=90, b=10), plot_bgcolor="white", clickmode="event+select",
     )
     return fig
 

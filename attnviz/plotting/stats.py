@@ -28,9 +28,16 @@ def stats_heatmaps(stats: dict[str, np.ndarray], titles: dict[str, str], cols: i
         r, c = i // cols + 1, i % cols + 1
         fig.add_trace(go.Heatmap(
             z=z, x=list(range(H)), y=list(range(L)), name=name,
-            coloraxis="coloraxis2" if name == "entropy" else "coloraxis",
+            coloraxis="coloraxis2" if name == "entropy" else "coloraxis", hoverinfo="skip",
+        ), row=r, col=c)
+        # Heatmap cells cannot be selected in Plotly: an invisible marker per cell carries the
+        # hover (exact value) and the click (Streamlit's on_select reports x = head, y = layer).
+        layers, heads = np.divmod(np.arange(L * H), H)
+        fig.add_trace(go.Scatter(
+            x=heads, y=layers, mode="markers", customdata=z.ravel(), name=name,
+            marker=dict(size=14, opacity=0, color="white"), showlegend=False,
             hovertemplate=(f"layer %{{y}}, head %{{x}}<br>{titles.get(name, name)} = "
-                           "%{z:.4f}<extra></extra>"),
+                           "%{customdata:.4f}<extra></extra>"),
         ), row=r, col=c)
         fig.update_yaxes(autorange="reversed", dtick=1, row=r, col=c,
                          title=dict(text="layer") if c == 1 else None)
@@ -47,6 +54,7 @@ def stats_heatmaps(stats: dict[str, np.ndarray], titles: dict[str, str], cols: i
                         colorbar=dict(title=dict(text="entropy"), thickness=12, x=1.0,
                                       len=0.45, y=0.22)),
         font=FONT, height=int(300 * rows + 60), margin=dict(l=10, r=60, t=50, b=10),
+        clickmode="event+select", hovermode="closest",
     )
     return fig
 

@@ -1,0 +1,52 @@
+"""Token lines: every drawn line is a (query, key) pair above the cut, at its weight's opacity."""
+
+import numpy as np
+
+from attnviz.plotting.token_lines import token_lines
+
+
+def lines_of(fig):
+    """{(head name, query, key): opacity} for every segment drawn."""
+    out = {}
+    for tr in fig.data:
+        if tr.mode == "lines" and tr.x is not None and len(tr.x) > 1:
+            ys = np.asarray(tr.y, dtype=float).reshape(-1, 3)
+            for q, k, _ in ys:
+                out[(tr.name, int(q), int(k))] = tr.opacity
+    return out
+
+
+def test_lines_follow_the_weights(model):
+    t = model.trace("I saw a saw")
+    heads = [3, 9]
+    fig = token_lines(t.weights[0, heads], heads, t.tokens, min_weight=0.02, levels=8)
+    drawn = lines_of(fig)
+    for h in heads:
+        w = t.weights[0, h]
+        expected = {(i, j) for i in range(t.n_tokens) for j in range(t.n_tokens) if w[i, j] >= 0.02}
+        got = {(q, k) for (name, q, k) in drawn if name == f"head {h}"}
+        assert got == expected
+        for i, j in list(expected)[:10]:
+            assert drawn[(f"head {h}", i, j)] == np.ceil(w[i, j] * 8) / 8
+    hover = fig.data[-3]  # the midpoint markers carry the exact weights
+    for head, q, k, value in hover.customdata[:20]:
+        hq, hk = int(q.rsplit("#", 1)[1]), int(k.rsplit("#", 1)[1])
+        assert value == float(t.weights[0, int(head.split()[1]), hq, hk])
+    # Repeated tokens stay distinct: both saws are separate points with their own labels.
+    keys = fig.data[-1]
+    assert list(keys.customdata) == ["[CLS] #0", "i #1", "saw #2", "a #3", "saw #4", "[SEP] #5"]
+
+
+def test_one_query_shows_only_its_row(model):
+    t = model.trace("the cat sat on the mat")
+    fig = token_lines(t.weights[2, [0]], [0], t.tokens, query=3)
+    drawn = lines_of(fig)
+    assert drawn and all(q == 3 for (_, q, _) in drawn)
+    assert {k for (_, _, k) in drawn} == set(np.flatnonzero(t.weights[2, 0, 3] >= 0.02))
+
+
+def test_colours_differ_per_head(model):
+    t = model.trace("a b c")
+    fig = token_lines(t.weights[1, [0, 1, 2]], [0, 1, 2], t.tokens)
+    legend = [tr for tr in fig.data if tr.showlegend is not False and tr.x == (None,)]
+    assert len({tr.line.color for tr in legend}) == 3
