@@ -34,9 +34,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from attnviz.analysis.corpus import Corpus, Sentence, double_role_positions, make_corpus, words
 from attnviz.engine.attention import attention
-
-from .corpus import Corpus, Sentence, double_role_positions, make_corpus, words
 
 NAMES: dict[str, str] = {
     "mlp": "(a) per-word MLP",
