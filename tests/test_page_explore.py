@@ -1,0 +1,100 @@
+"""AppTest of the all-heads page: figures from the engine's numbers, pair filter, 512 tokens,
+a refused model folder."""
+
+import base64
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from attnviz.analysis.views import shown_weights
+
+APP = str(Path(__file__).resolve().parents[1] / "app.py")
+
+
+def decode(z):
+    """Plotly JSON sends numpy arrays as base64 {dtype, bdata, shape}."""
+    if isinstance(z, dict):
+        arr = np.frombuffer(base64.b64decode(z["bdata"]), dtype=np.dtype(z["dtype"]))
+        return arr.reshape([int(s) for s in str(z["shape"]).split(",")])
+    return np.asarray(z, dtype=float)
+
+
+def figures(at):
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+@pytest.fixture
+def at():
+    at = AppTest.from_file(APP, default_timeout=180)
+    at.run()
+    at.switch_page("pages/explore.py").run()
+    assert not at.exception
+    return at
+
+
+def test_default_sentence(at, model):
+    t = model.trace("I saw a saw")
+    mosaic, one, lines = figures(at)
+    z = decode(mosaic["data"][0]["z"])
+    np.testing.assert_array_equal(z[2 * 7:2 * 7 + 6, 5 * 7:5 * 7 + 6], t.weights[2, 5])
+    np.testing.assert_array_equal(decode(one["data"][0]["z"]), t.weights[0, 0])
+    assert one["data"][0]["x"] == ["[CLS] #0", "i #1", "saw #2", "a #3", "saw #4", "[SEP] #5"]
+    assert any(tr.get("name") == "head 0" for tr in lines["data"])
+    assert at.get("download_button")
+
+
+def test_choosing_a_head_and_more_heads(at, model):
+    t = model.trace("I saw a saw")
+    at.session_state["ex_layer"] = 3
+    at.session_state["ex_head"] = 7
+    at.session_state["ex_more"] = [1, 2]
+    at.run()
+    assert not at.exception
+    _, one, lines = figures(at)
+    np.testing.assert_array_equal(decode(one["data"][0]["z"]), t.weights[3, 7])
+    legend = {tr["name"] for tr in lines["data"] if tr.get("legendgroup")}
+    assert legend == {"head 7", "head 1", "head 2"}
+
+
+def test_sentence_pair_filters_and_hiding(at, model):
+    at.session_state["pair"] = "It cut the wood"
+    at.run()
+    at.radio(key="ex_seg").set_value("across").run()
+    at.toggle(key="ex_hide").set_value(True).run()
+    assert not at.exception
+    t = model.trace("I saw a saw", "It cut the wood")
+    w, toks, pos = shown_weights(t.weights[0], t.tokens, t.segments, True, False, "across")
+    _, one, _ = figures(at)
+    np.testing.assert_array_equal(decode(one["data"][0]["z"]), w[0])
+    assert "[CLS]" not in " ".join(one["data"][0]["x"])
+    assert any("not" in c.value and "renormalised" in c.value for c in at.caption)
+    at.toggle(key="ex_renorm").set_value(True).run()
+    _, one, _ = figures(at)
+    np.testing.assert_allclose(decode(one["data"][0]["z"]).sum(1), 1.0, atol=1e-6)
+    assert any("are renormalised" in c.value for c in at.caption)
+    assert any("Share of this head's weight" in c.value for c in at.caption)
+
+
+def test_512_tokens(at, model):
+    at.session_state["text"] = "the quick brown fox jumps over the lazy dog . " * 60
+    at.run()
+    assert not at.exception
+    assert any("dropped" in w.value for w in at.warning)
+    specs = [c.proto.spec for c in at.get("plotly_chart")]
+    assert len(specs[0]) < 5_000_000  # the overview stays under the 5 MB goal
+    one = json.loads(specs[1])
+    z = decode(one["data"][0]["z"])
+    assert z.shape == (512, 512)  # the enlarged head is exact, not pooled
+    t = model.trace("the quick brown fox jumps over the lazy dog . " * 60)
+    np.testing.assert_array_equal(z, t.weights[0, 0])
+
+
+def test_refused_model_folder_falls_back_with_a_message(at):
+    at.session_state["model_dir"] = "/nonexistent"
+    at.run()
+    assert not at.exception
+    assert any("refused" in w.value for w in at.warning)
+    assert len(at.get("plotly_chart")) == 3

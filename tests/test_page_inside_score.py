@@ -1,0 +1,64 @@
+"""AppTest of the neuron view: panels and the numbers table come from the trace."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from .test_page_explore import decode
+
+APP = str(Path(__file__).resolve().parents[1] / "app.py")
+
+
+@pytest.fixture
+def at():
+    at = AppTest.from_file(APP, default_timeout=180)
+    at.run()
+    at.switch_page("pages/inside_score.py").run()
+    assert not at.exception
+    return at
+
+
+def panels(at, i):
+    return {tr.get("name"): tr for tr in json.loads(at.get("plotly_chart")[i].proto.spec)["data"]}
+
+
+def test_default_sentence_numbers(at, model):
+    t = model.trace("I saw a saw")
+    at.session_state["ins_layer"] = 2
+    at.session_state["ins_head"] = 9
+    at.session_state["ins_query"] = 4
+    at.run()
+    assert not at.exception
+    scores, values = panels(at, 0), panels(at, 1)
+    np.testing.assert_allclose(decode(scores["q·k"]["z"])[:, 0], t.scores[2, 9, 4], atol=1e-5)
+    np.testing.assert_allclose(decode(scores["weight"]["z"])[:, 0], t.weights[2, 9, 4],
+                               atol=1e-6)
+    np.testing.assert_allclose(decode(values["output o"]["z"])[0], t.outputs[2, 9, 4], atol=1e-5)
+    table = at.dataframe[0].value
+    assert list(table["key"]) == ["[CLS] #0", "i #1", "saw #2", "a #3", "saw #4", "[SEP] #5"]
+    np.testing.assert_allclose(table["weight"], t.weights[2, 9, 4], atol=1e-6)
+    assert any("matches the engine" in c.value for c in at.caption)
+    assert at.get("download_button")
+
+
+def test_pair_and_512_tokens(at, model):
+    at.session_state["pair"] = "It cut the wood"
+    at.run()
+    assert not at.exception and len(at.get("plotly_chart")) == 2
+    at.session_state["text"] = "saw " * 600
+    at.session_state["pair"] = ""
+    at.run()
+    assert not at.exception
+    assert any("dropped" in w.value for w in at.warning)
+    assert len(at.dataframe[0].value) == 512
+
+
+def test_refused_model_folder(at):
+    at.session_state["model_dir"] = "/nonexistent"
+    at.run()
+    assert not at.exception
+    assert any("refused" in w.value for w in at.warning)
+    assert len(at.get("plotly_chart")) == 2
