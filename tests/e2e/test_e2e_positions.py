@@ -1,0 +1,56 @@
+"""The positions page in a real browser: every tab draws, for the default and a typed sentence."""
+
+import pytest
+
+from .conftest import page_errors, screenshot, set_sentence, wait_for_app
+
+pytestmark = pytest.mark.e2e
+
+TABS = ["1 · Shuffle the words", "2 · I saw a saw", "3 · The encodings", "4 · Compare the choices"]
+
+
+@pytest.fixture
+def app(page, app_url):
+    """Open "/" first. Streamlit quirk (reported): on a fresh server whose FIRST request is a
+    sub-page URL, the pages/ folder is run in the old v1 mode (no router, no sidebar) until
+    some session has run app.py's st.navigation."""
+    page.set_viewport_size({"width": 1400, "height": 3000})  # the whole tab in a screenshot
+    page.goto(f"{app_url}/")
+    wait_for_app(page)
+    return app_url
+
+
+def show_tab(page, name: str) -> None:
+    page.get_by_role("tab", name=name).click()
+    page.wait_for_timeout(800)
+    panel = page.locator("[role='tabpanel']:visible")
+    panel.locator(".js-plotly-plot .main-svg").first.wait_for(timeout=60_000)
+
+
+def test_positions_page_draws_every_tab(page, app):
+    page.goto(f"{app}/positions")
+    wait_for_app(page)
+    assert not page_errors(page)
+    assert "no position information" in page.inner_text("body").lower()
+    for i, name in enumerate(TABS, start=1):
+        show_tab(page, name)
+        assert not page_errors(page)
+        assert page.locator("[role='tabpanel']:visible .js-plotly-plot").count() >= 2
+        screenshot(page, f"positions_tab{i}")
+
+    # A sentence with no repeated word: the page says so and still draws the curve.
+    set_sentence(page, "Dogs bark <i>loudly")  # no word repeats
+    wait_for_app(page, plots=False)
+    show_tab(page, TABS[1])
+    assert not page_errors(page)
+    assert "No word repeats" in page.inner_text("body")
+    assert "<i>loudly" not in page.content()
+    screenshot(page, "positions_no_repeat")
+
+
+def test_positions_state_is_in_the_url(page, app):
+    page.goto(f"{app}/positions?pos_layer=3&pos_head=5&pos_seed=4")
+    wait_for_app(page)
+    assert not page_errors(page)
+    show_tab(page, TABS[1])
+    assert "Layer 3, head 5" in page.inner_text("body")
