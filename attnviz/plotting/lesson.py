@@ -1,0 +1,136 @@
+"""Figures of the "I saw a saw" lesson (seed 004): tags, receptive fields, scores, cosines.
+
+Every word label is HTML-escaped and made unique by position ('saw #1', 'saw #3'), so the
+two saws never merge on a categorical axis. `big=True` is the projector size (large type).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from .common import FONT, axis_labels, escape
+
+RIGHT, WRONG, NEUTRAL = "#c8efd4", "#f7c6c5", "#eef1f6"
+METRICS = (("overall", "all words"), ("ambiguous", "ambiguous words"),
+           ("double_role", "double-role words"))
+
+
+def _font(big: bool) -> dict:
+    return dict(FONT, size=22 if big else 14)
+
+
+def tag_table(words: Sequence[str], rows: Mapping[str, Sequence[str]],
+              gold: Sequence[str] | None = None, big: bool = False,
+              title: str | None = None) -> go.Figure:
+    """A table: one column per word, one row per tagger; green = gold tag, red = wrong.
+
+    `rows` maps a tagger's name to its tags; `gold` (when known) is shown as the first row.
+    """
+    labels = ["", *[escape(w) for w in words]]
+    names = (["gold"] if gold is not None else []) + list(rows)
+    tag_rows = ([list(gold)] if gold is not None else []) + [list(t) for t in rows.values()]
+    cells = [[escape(n) for n in names]] + [[r[i] for r in tag_rows] for i in range(len(words))]
+    colours = [[NEUTRAL] * len(names)]
+    for i in range(len(words)):
+        col = []
+        for r in tag_rows:
+            ok = gold is None or (i < len(gold) and r[i] == gold[i])
+            col.append(NEUTRAL if gold is None else (RIGHT if ok else WRONG))
+        colours.append(col)
+    size = 22 if big else 14
+    fig = go.Figure(go.Table(
+        columnwidth=[2.6] + [1] * len(words),
+        header=dict(values=[f"<b>{x}</b>" for x in labels], fill_color="#dde3ee",
+                    font=dict(size=size), height=int(size * 2.2)),
+        cells=dict(values=cells, fill_color=colours, font=dict(size=size),
+                   height=int(size * 2.1), align=["left"] + ["center"] * len(words)),
+    ))
+    fig.update_layout(title=title, font=_font(big), margin=dict(l=5, r=5, t=40 if title else 5,
+                      b=5), height=int(size * 2.2 * (len(names) + 1) + (60 if title else 20)))
+    return fig
+
+
+def receptive_field(words: Sequence[str], fields: Mapping[str, np.ndarray],
+                    big: bool = False) -> go.Figure:
+    """Side by side: which words (columns) each word's tag (rows) can depend on."""
+    labels = axis_labels(list(words))
+    fig = make_subplots(rows=1, cols=len(fields), subplot_titles=list(fields),
+                        horizontal_spacing=0.06)
+    for c, (name, mask) in enumerate(fields.items(), start=1):
+        fig.add_trace(go.Heatmap(
+            z=np.asarray(mask, dtype=np.float32), x=labels, y=labels, zmin=0, zmax=1,
+            colorscale=[[0, "#f4f4f4"], [1, "#2f6fb0"]], showscale=False, xgap=2, ygap=2,
+            hovertemplate="tag of %{y}<br>sees %{x}: %{z}<extra>" + escape(name) + "</extra>",
+        ), row=1, col=c)
+        fig.update_yaxes(type="category", autorange="reversed", ticktext=[escape(w) for w in words],
+                         tickvals=labels, showticklabels=(c == 1), row=1, col=c)
+        fig.update_xaxes(type="category", ticktext=[escape(w) for w in words], tickvals=labels,
+                         row=1, col=c)
+    fig.update_layout(font=_font(big), height=420 if big else 300,
+                      margin=dict(l=10, r=10, t=50, b=10))
+    fig.update_annotations(font_size=22 if big else 14)
+    return fig
+
+
+def accuracy_bars(scores: Mapping[str, object], baseline: float | None = None,
+                  big: bool = False) -> go.Figure:
+    """Held-out accuracy of each tagger (grouped: all / ambiguous / double-role words).
+
+    `scores` maps a tagger's name to an object with .overall, .ambiguous, .double_role.
+    `baseline` is drawn as a dashed line: the best a one-tag-per-word tagger can do on the
+    ambiguous words.
+    """
+    names = list(scores)
+    fig = go.Figure()
+    for attr, label in METRICS:
+        vals = [100 * float(getattr(scores[n], attr)) for n in names]
+        fig.add_trace(go.Bar(x=[escape(n) for n in names], y=vals, name=label,
+                             text=[f"{v:.1f}%" for v in vals], textposition="outside",
+                             hovertemplate="%{x}<br>" + label + ": %{y:.2f}%<extra></extra>"))
+    if baseline is not None:
+        fig.add_hline(y=100 * baseline, line_dash="dash", line_color="#555",
+                      annotation_text=f"one tag per word form, best possible on ambiguous words: "
+                                      f"{100 * baseline:.1f}%",
+                      annotation_position="bottom left")
+    fig.update_layout(barmode="group", font=_font(big), height=520 if big else 400,
+                      yaxis=dict(title="held-out accuracy (%)", range=[0, 112]),
+                      legend=dict(orientation="h", y=1.12), margin=dict(l=10, r=10, t=40, b=10),
+                      uniformtext_minsize=10)
+    return fig
+
+
+def cosine_by_layer(curves: Mapping[str, np.ndarray], word: str, big: bool = False) -> go.Figure:
+    """cos(first copy, second copy) of `word` after each layer, one line per condition."""
+    fig = go.Figure()
+    for name, cos in curves.items():
+        cos = np.asarray(cos, dtype=np.float64)
+        fig.add_trace(go.Scatter(
+            x=list(range(len(cos))), y=cos, mode="lines+markers+text", name=escape(name),
+            text=[f"{c:.3f}" for c in cos], textposition="top center",
+            hovertemplate="after layer %{x}<br>cosine %{y:.6f}<extra>" + escape(name) + "</extra>",
+        ))
+    n = max(len(c) for c in curves.values())
+    fig.update_layout(
+        font=_font(big), height=480 if big else 380, margin=dict(l=10, r=10, t=50, b=10),
+        title=f"cosine of the two '{escape(word)}' vectors, layer by layer",
+        xaxis=dict(title="layer (0 = embeddings)", tickmode="array", tickvals=list(range(n))),
+        yaxis=dict(title="cosine similarity", range=[-0.05, 1.1]),
+        legend=dict(orientation="h", y=-0.2),
+    )
+    return fig
+
+
+def loss_curves(losses: Mapping[str, Sequence[float]], big: bool = False) -> go.Figure:
+    """Mean training loss (cross-entropy) per epoch for each tagger."""
+    fig = go.Figure()
+    for name, ls in losses.items():
+        fig.add_trace(go.Scatter(x=list(range(1, len(ls) + 1)), y=list(ls), mode="lines+markers",
+                                 name=escape(name)))
+    fig.update_layout(font=_font(big), height=360, margin=dict(l=10, r=10, t=40, b=10),
+                      title="training loss per epoch", xaxis_title="epoch",
+                      yaxis_title="cross-entropy", legend=dict(orientation="h", y=-0.25))
+    return fig

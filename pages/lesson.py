@@ -1,0 +1,149 @@
+"""The lesson: "I saw a saw" (seed 004), from a per-word classifier to attention with positions."""
+
+from pathlib import Path
+
+import numpy as np
+import streamlit as st
+
+from attnviz import plotting, ui
+from attnviz.analysis import lesson as L
+from attnviz.analysis import taggers as T
+from attnviz.analysis.corpus import EXAMPLES, words
+from attnviz.plotting import lesson as P
+from attnviz.ui.lesson import trained_taggers
+from attnviz.ui.state import cached_trace
+
+SIDEBAR = "(the sidebar's sentence)"
+N = len(L.STEPS)
+
+
+def go_to(step: int) -> None:
+    st.session_state["lesson_step"] = max(0, min(N - 1, step))
+
+
+ctx = ui.context()
+if ctx.model is None:
+    st.error(ctx.error or "No model is loaded.")
+    st.stop()
+st.title("I saw a saw: why self-attention needs positions")
+top = st.columns([2, 2, 1])
+choice = top[0].selectbox("Lesson sentence", [*EXAMPLES, SIDEBAR], key="lesson_sentence",
+                          bind="query-params")
+big = top[2].toggle("Presentation mode", key="lesson_present", bind="query-params",
+                    help="Large type for a projector.")
+with top[1].expander("Training settings"):
+    seed = st.number_input("Seed", 0, 9999, 0, key="lesson_seed", bind="query-params")
+    epochs = st.number_input("Epochs", 1, 40, T.Settings.epochs, key="lesson_epochs",
+                             bind="query-params")
+text = ctx.text if choice == SIDEBAR else choice
+ws = words(text)[: T.MAX_WORDS]
+if not ws:
+    st.info("Type a sentence in the sidebar (or pick an example), e.g. *I saw a saw*.")
+    st.stop()
+if len(words(text)) > T.MAX_WORDS:
+    st.warning(f"The lesson uses the first {T.MAX_WORDS} words of this sentence.")
+
+step = st.select_slider("Step", options=list(range(N)), key="lesson_step", bind="query-params",
+                        format_func=lambda i: f"{i + 1}. {L.STEPS[i].title}")
+nav = st.columns([1, 1, 6])
+nav[0].button("◀ Back", on_click=go_to, args=(step - 1,), disabled=step == 0, key="lesson_back")
+nav[1].button("Next ▶", on_click=go_to, args=(step + 1,), disabled=step == N - 1,
+              key="lesson_next")
+nav[2].progress((step + 1) / N, text=f"Step {step + 1} of {N}")
+
+tr = trained_taggers(T.Settings(seed=int(seed), epochs=int(epochs)))
+tags = {T.NAMES[k]: T.tag_sentence(m, tr.corpus, text)[1] for k, m in tr.models.items()}
+gold = L.gold_tags(text)
+repeated = L.repeated_ambiguous(" ".join(ws))
+word = next(iter(repeated), None)
+s = L.STEPS[step]
+(st.title if big else st.header)(s.title)
+st.markdown(("### " if big else "") + s.text)
+if word is None:
+    st.info(f"'{' '.join(ws)}' has no ambiguous word that occurs twice, so there is no pair "
+            "of twins to tell apart. Pick an example such as *They can can the can*, or type "
+            f"a sentence that repeats one of: {', '.join(tr.corpus.ambiguous)}.")
+if s.predict:
+    st.warning(("### " if big else "") + "🤔 Predict: " + s.predict)
+shown = s.predict is None or st.toggle("Reveal", key=f"lesson_reveal_{s.key}")
+one = {"per_word": "mlp", "window": "window", "no_positions": "attention",
+       "positions": "attention_pos"}.get(s.key)
+scores = {T.NAMES[k]: T.evaluate(m, tr.corpus) for k, m in tr.models.items()}
+base = T.majority_baseline(tr.corpus)
+t_pos = cached_trace(ctx.model, ctx.model.key, " ".join(ws), None)
+t_none = cached_trace(ctx.model, ctx.model.key, " ".join(ws), None, positions="none")
+twins = L.token_positions(t_pos.tokens, word) if word else []
+curves = ({"learned positions": L.cosine_per_layer(t_pos.hidden_states, *twins[:2]),
+           "no positions": L.cosine_per_layer(t_none.hidden_states, *twins[:2])}
+          if len(twins) > 1 else {})
+
+if shown and s.key == "task":
+    rows = {} if gold else {T.NAMES["attention_pos"] + " (no gold tags known)":
+                            tags[T.NAMES["attention_pos"]]}
+    ui.show_figure(P.tag_table(ws, rows, gold, big), key="lesson_fig_task")
+if shown and one:
+    name = T.NAMES[one]
+    ui.show_figure(P.tag_table(ws, {name: tags[name]}, gold, big), key="lesson_fig_tags")
+    sc = scores[name]
+    st.markdown(f"{'### ' if big else ''}Held-out: **{100 * sc.overall:.1f}%** of all words, "
+                f"**{100 * sc.ambiguous:.1f}%** of ambiguous words, "
+                f"**{100 * sc.double_role:.1f}%** of double-role words "
+                f"(best one-tag-per-word on ambiguous words: {100 * base['best_possible']:.1f}%).")
+if shown and s.key in ("per_word", "window"):
+    fields = L.receptive_fields(len(ws), tr.settings.window)
+    fields.pop("per word" if s.key == "window" else "window")
+    ui.show_figure(P.receptive_field(ws, fields, big), key="lesson_fig_fields")
+if s.key == "attention":
+    c1, c2 = st.columns(2)
+    layer = c1.selectbox("BERT layer", range(t_pos.n_layers), key="lesson_layer",
+                         bind="query-params")
+    head = c2.selectbox("BERT head", range(t_pos.n_heads), key="lesson_head",
+                        bind="query-params")
+    if shown:
+        a, b = st.columns(2)
+        with a:
+            ui.show_figure(plotting.attention_heatmap(t_pos.scores[layer, head], t_pos.tokens,
+                           "scores", f"layer {layer}, head {head}: scores q·k"),
+                           key="lesson_fig_scores")
+        with b:
+            ui.show_figure(plotting.attention_heatmap(t_pos.weights[layer, head], t_pos.tokens,
+                           "weights", f"layer {layer}, head {head}: weights"),
+                           key="lesson_fig_weights")
+        if len(twins) > 1:
+            j, tok, w = L.top_key(t_pos.weights[layer, head, twins[1]], t_pos.tokens)
+            st.markdown(f"The second *{word}* (token {twins[1]}) puts its largest weight, "
+                        f"**{w:.3f}**, on *{plotting.escape(tok)}* (token {j}).")
+if shown and s.key == "no_positions" and curves:
+    diff = L.max_abs_difference(t_none.hidden_states, *twins[:2])
+    st.markdown(f"BERT without positions: cosine of the two *{word}* vectors in every layer = "
+                f"**{curves['no positions'].min():.6f}**, max |difference| = **{diff:.2g}**.")
+if shown and s.key == "positions":
+    ui.show_figure(P.accuracy_bars(scores, base["best_possible"], big), key="lesson_fig_bars")
+    ui.show_figure(plotting.heads_grid(T.tagger_weights(tr.models["attention_pos"], tr.corpus,
+                   ws)[0], ws, "weights", title="tagger (d), layer 0: weights"),
+                   key="lesson_fig_tagger_heads")
+if shown and s.key == "bert" and curves:
+    ui.show_figure(P.cosine_by_layer(curves, word, big), key="lesson_fig_cosine")
+if s.key == "next":
+    ui.show_figure(P.tag_table(ws, tags, gold, big, title="all four taggers"),
+                   key="lesson_fig_all")
+    ui.show_figure(P.loss_curves({T.NAMES[k]: v for k, v in tr.losses.items()}),
+                   key="lesson_fig_loss")
+    st.caption("Training time (s), this server: " + ", ".join(
+        f"{T.NAMES[k]} {v:.1f}" for k, v in tr.seconds.items()) + f"; total {tr.total_seconds:.1f}")
+    for path, label in (("pages/step_by_step.py", "Self-attention step by step"),
+                        ("pages/positions.py", "Positional encoding"),
+                        ("pages/windows.py", "Windows and receptive fields"),
+                        ("pages/layer_heads.py", "Heads of one layer")):
+        if (Path(__file__).resolve().parents[1] / path).exists():
+            st.page_link(path, label=label)
+
+ui.download_arrays("Download the lesson's numbers (.npz)", {
+    "words": np.array(ws), "taggers": np.array(list(tags)), "tags": np.array(list(tags.values())),
+    "accuracy_overall_ambiguous_double_role": np.array(
+        [[v.overall, v.ambiguous, v.double_role] for v in scores.values()]),
+    "best_one_tag_per_word": base["best_possible"],
+    "cosine_learned": curves.get("learned positions", np.array([])),
+    "cosine_none": curves.get("no positions", np.array([])),
+    "training_seconds": np.array(list(tr.seconds.values()))},
+    file_name="attnviz_lesson.npz", key="lesson_download")
