@@ -48,16 +48,16 @@ with tabs[0]:
     st.markdown("**Toy vectors first** (seed 003's $a^i \\to q^i, k^i, v^i$, $d = 4$): both "
                 "*saw*s start from the same vector $a$, so without positions they get the same "
                 "output $b^i$; adding $e^i$ makes them differ.")
-    toy = P.toy_self_attention(["I", "saw", "a", "saw"], d=4, seed=seed)
-    ui.show_figure(fig.toy_outputs(toy, ["I", "saw", "a", "saw"]), key="pos_fig_toy")
+    toy_words = ["I", "saw", "a", "saw"]
+    toy = P.toy_self_attention(toy_words, d=4, seed=seed)
+    ui.show_figure(fig.toy_outputs(toy, toy_words), key="pos_fig_toy")
     keep = st.checkbox("Keep [CLS] and [SEP] in place (shuffle only the words)", True,
                        key="pos_keep", bind="query-params", help="Off: every token moves, the "
                        "markers too. Without positions the property holds either way.")
-    perms, diffs = {}, {}
-    for m in ("none", "learned"):
+    diffs = {}
+    for m in ("none", "learned"):  # the same seeded shuffle for both
         perm, s = shuffled(ctx.model, key, ctx.text, ctx.text_pair, seed, keep, m)
-        perms[m], diffs[m] = perm, P.permuted_differences(runs[m], s, perm)["hidden_states"]
-    perm = perms["none"]
+        diffs[m] = P.permuted_differences(runs[m], s, perm)["hidden_states"]
     if (perm == np.arange(n)).all():
         st.info("This sentence has fewer than two tokens that can move: nothing to shuffle. "
                 "Untick *Keep [CLS] and [SEP]* or type a longer sentence.")
@@ -84,15 +84,14 @@ with tabs[1]:
     head = c4.selectbox("Head", range(t.n_heads), key="pos_head", bind="query-params")
     curves = {m: P.cosine_per_layer(runs[m].hidden_states, a, b) for m in MODES}
     name = f"'{tok[a]}' #{a} and '{tok[b]}' #{b}"
-    st.markdown(
-        f"Same word, two places? Layer by layer, the cosine similarity of {name}. "
-        f"Without positions the two are fed the same vector, so every layer gives them the "
-        f"same vector again (last layer: {curves['none'][-1]:.6f}); with BERT's learned "
-        f"positions they drift apart ({curves['learned'][-1]:.3f}), which is what lets a "
-        f"tagger call one *saw* a verb and the other a noun (seed 004).")
-    if tok[a] != tok[b] or t.segments[a] != t.segments[b]:
-        st.caption("These two tokens differ (word or sentence A/B segment), so they differ "
-                   "even without positions.")
+    same = tok[a] == tok[b] and t.segments[a] == t.segments[b]
+    st.markdown(f"Layer by layer, the cosine similarity of {name} under each choice. " + (
+        "Same word: without positions both are fed the same vector, so every layer gives them "
+        f"the same vector again (last layer: {curves['none'][-1]:.6f}); with BERT's learned "
+        f"positions they drift apart ({curves['learned'][-1]:.3f}). That is what lets a tagger "
+        "tell them apart (seed 004: in *I saw a saw* one is a verb, the other a noun)." if same
+        else "These tokens differ (word, or sentence A/B segment), so they differ even "
+        "without positions."))
     ui.show_figure(fig.cosine_curve(curves, name), key="pos_fig_cos")
     rows = {m: runs[m].weights[layer, head][[a, b]] for m in ("learned", "none")}
     ui.show_figure(fig.attention_rows(rows, tok, a, b, title=f"Layer {layer}, head {head}: "
@@ -122,12 +121,15 @@ with tabs[2]:
                 "Nobody told it to, yet neighbouring positions end up similar.")
     c1, c2 = st.columns(2)
     with c1:
-        ui.show_figure(fig.encoding_heatmap(learned, "Learned e^p"), key="pos_fig_learned")
+        ui.show_figure(fig.encoding_heatmap(learned, "Learned e^p (colours clipped at the 99th "
+                                            "percentile)", clip=99), key="pos_fig_learned")
     with c2:
         ui.show_figure(fig.position_matrix(P.cosine_matrix(learned), "Learned: cos(e^p, e^q)"),
                        key="pos_fig_lcos")
-    coords, ratio = P.pca(learned)
-    ui.show_figure(fig.pca_scatter(coords, ratio), key="pos_fig_pca")
+    coords, ratio = P.pca(learned[1:])  # position 0 (always [CLS]) is far from all the others
+    st.caption("Position 0, always [CLS] here, lies far from every other position "
+               "(see its row above), so the projection leaves it out.")
+    ui.show_figure(fig.pca_scatter(coords, ratio, first=1), key="pos_fig_pca")
 
 with tabs[3]:
     ref = st.selectbox("Compare with", MODES, key="pos_ref", bind="query-params",
@@ -137,8 +139,11 @@ with tabs[3]:
     st.markdown(
         "For each head, how different are its weights under another choice of positions? "
         "Distance = mean over queries of the Jensen-Shannon divergence between the two weight "
-        "rows (0 = identical, 1 bit = no overlap); a choice against itself is exactly 0. "
-        + ", ".join(f"{fig.MODE_NAMES[m]}: mean {d.mean():.3f} bits" for m, d in dist.items()))
+        "rows (0 = identical, 1 bit = no overlap); a choice against itself is exactly 0. Mean "
+        "over heads: " + "; ".join(f"{fig.MODE_NAMES[m]} {d.mean():.3f} bits"
+                                   for m, d in dist.items() if m != ref) + ". Honest caveat: "
+        "this BERT was trained with its learned vectors only; sinusoids it never saw can move "
+        "it further than removing positions altogether.")
     ui.show_figure(fig.mode_distance_grid(dist, ref), key="pos_fig_dist")
     ui.show_figure(fig.final_change_figure(final, tok, ref), key="pos_fig_final")
 

@@ -13,9 +13,10 @@ LABELS = ["[CLS] #0", "i #1", "saw #2", "a #3", "saw #4", "[SEP] #5"]
 def test_permutation_figure_joins_each_token_to_its_new_place():
     perm = np.array([0, 3, 1, 2, 4, 5])
     f = fig.permutation_figure(TOKENS, perm)
-    lines = [t for t in f.data if t.mode == "lines"]
-    assert len(lines) == 6
-    assert [list(t.x) for t in lines] == [[int(o), i] for i, o in enumerate(perm)]
+    stays, moved = [t for t in f.data if t.mode == "lines"]
+    assert list(stays.x) == [0, 0, None, 4, 4, None, 5, 5, None]
+    assert list(moved.x) == [3, 1, None, 1, 2, None, 2, 3, None]  # original -> shuffled place
+    assert list(moved.y) == [1, 0, None] * 3
     shuffled = f.data[-1]
     assert list(shuffled.text) == [TOKENS[k] for k in perm]
 

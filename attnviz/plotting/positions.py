@@ -40,17 +40,24 @@ def permutation_figure(tokens: list[str], perm: np.ndarray, title: str | None = 
     perm = np.asarray(perm)
     n = len(tokens)
     fig = go.Figure()
-    for new, old in enumerate(perm):
-        fig.add_trace(go.Scatter(x=[old, new], y=[1, 0], mode="lines", hoverinfo="skip",
-                                 line=dict(color="#bbbbbb" if old == new else "#1f77b4", width=1.5),
-                                 showlegend=False))
+    for moved, color in ((False, "#bbbbbb"), (True, "#1f77b4")):  # one trace each, None-separated
+        xs: list = []
+        ys: list = []
+        for new, old in enumerate(perm):
+            if (old != new) == moved:
+                xs += [int(old), new, None]
+                ys += [1, 0, None]
+        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", hoverinfo="skip", showlegend=False,
+                                 name="moved" if moved else "stays",
+                                 line=dict(color=color, width=1.5)))
     toks = [escape(t) for t in tokens]
+    mode = "markers+text" if n <= 40 else "markers"  # labels would overlap on long inputs
     fig.add_trace(go.Scatter(
-        x=np.arange(n), y=np.ones(n), mode="markers+text", text=toks, textposition="top center",
+        x=np.arange(n), y=np.ones(n), mode=mode, text=toks, textposition="top center",
         marker=dict(size=9, color="#444"), showlegend=False,
         hovertemplate="original position %{x}: %{text}<extra></extra>"))
     fig.add_trace(go.Scatter(
-        x=np.arange(n), y=np.zeros(n), mode="markers+text", text=[toks[o] for o in perm],
+        x=np.arange(n), y=np.zeros(n), mode=mode, text=[toks[o] for o in perm],
         textposition="bottom center", marker=dict(size=9, color="#444"), showlegend=False,
         customdata=perm, hovertemplate="shuffled position %{x}: %{text} (was #%{customdata})"
         "<extra></extra>"))
@@ -68,10 +75,10 @@ def equivariance_figure(diffs: dict[str, np.ndarray], title: str | None = None) 
         fig.add_trace(go.Bar(
             x=[f"layer {i}" if i else "embeddings" for i in range(len(d))], y=d,
             name=MODE_NAMES.get(mode, mode), marker_color=MODE_COLORS.get(mode),
-            text=[f"{v:.1e}" if v else "0" for v in d], textposition="outside",
+            text=[f"{v:.2g}" if v else "0" for v in d], textposition="outside",
             hovertemplate="%{x}: max |difference| = %{y:.3g}<extra></extra>"))
     fig.update_layout(barmode="group", legend=dict(orientation="h", y=-0.2))
-    fig.update_yaxes(title="max |shuffled run - original run, shuffled|")
+    fig.update_yaxes(title="max |difference|")
     return _layout(fig, title or "Outputs of the shuffled sentence vs the original outputs, "
                    "shuffled the same way", 380)
 
@@ -119,9 +126,9 @@ def attention_rows(rows: dict[str, np.ndarray], tokens: list[str], i: int, j: in
         fig.update_xaxes(type="category", categoryorder="array", categoryarray=labels,
                          tickvals=xv, ticktext=xt, tickangle=-45, row=1, col=c)
     fig.update_yaxes(title="weight", range=[0, 1], row=1, col=1)
-    fig.update_layout(barmode="group", legend=dict(orientation="h", y=1.12, x=0.5,
+    fig.update_layout(barmode="group", legend=dict(orientation="h", y=-0.3, x=0.5,
                                                    xanchor="center"))
-    return _layout(fig, title or "Their attention rows (each sums to 1)", 380)
+    return _layout(fig, title or "Their attention rows (each sums to 1)", 420)
 
 
 def weights_comparison(w_with: np.ndarray, w_without: np.ndarray, tokens: list[str],
@@ -138,32 +145,39 @@ def weights_comparison(w_with: np.ndarray, w_without: np.ndarray, tokens: list[s
             z=np.asarray(m, dtype=np.float32), x=labels, y=labels, coloraxis=axis,
             hovertemplate=f"query %{{y}}<br>key %{{x}}<br>{name} = %{{z:.4f}}<extra></extra>"),
             row=1, col=c)
-        _token_axes(fig, tokens, row=1, col=c)
+        _token_axes(fig, tokens, row=1, col=c, yticks=c == 1)
     lim = _sym(diff)
-    fig.update_layout(
-        coloraxis=dict(colorscale=WEIGHTS_SCALE, cmin=0, cmax=1,
-                       colorbar=dict(title=dict(text="weight"), thickness=10, x=0.63)),
-        coloraxis2=dict(colorscale=SCORES_SCALE, cmid=0, cmin=-lim, cmax=lim,
-                        colorbar=dict(title=dict(text="diff"), thickness=10, x=1.0)),
+    fig.update_layout(  # both colour bars on the right, stacked: none covers a panel
+        coloraxis=dict(colorscale=WEIGHTS_SCALE, cmin=0, cmax=1, colorbar=dict(
+            title=dict(text="weight"), thickness=10, x=1.01, y=0.78, len=0.45)),
+        coloraxis2=dict(colorscale=SCORES_SCALE, cmid=0, cmin=-lim, cmax=lim, colorbar=dict(
+            title=dict(text="diff"), thickness=10, x=1.01, y=0.22, len=0.45)),
     )
     n = max(len(tokens), 6)
     return _layout(fig, title or "One head's weights", int(min(700, max(330, 24 * n + 160))))
 
 
-def _token_axes(fig: go.Figure, tokens: list[str], row: int, col: int) -> None:
+def _token_axes(fig: go.Figure, tokens: list[str], row: int, col: int,
+                yticks: bool = True) -> None:
     labels = axis_labels(tokens)
     v, t = tick_labels(tokens, max_ticks=30)
     fig.update_yaxes(type="category", categoryorder="array", categoryarray=labels, tickvals=v,
-                     ticktext=t, autorange="reversed", row=row, col=col)
+                     ticktext=t, autorange="reversed", showticklabels=yticks, row=row, col=col)
     fig.update_xaxes(type="category", categoryorder="array", categoryarray=labels, tickvals=v,
                      ticktext=t, tickangle=-45, row=row, col=col)
 
 
 # ----------------------------------------------------------------- 3. the encodings
-def encoding_heatmap(pe: np.ndarray, title: str) -> go.Figure:
-    """A [positions, dimensions] table of position vectors e^p."""
+def encoding_heatmap(pe: np.ndarray, title: str, clip: float | None = None) -> go.Figure:
+    """A [positions, dimensions] table of position vectors e^p.
+
+    With `clip` (a percentile, e.g. 99) the colour scale stops at that percentile of |e|, so a
+    few outliers do not wash out the rest; the hover still shows the exact value.
+    """
     pe = np.asarray(pe, dtype=np.float32)
     lim = _sym(pe)
+    if clip is not None:
+        lim = float(np.percentile(np.abs(pe), clip)) or lim
     fig = go.Figure(go.Heatmap(
         z=pe, colorscale=SCORES_SCALE, zmid=0, zmin=-lim, zmax=lim,
         colorbar=dict(title=dict(text="value"), thickness=10),
@@ -186,10 +200,11 @@ def position_matrix(m: np.ndarray, title: str, name: str = "cosine") -> go.Figur
     return _layout(fig, title, 420)
 
 
-def pca_scatter(coords: np.ndarray, ratio: np.ndarray, title: str | None = None) -> go.Figure:
-    """Positions projected on their first two principal components, coloured by index."""
+def pca_scatter(coords: np.ndarray, ratio: np.ndarray, title: str | None = None,
+                first: int = 0) -> go.Figure:
+    """Positions first, first + 1, ... projected on two principal components, coloured by index."""
     coords = np.asarray(coords, dtype=np.float64)
-    idx = np.arange(len(coords))
+    idx = np.arange(first, first + len(coords))
     fig = go.Figure()
     fig.add_trace(go.Scatter(x=coords[:, 0], y=coords[:, 1], mode="lines", hoverinfo="skip",
                              line=dict(color="#cccccc", width=1), showlegend=False))
