@@ -87,7 +87,8 @@ def one_head() -> None:
         st.caption("Share of this head's weight: " + ", ".join(
             f"{k} {float(v):.1%}" for k, v in shares.items()))
     st.page_link("pages/inside_score.py", label=f"Inside one score: layer {layer}, head {head}",
-                 icon="🔬", query_params={"ins_layer": str(layer), "ins_head": str(head)})
+                 icon=":material/biotech:",
+                 query_params={"ins_layer": str(layer), "ins_head": str(head)})
     ui.download_arrays(
         "Download this head's shown weights (.npz)",
         {"tokens": np.array(toks), "positions": pos, "weights": w[head],

@@ -52,9 +52,10 @@ layer = c1.selectbox("Layer", range(t.n_layers), key="hs_layer", bind="query-par
 head = c2.selectbox("Head", range(t.n_heads), key="hs_head", bind="query-params")
 with c3:
     st.page_link("pages/explore.py", label=f"Open layer {layer}, head {head} in All heads",
-                 icon="🧭", query_params={"ex_layer": str(layer), "ex_head": str(head)})
+                 icon=":material/explore:",
+                 query_params={"ex_layer": str(layer), "ex_head": str(head)})
     st.page_link("pages/inside_score.py", label=f"Open layer {layer}, head {head} inside "
-                 "one score", icon="🔬",
+                 "one score", icon=":material/biotech:",
                  query_params={"ins_layer": str(layer), "ins_head": str(head)})
 
 ui.show_figure(stats_heatmaps(stats, STATS, selected=(layer, head)), key="hs_map",

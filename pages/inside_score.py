@@ -53,7 +53,7 @@ st.dataframe(table, hide_index=True, column_config={
 st.markdown(f"Output $o^i$ ({d} numbers): `" + " ".join(f"{x:+.4f}" for x in nb["output"]) + "`")
 
 st.page_link("pages/explore.py", label=f"See layer {layer}, head {head} among all heads",
-             icon="🧭", query_params={"ex_layer": str(layer), "ex_head": str(head)})
+             icon=":material/explore:", query_params={"ex_layer": str(layer), "ex_head": str(head)})
 ui.download_arrays(
     "Download these numbers (.npz)",
     {"tokens": np.array(t.tokens), "layer": layer, "head": head, "query": query,

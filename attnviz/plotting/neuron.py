@@ -50,17 +50,21 @@ def _col(z: np.ndarray, y: list[str], name: str, scale=SCORES_SCALE, fmt: str = 
     )
 
 
+def _row_heights(n: int) -> list[float]:
+    """A one-row strip as tall as one key row (at least 6% of the plot)."""
+    strip = max(0.06, 1.0 / (n + 1))
+    return [strip, 1.0 - strip]
+
+
 def score_steps(numbers: dict, tokens: list[str], query: int, positions=None,
                 title: str = "") -> go.Figure:
     """q, each k^j, q∘k^j, q·k^j, q·k^j/sqrt(d), softmax: rows = keys j."""
     labels = _labels(tokens, positions)
-    d = numbers["q"].shape[0]
+    d, n = numbers["q"].shape[0], len(labels)
     fig = make_subplots(
-        rows=2, cols=5, row_heights=[0.06, 0.94], vertical_spacing=0.03, horizontal_spacing=0.02,
-        column_widths=[0.32, 0.32, 0.12, 0.12, 0.12], shared_yaxes=False,
-        subplot_titles=[f"query q of {labels[query]}", "", "", "", "",
-                        "keys k<sup>j</sup>", "q ∘ k<sup>j</sup> (elementwise)", "q·k<sup>j</sup>",
-                        f"÷ √{d}", "softmax"],
+        rows=2, cols=5, row_heights=_row_heights(n), vertical_spacing=0.02,
+        horizontal_spacing=0.02, column_widths=[0.32, 0.32, 0.12, 0.12, 0.12],
+        subplot_titles=[f"query q of {labels[query]}", "", "", "", ""],
     )
     fig.add_trace(_vec(numbers["q"], [labels[query]], "query q"), row=1, col=1)
     fig.add_trace(_vec(numbers["keys"], labels, "key k"), row=2, col=1)
@@ -70,6 +74,9 @@ def score_steps(numbers: dict, tokens: list[str], query: int, positions=None,
     fig.add_trace(_col(numbers["weights"], labels, "weight", WEIGHTS_SCALE, fmt=".3f",
                        weights=True), row=2, col=5)
     _finish(fig, labels, title, rows=2, cols=5)
+    for c, name in enumerate(["keys k<sup>j</sup>", "q ∘ k<sup>j</sup> (elementwise)",
+                              "q·k<sup>j</sup> (sum)", f"÷ √{d}", "softmax w<sub>j</sub>"], 1):
+        fig.update_xaxes(title=dict(text=name), row=2, col=c)
     return fig
 
 
@@ -77,12 +84,12 @@ def value_steps(numbers: dict, tokens: list[str], query: int, positions=None,
                 title: str = "") -> go.Figure:
     """softmax w_j, values v^j, w_j v^j, and their sum o^i (the head's output for the query)."""
     labels = _labels(tokens, positions)
+    n = len(labels)
     fig = make_subplots(
-        rows=2, cols=3, row_heights=[0.94, 0.06], vertical_spacing=0.05, horizontal_spacing=0.02,
-        column_widths=[0.12, 0.44, 0.44],
+        rows=2, cols=3, row_heights=_row_heights(n)[::-1], vertical_spacing=0.02,
+        horizontal_spacing=0.02, column_widths=[0.12, 0.44, 0.44],
         subplot_titles=["weight w<sub>j</sub>", "values v<sup>j</sup>",
-                        "w<sub>j</sub> v<sup>j</sup>", "", "",
-                        f"output o = Σ<sub>j</sub> w<sub>j</sub> v<sup>j</sup> of {labels[query]}"],
+                        "w<sub>j</sub> v<sup>j</sup> (each value scaled by its weight)"],
     )
     fig.add_trace(_col(numbers["weights"], labels, "weight", WEIGHTS_SCALE, fmt=".3f",
                        weights=True), row=1, col=1)
@@ -90,6 +97,8 @@ def value_steps(numbers: dict, tokens: list[str], query: int, positions=None,
     fig.add_trace(_vec(numbers["weighted"], labels, "w v", fmt=".5f"), row=1, col=3)
     fig.add_trace(_vec(numbers["output"], [labels[query]], "output o"), row=2, col=3)
     _finish(fig, labels, title, rows=2, cols=3)
+    fig.update_xaxes(title=dict(text=f"output o = Σ<sub>j</sub> w<sub>j</sub> v<sup>j</sup> "
+                                     f"of {labels[query]} (the column sums above)"), row=2, col=3)
     return fig
 
 
@@ -102,5 +111,5 @@ def _finish(fig: go.Figure, labels: list[str], title: str, rows: int, cols: int)
                              showticklabels=(c == 1), tickvals=labels[::step],
                              ticktext=[lab.rsplit(" #", 1)[0] for lab in labels[::step]])
             fig.update_xaxes(showticklabels=False, row=r, col=c)
-    fig.update_layout(title=title, font=FONT, height=int(min(1600, max(360, 22 * n + 170))),
-                      margin=dict(l=10, r=10, t=70, b=10))
+    fig.update_layout(title=title, font=FONT, height=int(min(1600, max(380, 24 * n + 190))),
+                      margin=dict(l=10, r=10, t=80, b=10))

@@ -39,9 +39,9 @@ def stats_heatmaps(stats: dict[str, np.ndarray], titles: dict[str, str], cols: i
             hovertemplate=(f"layer %{{y}}, head %{{x}}<br>{titles.get(name, name)} = "
                            "%{customdata:.4f}<extra></extra>"),
         ), row=r, col=c)
-        fig.update_yaxes(autorange="reversed", dtick=1, row=r, col=c,
+        fig.update_yaxes(range=[L - 0.5, -0.5], dtick=1, row=r, col=c,
                          title=dict(text="layer") if c == 1 else None)
-        fig.update_xaxes(dtick=2, title=dict(text="head"), row=r, col=c)
+        fig.update_xaxes(range=[-0.5, H - 0.5], dtick=2, title=dict(text="head"), row=r, col=c)
         if selected is not None:
             layer, head = selected
             fig.add_shape(type="rect", x0=head - 0.5, x1=head + 0.5, y0=layer - 0.5,
@@ -66,8 +66,8 @@ def rollout_pair(raw: np.ndarray, rolled: np.ndarray, tokens: list[str],
     labels = [f"{escape(t)} #{i}" for i, t in enumerate(tokens)]
     step = max(1, -(-n // 40))
     fig = make_subplots(rows=1, cols=2, subplot_titles=[raw_title, rolled_title],
-                        horizontal_spacing=0.12)
-    for c, (m, name, x) in enumerate(((raw, "weight", 0.44), (rolled, "rollout", 1.0)), start=1):
+                        horizontal_spacing=0.2)
+    for c, (m, name, x) in enumerate(((raw, "weight", 0.41), (rolled, "rollout", 1.0)), start=1):
         m = np.asarray(m, dtype=np.float32)
         fig.add_trace(go.Heatmap(
             z=m, x=labels, y=labels, colorscale=WEIGHTS_SCALE, zmin=0.0,
