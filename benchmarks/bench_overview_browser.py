@@ -1,0 +1,166 @@
+"""The all-heads page at BERT's 512 tokens in headless Chromium (issue 3's responsiveness goals).
+
+Measured, on a live `streamlit run` driven by Playwright + Debian chromium:
+- overview payload: bytes of the mosaic figure's JSON (goal <= 5 MB), and all websocket bytes
+  the browser received for the page run;
+- overview drawn: from a rerun that changes it (the hide-[CLS]/[SEP] toggle) until the
+  mosaic's heatmap image is replaced in the page (goal <= 3 s); the first one misses the
+  figure cache, later ones hit it; and the first visit, which also runs the encoder;
+- head change and token change: from choosing a new option until the script is idle and the
+  browser painted the next frame (goal <= 1 s each).
+Medians of a few repeats; the machine is printed with the table.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run",
+        "--disable-dev-shm-usage"]
+TEXT = ("The quick brown fox jumps over the lazy dog near the river bank, and I saw a saw. "
+        * 40)
+IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
+MOSAIC = ".js-plotly-plot .heatmaplayer image"
+
+
+def start_server(port: int) -> subprocess.Popen:
+    log = open(Path(tempfile.gettempdir()) / f"attnviz_bench_{port}.log", "w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+         "--server.port", str(port), "--server.address", "127.0.0.1",
+         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
+        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+        env=dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1"),
+    )
+    for _ in range(240):
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2):
+                return proc
+        except OSError:
+            time.sleep(0.5)
+    proc.kill()
+    raise RuntimeError("streamlit did not start")
+
+
+def wait_idle(page, timeout_ms: int = 120_000) -> None:
+    """The script ran (it may have been quick) and is idle; then one painted frame."""
+    page.wait_for_timeout(150)
+    page.wait_for_selector(IDLE, timeout=timeout_ms)
+    page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+
+
+def choose(page, label: str, option: str) -> None:
+    """Pick `option` in the selectbox labelled `label` (type to filter, then Enter)."""
+    box = page.locator("[data-testid='stSelectbox']").filter(
+        has=page.get_by_text(label, exact=True)).first
+    box.click()
+    page.keyboard.type(option)
+    page.keyboard.press("Enter")
+
+
+def overview_json_bytes() -> tuple[int, int]:
+    import attnviz
+    from attnviz.plotting.overview import overview_mosaic
+
+    t = attnviz.load_model(device="cpu").trace(TEXT)
+    return t.n_tokens, len(overview_mosaic(t.weights, t.tokens).to_json())
+
+
+def run(repeats: int = 3) -> list[tuple[str, str, str]]:
+    from playwright.sync_api import sync_playwright
+
+    from tests.e2e.conftest import free_port
+
+    n_tokens, fig_bytes = overview_json_bytes()
+    port = free_port()
+    proc = start_server(port)
+    rows = []
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            received = []
+            page.on("websocket", lambda ws: ws.on(
+                "framereceived", lambda f: received.append(len(f) if f else 0)))
+            base = f"http://127.0.0.1:{port}"
+            page.goto(base + "/")  # the router first (a fresh server needs it)
+            wait_idle(page)
+            url = base + "/explore?" + urllib.parse.urlencode({"text": TEXT})
+            received.clear()
+            t0 = time.perf_counter()
+            page.goto(url)
+            page.wait_for_selector(MOSAIC, timeout=180_000)
+            first = time.perf_counter() - t0
+            wait_idle(page)
+            ws_bytes = sum(received)
+
+            reruns, heads, tokens = [], [], []
+            for i in range(repeats):
+                # A rerun that changes the overview (hide [CLS]/[SEP] on, then off, ...):
+                # timed until the mosaic's heatmap image is replaced in the page.
+                old = page.locator(MOSAIC).first.get_attribute("href")
+                t0 = time.perf_counter()
+                page.get_by_text("Hide [CLS] and [SEP]").click()
+                page.wait_for_function(
+                    "old => { const e = document.querySelector(" + repr(MOSAIC) + ");"
+                    " return e && e.getAttribute('href') !== old; }", arg=old, timeout=60_000)
+                reruns.append(time.perf_counter() - t0)
+                wait_idle(page)
+
+                t0 = time.perf_counter()
+                choose(page, "Head", str(3 + i))
+                page.wait_for_selector(f"text=Layer 0, head {3 + i}", timeout=60_000)
+                wait_idle(page)
+                heads.append(time.perf_counter() - t0)
+
+                t0 = time.perf_counter()
+                choose(page, "Token lines for one query token", ["fox #", "dog #", "saw #"][i])
+                wait_idle(page)
+                tokens.append(time.perf_counter() - t0)
+            browser.close()
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+    med = statistics.median
+    rows = [
+        ("overview figure JSON", f"{fig_bytes / 1e6:.2f} MB", "<= 5 MB"),
+        ("websocket bytes, first visit", f"{ws_bytes / 1e6:.2f} MB", "(whole page)"),
+        ("first visit: encoder + all figures drawn", f"{first:.2f} s", "(cold)"),
+        ("overview redrawn after a rerun, 1st (cache miss)", f"{reruns[0]:.2f} s", "<= 3 s"),
+        ("overview redrawn after a rerun, median", f"{med(reruns):.2f} s", "<= 3 s"),
+        ("head change redraw", f"{med(heads):.2f} s", "<= 1 s"),
+        ("token change redraw", f"{med(tokens):.2f} s", "<= 1 s"),
+    ]
+    cpu = platform.processor() or platform.machine()
+    print(f"All-heads page at {n_tokens} tokens, headless Chromium, CPU {cpu}, "
+          f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end; "
+          f"medians of {repeats}")
+    print("| measure | value | goal |")
+    print("|---|---:|---|")
+    for r in rows:
+        print(f"| {r[0]} | {r[1]} | {r[2]} |")
+    return rows
+
+
+def main() -> None:
+    run()
+
+
+if __name__ == "__main__":
+    main()
