@@ -18,7 +18,7 @@ N = len(L.STEPS)
 
 
 def go_to(step: int) -> None:
-    st.session_state["lesson_step"] = max(0, min(N - 1, step))
+    st.session_state["lesson_step"] = max(0, min(N - 1, step)) + 1
 
 
 ctx = ui.context()
@@ -27,8 +27,8 @@ if ctx.model is None:
     st.stop()
 st.title("I saw a saw: why self-attention needs positions")
 top = st.columns([2, 2, 1])
-choice = top[0].selectbox("Lesson sentence", [*EXAMPLES, SIDEBAR], key="lesson_sentence",
-                          bind="query-params")
+choice = top[0].selectbox("Lesson sentence", [SIDEBAR, *EXAMPLES], key="lesson_sentence",
+                          bind="query-params", help="The sidebar's sentence, or an example.")
 big = top[2].toggle("Presentation mode", key="lesson_present", bind="query-params",
                     help="Large type for a projector.")
 with top[1].expander("Training settings"):
@@ -43,13 +43,12 @@ if not ws:
 if len(words(text)) > T.MAX_WORDS:
     st.warning(f"The lesson uses the first {T.MAX_WORDS} words of this sentence.")
 
-step = st.select_slider("Step", options=list(range(N)), key="lesson_step", bind="query-params",
-                        format_func=lambda i: f"{i + 1}. {L.STEPS[i].title}")
+step = st.slider("Step", 1, N, 1, key="lesson_step", bind="query-params") - 1  # URL: 1..N
 nav = st.columns([1, 1, 6])
 nav[0].button("◀ Back", on_click=go_to, args=(step - 1,), disabled=step == 0, key="lesson_back")
 nav[1].button("Next ▶", on_click=go_to, args=(step + 1,), disabled=step == N - 1,
               key="lesson_next")
-nav[2].progress((step + 1) / N, text=f"Step {step + 1} of {N}")
+nav[2].progress((step + 1) / N, text=f"Step {step + 1} of {N}: {L.STEPS[step].title}")
 
 tr = trained_taggers(T.Settings(seed=int(seed), epochs=int(epochs)))
 tags = {T.NAMES[k]: T.tag_sentence(m, tr.corpus, text)[1] for k, m in tr.models.items()}
@@ -60,9 +59,9 @@ s = L.STEPS[step]
 (st.title if big else st.header)(s.title)
 st.markdown(("### " if big else "") + s.text)
 if word is None:
-    st.info(f"'{' '.join(ws)}' has no ambiguous word that occurs twice, so there is no pair "
-            "of twins to tell apart. Pick an example such as *They can can the can*, or type "
-            f"a sentence that repeats one of: {', '.join(tr.corpus.ambiguous)}.")
+    st.info("This sentence has no ambiguous word that occurs twice, so there are no twins to "
+            "tell apart. Pick an example such as *They can can the can*, or type a sentence "
+            f"that repeats one of: {', '.join(tr.corpus.ambiguous)}.")
 if s.predict:
     st.warning(("### " if big else "") + "🤔 Predict: " + s.predict)
 shown = s.predict is None or st.toggle("Reveal", key=f"lesson_reveal_{s.key}")
@@ -77,14 +76,17 @@ curves = ({"learned positions": L.cosine_per_layer(t_pos.hidden_states, *twins[:
            "no positions": L.cosine_per_layer(t_none.hidden_states, *twins[:2])}
           if len(twins) > 1 else {})
 
-if shown and s.key == "task":
-    rows = {} if gold else {T.NAMES["attention_pos"] + " (no gold tags known)":
-                            tags[T.NAMES["attention_pos"]]}
-    ui.show_figure(P.tag_table(ws, rows, gold, big), key="lesson_fig_task")
+hide = [P.HIDDEN] * len(ws)
+rows = {T.NAMES[one]: tags[T.NAMES[one]] if shown else hide} if one else {}
+if s.key == "next":
+    rows = tags
+elif gold is None and not rows:
+    rows = {T.NAMES["attention_pos"] + ": no gold tags for this sentence": tags[T.NAMES[
+        "attention_pos"]] if shown or s.key != "task" else hide}
+show_gold = gold if gold is None or shown or s.key != "task" else hide
+ui.show_figure(P.tag_table(ws, rows, show_gold, big), key="lesson_fig_tags")
 if shown and one:
-    name = T.NAMES[one]
-    ui.show_figure(P.tag_table(ws, {name: tags[name]}, gold, big), key="lesson_fig_tags")
-    sc = scores[name]
+    sc = scores[T.NAMES[one]]
     st.markdown(f"{'### ' if big else ''}Held-out: **{100 * sc.overall:.1f}%** of all words, "
                 f"**{100 * sc.ambiguous:.1f}%** of ambiguous words, "
                 f"**{100 * sc.double_role:.1f}%** of double-role words "
@@ -111,8 +113,9 @@ if s.key == "attention":
                            key="lesson_fig_weights")
         if len(twins) > 1:
             j, tok, w = L.top_key(t_pos.weights[layer, head, twins[1]], t_pos.tokens)
+            tok = tok.replace("`", "'")
             st.markdown(f"The second *{word}* (token {twins[1]}) puts its largest weight, "
-                        f"**{w:.3f}**, on *{plotting.escape(tok)}* (token {j}).")
+                        f"**{w:.3f}**, on `{tok}` (token {j}).")
 if shown and s.key == "no_positions" and curves:
     diff = L.max_abs_difference(t_none.hidden_states, *twins[:2])
     st.markdown(f"BERT without positions: cosine of the two *{word}* vectors in every layer = "
@@ -125,8 +128,6 @@ if shown and s.key == "positions":
 if shown and s.key == "bert" and curves:
     ui.show_figure(P.cosine_by_layer(curves, word, big), key="lesson_fig_cosine")
 if s.key == "next":
-    ui.show_figure(P.tag_table(ws, tags, gold, big, title="all four taggers"),
-                   key="lesson_fig_all")
     ui.show_figure(P.loss_curves({T.NAMES[k]: v for k, v in tr.losses.items()}),
                    key="lesson_fig_loss")
     st.caption("Training time (s), this server: " + ", ".join(

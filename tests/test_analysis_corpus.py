@@ -40,6 +40,7 @@ def test_plain_words_have_one_tag_and_tags_match_words():
                 assert t == "NOUN"
             if w in PLAIN_VERBS:
                 assert t == "VERB"
+            assert (w == ".") == (t == "PUNCT")
 
 
 def test_split_is_disjoint_and_showcase_sentences_are_held_back():
@@ -51,6 +52,7 @@ def test_split_is_disjoint_and_showcase_sentences_are_held_back():
     assert len(c.train) + len(c.test) == 1000 and len(c.test) == 200
     for example in EXAMPLES:
         assert " ".join(words(example)) not in train | test
+        assert " ".join(words(example + ".")) not in train | test
     assert c.vocab[:2] == ["<pad>", "<unk>"]
     assert c.ids(["saw", "zebra"]) == [c.vocab.index("saw"), 1]
 
@@ -75,10 +77,11 @@ def test_examples_are_tagged_one_tag_per_word():
 
 
 def test_words_splits_like_the_corpus():
-    assert words("I saw a saw!") == ["i", "saw", "a", "saw"]
-    assert words("  They  CAN, can the can.\n") == ["they", "can", "can", "the", "can"]
-    assert words("") == [] and words("?!") == []
-    assert words("<b>saw</b>") == ["b", "saw", "b"]
+    assert words("I saw a saw!") == ["i", "saw", "a", "saw", "!"]
+    assert words("  They  CAN, can the can.\n") == ["they", "can", ",", "can", "the", "can", "."]
+    assert words("") == [] and words(" \n\t") == [] and words("?!") == ["?", "!"]
+    assert words("<b>saw</b>") == ["<", "b", ">", "saw", "<", "/", "b", ">"]
+    assert words("don't_stop") == ["don't", "_", "stop"]
 
 
 def test_generate_refuses_impossible_requests():

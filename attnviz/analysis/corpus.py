@@ -10,7 +10,8 @@ book, fish, park) fill both noun slots and verb slots:
         | PRON V NP ADP NP | NP AUX V NP ADP NP
     NP -> DET N | DET ADJ N
 
-Tags (a subset of Universal Dependencies UPOS): PRON, AUX, VERB, DET, ADJ, NOUN, ADP.
+Half of the sentences end with "." (PUNCT). Tags (a subset of Universal Dependencies UPOS):
+PRON, AUX, VERB, DET, ADJ, NOUN, ADP, PUNCT.
 "can" is also an AUX, so "they can can the can" is PRON AUX VERB DET NOUN.
 
 A *double-role* sentence uses one ambiguous word in a verb slot and in a noun slot
@@ -28,7 +29,7 @@ import random
 import re
 from dataclasses import dataclass, field
 
-TAGS: tuple[str, ...] = ("PRON", "AUX", "VERB", "DET", "ADJ", "NOUN", "ADP")
+TAGS: tuple[str, ...] = ("PRON", "AUX", "VERB", "DET", "ADJ", "NOUN", "ADP", "PUNCT")
 
 PRONOUNS = ("i", "you", "we", "they")
 DETERMINERS = ("a", "the", "my", "your", "our", "this", "that")
@@ -110,8 +111,9 @@ class Corpus:
 
 
 def words(text: str) -> list[str]:
-    """Split typed text the way the corpus is written: lower-case words, punctuation dropped."""
-    return re.findall(r"[^\W_]+(?:'[^\W_]+)?", (text or "").lower())
+    """Split typed text the way the corpus is written: lower-case words, and each
+    punctuation mark or symbol as a word of its own ("saw." -> "saw", ".")."""
+    return re.findall(r"[^\W_]+(?:'[^\W_]+)?|[^\w\s]|_", (text or "").lower())
 
 
 def balanced(sentence: Sentence) -> bool:
@@ -169,6 +171,9 @@ def _expand(template: tuple[str, ...], rng: random.Random, p_ambiguous: float,
             pool = {"PRON": PRONOUNS, "AUX": AUXILIARIES, "ADP": ADPOSITIONS}[slot]
             ws.append(rng.choice(pool))
             ts.append(slot)
+    if rng.random() < 0.5:
+        ws.append(".")
+        ts.append("PUNCT")
     return Sentence(tuple(ws), tuple(ts))
 
 
@@ -191,7 +196,8 @@ def generate(n_sentences: int = 2000, seed: int = 0, p_ambiguous: float = 0.4,
             s = _expand(rng.choice(both), rng, p_ambiguous, forced=rng.choice(AMBIGUOUS))
         else:
             s = _expand(rng.choice(TEMPLATES), rng, p_ambiguous, forced=None)
-        if s.text in seen or s.text in reserved or not balanced(s):
+        bare = " ".join(w for w in s.words if w != ".")
+        if s.text in seen or bare in reserved or not balanced(s):
             continue
         seen.add(s.text)
         out.append(s)

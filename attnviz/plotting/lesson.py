@@ -15,6 +15,7 @@ from plotly.subplots import make_subplots
 from .common import FONT, axis_labels, escape
 
 RIGHT, WRONG, NEUTRAL = "#c8efd4", "#f7c6c5", "#eef1f6"
+HIDDEN = "?"  # a tag the class predicts before it is revealed
 METRICS = (("overall", "all words"), ("ambiguous", "ambiguous words"),
            ("double_role", "double-role words"))
 
@@ -29,6 +30,7 @@ def tag_table(words: Sequence[str], rows: Mapping[str, Sequence[str]],
     """A table: one column per word, one row per tagger; green = gold tag, red = wrong.
 
     `rows` maps a tagger's name to its tags; `gold` (when known) is shown as the first row.
+    A tag "?" (HIDDEN) is not revealed yet and stays grey.
     """
     labels = ["", *[escape(w) for w in words]]
     names = (["gold"] if gold is not None else []) + list(rows)
@@ -38,8 +40,10 @@ def tag_table(words: Sequence[str], rows: Mapping[str, Sequence[str]],
     for i in range(len(words)):
         col = []
         for r in tag_rows:
-            ok = gold is None or (i < len(gold) and r[i] == gold[i])
-            col.append(NEUTRAL if gold is None else (RIGHT if ok else WRONG))
+            if gold is None or r[i] == HIDDEN or gold[i] == HIDDEN:
+                col.append(NEUTRAL)
+            else:
+                col.append(RIGHT if r[i] == gold[i] else WRONG)
         colours.append(col)
     size = 22 if big else 14
     fig = go.Figure(go.Table(
