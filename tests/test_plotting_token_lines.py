@@ -1,8 +1,9 @@
 """Token lines: every drawn line is a (query, key) pair above the cut, at its weight's opacity."""
 
 import numpy as np
+import pytest
 
-from attnviz.plotting.token_lines import token_lines
+from attnviz.plotting.token_lines import line_opacity, token_lines
 
 
 def lines_of(fig):
@@ -27,7 +28,8 @@ def test_lines_follow_the_weights(model):
         got = {(q, k) for (name, q, k) in drawn if name == f"head {h}"}
         assert got == expected
         for i, j in list(expected)[:10]:
-            assert drawn[(f"head {h}", i, j)] == np.ceil(w[i, j] * 8) / 8
+            expected_opacity = 0.15 + 0.85 * float(np.ceil(w[i, j] * 8)) / 8
+            assert drawn[(f"head {h}", i, j)] == pytest.approx(expected_opacity, abs=1e-12)
     hover = fig.data[-3]  # the midpoint markers carry the exact weights
     for head, q, k, value in hover.customdata[:20]:
         hq, hk = int(q.rsplit("#", 1)[1]), int(k.rsplit("#", 1)[1])
@@ -50,3 +52,7 @@ def test_colours_differ_per_head(model):
     fig = token_lines(t.weights[1, [0, 1, 2]], [0, 1, 2], t.tokens)
     legend = [tr for tr in fig.data if tr.showlegend is not False and tr.x == (None,)]
     assert len({tr.line.color for tr in legend}) == 3
+
+
+def test_opacity_grows_with_the_weight():
+    assert line_opacity(1, 8) == 0.15 + 0.85 / 8 and line_opacity(8, 8) == 1.0

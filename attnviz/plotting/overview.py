@@ -136,9 +136,11 @@ def head_heatmap(
     positions = list(range(n_r)) if positions is None else [int(p) for p in positions]
     labels = [f"{escape(tokens[i])} #{positions[i]}" for i in range(n_r)]
     m = np.asarray(matrix, dtype=np.float32)
-    step = max(1, -(-n_r // 60))
+    step = max(1, -(-n_r // 40))
     ticks = labels[::step]
-    text = [escape(tokens[i]) for i in range(0, n_r, step)]
+    # Thinned ticks name their position too, so '#27 the' is not read as the next row.
+    text = [escape(tokens[i]) if step == 1 else f"#{positions[i]} {escape(tokens[i])}"
+            for i in range(0, n_r, step)]
     fig = go.Figure(go.Heatmap(
         z=m, x=labels, y=labels, colorscale=WEIGHTS_SCALE, zmin=0.0,
         zmax=float(np.nanmax(m)) if zmax is None and m.size else (zmax or 1.0),

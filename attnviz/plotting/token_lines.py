@@ -2,7 +2,8 @@
 (query, key) pair whose opacity is the softmax weight W_ij; several heads in distinct colours.
 
 Plotly gives one opacity per trace, so the lines of each head are grouped into `levels`
-opacity steps: a line of weight w is drawn at opacity ceil(w * levels) / levels. Lines below
+opacity steps: a line of weight w is drawn at opacity 0.15 + 0.85 * ceil(w * levels) / levels
+(the floor keeps the faint lines of long inputs visible). Lines below
 `min_weight` are left out (they would be invisible anyway), which keeps 512-token inputs
 drawable. The exact weight of each drawn line is in the hover of its midpoint.
 """
@@ -16,6 +17,11 @@ from plotly.colors import qualitative
 from .common import FONT, escape
 
 COLOURS = qualitative.D3 + qualitative.Dark24
+
+
+def line_opacity(level: int, levels: int) -> float:
+    """Opacity of the lines in weight step `level` (1..levels)."""
+    return 0.15 + 0.85 * level / levels
 
 
 def token_lines(
@@ -53,7 +59,7 @@ def token_lines(
             ys = np.column_stack([qi[sel], kj[sel], np.full(sel.sum(), np.nan)]).ravel()
             fig.add_trace(go.Scatter(
                 x=xs, y=ys, mode="lines", line=dict(color=colour, width=2),
-                opacity=lv / levels, hoverinfo="skip", legendgroup=f"h{head}",
+                opacity=line_opacity(lv, levels), hoverinfo="skip", legendgroup=f"h{head}",
                 name=f"head {head}", showlegend=False,
             ))
         hx += [0.5] * len(vals)
@@ -68,7 +74,7 @@ def token_lines(
                       "<br>weight = %{customdata[3]:.6f}<extra></extra>",
         showlegend=False, name="lines",
     ))
-    px = max(4.0, min(24.0, 2400 / max(n, 1)))
+    px = max(2.5, min(24.0, 1400 / max(n, 1)))
     show_text = px >= 11
     for side, x, pos in (("queries", 0.0, "middle left"), ("keys", 1.0, "middle right")):
         chosen = [query] if (query is not None and side == "queries") else None
@@ -82,7 +88,7 @@ def token_lines(
     fig.update_xaxes(visible=False, range=[-0.45, 1.45])
     fig.update_yaxes(visible=False, autorange="reversed")
     fig.update_layout(
-        title=title, font=FONT, height=int(min(2600, max(320, px * n + 120))),
+        title=title, font=FONT, height=int(min(1500, max(320, px * n + 120))),
         margin=dict(l=10, r=10, t=60, b=10), plot_bgcolor="white", hovermode="closest",
         legend=dict(orientation="h", y=1.02, x=0, yanchor="bottom"),
         annotations=[dict(x=0, y=1.0, xref="x", yref="paper", text="queries", showarrow=False,
