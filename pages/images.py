@@ -1,0 +1,155 @@
+"""Images: an image is a set of pixel vectors; attention vs convolution (seed 003, issue 6).
+
+Cordonnier, Loukas & Jaggi 2020 (arXiv:1911.03584): a CNN is self-attention restricted to a
+fixed receptive field; k^2 attention heads with relative positions reproduce a k x k conv.
+"""
+
+import numpy as np
+import streamlit as st
+import torch
+
+from attnviz import ui
+from attnviz.analysis import conv_attention as ca
+from attnviz.analysis import image_attention as ia
+from attnviz.plotting import images as plots
+
+st.title("Images: attention vs convolution")
+st.markdown(
+    "An image is a **set of vectors**: one per pixel (its colour and its position). "
+    "Self-attention lets a pixel look at *every* pixel, with weights that depend on the "
+    "content; a convolution looks only in a fixed $k\\times k$ window, same weights everywhere. "
+    "*CNN is a simplified self-attention; self-attention is a CNN with a learnable receptive "
+    "field* (Cordonnier, Loukas & Jaggi 2020)."
+)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def study(size: int, row: int, col: int, k: int, depth: int, sc: float, sp: float | None):
+    return ia.study_pixel(ia.load_image(size), row, col, k, depth, sc, sp)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def as_attention(size: int, kernel_name: str, k: int, alpha: float | None) -> dict:
+    image = torch.from_numpy(ia.load_image(size)).permute(2, 0, 1).contiguous()  # [3, H, W]
+    kernel, bias = ca.make_kernel(kernel_name, k)
+    r = ca.conv_as_attention(image, kernel, bias, alpha=alpha)
+    return {"attention_outputs": r.outputs.numpy(), "conv2d_outputs": r.conv.numpy(),
+            "head_outputs": r.head_outputs.numpy(), "max_abs_diff": r.max_abs_diff,
+            "kernel": kernel, "bias": bias, "shifts": r.shifts.numpy()}
+
+
+def pick_from_click() -> None:
+    """A click on the picture selects one invisible marker: copy its (row, col) to the inputs."""
+    points = (st.session_state.get("img_click") or {}).get("selection", {}).get("points", [])
+    if points:
+        st.session_state["img_row"], st.session_state["img_col"] = (
+            int(points[0]["y"]), int(points[0]["x"]))
+
+
+c = st.columns([1, 1, 1, 1, 2])
+size = c[0].selectbox("Image size (px)", ia.SIZES, index=ia.SIZES.index(32), key="img_size",
+                      bind="query-params")
+# A value out of range after a smaller size is reset by Streamlit to the default (valid for 16).
+row = c[1].number_input("Pixel row", 0, size - 1, 10, key="img_row", bind="query-params")
+col = c[2].number_input("Pixel column", 0, size - 1, 15, key="img_col", bind="query-params")
+k = c[3].radio("Kernel k", (3, 5), horizontal=True, key="img_k", bind="query-params")
+depth = c[4].slider("Layers stacked", 1, 4, 1, key="img_depth", bind="query-params")
+image = ia.load_image(size)
+
+tab_field, tab_exact = st.tabs(["Attention map vs conv window", "Convolution as attention"])
+with tab_field:
+    st.markdown(
+        "The attention layer here is small and hand-set: pixel $i$ is "
+        "$z_i = (c_i/\\sigma_c,\\ p_i/\\sigma_p)$, with query $(z_i, 1)$, key "
+        "$(z_j, -|z_j|^2/2)$ and value $c_j$, so "
+        "$w_{ij} = \\mathrm{softmax}_j(q_i\\cdot k_j) \\propto "
+        "e^{-|c_i-c_j|^2/2\\sigma_c^2 - |p_i-p_j|^2/2\\sigma_p^2}$: a pixel attends to pixels "
+        "of a **similar colour** nearby (a bilateral filter written as attention). The "
+        "convolution is a $k\\times k$ mean filter: weight $1/k^2$ in its window, 0 outside."
+    )
+    s1, s2 = st.columns(2)
+    sc = float(s1.select_slider("Colour width σ_c", ["0.05", "0.1", "0.2", "0.4", "0.8"],
+                                value="0.2", key="img_sc", bind="query-params"))
+    sp_text = s2.select_slider("Position width σ_p (px)", ["1", "2", "4", "8", "16", "∞"],
+                               value="8", key="img_sp", bind="query-params")
+    sp = None if sp_text == "∞" else float(sp_text)
+    with st.spinner("Running both models and their gradients..."):
+        s = study(size, row, col, k, depth, sc, sp)
+    a, b, d = st.columns(3)
+    with a:
+        ui.show_figure(plots.image_figure(image, (row, col), "Click a pixel (or type it above)"),
+                       key="img_click", on_select=pick_from_click, selection_mode="points")
+    with b:
+        ui.show_figure(plots.map_figure(s.attention_map, (row, col), "Attention weights, layer 1"),
+                       key="img_attn_map")
+    with d:
+        ui.show_figure(plots.map_figure(s.conv_map, (row, col), f"Conv {k}×{k} window weights"),
+                       key="img_conv_map")
+    n, r = s.field_sizes, depth * (k // 2)
+    st.subheader(f"After {depth} layer{'s' if depth > 1 else ''}: which input pixels matter?")
+    st.markdown(
+        "Measured with gradients: the influence $I(p, j) = \\sum |\\partial y_p / \\partial x_j|$ "
+        "of input pixel $j$ on the picked output pixel $p$ (log scale; blank = exactly 0). "
+        f"Convolution: the field is the square of side $l(k-1)+1 = {2 * r + 1}$ (dashed). "
+        "Attention: every pixel, already at layer 1."
+    )
+    a, b = st.columns(2)
+    with a:
+        ui.show_figure(plots.map_figure(
+            s.conv_influence, (row, col), f"Conv, {depth} layer(s): {n['conv']} pixels "
+            f"(analytic {n['conv_analytic']})", "influence", (row - r, row + r, col - r, col + r)),
+            key="img_conv_infl")
+    with b:
+        ui.show_figure(plots.map_figure(
+            s.attention_influence, (row, col),
+            f"Attention, {depth} layer(s): {n['attention']} of {n['image']} pixels", "influence"),
+            key="img_attn_infl")
+    if n["attention"] < n["image"]:
+        st.info("Some attention weights are so small they round to exactly 0 in float64 "
+                "(below 1e-308): widen σ_p or σ_c to see the whole image again.")
+    ui.show_figure(plots.images_row([image, s.conv_output, s.attention_output],
+                                    ["Input", f"{depth}× mean filter", f"{depth}× attention"],
+                                    normalise=False), key="img_outputs")
+    ui.download_arrays("Download these maps (.npz)", {
+        "image": image, "attention_weights": s.attention_map, "conv_weights": s.conv_map,
+        "attention_influence": s.attention_influence, "conv_influence": s.conv_influence,
+        "conv_field": s.conv_field, "pixel": np.array([row, col])},
+        file_name=f"attnviz_image_{row}_{col}.npz", key="img_dl_field")
+
+with tab_exact:
+    st.markdown(
+        f"Theorem 1 of Cordonnier et al.: **{k * k} heads**, head $h$ for one shift $\\Delta_h$ "
+        "of the window. Relative positional attention: score $v_h\\cdot r_\\delta$ with "
+        "$r_\\delta = (|\\delta|^2, \\delta)$, $v_h = -\\alpha(1, -2\\Delta_h)$, i.e. "
+        "$-\\alpha(|\\delta-\\Delta_h|^2 - |\\Delta_h|^2)$, largest only at $\\delta = \\Delta_h$; "
+        "with large $\\alpha$ each softmax row is one-hot. The values are the pixels and "
+        "$W_O^{(h)}$ is the kernel's tap at $\\Delta_h$. Zero padding: a ring of zero-valued "
+        "pixels is added as extra **keys** around the image."
+    )
+    e1, e2 = st.columns(2)
+    kernel_name = e1.selectbox("Kernel", ca.KERNELS, key="img_kernel", bind="query-params")
+    alpha_text = e2.select_slider(
+        "α (sharpness of each head)", ["0.5", "1", "2", "4", "8", "16", "64", "hard"],
+        value="64", key="img_alpha", bind="query-params",
+        help="'hard' = a mask that allows exactly one key per head (weights exactly 0 or 1).")
+    alpha = None if alpha_text == "hard" else float(alpha_text)
+    with st.spinner(f"Computing {k * k} heads x {size * size} queries x all keys..."):
+        out = as_attention(size, kernel_name, k, alpha)
+    m1, m2 = st.columns(2)
+    m1.metric("max |attention − conv2d|", f"{out['max_abs_diff']:.2e}")
+    m2.metric("float32 epsilon (for scale)", f"{np.finfo(np.float32).eps:.1e}")
+    diff = np.abs(out["attention_outputs"] - out["conv2d_outputs"]).max(0)
+    ui.show_figure(plots.images_row(
+        [out["conv2d_outputs"].transpose(1, 2, 0), out["attention_outputs"].transpose(1, 2, 0)],
+        ["torch conv2d", f"{k * k}-head self-attention"], diff,
+        f"|difference| (max {out['max_abs_diff']:.1e})"), key="img_exact_outputs")
+    maps = ca.pixel_head_maps(size, size, k, row, col, alpha)
+    ui.show_figure(plots.head_maps_figure(
+        maps, out["shifts"], (row, col), k // 2, (size, size),
+        title=f"Each head's weights for pixel ({row}, {col}): one shift per head"),
+        key="img_heads")
+    st.caption("Red: the query pixel. Dotted: the image border; keys beyond it are the zero "
+               "padding ring. Outputs shown with one common colour range for both images.")
+    ui.download_arrays("Download outputs, heads and kernel (.npz)",
+                       {**out, "head_weights_for_pixel": maps, "pixel": np.array([row, col])},
+                       file_name=f"attnviz_conv_as_attention_k{k}.npz", key="img_dl_exact")
