@@ -11,9 +11,12 @@ from attnviz.ui.state import trace_or_message
 MODES = ("learned", "none", "sinusoidal", "shuffled")
 
 
-@st.cache_resource(show_spinner=False, max_entries=16)
-def shuffled(_model, model_key: str, text: str, pair, seed: int, keep: bool, positions: str):
-    return P.shuffled_run(_model, text, pair, seed=seed, keep_special=keep, positions=positions)
+@st.cache_data(show_spinner=False, max_entries=32)
+def shuffle_check(_ctx, model_key: str, text: str, pair, seed: int, keep: bool, positions: str):
+    """(perm, max difference per layer): small results only, no Trace kept in the cache."""
+    perm, s = P.shuffled_run(_ctx.model, text, pair, seed=seed, keep_special=keep,
+                             positions=positions)
+    return perm, P.permuted_differences(_ctx.trace(positions=positions), s, perm)["hidden_states"]
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -56,8 +59,7 @@ with tabs[0]:
                        "markers too. Without positions the property holds either way.")
     diffs = {}
     for m in ("none", "learned"):  # the same seeded shuffle for both
-        perm, s = shuffled(ctx.model, key, ctx.text, ctx.text_pair, seed, keep, m)
-        diffs[m] = P.permuted_differences(runs[m], s, perm)["hidden_states"]
+        perm, diffs[m] = shuffle_check(ctx, key, ctx.text, ctx.text_pair, seed, keep, m)
     if (perm == np.arange(n)).all():
         st.info("This sentence has fewer than two tokens that can move: nothing to shuffle. "
                 "Untick *Keep [CLS] and [SEP]* or type a longer sentence.")

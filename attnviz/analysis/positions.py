@@ -65,8 +65,10 @@ def permuted_differences(original: Trace, shuffled: Trace, perm: np.ndarray) -> 
     a = original.hidden_states.astype(np.float64)  # [L+1, n, hidden]
     b = shuffled.hidden_states.astype(np.float64)
     hid = np.abs(b - a[:, perm]).max(axis=(1, 2))  # [L+1]
-    wa = original.weights.astype(np.float64)[:, :, perm][:, :, :, perm]  # [L, H, n, n]
-    w = np.abs(shuffled.weights.astype(np.float64) - wa).max(axis=(1, 2, 3))  # [L]
+    w = np.array([  # one layer at a time: no [L, H, n, n] float64 temporaries at 512 tokens
+        np.abs(shuffled.weights[li] - original.weights[li][:, perm][:, :, perm]).max()
+        for li in range(original.weights.shape[0])
+    ], dtype=np.float64)  # [L]
     return {"hidden_states": hid, "weights": w}
 
 
@@ -160,18 +162,20 @@ def js_divergence(p: np.ndarray, q: np.ndarray) -> np.ndarray:
     """Jensen-Shannon divergence of distributions along the last axis, in bits (in [0, 1]).
 
     JS(p, q) = 1/2 KL(p || m) + 1/2 KL(q || m),  m = (p + q) / 2,
-    KL(p || m) = sum_j p_j log2(p_j / m_j), with 0 log 0 = 0.
+    KL(p || m) = sum_j p_j log2(p_j / m_j), with 0 log 0 = 0. Computed in float64 as the
+    equal entropy form JS = H(m) - (H(p) + H(q)) / 2, H(x) = -sum_j x_j log2 x_j, which is
+    exactly 0 when p == q.
     """
     p = np.asarray(p, dtype=np.float64)
     q = np.asarray(q, dtype=np.float64)
-    m = 0.5 * (p + q)
+    js = _entropy(0.5 * (p + q)) - 0.5 * (_entropy(p) + _entropy(q))  # nats
+    return np.clip(js / np.log(2.0), 0.0, 1.0)
 
-    def kl(a: np.ndarray) -> np.ndarray:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            t = np.where(a > 0, a * np.log2(a / np.where(m > 0, m, 1.0)), 0.0)
-        return t.sum(-1)
 
-    return np.clip(0.5 * kl(p) + 0.5 * kl(q), 0.0, 1.0)
+def _entropy(x: np.ndarray) -> np.ndarray:
+    """H(x) = -sum_j x_j ln x_j along the last axis, with 0 ln 0 = 0."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return -np.where(x > 0, x * np.log(x), 0.0).sum(-1)
 
 
 def head_distance(weights_a: np.ndarray, weights_b: np.ndarray) -> np.ndarray:
