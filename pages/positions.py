@@ -105,7 +105,8 @@ with tabs[1]:
 
 with tabs[2]:
     top = ctx.model.max_positions
-    count = st.slider("Positions shown", 8, top, min(128, top), key="pos_n", bind="query-params")
+    count = st.slider("Positions shown", min(8, top), top, min(128, top), key="pos_n",
+                      bind="query-params")
     pe = P.sinusoidal_table(count, ctx.model.hidden)
     learned = P.learned_table(ctx.model, count)
     st.markdown("**Hand-crafted** (Vaswani et al. 2017): $PE_{p,2i} = \\sin(p/10000^{2i/d})$, "

@@ -200,3 +200,43 @@ def test_toy_self_attention():
     ref = F.scaled_dot_product_attention(x @ w_q.T, x @ w_k.T, x @ w_v.T)
     np.testing.assert_allclose(sin["outputs"], ref.numpy(), atol=1e-12)
     np.testing.assert_allclose(sin["weights"].sum(-1), 1.0, atol=1e-12)
+
+
+# ------------------------------------------------------------ any accepted checkpoint
+def make_tiny_bert(folder):
+    """A small random BERT (2 layers x 4 heads, hidden 32, 40 positions), bundled tokenizer."""
+    import shutil
+
+    from transformers import BertConfig, BertModel
+
+    from attnviz.engine import bundled_model_dir
+
+    for name in ("tokenizer.json", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json"):
+        shutil.copy(bundled_model_dir() / name, folder / name)
+    torch.manual_seed(0)
+    cfg = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2,
+                     num_attention_heads=4, intermediate_size=64, max_position_embeddings=40)
+    BertModel(cfg).save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def tiny_dir(tmp_path_factory):
+    return make_tiny_bert(tmp_path_factory.mktemp("tiny_bert"))
+
+
+def test_a_different_checkpoint(tiny_dir):
+    import attnviz
+
+    tiny = attnviz.load_model(str(tiny_dir), device="cpu")
+    assert (tiny.n_layers, tiny.n_heads, tiny.max_positions) == (2, 4, 40)
+    original = tiny.trace(LONG, positions="none")
+    perm, shuffled = P.shuffled_run(tiny, LONG, seed=3, positions="none")
+    assert P.permuted_differences(original, shuffled, perm)["hidden_states"].max() < 1e-5
+    perm, shuffled = P.shuffled_run(tiny, LONG, seed=3, positions="learned")
+    learned = tiny.trace(LONG, positions="learned")
+    assert P.permuted_differences(learned, shuffled, perm)["hidden_states"].max() > 1e-2
+    np.testing.assert_allclose(
+        P.cosine_per_layer(tiny.trace(SAW, positions="none").hidden_states, 2, 4), 1.0, atol=1e-6)
+    coords, ratio = P.pca(P.learned_table(tiny, 40)[1:])
+    assert coords.shape == (39, 2) and ratio.sum() < 1

@@ -10,6 +10,8 @@ import torch
 import torch.nn.functional as F
 from streamlit.testing.v1 import AppTest
 
+from .test_analysis_positions import make_tiny_bert
+
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 KEYS = ["pos_fig_toy", "pos_fig_perm", "pos_fig_equi", "pos_fig_cos", "pos_fig_rows",
         "pos_fig_wcmp", "pos_fig_sin", "pos_fig_sindot", "pos_fig_learned", "pos_fig_lcos",
@@ -144,3 +146,17 @@ def test_one_word_and_html_are_handled(at):
     at.run()
     assert not at.exception and not at.error
     assert any("nothing to shuffle" in i.value for i in at.info)
+
+
+def test_another_checkpoint_folder(at, tmp_path):
+    at.session_state["model_dir"] = str(make_tiny_bert(tmp_path))
+    at.run()
+    assert not at.exception and not at.error
+    figs = figures(at)
+    assert list(figs) == KEYS
+    dist = decode(figs["pos_fig_dist"]["data"][1]["z"])
+    assert dist.shape == (2, 4)  # the tiny model's layers x heads
+    assert decode(figs["pos_fig_learned"]["data"][0]["z"]).shape == (40, 32)
+    curves = {d["name"]: decode(d["y"]) for d in figs["pos_fig_cos"]["data"]}
+    np.testing.assert_allclose(curves["no positions"], 1.0, atol=1e-6)
+    assert max(decode(figs["pos_fig_equi"]["data"][0]["y"])) < 1e-5
