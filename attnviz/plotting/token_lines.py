@@ -5,7 +5,8 @@ Plotly gives one opacity per trace, so the lines of each head are grouped into `
 opacity steps: a line of weight w is drawn at opacity 0.15 + 0.85 * ceil(w * levels) / levels
 (the floor keeps the faint lines of long inputs visible). Lines below
 `min_weight` are left out (they would be invisible anyway), which keeps 512-token inputs
-drawable. The exact weight of each drawn line is in the hover of its midpoint.
+drawable; for one picked token its 10 strongest lines always show. The exact weight of
+each drawn line is in the hover of its midpoint.
 """
 
 from __future__ import annotations
@@ -33,10 +34,12 @@ def token_lines(
     min_weight: float = 0.02,
     levels: int = 8,
     title: str = "",
+    top: int = 10,
 ) -> go.Figure:
     """Lines for weights [k, n, n] of the heads `heads` (their numbers, for the legend).
 
-    query: a row index to show only that token's lines (None: every token's lines).
+    query: a row index to show only that token's lines (None: every token's lines); then its
+    `top` strongest lines are drawn even when they fall below `min_weight`.
     """
     k, n, _ = matrices.shape
     positions = list(range(n)) if positions is None else [int(p) for p in positions]
@@ -47,7 +50,10 @@ def token_lines(
     for idx, head in enumerate(heads):
         colour = COLOURS[idx % len(COLOURS)]
         w = np.asarray(matrices[idx], dtype=np.float64)
-        qi, kj = np.nonzero(w[list(rows)] >= min_weight)
+        cut = min_weight
+        if query is not None:  # one token: always show at least its `top` strongest lines
+            cut = min(min_weight, float(np.sort(w[query])[-min(top, n)]))
+        qi, kj = np.nonzero(w[list(rows)] >= cut)
         qi = np.asarray(list(rows))[qi]
         vals = w[qi, kj]
         level = np.clip(np.ceil(vals * levels), 1, levels).astype(int)
@@ -90,7 +96,7 @@ def token_lines(
     fig.update_layout(
         title=title, font=FONT, height=int(min(1500, max(320, px * n + 120))),
         margin=dict(l=10, r=10, t=60, b=10), plot_bgcolor="white", hovermode="closest",
-        legend=dict(orientation="h", y=1.02, x=0, yanchor="bottom"),
+        legend=dict(orientation="h", y=0, x=0.5, xanchor="center", yanchor="top"),
         annotations=[dict(x=0, y=1.0, xref="x", yref="paper", text="queries", showarrow=False,
                           yanchor="bottom"),
                      dict(x=1, y=1.0, xref="x", yref="paper", text="keys", showarrow=False,
