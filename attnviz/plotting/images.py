@@ -168,7 +168,8 @@ def images_row(images: list[np.ndarray], titles: list[str], difference: np.ndarr
         h, w = np.asarray(difference).shape
         fig.update_yaxes(range=[h - 0.5, -0.5], row=1, col=n)
         fig.update_xaxes(range=[-0.5, w - 0.5], row=1, col=n)
-    fig.update_xaxes(showticklabels=False, showgrid=False, zeroline=False)
-    fig.update_yaxes(showticklabels=False, showgrid=False, zeroline=False)
+        _outline(fig, 0, h - 1, 0, w - 1, dict(color="#888", width=1), row=1, col=n)
+    fig.update_xaxes(showticklabels=False, ticks="", showgrid=False, zeroline=False)
+    fig.update_yaxes(showticklabels=False, ticks="", showgrid=False, zeroline=False)
     fig.update_layout(height=340, font=FONT, margin=dict(l=10, r=10, t=50, b=10))
     return fig
