@@ -65,10 +65,10 @@ STEPS: tuple[Step, ...] = (
          "to look at the word just before.",
          "With positions, will the tagger get both saws right?"),
     Step("bert", "The real pretrained BERT",
-         "The same experiment on all-MiniLM-L6-v2 (6 layers, 12 heads): the cosine "
-         "similarity of the two *saw* vectors after each layer, with BERT's learned "
-         "positions and with the positions removed.",
-         "In the last layer, how similar are the two saws (cosine, 1 = identical)?"),
+         "The same experiment on the pretrained all-MiniLM-L6-v2 (6 layers, 12 heads): the "
+         "cosine similarity of the two copies of the repeated word after each layer, with "
+         "BERT's learned positions and with the positions removed.",
+         "After the last layer, how similar are the two copies (cosine; 1 = identical)?"),
     Step("next", "What to try next",
          "Try another sentence with a repeated ambiguous word, then follow the ideas further "
          "on the other pages: the full computation step by step, positional encodings, "

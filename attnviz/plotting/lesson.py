@@ -96,10 +96,12 @@ def accuracy_bars(scores: Mapping[str, object], baseline: float | None = None,
                              text=[f"{v:.1f}%" for v in vals], textposition="outside",
                              hovertemplate="%{x}<br>" + label + ": %{y:.2f}%<extra></extra>"))
     if baseline is not None:
-        fig.add_hline(y=100 * baseline, line_dash="dash", line_color="#555",
-                      annotation_text=f"one tag per word form, best possible on ambiguous words: "
-                                      f"{100 * baseline:.1f}%",
-                      annotation_position="bottom left")
+        fig.add_trace(go.Scatter(
+            x=[escape(n) for n in names], y=[100 * baseline] * len(names), mode="lines",
+            line=dict(dash="dash", color="#444", width=2),
+            name=f"best one-tag-per-word, ambiguous words ({100 * baseline:.1f}%)",
+            hovertemplate="one tag per word form: at most %{y:.2f}% on ambiguous words"
+                          "<extra></extra>"))
     fig.update_layout(barmode="group", font=_font(big), height=520 if big else 400,
                       yaxis=dict(title="held-out accuracy (%)", range=[0, 112]),
                       legend=dict(orientation="h", y=1.12), margin=dict(l=10, r=10, t=40, b=10),
@@ -114,15 +116,18 @@ def cosine_by_layer(curves: Mapping[str, np.ndarray], word: str, big: bool = Fal
         cos = np.asarray(cos, dtype=np.float64)
         fig.add_trace(go.Scatter(
             x=list(range(len(cos))), y=cos, mode="lines+markers+text", name=escape(name),
-            text=[f"{c:.3f}" for c in cos], textposition="top center",
+            text=[""] * (len(cos) - 1) + [f"{cos[-1]:.3f}"], textposition="middle right",
             hovertemplate="after layer %{x}<br>cosine %{y:.6f}<extra>" + escape(name) + "</extra>",
         ))
     n = max(len(c) for c in curves.values())
+    low = min(float(np.min(c)) for c in curves.values())
+    low = min(0.9, low - 0.1 * (1.0 - low) - 0.02)
     fig.update_layout(
         font=_font(big), height=480 if big else 380, margin=dict(l=10, r=10, t=50, b=10),
         title=f"cosine of the two '{escape(word)}' vectors, layer by layer",
-        xaxis=dict(title="layer (0 = embeddings)", tickmode="array", tickvals=list(range(n))),
-        yaxis=dict(title="cosine similarity", range=[-0.05, 1.1]),
+        xaxis=dict(title="layer (0 = embeddings)", tickmode="array", tickvals=list(range(n)),
+                   range=[-0.3, n - 0.2]),
+        yaxis=dict(title="cosine similarity (1 = same direction)", range=[low, 1.02]),
         legend=dict(orientation="h", y=-0.2),
     )
     return fig
