@@ -39,7 +39,8 @@ t = trace_or_message(ctx)
 if t is None:
     st.stop()
 seed = int(st.number_input("Shuffle seed", 0, 10_000, 0, key="pos_seed", bind="query-params",
-                           help="Chooses the word shuffle (tab 1) and the 'shuffled' mode."))
+                           help="Chooses the toy vectors, the word shuffle and the "
+                           "'shuffled' mode."))
 with st.spinner("Running the encoder with each kind of position..."):
     runs = {m: ctx.trace(positions=m, seed=seed) for m in MODES}
 tok, n, key = t.tokens, t.n_tokens, ctx.model.key
@@ -76,7 +77,7 @@ with tabs[1]:
     if pair is None:
         st.info("No word repeats in this sentence (try *I saw a saw*). Pick any two tokens "
                 "to compare.")
-        pair = (min(1, n - 1), n - 1)
+        pair = P.fallback_pair(n)
     c1, c2, c3, c4 = st.columns(4)
     a = labels.index(c1.selectbox("First token", labels, pair[0], key="pos_i",
                                   bind="query-params"))
@@ -86,7 +87,9 @@ with tabs[1]:
     head = c4.selectbox("Head", range(t.n_heads), key="pos_head", bind="query-params")
     curves = {m: P.cosine_per_layer(runs[m].hidden_states, a, b) for m in MODES}
     name = f"'{tok[a]}' #{a} and '{tok[b]}' #{b}"
-    same = tok[a] == tok[b] and t.segments[a] == t.segments[b]
+    same = tok[a] == tok[b] and t.segments[a] == t.segments[b] and a != b
+    if a == b:
+        st.info("Both choices are the same token: pick two different ones to compare.")
     st.markdown(f"Layer by layer, the cosine similarity of {name} under each choice. " + (
         "Same word: without positions both are fed the same vector, so every layer gives them "
         f"the same vector again (last layer: {curves['none'][-1]:.6f}); with BERT's learned "
@@ -152,8 +155,8 @@ with tabs[3]:
 
 ui.download_arrays(
     "Download these numbers (.npz)",
-    {"tokens": tok, "permutation": perm, "max_diff_none": diffs["none"],
-     "max_diff_learned": diffs["learned"], "pair": np.array([a, b]),
+    {"tokens": tok, "permutation": perm, "pair": np.array([a, b]),
+     **{f"max_diff_{m}": d for m, d in diffs.items()},
      **{f"cosine_{m}": c for m, c in curves.items()},
      **{f"js_distance_{m}_vs_{ref}": d for m, d in dist.items()},
      **{f"final_cosine_{m}_vs_{ref}": c for m, c in final.items()},

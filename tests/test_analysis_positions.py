@@ -65,6 +65,8 @@ def test_repeated_tokens_and_default_pair():
     assert P.default_pair(toks) == (2, 4)
     assert P.default_pair(["[CLS]", "hello", "world", "[SEP]"]) is None
     assert P.default_pair(["[CLS]", "b", "a", "b", "a", "[SEP]"]) == (1, 3)
+    assert P.fallback_pair(4) == (1, 2) and P.fallback_pair(9) == (1, 7)
+    assert P.fallback_pair(3) == (0, 2) and P.fallback_pair(1) == (0, 0)
 
 
 def test_two_saws_identical_in_every_layer_without_positions(model):

@@ -108,7 +108,11 @@ def test_sentence_without_repeats_lets_the_user_pick(at, model):
     at.run()
     assert not at.exception and not at.error
     assert any("No word repeats" in i.value for i in at.info)
+    assert at.selectbox(key="pos_i").value == "dogs #1"  # first and last word by default
+    assert at.selectbox(key="pos_j").value == "loudly #3"
     at.selectbox(key="pos_i").set_value("dogs #1")
+    at.selectbox(key="pos_j").set_value("dogs #1").run()
+    assert any("same token" in i.value for i in at.info)
     at.selectbox(key="pos_j").set_value("loudly #3").run()
     assert not at.exception
     t = model.trace("Dogs bark loudly")

@@ -109,6 +109,11 @@ def default_pair(tokens: list[str]) -> tuple[int, int] | None:
     return first[0], first[1]
 
 
+def fallback_pair(n: int) -> tuple[int, int]:
+    """When no word repeats: the first and last word ([CLS] w1 ... wk [SEP]), else the ends."""
+    return (1, n - 2) if n >= 4 else (0, max(0, n - 1))
+
+
 def cosine_per_layer(hidden_states: np.ndarray, i: int, j: int) -> np.ndarray:
     """cos(x_i, x_j) = x_i . x_j / (|x_i| |x_j|) in each layer; [layers + 1] (0 = embeddings)."""
     h = np.asarray(hidden_states, dtype=np.float64)  # [L+1, n, hidden]
@@ -229,7 +234,7 @@ def toy_self_attention(words: list[str], d: int = 4, seed: int = 0) -> dict[str,
 
 __all__ = [
     "POSITION_MODES", "cosine_matrix", "cosine_per_layer", "default_pair", "dot_products",
-    "final_cosines", "head_distance", "js_divergence", "learned_table", "mode_distances", "pca",
-    "permuted_differences", "repeated_tokens", "shuffle_order", "shuffled_run", "sinusoidal_table",
-    "special_mask", "toy_self_attention",
+    "fallback_pair", "final_cosines", "head_distance", "js_divergence", "learned_table",
+    "mode_distances", "pca", "permuted_differences", "repeated_tokens", "shuffle_order",
+    "shuffled_run", "sinusoidal_table", "special_mask", "toy_self_attention",
 ]
