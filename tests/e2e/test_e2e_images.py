@@ -60,6 +60,14 @@ def test_url_state_is_restored(page, app):
     screenshot(page, "images_url_state")
 
 
+def test_nonsense_in_the_url_falls_back_to_defaults(page, app):
+    page.goto(f"{app}/images?img_size=7&img_row=-3&img_col=abc&img_k=4&img_alpha=zzz&img_sp=0")
+    wait_for_app(page)
+    assert not page_errors(page)
+    assert page.locator(".js-plotly-plot").count() >= 5
+    assert (_number(page, "Pixel row"), _number(page, "Pixel column")) == (10, 15)
+
+
 def test_click_on_the_picture_picks_the_pixel(page, app):
     page.goto(f"{app}/images")
     wait_for_app(page)
