@@ -1,0 +1,1 @@
+"""Test data: hostile inputs (issue 8)."""
