@@ -1,5 +1,7 @@
 """Self-attention step by step (seeds 003/004): vectors, q k v, scores, weights, outputs."""
 
+import re
+
 import numpy as np
 import streamlit as st
 
@@ -12,6 +14,13 @@ from attnviz.plotting import steps as sp
 STEPS = {1: "Vectors", 2: "Queries, keys, values", 3: "Similarity", 4: "Scale, temperature",
          5: "Softmax", 6: "Weighted sum", 7: "Multi-head", 8: "Additive similarity"}
 show = ui.show_figure
+
+
+def md(text: str) -> str:
+    """A token shown literally inside markdown (no *emphasis*, $math$ or links from user text)."""
+    return re.sub(r"([\\`*_{}\[\]()#+\-.!$<>|~&:])", r"\\\1", text)
+
+
 st.title("Self-attention step by step")
 st.caption("Column vectors as in seeds 003/004: $A=(a^1\\cdots a^n)$ is $m\\times n$, "
            "$Q=W^qA$. Score matrices put **queries in rows, keys in columns** "
@@ -19,10 +28,11 @@ st.caption("Column vectors as in seeds 003/004: $A=(a^1\\cdots a^n)$ is $m\\time
            "Math indices count from 1 like the seeds; axis labels count tokens from #0.")
 ctx = ui.context()
 c1, c2 = st.columns([1, 4])
+# Options are the URL's values (?sbs_mode=real&sbs_step=3); names go in the captions.
 mode = c1.radio("Numbers", ["toy", "real"], key="sbs_mode", bind="query-params",
-                format_func={"toy": "Toy (on paper)", "real": "Real BERT head"}.get)
+                captions=["small, to redo on paper", "a head of the bundled BERT"])
 step = c2.radio("Step", list(STEPS), key="sbs_step", bind="query-params", horizontal=True,
-                format_func=lambda s: f"{s}. {STEPS[s]}")
+                captions=list(STEPS.values()))
 box = st.container(horizontal=True)
 if mode == "toy":
     if not ui.require_text(ctx):
@@ -49,10 +59,12 @@ else:
                f"max |recomputed − engine trace| = {max(diff.values()):.1e}.")
     dec, qdec = 3, 3
 labels = sp.token_axis(walk.tokens)
-if st.session_state.get("sbs_query", 0) >= walk.n:
-    st.session_state["sbs_query"] = 0
-i = box.selectbox("Query token", range(walk.n), key="sbs_query", bind="query-params",
-                  format_func=lambda k: f"{walk.tokens[k]} #{k} (q^{k + 1})")
+for k in ("sbs_query", "sbs_key"):  # a position past a new, shorter sentence goes back to 0
+    if st.session_state.get(k, 0) >= walk.n:
+        st.session_state[k] = 0
+i = box.number_input("Query token #", 0, walk.n - 1, 0, key="sbs_query", bind="query-params",
+                     help="Position of the token that looks (the row of the score matrix).")
+st.caption(f"Query: **{md(walk.tokens[i])} #{i}**, i.e. $q^{{{i + 1}}}$.")
 A_rows, Q_rows, V_rows = (sp.dim_labels(s, d) for s, d in (("a", walk.m), ("q", walk.d_k),
                                                             ("v", walk.p)))
 st.subheader(f"Step {step}: {STEPS[step]}")
@@ -74,22 +86,22 @@ elif step == 2:
                                ("v", walk.w_v, walk.values, V_rows)):
         big = name.upper()
         show(sp.matrices_figure([
-            (w, rows, A_rows, f"W^{name} ({w.shape[0]} × {w.shape[1]})", "values"),
+            (w, rows, A_rows, f"W<sup>{name}</sup> ({w.shape[0]} × {w.shape[1]})", "values"),
             (walk.inputs.T, A_rows, labels, f"A ({walk.m} × {walk.n})", "values"),
             (out.T, rows, labels, f"{big} ({out.shape[1]} × {walk.n})", "values")],
-            ["·", "="], f"{big} = W^{name} A", decimals=qdec), key=f"s2_{name}")
+            ["·", "="], f"{big} = W<sup>{name}</sup> A", decimals=qdec), key=f"s2_{name}")
 elif step == 3:
-    j = st.selectbox("Key token", range(walk.n), key="sbs_key", bind="query-params",
-                     format_func=lambda k: f"{walk.tokens[k]} #{k} (k^{k + 1})")
+    j = st.number_input("Key token #", 0, walk.n - 1, min(1, walk.n - 1), key="sbs_key",
+                        bind="query-params")
+    st.caption(f"Key: **{md(walk.tokens[j])} #{j}**, i.e. $k^{{{j + 1}}}$.")
     if mode == "toy":
         for k in range(walk.n):
             st.latex(sp.dot_product_latex(walk.queries[i], walk.keys[k], i, k, qdec))
     show(sp.dot_terms_figure(wt.dot_terms(walk.queries[i], walk.keys[j]),
                              f"α_{i + 1},{j + 1} = q^{i + 1} · k^{j + 1}"), key="s3_terms")
-    conv = st.radio("Layout of the score matrix", ["queries", "keys"], horizontal=True,
-                    key="sbs_conv", bind="query-params", format_func=lambda c: {
-                        "queries": "rows = queries: Q^T K (attnviz, seed 004's C)",
-                        "keys": "rows = keys: A = K^T Q (seed 003)"}[c])
+    conv = st.radio("Rows of the score matrix are", ["queries", "keys"], horizontal=True,
+                    key="sbs_conv", bind="query-params", captions=[
+                        "Q^T K: attnviz, seed 004's C", "A = K^T Q: seed 003's layout"])
     K_rows = sp.dim_labels("k", walk.d_k)
     a, b, s = ((walk.queries, Q_rows, walk.scores) if conv == "queries"
                else (walk.keys, K_rows, walk.scores.T))

@@ -148,7 +148,7 @@ def test_multihead_helpers():
         wt.split_heads(x, 3)
     with pytest.raises(ValueError):
         wt.toy_multihead(wt.toy_walkthrough(SENTENCE, 6), 4)
-    shapes = dict((r[0], r[2]) for r in wt.multihead_shapes(384, 6, 12))
+    shapes = {r["what"]: r["shape"] for r in wt.multihead_shapes(384, 6, 12)}
     assert shapes["split into heads"] == "12 x (32 x 6)" and shapes["concatenation"] == "384 x 6"
     sweep = wt.heads_sweep(wt.toy_walkthrough(SENTENCE, 8, 3, 3, 2), 2)
     assert list(sweep["heads"]) == [1, 2, 4, 8]

@@ -123,7 +123,8 @@ def test_temperature_heads_and_additive(at):
     mh = wt.toy_multihead(walk, 2, 0)
     np.testing.assert_allclose(decode(figs["s7_h"]["data"][1]["z"]), mh.weights[1], atol=1e-12)
     np.testing.assert_allclose(decode(figs["s7_O"]["data"][2]["z"]), mh.outputs.T, atol=1e-12)
-    assert any("12" not in str(r) for r in at.table[0].value.values)  # toy shapes, not BERT's
+    shapes = dict(zip(at.table[0].value["what"], at.table[0].value["shape"], strict=True))
+    assert shapes["split into heads"] == "2 x (2 x 4)" and shapes["concatenation"] == "4 x 4"
     figs = go(at, step=8)
     add = wt.additive_scores(walk.queries, walk.keys, wt.toy_additive_vector(3, 0))
     np.testing.assert_allclose(decode(figs["s8_S"]["data"][1]["z"]), add, atol=1e-12)
@@ -146,6 +147,8 @@ def test_real_head_numbers_are_the_trace(at, model, layer, head):
                                atol=1e-5)
     figs = go(at, step=7)
     assert len(figs["s7_h"]["data"]) == model.n_heads
+    shapes = dict(zip(at.table[0].value["what"], at.table[0].value["shape"], strict=True))
+    assert shapes["split into heads"] == "12 x (32 x 6)" and shapes["layer output"] == "384 x 6"
     np.testing.assert_allclose(decode(figs["s7_h"]["data"][head]["z"]), t.weights[layer, head],
                                atol=1e-6)
 
@@ -159,5 +162,5 @@ def test_blank_and_long_input(at):
     assert decode(figs["s1_A"]["data"][0]["z"]).shape == (4, wt.MAX_TOY_TOKENS)
     go(at, text="I saw a saw", sbs_query=3)
     figs = go(at, step=6, text="I saw")  # the query beyond the new sentence falls back to 0
-    assert at.selectbox(key="sbs_query").value == 0 and "b^1" in figs["s6_arrows"]["layout"][
+    assert at.number_input(key="sbs_query").value == 0 and "b^1" in figs["s6_arrows"]["layout"][
         "title"]["text"]

@@ -345,10 +345,10 @@ def real_multihead(model, trace, layer: int) -> MultiHead:
                      cpu(lay.out_b))
 
 
-def multihead_shapes(m: int, n: int, h: int) -> list[tuple[str, str, str]]:
-    """(what, formula in the seeds' column layout, shape) for every matrix of multi-head."""
+def multihead_shapes(m: int, n: int, h: int) -> list[dict[str, str]]:
+    """{what, formula (seeds' column layout), shape} for every matrix of multi-head."""
     d = m // h
-    return [
+    rows = [
         ("inputs", "A = (a^1 ... a^n)", f"{m} x {n}"),
         ("all queries", "Q = W^Q A,  W^Q: " + f"{m} x {m}", f"{m} x {n}"),
         ("split into heads", f"Q_g = rows g*{d}..(g+1)*{d}-1 of Q, g = 0..{h - 1}",
@@ -361,6 +361,7 @@ def multihead_shapes(m: int, n: int, h: int) -> list[tuple[str, str, str]]:
         ("layer output", "B = W_O O,  W_O: " + f"{m} x {m}", f"{m} x {n}"),
         ("parameters", "W^Q, W^K, W^V, W_O", f"4 x {m} x {m} = {4 * m * m}, whatever h is"),
     ]
+    return [dict(what=a, formula=b, shape=c) for a, b, c in rows]
 
 
 # ---------------------------------------------------------------------- additive score

@@ -107,14 +107,14 @@ def matrices_figure(
     """
     widths = np.array([min(max(p[0].shape[1], 2), 24) for p in panels], dtype=float)
     fig = make_subplots(rows=1, cols=len(panels), column_widths=list(widths / widths.sum()),
-                        subplot_titles=[p[3] for p in panels], horizontal_spacing=0.07)
+                        subplot_titles=[p[3] for p in panels], horizontal_spacing=0.1)
     for i, (z, rows, cols, name, kind) in enumerate(panels):
         fig.add_trace(_heatmap(z, rows, cols, kind, decimals, numbers, name=name), row=1,
                       col=i + 1)
         _axes(fig, rows, cols, row=1, col=i + 1)
     for i, op in enumerate(ops):  # the operator sits in the gap after panel i
         dom = fig.layout[f"xaxis{i + 1 if i else ''}"].domain
-        fig.add_annotation(text=f"<b>{escape(op)}</b>", x=dom[1] + 0.035, y=0.5, xref="paper",
+        fig.add_annotation(text=f"<b>{escape(op)}</b>", x=dom[1] + 0.025, y=0.5, xref="paper",
                            yref="paper", showarrow=False, font=dict(size=22))
     r = max(p[0].shape[0] for p in panels)
     fig.update_layout(title=title, font=FONT, margin=dict(l=10, r=10, t=80, b=10),

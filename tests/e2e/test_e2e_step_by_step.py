@@ -1,0 +1,59 @@
+"""The step-by-step page in a real browser: steps reached by URL, in both modes, screenshots."""
+
+import pytest
+
+from .conftest import page_errors, screenshot, wait_for_app
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def app(page, app_url):
+    """Open "/" first: on a fresh server whose first request is a sub-page URL, Streamlit runs
+    pages/ in its old v1 mode (no router, no sidebar) until a session has run st.navigation."""
+    page.set_viewport_size({"width": 1400, "height": 2600})  # a whole step per screenshot
+    page.goto(f"{app_url}/")
+    wait_for_app(page)
+    return app_url
+
+
+URLS = [
+    ("sbs_mode=toy&sbs_step=2", "step_by_step_toy_2", "2. Queries, keys, values"),
+    ("sbs_mode=toy&sbs_step=3&sbs_query=1&sbs_key=3", "step_by_step_toy_3", "3. Similarity"),
+    ("sbs_mode=toy&sbs_step=4&sbs_temp=0.2", "step_by_step_toy_4", "4. Scale, temperature"),
+    ("sbs_mode=toy&sbs_step=6&sbs_m=6&sbs_dk=4&sbs_p=2", "step_by_step_toy_6", "6. Weighted sum"),
+    ("sbs_mode=toy&sbs_step=7&sbs_m=6&sbs_heads=3", "step_by_step_toy_7", "7. Multi-head"),
+    ("sbs_mode=real&sbs_step=2&sbs_layer=3&sbs_head=7", "step_by_step_real_2",
+     "2. Queries, keys, values"),
+    ("sbs_mode=real&sbs_step=7&sbs_layer=2", "step_by_step_real_7", "7. Multi-head"),
+    ("sbs_mode=real&sbs_step=8", "step_by_step_real_8", "8. Additive similarity"),
+]
+
+
+def test_steps_reached_by_url(page, app):
+    """Each URL opens its step and mode (one browser page, visited in turn)."""
+    for query, shot, step_label in URLS:
+        page.goto(f"{app}/step_by_step?{query}")
+        wait_for_app(page)
+        assert not page_errors(page), query
+        number, name = step_label.split(". ")
+        heading = f"Step {number}: {name}"
+        assert page.get_by_role("heading", name=heading).count() == 1, f"{query}: not {heading}"
+        assert page.locator(".js-plotly-plot").count() >= 1
+        body = page.inner_text("body")
+        assert ("engine trace" in body) == ("sbs_mode=real" in query), query
+        if "sbs_layer=3&sbs_head=7" in query:
+            assert "W[224:256]" in body  # head 7's rows of W^q
+        screenshot(page, shot)
+
+
+def test_clicking_a_step_updates_the_url(page, app):
+    page.goto(f"{app}/step_by_step?sbs_mode=toy&sbs_step=1")
+    wait_for_app(page)
+    page.locator("[data-testid='stRadio'] label").filter(has_text="Softmax").click()
+    page.wait_for_timeout(700)
+    wait_for_app(page)
+    assert "sbs_step=5" in page.url
+    assert page.get_by_role("heading", name="Step 5: Softmax").count() == 1
+    assert not page_errors(page)
+    screenshot(page, "step_by_step_toy_5")
