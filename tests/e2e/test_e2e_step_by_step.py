@@ -50,7 +50,8 @@ def test_steps_reached_by_url(page, app):
 def test_clicking_a_step_updates_the_url(page, app):
     page.goto(f"{app}/step_by_step?sbs_mode=toy&sbs_step=1")
     wait_for_app(page)
-    page.locator("[data-testid='stRadio'] label").filter(has_text="Softmax").click()
+    steps = page.get_by_role("radiogroup", name="Step")
+    steps.locator("[data-testid='stRadioOption']").nth(4).click()  # option 5: Softmax
     page.wait_for_timeout(700)
     wait_for_app(page)
     assert "sbs_step=5" in page.url
