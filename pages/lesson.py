@@ -26,12 +26,15 @@ if ctx.model is None:
     st.error(ctx.error or "No model is loaded.")
     st.stop()
 st.title("I saw a saw: why self-attention needs positions")
-top = st.columns([2, 2, 1])
-choice = top[0].selectbox("Lesson sentence", [SIDEBAR, *EXAMPLES], key="lesson_sentence",
-                          bind="query-params", help="The sidebar's sentence, or an example.")
-big = top[2].toggle("Presentation mode", key="lesson_present", bind="query-params",
+if st.session_state.get("lesson_seen_text", ctx.text) != ctx.text:
+    st.session_state["lesson_sentence"] = SIDEBAR  # typing in the sidebar brings the lesson there
+st.session_state["lesson_seen_text"] = ctx.text
+choice = st.radio("Lesson sentence", [SIDEBAR, *EXAMPLES], key="lesson_sentence",
+                  bind="query-params", horizontal=True)
+top = st.columns([3, 1])
+big = top[1].toggle("Presentation mode", key="lesson_present", bind="query-params",
                     help="Large type for a projector.")
-with top[1].expander("Training settings"):
+with top[0].expander("Training settings"):
     seed = st.number_input("Seed", 0, 9999, 0, key="lesson_seed", bind="query-params")
     epochs = st.number_input("Epochs", 1, 40, T.Settings.epochs, key="lesson_epochs",
                              bind="query-params")

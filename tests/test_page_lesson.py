@@ -127,7 +127,7 @@ def test_attention_step_shows_bert_weights(at, model):
 
 
 def test_examples_and_presentation_mode(at):
-    at.selectbox(key="lesson_sentence").set_value("They can can the can").run()
+    at.radio(key="lesson_sentence").set_value("They can can the can").run()
     at.toggle(key="lesson_present").set_value(True).run()
     rows = table_rows(go(at, 0)[0])
     assert rows["gold"] == ["PRON", "AUX", "VERB", "DET", "NOUN"]
@@ -136,8 +136,10 @@ def test_examples_and_presentation_mode(at):
 
 
 def test_sentence_without_twins_says_so(at):
+    at.radio(key="lesson_sentence").set_value("The duck can duck").run()
     at.session_state["text"] = "The cat sat on the mat"
-    at.run()
+    at.run()  # typing a sentence in the sidebar brings the lesson to it
+    assert at.radio(key="lesson_sentence").value == "(the sidebar's sentence)"
     assert not at.exception
     assert any("no ambiguous word that occurs twice" in i.value for i in at.info)
     assert figures(at)
