@@ -93,7 +93,8 @@ if shown and one:
     st.markdown(f"{'### ' if big else ''}Held-out: **{100 * sc.overall:.1f}%** of all words, "
                 f"**{100 * sc.ambiguous:.1f}%** of ambiguous words, "
                 f"**{100 * sc.double_role:.1f}%** of double-role words "
-                f"(best one-tag-per-word on ambiguous words: {100 * base['best_possible']:.1f}%).")
+                f"(ambiguous words, always the majority tag: {100 * base['train_majority']:.1f}%, "
+                f"best possible with one tag per word: {100 * base['best_possible']:.1f}%).")
 if shown and s.key in ("per_word", "window"):
     fields = L.receptive_fields(len(ws), tr.settings.window)
     fields.pop("per word" if s.key == "window" else "window")
@@ -129,7 +130,8 @@ if shown and s.key == "positions":
                    ws)[0], ws, "weights", title="tagger (d), layer 0: weights"),
                    key="lesson_fig_tagger_heads")
 if shown and s.key == "bert" and curves:
-    ui.show_figure(P.cosine_by_layer(curves, word, big), key="lesson_fig_cosine")
+    ui.show_figure(P.cosine_by_layer(curves, word, big, tuple(twins[:2])),
+                   key="lesson_fig_cosine")
 if s.key == "next":
     ui.show_figure(P.loss_curves({T.NAMES[k]: v for k, v in tr.losses.items()}),
                    key="lesson_fig_loss")

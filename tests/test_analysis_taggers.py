@@ -183,7 +183,10 @@ def test_tag_sentence_handles_unknown_and_empty(trained):
     m, c = trained.models["attention_pos"], trained.corpus
     ws, tags = T.tag_sentence(m, c, "I saw a zebra")
     assert ws == ["i", "saw", "a", "zebra"] and len(tags) == 4
-    assert T.tag_sentence(m, c, "  ?! ") == ([], [])
+    assert T.tag_sentence(m, c, "  \n\t ") == ([], [])
+    ws, tags = T.tag_sentence(m, c, "I saw a saw.")
+    assert ws[-1] == "." and tags == ["PRON", "VERB", "DET", "NOUN", "PUNCT"]
+    assert len(T.tag_sentence(m, c, "?!")[1]) == 2  # symbols are unknown words, still tagged
     ws, tags = T.tag_sentence(m, c, "saw " * 100)
     assert len(ws) == len(tags) == T.MAX_WORDS
     p = T.tag_probabilities(m, c, ["i", "saw"])

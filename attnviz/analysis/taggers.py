@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -163,10 +164,21 @@ def batch(corpus: Corpus, sentences: list[Sentence]) -> tuple[torch.Tensor, torc
     return ids, tags
 
 
+@contextmanager
+def _one_thread():
+    """Tiny matrices: one thread is 2-5x faster than two on a busy 2-core CPU."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
 def train_one(name: str, corpus: Corpus, settings: Settings,
               progress: Progress | None = None) -> tuple[nn.Module, list[float]]:
     """Train one tagger with a fixed seed; returns (model in eval mode, mean loss per epoch)."""
-    with torch.random.fork_rng(devices=[]):
+    with _one_thread(), torch.random.fork_rng(devices=[]):
         torch.manual_seed(settings.seed)
         model = build(name, corpus, settings)
         gen = torch.Generator().manual_seed(settings.seed)
@@ -216,19 +228,14 @@ def train_all(settings: Settings = Settings(), progress: Progress | None = None,
     """Generate the corpus and train every tagger in `names`; progress goes from 0 to 1."""
     corpus = make_corpus(settings.n_sentences, settings.seed)
     models, losses, seconds = {}, {}, {}
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny matrices: one thread is 2-5x faster on a busy 2-core CPU
-    try:
-        for k, name in enumerate(names):
-            def sub(frac: float, msg: str, k: int = k) -> None:
-                if progress is not None:
-                    progress((k + frac) / len(names), msg)
+    for k, name in enumerate(names):
+        def sub(frac: float, msg: str, k: int = k) -> None:
+            if progress is not None:
+                progress((k + frac) / len(names), msg)
 
-            start = time.perf_counter()
-            models[name], losses[name] = train_one(name, corpus, settings, sub)
-            seconds[name] = time.perf_counter() - start
-    finally:
-        torch.set_num_threads(threads)
+        start = time.perf_counter()
+        models[name], losses[name] = train_one(name, corpus, settings, sub)
+        seconds[name] = time.perf_counter() - start
     return Trained(corpus, settings, models, losses, seconds)
 
 

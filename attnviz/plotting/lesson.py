@@ -109,8 +109,12 @@ def accuracy_bars(scores: Mapping[str, object], baseline: float | None = None,
     return fig
 
 
-def cosine_by_layer(curves: Mapping[str, np.ndarray], word: str, big: bool = False) -> go.Figure:
-    """cos(first copy, second copy) of `word` after each layer, one line per condition."""
+def cosine_by_layer(curves: Mapping[str, np.ndarray], word: str, big: bool = False,
+                    pair: tuple[int, int] | None = None) -> go.Figure:
+    """cos(first copy, second copy) of `word` after each layer, one line per condition.
+
+    `pair` (token positions of the two copies) is named in the title when given.
+    """
     fig = go.Figure()
     for name, cos in curves.items():
         cos = np.asarray(cos, dtype=np.float64)
@@ -124,7 +128,8 @@ def cosine_by_layer(curves: Mapping[str, np.ndarray], word: str, big: bool = Fal
     low = min(0.9, low - 0.1 * (1.0 - low) - 0.02)
     fig.update_layout(
         font=_font(big), height=480 if big else 380, margin=dict(l=10, r=10, t=50, b=10),
-        title=f"cosine of the two '{escape(word)}' vectors, layer by layer",
+        title=(f"cosine of '{escape(word)}' #{pair[0]} and '{escape(word)}' #{pair[1]}"
+               if pair else f"cosine of the two '{escape(word)}' vectors") + ", layer by layer",
         xaxis=dict(title="layer (0 = embeddings)", tickmode="array", tickvals=list(range(n)),
                    range=[-0.3, n - 0.2]),
         yaxis=dict(title="cosine similarity (1 = same direction)", range=[low, 1.02]),
