@@ -180,8 +180,8 @@ elif step == 8:
     w_add = wt.toy_additive_vector(walk.d_k, int(seed) if mode == "toy" else 0)
     add = wt.additive_scores(walk.queries, walk.keys, w_add)
     st.markdown(r"Seed 004's other similarity: $\alpha_{i,j} = w^{\top}\tanh(q^i + k^j)$, "
-                "with a vector $w$ of size $d_k$ (untrained here: made from the seed). "
-                f"w = {np.array2string(w_add, precision=1)}")
+                "with a vector $w$ of size $d_k$ (untrained here: made from the seed): "
+                f"`w = {np.array2string(w_add, precision=1, max_line_width=10**6)}`")
     show(sp.matrices_figure([(walk.scores, labels, labels, "dot product q·k", "scores"),
                              (add, labels, labels, "additive w·tanh(q+k)", "scores")], [""],
                             "Two similarities on the same q, k", decimals=3), key="s8_S")

@@ -162,5 +162,5 @@ def test_blank_and_long_input(at):
     assert decode(figs["s1_A"]["data"][0]["z"]).shape == (4, wt.MAX_TOY_TOKENS)
     go(at, text="I saw a saw", sbs_query=3)
     figs = go(at, step=6, text="I saw")  # the query beyond the new sentence falls back to 0
-    assert at.number_input(key="sbs_query").value == 0 and "b^1" in figs["s6_arrows"]["layout"][
-        "title"]["text"]
+    title = figs["s6_arrows"]["layout"]["title"]["text"]
+    assert at.number_input(key="sbs_query").value == 0 and "b<sup>1</sup>" in title

@@ -214,11 +214,12 @@ def weighted_sum_figure(contrib: np.ndarray, tokens: list[str], query: int,
                                  marker=dict(symbol="arrow", angleref="previous", size=12),
                                  hovertemplate="(%{x:.4f}, %{y:.4f})"))  # name in the <extra>
     fig.add_trace(go.Scatter(x=[0, ends[-1, 0]], y=[0, ends[-1, 1]], mode="lines+markers",
-                             name=f"b^{query + 1} (the sum)", line=dict(color="black", dash="dash"),
+                             name=f"b<sup>{query + 1}</sup> (the sum)",
+                             line=dict(color="black", dash="dash"),
                              marker=dict(symbol="arrow", angleref="previous", size=14)))
     a, b = dims
-    fig.update_layout(title=f"Weighted values adding up to b^{query + 1} (coordinates {a + 1}, "
-                            f"{b + 1})", font=FONT, height=420,
+    fig.update_layout(title=f"Weighted values adding up to b<sup>{query + 1}</sup> "
+                            f"(coordinates {a + 1}, {b + 1})", font=FONT, height=420,
                       xaxis_title=f"coordinate {a + 1}", yaxis_title=f"coordinate {b + 1}",
                       yaxis=dict(scaleanchor="x"), margin=dict(l=10, r=10, t=50, b=10))
     return fig
@@ -232,10 +233,11 @@ def contributions_figure(contrib: np.ndarray, tokens: list[str], query: int) -> 
     fig = go.Figure([go.Bar(x=x, y=c[j], name=f"α'·v of {labels[j]}",
                             hovertemplate="t = %{x}<br>%{y:.5f}")  # the name shows beside
                      for j in range(c.shape[0])])
-    fig.add_trace(go.Scatter(x=x, y=c.sum(0), mode="markers", name=f"b^{query + 1}",
+    fig.add_trace(go.Scatter(x=x, y=c.sum(0), mode="markers", name=f"b<sup>{query + 1}</sup>",
                              marker=dict(symbol="diamond", size=11, color="black")))
-    fig.update_layout(barmode="relative", title=f"b^{query + 1}, coordinate by coordinate",
-                      font=FONT, height=360, xaxis_title="coordinate t",
+    fig.update_layout(barmode="relative", title=f"b<sup>{query + 1}</sup>, coordinate by "
+                      "coordinate", font=FONT, height=360,
+                      xaxis=dict(title="coordinate t", dtick=1),
                       margin=dict(l=10, r=10, t=50, b=10), legend=dict(orientation="h", y=-0.3))
     return fig
 
