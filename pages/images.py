@@ -13,6 +13,8 @@ from attnviz.analysis import conv_attention as ca
 from attnviz.analysis import image_attention as ia
 from attnviz.plotting import images as plots
 
+ui.ensure_router()
+
 st.title("Images: attention vs convolution")
 st.markdown(
     "An image is a **set of vectors**: one per pixel (its colour and its position). "

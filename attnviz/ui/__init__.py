@@ -7,6 +7,7 @@ from .state import (
     cached_trace,
     context,
     download_arrays,
+    ensure_router,
     require_text,
     show_figure,
     sidebar,
@@ -15,5 +16,5 @@ from .state import (
 
 __all__ = [
     "DEFAULT_TEXT", "Context", "cached_model", "cached_trace", "context", "download_arrays",
-    "require_text", "show_figure", "sidebar", "trace_or_message",
+    "ensure_router", "require_text", "show_figure", "sidebar", "trace_or_message",
 ]

@@ -104,8 +104,26 @@ def sidebar() -> Context:
     return ctx
 
 
+def ensure_router() -> None:
+    """Make sure app.py's router (and so the shared sidebar) runs, whatever URL came first.
+
+    On a freshly started server, Streamlit treats a first request for a sub-page such as
+    /positions in its legacy multipage mode (a `pages/` folder exists and `st.navigation` has
+    not run yet) and runs that page file alone, without app.py. Leave that mode and rerun:
+    the rerun goes through app.py, which resolves the same page by its URL.
+    """
+    try:
+        from streamlit.runtime.pages_manager import PagesManager
+    except ImportError:  # pragma: no cover - a Streamlit without the legacy mode
+        return
+    if getattr(PagesManager, "uses_pages_directory", False):
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
 def context() -> Context:
     """The sentence, model and device chosen in the sidebar, read from the widgets' state."""
+    ensure_router()
     folder = _clean(st.session_state.get("model_dir")).strip() or None
     device = st.session_state.get("device", "auto")
     model, error = None, None
