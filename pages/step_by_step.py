@@ -65,8 +65,6 @@ for k in ("sbs_query", "sbs_key"):  # a position past a new, shorter sentence go
 i = box.number_input("Query token #", 0, walk.n - 1, 0, key="sbs_query", bind="query-params",
                      help="Position of the token that looks (the row of the score matrix).")
 st.caption(f"Query: **{md(walk.tokens[i])} #{i}**, i.e. $q^{{{i + 1}}}$.")
-A_rows, Q_rows, V_rows = (sp.dim_labels(s, d) for s, d in (("a", walk.m), ("q", walk.d_k),
-                                                            ("v", walk.p)))
 st.subheader(f"Step {step}: {STEPS[step]}")
 extra: dict = {}
 
@@ -75,21 +73,14 @@ if step == 1:
                 "side by side they form $A$. " + ("Toy vectors depend only on the word, so both "
                 "*saw* get the same $a^i$: without positions attention cannot tell them apart."
                 if mode == "toy" else f"In BERT, $a^i$ is the input of layer {walk.layer}."))
-    show(sp.matrix_figure(walk.inputs.T, A_rows, labels, f"A ({walk.m} × {walk.n})",
-                          decimals=dec), key="s1_A")
+    show(sp.matrix_figure(walk.inputs.T, sp.dim_labels("a", walk.m), labels,
+                          f"A ({walk.m} × {walk.n})", decimals=dec), key="s1_A")
 elif step == 2:
     st.markdown(r"$q^i = W^q a^i,\; k^i = W^k a^i,\; v^i = W^v a^i$; all tokens at once: "
                 r"$Q = W^qA,\; K = W^kA,\; V = W^vA$" + (" (+ a bias b per row in BERT)."
                                                        if mode == "real" else "."))
-    for name, w, out, rows in (("q", walk.w_q, walk.queries, Q_rows),
-                               ("k", walk.w_k, walk.keys, sp.dim_labels("k", walk.d_k)),
-                               ("v", walk.w_v, walk.values, V_rows)):
-        big = name.upper()
-        show(sp.matrices_figure([
-            (w, rows, A_rows, f"W<sup>{name}</sup> ({w.shape[0]} × {w.shape[1]})", "values"),
-            (walk.inputs.T, A_rows, labels, f"A ({walk.m} × {walk.n})", "values"),
-            (out.T, rows, labels, f"{big} ({out.shape[1]} × {walk.n})", "values")],
-            ["·", "="], f"{big} = W<sup>{name}</sup> A", decimals=qdec), key=f"s2_{name}")
+    for name in "qkv":
+        show(sp.projection_figure(walk, name, qdec), key=f"s2_{name}")
 elif step == 3:
     j = st.number_input("Key token #", 0, walk.n - 1, min(1, walk.n - 1), key="sbs_key",
                         bind="query-params")
@@ -102,14 +93,7 @@ elif step == 3:
     conv = st.radio("Rows of the score matrix are", ["queries", "keys"], horizontal=True,
                     key="sbs_conv", bind="query-params", captions=[
                         "Q^T K: attnviz, seed 004's C", "A = K^T Q: seed 003's layout"])
-    K_rows = sp.dim_labels("k", walk.d_k)
-    a, b, s = ((walk.queries, Q_rows, walk.scores) if conv == "queries"
-               else (walk.keys, K_rows, walk.scores.T))
-    c_, r_ = (walk.keys, K_rows) if conv == "queries" else (walk.queries, Q_rows)
-    show(sp.matrices_figure([(a, labels, b, "Q^T" if conv == "queries" else "K^T", "values"),
-                             (c_.T, r_, labels, "K" if conv == "queries" else "Q", "values"),
-                             (s, labels, labels, "scores", "scores")], ["·", "="],
-                            "All scores at once", decimals=qdec), key="s3_S")
+    show(sp.scores_figure(walk, conv, qdec), key="s3_S")
 elif step == 4:
     temp = st.select_slider("Temperature T", [0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0,
                             3.0, 5.0, 10.0, 20.0, 50.0], value=1.0, key="sbs_temp",
@@ -148,10 +132,7 @@ elif step == 6:
     contrib = wt.contributions(walk.weights[i], walk.values)
     show(sp.weighted_sum_figure(contrib, walk.tokens, i), key="s6_arrows")
     show(sp.contributions_figure(contrib, walk.tokens, i), key="s6_bars")
-    show(sp.matrices_figure([(walk.values.T, V_rows, labels, "V", "values"),
-                             (walk.weights.T, labels, labels, "A'^T", "weights"),
-                             (walk.outputs.T, V_rows, labels, "O", "values")], ["·", "="],
-                            "O = V A'^T", decimals=3), key="s6_O")
+    show(sp.outputs_figure(walk), key="s6_O")
 elif step == 7:
     st.markdown(r"$\mathrm{MultiHead}(A) = W_O\,(O_0;\dots;O_{h-1})$, $O_g = "
                 r"\mathrm{Attention}(Q_g,K_g,V_g)$: rows of $Q=W^QA$ are split into h heads of "
@@ -169,12 +150,7 @@ elif step == 7:
     else:
         show(heads_grid(mh.weights, walk.tokens, title=f"Layer {layer}: {mh.n_heads} heads"),
              key="s7_h")
-    cat_rows = sp.dim_labels("o", walk.m)
-    show(sp.matrices_figure([(mh.w_o, sp.dim_labels("b", walk.m), cat_rows, "W_O", "values"),
-                             (mh.concat.T, cat_rows, labels, "concat O", "values"),
-                             (mh.outputs.T, sp.dim_labels("b", walk.m), labels, "B", "values")],
-                            ["·", "="], "Heads concatenated, then W_O", decimals=2),
-         key="s7_O")
+    show(sp.output_projection_figure(mh), key="s7_O")
     extra = {f"multihead_{k}": v for k, v in mh.arrays().items() if k != "tokens"}
 elif step == 8:
     w_add = wt.toy_additive_vector(walk.d_k, int(seed) if mode == "toy" else 0)

@@ -105,8 +105,7 @@ def test_toy_score_layouts_and_latex(at):
     assert terms.sum() == pytest.approx(walk.scores[1, 3], abs=1e-12)
     figs = go(at, sbs_conv="keys")
     np.testing.assert_allclose(decode(figs["s3_S"]["data"][2]["z"]), walk.scores.T, atol=1e-12)
-    assert "K^T Q" in figs["s3_S"]["layout"]["title"]["text"] or \
-        figs["s3_S"]["data"][0]["name"] == "K^T"
+    assert figs["s3_S"]["layout"]["title"]["text"].endswith("K<sup>T</sup> Q")
 
 
 def test_temperature_heads_and_additive(at):

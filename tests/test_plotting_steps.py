@@ -102,3 +102,28 @@ def test_sweep_and_heads_figures(walk):
     hs = wt.heads_sweep(wt.toy_walkthrough("I saw a saw", 4))
     fig = sp.entropy_by_heads_figure(hs)
     assert list(fig.data[0].x) == ["1", "2", "4"]
+
+
+def test_walkthrough_products(walk):
+    """Each ready-made product: the right arrays, and left @ middle = right (as printed)."""
+    def z(fig, k):
+        return np.asarray(fig.data[k].z)
+
+    for name, out in (("q", walk.queries), ("k", walk.keys), ("v", walk.values)):
+        fig = sp.projection_figure(walk, name)
+        np.testing.assert_array_equal(z(fig, 2), out.T)
+        np.testing.assert_allclose(z(fig, 0) @ z(fig, 1), z(fig, 2), atol=1e-12)
+    rows_q, rows_k = sp.scores_figure(walk, "queries"), sp.scores_figure(walk, "keys")
+    np.testing.assert_array_equal(z(rows_q, 2), walk.scores)
+    np.testing.assert_array_equal(z(rows_k, 2), walk.scores.T)
+    for fig in (rows_q, rows_k):
+        np.testing.assert_allclose(z(fig, 0) @ z(fig, 1), z(fig, 2), atol=1e-12)
+    assert rows_k.layout.title.text.endswith("K<sup>T</sup> Q")
+    with pytest.raises(ValueError):
+        sp.scores_figure(walk, "columns")
+    fig = sp.outputs_figure(walk)
+    np.testing.assert_allclose(z(fig, 0) @ z(fig, 1), walk.outputs.T, atol=1e-12)
+    mh = wt.toy_multihead(walk, 2)
+    fig = sp.output_projection_figure(mh)
+    np.testing.assert_allclose(z(fig, 0) @ z(fig, 1), z(fig, 2), atol=1e-12)
+    np.testing.assert_array_equal(z(fig, 2), mh.outputs.T)

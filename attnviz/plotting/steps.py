@@ -274,3 +274,59 @@ def entropy_by_heads_figure(sweep: dict) -> go.Figure:
                       barmode="group", margin=dict(l=10, r=10, t=50, b=10),
                       legend=dict(orientation="h", y=-0.35))
     return fig
+
+
+# ------------------------------------------------ the walkthrough's matrix products, ready-made
+def projection_figure(walk, name: str, decimals: int = 2) -> go.Figure:
+    """W^name · A = name.upper() for name in q, k, v (seeds' column layout), with shapes."""
+    w = {"q": walk.w_q, "k": walk.w_k, "v": walk.w_v}[name]  # [d, m]
+    out = {"q": walk.queries, "k": walk.keys, "v": walk.values}[name]  # [n, d]
+    rows, a_rows, labels = dim_labels(name, w.shape[0]), dim_labels("a", walk.m), \
+        token_axis(walk.tokens)
+    big = name.upper()
+    return matrices_figure([
+        (w, rows, a_rows, f"W<sup>{name}</sup> ({w.shape[0]} × {w.shape[1]})", "values"),
+        (walk.inputs.T, a_rows, labels, f"A ({walk.m} × {walk.n})", "values"),
+        (out.T, rows, labels, f"{big} ({out.shape[1]} × {walk.n})", "values")],
+        ["·", "="], f"{big} = W<sup>{name}</sup> A", decimals=decimals)
+
+
+def scores_figure(walk, rows: str = "queries", decimals: int = 2) -> go.Figure:
+    """All scores at once: Q^T K (rows = queries, attnviz) or K^T Q (rows = keys, seed 003)."""
+    labels = token_axis(walk.tokens)
+    q_rows, k_rows = dim_labels("q", walk.d_k), dim_labels("k", walk.d_k)
+    if rows == "queries":
+        left, right, s = ((walk.queries, q_rows, "Q<sup>T</sup>"), (walk.keys, k_rows, "K"),
+                          walk.scores)
+    elif rows == "keys":
+        left, right, s = ((walk.keys, k_rows, "K<sup>T</sup>"), (walk.queries, q_rows, "Q"),
+                          walk.scores.T)
+    else:
+        raise ValueError("rows must be 'queries' or 'keys'")
+    n, d = walk.n, walk.d_k
+    return matrices_figure([
+        (left[0], labels, left[1], f"{left[2]} ({n} × {d})", "values"),
+        (right[0].T, right[1], labels, f"{right[2]} ({d} × {n})", "values"),
+        (s, labels, labels, f"scores, rows = {rows} ({n} × {n})", "scores")],
+        ["·", "="], f"All scores at once: {left[2]} {right[2]}", decimals=decimals)
+
+
+def outputs_figure(walk, decimals: int = 3) -> go.Figure:
+    """O = V A'^T: column i of O is b^i = sum_j alpha'_{i,j} v^j (seeds' column layout)."""
+    labels, v_rows = token_axis(walk.tokens), dim_labels("v", walk.p)
+    n, p = walk.n, walk.p
+    return matrices_figure([(walk.values.T, v_rows, labels, f"V ({p} × {n})", "values"),
+                            (walk.weights.T, labels, labels, f"A'<sup>T</sup> ({n} × {n})",
+                             "weights"),
+                            (walk.outputs.T, v_rows, labels, f"O ({p} × {n})", "values")],
+                           ["·", "="], "O = V A'<sup>T</sup>", decimals=decimals)
+
+
+def output_projection_figure(mh, decimals: int = 2) -> go.Figure:
+    """B = W_O O: the heads' outputs stacked (concat) and mixed by W_O (+ b_O in BERT)."""
+    m, n = mh.w_o.shape[0], len(mh.tokens)
+    labels, o_rows, b_rows = token_axis(mh.tokens), dim_labels("o", m), dim_labels("b", m)
+    return matrices_figure([(mh.w_o, b_rows, o_rows, f"W_O ({m} × {m})", "values"),
+                            (mh.concat.T, o_rows, labels, f"concat O ({m} × {n})", "values"),
+                            (mh.outputs.T, b_rows, labels, f"B ({m} × {n})", "values")],
+                           ["·", "="], "Heads concatenated, then W_O", decimals=decimals)
