@@ -66,7 +66,8 @@ if word is None:
             "tell apart. Pick an example such as *They can can the can*, or type a sentence "
             f"that repeats one of: {', '.join(tr.corpus.ambiguous)}.")
 if s.predict:
-    st.warning(("### " if big else "") + "**Predict first:** " + s.predict, icon=":material/help:")
+    st.container(border=True).markdown(("### " if big else "") + ":material/help: "
+                                       f"**Predict first:** {s.predict}")
 shown = s.predict is None or st.toggle("Reveal", key=f"lesson_reveal_{s.key}")
 one = {"per_word": "mlp", "window": "window", "no_positions": "attention",
        "positions": "attention_pos"}.get(s.key)

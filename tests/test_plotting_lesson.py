@@ -12,7 +12,7 @@ GOLD = ("PRON", "VERB", "DET", "NOUN")
 def test_tag_table_colours_right_and_wrong():
     fig = P.tag_table(WORDS, {"(a)": ["PRON", "NOUN", "DET", "NOUN"], "hidden": ["?"] * 4}, GOLD)
     t = fig.data[0]
-    assert [h.replace("<b>", "").replace("</b>", "") for h in t.header.values] == ["", *WORDS]
+    assert list(t.header.values) == ["", *WORDS]
     assert list(t.cells.values[0]) == ["gold", "(a)", "hidden"]
     assert [list(c) for c in t.cells.values[1:]] == [
         ["PRON", "PRON", "?"], ["VERB", "NOUN", "?"], ["DET", "DET", "?"], ["NOUN", "NOUN", "?"]]
@@ -25,7 +25,7 @@ def test_tag_table_colours_right_and_wrong():
 
 def test_tag_table_escapes_typed_html():
     fig = P.tag_table(["<b>", "saw"], {"x": ["NOUN", "VERB"]})
-    assert fig.data[0].header.values[1] == "<b>&lt;b&gt;</b>"  # only our own bold tag is live
+    assert fig.data[0].header.values[1] == "&lt;b&gt;"
     big = P.tag_table(WORDS, {"x": list(GOLD)}, big=True)
     assert big.data[0].cells.font.size > fig.data[0].cells.font.size
 

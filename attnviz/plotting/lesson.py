@@ -48,8 +48,8 @@ def tag_table(words: Sequence[str], rows: Mapping[str, Sequence[str]],
     size = 22 if big else 14
     fig = go.Figure(go.Table(
         columnwidth=[2.6] + [1] * len(words),
-        header=dict(values=[f"<b>{x}</b>" for x in labels], fill_color="#dde3ee",
-                    font=dict(size=size), height=int(size * 2.2)),
+        header=dict(values=labels, fill_color="#dde3ee", font=dict(size=size, weight="bold"),
+                    height=int(size * 2.2)),
         cells=dict(values=cells, fill_color=colours, font=dict(size=size),
                    height=int(size * 2.1), align=["left"] + ["center"] * len(words)),
     ))
