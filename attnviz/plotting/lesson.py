@@ -74,8 +74,9 @@ def receptive_field(words: Sequence[str], fields: Mapping[str, np.ndarray],
                          tickvals=labels, showticklabels=(c == 1), row=1, col=c)
         fig.update_xaxes(type="category", ticktext=[escape(w) for w in words], tickvals=labels,
                          row=1, col=c)
-    fig.update_layout(font=_font(big), height=420 if big else 300,
-                      margin=dict(l=10, r=10, t=50, b=10))
+    fig.update_layout(font=_font(big), height=460 if big else 340,
+                      title="What each word's tag can see (row: the word tagged; blue: the words "
+                            "it sees)", margin=dict(l=10, r=10, t=80, b=10))
     fig.update_annotations(font_size=22 if big else 14)
     return fig
 
