@@ -19,6 +19,8 @@ import streamlit as st
 
 from attnviz.engine import Model, ModelError, Trace, load_model
 
+from .trace_cache import SHARED as SHARED_TRACES
+
 DEFAULT_TEXT = "I saw a saw"
 MAX_CHARS = 20_000  # more text than 512 tokens can hold; longer input is cut with a warning
 
@@ -50,9 +52,8 @@ def cached_model(folder: str | None, device: str) -> Model:
     return load_model(folder or None, device=device)
 
 
-@st.cache_resource(show_spinner=False, max_entries=48)
 def cached_trace(
-    _model: Model,
+    model: Model,
     model_key: str,
     text: str,
     text_pair: str | None = None,
@@ -61,13 +62,13 @@ def cached_trace(
     causal: bool = False,
     seed: int = 0,
 ) -> Trace:
-    """A shared, read-only Trace: identical requests from any session reuse the work."""
-    t = _model.trace(text, text_pair, positions=positions, window=window, causal=causal, seed=seed)
-    for name in vars(t):
-        value = getattr(t, name)
-        if isinstance(value, np.ndarray):
-            value.flags.writeable = False
-    return t
+    """A shared, read-only Trace: identical requests from any session reuse the work.
+
+    Kept in a server-wide cache bounded by bytes (see attnviz.ui.trace_cache).
+    """
+    key = (model_key, text, text_pair, positions, window, causal, seed)
+    return SHARED_TRACES.get(key, lambda: model.trace(
+        text, text_pair, positions=positions, window=window, causal=causal, seed=seed))
 
 
 def _clean(text: str | None) -> str:
