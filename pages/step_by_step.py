@@ -89,11 +89,12 @@ elif step == 3:
         for k in range(walk.n):
             st.latex(sp.dot_product_latex(walk.queries[i], walk.keys[k], i, k, qdec))
     show(sp.dot_terms_figure(wt.dot_terms(walk.queries[i], walk.keys[j]),
-                             f"α_{i + 1},{j + 1} = q^{i + 1} · k^{j + 1}"), key="s3_terms")
+                             f"α<sub>{i + 1},{j + 1}</sub> = q<sup>{i + 1}</sup> · "
+                             f"k<sup>{j + 1}</sup>"), key="s3_terms")
     conv = st.radio("Rows of the score matrix are", ["queries", "keys"], horizontal=True,
                     key="sbs_conv", bind="query-params", captions=[
                         "Q^T K: attnviz, seed 004's C", "A = K^T Q: seed 003's layout"])
-    show(sp.scores_figure(walk, conv, qdec), key="s3_S")
+    show(sp.scores_figure(walk, conv, qdec, 4 if mode == "toy" else 3), key="s3_S")
 elif step == 4:
     temp = st.select_slider("Temperature T", [0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0,
                             3.0, 5.0, 10.0, 20.0, 50.0], value=1.0, key="sbs_temp",

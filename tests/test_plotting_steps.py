@@ -119,6 +119,7 @@ def test_walkthrough_products(walk):
     for fig in (rows_q, rows_k):
         np.testing.assert_allclose(z(fig, 0) @ z(fig, 1), z(fig, 2), atol=1e-12)
     assert rows_k.layout.title.text.endswith("K<sup>T</sup> Q")
+    assert rows_q.data[0].texttemplate == "%{z:.2f}" and rows_q.data[2].texttemplate == "%{z:.4f}"
     with pytest.raises(ValueError):
         sp.scores_figure(walk, "columns")
     fig = sp.outputs_figure(walk)

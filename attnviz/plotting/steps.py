@@ -115,7 +115,7 @@ def matrices_figure(
     for i, op in enumerate(ops):  # the operator sits in the gap after panel i
         dom = fig.layout[f"xaxis{i + 1 if i else ''}"].domain
         fig.add_annotation(text=f"<b>{escape(op)}</b>", x=dom[1] + 0.025, y=0.5, xref="paper",
-                           yref="paper", showarrow=False, font=dict(size=22))
+                           yref="paper", showarrow=False, font=dict(size=26))
     r = max(p[0].shape[0] for p in panels)
     fig.update_layout(title=title, font=FONT, margin=dict(l=10, r=10, t=80, b=10),
                       height=height or int(min(700, max(260, 34 * min(r, 16) + 150))))
@@ -137,7 +137,7 @@ def dot_terms_figure(terms: np.ndarray, title: str) -> go.Figure:
     fig = go.Figure(go.Bar(x=list(range(1, len(terms) + 1)), y=terms, marker_color=colors,
                            hovertemplate="t = %{x}<br>q_t k_t = %{y:.6g}<extra></extra>"))
     fig.update_layout(title=f"{title}: sum = {terms.sum():.4f}", font=FONT, height=300,
-                      xaxis_title="coordinate t", yaxis_title="q_t · k_t",
+                      xaxis=dict(title="coordinate t", dtick=1), yaxis_title="q_t · k_t",
                       margin=dict(l=10, r=10, t=50, b=10))
     return fig
 
@@ -291,7 +291,8 @@ def projection_figure(walk, name: str, decimals: int = 2) -> go.Figure:
         ["·", "="], f"{big} = W<sup>{name}</sup> A", decimals=decimals)
 
 
-def scores_figure(walk, rows: str = "queries", decimals: int = 2) -> go.Figure:
+def scores_figure(walk, rows: str = "queries", decimals: int = 2,
+                  score_decimals: int = 4) -> go.Figure:
     """All scores at once: Q^T K (rows = queries, attnviz) or K^T Q (rows = keys, seed 003)."""
     labels = token_axis(walk.tokens)
     q_rows, k_rows = dim_labels("q", walk.d_k), dim_labels("k", walk.d_k)
@@ -304,11 +305,14 @@ def scores_figure(walk, rows: str = "queries", decimals: int = 2) -> go.Figure:
     else:
         raise ValueError("rows must be 'queries' or 'keys'")
     n, d = walk.n, walk.d_k
-    return matrices_figure([
+    fig = matrices_figure([
         (left[0], labels, left[1], f"{left[2]} ({n} × {d})", "values"),
         (right[0].T, right[1], labels, f"{right[2]} ({d} × {n})", "values"),
         (s, labels, labels, f"scores, rows = {rows} ({n} × {n})", "scores")],
         ["·", "="], f"All scores at once: {left[2]} {right[2]}", decimals=decimals)
+    if fig.data[2].texttemplate:  # scores carry twice the decimals of q and k
+        fig.data[2].texttemplate = f"%{{z:.{score_decimals}f}}"
+    return fig
 
 
 def outputs_figure(walk, decimals: int = 3) -> go.Figure:
