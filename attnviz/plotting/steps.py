@@ -256,6 +256,8 @@ def heads_figure(weights: np.ndarray, tokens: list[str], title: str, decimals: i
         fig.add_trace(_heatmap(weights[g], labels, labels, "weights", decimals, numbers,
                                name=f"head {g}"), row=r, col=c)
         _axes(fig, labels, labels, row=r, col=c)
+        if c > 1:  # one set of query labels per row of panels, so panels never overlap them
+            fig.update_yaxes(showticklabels=False, row=r, col=c)
     fig.update_layout(title=title, font=FONT, height=int(300 * rows + 90),
                       margin=dict(l=10, r=10, t=80, b=10))
     return fig
@@ -270,7 +272,8 @@ def entropy_by_heads_figure(sweep: dict) -> go.Figure:
                name="mean entropy / ln n"),
     ])
     fig.update_layout(title="Same parameters, different numbers of heads", font=FONT, height=300,
-                      xaxis_title="heads h (d_h = m / h)", yaxis=dict(range=[0, 1.02]),
+                      xaxis=dict(title="heads h (d_h = m / h)", type="category"),
+                      yaxis=dict(range=[0, 1.02]),
                       barmode="group", margin=dict(l=10, r=10, t=50, b=10),
                       legend=dict(orientation="h", y=-0.35))
     return fig
