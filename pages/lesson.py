@@ -109,13 +109,13 @@ if s.key == "attention":
     if shown:
         a, b = st.columns(2)
         with a:
-            ui.show_figure(plotting.attention_heatmap(t_pos.scores[layer, head], t_pos.tokens,
-                           "scores", f"layer {layer}, head {head}: scores q·k"),
-                           key="lesson_fig_scores")
+            ui.show_figure(P.projector(plotting.attention_heatmap(
+                t_pos.scores[layer, head], t_pos.tokens, "scores",
+                f"layer {layer}, head {head}: scores q·k"), big), key="lesson_fig_scores")
         with b:
-            ui.show_figure(plotting.attention_heatmap(t_pos.weights[layer, head], t_pos.tokens,
-                           "weights", f"layer {layer}, head {head}: weights"),
-                           key="lesson_fig_weights")
+            ui.show_figure(P.projector(plotting.attention_heatmap(
+                t_pos.weights[layer, head], t_pos.tokens, "weights",
+                f"layer {layer}, head {head}: weights"), big), key="lesson_fig_weights")
         if len(twins) > 1:
             j, tok, w = L.top_key(t_pos.weights[layer, head, twins[1]], t_pos.tokens)
             tok = tok.replace("`", "'")
@@ -127,9 +127,11 @@ if shown and s.key == "no_positions" and curves:
                 f"**{curves['no positions'].min():.6f}**, max |difference| = **{diff:.2g}**.")
 if shown and s.key == "positions":
     ui.show_figure(P.accuracy_bars(scores, base["best_possible"], big), key="lesson_fig_bars")
-    ui.show_figure(plotting.heads_grid(T.tagger_weights(tr.models["attention_pos"], tr.corpus,
-                   ws)[0], ws, "weights", title="tagger (d), layer 0: weights"),
-                   key="lesson_fig_tagger_heads")
+if shown and s.key in ("no_positions", "positions"):
+    grid = T.tagger_weights(tr.models[one], tr.corpus, ws)[0]  # layer 0: [heads, n, n]
+    ui.show_figure(P.projector(plotting.heads_grid(grid, ws, "weights", title=(
+        f"tagger {T.NAMES[one][:3]}, layer 0: softmax weights (rows = queries)")), big),
+        key="lesson_fig_tagger_heads")
 if shown and s.key == "bert" and curves:
     ui.show_figure(P.cosine_by_layer(curves, word, big, tuple(twins[:2])),
                    key="lesson_fig_cosine")

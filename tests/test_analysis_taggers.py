@@ -53,6 +53,11 @@ def test_c_attention_without_positions_cannot_split_the_saws(trained):
     s = T.evaluate(m, c, dr_sentences)
     assert s.n_double_role >= 100
     assert s.double_role <= 0.5
+    # The two saws' weight rows are identical in every head (what the page shows).
+    w = T.tagger_weights(m, c, ws)  # [layers, heads, n, n]
+    np.testing.assert_allclose(w[:, :, 1], w[:, :, 3], atol=1e-6)
+    wd = T.tagger_weights(trained.models["attention_pos"], c, ws)
+    assert np.abs(wd[:, :, 1] - wd[:, :, 3]).max() > 1e-2
     # It is not merely broken: it learns the unambiguous words.
     assert T.evaluate(m, c).overall > 0.9
 

@@ -63,3 +63,9 @@ def test_cosine_by_layer_plots_the_curves():
 def test_loss_curves():
     fig = P.loss_curves({"(a)": [1.0, 0.5], "(b)": [0.9, 0.1]})
     assert list(fig.data[1].y) == [0.9, 0.1] and list(fig.data[0].x) == [1, 2]
+
+
+def test_projector_enlarges_type_only_when_asked():
+    fig = P.loss_curves({"(a)": [1.0]})
+    assert P.projector(fig, False).layout.font.size == 14
+    assert P.projector(fig, True).layout.font.size == 22

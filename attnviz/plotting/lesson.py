@@ -24,6 +24,14 @@ def _font(big: bool) -> dict:
     return dict(FONT, size=22 if big else 14)
 
 
+def projector(fig: go.Figure, big: bool) -> go.Figure:
+    """Any figure in projector size: larger type everywhere when `big`."""
+    if big:
+        fig.update_layout(font=_font(True))
+        fig.update_annotations(font_size=20)
+    return fig
+
+
 def tag_table(words: Sequence[str], rows: Mapping[str, Sequence[str]],
               gold: Sequence[str] | None = None, big: bool = False,
               title: str | None = None) -> go.Figure:
