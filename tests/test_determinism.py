@@ -1,0 +1,189 @@
+"""Determinism (issue 8): the same input gives the same numbers in every session and rerun.
+
+- Engine: two runs, a freshly loaded second model, four threads at once, and a separate Python
+  process all give bit-identical arrays (every Trace field compared as raw bytes).
+- App: for every page that takes text, two fresh AppTest sessions (all Streamlit caches cleared
+  between them, so the second one recomputes) give bit-identical exports (each download's
+  bytes; inside a .npz, each member's bytes) and identical Plotly figure JSON.
+
+A .npz file is a zip whose entries carry the time they were written (numpy's savez), so two
+downloads made seconds apart differ in those timestamp bytes only; the members (.npy headers
+and data) are compared bit for bit instead. Measured timings (the windows page's cost
+benchmark, the lesson's training time) are not a function of the input and are left out
+by name.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+import threading
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+import streamlit as st
+from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
+from streamlit.testing.v1 import AppTest
+
+from attnviz.engine import ARRAY_FIELDS
+from tests.pages_list import default_page, text_pages
+
+ROOT = Path(__file__).resolve().parents[1]
+TEXT = "I saw a saw, and the saw saw me."
+PAIR = "我看见了一把锯子"
+OPTIONS = [dict(), dict(window=1), dict(causal=True), dict(positions="shuffled", seed=3)]
+
+# Exports and figures that hold measured times, not results of the input: {page: substrings
+# of a download's "file name" or "file name:member" or of a chart's element id}.
+TIMINGS: dict[str, tuple[str, ...]] = {
+    "pages/windows.py": ("cost",),
+    "pages/lesson.py": ("training_seconds",),
+}
+
+
+# ---------------------------------------------------------------------------- engine
+def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
+    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+def assert_same_trace(t1, t2, label: str) -> None:
+    assert t1.tokens == t2.tokens, label
+    for name in ARRAY_FIELDS:
+        assert same_bits(getattr(t1, name), getattr(t2, name)), f"{label}: {name} differs"
+
+
+def test_same_bits_can_fail():
+    a = np.arange(6, dtype=np.float32)
+    b = a.copy()
+    b[3] = np.nextafter(b[3], np.float32(10))  # one ulp
+    assert same_bits(a, a.copy()) and not same_bits(a, b)
+    assert not same_bits(a, a.astype(np.float64)) and not same_bits(a, a.reshape(2, 3))
+
+
+@pytest.mark.parametrize("opts", OPTIONS, ids=lambda o: ",".join(f"{k}={v}" for k, v in
+                                                                  o.items()) or "default")
+def test_engine_twice_same_bits(model, opts):
+    t1 = model.trace(TEXT, PAIR, **opts)
+    t2 = model.trace(TEXT, PAIR, **opts)
+    assert t1.weights is not t2.weights
+    assert_same_trace(t1, t2, str(opts))
+
+
+def test_engine_fresh_model_and_threads_same_bits(model):
+    import attnviz
+
+    ref = model.trace(TEXT, PAIR)
+    assert_same_trace(ref, attnviz.load_model(device="cpu").trace(TEXT, PAIR), "fresh model")
+    results, errors = [None] * 4, []
+
+    def work(i: int) -> None:
+        try:
+            results[i] = model.trace(TEXT, PAIR)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors
+    for i, t in enumerate(results):
+        assert_same_trace(ref, t, f"thread {i}")
+
+
+def test_engine_other_process_same_bits(model, tmp_path):
+    out = tmp_path / "other.npz"
+    code = (
+        "import sys, attnviz; m = attnviz.load_model(device='cpu');"
+        "t = m.trace(sys.argv[1], sys.argv[2]);"
+        "import numpy as np; np.savez(sys.argv[3], tokens=np.array(t.tokens),"
+        f"**{{k: getattr(t, k) for k in {list(ARRAY_FIELDS)!r}}})"
+    )
+    subprocess.run([sys.executable, "-c", code, TEXT, PAIR, str(out)], cwd=ROOT, check=True,
+                   timeout=300, capture_output=True)
+    ref = model.trace(TEXT, PAIR)
+    with np.load(out) as other:
+        assert list(other["tokens"]) == ref.tokens
+        for name in ARRAY_FIELDS:
+            assert same_bits(getattr(ref, name), other[name]), f"other process: {name}"
+
+
+# ---------------------------------------------------------------------------- app
+class Recorder:
+    """Keeps every file a download button hands to Streamlit's media storage, by file id."""
+
+    def __init__(self, monkeypatch) -> None:
+        self.files: dict[str, tuple[str | None, bytes]] = {}
+        original = MemoryMediaFileStorage.load_and_get_id
+
+        def load_and_get_id(storage, path_or_data, mimetype, kind, filename=None):
+            file_id = original(storage, path_or_data, mimetype, kind, filename)
+            data = storage._files_by_id[file_id].content
+            self.files[file_id] = (filename, data)
+            return file_id
+
+        monkeypatch.setattr(MemoryMediaFileStorage, "load_and_get_id", load_and_get_id)
+
+
+def export_parts(name: str | None, data: bytes) -> dict[str, bytes]:
+    """A download's content: a zip (.npz) member by member, anything else as is."""
+    if data[:4] == b"PK\x03\x04":
+        with zipfile.ZipFile(io.BytesIO(data)) as z:
+            return {f"{name}:{m}": z.read(m) for m in sorted(z.namelist())}
+    return {str(name): data}
+
+
+def fresh_session(page: str, rec: Recorder) -> dict:
+    """Run the page in a new AppTest session after clearing every cache; collect its output."""
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    rec.files.clear()
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
+    at.run()
+    at.session_state["text"] = TEXT
+    at.session_state["pair"] = PAIR
+    if page != default_page():
+        at.switch_page(page)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    skip = TIMINGS.get(page, ())
+    exports: dict[str, bytes] = {}
+    for button in at.get("download_button"):
+        if not button.proto.url:  # deferred (made on click): the figure SVGs, compared as JSON
+            continue
+        file_id = Path(button.proto.url).stem
+        name, data = rec.files[file_id]
+        exports.update({k: v for k, v in export_parts(name, data).items()
+                        if not any(s in k for s in skip)})
+    figures = [c.proto.spec for c in at.get("plotly_chart")
+               if not any(s in c.proto.id for s in skip)]
+    return {"exports": exports, "figures": figures}
+
+
+def test_export_parts_splits_npz():
+    buf = io.BytesIO()
+    np.savez_compressed(buf, weights=np.eye(3, dtype=np.float32), tokens=np.array(["a", "b"]))
+    parts = export_parts("x.npz", buf.getvalue())
+    assert sorted(parts) == ["x.npz:tokens.npy", "x.npz:weights.npy"]
+    assert parts["x.npz:weights.npy"].endswith(np.eye(3, dtype=np.float32).tobytes())
+    assert export_parts("a.csv", b"1,2\n") == {"a.csv": b"1,2\n"}
+
+
+@pytest.mark.parametrize("page", text_pages(), ids=lambda p: Path(p).stem)
+def test_two_sessions_same_exports(page, monkeypatch):
+    rec = Recorder(monkeypatch)
+    first = fresh_session(page, rec)
+    second = fresh_session(page, rec)
+    assert first["exports"], f"{page}: no export to compare (each page offers its numbers)"
+    assert sorted(first["exports"]) == sorted(second["exports"])
+    for name, data in first["exports"].items():
+        assert data == second["exports"][name], f"{page}: export {name} differs between sessions"
+    assert len(first["figures"]) == len(second["figures"])
+    for i, (a, b) in enumerate(zip(first["figures"], second["figures"], strict=True)):
+        assert a == b, f"{page}: figure {i} differs ({json.loads(a).get('layout', {})})"
