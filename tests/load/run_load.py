@@ -1,0 +1,421 @@
+"""A class of 30 at once (issue 8): `make load` starts the app on loopback and drives 30
+concurrent sessions, each typing its own sentence and switching layers and pages.
+
+Why a protocol client and not 30 browser tabs: on a 2-core machine, 30 Chromium renderers
+drawing Plotly heatmaps would take the CPU from the server being measured, and a tab's own
+drawing time would be counted as server latency. Each session here is what a browser tab is
+to the server: one websocket on ws://127.0.0.1:PORT/_stcore/stream speaking Streamlit's
+protocol (BackMsg `rerun_script` with the widget states, ForwardMsg deltas until
+`script_finished`), so the server does all the work a class causes (every script rerun, every
+figure serialised and sent) and nothing else competes for the CPU. The e2e suite checks the
+browser side (tests/e2e/test_e2e_all_pages.py).
+
+Measured: the latency of every rerun (BackMsg sent -> script_finished received), p50/p95/max
+overall and per page and action; errors (exception elements, error boxes, closed sockets,
+timeouts; the goal is zero); the server's RSS (VmRSS of its process) at start, after a warm-up
+visit of every page, at its peak, and 20 s after the sessions close. Bounded in count (steps per
+session) and time (--duration); loopback only.
+
+    .venv/bin/python tests/load/run_load.py [--sessions 30] [--steps 12] [--duration 240]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from tests.pages_list import default_page  # noqa: E402
+
+DEFAULT = Path(default_page()).stem  # served at "/", url_pathname ""
+
+SENTENCES = [
+    "I saw a saw", "The cat sat on the mat", "Time flies like an arrow",
+    "Fruit flies like a banana", "The old man the boat", "She saw the man with the telescope",
+    "Colorless green ideas sleep furiously", "The bank by the river bank was closed",
+    "A saw is a tool that cuts wood", "We watched the watch on the watch tower",
+    "Attention is all you need", "Queries meet keys and values follow",
+    "The quick brown fox jumps over the lazy dog", "I read the book you read yesterday",
+    "Rows are queries and columns are keys", "He will park the car near the park",
+    "Can you can a can as a canner can", "The teacher saw the student saw the board",
+    "Buffalo buffalo buffalo buffalo", "我看见了一把锯子",
+]
+
+
+# ----------------------------------------------------------------------- server
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(port: int, log_path: Path) -> subprocess.Popen:
+    log = open(log_path, "w")  # noqa: SIM115 - closed with the process
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+         "--server.port", str(port), "--server.address", "127.0.0.1",
+         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
+        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+        env=dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1"),
+    )
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as r:
+                if r.read().strip() == b"ok":
+                    return proc
+        except OSError:
+            time.sleep(0.5)
+        if proc.poll() is not None:
+            break
+    proc.kill()
+    raise SystemExit(f"streamlit did not start; see {log_path}")
+
+
+def rss_mib(pid: int) -> float:
+    """Resident memory of the process and its children, MiB (from /proc)."""
+    total = 0
+    pids = [pid]
+    try:
+        kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        pids += [int(k) for k in kids]
+    except OSError:
+        pass
+    for p in pids:
+        try:
+            for line in Path(f"/proc/{p}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+        except OSError:
+            pass
+    return total / 1024
+
+
+class MemorySampler(threading.Thread):
+    def __init__(self, pid: int, every: float = 0.25) -> None:
+        super().__init__(daemon=True)
+        self.pid, self.every, self.samples = pid, every, []
+        self._stop_event = threading.Event()
+
+    def run(self) -> None:
+        while not self._stop_event.is_set():
+            self.samples.append((time.time(), rss_mib(self.pid)))
+            self._stop_event.wait(self.every)
+
+    def stop(self) -> None:
+        self._stop_event.set()
+
+
+# ----------------------------------------------------------------------- client
+@dataclass
+class Rerun:
+    session: int
+    page: str
+    action: str
+    seconds: float
+    ok: bool
+    charts: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+class Session:
+    """One student's browser tab, as the server sees it."""
+
+    def __init__(self, url: str, index: int, timeout: float) -> None:
+        self.url, self.index, self.timeout = url, index, timeout
+        self.ws = None
+        self.query_string = ""
+        self.page_hash = ""
+        self.page_name = ""
+        self.pages: dict[str, str] = {}  # url path name -> page_script_hash
+        self.widgets: dict[str, object] = {}  # id -> latest element proto (this run)
+        self.states: dict[str, object] = {}  # id -> WidgetState we set
+        self.text_id: str | None = None
+
+    async def connect(self) -> None:
+        import websockets
+
+        self.ws = await websockets.connect(self.url, subprotocols=["streamlit"], max_size=None,
+                                           open_timeout=60, ping_interval=None)
+
+    async def close(self) -> None:
+        if self.ws is not None:
+            await self.ws.close()
+
+    async def rerun(self, action: str) -> Rerun:
+        from streamlit.proto.BackMsg_pb2 import BackMsg
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+        msg = BackMsg()
+        cs = msg.rerun_script
+        cs.query_string = self.query_string
+        cs.page_script_hash = self.page_hash
+        cs.page_name = self.page_name
+        cs.widget_states.widgets.extend(self.states.values())
+        self.widgets = {}
+        charts, errors = 0, []
+        t0 = time.perf_counter()
+        await self.ws.send(msg.SerializeToString())
+        ok = False
+        try:
+            while True:
+                raw = await asyncio.wait_for(self.ws.recv(), timeout=self.timeout)
+                fm = ForwardMsg()
+                fm.ParseFromString(raw)
+                kind = fm.WhichOneof("type")
+                if kind == "delta" and fm.delta.WhichOneof("type") == "new_element":
+                    el = fm.delta.new_element
+                    etype = el.WhichOneof("type")
+                    if etype == "exception":
+                        errors.append(f"exception: {el.exception.type}: {el.exception.message}")
+                    elif etype == "alert" and el.alert.format == el.alert.ERROR:
+                        errors.append(f"error box: {el.alert.body[:120]}")
+                    elif etype == "plotly_chart":
+                        charts += 1
+                    elif etype in ("text_area", "selectbox", "slider"):
+                        w = getattr(el, etype)
+                        self.widgets[w.id] = (etype, w)
+                        if etype == "text_area" and w.label == "Sentence":
+                            self.text_id = w.id
+                elif kind == "navigation":
+                    self.pages = {p.url_pathname: p.page_script_hash
+                                  for p in fm.navigation.app_pages}
+                    self.page_hash = fm.navigation.page_script_hash or self.page_hash
+                elif kind == "page_info_changed":
+                    self.query_string = fm.page_info_changed.query_string
+                elif kind == "script_finished":
+                    status = fm.script_finished
+                    if status == ForwardMsg.FINISHED_EARLY_FOR_RERUN:
+                        continue
+                    ok = status in (ForwardMsg.FINISHED_SUCCESSFULLY,
+                                    ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY)
+                    if not ok:
+                        errors.append(f"script finished with status {status}")
+                    break
+        except asyncio.TimeoutError:
+            errors.append(f"timeout after {self.timeout:.0f} s")
+        except Exception as e:  # noqa: BLE001 - a closed socket is an error to report
+            errors.append(f"{type(e).__name__}: {e}")
+        seconds = time.perf_counter() - t0
+        return Rerun(self.index, self.page_name or DEFAULT, action, seconds,
+                     ok and not errors, charts, errors)
+
+    # --- what a student does
+    def type_sentence(self, text: str) -> None:
+        from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+        if self.text_id is None:
+            raise RuntimeError("no sentence box seen yet")
+        self.states[self.text_id] = WidgetState(id=self.text_id, string_value=text)
+
+    def change_layer(self, rng: random.Random) -> bool:
+        """Pick another value for this page's layer control (a select box or slider)."""
+        from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+        for wid, (etype, w) in self.widgets.items():
+            if "layer" not in w.label.lower():
+                continue
+            if etype == "selectbox" and len(w.options) > 1:
+                self.states[wid] = WidgetState(id=wid, string_value=rng.choice(list(w.options)))
+                return True
+            if etype == "slider" and w.options:  # select_slider: formatted options
+                ws = WidgetState(id=wid)
+                ws.string_array_value.data.append(rng.choice(list(w.options)))
+                self.states[wid] = ws
+                return True
+            if etype == "slider" and w.max > w.min:
+                ws = WidgetState(id=wid)
+                ws.double_array_value.data.append(float(rng.randint(int(w.min), int(w.max))))
+                self.states[wid] = ws
+                return True
+        return False
+
+    def go_to(self, name: str) -> None:
+        """Switch page like the sidebar's navigation link (page-specific widgets dropped)."""
+        self.page_hash, self.page_name = self.pages[name], name
+        keep = {self.text_id} if self.text_id else set()
+        self.states = {k: v for k, v in self.states.items() if k in keep}
+        self.query_string = ""
+
+
+async def student(url: str, index: int, sentence: str, steps: int, deadline: float,
+                  timeout: float, results: list[Rerun], start_delay: float,
+                  think: tuple[float, float]) -> None:
+    rng = random.Random(index)
+    await asyncio.sleep(start_delay)
+    s = Session(url, index, timeout)
+    try:
+        await s.connect()
+        results.append(await s.rerun("open"))
+        s.type_sentence(sentence)
+        results.append(await s.rerun("type"))
+        pages = list(s.pages)
+        rng.shuffle(pages)
+        done = 2
+        while done < steps and time.time() < deadline:
+            if done % 3 == 2 and pages:
+                s.go_to(pages[(done // 3) % len(pages)])
+                results.append(await s.rerun("page"))
+            elif s.change_layer(rng):
+                results.append(await s.rerun("layer"))
+            else:
+                s.type_sentence(sentence + rng.choice(["", ".", " again", " today"]))
+                results.append(await s.rerun("type"))
+            done += 1
+            await asyncio.sleep(rng.uniform(*think))  # a student reads, then clicks
+    except Exception as e:  # noqa: BLE001
+        results.append(Rerun(index, s.page_name, "connect", 0.0, False, 0, [repr(e)]))
+    finally:
+        await s.close()
+
+
+async def run_class(url: str, n: int, steps: int, duration: float, timeout: float,
+                    shared: int, think: tuple[float, float]) -> list[Rerun]:
+    results: list[Rerun] = []
+    shared = min(shared, n // 2)
+    deadline = time.time() + duration
+    # Sessions n-shared..n-1 type the sentence of an earlier session: identical requests.
+    sentences = [SENTENCES[i % len(SENTENCES)] + ("" if i < len(SENTENCES) else f" #{i}")
+                 for i in range(n - shared)]
+    sentences += [sentences[i] for i in range(shared)]
+    rng = random.Random(0)
+    await asyncio.gather(*[
+        student(url, i, sentences[i], steps, deadline, timeout, results, rng.uniform(0, 3),
+                think)
+        for i in range(n)
+    ])
+    return results
+
+
+async def warm_up(url: str, timeout: float) -> list[Rerun]:
+    """One visit of every page with the default sentence (model load, imports, caches)."""
+    s = Session(url, -1, timeout)
+    await s.connect()
+    out = [await s.rerun("open")]
+    for name in [p for p in s.pages if p]:  # "" is the default page, opened above
+        s.go_to(name)
+        out.append(await s.rerun("page"))
+    await s.close()
+    return out
+
+
+# ----------------------------------------------------------------------- report
+def pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    v = sorted(values)
+    k = min(len(v) - 1, max(0, round(q / 100 * (len(v) - 1))))
+    return v[k]
+
+
+def summary(results: list[Rerun]) -> dict:
+    lat = [r.seconds for r in results if r.ok]
+    by_page: dict[str, list[float]] = {}
+    by_action: dict[str, list[float]] = {}
+    for r in results:
+        if r.ok:
+            by_page.setdefault(r.page, []).append(r.seconds)
+            by_action.setdefault(r.action, []).append(r.seconds)
+
+    def stats(v: list[float]) -> dict:
+        return {"n": len(v), "p50_s": round(pct(v, 50), 3), "p95_s": round(pct(v, 95), 3),
+                "max_s": round(max(v), 3) if v else None}
+
+    return {
+        "reruns": len(results), "ok": len(lat),
+        "errors": [f"session {r.session} {r.page} {r.action}: {e}" for r in results
+                   for e in r.errors],
+        "latency": stats(lat),
+        "mean_s": round(statistics.fmean(lat), 3) if lat else None,
+        "by_page": {k: stats(v) for k, v in sorted(by_page.items())},
+        "by_action": {k: stats(v) for k, v in sorted(by_action.items())},
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sessions", type=int, default=30)
+    ap.add_argument("--steps", type=int, default=12, help="reruns per session at most")
+    ap.add_argument("--duration", type=float, default=240, help="seconds for the class, at most")
+    ap.add_argument("--timeout", type=float, default=120, help="seconds one rerun may take")
+    ap.add_argument("--shared", type=int, default=5,
+                    help="sessions that type a sentence another session typed")
+    ap.add_argument("--think", type=float, nargs=2, default=(0.2, 1.0), metavar=("MIN", "MAX"),
+                    help="seconds a student waits after each answer (uniform); the default is "
+                         "a class clicking as fast as it can")
+    ap.add_argument("--settle", type=float, default=20, help="seconds to wait after closing")
+    ap.add_argument("--json", type=Path, default=ROOT / "test-output" / "load.json")
+    args = ap.parse_args(argv)
+
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    url = f"ws://127.0.0.1:{port}/_stcore/stream"
+    t_start = time.time()
+    proc = start_server(port, args.json.parent / "load_streamlit.log")
+    sampler = MemorySampler(proc.pid)
+    sampler.start()
+    try:
+        rss_start = rss_mib(proc.pid)
+        warm = asyncio.run(warm_up(url, args.timeout))
+        rss_warm = rss_mib(proc.pid)
+        t_class = time.time()
+        results = asyncio.run(run_class(url, args.sessions, args.steps, args.duration,
+                                        args.timeout, args.shared, tuple(args.think)))
+        class_s = time.time() - t_class
+        t_closed = time.time()
+        time.sleep(args.settle)
+        rss_after = rss_mib(proc.pid)
+        alive = proc.poll() is None
+    finally:
+        sampler.stop()
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    during = [m for t, m in sampler.samples if t_class <= t <= t_closed]
+    report = {
+        "machine": f"{os.cpu_count()} CPU cores, loadavg at end {os.getloadavg()[0]:.1f}",
+        "sessions": args.sessions, "steps_per_session": args.steps, "think_s": args.think,
+        "class_seconds": round(class_s, 1), "total_seconds": round(time.time() - t_start, 1),
+        "warm_up": summary(warm),
+        **summary(results),
+        "server_alive": alive,
+        "rss_mib": {"start": round(rss_start), "after_warm_up": round(rss_warm),
+                    "peak": round(max(during, default=rss_warm)),
+                    f"after_close_{args.settle:.0f}s": round(rss_after)},
+    }
+    args.json.write_text(json.dumps(report, indent=1, ensure_ascii=False))
+    lat = report["latency"]
+    print(f"{report['reruns']} reruns by {args.sessions} sessions in {class_s:.0f} s "
+          f"({report['machine']}); errors: {len(report['errors'])}")
+    print(f"rerun latency p50 {lat['p50_s']} s, p95 {lat['p95_s']} s, max {lat['max_s']} s")
+    for k, v in report["by_page"].items():
+        print(f"  {k:14s} n={v['n']:3d} p50 {v['p50_s']:6.2f} s  p95 {v['p95_s']:6.2f} s")
+    for k, v in report["by_action"].items():
+        print(f"  [{k}] n={v['n']:3d} p50 {v['p50_s']:6.2f} s  p95 {v['p95_s']:6.2f} s")
+    r = report["rss_mib"]
+    print(f"server RSS MiB: start {r['start']}, after warm-up {r['after_warm_up']}, "
+          f"peak {r['peak']}, after close {rss_after:.0f}")
+    for e in report["errors"][:20]:
+        print("  ERROR", e)
+    print(f"report: {args.json}")
+    return 0 if not report["errors"] and alive else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
