@@ -81,15 +81,17 @@ with tab_m:
     masks = {k: np.ones((n, n), bool) if m is None else m.numpy() for k, m in masks.items()}
     weights = {k: v.weights[layer, head] for k, v in traces.items()}
     ui.show_figure(wplot.masks_and_weights(
-        t.tokens, masks, weights, f"Layer {layer}, head {head} of the real model: mask (top), "
-        "weights (bottom); masked weights are exactly 0, every row sums to 1"), key="win_masks")
+        t.tokens, masks, weights, f"Layer {layer}, head {head}: each mask (top) and the weights "
+        "it gives (bottom)"), key="win_masks")
+    st.caption("Rows are queries, columns keys. Outside the blue cells the weight is exactly 0 "
+               "(its score became -inf before the softmax) and every row still sums to 1.")
     ui.download_arrays("Download masks and weights (.npz)", {
         "tokens": t.tokens, **{f"mask_{i}": m for i, m in enumerate(masks.values())},
         **{f"weights_{i}": x for i, x in enumerate(weights.values())},
         "names": list(masks)}, file_name=f"attnviz_windows_L{layer}H{head}.npz", key="win_dl_m")
 
 with tab_r:
-    src = st.radio("Text", ["sidebar sentence", "a longer passage"], horizontal=True,
+    src = st.radio("Text", ["a longer passage", "sidebar sentence"], horizontal=True,
                    key="win_rf_text", bind="query-params")
     text, pair = (ctx.text, ctx.text_pair) if src == "sidebar sentence" else (PASSAGE, None)
     toks = ctx.model.tokens_of(ctx.model.tokenize(text, pair)[0])
@@ -120,6 +122,13 @@ with tab_c:
         s.windows, s.mean_cosine, s.cosine.min(axis=1), s.pair_cosine, s.full_pair_cosine,
         label, "How far the final vectors move when each token sees only ±w neighbours"),
         key="win_context")
+    k1 = int(np.argmax(s.windows == 1)) if 1 in s.windows else 0
+    st.caption(f"With w = {s.windows[k1]} the final vectors keep a mean cosine of "
+               f"{s.mean_cosine[k1]:.3f} with full attention (worst token "
+               f"{s.cosine[k1].min():.3f})." + (
+                   f" The pair {label}: cosine {s.pair_cosine[k1]:.3f} with w = "
+                   f"{s.windows[k1]}, {s.full_pair_cosine:.3f} with full attention."
+                   if s.pair else ""))
     if s.pair is None:
         st.info("No token appears twice here; try *I saw a saw* to follow the two saws.")
     ui.download_arrays("Download the sweep (.npz)", {
@@ -141,6 +150,8 @@ with tab_l:
     table = win.measurements_table(ms)
     ui.show_figure(wplot.cost_chart(table, win.device_name(dev), ms[0].memory_method),
                    key="win_cost")
+    st.caption("Peak memory counts the tensors allocated, so it repeats exactly; times are the "
+               "best of 5 calls and wobble when other programs share the processor.")
     st.dataframe({**{k: v for k, v in table.items() if k != "peak_bytes"},
                   "peak MiB": table["peak_bytes"] / 2**20}, hide_index=True)
     csv = "length,window,method,seconds,median_seconds,peak_bytes\n" + "\n".join(

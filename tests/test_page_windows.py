@@ -48,7 +48,9 @@ def test_page_draws_four_figures_from_the_engine(at, model):
     np.testing.assert_allclose(decode(masks["data"][5]["z"]), model.trace(
         text, causal=True).weights[0, 0], atol=1e-7)
     assert masks["data"][0]["x"][2] == "saw #2" and masks["data"][0]["x"][4] == "saw #4"
-    # Receptive fields: blank (NaN) exactly outside the analytic field, token 3 by default.
+    # Receptive fields (sidebar sentence): blank (NaN) exactly outside the analytic field.
+    at.radio(key="win_rf_text").set_value("sidebar sentence").run()
+    fields = figures(at)[1]
     for h, kind in zip([d for d in fields["data"] if d["type"] == "heatmap"], rf.KINDS,
                        strict=True):
         z = decode(h["z"]).astype(float)
@@ -84,6 +86,7 @@ def test_window_layer_head_and_token_change(at, model):
 
 def test_longer_passage_for_receptive_fields(at, model):
     at.radio(key="win_rf_text").set_value("a longer passage").run()
+    at.selectbox(key="win_token").set_value(9).run()
     assert not at.exception
     fields = figures(at)[1]
     heat = [d for d in fields["data"] if d["type"] == "heatmap"]
@@ -91,6 +94,9 @@ def test_longer_passage_for_receptive_fields(at, model):
         "I saw a saw in the shed, so I took the saw and cut the old board in two "
         "before the rain came.")[0])
     assert decode(heat[0]["z"]).shape == (model.n_layers + 1, n)
+    w = at.slider(key="win_w").value
+    z = decode(heat[1]["z"]).astype(float)
+    assert (np.isnan(z) == ~rf.analytic_field("window", n, model.n_layers, 9, w)).all()
 
 
 @pytest.mark.parametrize("text", ["", "  \n "])

@@ -202,7 +202,8 @@ def cost_chart(table: Mapping[str, np.ndarray], device: str, memory_method: str,
                 showlegend=col == 1, line=dict(color=st["color"], dash=st["dash"]),
                 hovertemplate=f"{st['name']}<br>L = %{{x}}<br>%{{y:.3g}} {unit}<extra></extra>",
             ), row=1, col=col)
-    fig.update_xaxes(type="log", title="sequence length L (frames / tokens)")
+    lengths = sorted(set(np.asarray(table["length"]).tolist()))
+    fig.update_xaxes(type="log", title="sequence length L (frames / tokens)", tickvals=lengths)
     fig.update_yaxes(type="log", title="milliseconds", row=1, col=1)
     fig.update_yaxes(type="log", title="MiB", row=1, col=2)
     fig.update_layout(title=title or f"Measured on {device}", height=440, font=FONT,

@@ -1,0 +1,45 @@
+"""The windows page in a real browser: every tab draws, screenshots for a human look."""
+
+import pytest
+
+from .conftest import page_errors, screenshot, set_sentence, wait_for_app
+
+pytestmark = pytest.mark.e2e
+
+
+def open_windows(page, app_url, query=""):
+    # On a fresh server a first request for a sub-page URL runs the page without the router
+    # (no sidebar): open "/" first, as the other e2e tests do.
+    page.goto(f"{app_url}/")
+    wait_for_app(page)
+    page.goto(f"{app_url}/windows{query}")
+
+
+def test_windows_page_tabs_draw(page, app_url):
+    open_windows(page, app_url, "?win_w=2")
+    wait_for_app(page)
+    assert not page_errors(page)
+    assert page.locator(".js-plotly-plot").count() >= 1
+    screenshot(page, "windows_masks")
+    for name, shot in [("Receptive fields", "windows_receptive"),
+                       ("How much context?", "windows_context"),
+                       ("Long sequences: cost", "windows_cost")]:
+        page.get_by_role("tab", name=name).click()
+        page.wait_for_timeout(1500)
+        assert not page_errors(page)
+        screenshot(page, shot)
+    page.get_by_role("tab", name="Receptive fields").click()
+    page.get_by_text("a longer passage").click()
+    wait_for_app(page, plots=False)  # the first chart sits in a hidden tab now
+    page.wait_for_timeout(1500)
+    assert not page_errors(page)
+    screenshot(page, "windows_receptive_passage")
+
+
+def test_windows_page_typed_sentence(page, app_url):
+    open_windows(page, app_url)
+    wait_for_app(page)
+    set_sentence(page, "The <b>cat</b> sat on the mat")
+    wait_for_app(page)
+    assert not page_errors(page)
+    assert "<b>cat</b>" not in page.content()
