@@ -40,7 +40,7 @@ def masks_and_weights(
     """
     names = list(masks)
     fig = make_subplots(
-        rows=2, cols=len(names), vertical_spacing=0.12, horizontal_spacing=0.05,
+        rows=2, cols=len(names), vertical_spacing=0.08, horizontal_spacing=0.05,
         subplot_titles=[f"mask: {k}" for k in names] + [f"weights: {k}" for k in names],
     )
     labels = axis_labels(list(tokens))
@@ -63,7 +63,8 @@ def masks_and_weights(
                              tickvals=tv, ticktext=tt, autorange="reversed",
                              showticklabels=(c == 1), row=r, col=c)
             fig.update_xaxes(type="category", categoryorder="array", categoryarray=labels,
-                             tickvals=tv, ticktext=tt, tickangle=-45, row=r, col=c)
+                             tickvals=tv, ticktext=tt, tickangle=-45, showticklabels=(r == 2),
+                             row=r, col=c)  # the masks share the weights' key labels below
     n = max(len(tokens), 6)
     cell = int(min(420, max(220, 22 * n + 80)))
     fig.update_layout(
@@ -102,7 +103,7 @@ def receptive_fields(
     titles = [FIELD_TITLES.get(k, k).format(w=window, k=2 * window + 1) for k in names]
     fig = make_subplots(rows=1, cols=len(names), subplot_titles=titles, horizontal_spacing=0.03,
                         shared_yaxes=True)
-    tick = tick_labels(list(tokens), max_ticks=30)
+    tick = tick_labels(list(tokens), max_ticks=max(6, 40 // max(1, len(fields))))
     labels = axis_labels(list(tokens))
     tickvals = [labels.index(v) for v in tick[0]]
     for c, name in enumerate(names, start=1):
