@@ -7,6 +7,7 @@ import streamlit as st
 
 from attnviz import ui
 from attnviz.analysis.views import inside_score
+from attnviz.plotting.common import axis_labels
 from attnviz.plotting.neuron import score_steps, value_steps
 from attnviz.ui.state import trace_or_message
 
@@ -37,7 +38,7 @@ diff = float(np.abs(nb["output"] - t.outputs[layer, head, query]).max())
 st.caption(f"d = {d} · 1/√d = {t.scale:.4f} · {t.n_tokens} keys · the output matches the "
            f"engine's recorded output to {diff:.1e}")
 
-title = f"Layer {layer}, head {head}, query {labels[query]}"
+title = f"Layer {layer}, head {head}, query {axis_labels(t.tokens)[query]}"  # escaped
 st.subheader("1 · From q and k to the weights")
 ui.show_figure(score_steps(nb, t.tokens, query, title=title), key="ins_scores")
 st.subheader("2 · From the weights and the values to the output")

@@ -6,6 +6,7 @@ import streamlit as st
 from attnviz import ui
 from attnviz.analysis import positions as P
 from attnviz.plotting import positions as fig
+from attnviz.plotting.common import escape
 from attnviz.ui.state import trace_or_message
 
 MODES = ("learned", "none", "sinusoidal", "shuffled")
@@ -86,7 +87,7 @@ with tabs[1]:
     layer = c3.selectbox("Layer", range(t.n_layers), key="pos_layer", bind="query-params")
     head = c4.selectbox("Head", range(t.n_heads), key="pos_head", bind="query-params")
     curves = {m: P.cosine_per_layer(runs[m].hidden_states, a, b) for m in MODES}
-    name = f"'{tok[a]}' #{a} and '{tok[b]}' #{b}"
+    name = f"'{escape(tok[a])}' #{a} and '{escape(tok[b])}' #{b}"  # goes into figure text
     same = tok[a] == tok[b] and t.segments[a] == t.segments[b] and a != b
     if a == b:
         st.info("Both choices are the same token: pick two different ones to compare.")

@@ -10,6 +10,7 @@ from attnviz.analysis import receptive
 from attnviz.analysis import windows as win
 from attnviz.engine import build_mask
 from attnviz.plotting import windows as wplot
+from attnviz.plotting.common import axis_labels
 from attnviz.ui.state import trace_or_message
 
 PASSAGE = ("I saw a saw in the shed, so I took the saw and cut the old board in two "
@@ -116,8 +117,7 @@ with tab_r:
 
 with tab_c:
     s = sweep(ctx.model, ctx.text, ctx.text_pair)
-    label = (f"{s.tokens[s.pair[0]]} #{s.pair[0]} and {s.tokens[s.pair[1]]} #{s.pair[1]}"
-             if s.pair else "")
+    label = (" and ".join(axis_labels(s.tokens)[i] for i in s.pair) if s.pair else "")
     ui.show_figure(wplot.context_curve(
         s.windows, s.mean_cosine, s.cosine.min(axis=1), s.pair_cosine, s.full_pair_cosine,
         label, "How far the final vectors move when each token sees only ±w neighbours"),

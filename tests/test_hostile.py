@@ -41,22 +41,9 @@ ROOT = Path(__file__).resolve().parents[1]
 NORMAL = "I saw a saw"
 LONG_ON_EVERY_PAGE = {"tokens_600"}
 
-# Known bugs in files this suite does not own: {(page, input name): reason}. Marked
-# xfail(strict=False) so the suite stays green while the owner fixes them.
-_POS_TITLE = ("pages/positions.py:86 builds the pair name from raw tokens and "
-              "attnviz/plotting/positions.py:96 (cosine_curve) puts it in the title unescaped")
-_INS_TITLE = ("pages/inside_score.py:40 puts t.labels[query] (raw token text) into the figure "
-              "titles; Plotly needs the escaped plotting.common.axis_labels")
-_WIN_TITLE = ("pages/windows.py:119 builds the pair label from raw tokens and "
-              "attnviz/plotting/windows.py:173,177 put it in a trace name and annotation unescaped")
-KNOWN_BUGS: dict[tuple[str, str], str] = {
-    ("pages/windows.py", "html_tags"): _WIN_TITLE,
-    ("pages/windows.py", "script_only"): _WIN_TITLE,
-    ("pages/positions.py", "html_tags"): _POS_TITLE,
-    ("pages/positions.py", "script_only"): _POS_TITLE,
-    ("pages/inside_score.py", "html_tags"): _INS_TITLE,
-    ("pages/inside_score.py", "script_only"): _INS_TITLE,
-}
+# Known bugs in files this suite does not own: {(page, input name): reason}, marked
+# xfail(strict=False). Empty: the unescaped-title bugs found here were fixed.
+KNOWN_BUGS: dict[tuple[str, str], str] = {}
 
 # Formatting tags Plotly interprets that a figure may use on purpose (not from user text).
 PLOTLY_TAGS = re.compile(r"</?(?:b|i|em|br|sub|sup|extra|span|s|u)(?:\s[^<>]*)?/?>", re.I)

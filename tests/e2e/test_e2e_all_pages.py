@@ -21,12 +21,9 @@ import pytest
 from tests.pages_list import default_page, existing_pages, takes_text, url_path
 
 from .conftest import (
-    SHOTS,
-    free_port,
     page_errors,
     screenshot,
     set_sentence,
-    start_server,
     wait_for_app,
 )
 
@@ -158,41 +155,3 @@ def test_page_in_browser(page, app_url, path):
                 ".map(t => t.textContent).join(' ')")
             assert "zebra" in svg_text and "<" in svg_text, f"{stem}: typed tokens not shown"
         screenshot(page, f"all_pages_{stem}_typed")
-
-
-FRESH_LINK_BUG = (
-    "app.py keeps its pages in pages/, which Streamlit's v1 multipage discovery also serves: on a "
-    "fresh server a direct link such as /positions runs pages/positions.py without app.py (no "
-    "router, no sidebar sentence box; the nav lists 'app'). Fix: move the page files to a "
-    "folder not named pages/ (e.g. views/) and list those paths in app.py's PAGES."
-)
-
-
-@pytest.mark.xfail(strict=False, reason=FRESH_LINK_BUG)
-def test_direct_link_on_fresh_server(browser):
-    """A student opens a shared link to a sub-page before anyone opened '/'."""
-    others = [p for p in existing_pages() if p != default_page()]
-    if not others:
-        pytest.skip("only the default page exists")
-    path = others[0]
-    port = free_port()
-    proc = start_server(port, SHOTS.parent / "streamlit_fresh.log")
-    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
-    try:
-        page = ctx.new_page()
-        page.goto(f"http://127.0.0.1:{port}{url_path(path)}")
-        page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']",
-                               timeout=180_000)
-        page.wait_for_timeout(1000)
-        screenshot(page, f"all_pages_fresh_link_{Path(path).stem}")
-        nav = page.locator("[data-testid='stSidebarNav']").inner_text()
-        assert page.locator("[data-testid='stSidebar'] textarea").count() == 1, \
-            "the shared sidebar (sentence box) is missing: app.py did not run"
-        assert "app" not in nav.split(), f"v1 page list shown: {nav!r}"
-    finally:
-        ctx.close()
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except Exception:  # noqa: BLE001
-            proc.kill()
