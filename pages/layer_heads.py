@@ -17,36 +17,46 @@ ctx = ui.context()
 t = trace_or_message(ctx)
 if t is None:
     st.stop()
+base = (ctx.model.key, ctx.text, ctx.text_pair)  # figure cache key: plain values only
 
-c1, c2 = st.columns([1, 3])
-layer = c1.selectbox("Layer", range(t.n_layers), key="layer", bind="query-params",
-                     format_func=lambda i: f"layer {i}")
-head = c2.select_slider("Head shown large", options=list(range(t.n_heads)), key="head",
-                        bind="query-params")
 
-st.caption(f"{t.n_tokens} tokens · {t.n_heads} heads · d_k = {t.head_dim} · "
-           f"1/sqrt(d_k) = {t.scale:.4f} · computed on {t.device}")
-tab_w, tab_s, tab_one = st.tabs(["Weights, all heads", "Scores, all heads", f"Head {head}, exact"])
-with tab_w:
-    ui.show_figure(plotting.heads_grid(t.weights[layer], t.tokens, "weights",
-                                       title=f"Layer {layer}: softmax weights"), key="grid_w")
-with tab_s:
-    ui.show_figure(plotting.heads_grid(t.scores[layer], t.tokens, "scores",
-                                       title=f"Layer {layer}: Q·K similarity (raw)"), key="grid_s")
-with tab_one:
-    a, b = st.columns(2)
-    with a:
-        ui.show_figure(plotting.attention_heatmap(
-            t.scores[layer, head], t.tokens, "scores",
-            title=f"Layer {layer}, head {head}: scores q·k"), key="one_s")
-    with b:
-        ui.show_figure(plotting.attention_heatmap(
-            t.weights[layer, head], t.tokens, "weights",
-            title=f"Layer {layer}, head {head}: weights"), key="one_w")
+@st.fragment  # changing the layer or head reruns only this part of the page
+def layer_view() -> None:
+    c1, c2 = st.columns([1, 3])
+    layer = c1.selectbox("Layer", range(t.n_layers), key="layer", bind="query-params",
+                         format_func=lambda i: f"layer {i}")
+    head = c2.select_slider("Head shown large", options=list(range(t.n_heads)), key="head",
+                            bind="query-params")
+    st.caption(f"{t.n_tokens} tokens · {t.n_heads} heads · d_k = {t.head_dim} · "
+               f"1/sqrt(d_k) = {t.scale:.4f} · computed on {t.device}")
+    tab_w, tab_s, tab_one = st.tabs(
+        ["Weights, all heads", "Scores, all heads", f"Head {head}, exact"])
+    with tab_w:
+        ui.show_figure(ui.cached_figure((*base, "grid_w", layer), lambda: plotting.heads_grid(
+            t.weights[layer], t.tokens, "weights", title=f"Layer {layer}: softmax weights")),
+            key="grid_w")
+    with tab_s:
+        ui.show_figure(ui.cached_figure((*base, "grid_s", layer), lambda: plotting.heads_grid(
+            t.scores[layer], t.tokens, "scores", title=f"Layer {layer}: Q·K similarity (raw)")),
+            key="grid_s")
+    with tab_one:
+        a, b = st.columns(2)
+        with a:
+            ui.show_figure(ui.cached_figure(
+                (*base, "one_s", layer, head), lambda: plotting.attention_heatmap(
+                    t.scores[layer, head], t.tokens, "scores",
+                    title=f"Layer {layer}, head {head}: scores q·k")), key="one_s")
+        with b:
+            ui.show_figure(ui.cached_figure(
+                (*base, "one_w", layer, head), lambda: plotting.attention_heatmap(
+                    t.weights[layer, head], t.tokens, "weights",
+                    title=f"Layer {layer}, head {head}: weights")), key="one_w")
+    ui.download_arrays(
+        "Download this layer's numbers (.npz)",
+        {"tokens": t.tokens, "scores": t.scores[layer], "weights": t.weights[layer],
+         "queries": t.queries[layer], "keys": t.keys[layer], "values": t.values[layer]},
+        file_name=f"attnviz_layer{layer}.npz",
+    )
 
-ui.download_arrays(
-    "Download this layer's numbers (.npz)",
-    {"tokens": t.tokens, "scores": t.scores[layer], "weights": t.weights[layer],
-     "queries": t.queries[layer], "keys": t.keys[layer], "values": t.values[layer]},
-    file_name=f"attnviz_layer{layer}.npz",
-)
+
+layer_view()

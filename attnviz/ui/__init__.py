@@ -3,6 +3,7 @@
 from .state import (
     DEFAULT_TEXT,
     Context,
+    cached_figure,
     cached_model,
     cached_trace,
     context,
@@ -15,6 +16,7 @@ from .state import (
 )
 
 __all__ = [
-    "DEFAULT_TEXT", "Context", "cached_model", "cached_trace", "context", "download_arrays",
-    "ensure_router", "require_text", "show_figure", "sidebar", "trace_or_message",
+    "DEFAULT_TEXT", "Context", "cached_figure", "cached_model", "cached_trace", "context",
+    "download_arrays", "ensure_router", "require_text", "show_figure", "sidebar",
+    "trace_or_message",
 ]

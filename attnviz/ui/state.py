@@ -11,6 +11,9 @@ Caching: one model per (folder, device) per server (`st.cache_resource`); one Tr
 from __future__ import annotations
 
 import io
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -69,6 +72,29 @@ def cached_trace(
     key = (model_key, text, text_pair, positions, window, causal, seed)
     return SHARED_TRACES.get(key, lambda: model.trace(
         text, text_pair, positions=positions, window=window, causal=causal, seed=seed))
+
+
+_FIGURES: OrderedDict[tuple, go.Figure] = OrderedDict()
+_FIGURES_LOCK = threading.Lock()
+MAX_FIGURES = 256
+
+
+def cached_figure(key: tuple, build: Callable[[], go.Figure]) -> go.Figure:
+    """A figure built once per server for a key of plain values (model key, text, layer...).
+
+    Building a 12-panel Plotly figure costs more than drawing it; a class typing the same
+    sentence and flipping through layers shares the work. Figures are treated as read-only.
+    """
+    with _FIGURES_LOCK:
+        if key in _FIGURES:
+            _FIGURES.move_to_end(key)
+            return _FIGURES[key]
+    fig = build()
+    with _FIGURES_LOCK:
+        _FIGURES[key] = fig
+        while len(_FIGURES) > MAX_FIGURES:
+            _FIGURES.popitem(last=False)
+    return fig
 
 
 def _clean(text: str | None) -> str:
