@@ -4,6 +4,13 @@ import os
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# Tests open checkpoints they write under the temporary folder; the app's default roots are
+# the home and working folders (see attnviz.ui.state.allowed_model_roots).
+import tempfile  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+os.environ.setdefault("ATTNVIZ_MODEL_ROOTS", os.pathsep.join(
+    [str(Path.home()), os.getcwd(), tempfile.gettempdir()]))
 
 import pytest  # noqa: E402
 

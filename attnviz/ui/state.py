@@ -11,10 +11,12 @@ Caching: one model per (folder, device) per server (`st.cache_resource`); one Tr
 from __future__ import annotations
 
 import io
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import plotly.graph_objects as go
@@ -148,6 +150,31 @@ def ensure_router() -> None:
         st.rerun()
 
 
+def allowed_model_roots() -> list[Path]:
+    """Folders under which the app may open a checkpoint (never anything outside them).
+
+    ATTNVIZ_MODEL_ROOTS (paths joined by os.pathsep) sets them, e.g. on a class server;
+    by default: the user's home (which holds the Hugging Face cache) and the working folder.
+    """
+    env = os.environ.get("ATTNVIZ_MODEL_ROOTS")
+    roots = env.split(os.pathsep) if env else [str(Path.home()), os.getcwd()]
+    return [Path(r).expanduser().resolve() for r in roots if r.strip()]
+
+
+def check_allowed_folder(folder: str) -> None:
+    """Refuse, with one message that says nothing about what exists, a folder outside the roots."""
+    roots = allowed_model_roots()
+    try:
+        path = Path(folder).expanduser().resolve()  # symlinks resolved: no escaping the roots
+    except (OSError, RuntimeError, ValueError):
+        path = None
+    if path is None or "://" in folder or not any(path.is_relative_to(r) for r in roots):
+        raise ModelError(
+            "only checkpoint folders inside the allowed folders can be opened "
+            f"({', '.join(str(r) for r in roots)}; set ATTNVIZ_MODEL_ROOTS to change them)"
+        )
+
+
 def context() -> Context:
     """The sentence, model and device chosen in the sidebar, read from the widgets' state."""
     ensure_router()
@@ -156,6 +183,7 @@ def context() -> Context:
     model, error = None, None
     if folder:
         try:
+            check_allowed_folder(folder)
             with st.spinner("Loading the model (once per server)..."):
                 model = cached_model(folder, device)
         except ModelError as e:

@@ -1,0 +1,45 @@
+"""The app opens checkpoints only inside allowed folders, and its refusal reveals nothing."""
+
+import os
+
+import pytest
+
+from attnviz.engine import ModelError
+from attnviz.ui.state import allowed_model_roots, check_allowed_folder
+
+
+@pytest.fixture
+def roots(tmp_path, monkeypatch):
+    inside = tmp_path / "models"
+    inside.mkdir()
+    monkeypatch.setenv("ATTNVIZ_MODEL_ROOTS", str(inside))
+    return inside
+
+
+def refusal(path) -> str:
+    with pytest.raises(ModelError) as e:
+        check_allowed_folder(str(path))
+    return str(e.value)
+
+
+def test_outside_folders_get_one_message_whether_they_exist_or_not(roots, tmp_path):
+    messages = {refusal(p) for p in ("/etc", "/proc/self", "/definitely/not/here",
+                                     tmp_path, roots / ".." / "..", "https://hub/bert-base")}
+    assert len(messages) == 1 and "allowed folders" in messages.pop()
+
+
+def test_symlink_out_of_the_roots_is_refused(roots):
+    (roots / "escape").symlink_to("/etc")
+    assert "allowed folders" in refusal(roots / "escape")
+
+
+def test_inside_is_allowed_then_checked_as_a_checkpoint(roots):
+    check_allowed_folder(str(roots / "some-bert"))  # allowed; the engine then checks files
+    check_allowed_folder(str(roots))
+
+
+def test_default_roots_are_home_and_working_folder(monkeypatch):
+    monkeypatch.delenv("ATTNVIZ_MODEL_ROOTS", raising=False)
+    roots = allowed_model_roots()
+    assert os.path.realpath(os.path.expanduser("~")) in map(str, roots)
+    assert os.path.realpath(os.getcwd()) in map(str, roots)
