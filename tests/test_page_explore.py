@@ -1,7 +1,6 @@
 """AppTest of the all-heads page: figures from the engine's numbers, pair filter, 512 tokens,
 a refused model folder."""
 
-import base64
 import json
 from pathlib import Path
 
@@ -10,20 +9,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from attnviz.analysis.views import shown_weights
+from tests.plotly_json import decode, figures
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
-
-
-def decode(z):
-    """Plotly JSON sends numpy arrays as base64 {dtype, bdata, shape}."""
-    if isinstance(z, dict):
-        arr = np.frombuffer(base64.b64decode(z["bdata"]), dtype=np.dtype(z["dtype"]))
-        return arr.reshape([int(s) for s in str(z["shape"]).split(",")])
-    return np.asarray(z, dtype=float)
-
-
-def figures(at):
-    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
 
 
 @pytest.fixture

@@ -1,7 +1,5 @@
 """AppTest of the Images page: its figures and metric come from the analysis, widgets work."""
 
-import base64
-import json
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 from attnviz.analysis import conv_attention as ca
 from attnviz.analysis import image_attention as ia
+from tests.plotly_json import decode, figures
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 
@@ -23,17 +22,6 @@ def at():
     at.switch_page("pages/images.py").run()
     assert not at.exception
     return at
-
-
-def figures(at):
-    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
-
-
-def decode(z):
-    if isinstance(z, dict):
-        arr = np.frombuffer(base64.b64decode(z["bdata"]), dtype=np.dtype(z["dtype"]))
-        return arr.reshape([int(s) for s in str(z["shape"]).split(",")])
-    return np.asarray(z, dtype=float)
 
 
 def test_default_page(at):

@@ -1,11 +1,12 @@
 """AppTest of the first page: heatmaps from the engine's numbers, distinct repeated tokens."""
 
-import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
+
+from tests.plotly_json import decode, figures
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 
@@ -16,20 +17,6 @@ def at():
     at.run()
     assert not at.exception
     return at
-
-
-def figures(at):
-    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
-
-
-def decode(z):
-    """Plotly JSON sends numpy arrays as base64 {dtype, bdata, shape}."""
-    import base64
-
-    if isinstance(z, dict):
-        arr = np.frombuffer(base64.b64decode(z["bdata"]), dtype=np.dtype(z["dtype"]))
-        return arr.reshape([int(s) for s in str(z["shape"]).split(",")])
-    return np.asarray(z, dtype=float)
 
 
 def test_default_sentence_heatmaps_match_the_trace(at, model):

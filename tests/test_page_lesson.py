@@ -1,7 +1,5 @@
 """AppTest of the lesson: every step, predict-then-reveal, the numbers from the taggers/engine."""
 
-import base64
-import json
 from pathlib import Path
 
 import numpy as np
@@ -10,6 +8,7 @@ from streamlit.testing.v1 import AppTest
 
 from attnviz.analysis import lesson as L
 from attnviz.analysis import taggers as T
+from tests.plotly_json import decode, figures
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 N = len(L.STEPS)
@@ -22,18 +21,6 @@ def at():
     at.switch_page("pages/lesson.py").run()
     assert not at.exception
     return at
-
-
-def decode(z) -> np.ndarray:
-    """Plotly JSON sends numpy arrays as base64 {dtype, bdata, shape}."""
-    if isinstance(z, dict):
-        arr = np.frombuffer(base64.b64decode(z["bdata"]), dtype=np.dtype(z["dtype"]))
-        return arr.reshape([int(s) for s in str(z.get("shape", arr.size)).split(",")])
-    return np.asarray(z, dtype=float)
-
-
-def figures(at):
-    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
 
 
 def go(at, step: int, reveal: bool = True):

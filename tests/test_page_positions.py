@@ -1,7 +1,5 @@
 """AppTest of the positions page: its figures carry the engine's numbers, for any sentence."""
 
-import base64
-import json
 from pathlib import Path
 
 import numpy as np
@@ -9,6 +7,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 from streamlit.testing.v1 import AppTest
+
+from tests.plotly_json import decode
+from tests.plotly_json import figures_by_key as figures
 
 from .test_analysis_positions import make_tiny_bert
 
@@ -25,21 +26,6 @@ def at():
     at.switch_page("pages/positions.py").run()
     assert not at.exception
     return at
-
-
-def figures(at) -> dict:
-    """Figure JSON by widget key (the chart id ends with its key)."""
-    return {c.proto.id.rsplit("-", 1)[-1]: json.loads(c.proto.spec)
-            for c in at.get("plotly_chart")}
-
-
-def decode(z):
-    if isinstance(z, dict):
-        arr = np.frombuffer(base64.b64decode(z["bdata"]), dtype=np.dtype(z["dtype"]))
-        if "shape" not in z:  # 1-D arrays come without a shape
-            return arr
-        return arr.reshape([int(s) for s in str(z["shape"]).split(",")])
-    return np.asarray(z, dtype=float)
 
 
 def cos_ref(h, i, j):

@@ -1,8 +1,6 @@
 """AppTest of the step-by-step page: every step in both modes, and the numbers it shows
 recomputed here (SDPA on the page's own Q, K, V; the engine's trace for the real head)."""
 
-import base64
-import json
 import math
 from pathlib import Path
 
@@ -13,6 +11,8 @@ import torch.nn.functional as F
 from streamlit.testing.v1 import AppTest
 
 from attnviz.analysis import walkthrough as wt
+from tests.plotly_json import decode
+from tests.plotly_json import figures_by_key as figures
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 PAGE = "pages/step_by_step.py"
@@ -31,20 +31,6 @@ def at():
     at.switch_page(PAGE).run()
     assert not at.exception
     return at
-
-
-def figures(at) -> dict:
-    return {c.proto.id.rsplit("-", 1)[-1]: json.loads(c.proto.spec)
-            for c in at.get("plotly_chart")}
-
-
-def decode(z):
-    if isinstance(z, dict):
-        arr = np.frombuffer(base64.b64decode(z["bdata"]), dtype=np.dtype(z["dtype"]))
-        if "shape" not in z:
-            return arr
-        return arr.reshape([int(s) for s in str(z["shape"]).split(",")])
-    return np.asarray(z, dtype=float)
 
 
 def go(at, mode=None, step=None, text=None, **widgets):

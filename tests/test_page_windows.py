@@ -1,7 +1,5 @@
 """AppTest of the windows page: every figure's numbers come from the engine and analysis."""
 
-import base64
-import json
 from pathlib import Path
 
 import numpy as np
@@ -11,21 +9,9 @@ from streamlit.testing.v1 import AppTest
 from attnviz.analysis import receptive as rf
 from attnviz.analysis import windows as win
 from attnviz.engine import window_mask
+from tests.plotly_json import decode, figures
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
-
-
-def figures(at):
-    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
-
-
-def decode(z):
-    if isinstance(z, dict):
-        arr = np.frombuffer(base64.b64decode(z["bdata"]), dtype=np.dtype(z["dtype"]))
-        if "shape" not in z:  # 1-D arrays come without a shape
-            return arr
-        return arr.reshape([int(s) for s in str(z["shape"]).split(",")])
-    return np.asarray(z, dtype=float)
 
 
 @pytest.fixture(scope="module")

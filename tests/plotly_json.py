@@ -1,0 +1,27 @@
+"""Reading the Plotly figures a page sent, in AppTest (shared by the page tests)."""
+
+import base64
+import json
+
+import numpy as np
+
+
+def decode(z) -> np.ndarray:
+    """Plotly JSON sends numpy arrays as base64 {dtype, bdata[, shape]}; lists stay lists."""
+    if isinstance(z, dict):
+        arr = np.frombuffer(base64.b64decode(z["bdata"]), dtype=np.dtype(z["dtype"]))
+        if "shape" not in z:  # 1-D arrays come without a shape
+            return arr
+        return arr.reshape([int(s) for s in str(z["shape"]).split(",")])
+    return np.asarray(z, dtype=float)
+
+
+def figures(at) -> list[dict]:
+    """Every chart's figure JSON, in page order."""
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+def figures_by_key(at) -> dict[str, dict]:
+    """Figure JSON by widget key (the chart id ends with its key)."""
+    return {c.proto.id.rsplit("-", 1)[-1]: json.loads(c.proto.spec)
+            for c in at.get("plotly_chart")}
