@@ -25,10 +25,12 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from tests import serve  # noqa: E402
+from tests.serve import CHROME_ARGS as ARGS  # noqa: E402
+from tests.serve import free_port  # noqa: E402
+
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run",
-        "--disable-dev-shm-usage"]
 TEXT = ("The quick brown fox jumps over the lazy dog near the river bank, and I saw a saw. "
         * 40)
 IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
@@ -36,22 +38,7 @@ MOSAIC = ".js-plotly-plot .heatmaplayer image"
 
 
 def start_server(port: int) -> subprocess.Popen:
-    log = open(Path(tempfile.gettempdir()) / f"attnviz_bench_{port}.log", "w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-         "--server.port", str(port), "--server.address", "127.0.0.1",
-         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-        env=dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1"),
-    )
-    for _ in range(240):
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2):
-                return proc
-        except OSError:
-            time.sleep(0.5)
-    proc.kill()
-    raise RuntimeError("streamlit did not start")
+    return serve.start_server(port, Path(tempfile.gettempdir()) / f"attnviz_bench_{port}.log")
 
 
 def wait_idle(page, timeout_ms: int = 120_000) -> None:
@@ -80,8 +67,6 @@ def overview_json_bytes() -> tuple[int, int]:
 
 def run(repeats: int = 3) -> list[tuple[str, str, str]]:
     from playwright.sync_api import sync_playwright
-
-    from tests.e2e.conftest import free_port
 
     n_tokens, fig_bytes = overview_json_bytes()
     port = free_port()

@@ -9,21 +9,18 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
+from tests import serve
+
 ROOT = Path(__file__).resolve().parents[2]
 SHOTS = ROOT / "test-output" / "screenshots"
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-CHROME_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-               "--disable-component-update", "--disable-sync", "--no-first-run",
-               "--disable-dev-shm-usage"]
+CHROME_ARGS = serve.CHROME_ARGS
+free_port = serve.free_port
 
 
 def ensure_chromium() -> str:
@@ -38,33 +35,11 @@ def ensure_chromium() -> str:
     return CHROMIUM
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def start_server(port: int, log_path: Path) -> subprocess.Popen:
-    log = open(log_path, "w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-         "--server.port", str(port), "--server.address", "127.0.0.1",
-         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-        env=dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1"),
-    )
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as r:
-                if r.read().strip() == b"ok":
-                    return proc
-        except OSError:
-            time.sleep(0.5)
-        if proc.poll() is not None:
-            break
-    proc.kill()
-    pytest.fail(f"streamlit did not start; log:\n{log_path.read_text()[-3000:]}")
+    try:
+        return serve.start_server(port, log_path)
+    except RuntimeError as e:
+        pytest.fail(str(e))
 
 
 @pytest.fixture(scope="session")

@@ -26,20 +26,20 @@ import asyncio
 import json
 import os
 import random
-import socket
 import statistics
 import subprocess
 import sys
 import threading
 import time
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from tests import serve  # noqa: E402
 from tests.pages_list import default_page  # noqa: E402
+from tests.serve import free_port  # noqa: E402
 
 DEFAULT = Path(default_page()).stem  # served at "/", url_pathname ""
 
@@ -57,33 +57,11 @@ SENTENCES = [
 
 
 # ----------------------------------------------------------------------- server
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def start_server(port: int, log_path: Path) -> subprocess.Popen:
-    log = open(log_path, "w")  # noqa: SIM115 - closed with the process
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-         "--server.port", str(port), "--server.address", "127.0.0.1",
-         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-        env=dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1"),
-    )
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as r:
-                if r.read().strip() == b"ok":
-                    return proc
-        except OSError:
-            time.sleep(0.5)
-        if proc.poll() is not None:
-            break
-    proc.kill()
-    raise SystemExit(f"streamlit did not start; see {log_path}")
+    try:
+        return serve.start_server(port, log_path)
+    except RuntimeError as e:
+        raise SystemExit(str(e)) from None
 
 
 def rss_mib(pid: int) -> float:

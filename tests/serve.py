@@ -1,0 +1,47 @@
+"""Start the app with `streamlit run` on loopback, for e2e tests, the load test, benchmarks
+and the screenshot script. One place, so every harness serves the app the same way."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROME_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+               "--disable-component-update", "--disable-sync", "--no-first-run",
+               "--disable-dev-shm-usage"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(port: int, log_path: Path, timeout_s: float = 120) -> subprocess.Popen:
+    """Serve app.py on 127.0.0.1:port; return once /_stcore/health answers ok."""
+    log = open(log_path, "w")  # noqa: SIM115 - closed with the process
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+         "--server.port", str(port), "--server.address", "127.0.0.1",
+         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
+        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+        env=dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1"),
+    )
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as r:
+                if r.read().strip() == b"ok":
+                    return proc
+        except OSError:
+            time.sleep(0.5)
+        if proc.poll() is not None:
+            break
+    proc.kill()
+    raise RuntimeError(f"streamlit did not start; log:\n{Path(log_path).read_text()[-3000:]}")
