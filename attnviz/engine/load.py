@@ -95,9 +95,8 @@ def load_model(path: str | os.PathLike | None = None, device: str | None = None)
     dev = pick_device(device)
     try:
         config = BertConfig.from_pretrained(folder, local_files_only=True)
-        hf = BertModel.from_pretrained(
-            folder, local_files_only=True, add_pooling_layer=False, attn_implementation="eager"
-        )
+        eager = dict(add_pooling_layer=False, attn_implementation="eager")
+        hf = BertModel.from_pretrained(folder, local_files_only=True, **eager)
         tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
     except Exception as e:  # transformers raises many kinds; say which file is wrong
         raise ModelError(f"cannot load the checkpoint in {folder}: {type(e).__name__}: {e}") from e
