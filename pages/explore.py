@@ -6,7 +6,8 @@ import streamlit as st
 
 from attnviz import ui
 from attnviz.analysis.views import SEGMENT_FILTERS, segment_shares, shown_weights
-from attnviz.plotting.overview import head_heatmap, overview_mosaic, pick_head
+from attnviz.plotting.heatmaps import attention_heatmap
+from attnviz.plotting.overview import overview_mosaic, pick_head
 from attnviz.plotting.token_lines import token_lines
 from attnviz.ui.state import trace_or_message
 
@@ -75,7 +76,8 @@ def one_head() -> None:
                         format_func=lambda i: "all tokens" if i is None else labels[i])
     left, right = st.columns(2)
     with left:
-        ui.show_figure(head_heatmap(w[head], toks, pos, title=f"Layer {layer}, head {head}"),
+        ui.show_figure(attention_heatmap(w[head], toks, "weights", f"Layer {layer}, head {head}",
+                                         positions=pos, zmax=float(w[head].max())),
                        key="ex_one")
     with right:
         heads = [head] + [h for h in extra if h != head]

@@ -7,7 +7,8 @@ import pytest
 
 from attnviz.analysis.views import shown_weights
 from attnviz.plotting.common import block_reduce
-from attnviz.plotting.overview import head_heatmap, overview_mosaic, pick_head
+from attnviz.plotting.heatmaps import attention_heatmap
+from attnviz.plotting.overview import overview_mosaic, pick_head
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +64,7 @@ def test_mosaic_at_512_tokens_is_block_max_and_small(model):
 def test_head_heatmap_is_exact_with_original_positions(model):
     t = model.trace("I saw a saw", "It cut")
     w, toks, pos = shown_weights(t.weights[1], t.tokens, t.segments, hide=True)
-    fig = head_heatmap(w[3], toks, pos)
+    fig = attention_heatmap(w[3], toks, "weights", positions=pos)
     np.testing.assert_array_equal(np.asarray(fig.data[0].z), t.weights[1, 3][np.ix_(pos, pos)])
     assert fig.data[0].x[0] == "i #1" and fig.data[0].x[-1] == "cut #7"
     assert "%{z:.6f}" in fig.data[0].hovertemplate
@@ -73,3 +74,12 @@ def test_tokens_are_escaped(model):
     t = model.trace("<b>bold</b>")
     spec = json.dumps(overview_mosaic(t.weights, t.tokens).to_plotly_json(), default=str)
     assert "<b>" not in spec and "&lt;" in spec
+
+
+def test_long_inputs_thin_ticks_and_name_their_positions(model):
+    t = model.trace("the quick brown fox " * 40)  # 162 tokens: ticks thinned to every 3rd
+    fig = attention_heatmap(t.weights[0, 0], t.tokens, "weights")
+    ticks = fig.layout.yaxis.ticktext
+    assert ticks[1] == f"#3 {t.tokens[3]}" and len(ticks) <= 60
+    assert fig.layout.yaxis.tickvals[1] == f"{t.tokens[3]} #3"
+    np.testing.assert_array_equal(np.asarray(fig.data[0].z), t.weights[0, 0])

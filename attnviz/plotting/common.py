@@ -20,17 +20,25 @@ def escape(text: str) -> str:
     return html.escape(str(text), quote=False).replace("\n", "\\n")
 
 
-def axis_labels(tokens: list[str]) -> list[str]:
+def axis_labels(tokens: list[str], positions=None) -> list[str]:
     """One unique, escaped category per position: '<token> #<position>'."""
-    return [f"{escape(t)} #{i}" for i, t in enumerate(tokens)]
+    positions = range(len(tokens)) if positions is None else positions
+    return [f"{escape(t)} #{int(p)}" for t, p in zip(tokens, positions, strict=True)]
 
 
-def tick_labels(tokens: list[str], max_ticks: int = 60) -> tuple[list[str], list[str]]:
-    """(tickvals, ticktext) for a category axis of unique labels, thinned for long inputs."""
-    labels = axis_labels(tokens)
+def tick_labels(tokens: list[str], max_ticks: int = 60,
+                positions=None) -> tuple[list[str], list[str]]:
+    """(tickvals, ticktext) for a category axis of unique labels, thinned for long inputs.
+
+    Thinned ticks name their position too ('#27 the'), so they are not read as the next row.
+    """
+    labels = axis_labels(tokens, positions)
+    positions = list(range(len(tokens))) if positions is None else list(positions)
     step = max(1, -(-len(tokens) // max_ticks))
     idx = range(0, len(tokens), step)
-    return [labels[i] for i in idx], [escape(tokens[i]) for i in idx]
+    text = [escape(tokens[i]) if step == 1 else f"#{int(positions[i])} {escape(tokens[i])}"
+            for i in idx]
+    return [labels[i] for i in idx], text
 
 
 def block_reduce(matrix, max_size: int):

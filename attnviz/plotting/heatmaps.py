@@ -10,7 +10,7 @@ from .common import FONT, SCORES_SCALE, WEIGHTS_SCALE, axis_labels, block_reduce
 
 KINDS = {
     "scores": dict(title="Q·K similarity (raw scores)", scale=SCORES_SCALE, fmt=".3f"),
-    "weights": dict(title="softmax weights", scale=WEIGHTS_SCALE, fmt=".4f"),
+    "weights": dict(title="softmax weights", scale=WEIGHTS_SCALE, fmt=".6f"),
 }
 
 
@@ -28,22 +28,34 @@ def attention_heatmap(
     title: str | None = None,
     key_tokens: list[str] | None = None,
     height: int | None = None,
+    positions=None,
+    zmax: float | None = None,
 ) -> go.Figure:
-    """One [query, key] matrix at full resolution; hover names both tokens and the exact value."""
+    """One [query, key] matrix at full resolution; hover names both tokens and the exact value.
+
+    `positions`: each row's original position when some tokens are hidden (labels keep it);
+    `zmax`: the top of the colour scale (default: 1 for weights, the largest |score|).
+    """
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {tuple(KINDS)}")
+    key_pos = positions if key_tokens is None else None
     key_tokens = tokens if key_tokens is None else key_tokens
-    rows, cols = axis_labels(tokens), axis_labels(key_tokens)
+    rows, cols = axis_labels(tokens, positions), axis_labels(key_tokens, key_pos)
+    colors = _color_args(kind, matrix)
+    if zmax is not None:
+        colors["zmax"] = zmax
     fig = go.Figure(
         go.Heatmap(
             z=np.asarray(matrix, dtype=np.float32), x=cols, y=rows,
             hovertemplate=(f"query %{{y}}<br>key %{{x}}<br>"
                            f"{kind[:-1]} = %{{z:{KINDS[kind]['fmt']}}}<extra></extra>"),
             colorbar=dict(title=dict(text=kind), thickness=12),
-            **_color_args(kind, matrix),
+            **colors,
         )
     )
-    _category_axes(fig, tokens, key_tokens)
+    _category_axes(fig, tokens, key_tokens, positions=positions, key_positions=key_pos)
+    fig.update_yaxes(title=dict(text="queries"))
+    fig.update_xaxes(title=dict(text="keys"))
     n = max(len(tokens), 8)
     size = height or int(min(900, max(320, 28 * n + 140)))
     fig.update_layout(
@@ -54,14 +66,17 @@ def attention_heatmap(
 
 
 def _category_axes(fig: go.Figure, tokens, key_tokens, row=None, col=None,
-                   show_x: bool = True, show_y: bool = True) -> None:
-    yv, yt = tick_labels(tokens)
-    xv, xt = tick_labels(key_tokens)
+                   show_x: bool = True, show_y: bool = True, positions=None,
+                   key_positions=None) -> None:
+    yv, yt = tick_labels(tokens, positions=positions)
+    xv, xt = tick_labels(key_tokens, positions=key_positions)
     kw = {} if row is None else dict(row=row, col=col)
-    fig.update_yaxes(type="category", categoryorder="array", categoryarray=axis_labels(tokens),
+    fig.update_yaxes(type="category", categoryorder="array",
+                     categoryarray=axis_labels(tokens, positions),
                      tickvals=yv, ticktext=yt, autorange="reversed", showticklabels=show_y,
                      title=None, **kw)
-    fig.update_xaxes(type="category", categoryorder="array", categoryarray=axis_labels(key_tokens),
+    fig.update_xaxes(type="category", categoryorder="array",
+                     categoryarray=axis_labels(key_tokens, key_positions),
                      tickvals=xv, ticktext=xt, tickangle=-45, showticklabels=show_x,
                      side="bottom", **kw)
 

@@ -11,7 +11,7 @@ with two aggregate margins that users ask for (bertviz #111):
 Long inputs are max-pooled into blocks of f x f tokens (f = ceil(n / max_cells)) so the
 figure stays small (at 512 tokens, 7 x 13 tiles of 64 x 64 floats ~ 2 MB of JSON instead of
 ~75 MB); the hover then says "block max". One heatmap draws far faster in a browser than
-72 subplots. The single-head view (`head_heatmap`) always shows every value exactly.
+72 subplots. The single-head view (`heatmaps.attention_heatmap`) always shows every value exactly.
 """
 
 from __future__ import annotations
@@ -118,39 +118,3 @@ def pick_head(point: dict) -> tuple[int | None, int | None]:
     ly = re.match(r"layer (\d+) ·", str(point.get("y", "")))
     hx = re.match(r"head (\d+) ·", str(point.get("x", "")))
     return (int(ly.group(1)) if ly else None, int(hx.group(1)) if hx else None)
-
-
-def head_heatmap(
-    matrix: np.ndarray,
-    tokens: list[str],
-    positions: list[int] | None = None,
-    title: str = "",
-    value_name: str = "weight",
-    zmax: float | None = None,
-) -> go.Figure:
-    """One [query, key] matrix at full resolution; every hover value is the exact number.
-
-    Labels are '<token> #<original position>', unique even for repeated tokens.
-    """
-    n_r, n_c = matrix.shape
-    positions = list(range(n_r)) if positions is None else [int(p) for p in positions]
-    labels = [f"{escape(tokens[i])} #{positions[i]}" for i in range(n_r)]
-    m = np.asarray(matrix, dtype=np.float32)
-    step = max(1, -(-n_r // 40))
-    ticks = labels[::step]
-    # Thinned ticks name their position too, so '#27 the' is not read as the next row.
-    text = [escape(tokens[i]) if step == 1 else f"#{positions[i]} {escape(tokens[i])}"
-            for i in range(0, n_r, step)]
-    fig = go.Figure(go.Heatmap(
-        z=m, x=labels, y=labels, colorscale=WEIGHTS_SCALE, zmin=0.0,
-        zmax=float(np.nanmax(m)) if zmax is None and m.size else (zmax or 1.0),
-        hovertemplate=f"query %{{y}}<br>key %{{x}}<br>{value_name} = %{{z:.6f}}<extra></extra>",
-        colorbar=dict(title=dict(text=value_name), thickness=12),
-    ))
-    common = dict(type="category", categoryorder="array", categoryarray=labels, tickvals=ticks,
-                  ticktext=text, showgrid=False)
-    fig.update_yaxes(autorange="reversed", title=dict(text="queries"), **common)
-    fig.update_xaxes(tickangle=-45, title=dict(text="keys"), **common)
-    fig.update_layout(title=title, font=FONT, height=int(min(900, max(380, 26 * n_r + 160))),
-                      margin=dict(l=10, r=10, t=50, b=10))
-    return fig
