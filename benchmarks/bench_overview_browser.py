@@ -116,11 +116,7 @@ def run(repeats: int = 3) -> list[tuple[str, str, str]]:
                 tokens.append(time.perf_counter() - t0)
             browser.close()
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        serve.stop_server(proc)
 
     med = statistics.median
     rows = [

@@ -10,7 +10,6 @@ figures are drawn, and saves assets/screenshots/<page>.png (the visible window, 
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import urllib.parse
 from pathlib import Path
@@ -18,14 +17,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.e2e.conftest import (  # noqa: E402
-    CHROME_ARGS,
-    ensure_chromium,
-    free_port,
-    start_server,
-    wait_for_app,
-)
+from tests.e2e.conftest import ensure_chromium, wait_for_app  # noqa: E402
 from tests.pages_list import existing_pages, url_path  # noqa: E402
+from tests.serve import CHROME_ARGS, free_port, start_server, stop_server  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -62,11 +56,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{path} -> {target.relative_to(ROOT)}")
             browser.close()
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_server(proc)
         (args.out / ".streamlit.log").unlink(missing_ok=True)
     print(f"{len(saved)} screenshots in {args.out}")
     return 0

@@ -45,3 +45,13 @@ def start_server(port: int, log_path: Path, timeout_s: float = 120) -> subproces
             break
     proc.kill()
     raise RuntimeError(f"streamlit did not start; log:\n{Path(log_path).read_text()[-3000:]}")
+
+
+def stop_server(proc: subprocess.Popen, timeout_s: float = 15) -> None:
+    """Stop a server started here, by its PID: politely, then for sure."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()

@@ -49,11 +49,7 @@ def app_url():
     port = free_port()
     proc = start_server(port, SHOTS.parent / "streamlit.log")
     yield f"http://127.0.0.1:{port}"
-    proc.terminate()
-    try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    serve.stop_server(proc)
 
 
 @pytest.fixture(scope="session")

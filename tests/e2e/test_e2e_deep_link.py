@@ -7,6 +7,8 @@ This test starts its own server so that the deep link really is the first reques
 
 import pytest
 
+from tests.serve import stop_server
+
 from .conftest import SHOTS, free_port, page_errors, screenshot, start_server, wait_for_app
 
 pytestmark = pytest.mark.e2e
@@ -29,5 +31,4 @@ def test_first_request_to_a_sub_page_runs_the_router(browser, path):
         screenshot(page, f"deep_link_{path}")
         ctx.close()
     finally:
-        proc.terminate()
-        proc.wait(timeout=20)
+        stop_server(proc)

@@ -360,11 +360,7 @@ def main(argv: list[str] | None = None) -> int:
         alive = proc.poll() is None
     finally:
         sampler.stop()
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        serve.stop_server(proc)
     during = [m for t, m in sampler.samples if t_class <= t <= t_closed]
     report = {
         "machine": f"{os.cpu_count()} CPU cores, loadavg at end {os.getloadavg()[0]:.1f}",
