@@ -48,6 +48,9 @@ def test_config_values(cfg):
     assert 0 < server["maxUploadSize"] <= MAX_UPLOAD_MB
     assert 0 < server["maxMessageSize"] <= MAX_MESSAGE_MB
     assert cfg.get("browser", {}).get("gatherUsageStats") is False
+    # Streamlit's default full gc.collect(2) after every rerun held the GIL for ~150 ms with
+    # torch, transformers and the figure caches loaded: every other session waited (make load).
+    assert cfg["runner"]["postScriptGC"] is False
 
 
 def test_config_keys_are_real_streamlit_options(cfg):

@@ -53,3 +53,62 @@ def block_reduce(matrix, max_size: int):
     m = np.pad(matrix, ((0, pad_r), (0, pad_c)), constant_values=np.nan)
     m = m.reshape(m.shape[0] // f_r, f_r, m.shape[1] // f_c, f_c)
     return np.nanmax(m, axis=(1, 3)), max(f_r, f_c)
+
+
+class Grid:
+    """Subplots built as plain dicts and validated once, in `figure()`.
+
+    plotly's make_subplots plus add_trace(row=, col=) and update_xaxes(row=, col=) search the
+    whole grid and re-dispatch the layout on every call: 80 ms for a 3x4 grid of heatmaps on a
+    2-core CPU, against 14 ms for the same figure built from one dict. Usage:
+
+        g = Grid(rows=1, cols=2, subplot_titles=["a", "b"])
+        g.add(go.Heatmap(z=m), row=1, col=2)       # a trace object or a dict
+        g.xaxis(1, 2).update(type="category")      # the axis' layout dict, edited in place
+        fig = g.figure(title="...")                 # layout keywords merged at the top level
+    """
+
+    def __init__(self, rows: int = 1, cols: int = 1, **subplot_args) -> None:
+        import copy
+
+        self.rows, self.cols = rows, cols
+        self.layout = copy.deepcopy(_grid_layout(rows, cols, subplot_args))
+        self.traces: list = []
+
+    def _sub(self, row: int, col: int) -> str:
+        if not (1 <= row <= self.rows and 1 <= col <= self.cols):
+            raise ValueError(f"no subplot at row {row}, col {col}")
+        i = (row - 1) * self.cols + col  # make_subplots numbers axes row by row
+        return "" if i == 1 else str(i)
+
+    def add(self, trace, row: int = 1, col: int = 1):
+        sub = self._sub(row, col)
+        spec = trace if isinstance(trace, dict) else trace.to_plotly_json()
+        self.traces.append({**spec, "xaxis": f"x{sub}", "yaxis": f"y{sub}"})
+        return self
+
+    def xaxis(self, row: int = 1, col: int = 1) -> dict:
+        return self.layout.setdefault(f"xaxis{self._sub(row, col)}", {})
+
+    def yaxis(self, row: int = 1, col: int = 1) -> dict:
+        return self.layout.setdefault(f"yaxis{self._sub(row, col)}", {})
+
+    def figure(self, **layout):
+        import plotly.graph_objects as go
+
+        return go.Figure(data=self.traces, layout={**self.layout, **layout})
+
+
+_GRIDS: dict = {}
+
+
+def _grid_layout(rows: int, cols: int, args: dict) -> dict:
+    """make_subplots' layout as a dict, computed once per grid (read-only: copy it)."""
+    key = (rows, cols, repr(sorted(args.items())))
+    if key not in _GRIDS:
+        from plotly.subplots import make_subplots
+
+        _GRIDS[key] = make_subplots(rows=rows, cols=cols, **args).layout.to_plotly_json()
+        if len(_GRIDS) > 256:
+            _GRIDS.pop(next(iter(_GRIDS)), None)
+    return _GRIDS[key]

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
-from .common import FONT, SCORES_SCALE, WEIGHTS_SCALE, axis_labels, block_reduce, tick_labels
+from .common import FONT, SCORES_SCALE, WEIGHTS_SCALE, Grid, axis_labels, block_reduce, tick_labels
 
 KINDS = {
     "scores": dict(title="Q·K similarity (raw scores)", scale=SCORES_SCALE, fmt=".3f"),
@@ -44,41 +43,36 @@ def attention_heatmap(
     colors = _color_args(kind, matrix)
     if zmax is not None:
         colors["zmax"] = zmax
-    fig = go.Figure(
-        go.Heatmap(
-            z=np.asarray(matrix, dtype=np.float32), x=cols, y=rows,
+    x, y = _axis_props(tokens, key_tokens, positions=positions, key_positions=key_pos)
+    n = max(len(tokens), 8)
+    size = height or int(min(900, max(320, 28 * n + 140)))
+    return go.Figure(
+        data=[dict(
+            type="heatmap", z=np.asarray(matrix, dtype=np.float32), x=cols, y=rows,
             hovertemplate=(f"query %{{y}}<br>key %{{x}}<br>"
                            f"{kind[:-1]} = %{{z:{KINDS[kind]['fmt']}}}<extra></extra>"),
             colorbar=dict(title=dict(text=kind), thickness=12),
             **colors,
-        )
+        )],
+        layout=dict(
+            xaxis={**x, "title": dict(text="keys")}, yaxis={**y, "title": dict(text="queries")},
+            title=title or KINDS[kind]["title"], height=size, font=FONT,
+            margin=dict(l=10, r=10, t=50, b=10),
+        ),
     )
-    _category_axes(fig, tokens, key_tokens, positions=positions, key_positions=key_pos)
-    fig.update_yaxes(title=dict(text="queries"))
-    fig.update_xaxes(title=dict(text="keys"))
-    n = max(len(tokens), 8)
-    size = height or int(min(900, max(320, 28 * n + 140)))
-    fig.update_layout(
-        title=title or KINDS[kind]["title"], height=size, font=FONT,
-        margin=dict(l=10, r=10, t=50, b=10),
-    )
-    return fig
 
 
-def _category_axes(fig: go.Figure, tokens, key_tokens, row=None, col=None,
-                   show_x: bool = True, show_y: bool = True, positions=None,
-                   key_positions=None) -> None:
+def _axis_props(tokens, key_tokens, show_x: bool = True, show_y: bool = True,
+                positions=None, key_positions=None) -> tuple[dict, dict]:
+    """(x axis, y axis) properties for a categorical [query, key] heatmap."""
     yv, yt = tick_labels(tokens, positions=positions)
     xv, xt = tick_labels(key_tokens, positions=key_positions)
-    kw = {} if row is None else dict(row=row, col=col)
-    fig.update_yaxes(type="category", categoryorder="array",
-                     categoryarray=axis_labels(tokens, positions),
-                     tickvals=yv, ticktext=yt, autorange="reversed", showticklabels=show_y,
-                     title=None, **kw)
-    fig.update_xaxes(type="category", categoryorder="array",
-                     categoryarray=axis_labels(key_tokens, key_positions),
-                     tickvals=xv, ticktext=xt, tickangle=-45, showticklabels=show_x,
-                     side="bottom", **kw)
+    y = dict(type="category", categoryorder="array", categoryarray=axis_labels(tokens, positions),
+             tickvals=yv, ticktext=yt, autorange="reversed", showticklabels=show_y, title=None)
+    x = dict(type="category", categoryorder="array",
+             categoryarray=axis_labels(key_tokens, key_positions), tickvals=xv, ticktext=xt,
+             tickangle=-45, showticklabels=show_x, side="bottom")
+    return x, y
 
 
 def heads_grid(
@@ -96,8 +90,8 @@ def heads_grid(
     """
     H, n = matrices.shape[0], matrices.shape[-1]
     rows = -(-H // cols)
-    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[f"head {h}" for h in range(H)],
-                        horizontal_spacing=0.03, vertical_spacing=0.06 if rows > 1 else 0.1)
+    g = Grid(rows=rows, cols=cols, subplot_titles=[f"head {h}" for h in range(H)],
+             horizontal_spacing=0.03, vertical_spacing=0.06 if rows > 1 else 0.1)
     reduced = [block_reduce(np.asarray(m, dtype=np.float32), max_cells) for m in matrices]
     factor = reduced[0][1]
     ca = _color_args(kind, matrices)
@@ -106,27 +100,27 @@ def heads_grid(
     for h, (m, _) in enumerate(reduced):
         r, c = h // cols + 1, h % cols + 1
         if factor == 1:
-            trace = go.Heatmap(
-                z=m, x=labels, y=labels, coloraxis="coloraxis",
+            g.add(dict(
+                type="heatmap", z=m, x=labels, y=labels, coloraxis="coloraxis",
                 hovertemplate=(f"head {h}<br>query %{{y}}<br>key %{{x}}<br>"
                                f"{kind[:-1]} = %{{z:{KINDS[kind]['fmt']}}}<extra></extra>"),
-            )
-            fig.add_trace(trace, row=r, col=c)
-            _category_axes(fig, tokens, tokens, row=r, col=c,
-                           show_x=show_ticks and h + cols >= H, show_y=show_ticks and c == 1)
+            ), r, c)
+            x, y = _axis_props(tokens, tokens, show_x=show_ticks and h + cols >= H,
+                               show_y=show_ticks and c == 1)
+            g.xaxis(r, c).update(x)
+            g.yaxis(r, c).update(y)
         else:
             starts = np.arange(m.shape[0]) * factor
-            fig.add_trace(go.Heatmap(
-                z=m, x=starts, y=starts, coloraxis="coloraxis",
+            g.add(dict(
+                type="heatmap", z=m, x=starts, y=starts, coloraxis="coloraxis",
                 hovertemplate=(f"head {h}<br>queries from #%{{y}}<br>keys from #%{{x}}<br>"
                                f"block max = %{{z:{KINDS[kind]['fmt']}}}<extra></extra>"),
-            ), row=r, col=c)
-            fig.update_yaxes(autorange="reversed", row=r, col=c)
-    fig.update_layout(
+            ), r, c)
+            g.yaxis(r, c).update(autorange="reversed")
+    return g.figure(
         coloraxis=dict(colorscale=ca["colorscale"], cmin=ca["zmin"], cmax=ca["zmax"],
                        colorbar=dict(title=dict(text=kind), thickness=12)),
         height=int(260 * rows + 80), font=FONT, margin=dict(l=10, r=10, t=70, b=10),
         title=(title or KINDS[kind]["title"])
         + (f" (overview: blocks of {factor} tokens, max)" if factor > 1 else ""),
     )
-    return fig
