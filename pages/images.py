@@ -58,8 +58,19 @@ k = c[3].radio("Kernel k", (3, 5), horizontal=True, key="img_k", bind="query-par
 depth = c[4].slider("Layers stacked", 1, 4, 1, key="img_depth", bind="query-params")
 image = ia.load_image(size)
 
-tab_field, tab_exact = st.tabs(["Attention map vs conv window", "Convolution as attention"])
-with tab_field:
+# Lazy tabs (only the open one computes); figures are cached server-wide by their settings,
+# which are all this page depends on (not the sentence).
+tab_field, tab_exact = st.tabs(["Attention map vs conv window", "Convolution as attention"],
+                               key="img_tab", on_change="rerun", bind="query-params")
+base = (size, row, col, k, depth)
+
+
+def show(name: str, build, **kwargs) -> None:
+    ui.show_figure(ui.cached_figure(("img", name, *base, *kwargs.pop("extra", ())), build),
+                   key=name, **kwargs)
+
+
+def field_tab() -> None:
     st.markdown(
         "The attention layer here is small and hand-set: pixel $i$ is "
         "$z_i = (c_i/\\sigma_c,\\ p_i/\\sigma_p)$, with query $(z_i, 1)$, key "
@@ -79,14 +90,15 @@ with tab_field:
         s = study(size, row, col, k, depth, sc, sp)
     a, b, d = st.columns(3)
     with a:
-        ui.show_figure(plots.image_figure(image, (row, col), "Click a pixel (or type it above)"),
-                       key="img_click", on_select=pick_from_click, selection_mode="points")
+        show("img_click", lambda: plots.image_figure(
+            image, (row, col), "Click a pixel (or type it above)"),
+            on_select=pick_from_click, selection_mode="points")
     with b:
-        ui.show_figure(plots.map_figure(s.attention_map, (row, col), "Attention weights, layer 1"),
-                       key="img_attn_map")
+        show("img_attn_map", lambda: plots.map_figure(
+            s.attention_map, (row, col), "Attention weights, layer 1"), extra=(sc, sp))
     with d:
-        ui.show_figure(plots.map_figure(s.conv_map, (row, col), f"Conv {k}×{k} window weights"),
-                       key="img_conv_map")
+        show("img_conv_map", lambda: plots.map_figure(
+            s.conv_map, (row, col), f"Conv {k}×{k} window weights"))
     n, r = s.field_sizes, depth * (k // 2)
     st.subheader(f"After {depth} layer{'s' if depth > 1 else ''}: which input pixels matter?")
     st.markdown(
@@ -97,28 +109,28 @@ with tab_field:
     )
     a, b = st.columns(2)
     with a:
-        ui.show_figure(plots.map_figure(
+        show("img_conv_infl", lambda: plots.map_figure(
             s.conv_influence, (row, col), f"Conv, {depth} layer(s): {n['conv']} pixels "
-            f"(analytic {n['conv_analytic']})", "influence", (row - r, row + r, col - r, col + r)),
-            key="img_conv_infl")
+            f"(analytic {n['conv_analytic']})", "influence", (row - r, row + r, col - r, col + r)))
     with b:
-        ui.show_figure(plots.map_figure(
+        show("img_attn_infl", lambda: plots.map_figure(
             s.attention_influence, (row, col),
             f"Attention, {depth} layer(s): {n['attention']} of {n['image']} pixels", "influence"),
-            key="img_attn_infl")
+            extra=(sc, sp))
     if n["attention"] < n["image"]:
         st.info("Some attention weights are so small they round to exactly 0 in float64 "
                 "(below 1e-308): widen σ_p or σ_c to see the whole image again.")
-    ui.show_figure(plots.images_row([image, s.conv_output, s.attention_output],
-                                    ["Input", f"{depth}× mean filter", f"{depth}× attention"],
-                                    normalise=False), key="img_outputs")
+    show("img_outputs", lambda: plots.images_row(
+        [image, s.conv_output, s.attention_output],
+        ["Input", f"{depth}× mean filter", f"{depth}× attention"], normalise=False),
+        extra=(sc, sp))
     ui.download_arrays("Download these maps (.npz)", {
         "image": image, "attention_weights": s.attention_map, "conv_weights": s.conv_map,
         "attention_influence": s.attention_influence, "conv_influence": s.conv_influence,
         "conv_field": s.conv_field, "pixel": np.array([row, col])},
         file_name=f"attnviz_image_{row}_{col}.npz", key="img_dl_field")
 
-with tab_exact:
+def exact_tab() -> None:
     st.markdown(
         f"Theorem 1 of Cordonnier et al.: **{k * k} heads**, head $h$ for one shift $\\Delta_h$ "
         "of the window. Relative positional attention: score $v_h\\cdot r_\\delta$ with "
@@ -141,17 +153,23 @@ with tab_exact:
     m1.metric("max |attention − conv2d|", f"{out['max_abs_diff']:.2e}")
     m2.metric("float32 epsilon (for scale)", f"{np.finfo(np.float32).eps:.1e}")
     diff = np.abs(out["attention_outputs"] - out["conv2d_outputs"]).max(0)
-    ui.show_figure(plots.images_row(
+    show("img_exact_outputs", lambda: plots.images_row(
         [out["conv2d_outputs"].transpose(1, 2, 0), out["attention_outputs"].transpose(1, 2, 0)],
         ["torch conv2d", f"{k * k}-head self-attention"], diff,
-        f"|difference| (max {out['max_abs_diff']:.1e})"), key="img_exact_outputs")
+        f"|difference| (max {out['max_abs_diff']:.1e})"), extra=(kernel_name, alpha))
     maps = ca.pixel_head_maps(size, size, k, row, col, alpha)
-    ui.show_figure(plots.head_maps_figure(
+    show("img_heads", lambda: plots.head_maps_figure(
         maps, out["shifts"], (row, col), k // 2, (size, size),
         title=f"Each head's weights for pixel ({row}, {col}): one shift per head"),
-        key="img_heads")
+        extra=(kernel_name, alpha))
     st.caption("Red: the query pixel. Dotted: the image border; keys beyond it are the zero "
                "padding ring. Outputs shown with one common colour range for both images.")
     ui.download_arrays("Download outputs, heads and kernel (.npz)",
                        {**out, "head_weights_for_pixel": maps, "pixel": np.array([row, col])},
                        file_name=f"attnviz_conv_as_attention_k{k}.npz", key="img_dl_exact")
+
+
+for tab, draw in ((tab_field, field_tab), (tab_exact, exact_tab)):
+    if tab.open:
+        with tab:
+            draw()

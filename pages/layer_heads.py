@@ -29,28 +29,33 @@ def layer_view() -> None:
                             bind="query-params")
     st.caption(f"{t.n_tokens} tokens · {t.n_heads} heads · d_k = {t.head_dim} · "
                f"1/sqrt(d_k) = {t.scale:.4f} · computed on {t.device}")
+    # Lazy tabs: only the open one builds its figures (a class shares one server).
     tab_w, tab_s, tab_one = st.tabs(
-        ["Weights, all heads", "Scores, all heads", f"Head {head}, exact"])
-    with tab_w:
-        ui.show_figure(ui.cached_figure((*base, "grid_w", layer), lambda: plotting.heads_grid(
-            t.weights[layer], t.tokens, "weights", title=f"Layer {layer}: softmax weights")),
-            key="grid_w")
-    with tab_s:
-        ui.show_figure(ui.cached_figure((*base, "grid_s", layer), lambda: plotting.heads_grid(
-            t.scores[layer], t.tokens, "scores", title=f"Layer {layer}: Q·K similarity (raw)")),
-            key="grid_s")
-    with tab_one:
-        a, b = st.columns(2)
-        with a:
-            ui.show_figure(ui.cached_figure(
-                (*base, "one_s", layer, head), lambda: plotting.attention_heatmap(
-                    t.scores[layer, head], t.tokens, "scores",
-                    title=f"Layer {layer}, head {head}: scores q·k")), key="one_s")
-        with b:
-            ui.show_figure(ui.cached_figure(
-                (*base, "one_w", layer, head), lambda: plotting.attention_heatmap(
-                    t.weights[layer, head], t.tokens, "weights",
-                    title=f"Layer {layer}, head {head}: weights")), key="one_w")
+        ["Weights, all heads", "Scores, all heads", "One head, exact"], key="lh_tab",
+        on_change="rerun", bind="query-params")
+    if tab_w.open:
+        with tab_w:
+            ui.show_figure(ui.cached_figure((*base, "grid_w", layer), lambda: plotting.heads_grid(
+                t.weights[layer], t.tokens, "weights",
+                title=f"Layer {layer}: softmax weights")), key="grid_w")
+    if tab_s.open:
+        with tab_s:
+            ui.show_figure(ui.cached_figure((*base, "grid_s", layer), lambda: plotting.heads_grid(
+                t.scores[layer], t.tokens, "scores",
+                title=f"Layer {layer}: Q·K similarity (raw)")), key="grid_s")
+    if tab_one.open:
+        with tab_one:
+            a, b = st.columns(2)
+            with a:
+                ui.show_figure(ui.cached_figure(
+                    (*base, "one_s", layer, head), lambda: plotting.attention_heatmap(
+                        t.scores[layer, head], t.tokens, "scores",
+                        title=f"Layer {layer}, head {head}: scores q·k")), key="one_s")
+            with b:
+                ui.show_figure(ui.cached_figure(
+                    (*base, "one_w", layer, head), lambda: plotting.attention_heatmap(
+                        t.weights[layer, head], t.tokens, "weights",
+                        title=f"Layer {layer}, head {head}: weights")), key="one_w")
     ui.download_arrays(
         "Download this layer's numbers (.npz)",
         {"tokens": t.tokens, "scores": t.scores[layer], "weights": t.weights[layer],

@@ -42,124 +42,148 @@ if t is None:
 seed = int(st.number_input("Shuffle seed", 0, 10_000, 0, key="pos_seed", bind="query-params",
                            help="Chooses the toy vectors, the word shuffle and the "
                            "'shuffled' mode."))
-with st.spinner("Running the encoder with each kind of position..."):
-    runs = {m: ctx.trace(positions=m, seed=seed) for m in MODES}
 tok, n, key = t.tokens, t.n_tokens, ctx.model.key
 labels = [f"{w} #{i}" for i, w in enumerate(tok)]
+# Lazy tabs: only the open one computes (a class on one server pays for what it looks at).
 tabs = st.tabs(["1 · Shuffle the words", "2 · I saw a saw", "3 · The encodings",
-                "4 · Compare the choices"])
+                "4 · Compare the choices"], key="pos_tab", on_change="rerun",
+               bind="query-params")
 
-with tabs[0]:
-    st.markdown("**Toy vectors first** (seed 003's $a^i \\to q^i, k^i, v^i$, $d = 4$): both "
-                "*saw*s start from the same vector $a$, so without positions they get the same "
-                "output $b^i$; adding $e^i$ makes them differ.")
-    toy_words = ["I", "saw", "a", "saw"]
-    toy = P.toy_self_attention(toy_words, d=4, seed=seed)
-    ui.show_figure(fig.toy_outputs(toy, toy_words), key="pos_fig_toy")
-    keep = st.checkbox("Keep [CLS] and [SEP] in place (shuffle only the words)", True,
-                       key="pos_keep", bind="query-params", help="Off: every token moves, the "
-                       "markers too. Without positions the property holds either way.")
-    diffs = {}
-    for m in ("none", "learned"):  # the same seeded shuffle for both
-        perm, diffs[m] = shuffle_check(ctx, key, ctx.text, ctx.text_pair, seed, keep, m)
-    if (perm == np.arange(n)).all():
-        st.info("This sentence has fewer than two tokens that can move: nothing to shuffle. "
-                "Untick *Keep [CLS] and [SEP]* or type a longer sentence.")
-    ui.show_figure(fig.permutation_figure(tok, perm), key="pos_fig_perm")
-    st.markdown(
-        f"Run BERT on the shuffled tokens and shuffle the original outputs the same way. "
-        f"**Without positions** they are the same vectors: the largest difference over every "
-        f"layer is **{diffs['none'].max():.2e}** (float32 rounding). **With learned positions** "
-        f"it is **{diffs['learned'].max():.2f}**: the words now know where they stand.")
-    ui.show_figure(fig.equivariance_figure(diffs), key="pos_fig_equi")
 
-with tabs[1]:
-    pair = P.default_pair(tok)
-    if pair is None:
-        st.info("No word repeats in this sentence (try *I saw a saw*). Pick any two tokens "
-                "to compare.")
-        pair = P.fallback_pair(n)
-    c1, c2, c3, c4 = st.columns(4)
-    a = labels.index(c1.selectbox("First token", labels, pair[0], key="pos_i",
-                                  bind="query-params"))
-    b = labels.index(c2.selectbox("Second token", labels, pair[1], key="pos_j",
-                                  bind="query-params"))
-    layer = c3.selectbox("Layer", range(t.n_layers), key="pos_layer", bind="query-params")
-    head = c4.selectbox("Head", range(t.n_heads), key="pos_head", bind="query-params")
-    curves = {m: P.cosine_per_layer(runs[m].hidden_states, a, b) for m in MODES}
-    name = f"'{escape(tok[a])}' #{a} and '{escape(tok[b])}' #{b}"  # goes into figure text
-    same = tok[a] == tok[b] and t.segments[a] == t.segments[b] and a != b
-    if a == b:
-        st.info("Both choices are the same token: pick two different ones to compare.")
-    st.markdown(f"Layer by layer, the cosine similarity of {name} under each choice. " + (
-        "Same word: without positions both are fed the same vector, so every layer gives them "
-        f"the same vector again (last layer: {curves['none'][-1]:.6f}); with BERT's learned "
-        f"positions they drift apart ({curves['learned'][-1]:.3f}). That is what lets a tagger "
-        "tell them apart (seed 004: in *I saw a saw* one is a verb, the other a noun)." if same
-        else "These tokens differ (word, or sentence A/B segment), so they differ even "
-        "without positions."))
-    ui.show_figure(fig.cosine_curve(curves, name), key="pos_fig_cos")
-    rows = {m: runs[m].weights[layer, head][[a, b]] for m in ("learned", "none")}
-    ui.show_figure(fig.attention_rows(rows, tok, a, b, title=f"Layer {layer}, head {head}: "
-                                      "their attention rows (each sums to 1)"), key="pos_fig_rows")
-    ui.show_figure(fig.weights_comparison(
-        runs["learned"].weights[layer, head], runs["none"].weights[layer, head], tok,
-        title=f"Layer {layer}, head {head}: weights with and without positions"),
-        key="pos_fig_wcmp")
+def all_modes() -> dict:
+    with st.spinner("Running the encoder with each kind of position..."):
+        return {m: ctx.trace(positions=m, seed=seed) for m in MODES}
 
-with tabs[2]:
-    top = ctx.model.max_positions
-    count = st.slider("Positions shown", min(8, top), top, min(128, top), key="pos_n",
-                      bind="query-params")
-    pe = P.sinusoidal_table(count, ctx.model.hidden)
-    learned = P.learned_table(ctx.model, count)
-    st.markdown("**Hand-crafted** (Vaswani et al. 2017): $PE_{p,2i} = \\sin(p/10000^{2i/d})$, "
-                "$PE_{p,2i+1} = \\cos(p/10000^{2i/d})$. Early dimensions wave fast, late ones "
-                "slowly; the dot product $e^p\\cdot e^q$ depends only on the distance $p-q$.")
-    c1, c2 = st.columns(2)
-    with c1:
-        ui.show_figure(fig.encoding_heatmap(pe, f"Sinusoidal e^p, d = {ctx.model.hidden}"),
-                       key="pos_fig_sin")
-    with c2:
-        ui.show_figure(fig.position_matrix(P.dot_products(pe), "Sinusoidal: e^p · e^q",
-                                           "dot"), key="pos_fig_sindot")
-    st.markdown(f"**Learned from data**: {ctx.model.name}'s own table of "
-                f"{ctx.model.max_positions} vectors, one per position, trained with the model. "
-                "Nobody told it to, yet neighbouring positions end up similar.")
-    c1, c2 = st.columns(2)
-    with c1:
-        ui.show_figure(fig.encoding_heatmap(learned, "Learned e^p (colours clipped at the 99th "
-                                            "percentile)", clip=99), key="pos_fig_learned")
-    with c2:
-        ui.show_figure(fig.position_matrix(P.cosine_matrix(learned), "Learned: cos(e^p, e^q)"),
-                       key="pos_fig_lcos")
-    coords, ratio = P.pca(learned[1:])  # position 0 (always [CLS]) is far from all the others
-    st.caption("Position 0, always [CLS] here, lies far from every other position "
-               "(see its row above), so the projection leaves it out.")
-    ui.show_figure(fig.pca_scatter(coords, ratio, first=1), key="pos_fig_pca")
 
-with tabs[3]:
-    ref = st.selectbox("Compare with", MODES, key="pos_ref", bind="query-params",
-                       format_func=lambda m: fig.MODE_NAMES[m])
-    with st.spinner("Comparing every head under each choice..."):
-        dist, final = compare_modes(ctx, key, ctx.text, ctx.text_pair, seed, ref)
-    st.markdown(
-        "For each head, how different are its weights under another choice of positions? "
-        "Distance = mean over queries of the Jensen-Shannon divergence between the two weight "
-        "rows (0 = identical, 1 bit = no overlap); a choice against itself is exactly 0. Mean "
-        "over heads: " + "; ".join(f"{fig.MODE_NAMES[m]} {d.mean():.3f} bits"
-                                   for m, d in dist.items() if m != ref) + ". Honest caveat: "
-        "this BERT was trained with its learned vectors only; sinusoids it never saw can move "
-        "it further than removing positions altogether.")
-    ui.show_figure(fig.mode_distance_grid(dist, ref), key="pos_fig_dist")
-    ui.show_figure(fig.final_change_figure(final, tok, ref), key="pos_fig_final")
+if tabs[0].open:
+    with tabs[0]:
+        st.markdown("**Toy vectors first** (seed 003's $a^i \\to q^i, k^i, v^i$, $d = 4$): "
+                    "both *saw*s start from the same vector $a$, so without positions they get "
+                    "the same output $b^i$; adding $e^i$ makes them differ.")
+        toy_words = ["I", "saw", "a", "saw"]
+        ui.show_figure(ui.cached_figure(("pos_toy", seed), lambda: fig.toy_outputs(
+            P.toy_self_attention(toy_words, d=4, seed=seed), toy_words)), key="pos_fig_toy")
+        keep = st.checkbox("Keep [CLS] and [SEP] in place (shuffle only the words)", True,
+                           key="pos_keep", bind="query-params", help="Off: every token moves, "
+                           "the markers too. Without positions the property holds either way.")
+        diffs = {}
+        for m in ("none", "learned"):  # the same seeded shuffle for both
+            perm, diffs[m] = shuffle_check(ctx, key, ctx.text, ctx.text_pair, seed, keep, m)
+        if (perm == np.arange(n)).all():
+            st.info("This sentence has fewer than two tokens that can move: nothing to "
+                    "shuffle. Untick *Keep [CLS] and [SEP]* or type a longer sentence.")
+        ui.show_figure(fig.permutation_figure(tok, perm), key="pos_fig_perm")
+        st.markdown(
+            f"Run BERT on the shuffled tokens and shuffle the original outputs the same way. "
+            f"**Without positions** they are the same vectors: the largest difference over "
+            f"every layer is **{diffs['none'].max():.2e}** (float32 rounding). **With learned "
+            f"positions** it is **{diffs['learned'].max():.2f}**: the words now know where they "
+            f"stand.")
+        ui.show_figure(fig.equivariance_figure(diffs), key="pos_fig_equi")
+        ui.download_arrays("Download these numbers (.npz)", {
+            "tokens": tok, "permutation": perm,
+            **{f"max_diff_{m}": d for m, d in diffs.items()}},
+            file_name="attnviz_positions_shuffle.npz", key="pos_dl_shuffle")
 
-ui.download_arrays(
-    "Download these numbers (.npz)",
-    {"tokens": tok, "permutation": perm, "pair": np.array([a, b]),
-     **{f"max_diff_{m}": d for m, d in diffs.items()},
-     **{f"cosine_{m}": c for m, c in curves.items()},
-     **{f"js_distance_{m}_vs_{ref}": d for m, d in dist.items()},
-     **{f"final_cosine_{m}_vs_{ref}": c for m, c in final.items()},
-     "sinusoidal": pe, "learned_positions": learned, "pca": coords},
-    file_name="attnviz_positions.npz", key="pos_download")
+if tabs[1].open:
+    with tabs[1]:
+        pair = P.default_pair(tok)
+        if pair is None:
+            st.info("No word repeats in this sentence (try *I saw a saw*). Pick any two tokens "
+                    "to compare.")
+            pair = P.fallback_pair(n)
+        c1, c2, c3, c4 = st.columns(4)
+        a = labels.index(c1.selectbox("First token", labels, pair[0], key="pos_i",
+                                      bind="query-params"))
+        b = labels.index(c2.selectbox("Second token", labels, pair[1], key="pos_j",
+                                      bind="query-params"))
+        layer = c3.selectbox("Layer", range(t.n_layers), key="pos_layer", bind="query-params")
+        head = c4.selectbox("Head", range(t.n_heads), key="pos_head", bind="query-params")
+        runs = all_modes()
+        curves = {m: P.cosine_per_layer(runs[m].hidden_states, a, b) for m in MODES}
+        name = f"'{escape(tok[a])}' #{a} and '{escape(tok[b])}' #{b}"  # goes into figure text
+        same = tok[a] == tok[b] and t.segments[a] == t.segments[b] and a != b
+        if a == b:
+            st.info("Both choices are the same token: pick two different ones to compare.")
+        st.markdown(f"Layer by layer, the cosine similarity of {name} under each choice. " + (
+            "Same word: without positions both are fed the same vector, so every layer gives "
+            f"them the same vector again (last layer: {curves['none'][-1]:.6f}); with BERT's "
+            f"learned positions they drift apart ({curves['learned'][-1]:.3f}). That is what "
+            "lets a tagger tell them apart (seed 004: in *I saw a saw* one is a verb, the other "
+            "a noun)." if same else "These tokens differ (word, or sentence A/B segment), so "
+            "they differ even without positions."))
+        ui.show_figure(fig.cosine_curve(curves, name), key="pos_fig_cos")
+        rows = {m: runs[m].weights[layer, head][[a, b]] for m in ("learned", "none")}
+        ui.show_figure(fig.attention_rows(rows, tok, a, b, title=f"Layer {layer}, head {head}: "
+                                          "their attention rows (each sums to 1)"),
+                       key="pos_fig_rows")
+        ui.show_figure(fig.weights_comparison(
+            runs["learned"].weights[layer, head], runs["none"].weights[layer, head], tok,
+            title=f"Layer {layer}, head {head}: weights with and without positions"),
+            key="pos_fig_wcmp")
+        ui.download_arrays("Download these numbers (.npz)", {
+            "tokens": tok, "pair": np.array([a, b]),
+            **{f"cosine_{m}": c for m, c in curves.items()},
+            **{f"weights_L{layer}H{head}_{m}": runs[m].weights[layer, head]
+               for m in ("learned", "none")}},
+            file_name="attnviz_positions_pair.npz", key="pos_dl_pair")
+
+if tabs[2].open:
+    with tabs[2]:
+        top = ctx.model.max_positions
+        count = st.slider("Positions shown", min(8, top), top, min(128, top), key="pos_n",
+                          bind="query-params")
+        pe = P.sinusoidal_table(count, ctx.model.hidden)
+        learned = P.learned_table(ctx.model, count)
+        st.markdown("**Hand-crafted** (Vaswani et al. 2017): "
+                    "$PE_{p,2i} = \\sin(p/10000^{2i/d})$, $PE_{p,2i+1} = \\cos(p/10000^{2i/d})$. "
+                    "Early dimensions wave fast, late ones slowly; the dot product "
+                    "$e^p\\cdot e^q$ depends only on the distance $p-q$.")
+        base = ("pos_enc", key, count)  # these figures depend on the model only: built once
+        c1, c2 = st.columns(2)
+        with c1:
+            ui.show_figure(ui.cached_figure((*base, "sin"), lambda: fig.encoding_heatmap(
+                pe, f"Sinusoidal e^p, d = {ctx.model.hidden}")), key="pos_fig_sin")
+        with c2:
+            ui.show_figure(ui.cached_figure((*base, "sindot"), lambda: fig.position_matrix(
+                P.dot_products(pe), "Sinusoidal: e^p · e^q", "dot")), key="pos_fig_sindot")
+        st.markdown(f"**Learned from data**: {ctx.model.name}'s own table of "
+                    f"{ctx.model.max_positions} vectors, one per position, trained with the "
+                    "model. Nobody told it to, yet neighbouring positions end up similar.")
+        c1, c2 = st.columns(2)
+        with c1:
+            ui.show_figure(ui.cached_figure((*base, "learned"), lambda: fig.encoding_heatmap(
+                learned, "Learned e^p (colours clipped at the 99th percentile)", clip=99)),
+                key="pos_fig_learned")
+        with c2:
+            ui.show_figure(ui.cached_figure((*base, "lcos"), lambda: fig.position_matrix(
+                P.cosine_matrix(learned), "Learned: cos(e^p, e^q)")), key="pos_fig_lcos")
+        coords, ratio = P.pca(learned[1:])  # position 0 (always [CLS]) is far from the others
+        st.caption("Position 0, always [CLS] here, lies far from every other position "
+                   "(see its row above), so the projection leaves it out.")
+        ui.show_figure(ui.cached_figure((*base, "pca"), lambda: fig.pca_scatter(
+            coords, ratio, first=1)), key="pos_fig_pca")
+        ui.download_arrays("Download these numbers (.npz)", {
+            "sinusoidal": pe, "learned_positions": learned, "pca": coords},
+            file_name="attnviz_positions_encodings.npz", key="pos_dl_enc")
+
+if tabs[3].open:
+    with tabs[3]:
+        ref = st.selectbox("Compare with", MODES, key="pos_ref", bind="query-params",
+                           format_func=lambda m: fig.MODE_NAMES[m])
+        with st.spinner("Comparing every head under each choice..."):
+            dist, final = compare_modes(ctx, key, ctx.text, ctx.text_pair, seed, ref)
+        st.markdown(
+            "For each head, how different are its weights under another choice of positions? "
+            "Distance = mean over queries of the Jensen-Shannon divergence between the two "
+            "weight rows (0 = identical, 1 bit = no overlap); a choice against itself is "
+            "exactly 0. Mean over heads: " + "; ".join(
+                f"{fig.MODE_NAMES[m]} {d.mean():.3f} bits" for m, d in dist.items() if m != ref)
+            + ". Honest caveat: this BERT was trained with its learned vectors only; sinusoids "
+            "it never saw can move it further than removing positions altogether.")
+        ui.show_figure(fig.mode_distance_grid(dist, ref), key="pos_fig_dist")
+        ui.show_figure(fig.final_change_figure(final, tok, ref), key="pos_fig_final")
+        ui.download_arrays("Download these numbers (.npz)", {
+            "tokens": tok, **{f"js_distance_{m}_vs_{ref}": d for m, d in dist.items()},
+            **{f"final_cosine_{m}_vs_{ref}": c for m, c in final.items()}},
+            file_name="attnviz_positions_compare.npz", key="pos_dl_compare")

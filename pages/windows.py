@@ -72,10 +72,13 @@ layer = c2.selectbox("Layer", range(t.n_layers), key="win_layer", bind="query-pa
                      format_func=lambda i: f"layer {i}")
 head = c3.selectbox("Head", range(t.n_heads), key="win_head", bind="query-params",
                     format_func=lambda h: f"head {h}")
-tab_m, tab_r, tab_c, tab_l = st.tabs(
-    ["Masks and weights", "Receptive fields", "How much context?", "Long sequences: cost"])
+# Lazy tabs: only the open one computes (the sweep and the cost timings are not free).
+tabs = st.tabs(
+    ["Masks and weights", "Receptive fields", "How much context?", "Long sequences: cost"],
+    key="win_tab", on_change="rerun", bind="query-params")
 
-with tab_m:
+
+def masks_tab() -> None:
     traces = {"full": t, f"window ±{w}": ctx.trace(window=w), "causal": ctx.trace(causal=True)}
     masks = {k: build_mask(n, v.options["window"], v.options["causal"]) for k, v in
              traces.items()}
@@ -91,7 +94,8 @@ with tab_m:
         **{f"weights_{i}": x for i, x in enumerate(weights.values())},
         "names": list(masks)}, file_name=f"attnviz_windows_L{layer}H{head}.npz", key="win_dl_m")
 
-with tab_r:
+
+def fields_tab() -> None:
     src = st.radio("Text", ["a longer passage", "sidebar sentence"], horizontal=True,
                    key="win_rf_text", bind="query-params")
     text, pair = (ctx.text, ctx.text_pair) if src == "sidebar sentence" else (PASSAGE, None)
@@ -99,12 +103,14 @@ with tab_r:
     if st.session_state.get("win_token") not in range(len(toks)):
         st.session_state["win_token"] = len(toks) // 2
     token = st.selectbox("Output token t", range(len(toks)), key="win_token",
-                         format_func=lambda i: f"{toks[i]} #{i}")
+                         format_func=lambda i: f"{toks[i]} #{i}", bind="query-params")
     with st.spinner("Back-propagating from the output token through every depth..."):
         f = fields(ctx.model, ctx.model.key, text, pair, token, w)
-    ui.show_figure(wplot.receptive_fields(
-        f, toks, token, w, "Which inputs can change token t at depth l: |∂(r·h_l[t])/∂x_j| "
-        "from the models' own gradients (blank = exactly 0)"), key="win_fields")
+    ui.show_figure(ui.cached_figure(
+        ("win_fields", ctx.model.key, text, pair, token, w), lambda: wplot.receptive_fields(
+            f, toks, token, w, "Which inputs can change token t at depth l: "
+            "|∂(r·h_l[t])/∂x_j| from the models' own gradients (blank = exactly 0)")),
+        key="win_fields")
     ext = {k: receptive.field_extent(v)[-1] for k, v in f.items()}
     st.caption(
         f"At depth {ctx.model.n_layers}: " + ", ".join(
@@ -115,7 +121,8 @@ with tab_r:
     ui.download_arrays("Download the gradient fields (.npz)", {"tokens": toks, **f},
                        file_name="attnviz_receptive_fields.npz", key="win_dl_r")
 
-with tab_c:
+
+def context_tab() -> None:
     s = sweep(ctx.model, ctx.text, ctx.text_pair)
     label = (" and ".join(axis_labels(s.tokens)[i] for i in s.pair) if s.pair else "")
     ui.show_figure(wplot.context_curve(
@@ -137,7 +144,8 @@ with tab_c:
                                          if s.pair else {})},
         file_name="attnviz_context_sweep.npz", key="win_dl_c")
 
-with tab_l:
+
+def cost_tab() -> None:
     st.markdown("Speech has ~100 frames per second: attention over a minute is L = 6000. Random "
                 "queries/keys/values (1 head, d = 64), the engine's attention vs the blocked "
                 "windowed implementation that never builds the L×L matrix.")
@@ -158,4 +166,10 @@ with tab_l:
         f"{m.length},{m.window},{m.method},{m.seconds:.6g},{m.median_seconds:.6g},{m.peak_bytes}"
         for m in ms)
     st.download_button("Download the measurements (.csv)", csv, "attnviz_window_cost.csv",
-                       "text/csv", key="win_dl_l")
+                       "text/csv", key="win_dl_l", on_click="ignore")
+
+
+for tab, draw in zip(tabs, (masks_tab, fields_tab, context_tab, cost_tab), strict=True):
+    if tab.open:
+        with tab:
+            draw()

@@ -2,9 +2,10 @@
 
 - Engine: two runs, a freshly loaded second model, four threads at once, and a separate Python
   process all give bit-identical arrays (every Trace field compared as raw bytes).
-- App: for every page that takes text, two fresh AppTest sessions (all Streamlit caches cleared
-  between them, so the second one recomputes) give bit-identical exports (each download's
-  bytes; inside a .npz, each member's bytes) and identical Plotly figure JSON.
+- App: for every page that takes text, two fresh AppTest sessions (all Streamlit caches and
+  attnviz's shared trace and figure caches cleared between them, so the second one
+  recomputes) give bit-identical exports (each download's bytes; inside a .npz, each
+  member's bytes) and identical Plotly figure JSON, tab by tab where tabs are lazy.
 
 A .npz file is a zip whose entries carry the time they were written (numpy's savez), so two
 downloads made seconds apart differ in those timestamp bytes only; the members (.npy headers
@@ -21,15 +22,18 @@ import subprocess
 import sys
 import threading
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
 import streamlit as st
+from streamlit.runtime.media_file_manager import MediaFileManager
 from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 from streamlit.testing.v1 import AppTest
 
 from attnviz.engine import ARRAY_FIELDS
+from attnviz.ui.state import clear_caches
 from tests.pages_list import default_page, text_pages
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -43,6 +47,10 @@ TIMINGS: dict[str, tuple[str, ...]] = {
     "pages/windows.py": ("cost",),
     "pages/lesson.py": ("training_seconds",),
 }
+
+# Pages whose tabs compute only when open: {page: the tab group's key}.
+LAZY_TABS = {"pages/positions.py": "pos_tab", "pages/windows.py": "win_tab",
+             "pages/layer_heads.py": "lh_tab"}
 
 
 # ---------------------------------------------------------------------------- engine
@@ -116,11 +124,14 @@ def test_engine_other_process_same_bits(model, tmp_path):
 
 # ---------------------------------------------------------------------------- app
 class Recorder:
-    """Keeps every file a download button hands to Streamlit's media storage, by file id."""
+    """Keeps every file a download button hands to Streamlit, by file id: stored bytes, or the
+    function a deferred download (made on click) would call."""
 
     def __init__(self, monkeypatch) -> None:
         self.files: dict[str, tuple[str | None, bytes]] = {}
+        self.deferred: dict[str, tuple[str | None, Callable]] = {}
         original = MemoryMediaFileStorage.load_and_get_id
+        original_deferred = MediaFileManager.add_deferred
 
         def load_and_get_id(storage, path_or_data, mimetype, kind, filename=None):
             file_id = original(storage, path_or_data, mimetype, kind, filename)
@@ -128,7 +139,24 @@ class Recorder:
             self.files[file_id] = (filename, data)
             return file_id
 
+        def add_deferred(manager, data_callable, mimetype, coordinates, file_name=None, **kw):
+            file_id = original_deferred(manager, data_callable, mimetype, coordinates, file_name,
+                                        **kw)
+            self.deferred[file_id] = (file_name, data_callable)
+            return file_id
+
         monkeypatch.setattr(MemoryMediaFileStorage, "load_and_get_id", load_and_get_id)
+        monkeypatch.setattr(MediaFileManager, "add_deferred", add_deferred)
+
+    def content(self, button) -> tuple[str | None, bytes] | None:
+        """A download button's (file name, bytes); None for a figure's SVG (compared as JSON)."""
+        if button.proto.url:
+            return self.files[Path(button.proto.url).stem]
+        name, make = self.deferred[button.proto.deferred_file_id]
+        if name and name.endswith(".svg"):
+            return None
+        data = make()
+        return name, data.encode() if isinstance(data, str) else data
 
 
 def export_parts(name: str | None, data: bytes) -> dict[str, bytes]:
@@ -143,7 +171,9 @@ def fresh_session(page: str, rec: Recorder) -> dict:
     """Run the page in a new AppTest session after clearing every cache; collect its output."""
     st.cache_data.clear()
     st.cache_resource.clear()
+    clear_caches()  # the server-wide traces and figures too
     rec.files.clear()
+    rec.deferred.clear()
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
     at.run()
     at.session_state["text"] = TEXT
@@ -154,15 +184,22 @@ def fresh_session(page: str, rec: Recorder) -> dict:
     assert not at.exception, [e.value for e in at.exception]
     skip = TIMINGS.get(page, ())
     exports: dict[str, bytes] = {}
-    for button in at.get("download_button"):
-        if not button.proto.url:  # deferred (made on click): the figure SVGs, compared as JSON
-            continue
-        file_id = Path(button.proto.url).stem
-        name, data = rec.files[file_id]
-        exports.update({k: v for k, v in export_parts(name, data).items()
-                        if not any(s in k for s in skip)})
-    figures = [c.proto.spec for c in at.get("plotly_chart")
-               if not any(s in c.proto.id for s in skip)]
+    figures: list[str] = []
+    labels = [t.label for t in at.tabs] if page in LAZY_TABS else []
+    for label in labels[1:] + [None]:  # every tab of a lazy tab group (each run computes one)
+        for button in at.get("download_button"):
+            found = rec.content(button)
+            if found is None:
+                continue
+            name, data = found
+            exports.update({k: v for k, v in export_parts(name, data).items()
+                            if not any(s in k for s in skip)})
+        figures += [c.proto.spec for c in at.get("plotly_chart")
+                    if not any(s in c.proto.id for s in skip)]
+        if label is not None:
+            at.session_state[LAZY_TABS[page]] = label
+            at.run()
+            assert not at.exception, [e.value for e in at.exception]
     return {"exports": exports, "figures": figures}
 
 

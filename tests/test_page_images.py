@@ -10,7 +10,22 @@ from streamlit.testing.v1 import AppTest
 
 from attnviz.analysis import conv_attention as ca
 from attnviz.analysis import image_attention as ia
-from tests.plotly_json import decode, figures
+from tests.plotly_json import decode, figures_all_tabs
+
+TABS = ["Attention map vs conv window", "Convolution as attention"]
+KEYS = ["img_click", "img_attn_map", "img_conv_map", "img_conv_infl", "img_attn_infl",
+        "img_outputs", "img_exact_outputs", "img_heads"]
+
+
+def figures(at) -> list[dict]:
+    """Both tabs' figures in page order (the tabs are lazy: each is opened in turn)."""
+    figs = figures_all_tabs(at, "img_tab", TABS)
+    return [figs[k] for k in KEYS]
+
+
+def open_exact(at) -> None:
+    at.session_state["img_tab"] = TABS[1]
+    at.run()
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 
@@ -36,9 +51,11 @@ def test_default_page(at):
     assert "9 pixels (analytic 9)" in figs[3]["layout"]["title"]["text"]
     assert "1024 of 1024 pixels" in figs[4]["layout"]["title"]["text"]
     # the exactness metric: attention vs torch conv2d for the random 3 x 3 kernel
+    labels = [b.label for b in at.get("download_button")]
+    open_exact(at)
     assert float(at.metric[0].value) < 1e-5
     assert len(figs[7]["data"]) == 9  # one map per head
-    labels = [b.label for b in at.get("download_button")]
+    labels += [b.label for b in at.get("download_button")]
     assert any("maps" in x for x in labels) and any("kernel" in x for x in labels)
 
 
@@ -58,6 +75,7 @@ def test_picked_pixel_k5_and_depth(at):
     # the exact tab for k = 5: the metric equals max |attention - conv2d| recomputed here
     img = torch.from_numpy(ia.load_image(32)).permute(2, 0, 1).contiguous()
     kernel, bias = ca.make_kernel("random", 5)
+    open_exact(at)
     ref = F.conv2d(img[None], torch.from_numpy(kernel), torch.from_numpy(bias), padding=2)[0]
     r = ca.conv_as_attention(img, kernel, bias)
     assert float(at.metric[0].value) == pytest.approx(
@@ -67,6 +85,7 @@ def test_picked_pixel_k5_and_depth(at):
 
 def test_small_alpha_and_smaller_image(at):
     at.number_input(key="img_row").set_value(30).run()
+    open_exact(at)
     at.select_slider(key="img_alpha").set_value("2")
     at.selectbox(key="img_size").set_value(16).run()
     assert not at.exception and not at.error

@@ -6,7 +6,15 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.plotly_json import decode, figures
+from tests.plotly_json import decode, figures_all_tabs
+
+TABS = ["Weights, all heads", "Scores, all heads", "One head, exact"]
+
+
+def figures(at) -> list[dict]:
+    """The three tabs' figures in page order (the tabs are lazy: each is opened in turn)."""
+    figs = figures_all_tabs(at, "lh_tab", TABS)
+    return [figs[k] for k in ("grid_w", "grid_s", "one_s", "one_w")]
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 
@@ -40,6 +48,13 @@ def test_layer_change_redraws_from_cache(at, model):
     t = model.trace("I saw a saw")
     grid_w = figures(at)[0]
     np.testing.assert_allclose(decode(grid_w["data"][3]["z"]), t.weights[4, 3], atol=1e-7)
+
+
+def test_only_the_open_tab_is_built(at):
+    assert [c.proto.id.rsplit("-", 1)[-1] for c in at.get("plotly_chart")] == ["grid_w"]
+    at.session_state["lh_tab"] = TABS[2]
+    at.run()
+    assert [c.proto.id.rsplit("-", 1)[-1] for c in at.get("plotly_chart")] == ["one_s", "one_w"]
 
 
 @pytest.mark.parametrize("text", ["", "   \n\t ", "\x00\x00"])

@@ -1,5 +1,6 @@
 """AppTest of the positions page: its figures carry the engine's numbers, for any sentence."""
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -8,10 +9,15 @@ import torch
 import torch.nn.functional as F
 from streamlit.testing.v1 import AppTest
 
-from tests.plotly_json import decode
-from tests.plotly_json import figures_by_key as figures
+from tests.plotly_json import decode, figures_all_tabs
 
 from .test_analysis_positions import make_tiny_bert
+
+
+def figures(at) -> dict[str, dict]:
+    """Every tab's figures by key (the tabs are lazy: each is opened in turn)."""
+    return figures_all_tabs(at, "pos_tab")
+
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 KEYS = ["pos_fig_toy", "pos_fig_perm", "pos_fig_equi", "pos_fig_cos", "pos_fig_rows",
@@ -73,8 +79,12 @@ def test_default_sentence_every_figure(at, model):
 
 
 def test_layer_head_and_reference_choices(at, model):
+    at.session_state["pos_tab"] = "2 · I saw a saw"
+    at.run()
     at.selectbox(key="pos_layer").set_value(4)
-    at.selectbox(key="pos_head").set_value(7)
+    at.selectbox(key="pos_head").set_value(7).run()
+    at.session_state["pos_tab"] = "4 · Compare the choices"
+    at.run()
     at.selectbox(key="pos_ref").set_value("none").run()
     assert not at.exception
     figs = figures(at)
@@ -91,6 +101,8 @@ def test_layer_head_and_reference_choices(at, model):
 
 def test_sentence_without_repeats_lets_the_user_pick(at, model):
     at.session_state["text"] = "Dogs bark loudly"
+    at.run()
+    at.session_state["pos_tab"] = "2 · I saw a saw"
     at.run()
     assert not at.exception and not at.error
     assert any("No word repeats" in i.value for i in at.info)
@@ -130,7 +142,7 @@ def test_one_word_and_html_are_handled(at):
     at.session_state["text"] = "<b>hi"
     at.run()
     assert not at.exception and not at.error
-    specs = " ".join(c.proto.spec for c in at.get("plotly_chart"))
+    specs = json.dumps(figures(at))  # every tab
     assert "<b>" not in specs and "&lt;" in specs
     at.session_state["text"] = "hello"
     at.run()

@@ -9,7 +9,21 @@ from streamlit.testing.v1 import AppTest
 from attnviz.analysis import receptive as rf
 from attnviz.analysis import windows as win
 from attnviz.engine import window_mask
-from tests.plotly_json import decode, figures
+from tests.plotly_json import decode, figures_all_tabs
+
+TABS = ["Masks and weights", "Receptive fields", "How much context?", "Long sequences: cost"]
+KEYS = ["win_masks", "win_fields", "win_context", "win_cost"]
+
+
+def figures(at) -> list[dict]:
+    """The four tabs' figures (the tabs are lazy: each is opened in turn)."""
+    figs = figures_all_tabs(at, "win_tab", TABS)
+    return [figs[k] for k in KEYS]
+
+
+def open_tab(at, i: int) -> None:
+    at.session_state["win_tab"] = TABS[i]
+    at.run()
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 
@@ -35,6 +49,7 @@ def test_page_draws_four_figures_from_the_engine(at, model):
         text, causal=True).weights[0, 0], atol=1e-7)
     assert masks["data"][0]["x"][2] == "saw #2" and masks["data"][0]["x"][4] == "saw #4"
     # Receptive fields (sidebar sentence): blank (NaN) exactly outside the analytic field.
+    open_tab(at, 1)
     at.radio(key="win_rf_text").set_value("sidebar sentence").run()
     fields = figures(at)[1]
     for h, kind in zip([d for d in fields["data"] if d["type"] == "heatmap"], rf.KINDS,
@@ -50,12 +65,16 @@ def test_page_draws_four_figures_from_the_engine(at, model):
     assert "CPU" in cost["layout"]["title"]["text"]
     lengths = decode([d for d in cost["data"] if d["legendgroup"] == "windowed"][0]["x"])
     assert list(lengths) == [256, 512, 1024, 2048]
-    assert sorted(b.key for b in at.get("download_button") if b.key.startswith("win_dl")) == [
-        "win_dl_c", "win_dl_l", "win_dl_m", "win_dl_r"]
-    assert not at.error
+    keys = []
+    for i in range(len(TABS)):  # each tab offers its numbers
+        open_tab(at, i)
+        keys += [b.key for b in at.get("download_button") if b.key.startswith("win_dl")]
+        assert not at.error
+    assert sorted(keys) == ["win_dl_c", "win_dl_l", "win_dl_m", "win_dl_r"]
 
 
 def test_window_layer_head_and_token_change(at, model):
+    open_tab(at, 1)
     at.slider(key="win_w").set_value(2).run()
     at.selectbox(key="win_layer").set_value(3).run()
     at.selectbox(key="win_head").set_value(7).run()
@@ -71,6 +90,7 @@ def test_window_layer_head_and_token_change(at, model):
 
 
 def test_longer_passage_for_receptive_fields(at, model):
+    open_tab(at, 1)
     at.radio(key="win_rf_text").set_value("a longer passage").run()
     at.selectbox(key="win_token").set_value(9).run()
     assert not at.exception
@@ -98,8 +118,9 @@ def test_blank_input_shows_a_message(text):
 
 def test_sentence_without_repeats_and_html(at):
     at.session_state["text"] = "<b>bold cat"
-    at.run()
+    open_tab(at, 2)
     assert not at.exception and not at.error
     assert any("appears twice" in i.value for i in at.info)
+    open_tab(at, 0)
     spec = at.get("plotly_chart")[0].proto.spec
     assert "<b>" not in spec and "&lt; #1" in spec

@@ -53,8 +53,25 @@ class Context:
 
 @st.cache_resource(show_spinner=False, max_entries=4)
 def cached_model(folder: str | None, device: str) -> Model:
-    """One model per server: loaded once, shared by every session (read-only)."""
-    return load_model(folder or None, device=device)
+    """One model per server: loaded once, shared by every session (read-only).
+
+    After loading, every object alive (torch, transformers, plotly, the model) is moved out of
+    the garbage collector's sight (gc.freeze, once per process): they live as long as the
+    server, and a full collection no longer walks them while holding the GIL that all sessions
+    share.
+    """
+    import gc
+
+    global _FROZEN
+    model = load_model(folder or None, device=device)
+    if not _FROZEN:
+        _FROZEN = True
+        gc.collect()
+        gc.freeze()
+    return model
+
+
+_FROZEN = False
 
 
 def cached_trace(
@@ -97,6 +114,13 @@ def cached_figure(key: tuple, build: Callable[[], go.Figure]) -> go.Figure:
         while len(_FIGURES) > MAX_FIGURES:
             _FIGURES.popitem(last=False)
     return fig
+
+
+def clear_caches() -> None:
+    """Forget every shared trace and figure (tests use it to make a session recompute)."""
+    SHARED_TRACES.clear()
+    with _FIGURES_LOCK:
+        _FIGURES.clear()
 
 
 def _clean(text: str | None) -> str:
@@ -250,12 +274,24 @@ def _svg_export_available() -> bool:
         shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome", "chrome")))
 
 
-def download_arrays(label: str, arrays: dict, file_name: str, key: str | None = None) -> None:
-    """Offer named arrays (and token lists) as one .npz download."""
+def npz_bytes(arrays: dict) -> bytes:
+    """Named arrays (and token lists) as the bytes of one compressed .npz file."""
     buf = io.BytesIO()
     np.savez_compressed(buf, **{k: np.asarray(v) for k, v in arrays.items()})
-    st.download_button(label, buf.getvalue(), file_name=file_name,
-                       mime="application/octet-stream", key=key)
+    return buf.getvalue()
+
+
+def download_arrays(label: str, arrays: dict | Callable[[], dict], file_name: str,
+                    key: str | None = None) -> None:
+    """Offer named arrays (and token lists) as one .npz download, made when it is clicked.
+
+    `arrays` may be a function returning the dict, for numbers a page does not otherwise
+    compute (a tab not open). Nothing is compressed on a rerun: a class of 30 rerunning pages
+    paid for every page's .npz on every click before.
+    """
+    make = arrays if callable(arrays) else (lambda: arrays)
+    st.download_button(label, lambda: npz_bytes(make()), file_name=file_name,
+                       mime="application/octet-stream", key=key, on_click="ignore")
 
 
 def trace_or_message(ctx: Context, **options) -> Trace | None:

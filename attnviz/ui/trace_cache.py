@@ -62,6 +62,11 @@ class TraceCache:
                 self._pending.pop(key, None)
         return trace
 
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self._bytes = 0
+
     @property
     def nbytes(self) -> int:
         return self._bytes

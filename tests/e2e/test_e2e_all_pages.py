@@ -149,7 +149,11 @@ def test_page_in_browser(page, app_url, path):
         assert not dialogs, f"{stem}: typed text opened a dialog: {dialogs}"
         assert injected(page) == {"scripts": 0, "imgs": 0, "bold": 0, "js_links": 0}
         if path == default_page():
-            # The typed tags show as text in the figures (Plotly draws the escaped tokens).
+            # The typed tags show as text in the figures (Plotly draws the escaped tokens);
+            # the one-head tab labels every token (the grid hides ticks past 24 tokens).
+            page.get_by_role("tab", name="One head, exact").click()
+            page.wait_for_timeout(500)
+            wait_drawn(page)
             svg_text = page.evaluate(
                 "() => Array.from(document.querySelectorAll('.js-plotly-plot text'))"
                 ".map(t => t.textContent).join(' ')")
