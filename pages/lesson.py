@@ -10,7 +10,7 @@ from attnviz.analysis import lesson as L
 from attnviz.analysis import taggers as T
 from attnviz.analysis.corpus import EXAMPLES, words
 from attnviz.plotting import lesson as P
-from attnviz.ui.lesson import trained_taggers
+from attnviz.ui.lesson import held_out_scores, trained_taggers
 from attnviz.ui.state import cached_trace
 
 SIDEBAR = "(the sidebar's sentence)"
@@ -53,7 +53,8 @@ nav[1].button("Next ▶", on_click=go_to, args=(step + 1,), disabled=step == N -
               key="lesson_next")
 nav[2].progress((step + 1) / N, text=f"Step {step + 1} of {N}: {L.STEPS[step].title}")
 
-tr = trained_taggers(T.Settings(seed=int(seed), epochs=int(epochs)))
+settings = T.Settings(seed=int(seed), epochs=int(epochs))
+tr = trained_taggers(settings)
 tags = {T.NAMES[k]: T.tag_sentence(m, tr.corpus, text)[1] for k, m in tr.models.items()}
 gold = L.gold_tags(text)
 repeated = L.repeated_ambiguous(" ".join(ws))
@@ -71,8 +72,7 @@ if s.predict:
 shown = s.predict is None or st.toggle("Reveal", key=f"lesson_reveal_{s.key}")
 one = {"per_word": "mlp", "window": "window", "no_positions": "attention",
        "positions": "attention_pos"}.get(s.key)
-scores = {T.NAMES[k]: T.evaluate(m, tr.corpus) for k, m in tr.models.items()}
-base = T.majority_baseline(tr.corpus)
+scores, base = held_out_scores(settings)
 t_pos = cached_trace(ctx.model, ctx.model.key, " ".join(ws), None)
 t_none = cached_trace(ctx.model, ctx.model.key, " ".join(ws), None, positions="none")
 twins = L.token_positions(t_pos.tokens, word) if word else []

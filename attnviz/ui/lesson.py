@@ -22,6 +22,11 @@ def _registry() -> tuple[dict, threading.Lock]:
     return {}, threading.Lock()
 
 
+@st.cache_resource(show_spinner=False)
+def _scores_registry() -> tuple[dict, threading.Lock]:
+    return {}, threading.Lock()
+
+
 def trained_taggers(settings: T.Settings) -> T.Trained:
     """The trained taggers for `settings`; trains them (with a progress bar) on first use."""
     store, lock = _registry()
@@ -30,6 +35,20 @@ def trained_taggers(settings: T.Settings) -> T.Trained:
             bar = st.progress(0.0, text="Training four taggers on the CPU (once per settings)...")
             store[settings] = T.train_all(settings, lambda f, m: bar.progress(min(f, 1.0), m))
             bar.empty()
+            while len(store) > MAX_SETTINGS:
+                store.pop(next(iter(store)))
+        return store[settings]
+
+
+def held_out_scores(settings: T.Settings) -> tuple[dict[str, T.Scores], dict]:
+    """({tagger name: held-out Scores}, majority baselines) for `settings`, computed once per
+    server: they depend on the trained taggers only, not on the sentence or the session."""
+    tr = trained_taggers(settings)
+    store, lock = _scores_registry()
+    with lock:
+        if settings not in store:
+            store[settings] = ({T.NAMES[k]: T.evaluate(m, tr.corpus) for k, m in tr.models.items()},
+                               T.majority_baseline(tr.corpus))
             while len(store) > MAX_SETTINGS:
                 store.pop(next(iter(store)))
         return store[settings]
