@@ -1,5 +1,5 @@
 """A class of 30 at once (issue 8): `make load` starts the app on loopback and drives 30
-concurrent sessions, each typing its own sentence and switching layers and pages.
+concurrent sessions, each typing its own sentence and switching layers, tabs and pages.
 
 Why a protocol client and not 30 browser tabs: on a 2-core machine, 30 Chromium renderers
 drawing Plotly heatmaps would take the CPU from the server being measured, and a tab's own
@@ -123,6 +123,7 @@ class Session:
         self.widgets: dict[str, object] = {}  # id -> latest element proto (this run)
         self.states: dict[str, object] = {}  # id -> WidgetState we set
         self.text_id: str | None = None
+        self.tabs: tuple[str, list[str]] | None = None  # (tab group's widget id, labels)
 
     async def connect(self) -> None:
         import websockets
@@ -145,6 +146,7 @@ class Session:
         cs.page_name = self.page_name
         cs.widget_states.widgets.extend(self.states.values())
         self.widgets = {}
+        self.tabs = None
         charts, errors = 0, []
         t0 = time.perf_counter()
         await self.ws.send(msg.SerializeToString())
@@ -155,7 +157,13 @@ class Session:
                 fm = ForwardMsg()
                 fm.ParseFromString(raw)
                 kind = fm.WhichOneof("type")
-                if kind == "delta" and fm.delta.WhichOneof("type") == "new_element":
+                if kind == "delta" and fm.delta.WhichOneof("type") == "add_block":
+                    block = fm.delta.add_block
+                    if block.WhichOneof("type") == "tab_container" and block.tab_container.id:
+                        self.tabs = (block.tab_container.id, [])
+                    elif block.WhichOneof("type") == "tab" and self.tabs is not None:
+                        self.tabs[1].append(block.tab.label)
+                elif kind == "delta" and fm.delta.WhichOneof("type") == "new_element":
                     el = fm.delta.new_element
                     etype = el.WhichOneof("type")
                     if etype == "exception":
@@ -222,6 +230,16 @@ class Session:
                 return True
         return False
 
+    def open_tab(self, rng: random.Random) -> bool:
+        """Click another tab of this page's (lazy) tab group, if it has one."""
+        from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+        if self.tabs is None or len(self.tabs[1]) < 2:
+            return False
+        wid, labels = self.tabs
+        self.states[wid] = WidgetState(id=wid, string_value=rng.choice(labels[1:]))
+        return True
+
     def go_to(self, name: str) -> None:
         """Switch page like the sidebar's navigation link (page-specific widgets dropped)."""
         self.page_hash, self.page_name = self.pages[name], name
@@ -248,6 +266,8 @@ async def student(url: str, index: int, sentence: str, steps: int, deadline: flo
             if done % 3 == 2 and pages:
                 s.go_to(pages[(done // 3) % len(pages)])
                 results.append(await s.rerun("page"))
+            elif done % 3 == 0 and s.open_tab(rng):
+                results.append(await s.rerun("tab"))
             elif s.change_layer(rng):
                 results.append(await s.rerun("layer"))
             else:
