@@ -14,9 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
-from .common import FONT, SCORES_SCALE, WEIGHTS_SCALE, escape
+from .common import FONT, SCORES_SCALE, WEIGHTS_SCALE, Grid, escape
 
 TEXT_MAX_KEYS = 40  # print numbers in the per-key columns up to this many keys
 
@@ -26,25 +25,27 @@ def _labels(tokens: list[str], positions) -> list[str]:
     return [f"{escape(t)} #{p}" for t, p in zip(tokens, positions, strict=True)]
 
 
-def _vec(z: np.ndarray, y: list[str], name: str, fmt: str = ".4f") -> go.Heatmap:
-    """A diverging heatmap [rows, d] of vector components, centred on 0."""
+def _vec(z: np.ndarray, y: list[str], name: str, fmt: str = ".4f") -> dict:
+    """A diverging heatmap [rows, d] of vector components, centred on 0 (a trace dict: the
+    figure validates it once, in Grid.figure)."""
     z = np.atleast_2d(np.asarray(z, dtype=np.float32))
     lim = float(np.abs(z).max()) or 1.0
-    return go.Heatmap(
-        z=z, y=y, x=list(range(z.shape[1])), colorscale=SCORES_SCALE, zmin=-lim, zmax=lim,
-        showscale=False, name=name,
+    return dict(
+        type="heatmap", z=z, y=y, x=list(range(z.shape[1])), colorscale=SCORES_SCALE,
+        zmin=-lim, zmax=lim, showscale=False, name=name,
         hovertemplate=f"{name}<br>%{{y}}<br>component %{{x}}<br>%{{z:{fmt}}}<extra></extra>",
     )
 
 
 def _col(z: np.ndarray, y: list[str], name: str, scale=SCORES_SCALE, fmt: str = ".4f",
-         weights: bool = False) -> go.Heatmap:
+         weights: bool = False) -> dict:
     """One number per key as a one-column heatmap, printed when there are few keys."""
     z = np.asarray(z, dtype=np.float64)[:, None]
     lim = float(np.abs(z).max()) or 1.0
     rng = dict(zmin=0.0, zmax=1.0) if weights else dict(zmin=-lim, zmax=lim)
-    return go.Heatmap(
-        z=z, y=y, x=[name], colorscale=scale, showscale=False, name=name, **rng,
+    return dict(
+        type="heatmap", z=z, y=y, x=[name], colorscale=scale, showscale=False, name=name,
+        **rng,
         texttemplate=f"%{{z:{fmt}}}" if len(y) <= TEXT_MAX_KEYS else None,
         hovertemplate=f"{name}<br>key %{{y}}<br>%{{z:.6f}}<extra></extra>",
     )
@@ -61,23 +62,22 @@ def score_steps(numbers: dict, tokens: list[str], query: int, positions=None,
     """q, each k^j, q∘k^j, q·k^j, q·k^j/sqrt(d), softmax: rows = keys j."""
     labels = _labels(tokens, positions)
     d, n = numbers["q"].shape[0], len(labels)
-    fig = make_subplots(
+    g = Grid(
         rows=2, cols=5, row_heights=_row_heights(n), vertical_spacing=0.02,
         horizontal_spacing=0.02, column_widths=[0.32, 0.32, 0.12, 0.12, 0.12],
         subplot_titles=[f"query q of {labels[query]}", "", "", "", ""],
     )
-    fig.add_trace(_vec(numbers["q"], [labels[query]], "query q"), row=1, col=1)
-    fig.add_trace(_vec(numbers["keys"], labels, "key k"), row=2, col=1)
-    fig.add_trace(_vec(numbers["products"], labels, "q ∘ k", fmt=".5f"), row=2, col=2)
-    fig.add_trace(_col(numbers["scores"], labels, "q·k", fmt=".2f"), row=2, col=3)
-    fig.add_trace(_col(numbers["scaled"], labels, "q·k/√d", fmt=".2f"), row=2, col=4)
-    fig.add_trace(_col(numbers["weights"], labels, "weight", WEIGHTS_SCALE, fmt=".3f",
-                       weights=True), row=2, col=5)
-    _finish(fig, labels, title, rows=2, cols=5)
+    g.add(_vec(numbers["q"], [labels[query]], "query q"), 1, 1)
+    g.add(_vec(numbers["keys"], labels, "key k"), 2, 1)
+    g.add(_vec(numbers["products"], labels, "q ∘ k", fmt=".5f"), 2, 2)
+    g.add(_col(numbers["scores"], labels, "q·k", fmt=".2f"), 2, 3)
+    g.add(_col(numbers["scaled"], labels, "q·k/√d", fmt=".2f"), 2, 4)
+    g.add(_col(numbers["weights"], labels, "weight", WEIGHTS_SCALE, fmt=".3f", weights=True),
+          2, 5)
     for c, name in enumerate(["keys k<sup>j</sup>", "q ∘ k<sup>j</sup> (elementwise)",
                               "q·k<sup>j</sup> (sum)", f"÷ √{d}", "softmax w<sub>j</sub>"], 1):
-        fig.update_xaxes(title=dict(text=name), row=2, col=c)
-    return fig
+        g.xaxis(2, c)["title"] = dict(text=name)
+    return _finish(g, labels, title)
 
 
 def value_steps(numbers: dict, tokens: list[str], query: int, positions=None,
@@ -85,31 +85,32 @@ def value_steps(numbers: dict, tokens: list[str], query: int, positions=None,
     """softmax w_j, values v^j, w_j v^j, and their sum o^i (the head's output for the query)."""
     labels = _labels(tokens, positions)
     n = len(labels)
-    fig = make_subplots(
+    g = Grid(
         rows=2, cols=3, row_heights=_row_heights(n)[::-1], vertical_spacing=0.02,
         horizontal_spacing=0.02, column_widths=[0.12, 0.44, 0.44],
         subplot_titles=["weight w<sub>j</sub>", "values v<sup>j</sup>",
                         "w<sub>j</sub> v<sup>j</sup> (each value scaled by its weight)"],
     )
-    fig.add_trace(_col(numbers["weights"], labels, "weight", WEIGHTS_SCALE, fmt=".3f",
-                       weights=True), row=1, col=1)
-    fig.add_trace(_vec(numbers["values"], labels, "value v"), row=1, col=2)
-    fig.add_trace(_vec(numbers["weighted"], labels, "w v", fmt=".5f"), row=1, col=3)
-    fig.add_trace(_vec(numbers["output"], [labels[query]], "output o"), row=2, col=3)
-    _finish(fig, labels, title, rows=2, cols=3)
-    fig.update_xaxes(title=dict(text=f"output o = Σ<sub>j</sub> w<sub>j</sub> v<sup>j</sup> "
-                                     f"of {labels[query]} (the column sums above)"), row=2, col=3)
-    return fig
+    g.add(_col(numbers["weights"], labels, "weight", WEIGHTS_SCALE, fmt=".3f", weights=True),
+          1, 1)
+    g.add(_vec(numbers["values"], labels, "value v"), 1, 2)
+    g.add(_vec(numbers["weighted"], labels, "w v", fmt=".5f"), 1, 3)
+    g.add(_vec(numbers["output"], [labels[query]], "output o"), 2, 3)
+    g.xaxis(2, 3)["title"] = dict(text=f"output o = Σ<sub>j</sub> w<sub>j</sub> v<sup>j</sup> "
+                                       f"of {labels[query]} (the column sums above)")
+    return _finish(g, labels, title)
 
 
-def _finish(fig: go.Figure, labels: list[str], title: str, rows: int, cols: int) -> None:
+def _finish(g: Grid, labels: list[str], title: str) -> go.Figure:
+    """The axes every panel shares, then the figure, validated once."""
     n = len(labels)
     step = max(1, -(-n // 50))
-    for r in range(1, rows + 1):
-        for c in range(1, cols + 1):
-            fig.update_yaxes(type="category", autorange="reversed", row=r, col=c,
-                             showticklabels=(c == 1), tickvals=labels[::step],
-                             ticktext=[lab.rsplit(" #", 1)[0] for lab in labels[::step]])
-            fig.update_xaxes(showticklabels=False, row=r, col=c)
-    fig.update_layout(title=title, font=FONT, height=int(min(1600, max(380, 24 * n + 190))),
-                      margin=dict(l=10, r=10, t=80, b=10))
+    tickvals = labels[::step]
+    ticktext = [lab.rsplit(" #", 1)[0] for lab in tickvals]
+    for r in range(1, g.rows + 1):
+        for c in range(1, g.cols + 1):
+            g.yaxis(r, c).update(type="category", autorange="reversed",
+                                 showticklabels=(c == 1), tickvals=tickvals, ticktext=ticktext)
+            g.xaxis(r, c)["showticklabels"] = False
+    return g.figure(title=title, font=FONT, height=int(min(1600, max(380, 24 * n + 190))),
+                    margin=dict(l=10, r=10, t=80, b=10))

@@ -10,43 +10,49 @@ from __future__ import annotations
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
-from .common import FONT, WEIGHTS_SCALE, escape
+from .common import FONT, WEIGHTS_SCALE, Grid, escape
 
 
 def stats_heatmaps(stats: dict[str, np.ndarray], titles: dict[str, str], cols: int = 4,
                    selected: tuple[int, int] | None = None) -> go.Figure:
-    """One [layers, heads] heatmap per statistic; hover gives layer, head and the exact value."""
+    """One [layers, heads] heatmap per statistic; hover gives layer, head and the exact value.
+
+    Built as dicts on a `Grid` and validated once (make_subplots + add_trace/add_shape per
+    panel took ~50 ms on a 2-core server; this page redraws it on every click).
+    """
     names = list(stats)
     rows = -(-len(names) // cols)
-    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[titles.get(k, k) for k in names],
-                        horizontal_spacing=0.05, vertical_spacing=0.14)
+    g = Grid(rows=rows, cols=cols, subplot_titles=[titles.get(k, k) for k in names],
+             horizontal_spacing=0.05, vertical_spacing=0.14)
+    shapes = []
     for i, name in enumerate(names):
         z = np.asarray(stats[name], dtype=np.float64)
         L, H = z.shape
         r, c = i // cols + 1, i % cols + 1
-        fig.add_trace(go.Heatmap(
-            z=z, x=list(range(H)), y=list(range(L)), name=name,
-            coloraxis="coloraxis2" if name == "entropy" else "coloraxis", hoverinfo="skip",
-        ), row=r, col=c)
+        g.add(dict(type="heatmap", z=z, x=list(range(H)), y=list(range(L)), name=name,
+                   coloraxis="coloraxis2" if name == "entropy" else "coloraxis",
+                   hoverinfo="skip"), r, c)
         # Heatmap cells cannot be selected in Plotly: an invisible marker per cell carries the
         # hover (exact value) and the click (Streamlit's on_select reports x = head, y = layer).
         layers, heads = np.divmod(np.arange(L * H), H)
-        fig.add_trace(go.Scatter(
-            x=heads, y=layers, mode="markers", customdata=z.ravel(), name=name,
+        g.add(dict(
+            type="scatter", x=heads, y=layers, mode="markers", customdata=z.ravel(), name=name,
             marker=dict(size=14, opacity=0, color="white"), showlegend=False,
             hovertemplate=(f"layer %{{y}}, head %{{x}}<br>{titles.get(name, name)} = "
                            "%{customdata:.4f}<extra></extra>"),
-        ), row=r, col=c)
-        fig.update_yaxes(range=[L - 0.5, -0.5], dtick=1, row=r, col=c,
-                         title=dict(text="layer") if c == 1 else None)
-        fig.update_xaxes(range=[-0.5, H - 0.5], dtick=2, title=dict(text="head"), row=r, col=c)
+        ), r, c)
+        g.yaxis(r, c).update(range=[L - 0.5, -0.5], dtick=1,
+                             title=dict(text="layer") if c == 1 else None)
+        g.xaxis(r, c).update(range=[-0.5, H - 0.5], dtick=2, title=dict(text="head"))
         if selected is not None:
             layer, head = selected
-            fig.add_shape(type="rect", x0=head - 0.5, x1=head + 0.5, y0=layer - 0.5,
-                          y1=layer + 0.5, line=dict(color="crimson", width=2), row=r, col=c)
-    fig.update_layout(
+            sub = str(i + 1) if i else ""  # the panel's axes: x, x2, ... (row by row)
+            shapes.append(dict(type="rect", x0=head - 0.5, x1=head + 0.5, y0=layer - 0.5,
+                               y1=layer + 0.5, line=dict(color="crimson", width=2),
+                               xref=f"x{sub}", yref=f"y{sub}"))
+    return g.figure(
+        shapes=shapes,
         coloraxis=dict(colorscale=WEIGHTS_SCALE, cmin=0.0, cmax=1.0,
                        colorbar=dict(title=dict(text="share"), thickness=12, x=1.0, len=0.45,
                                      y=0.78)),
@@ -56,7 +62,6 @@ def stats_heatmaps(stats: dict[str, np.ndarray], titles: dict[str, str], cols: i
         font=FONT, height=int(300 * rows + 60), margin=dict(l=10, r=60, t=50, b=10),
         clickmode="event+select", hovermode="closest",
     )
-    return fig
 
 
 def rollout_pair(raw: np.ndarray, rolled: np.ndarray, tokens: list[str],
@@ -65,20 +70,18 @@ def rollout_pair(raw: np.ndarray, rolled: np.ndarray, tokens: list[str],
     n = len(tokens)
     labels = [f"{escape(t)} #{i}" for i, t in enumerate(tokens)]
     step = max(1, -(-n // 40))
-    fig = make_subplots(rows=1, cols=2, subplot_titles=[raw_title, rolled_title],
-                        horizontal_spacing=0.2)
+    g = Grid(rows=1, cols=2, subplot_titles=[raw_title, rolled_title], horizontal_spacing=0.2)
+    common = dict(type="category", categoryorder="array", categoryarray=labels,
+                  tickvals=labels[::step], ticktext=[escape(t) for t in tokens[::step]])
     for c, (m, name, x) in enumerate(((raw, "weight", 0.41), (rolled, "rollout", 1.0)), start=1):
         m = np.asarray(m, dtype=np.float32)
-        fig.add_trace(go.Heatmap(
-            z=m, x=labels, y=labels, colorscale=WEIGHTS_SCALE, zmin=0.0,
+        g.add(dict(
+            type="heatmap", z=m, x=labels, y=labels, colorscale=WEIGHTS_SCALE, zmin=0.0,
             zmax=float(m.max()) or 1.0, name=name,
             colorbar=dict(title=dict(text=name), thickness=10, x=x),
             hovertemplate=f"query %{{y}}<br>key %{{x}}<br>{name} = %{{z:.6f}}<extra></extra>",
-        ), row=1, col=c)
-        common = dict(type="category", categoryorder="array", categoryarray=labels,
-                      tickvals=labels[::step], ticktext=[escape(t) for t in tokens[::step]])
-        fig.update_yaxes(autorange="reversed", row=1, col=c, **common)
-        fig.update_xaxes(tickangle=-45, row=1, col=c, **common)
-    fig.update_layout(font=FONT, height=int(min(800, max(380, 24 * n + 160))),
-                      margin=dict(l=10, r=10, t=50, b=10))
-    return fig
+        ), 1, c)
+        g.yaxis(1, c).update(autorange="reversed", **common)
+        g.xaxis(1, c).update(tickangle=-45, **common)
+    return g.figure(font=FONT, height=int(min(800, max(380, 24 * n + 160))),
+                    margin=dict(l=10, r=10, t=50, b=10))

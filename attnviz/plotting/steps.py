@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
-from .common import FONT, SCORES_SCALE, WEIGHTS_SCALE, axis_labels, escape
+from .common import FONT, SCORES_SCALE, WEIGHTS_SCALE, Grid, axis_labels, escape
 
 VALUES_SCALE = "PuOr"  # diverging, distinct from the scores' red-blue
 MAX_PRINTED_CELLS = 144  # matrices up to this size print their numbers
 MAX_TICKS = 40
 MAX_LABELLED_CELLS = 4096  # larger matrices hover with indices only
+MARGIN = dict(l=10, r=10, t=50, b=10)
 
 
 def dim_labels(prefix: str, size: int) -> list[str]:
@@ -44,7 +44,8 @@ def _ticks(labels: list[str]) -> tuple[list[int], list[str]]:
     return idx, [labels[i] for i in idx]
 
 
-def _heatmap(z, rows, cols, kind, decimals, numbers, showscale=False, name="") -> go.Heatmap:
+def _heatmap(z, rows, cols, kind, decimals, numbers, showscale=False, name="") -> dict:
+    """A heatmap trace as a dict: the figure validates it once (see Grid in common)."""
     z = np.asarray(z, dtype=np.float64)
     printed = z.size <= MAX_PRINTED_CELLS if numbers is None else numbers
     if z.size <= MAX_LABELLED_CELLS:  # hover names the row and column
@@ -54,8 +55,8 @@ def _heatmap(z, rows, cols, kind, decimals, numbers, showscale=False, name="") -
         where = "row %{customdata[0]}<br>column %{customdata[1]}"
     else:  # big matrices (W_O 384 x 384): plain indices keep the page light
         custom, where = None, "row %{y}<br>column %{x}"
-    return go.Heatmap(
-        z=z.astype(np.float32) if z.size > MAX_LABELLED_CELLS else z,
+    return dict(
+        type="heatmap", z=z.astype(np.float32) if z.size > MAX_LABELLED_CELLS else z,
         x=list(range(z.shape[1])), y=list(range(z.shape[0])), customdata=custom,
         texttemplate=f"%{{z:.{decimals}f}}" if printed else None,
         textfont=dict(size=12), showscale=showscale, name=name,
@@ -64,13 +65,26 @@ def _heatmap(z, rows, cols, kind, decimals, numbers, showscale=False, name="") -
     )
 
 
-def _axes(fig, rows, cols, row=None, col=None) -> None:
-    kw = {} if row is None else dict(row=row, col=col)
+def _axes(rows, cols) -> tuple[dict, dict]:
+    """(x axis, y axis) layout of one matrix panel: ticks thinned, rows top to bottom."""
     yv, yt = _ticks(rows)
     xv, xt = _ticks(cols)
-    fig.update_yaxes(tickvals=yv, ticktext=yt, autorange="reversed", showgrid=False, **kw)
-    fig.update_xaxes(tickvals=xv, ticktext=xt, tickangle=-45 if len(cols) > 4 else 0,
-                     showgrid=False, side="bottom", **kw)
+    y = dict(tickvals=yv, ticktext=yt, autorange="reversed", showgrid=False)
+    x = dict(tickvals=xv, ticktext=xt, tickangle=-45 if len(cols) > 4 else 0, showgrid=False,
+             side="bottom")
+    return x, y
+
+
+def _vline(x: float, text: str, sub: str = "", position: str = "top right",
+           **line) -> tuple[dict, dict]:
+    """(shape, annotation) of fig.add_vline(x, annotation_text=text) on subplot `sub`, as dicts
+    (add_vline re-dispatches the whole layout on every call)."""
+    top = position.startswith("top")
+    shape = dict(type="line", x0=x, x1=x, xref=f"x{sub}", y0=0, y1=1, yref=f"y{sub} domain",
+                 line=line)
+    note = dict(text=text, showarrow=False, x=x, xref=f"x{sub}", xanchor="left", y=int(top),
+                yref=f"y{sub} domain", yanchor="top" if top else "bottom")
+    return shape, note
 
 
 def matrix_figure(
@@ -84,12 +98,12 @@ def matrix_figure(
     height: int | None = None,
 ) -> go.Figure:
     """One matrix as a heatmap; numbers printed in the cells when it is small enough."""
-    fig = go.Figure(_heatmap(matrix, rows, cols, kind, decimals, numbers, showscale=True))
-    _axes(fig, rows, cols)
+    x, y = _axes(rows, cols)
     r = len(rows)
-    fig.update_layout(title=title, font=FONT, margin=dict(l=10, r=10, t=50, b=10),
-                      height=height or int(min(700, max(220, 34 * min(r, 16) + 130))))
-    return fig
+    return go.Figure(
+        data=[_heatmap(matrix, rows, cols, kind, decimals, numbers, showscale=True)],
+        layout=dict(xaxis=x, yaxis=y, title=title, font=FONT, margin=MARGIN,
+                    height=height or int(min(700, max(220, 34 * min(r, 16) + 130)))))
 
 
 def matrices_figure(
@@ -106,20 +120,21 @@ def matrices_figure(
     consecutive panels. Panel widths follow the number of columns (clamped), like on paper.
     """
     widths = np.array([min(max(p[0].shape[1], 2), 24) for p in panels], dtype=float)
-    fig = make_subplots(rows=1, cols=len(panels), column_widths=list(widths / widths.sum()),
-                        subplot_titles=[p[3] for p in panels], horizontal_spacing=0.1)
+    g = Grid(rows=1, cols=len(panels), column_widths=list(widths / widths.sum()),
+             subplot_titles=[p[3] for p in panels], horizontal_spacing=0.1)
     for i, (z, rows, cols, name, kind) in enumerate(panels):
-        fig.add_trace(_heatmap(z, rows, cols, kind, decimals, numbers, name=name), row=1,
-                      col=i + 1)
-        _axes(fig, rows, cols, row=1, col=i + 1)
+        g.add(_heatmap(z, rows, cols, kind, decimals, numbers, name=name), 1, i + 1)
+        x, y = _axes(rows, cols)
+        g.xaxis(1, i + 1).update(x)
+        g.yaxis(1, i + 1).update(y)
+    notes = g.layout.setdefault("annotations", [])
     for i, op in enumerate(ops):  # the operator sits in the gap after panel i
-        dom = fig.layout[f"xaxis{i + 1 if i else ''}"].domain
-        fig.add_annotation(text=f"<b>{escape(op)}</b>", x=dom[1] + 0.025, y=0.5, xref="paper",
-                           yref="paper", showarrow=False, font=dict(size=26))
+        dom = g.xaxis(1, i + 1)["domain"]
+        notes.append(dict(text=f"<b>{escape(op)}</b>", x=dom[1] + 0.025, y=0.5, xref="paper",
+                          yref="paper", showarrow=False, font=dict(size=26)))
     r = max(p[0].shape[0] for p in panels)
-    fig.update_layout(title=title, font=FONT, margin=dict(l=10, r=10, t=80, b=10),
-                      height=height or int(min(700, max(260, 34 * min(r, 16) + 150))))
-    return fig
+    return g.figure(title=title, font=FONT, margin=dict(l=10, r=10, t=80, b=10),
+                    height=height or int(min(700, max(260, 34 * min(r, 16) + 150))))
 
 
 def dot_product_latex(q: np.ndarray, k: np.ndarray, i: int, j: int, decimals: int = 2) -> str:
@@ -134,66 +149,69 @@ def dot_terms_figure(terms: np.ndarray, title: str) -> go.Figure:
     """The products q_t k_t whose sum is the score, one bar per coordinate t."""
     terms = np.asarray(terms, dtype=np.float64)
     colors = np.where(terms >= 0, "#b2182b", "#2166ac")
-    fig = go.Figure(go.Bar(x=list(range(1, len(terms) + 1)), y=terms, marker_color=colors,
-                           hovertemplate="t = %{x}<br>q_t k_t = %{y:.6g}<extra></extra>"))
-    fig.update_layout(title=f"{title}: sum = {terms.sum():.4f}", font=FONT, height=300,
-                      xaxis=dict(title="coordinate t", dtick=1), yaxis_title="q_t · k_t",
-                      margin=dict(l=10, r=10, t=50, b=10))
-    return fig
+    return go.Figure(
+        data=[dict(type="bar", x=list(range(1, len(terms) + 1)), y=terms, marker_color=colors,
+                   hovertemplate="t = %{x}<br>q_t k_t = %{y:.6g}<extra></extra>")],
+        layout=dict(title=f"{title}: sum = {terms.sum():.4f}", font=FONT, height=300,
+                    xaxis=dict(title=dict(text="coordinate t"), dtick=1),
+                    yaxis=dict(title=dict(text="q_t · k_t")), margin=MARGIN))
 
 
 def weights_bar_figure(rows: dict[str, np.ndarray], tokens: list[str], title: str) -> go.Figure:
     """One query's weights over the keys, one bar group per setting (e.g. per temperature)."""
     labels = token_axis(tokens)
     x = list(range(len(tokens)))
-    fig = go.Figure([go.Bar(x=x, y=np.asarray(w, dtype=np.float64), name=escape(name),
-                            customdata=labels,
-                            hovertemplate="key %{customdata}<br>weight = %{y:.4f}<extra></extra>")
-                     for name, w in rows.items()])
     xv, xt = _ticks(labels)
-    fig.update_layout(title=title, font=FONT, height=320, barmode="group",
-                      yaxis=dict(range=[0, 1.02], title="weight"),
-                      xaxis=dict(tickvals=xv, ticktext=xt), margin=dict(l=10, r=10, t=50, b=10),
-                      legend=dict(orientation="h", y=-0.25))
-    return fig
+    return go.Figure(
+        data=[dict(type="bar", x=x, y=np.asarray(w, dtype=np.float64), name=escape(name),
+                   customdata=labels,
+                   hovertemplate="key %{customdata}<br>weight = %{y:.4f}<extra></extra>")
+              for name, w in rows.items()],
+        layout=dict(title=title, font=FONT, height=320, barmode="group",
+                    yaxis=dict(range=[0, 1.02], title=dict(text="weight")),
+                    xaxis=dict(tickvals=xv, ticktext=xt), margin=MARGIN,
+                    legend=dict(orientation="h", y=-0.25)))
 
 
 def temperature_figure(sweep: dict, current: float, n: int) -> go.Figure:
     """Largest weight and entropy / ln(n) of one query's softmax as the temperature varies."""
     t = sweep["temperature"]
     norm = np.log(n) if n > 1 else 1.0
-    fig = go.Figure([
-        go.Scatter(x=t, y=sweep["max_weight"], name="largest weight (1 = one-hot)"),
-        go.Scatter(x=t, y=sweep["entropy"] / norm, name="entropy / ln n (1 = uniform)"),
-    ])
-    fig.add_vline(x=current, line_dash="dot", annotation_text=f"T = {current:g}")
-    fig.add_vline(x=1.0, line_color="grey", line_width=1, annotation_text="T = 1",
-                  annotation_position="bottom right")
-    fig.update_layout(title="Temperature: softmax(s / (T·sqrt(d_k)))", font=FONT, height=320,
-                      xaxis=dict(type="log", title="temperature T"),
-                      yaxis=dict(range=[0, 1.05]), margin=dict(l=10, r=10, t=50, b=10),
-                      legend=dict(orientation="h", y=-0.3))
-    return fig
+    now = _vline(current, f"T = {current:g}", dash="dot")
+    one = _vline(1.0, "T = 1", position="bottom right", color="grey", width=1)
+    return go.Figure(
+        data=[dict(type="scatter", x=t, y=sweep["max_weight"],
+                   name="largest weight (1 = one-hot)"),
+              dict(type="scatter", x=t, y=sweep["entropy"] / norm,
+                   name="entropy / ln n (1 = uniform)")],
+        layout=dict(title="Temperature: softmax(s / (T·sqrt(d_k)))", font=FONT, height=320,
+                    shapes=[now[0], one[0]], annotations=[now[1], one[1]],
+                    xaxis=dict(type="log", title=dict(text="temperature T")),
+                    yaxis=dict(range=[0, 1.05]), margin=MARGIN,
+                    legend=dict(orientation="h", y=-0.3)))
 
 
 def dk_figure(sweep: dict, d_k: int | None = None) -> go.Figure:
     """Why sqrt(d_k): spread of the scores and the largest softmax weight, raw vs scaled."""
     d = sweep["d_k"]
-    fig = make_subplots(rows=1, cols=2, subplot_titles=[
+    g = Grid(rows=1, cols=2, subplot_titles=[
         "spread (std) of the scores", "mean largest softmax weight (8 keys)"])
     for tag, name, color in (("raw", "q·k", "#b2182b"), ("scaled", "q·k / sqrt(d_k)", "#1b7837")):
-        fig.add_trace(go.Scatter(x=d, y=sweep[f"{tag}_std"], name=name, line_color=color,
-                                 legendgroup=tag), row=1, col=1)
-        fig.add_trace(go.Scatter(x=d, y=sweep[f"max_weight_{tag}"], name=name, line_color=color,
-                                 legendgroup=tag, showlegend=False), row=1, col=2)
-    if d_k:
-        fig.add_vline(x=d_k, line_dash="dot", annotation_text=f"d_k = {d_k}")
-    fig.update_xaxes(type="log", title="d_k", tickvals=list(d))
-    fig.update_yaxes(range=[0, 1.02], row=1, col=2)
-    fig.update_layout(title="As d_k grows, raw scores spread like sqrt(d_k); scaled ones do not",
-                      font=FONT, height=340, margin=dict(l=10, r=10, t=70, b=10),
-                      legend=dict(orientation="h", y=-0.3))
-    return fig
+        g.add(dict(type="scatter", x=d, y=sweep[f"{tag}_std"], name=name, line_color=color,
+                   legendgroup=tag), 1, 1)
+        g.add(dict(type="scatter", x=d, y=sweep[f"max_weight_{tag}"], name=name,
+                   line_color=color, legendgroup=tag, showlegend=False), 1, 2)
+    shapes = []
+    for c, sub in ((1, ""), (2, "2")):
+        g.xaxis(1, c).update(type="log", title=dict(text="d_k"), tickvals=list(d))
+        if d_k:
+            shape, note = _vline(d_k, f"d_k = {d_k}", sub, dash="dot")
+            shapes.append(shape)
+            g.layout["annotations"].append(note)
+    g.yaxis(1, 2)["range"] = [0, 1.02]
+    return g.figure(title="As d_k grows, raw scores spread like sqrt(d_k); scaled ones do not",
+                    shapes=shapes, font=FONT, height=340, margin=dict(l=10, r=10, t=70, b=10),
+                    legend=dict(orientation="h", y=-0.3))
 
 
 def weighted_sum_figure(contrib: np.ndarray, tokens: list[str], query: int,
@@ -203,26 +221,24 @@ def weighted_sum_figure(contrib: np.ndarray, tokens: list[str], query: int,
     ends = np.cumsum(c, axis=0)
     starts = ends - c
     labels = token_axis(tokens)
-    fig = go.Figure()
     palette = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
                "#7f7f7f"]
-    for j in range(len(c)):
-        color = palette[j % len(palette)]
-        fig.add_trace(go.Scatter(x=[starts[j, 0], ends[j, 0]], y=[starts[j, 1], ends[j, 1]],
-                                 mode="lines+markers", name=f"α'·v of {labels[j]}",
-                                 line=dict(color=color, width=3),
-                                 marker=dict(symbol="arrow", angleref="previous", size=12),
-                                 hovertemplate="(%{x:.4f}, %{y:.4f})"))  # name in the <extra>
-    fig.add_trace(go.Scatter(x=[0, ends[-1, 0]], y=[0, ends[-1, 1]], mode="lines+markers",
-                             name=f"b<sup>{query + 1}</sup> (the sum)",
-                             line=dict(color="black", dash="dash"),
-                             marker=dict(symbol="arrow", angleref="previous", size=14)))
+    data = [dict(type="scatter", x=[starts[j, 0], ends[j, 0]], y=[starts[j, 1], ends[j, 1]],
+                 mode="lines+markers", name=f"α'·v of {labels[j]}",
+                 line=dict(color=palette[j % len(palette)], width=3),
+                 marker=dict(symbol="arrow", angleref="previous", size=12),
+                 hovertemplate="(%{x:.4f}, %{y:.4f})")  # the name shows in the <extra>
+            for j in range(len(c))]
+    data.append(dict(type="scatter", x=[0, ends[-1, 0]], y=[0, ends[-1, 1]],
+                     mode="lines+markers", name=f"b<sup>{query + 1}</sup> (the sum)",
+                     line=dict(color="black", dash="dash"),
+                     marker=dict(symbol="arrow", angleref="previous", size=14)))
     a, b = dims
-    fig.update_layout(title=f"Weighted values adding up to b<sup>{query + 1}</sup> "
-                            f"(coordinates {a + 1}, {b + 1})", font=FONT, height=420,
-                      xaxis_title=f"coordinate {a + 1}", yaxis_title=f"coordinate {b + 1}",
-                      yaxis=dict(scaleanchor="x"), margin=dict(l=10, r=10, t=50, b=10))
-    return fig
+    return go.Figure(data=data, layout=dict(
+        title=f"Weighted values adding up to b<sup>{query + 1}</sup> (coordinates {a + 1}, "
+              f"{b + 1})", font=FONT, height=420,
+        xaxis=dict(title=dict(text=f"coordinate {a + 1}")),
+        yaxis=dict(title=dict(text=f"coordinate {b + 1}"), scaleanchor="x"), margin=MARGIN))
 
 
 def contributions_figure(contrib: np.ndarray, tokens: list[str], query: int) -> go.Figure:
@@ -230,16 +246,16 @@ def contributions_figure(contrib: np.ndarray, tokens: list[str], query: int) -> 
     c = np.asarray(contrib, dtype=np.float64)  # [n, p]
     labels = token_axis(tokens)
     x = list(range(1, c.shape[1] + 1))
-    fig = go.Figure([go.Bar(x=x, y=c[j], name=f"α'·v of {labels[j]}",
-                            hovertemplate="t = %{x}<br>%{y:.5f}")  # the name shows beside
-                     for j in range(c.shape[0])])
-    fig.add_trace(go.Scatter(x=x, y=c.sum(0), mode="markers", name=f"b<sup>{query + 1}</sup>",
-                             marker=dict(symbol="diamond", size=11, color="black")))
-    fig.update_layout(barmode="relative", title=f"b<sup>{query + 1}</sup>, coordinate by "
-                      "coordinate", font=FONT, height=360,
-                      xaxis=dict(title="coordinate t", dtick=1),
-                      margin=dict(l=10, r=10, t=50, b=10), legend=dict(orientation="h", y=-0.3))
-    return fig
+    data = [dict(type="bar", x=x, y=c[j], name=f"α'·v of {labels[j]}",
+                 hovertemplate="t = %{x}<br>%{y:.5f}")  # the name shows beside
+            for j in range(c.shape[0])]
+    data.append(dict(type="scatter", x=x, y=c.sum(0), mode="markers",
+                     name=f"b<sup>{query + 1}</sup>",
+                     marker=dict(symbol="diamond", size=11, color="black")))
+    return go.Figure(data=data, layout=dict(
+        barmode="relative", title=f"b<sup>{query + 1}</sup>, coordinate by coordinate",
+        font=FONT, height=360, xaxis=dict(title=dict(text="coordinate t"), dtick=1),
+        margin=MARGIN, legend=dict(orientation="h", y=-0.3)))
 
 
 def heads_figure(weights: np.ndarray, tokens: list[str], title: str, decimals: int = 2,
@@ -249,34 +265,30 @@ def heads_figure(weights: np.ndarray, tokens: list[str], title: str, decimals: i
     cols = min(h, 4)
     rows = -(-h // cols)
     labels = token_axis(tokens)
-    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[f"head {g}" for g in range(h)],
-                        horizontal_spacing=0.05, vertical_spacing=0.12)
-    for g in range(h):
-        r, c = g // cols + 1, g % cols + 1
-        fig.add_trace(_heatmap(weights[g], labels, labels, "weights", decimals, numbers,
-                               name=f"head {g}"), row=r, col=c)
-        _axes(fig, labels, labels, row=r, col=c)
-        if c > 1:  # one set of query labels per row of panels, so panels never overlap them
-            fig.update_yaxes(showticklabels=False, row=r, col=c)
-    fig.update_layout(title=title, font=FONT, height=int(300 * rows + 90),
-                      margin=dict(l=10, r=10, t=80, b=10))
-    return fig
+    g = Grid(rows=rows, cols=cols, subplot_titles=[f"head {k}" for k in range(h)],
+             horizontal_spacing=0.05, vertical_spacing=0.12)
+    x, y = _axes(labels, labels)
+    for k in range(h):
+        r, c = k // cols + 1, k % cols + 1
+        g.add(_heatmap(weights[k], labels, labels, "weights", decimals, numbers,
+                       name=f"head {k}"), r, c)
+        g.xaxis(r, c).update(x)
+        # one set of query labels per row of panels, so panels never overlap them
+        g.yaxis(r, c).update(y, **({} if c == 1 else dict(showticklabels=False)))
+    return g.figure(title=title, font=FONT, height=int(300 * rows + 90),
+                    margin=dict(l=10, r=10, t=80, b=10))
 
 
 def entropy_by_heads_figure(sweep: dict) -> go.Figure:
     """Mean entropy of the weights and mean largest weight for each number of heads."""
-    fig = go.Figure([
-        go.Bar(x=[str(h) for h in sweep["heads"]], y=sweep["max_weight"],
-               name="mean largest weight"),
-        go.Bar(x=[str(h) for h in sweep["heads"]], y=sweep["entropy_norm"],
-               name="mean entropy / ln n"),
-    ])
-    fig.update_layout(title="Same parameters, different numbers of heads", font=FONT, height=300,
-                      xaxis=dict(title="heads h (d_h = m / h)", type="category"),
-                      yaxis=dict(range=[0, 1.02]),
-                      barmode="group", margin=dict(l=10, r=10, t=50, b=10),
-                      legend=dict(orientation="h", y=-0.35))
-    return fig
+    heads = [str(h) for h in sweep["heads"]]
+    return go.Figure(
+        data=[dict(type="bar", x=heads, y=sweep["max_weight"], name="mean largest weight"),
+              dict(type="bar", x=heads, y=sweep["entropy_norm"], name="mean entropy / ln n")],
+        layout=dict(title="Same parameters, different numbers of heads", font=FONT, height=300,
+                    xaxis=dict(title=dict(text="heads h (d_h = m / h)"), type="category"),
+                    yaxis=dict(range=[0, 1.02]), barmode="group", margin=MARGIN,
+                    legend=dict(orientation="h", y=-0.35)))
 
 
 # ------------------------------------------------ the walkthrough's matrix products, ready-made
