@@ -2,6 +2,8 @@
 receptive fields across depth vs a 1-D CNN (Cordonnier et al. 2020, arXiv:1911.03584), how much
 context BERT uses, and the measured cost of full vs windowed attention on long sequences."""
 
+import threading
+
 import numpy as np
 import streamlit as st
 
@@ -25,21 +27,30 @@ def fields(_model, model_key: str, text: str, pair: str | None, token: int, w: i
 
 
 @st.cache_resource(show_spinner=False)
-def _store() -> dict:
+def _store() -> tuple[dict, dict, threading.Lock]:
     """Results of the long runs, keyed on plain values, shared by sessions (a progress bar
-    cannot live inside st.cache_data, whose replay refuses elements made outside it)."""
-    return {}
+    cannot live inside st.cache_data, whose replay refuses elements made outside it), and one
+    lock per key so that sessions asking at once compute it once."""
+    return {}, {}, threading.Lock()
 
 
 def with_progress(label: str, key: tuple, compute):
-    store = _store()
-    if key not in store:
-        bar = st.progress(0.0, text=label)
-        store[key] = compute(lambda f, msg: bar.progress(min(1.0, f), text=f"{label} {msg}"))
-        bar.empty()
-        while len(store) > 16:
-            store.pop(next(iter(store)))
-    return store[key]
+    store, locks, guard = _store()
+    with guard:
+        lock = locks.setdefault(key, threading.Lock())
+    with lock:
+        result = store.get(key)
+        if result is None:
+            bar = st.progress(0.0, text=label)
+            result = compute(lambda f, msg: bar.progress(min(1.0, f), text=f"{label} {msg}"))
+            bar.empty()
+            with guard:
+                store[key] = result
+                while len(store) > 16:
+                    oldest = next(iter(store))
+                    store.pop(oldest)
+                    locks.pop(oldest, None)
+        return result
 
 
 def sweep(model, text: str, pair: str | None):

@@ -1,6 +1,8 @@
 """Windowed attention (blocked, L·w) against full attention with a window mask, SDPA, and HF
 BertModel; the measured memory against the tensor sizes; the context sweep against HF."""
 
+import threading
+
 import numpy as np
 import pytest
 import torch
@@ -138,3 +140,35 @@ def test_engine_trace_with_window_matches_sweep(model):
     cos = (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
     np.testing.assert_allclose(s.cosine[0], cos, atol=1e-5)
     assert s.pair == (1, 5)  # 'the' twice
+
+
+def test_peak_memory_is_per_thread_and_safe_under_concurrency():
+    """A class on one server: several sessions measure at once while others run torch. The
+    profiler is one per process (two at once crashed libtorch in the load test); each
+    measurement counts only its own thread's allocations, so the numbers do not change."""
+    alone = [win.measure_attention(512, 16, m, repeats=1).peak_bytes
+             for m in ("full", "masked", "windowed")]
+    stop = threading.Event()
+
+    def noise():
+        a = torch.randn(200, 200)
+        while not stop.is_set():
+            (a @ a).sum()
+
+    results: dict[int, list[int]] = {}
+
+    def measure(i: int) -> None:
+        results[i] = [win.measure_attention(512, 16, m, repeats=1).peak_bytes
+                      for m in ("full", "masked", "windowed")]
+
+    others = [threading.Thread(target=noise) for _ in range(2)]
+    workers = [threading.Thread(target=measure, args=(i,)) for i in range(3)]
+    for t in others + workers:
+        t.start()
+    for t in workers:
+        t.join()
+    stop.set()
+    for t in others:
+        t.join()
+    assert all(v == alone for v in results.values()), (alone, results)
+    assert alone[0] > alone[2] > 0

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import platform
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -159,6 +160,10 @@ def _attention_fn(method: str, n: int, window: int, device) -> Callable:
     raise ValueError(f"method must be full, masked or windowed; got {method!r}")
 
 
+_PROFILER_LOCK = threading.Lock()
+_MARKER = "attnviz.peak_memory"
+
+
 def peak_memory(fn: Callable[[], object], device: torch.device) -> tuple[int, str]:
     """Peak bytes of tensors allocated while fn() runs, above what was live before.
 
@@ -176,14 +181,21 @@ def peak_memory(fn: Callable[[], object], device: torch.device) -> tuple[int, st
         peak = torch.cuda.max_memory_allocated(device) - base
         del result
         return int(peak), "torch.cuda.max_memory_allocated"
-    from torch.profiler import ProfilerActivity, profile
+    from torch.profiler import ProfilerActivity, profile, record_function
 
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-        result = fn()
-        del result
+    # The profiler is one per process and records every thread: concurrent sessions (a class
+    # on one server) must take turns (two profiles at once crashed libtorch), and only this
+    # thread's allocations count (found through a marker recorded on it).
+    with _PROFILER_LOCK:
+        with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+            with record_function(_MARKER):
+                result = fn()
+                del result
+    events = prof.events()
+    mine = {e.thread for e in events if e.name == _MARKER}
     changes = sorted(
         (e.time_range.start, e.self_cpu_memory_usage)
-        for e in prof.events() if e.self_cpu_memory_usage
+        for e in events if e.self_cpu_memory_usage and e.thread in mine and e.name != _MARKER
     )
     live = peak = 0
     for _, b in changes:
