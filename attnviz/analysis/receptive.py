@@ -26,6 +26,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
+from attnviz.analysis.seeding import seeded
 from attnviz.engine.attention import build_mask
 
 KINDS = ("full", "window", "causal", "conv")
@@ -74,11 +75,11 @@ def attention_field(
 
 def conv_stack(depth: int, window: int, channels: int = 8, seed: int = 0) -> torch.nn.Module:
     """depth x (Conv1d(kernel 2w + 1, zero padding w) + GELU), random weights, float64."""
-    torch.manual_seed(seed)
     layers: list[torch.nn.Module] = []
-    for _ in range(depth):
-        layers += [torch.nn.Conv1d(channels, channels, 2 * window + 1, padding=window),
-                   torch.nn.GELU()]
+    with seeded(seed):  # the random kernels: atomic under concurrent sessions
+        for _ in range(depth):
+            layers += [torch.nn.Conv1d(channels, channels, 2 * window + 1, padding=window),
+                       torch.nn.GELU()]
     return torch.nn.Sequential(*layers).double()
 
 

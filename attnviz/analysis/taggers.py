@@ -36,6 +36,7 @@ import torch
 from torch import nn
 
 from attnviz.analysis.corpus import Corpus, Sentence, double_role_positions, make_corpus, words
+from attnviz.analysis.seeding import seeded
 from attnviz.engine.attention import attention
 
 NAMES: dict[str, str] = {
@@ -178,9 +179,9 @@ def _one_thread():
 def train_one(name: str, corpus: Corpus, settings: Settings,
               progress: Progress | None = None) -> tuple[nn.Module, list[float]]:
     """Train one tagger with a fixed seed; returns (model in eval mode, mean loss per epoch)."""
-    with _one_thread(), torch.random.fork_rng(devices=[]):
-        torch.manual_seed(settings.seed)
+    with seeded(settings.seed):  # the initial weights: atomic under concurrent sessions
         model = build(name, corpus, settings)
+    with _one_thread():
         gen = torch.Generator().manual_seed(settings.seed)
         ids, tags = batch(corpus, corpus.train)
         opt = torch.optim.Adam(model.parameters(), lr=settings.lr)
