@@ -20,6 +20,11 @@ if t is None:
 base = (ctx.model.key, ctx.text, ctx.text_pair)  # figure cache key: plain values only
 
 
+def layer_numbers(t, layer: int) -> dict:
+    return {"tokens": t.tokens, "scores": t.scores[layer], "weights": t.weights[layer],
+            "queries": t.queries[layer], "keys": t.keys[layer], "values": t.values[layer]}
+
+
 @st.fragment  # changing the layer or head reruns only this part of the page
 def layer_view() -> None:
     c1, c2 = st.columns([1, 3])
@@ -58,8 +63,7 @@ def layer_view() -> None:
                         title=f"Layer {layer}, head {head}: weights")), key="one_w")
     ui.download_arrays(
         "Download this layer's numbers (.npz)",
-        {"tokens": t.tokens, "scores": t.scores[layer], "weights": t.weights[layer],
-         "queries": t.queries[layer], "keys": t.keys[layer], "values": t.values[layer]},
+        lambda: layer_numbers(ctx.trace(), layer),  # on click: no trace kept per session
         file_name=f"attnviz_layer{layer}.npz",
     )
 

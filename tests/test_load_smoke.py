@@ -1,19 +1,26 @@
 """The class-of-30 load tool (make load) in miniature: 3 sessions, a few reruns each, on
 loopback. Checks that the tool itself works (connects, types, changes layers, tabs and pages,
 reports latency and memory) and that the server answers every rerun without an error. The
-latency figures are recorded in the README from `make load`, never asserted here."""
+latency figures are recorded in the README from `make load`, never asserted here. Run as its
+own process, as `make load` does (the suite may hold an event loop in this one)."""
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
-from tests.load import run_load
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_a_small_class(tmp_path):
     out = tmp_path / "load.json"
-    rc = run_load.main(["--sessions", "3", "--steps", "9", "--duration", "90", "--shared", "1",
-                        "--think", "0", "0.1", "--settle", "1", "--json", str(out)])
+    run = subprocess.run(
+        [sys.executable, "tests/load/run_load.py", "--sessions", "3", "--steps", "9",
+         "--duration", "90", "--shared", "1", "--think", "0", "0.1", "--settle", "1",
+         "--json", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.exists(), run.stdout[-2000:] + run.stderr[-2000:]
     report = json.loads(out.read_text())
-    assert rc == 0 and report["errors"] == [] and report["server_alive"]
+    assert run.returncode == 0 and report["errors"] == [] and report["server_alive"], report
     assert report["ok"] == report["reruns"] >= 3 * 5
     assert {"open", "type", "page"} <= set(report["by_action"])
     assert report["rss_mib"]["peak"] > report["rss_mib"]["start"] > 0

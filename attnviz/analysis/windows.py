@@ -185,12 +185,14 @@ def peak_memory(fn: Callable[[], object], device: torch.device) -> tuple[int, st
 
     # The profiler is one per process and records every thread: concurrent sessions (a class
     # on one server) must take turns (two profiles at once crashed libtorch), and only this
-    # thread's allocations count (found through a marker recorded on it).
+    # thread's allocations count. An empty marker names this thread; it must not enclose fn(),
+    # or the frees between fn's ops would be booked to it and lost below.
     with _PROFILER_LOCK:
         with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
             with record_function(_MARKER):
-                result = fn()
-                del result
+                pass
+            result = fn()
+            del result
     events = prof.events()
     mine = {e.thread for e in events if e.name == _MARKER}
     changes = sorted(

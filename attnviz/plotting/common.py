@@ -9,6 +9,7 @@ Two traps handled here once for the whole project:
 from __future__ import annotations
 
 import html
+import threading
 
 SCORES_SCALE = "RdBu_r"  # diverging: q.k can be negative or positive, 0 in white
 WEIGHTS_SCALE = "Viridis"  # sequential: softmax weights lie in [0, 1]
@@ -100,19 +101,25 @@ class Grid:
 
 
 _GRIDS: dict = {}
+_GRIDS_LOCK = threading.Lock()
 
 
 def _grid_layout(rows: int, cols: int, args: dict) -> dict:
-    """make_subplots' layout as a dict, computed once per grid (read-only: copy it)."""
+    """make_subplots' layout as a dict, computed once per grid (read-only: copy it).
+
+    Shared by every session's thread, hence the lock around lookups and evictions."""
     key = (rows, cols, repr(sorted(args.items())))
-    if key not in _GRIDS:
+    with _GRIDS_LOCK:
+        layout = _GRIDS.get(key)
+    if layout is None:
         from plotly.subplots import make_subplots
 
         layout = make_subplots(rows=rows, cols=cols, **args).layout.to_plotly_json()
         # The default template rides along as a big dict: go.Figure applies the same default
         # itself for free, while copying and re-validating it costs ~7 ms per figure.
         layout.pop("template", None)
-        _GRIDS[key] = layout
-        if len(_GRIDS) > 256:
-            _GRIDS.pop(next(iter(_GRIDS)), None)
-    return _GRIDS[key]
+        with _GRIDS_LOCK:
+            _GRIDS[key] = layout
+            while len(_GRIDS) > 256:
+                _GRIDS.pop(next(iter(_GRIDS)))
+    return layout

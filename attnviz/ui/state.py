@@ -281,15 +281,29 @@ def npz_bytes(arrays: dict) -> bytes:
     return buf.getvalue()
 
 
+def _unpinned(value, max_copy: int = 16 * 2**20):
+    """A small slice of a big array (one head of a cached trace) is copied, so the session's
+    download does not keep the whole trace alive after the cache lets it go. Pass a function
+    to download_arrays for big slices (it can fetch the trace again when clicked)."""
+    if isinstance(value, np.ndarray) and value.base is not None and value.nbytes <= max_copy:
+        return value.copy()
+    return value
+
+
 def download_arrays(label: str, arrays: dict | Callable[[], dict], file_name: str,
                     key: str | None = None) -> None:
     """Offer named arrays (and token lists) as one .npz download, made when it is clicked.
 
     `arrays` may be a function returning the dict, for numbers a page does not otherwise
-    compute (a tab not open). Nothing is compressed on a rerun: a class of 30 rerunning pages
-    paid for every page's .npz on every click before.
+    compute or for big slices of a cached trace (fetch it in the function). Nothing is
+    compressed on a rerun: a class of 30 rerunning pages paid for every page's .npz on every
+    click before.
     """
-    make = arrays if callable(arrays) else (lambda: arrays)
+    if callable(arrays):
+        make = arrays
+    else:
+        kept = {k: _unpinned(v) for k, v in arrays.items()}
+        make = lambda: kept  # noqa: E731
     st.download_button(label, lambda: npz_bytes(make()), file_name=file_name,
                        mime="application/octet-stream", key=key, on_click="ignore")
 
