@@ -38,7 +38,10 @@ def with_progress(label: str, key: tuple, compute):
     store, locks, guard = _store()
     with guard:
         lock = locks.setdefault(key, threading.Lock())
-    with lock:
+    if not lock.acquire(blocking=False):  # another session is computing this very run
+        with st.spinner(f"{label} another session started this run; it is shared when done."):
+            lock.acquire()
+    try:
         result = store.get(key)
         if result is None:
             bar = st.progress(0.0, text=label)
@@ -51,6 +54,8 @@ def with_progress(label: str, key: tuple, compute):
                     store.pop(oldest)
                     locks.pop(oldest, None)
         return result
+    finally:
+        lock.release()
 
 
 def sweep(model, text: str, pair: str | None):
