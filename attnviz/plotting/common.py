@@ -76,23 +76,25 @@ class Grid:
         self.layout = copy.deepcopy(_grid_layout(rows, cols, subplot_args))
         self.traces: list = []
 
-    def _sub(self, row: int, col: int) -> str:
+    def ref(self, row: int = 1, col: int = 1) -> str:
+        """The axis suffix of a subplot ('' for the first, then '2', '3'...): its traces use
+        x{ref}/y{ref}, its layout xaxis{ref}/yaxis{ref}, shapes xref=f"x{ref}"."""
         if not (1 <= row <= self.rows and 1 <= col <= self.cols):
             raise ValueError(f"no subplot at row {row}, col {col}")
         i = (row - 1) * self.cols + col  # make_subplots numbers axes row by row
         return "" if i == 1 else str(i)
 
     def add(self, trace, row: int = 1, col: int = 1):
-        sub = self._sub(row, col)
+        sub = self.ref(row, col)
         spec = trace if isinstance(trace, dict) else trace.to_plotly_json()
         self.traces.append({**spec, "xaxis": f"x{sub}", "yaxis": f"y{sub}"})
         return self
 
     def xaxis(self, row: int = 1, col: int = 1) -> dict:
-        return self.layout.setdefault(f"xaxis{self._sub(row, col)}", {})
+        return self.layout.setdefault(f"xaxis{self.ref(row, col)}", {})
 
     def yaxis(self, row: int = 1, col: int = 1) -> dict:
-        return self.layout.setdefault(f"yaxis{self._sub(row, col)}", {})
+        return self.layout.setdefault(f"yaxis{self.ref(row, col)}", {})
 
     def figure(self, **layout):
         import plotly.graph_objects as go

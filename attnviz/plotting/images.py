@@ -29,18 +29,13 @@ def _rgb(image: np.ndarray) -> np.ndarray:
     return (np.clip(np.asarray(image, dtype=np.float64), 0.0, 1.0) * 255).round().astype(np.uint8)
 
 
-def _axes_suffix(i: int) -> str:
-    """Axis suffix of subplot i (1-based, row by row, as make_subplots numbers them)."""
-    return "" if i == 1 else str(i)
-
-
 def _outline(r0: float, r1: float, c0: float, c1: float, line: dict,
-             subplot: int | None = None) -> dict:
-    """A layout shape outlining pixels rows r0..r1, cols c0..c1 (of subplot i, if given)."""
+             ref: str | None = None) -> dict:
+    """A layout shape outlining pixels rows r0..r1, cols c0..c1 (of the subplot whose axis
+    suffix is `ref`, if given: Grid.ref)."""
     shape = dict(type="rect", x0=c0 - 0.5, x1=c1 + 0.5, y0=r0 - 0.5, y1=r1 + 0.5, line=line)
-    if subplot is not None:
-        s = _axes_suffix(subplot)
-        shape.update(xref=f"x{s}", yref=f"y{s}")
+    if ref is not None:
+        shape.update(xref=f"x{ref}", yref=f"y{ref}")
     return shape
 
 
@@ -140,11 +135,11 @@ def head_maps_figure(maps: np.ndarray, shifts: np.ndarray, pick: tuple[int, int]
             type="heatmap", z=crops[h], x=col + span, y=row + span, coloraxis="coloraxis",
             hovertemplate=(f"head {h} (Δ {titles[h][4:]})<br>key row %{{y}}, col %{{x}}<br>"
                            "weight = %{z:.3g}<extra></extra>")), r, c)
-        shapes += [_outline(row, row, col, col, PICK, subplot=h + 1),
-                   _outline(0, height - 1, 0, width - 1, BORDER, subplot=h + 1)]
+        shapes += [_outline(row, row, col, col, PICK, ref=g.ref(r, c)),
+                   _outline(0, height - 1, 0, width - 1, BORDER, ref=g.ref(r, c))]
         g.xaxis(r, c).update(range=[col - radius - 0.5, col + radius + 0.5], **hidden)
         g.yaxis(r, c).update(range=[row + radius + 0.5, row - radius - 0.5], **hidden,
-                             scaleanchor=f"x{_axes_suffix(h + 1)}")  # square pixels
+                             scaleanchor=f"x{g.ref(r, c)}")  # square pixels
     return g.figure(
         shapes=shapes, title=title, height=150 * k + 80, font=FONT,
         margin=dict(l=10, r=10, t=70, b=10),
@@ -180,7 +175,7 @@ def images_row(images: list[np.ndarray], titles: list[str], difference: np.ndarr
         h, w = np.asarray(difference).shape
         g.yaxis(1, n)["range"] = [h - 0.5, -0.5]
         g.xaxis(1, n)["range"] = [-0.5, w - 0.5]
-        shapes.append(_outline(0, h - 1, 0, w - 1, dict(color="#888", width=1), subplot=n))
+        shapes.append(_outline(0, h - 1, 0, w - 1, dict(color="#888", width=1), ref=g.ref(1, n)))
     for c in range(1, n + 1):
         for axis in (g.xaxis(1, c), g.yaxis(1, c)):
             axis.update(showticklabels=False, ticks="", showgrid=False, zeroline=False)
