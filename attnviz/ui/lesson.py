@@ -22,11 +22,6 @@ def _registry() -> tuple[dict, threading.Lock]:
     return {}, threading.Lock()
 
 
-@st.cache_resource(show_spinner=False)
-def _scores_registry() -> tuple[dict, threading.Lock]:
-    return {}, threading.Lock()
-
-
 def trained_taggers(settings: T.Settings) -> T.Trained:
     """The trained taggers for `settings`; trains them (with a progress bar) on first use."""
     store, lock = _registry()
@@ -40,15 +35,11 @@ def trained_taggers(settings: T.Settings) -> T.Trained:
         return store[settings]
 
 
+@st.cache_resource(show_spinner=False, max_entries=MAX_SETTINGS)
 def held_out_scores(settings: T.Settings) -> tuple[dict[str, T.Scores], dict]:
     """({tagger name: held-out Scores}, majority baselines) for `settings`, computed once per
-    server: they depend on the trained taggers only, not on the sentence or the session."""
+    server: they depend on the trained taggers only, not on the sentence or the session.
+    Call after trained_taggers(settings) (the training, with its progress bar, is there)."""
     tr = trained_taggers(settings)
-    store, lock = _scores_registry()
-    with lock:
-        if settings not in store:
-            store[settings] = ({T.NAMES[k]: T.evaluate(m, tr.corpus) for k, m in tr.models.items()},
-                               T.majority_baseline(tr.corpus))
-            while len(store) > MAX_SETTINGS:
-                store.pop(next(iter(store)))
-        return store[settings]
+    return ({T.NAMES[k]: T.evaluate(m, tr.corpus) for k, m in tr.models.items()},
+            T.majority_baseline(tr.corpus))
