@@ -2,8 +2,6 @@
 receptive fields across depth vs a 1-D CNN (Cordonnier et al. 2020, arXiv:1911.03584), how much
 context BERT uses, and the measured cost of full vs windowed attention on long sequences."""
 
-import threading
-
 import numpy as np
 import streamlit as st
 
@@ -14,6 +12,7 @@ from attnviz.engine import build_mask
 from attnviz.plotting import windows as wplot
 from attnviz.plotting.common import axis_labels
 from attnviz.ui.state import trace_or_message
+from attnviz.ui.trace_cache import SharedCache
 
 PASSAGE = ("I saw a saw in the shed, so I took the saw and cut the old board in two "
            "before the rain came.")
@@ -27,35 +26,22 @@ def fields(_model, model_key: str, text: str, pair: str | None, token: int, w: i
 
 
 @st.cache_resource(show_spinner=False)
-def _store() -> tuple[dict, dict, threading.Lock]:
-    """Results of the long runs, keyed on plain values, shared by sessions (a progress bar
-    cannot live inside st.cache_data, whose replay refuses elements made outside it), and one
-    lock per key so that sessions asking at once compute it once."""
-    return {}, {}, threading.Lock()
+def _store() -> SharedCache:
+    """Results of the long runs, keyed on plain values, shared by sessions and computed once
+    (a progress bar cannot live inside st.cache_data, whose replay refuses elements made
+    outside it)."""
+    return SharedCache(max_size=16)
 
 
 def with_progress(label: str, key: tuple, compute):
-    store, locks, guard = _store()
-    with guard:
-        lock = locks.setdefault(key, threading.Lock())
-    if not lock.acquire(blocking=False):  # another session is computing this very run
-        with st.spinner(f"{label} another session started this run; it is shared when done."):
-            lock.acquire()
-    try:
-        result = store.get(key)
-        if result is None:
-            bar = st.progress(0.0, text=label)
-            result = compute(lambda f, msg: bar.progress(min(1.0, f), text=f"{label} {msg}"))
-            bar.empty()
-            with guard:
-                store[key] = result
-                while len(store) > 16:
-                    oldest = next(iter(store))
-                    store.pop(oldest)
-                    locks.pop(oldest, None)
+    def run():
+        bar = st.progress(0.0, text=label)
+        result = compute(lambda f, msg: bar.progress(min(1.0, f), text=f"{label} {msg}"))
+        bar.empty()
         return result
-    finally:
-        lock.release()
+
+    return _store().get(key, run, waiting=lambda: st.spinner(
+        f"{label} another session started this run; it is shared when done."))
 
 
 def sweep(model, text: str, pair: str | None):

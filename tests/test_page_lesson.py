@@ -36,7 +36,10 @@ def go(at, step: int, reveal: bool = True):
 def trained() -> T.Trained:
     from attnviz.ui.lesson import _registry
 
-    return _registry()[0][T.Settings()]
+    def not_trained():
+        raise AssertionError("the page did not train the taggers for the default settings")
+
+    return _registry().get(T.Settings(), not_trained)
 
 
 def table_rows(fig) -> dict[str, list[str]]:

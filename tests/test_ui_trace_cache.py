@@ -1,4 +1,5 @@
-"""The server-wide trace cache: bounded by bytes, LRU, computes identical requests once."""
+"""The server-wide caches: bounded by bytes (traces) or count, LRU, computing identical
+requests once."""
 
 import threading
 import time
@@ -6,7 +7,7 @@ import time
 import numpy as np
 import pytest
 
-from attnviz.ui.trace_cache import TraceCache, trace_nbytes
+from attnviz.ui.trace_cache import SharedCache, TraceCache, trace_nbytes
 
 
 def test_lru_eviction_by_bytes(model):
@@ -53,3 +54,39 @@ def test_one_oversized_trace_is_still_kept(model):
     cache = TraceCache(max_bytes=10)
     t = cache.get("big", lambda: model.trace("I saw a saw"))
     assert cache.get("big", lambda: None) is t and len(cache) == 1
+
+
+def test_shared_cache_by_count_and_waiting_callers_are_told():
+    """The same cache serves the windows page's long runs and the lesson's taggers: bounded
+    by count, and a caller that waits for another's computation enters `waiting()` once."""
+    cache = SharedCache(max_size=2)
+    started, waited, calls = threading.Event(), [], []
+
+    def slow():
+        calls.append(1)
+        started.set()
+        time.sleep(0.3)
+        return "result"
+
+    first = threading.Thread(target=lambda: cache.get("run", slow))
+    first.start()
+    started.wait()
+    got = cache.get("run", slow, waiting=lambda: _Noted(waited))
+    first.join()
+    assert got == "result" and calls == [1] and waited == ["entered"]
+    assert cache.get("run", slow, waiting=lambda: _Noted(waited)) == "result"
+    assert waited == ["entered"]  # a hit does not wait
+    for k in ("a", "b"):
+        cache.get(k, lambda k=k: k)
+    assert len(cache) == 2 and cache.get("run", lambda: "again") == "again"  # evicted
+
+
+class _Noted:
+    def __init__(self, log: list) -> None:
+        self.log = log
+
+    def __enter__(self):
+        self.log.append("entered")
+
+    def __exit__(self, *exc):
+        return False

@@ -13,6 +13,7 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
+from contextlib import AbstractContextManager, nullcontext
 
 import numpy as np
 
@@ -23,56 +24,91 @@ def trace_nbytes(t: Trace) -> int:
     return sum(v.nbytes for v in vars(t).values() if isinstance(v, np.ndarray))
 
 
-class TraceCache:
-    def __init__(self, max_bytes: int):
-        self.max_bytes = max_bytes
-        self._items: OrderedDict[Hashable, tuple[Trace, int]] = OrderedDict()
-        self._bytes = 0
+class SharedCache:
+    """Values shared by every session of a server, least recently used evicted once their
+    total size passes `max_size` (the newest is always kept). `size(value)` is bytes for
+    traces, or 1 to bound by count. Concurrent requests for one key compute it once: later
+    callers wait, inside `waiting()` if given (a spinner), and get the same value."""
+
+    def __init__(self, max_size: int, size: Callable[[object], int] = lambda value: 1):
+        self.max_size = max_size
+        self._size = size
+        self._items: OrderedDict[Hashable, tuple[object, int]] = OrderedDict()
+        self._total = 0
         self._lock = threading.Lock()
         self._pending: dict[Hashable, threading.Lock] = {}
         self.hits = 0
         self.misses = 0
 
-    def get(self, key: Hashable, compute: Callable[[], Trace]) -> Trace:
-        """The cached trace for key, or compute() once (concurrent callers share it)."""
+    def _hit(self, key: Hashable):
         with self._lock:
-            if key in self._items:
-                self._items.move_to_end(key)
-                self.hits += 1
-                return self._items[key][0]
+            if key not in self._items:
+                return None
+            self._items.move_to_end(key)
+            self.hits += 1
+            return self._items[key]
+
+    def get(self, key: Hashable, compute: Callable[[], object],
+            waiting: Callable[[], AbstractContextManager] | None = None):
+        """The cached value for key, or compute() once (concurrent callers share it)."""
+        found = self._hit(key)
+        if found is not None:
+            return found[0]
+        with self._lock:
             key_lock = self._pending.setdefault(key, threading.Lock())
-        with key_lock:
-            with self._lock:
-                if key in self._items:  # computed by the caller we waited for
-                    self._items.move_to_end(key)
-                    self.hits += 1
-                    return self._items[key][0]
-            trace = compute()
-            for value in vars(trace).values():
-                if isinstance(value, np.ndarray):
-                    value.flags.writeable = False
-            size = trace_nbytes(trace)
+        if not key_lock.acquire(blocking=False):  # another caller is computing this key
+            with waiting() if waiting else nullcontext():
+                key_lock.acquire()
+        try:
+            found = self._hit(key)  # computed by the caller we waited for
+            if found is not None:
+                return found[0]
+            value = compute()
+            size = self._size(value)
             with self._lock:
                 self.misses += 1
-                self._items[key] = (trace, size)
-                self._bytes += size
-                while self._bytes > self.max_bytes and len(self._items) > 1:
+                self._items[key] = (value, size)
+                self._total += size
+                while self._total > self.max_size and len(self._items) > 1:
                     _, (_, old) = self._items.popitem(last=False)
-                    self._bytes -= old
+                    self._total -= old
                 self._pending.pop(key, None)
-        return trace
+            return value
+        finally:
+            key_lock.release()
 
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
-            self._bytes = 0
-
-    @property
-    def nbytes(self) -> int:
-        return self._bytes
+            self._total = 0
 
     def __len__(self) -> int:
         return len(self._items)
+
+
+class TraceCache(SharedCache):
+    """Traces by bytes; their arrays are made read-only so sessions cannot alter them."""
+
+    def __init__(self, max_bytes: int):
+        super().__init__(max_bytes, size=trace_nbytes)
+
+    def get(self, key: Hashable, compute: Callable[[], Trace], waiting=None) -> Trace:
+        return super().get(key, lambda: _read_only(compute()), waiting)
+
+    @property
+    def max_bytes(self) -> int:
+        return self.max_size
+
+    @property
+    def nbytes(self) -> int:
+        return self._total
+
+
+def _read_only(t: Trace) -> Trace:
+    for value in vars(t).values():
+        if isinstance(value, np.ndarray):
+            value.flags.writeable = False
+    return t
 
 
 SHARED = TraceCache(int(float(os.environ.get("ATTNVIZ_TRACE_CACHE_MB", "1500")) * 2**20))
