@@ -65,9 +65,10 @@ tab_field, tab_exact = st.tabs(["Attention map vs conv window", "Convolution as 
 base = (size, row, col, k, depth)
 
 
-def show(name: str, build, **kwargs) -> None:
-    ui.show_figure(ui.cached_figure(("img", name, *base, *kwargs.pop("extra", ())), build),
-                   key=name, **kwargs)
+def show(name: str, build, extra: tuple = (), **kwargs) -> None:
+    """A figure cached by its name, the settings above and `extra` (the tab's own settings
+    it depends on)."""
+    ui.show_figure(ui.cached_figure(("img", name, *base, *extra), build), key=name, **kwargs)
 
 
 def field_tab() -> None:

@@ -26,6 +26,15 @@ def compare_modes(_ctx, model_key: str, text: str, pair, seed: int, ref: str):
     return P.mode_distances(traces, ref), P.final_cosines(traces, ref)
 
 
+@st.cache_data(show_spinner=False, max_entries=8)
+def encodings(_ctx, model_key: str, count: int):
+    """(sinusoidal table, learned table, PCA of the learned one, explained ratio): they depend
+    on the model and the count only. Position 0 (always [CLS]) is far from all the others,
+    so the projection leaves it out."""
+    learned = P.learned_table(_ctx.model, count)
+    return (P.sinusoidal_table(count, _ctx.model.hidden), learned, *P.pca(learned[1:]))
+
+
 st.title("What positional encoding does")
 st.markdown(
     "Self-attention compares every query $q^i$ with every key $k^j$, and nothing in "
@@ -48,11 +57,6 @@ labels = [f"{w} #{i}" for i, w in enumerate(tok)]
 tabs = st.tabs(["1 · Shuffle the words", "2 · I saw a saw", "3 · The encodings",
                 "4 · Compare the choices"], key="pos_tab", on_change="rerun",
                bind="query-params")
-
-
-def all_modes() -> dict:
-    with st.spinner("Running the encoder with each kind of position..."):
-        return {m: ctx.trace(positions=m, seed=seed) for m in MODES}
 
 
 if tabs[0].open:
@@ -99,7 +103,8 @@ if tabs[1].open:
                                       bind="query-params"))
         layer = c3.selectbox("Layer", range(t.n_layers), key="pos_layer", bind="query-params")
         head = c4.selectbox("Head", range(t.n_heads), key="pos_head", bind="query-params")
-        runs = all_modes()
+        with st.spinner("Running the encoder with each kind of position..."):
+            runs = {m: ctx.trace(positions=m, seed=seed) for m in MODES}
         curves = {m: P.cosine_per_layer(runs[m].hidden_states, a, b) for m in MODES}
         name = f"'{escape(tok[a])}' #{a} and '{escape(tok[b])}' #{b}"  # goes into figure text
         same = tok[a] == tok[b] and t.segments[a] == t.segments[b] and a != b
@@ -133,8 +138,7 @@ if tabs[2].open:
         top = ctx.model.max_positions
         count = st.slider("Positions shown", min(8, top), top, min(128, top), key="pos_n",
                           bind="query-params")
-        pe = P.sinusoidal_table(count, ctx.model.hidden)
-        learned = P.learned_table(ctx.model, count)
+        pe, learned, coords, ratio = encodings(ctx, key, count)
         st.markdown("**Hand-crafted** (Vaswani et al. 2017): "
                     "$PE_{p,2i} = \\sin(p/10000^{2i/d})$, $PE_{p,2i+1} = \\cos(p/10000^{2i/d})$. "
                     "Early dimensions wave fast, late ones slowly; the dot product "
@@ -158,7 +162,6 @@ if tabs[2].open:
         with c2:
             ui.show_figure(ui.cached_figure((*base, "lcos"), lambda: fig.position_matrix(
                 P.cosine_matrix(learned), "Learned: cos(e^p, e^q)")), key="pos_fig_lcos")
-        coords, ratio = P.pca(learned[1:])  # position 0 (always [CLS]) is far from the others
         st.caption("Position 0, always [CLS] here, lies far from every other position "
                    "(see its row above), so the projection leaves it out.")
         ui.show_figure(ui.cached_figure((*base, "pca"), lambda: fig.pca_scatter(
