@@ -17,16 +17,6 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"attnviz: error: {message}\n")
 
 
-def _window(value: str) -> int:
-    try:
-        w = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"window must be a whole number, got {value!r}") from None
-    if w < 0:
-        raise argparse.ArgumentTypeError(f"window must be >= 0, got {w}")
-    return w
-
-
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="attnviz", description="See self-attention in BERT.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -36,7 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--out", required=True, help="output .npz file")
     e.add_argument("--model", default=None, help="local BERT checkpoint folder (default: bundled)")
     e.add_argument("--positions", default="learned", choices=POSITION_MODES)
-    e.add_argument("--window", type=_window, default=None, help="truncated attention: +-W tokens")
+    e.add_argument("--window", type=int, default=None, help="truncated attention: +-W tokens")
     e.add_argument("--causal", action="store_true", help="each token sees only earlier tokens")
     e.add_argument("--seed", type=int, default=0, help="seed for --positions shuffled")
     e.add_argument("--device", default=None, help="cpu, cuda or auto (default)")
@@ -47,20 +37,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from .engine import ModelError, load_model
+    from .engine import ModelError, TraceRequest, load_model
 
     try:
+        if args.command == "export":  # the request is checked before the model loads
+            request = TraceRequest(args.text, args.pair, positions=args.positions,
+                                   window=args.window, causal=args.causal, seed=args.seed)
+            if not args.text.strip():
+                raise ValueError("--text is empty")
+            out = Path(args.out)
+            if out.parent and not out.parent.exists():
+                raise ValueError(f"output folder does not exist: {out.parent}")
         model = load_model(args.model, device=args.device)
         if args.command == "info":
             print(model)
             return 0
-        if not args.text.strip():
-            raise ValueError("--text is empty")
-        out = Path(args.out)
-        if out.parent and not out.parent.exists():
-            raise ValueError(f"output folder does not exist: {out.parent}")
-        t = model.trace(args.text, args.pair, positions=args.positions, window=args.window,
-                        causal=args.causal, seed=args.seed)
+        t = model.trace(request)
         t.save_npz(out)
     except (ModelError, ValueError, OSError) as err:
         print(f"attnviz: error: {err}", file=sys.stderr)

@@ -1,5 +1,6 @@
 """`python -m attnviz export` writes the Trace under the API's names; bad arguments fail cleanly."""
 
+import json
 import subprocess
 import sys
 
@@ -24,7 +25,9 @@ def test_export_round_trip(tmp_path, model):
     for name in ARRAY_FIELDS:
         assert data[name].shape == getattr(t, name).shape, name
         np.testing.assert_allclose(data[name], getattr(t, name), atol=1e-6, err_msg=name)
-    assert set(ARRAY_FIELDS) | {"tokens", "scale", "options"} == set(data.files)
+    assert set(ARRAY_FIELDS) | {"tokens", "scale", "request"} == set(data.files)
+    assert json.loads(str(data["request"])) == t.request.as_dict()
+    assert json.loads(str(data["request"]))["window"] == 2
 
 
 @pytest.mark.parametrize("args", [

@@ -1,4 +1,4 @@
-"""Scaled dot-product self-attention, written the way the seeds write it.
+"""Scaled dot-product self-attention, written the way the lecture notes write it.
 
     scores  S = Q K^T                      (raw similarities q^i . k^j)
     weights W = softmax(S / sqrt(d_k))      (each row sums to 1)
@@ -8,14 +8,29 @@ Convention used everywhere in attnviz: rows = queries (who looks), columns = key
 (who is looked at). A mask is a boolean [query, key] matrix, True where attending is
 allowed; a masked weight is exactly 0 because its score becomes -inf before the softmax.
 
-Vaswani et al. 2017, "Attention Is All You Need", eq. (1).
+`attention` is the one function the encoder calls in every layer (engine.bert); truncated
+attention whose cost grows with n·w instead of n² is `windowed_attention`, beside it.
+
+Vaswani et al. 2017, "Attention Is All You Need", eq. (1); windows: Beltagy et al. 2020
+(Longformer, arXiv:2004.05150).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
+
+
+@dataclass
+class AttentionBuffers:
+    """Preallocated results for `attention(..., out=)`: written in place, nothing new made."""
+
+    scores: torch.Tensor  # [..., n_q, n_k]
+    weights: torch.Tensor  # [..., n_q, n_k]
+    outputs: torch.Tensor  # [..., n_q, d_v]
 
 
 def attention(
@@ -24,20 +39,30 @@ def attention(
     values: torch.Tensor,
     mask: torch.Tensor | None = None,
     scale: float | None = None,
+    out: AttentionBuffers | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Return (outputs, weights, scores) for queries/keys/values of shape [..., n, d].
 
     scores = Q K^T (unscaled), weights = softmax(scores * scale) with scale = 1/sqrt(d_k),
     outputs = weights @ V. `mask` is broadcastable to [..., n, n], True = may attend.
+    With `out` (no autograd), the three results are written into its tensors.
     """
     if scale is None:
         scale = 1.0 / math.sqrt(queries.shape[-1])
-    scores = queries @ keys.transpose(-1, -2)  # [..., n_q, n_k]
-    logits = scores * scale
+    if out is None:
+        scores = queries @ keys.transpose(-1, -2)  # [..., n_q, n_k]
+        logits = scores * scale
+        if mask is not None:
+            logits = logits.masked_fill(~mask, float("-inf"))
+        weights = torch.softmax(logits, dim=-1)  # [..., n_q, n_k]
+        outputs = weights @ values  # [..., n_q, d_v]
+        return outputs, weights, scores
+    scores = torch.matmul(queries, keys.transpose(-1, -2), out=out.scores)
+    weights = torch.mul(scores, scale, out=out.weights)  # the logits, then the weights
     if mask is not None:
-        logits = logits.masked_fill(~mask, float("-inf"))
-    weights = torch.softmax(logits, dim=-1)  # [..., n_q, n_k]
-    outputs = weights @ values  # [..., n_q, d_v]
+        weights.masked_fill_(~mask, float("-inf"))
+    torch.softmax(weights, dim=-1, out=weights)  # rows sum to 1
+    outputs = torch.matmul(weights, values, out=out.outputs)
     return outputs, weights, scores
 
 
@@ -47,9 +72,7 @@ def full_mask(n: int, device: torch.device | str | None = None) -> torch.Tensor:
 
 
 def window_mask(n: int, window: int, device: torch.device | str | None = None) -> torch.Tensor:
-    """Truncated attention: token i attends to j only when |i - j| <= window."""
-    if window < 0:
-        raise ValueError(f"window must be >= 0, got {window}")
+    """Truncated attention: token i attends to j only when |i - j| <= window (window >= 0)."""
     idx = torch.arange(n, device=device)
     return (idx[:, None] - idx[None, :]).abs() <= window
 
@@ -74,3 +97,94 @@ def build_mask(
         c = causal_mask(n, device)
         mask = c if mask is None else mask & c
     return mask
+
+
+# --------------------------------------------------------------------------- windowed
+@dataclass
+class Windowed:
+    """Windowed attention results. Band layout: band[..., i, o] belongs to key j = i - w + o."""
+
+    outputs: torch.Tensor  # [..., n, d_v]
+    weights: torch.Tensor | None  # [..., n, 2w + 1]  0 where the key is masked or absent
+    scores: torch.Tensor | None  # [..., n, 2w + 1]  raw q·k, NaN where no key exists
+    window: int
+
+
+def default_block(window: int) -> int:
+    """Rows per query block: B = max(w, 16), so a block meets B + 2w <= 3 max(w, 16) keys."""
+    return max(int(window), 16)
+
+
+def windowed_attention(
+    queries: torch.Tensor,
+    keys: torch.Tensor,
+    values: torch.Tensor,
+    window: int,
+    *,
+    causal: bool = False,
+    scale: float | None = None,
+    block: int | None = None,
+    return_band: bool = True,
+) -> Windowed:
+    """Attention restricted to |i - j| <= window (and j <= i if causal), never forming [n, n].
+
+    The same numbers as `attention(q, k, v, build_mask(n, window, causal))`, at a cost that
+    grows with n·w: queries are cut into blocks of B rows, and block b only meets the B + 2w
+    keys that can fall in its rows' windows (keys gathered with `Tensor.unfold` of the
+    zero-padded sequence, Longformer's "sliding chunks"). queries/keys/values: [..., n, d].
+    With nb = ceil(n / B) blocks:
+        S_b = Q_b K_b^T        [..., nb, B, B + 2w]   K_b = keys b·B - w .. b·B + B + w - 1
+        W_b = softmax(S_b / sqrt(d_k), masked to the window),  Y_b = W_b V_b.
+    """
+    if window < 0:
+        raise ValueError(f"window must be >= 0, got {window}")
+    n, d = queries.shape[-2], queries.shape[-1]
+    if scale is None:
+        scale = 1.0 / math.sqrt(d)
+    w = int(window)
+    B = int(block or default_block(w))
+    nb = -(-n // B)
+    n_pad = nb * B
+    span = B + 2 * w  # keys a block of queries can see
+    lead = queries.shape[:-2]
+    q_b = F.pad(queries, (0, 0, 0, n_pad - n)).reshape(*lead, nb, B, d)  # [..., nb, B, d]
+    k_p = F.pad(keys, (0, 0, w, n_pad - n + w))  # [..., n_pad + 2w, d]
+    v_p = F.pad(values, (0, 0, w, n_pad - n + w))
+    k_b = k_p.unfold(-2, span, B)  # [..., nb, d, span]  (a view: unfold puts the window last)
+    v_b = v_p.unfold(-2, span, B).transpose(-1, -2)  # [..., nb, span, d_v]
+    scores = q_b @ k_b  # [..., nb, B, span]
+    # Which (query, key) pairs lie inside the window: j - i = c - w - r, same for every block.
+    dev = queries.device
+    rel = torch.arange(span, device=dev) - w - torch.arange(B, device=dev)[:, None]  # [B, span]
+    inside = rel.abs() <= w
+    if causal:
+        inside = inside & (rel <= 0)
+    # Which keys exist (not padding): depends on (block, column) only, j = b·B - w + c.
+    j = (torch.arange(nb, device=dev) * B)[:, None] - w + torch.arange(span, device=dev)
+    exists = ((j >= 0) & (j < n))[:, None, :]  # [nb, 1, span]
+    logits = scores * scale  # [..., nb, B, span]
+    logits.masked_fill_(~inside, float("-inf")).masked_fill_(~exists, float("-inf"))
+    weights = torch.softmax(logits, dim=-1)  # [..., nb, B, span]
+    out = (weights @ v_b).reshape(*lead, n_pad, values.shape[-1])[..., :n, :]  # [..., n, d_v]
+    if not return_band:
+        return Windowed(out, None, None, w)
+    # Diagonal strip of each block: row r's keys r .. r + 2w are j = i - w .. i + w.
+    idx = torch.arange(B, device=dev)[:, None] + torch.arange(2 * w + 1, device=dev)  # [B, 2w+1]
+    idx = idx.expand(*weights.shape[:-1], 2 * w + 1)
+    band_w = weights.gather(-1, idx).reshape(*lead, n_pad, 2 * w + 1)[..., :n, :]
+    band_s = scores.masked_fill(~exists, float("nan")).gather(-1, idx)
+    band_s = band_s.reshape(*lead, n_pad, 2 * w + 1)[..., :n, :]
+    return Windowed(out, band_w, band_s, w)
+
+
+def band_to_dense(band: torch.Tensor, window: int, fill: float = 0.0) -> torch.Tensor:
+    """[..., n, 2w + 1] band -> [..., n, n] matrix (dense[i, i - w + o] = band[i, o]).
+
+    Only for pictures and tests of short inputs: it is exactly the n² object the windowed
+    computation avoids.
+    """
+    n, w = band.shape[-2], int(window)
+    dense = band.new_full((*band.shape[:-1], n + 2 * w), fill)  # column c is key c - w
+    col = torch.arange(n, device=band.device)[:, None] + torch.arange(2 * w + 1, device=band.device)
+    dense.scatter_(-1, col.expand_as(band), band)
+    return dense[..., w : w + n]

@@ -23,9 +23,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .attention import build_mask
+from .attention import AttentionBuffers, attention, build_mask
 from .buffers import BufferPool
-from .positions import POSITION_MODES, position_vectors
+from .positions import position_vectors
+from .request import TraceRequest
 from .trace import Trace
 
 
@@ -173,8 +174,9 @@ class Model:
     ) -> Encoded:
         """Run every layer on input vectors x [tokens, hidden]; record per-head intermediates.
 
-        With record=True (and no autograd), every intermediate is written straight into
-        [layers, heads, ...] arrays made by `alloc` (the trace's buffer pool).
+        Each layer calls `attention()` (engine.attention), the function the pages teach. With
+        record=True and no autograd, its results are written straight into [layers, heads, ...]
+        arrays made by `alloc` (the trace's buffer pool): nothing is copied afterwards.
         """
         n, H, d = x.shape[0], self.n_heads, self.head_dim
         scale = 1.0 / math.sqrt(d)
@@ -193,31 +195,18 @@ class Model:
             rec: dict[str, list[torch.Tensor]] = {k: [] for k in
                                                    ("queries", "keys", "values", "scores",
                                                     "weights", "outputs")}
-        blocked = None if mask is None else ~mask
+        buffers = None
         for li, layer in enumerate(self.layers):
             qkv = F.linear(x, layer.qkv_w, layer.qkv_b)  # [n, 3 * hidden]
             q, k, v = qkv.view(n, 3, H, d).permute(1, 2, 0, 3).unbind(0)  # 3 x [H, n, d]
-            if fast:
-                # S = Q K^T; W = softmax(S / sqrt(d_k)); Y = W V, written in place
-                q = out.queries[li].copy_(q)
-                k = out.keys[li].copy_(k)
-                v = out.values[li].copy_(v)
-                scores = torch.bmm(q, k.transpose(-1, -2), out=out.scores[li])  # [H, n, n]
-                weights = torch.mul(scores, scale, out=out.weights[li])
-                if blocked is not None:
-                    weights.masked_fill_(blocked, float("-inf"))
-                torch.softmax(weights, dim=-1, out=weights)  # rows sum to 1
-                y = torch.bmm(weights, v, out=out.outputs[li])  # [H, n, d]
-            else:
-                scores = q @ k.transpose(-1, -2)  # [H, n, n]
-                logits = scores * scale
-                if blocked is not None:
-                    logits = logits.masked_fill(blocked, float("-inf"))
-                weights = torch.softmax(logits, dim=-1)
-                y = weights @ v  # [H, n, d]
-                if record:
-                    for name, val in zip(rec, (q, k, v, scores, weights, y), strict=True):
-                        rec[name].append(val)
+            if fast:  # the trace's arrays are the attention's own output buffers
+                q, k, v = out.queries[li].copy_(q), out.keys[li].copy_(k), out.values[li].copy_(v)
+                buffers = AttentionBuffers(out.scores[li], out.weights[li], out.outputs[li])
+            # S = Q K^T; W = softmax(S / sqrt(d_k)) where the mask allows; Y = W V
+            y, weights, scores = attention(q, k, v, mask, scale, out=buffers)  # [H, n, d] ...
+            if record and not fast:
+                for name, val in zip(rec, (q, k, v, scores, weights, y), strict=True):
+                    rec[name].append(val)
             concat = y.transpose(0, 1).reshape(n, self.hidden)  # heads side by side
             x = F.layer_norm(
                 x + F.linear(concat, layer.out_w, layer.out_b), (self.hidden,),
@@ -236,49 +225,36 @@ class Model:
         return out
 
     # ------------------------------------------------------------------ trace
-    def trace(
-        self,
-        text: str,
-        text_pair: str | None = None,
-        *,
-        positions: str = "learned",
-        window: int | None = None,
-        causal: bool = False,
-        seed: int = 0,
-    ) -> Trace:
-        """Tokenize `text` (and an optional second segment), run the encoder, record it all."""
-        check_options(positions, window, causal)
-        ids, segments, dropped = self.tokenize(text, text_pair)
-        return self.trace_ids(
-            ids, segments, positions=positions, window=window, causal=causal, seed=seed,
-            dropped=dropped, text=text, text_pair=text_pair,
-        )
+    def trace(self, request: TraceRequest | str, pair: str | None = None, **options) -> Trace:
+        """Run the encoder on a request and record every intermediate.
+
+            model.trace(TraceRequest("I saw a saw", window=1))
+            model.trace("I saw a saw", window=1)          # the same request, made here
+
+        A text is tokenized with [CLS]/[SEP] (and a second sentence as segment B); inputs
+        longer than the model's positions are cut and `Trace.dropped` says how many tokens.
+        """
+        if not isinstance(request, TraceRequest):
+            request = TraceRequest(request, pair, **options)
+        elif pair is not None or options:
+            raise ValueError("put the second sentence and the options in the TraceRequest")
+        if request.ids is None:
+            ids, segments, dropped = self.tokenize(request.text, request.pair)
+        else:
+            ids, segments, dropped = list(request.ids), list(request.segments), 0
+        return self._record(ids, segments, request, dropped)
+
+    def trace_ids(self, ids, segments=None, **options) -> Trace:
+        """Like `trace`, for token ids already made (e.g. a permuted sentence)."""
+        return self.trace(TraceRequest(ids=tuple(ids), segments=segments and tuple(segments),
+                                       **options))
 
     @torch.inference_mode()
-    def trace_ids(
-        self,
-        ids,
-        segments=None,
-        *,
-        positions: str = "learned",
-        window: int | None = None,
-        causal: bool = False,
-        seed: int = 0,
-        dropped: int = 0,
-        text: str | None = None,
-        text_pair: str | None = None,
-    ) -> Trace:
-        """Like `trace`, for token ids already made (e.g. a permuted sentence)."""
-        check_options(positions, window, causal)
-        ids = list(ids)
-        if not ids:
-            raise ValueError("no tokens to encode")
-        if len(ids) > self.max_positions and positions != "none":
-            raise ValueError(f"{len(ids)} tokens exceed the model's {self.max_positions} positions")
-        segments = [0] * len(ids) if segments is None else list(segments)
+    def _record(self, ids: list[int], segments: list[int], request: TraceRequest,
+                dropped: int) -> Trace:
         n = len(ids)
-        x, pos_ids = self.embed(ids, segments, positions, seed)
-        mask = build_mask(n, window, causal, self.device)
+        x, pos_ids = self.embed(ids, segments, request.positions, request.seed)
+        mask = build_mask(n, request.window, request.causal, self.device)
         enc = self.encode(x, mask, record=True, alloc=self._pool.empty)
         cpu = self._to_numpy
         return Trace(
@@ -297,10 +273,10 @@ class Model:
                               else torch.stack(enc.hidden_states)),
             mask=np.ones((n, n), dtype=bool) if mask is None else cpu(mask),
             scale=1.0 / math.sqrt(self.head_dim),
-            options=dict(positions=positions, window=window, causal=causal, seed=seed,
-                         text=text, text_pair=text_pair),
+            request=request,
             dropped=dropped,
             model_name=self.name,
+            model_key=self.key,
             device=str(self.device),
         )
 
@@ -314,16 +290,6 @@ class Model:
     def __repr__(self) -> str:
         return (f"Model({self.name!r}, layers={self.n_layers}, heads={self.n_heads}, "
                 f"hidden={self.hidden}, device={self.device})")
-
-
-def check_options(positions: str, window: int | None, causal: bool) -> None:
-    """Fail early, with a message, on options that make no sense."""
-    if positions not in POSITION_MODES:
-        raise ValueError(f"positions must be one of {', '.join(POSITION_MODES)}; got {positions!r}")
-    if window is not None and (not isinstance(window, (int, np.integer)) or window < 0):
-        raise ValueError(f"window must be a whole number >= 0 or None; got {window!r}")
-    if not isinstance(causal, (bool, np.bool_)):
-        raise ValueError(f"causal must be True or False; got {causal!r}")
 
 
 def _activation(name: str):

@@ -3,6 +3,10 @@
 transformers reads the config, weights and tokenizer; the engine (bert.py) does the maths.
 The hub is never contacted: HF_HUB_OFFLINE is set before transformers is imported and every
 `from_pretrained` call passes local_files_only=True. Remote code is never trusted.
+
+A server shared by a class opens folders only under its allowed roots (`check_allowed_folder`,
+ATTNVIZ_MODEL_ROOTS), with one message for everything outside that says nothing about what
+exists there.
 """
 
 from __future__ import annotations
@@ -84,6 +88,33 @@ def check_model_dir(path: str | os.PathLike) -> Path:
     return p
 
 
+def allowed_model_roots() -> list[Path]:
+    """Folders under which a server may open a checkpoint (never anything outside them).
+
+    ATTNVIZ_MODEL_ROOTS (paths joined by os.pathsep) sets them, e.g. on a class server;
+    by default: the user's home (which holds the Hugging Face cache) and the working folder.
+    """
+    env = os.environ.get("ATTNVIZ_MODEL_ROOTS")
+    roots = env.split(os.pathsep) if env else [str(Path.home()), os.getcwd()]
+    return [Path(r).expanduser().resolve() for r in roots if r.strip()]
+
+
+def check_allowed_folder(folder: str) -> Path:
+    """The folder, resolved (so './m', 'm//' and '/abs/m' are one folder), when it lies under
+    an allowed root; else one refusal that says nothing about what exists."""
+    roots = allowed_model_roots()
+    try:
+        path = Path(folder).expanduser().resolve()  # symlinks resolved: no escaping the roots
+    except (OSError, RuntimeError, ValueError):
+        path = None
+    if path is None or "://" in folder or not any(path.is_relative_to(r) for r in roots):
+        raise ModelError(
+            "only checkpoint folders inside the allowed folders can be opened "
+            f"({', '.join(str(r) for r in roots)}; set ATTNVIZ_MODEL_ROOTS to change them)"
+        )
+    return path
+
+
 def load_model(path: str | os.PathLike | None = None, device: str | None = None) -> Model:
     """Load a BERT checkpoint folder (default: the bundled model) into the attnviz engine."""
     from transformers import AutoTokenizer, BertConfig, BertModel
@@ -91,7 +122,7 @@ def load_model(path: str | os.PathLike | None = None, device: str | None = None)
 
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
-    folder = bundled_model_dir() if path is None else check_model_dir(path)
+    folder = (bundled_model_dir() if path is None else check_model_dir(path)).resolve()
     dev = pick_device(device)
     try:
         config = BertConfig.from_pretrained(folder, local_files_only=True)

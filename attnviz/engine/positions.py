@@ -1,6 +1,6 @@
 """Position information for self-attention.
 
-Self-attention alone has no notion of order (seed 003: "No position information in
+Self-attention alone has no notion of order (the lecture notes: "No position information in
 self-attention"): every position gets a vector e^i added to its input, e^i + a^i, before the
 queries, keys and values are computed. The vectors can be hand-crafted (the sinusoids of
 Vaswani et al. 2017, section 3.5) or learned from data (BERT's position embeddings).
@@ -47,13 +47,16 @@ def position_vectors(
     `learned` is the checkpoint's [max_positions, hidden] table. Returns (None, None) for
     mode "none" (nothing is added).
     """
-    if mode not in POSITION_MODES:
-        raise ValueError(f"positions must be one of {POSITION_MODES}, got {mode!r}")
     if mode == "none":
         return None, None
     if n > learned.shape[0]:
         raise ValueError(f"{n} tokens exceed the model's {learned.shape[0]} positions")
     if mode == "sinusoidal":
         return sinusoidal(n, learned.shape[1]).to(learned.device), np.arange(n)
-    ids = np.arange(n) if mode == "learned" else shuffled_order(n, seed)
+    if mode == "learned":
+        ids = np.arange(n)
+    elif mode == "shuffled":
+        ids = shuffled_order(n, seed)
+    else:
+        raise ValueError(f"positions must be one of {', '.join(POSITION_MODES)}; got {mode!r}")
     return learned[torch.as_tensor(ids, device=learned.device)], ids

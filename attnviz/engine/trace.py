@@ -8,9 +8,12 @@ The export (`save_npz`) uses exactly these field names.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import json
+from dataclasses import dataclass
 
 import numpy as np
+
+from .request import TraceRequest
 
 # The arrays a Trace carries, in export order, with their shapes. A test pins this list.
 ARRAY_FIELDS: dict[str, str] = {
@@ -47,10 +50,17 @@ class Trace:
     hidden_states: np.ndarray
     mask: np.ndarray
     scale: float  # 1 / sqrt(head_dim), applied to scores before the softmax
-    options: dict = field(default_factory=dict)  # positions, window, causal, seed, text...
+    request: TraceRequest  # what was asked for: the input and the options
     dropped: int = 0  # tokens cut off because the input exceeded the model's positions
     model_name: str = ""
+    model_key: str = ""  # the model's identity (Model.key): weights' folder and device
     device: str = "cpu"
+
+    @property
+    def key(self) -> tuple[str, TraceRequest]:
+        """This trace's identity, (model key, request): the cache key of everything made
+        from it (figures, statistics)."""
+        return self.model_key, self.request
 
     @property
     def n_layers(self) -> int:
@@ -74,17 +84,21 @@ class Trace:
         return token_labels(self.tokens)
 
     def save_npz(self, path) -> None:
-        """Write every array under its field name, plus `tokens` and the options."""
+        """Write every array under its field name, plus `tokens` and the request (as JSON)."""
         arrays = {name: getattr(self, name) for name in ARRAY_FIELDS}
         np.savez_compressed(
             path,
             tokens=np.array(self.tokens, dtype=str),
             scale=np.float32(self.scale),
-            options=np.array(repr(self.options)),
+            request=np.array(json.dumps(self.request.as_dict(), ensure_ascii=False)),
             **arrays,
         )
 
 
-def token_labels(tokens: list[str]) -> list[str]:
-    """Unique labels for possibly repeated tokens: '<token> #<position>'."""
-    return [f"{tok} #{i}" for i, tok in enumerate(tokens)]
+def token_labels(tokens: list[str], positions=None) -> list[str]:
+    """Unique labels for possibly repeated tokens: '<token> #<position>' ('saw #2', 'saw #4').
+
+    `positions` are the tokens' places in the sentence when only some are shown (default:
+    0, 1, 2, ...)."""
+    positions = range(len(tokens)) if positions is None else positions
+    return [f"{tok} #{int(p)}" for tok, p in zip(tokens, positions, strict=True)]

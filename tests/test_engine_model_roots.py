@@ -1,11 +1,11 @@
-"""The app opens checkpoints only inside allowed folders, and its refusal reveals nothing."""
+"""A server opens checkpoints only inside allowed folders, its refusal reveals nothing, and
+every spelling of one folder is one folder."""
 
 import os
 
 import pytest
 
-from attnviz.engine import ModelError
-from attnviz.ui.state import allowed_model_roots, check_allowed_folder
+from attnviz.engine import ModelError, allowed_model_roots, check_allowed_folder
 
 
 @pytest.fixture
@@ -43,3 +43,10 @@ def test_default_roots_are_home_and_working_folder(monkeypatch):
     roots = allowed_model_roots()
     assert os.path.realpath(os.path.expanduser("~")) in map(str, roots)
     assert os.path.realpath(os.getcwd()) in map(str, roots)
+
+
+def test_spellings_of_one_folder_resolve_to_one_path(roots, monkeypatch):
+    (roots / "m").mkdir()
+    monkeypatch.chdir(roots)
+    spellings = ["./m", "m//", str(roots / "m") + "/", str(roots / "m" / ".." / "m")]
+    assert {check_allowed_folder(s) for s in spellings} == {roots.resolve() / "m"}

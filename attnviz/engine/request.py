@@ -1,0 +1,96 @@
+"""What to trace: one frozen, validated request (the input and the engine options).
+
+A request is made once, where the user's choices are read, and checked there; the engine, the
+Trace it returns and every cache use the same object. Its value is the cache key: two equal
+requests to one model give bit-identical traces.
+
+    TraceRequest("I saw a saw")                              learned positions, full attention
+    TraceRequest("I saw a saw", positions="none")            order becomes invisible
+    TraceRequest("I saw a saw", window=1, causal=True)       |i - j| <= 1 and j <= i
+    TraceRequest(ids=(101, 1045, 2387, 102))                 token ids already made
+
+Options (values, not flags, as in nanoGPT's GPTConfig):
+- positions: "learned" | "none" | "sinusoidal" | "shuffled"   (engine.positions)
+- window:    None (full attention) or w >= 0: query i sees keys j with |i - j| <= w
+- causal:    True keeps j <= i (a decoder's mask)
+- seed:      which shuffle for positions="shuffled"; other modes ignore it, so it is set to 0
+             for them and two requests that differ only in an unused seed are equal.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+
+import numpy as np
+
+from .positions import POSITION_MODES
+
+
+@dataclass(frozen=True)
+class TraceRequest:
+    """A text (with an optional second sentence) or token ids, and the engine options."""
+
+    text: str | None = None
+    pair: str | None = None  # second sentence (segment B): [CLS] text [SEP] pair [SEP]
+    positions: str = "learned"
+    window: int | None = None  # half-width: query i sees keys |i - j| <= window
+    causal: bool = False
+    seed: int = 0
+    ids: tuple[int, ...] | None = None  # instead of text: token ids (special tokens included)
+    segments: tuple[int, ...] | None = None  # with ids: 0 = sentence A, 1 = sentence B
+
+    def __post_init__(self) -> None:
+        set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
+        if self.positions not in POSITION_MODES:
+            raise ValueError(f"positions must be one of {', '.join(POSITION_MODES)}; "
+                             f"got {self.positions!r}")
+        if self.window is not None:
+            if isinstance(self.window, (bool, np.bool_)) or not isinstance(
+                    self.window, (int, np.integer)) or self.window < 0:
+                raise ValueError(f"window must be a whole number >= 0 or None; "
+                                 f"got {self.window!r}")
+            set_("window", int(self.window))
+        if not isinstance(self.causal, (bool, np.bool_)):
+            raise ValueError(f"causal must be True or False; got {self.causal!r}")
+        set_("causal", bool(self.causal))
+        if isinstance(self.seed, (bool, np.bool_)) or not isinstance(self.seed, (int, np.integer)):
+            raise ValueError(f"seed must be a whole number; got {self.seed!r}")
+        set_("seed", int(self.seed) if self.positions == "shuffled" else 0)
+        if (self.text is None) == (self.ids is None):
+            raise ValueError("give either a text or token ids")
+        if self.text is not None:
+            if not isinstance(self.text, str) or not (self.pair is None or isinstance(
+                    self.pair, str)):
+                raise ValueError("text and pair must be strings")
+            if self.segments is not None:
+                raise ValueError("segments go with token ids, not with a text")
+            set_("pair", self.pair or None)  # "" and None: no second sentence
+        else:
+            if self.pair is not None:
+                raise ValueError("a second sentence goes with a text, not with token ids")
+            ids = tuple(int(i) for i in self.ids)
+            if not ids:
+                raise ValueError("no tokens to encode")
+            segs = (0,) * len(ids) if self.segments is None else tuple(
+                int(s) for s in self.segments)
+            if len(segs) != len(ids):
+                raise ValueError(f"{len(segs)} segments for {len(ids)} token ids")
+            set_("ids", ids)
+            set_("segments", segs)
+
+    def with_options(self, **options) -> TraceRequest:
+        """The same input with other options (checked again): request.with_options(window=1)."""
+        unknown = set(options) - OPTION_NAMES
+        if unknown:
+            raise ValueError(f"unknown trace options: {', '.join(sorted(unknown))}")
+        return replace(self, **options)
+
+    def options(self) -> dict:
+        """The engine options as a plain dict (positions, window, causal, seed)."""
+        return {name: getattr(self, name) for name in sorted(OPTION_NAMES)}
+
+    def as_dict(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+OPTION_NAMES = frozenset({"positions", "window", "causal", "seed"})
