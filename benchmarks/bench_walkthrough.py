@@ -51,7 +51,7 @@ def main() -> None:
         fig_o = sp.matrices_figure([
             (mh.w_o, sp.dim_labels("b", 384), sp.dim_labels("o", 384), "W_O", "values"),
             (mh.concat.T, sp.dim_labels("o", 384), labels, "concat", "values"),
-            (mh.outputs.T, sp.dim_labels("b", 384), labels, "B", "values")], ["·", "="], "B")
+            (mh.projected.T, sp.dim_labels("b", 384), labels, "B", "values")], ["·", "="], "B")
         kb = [len(f.to_json()) / 1024 for f in (fig_q, fig_o)]
         print(f"n={n:4d}: one head {one:.2f} ms, all heads + W_O {multi:.1f} ms, "
               f"JSON W^q·A=Q {kb[0]:.0f} KiB, W_O·concat=B {kb[1]:.0f} KiB")

@@ -4,7 +4,7 @@ At ~100 frames per second, a minute of audio is L = 6000. Three ways, one head, 
 random queries/keys/values on the current device (CUDA when present, else CPU):
   full      the engine's attention(q, k, v): an L×L matrix (time and memory ~ L²)
   masked    the same with window_mask(L, w): still L×L, a mask saves nothing
-  windowed  attnviz.analysis.windows.windowed_attention: blocks of keys, never L×L (~ L·w)
+  windowed  attnviz.engine.windowed_attention: blocks of keys, never L×L (~ L·w)
 Time = best of 5 calls after a warm-up (median beside it). Peak memory: torch.cuda.
 max_memory_allocated on CUDA; on CPU the PyTorch profiler's allocation records.
 Options: WINDOW (default 50 = ±0.5 s), LENGTHS (e.g. "256,1024,8192"), DEVICE.
@@ -16,7 +16,7 @@ import os
 
 import torch
 
-from attnviz.analysis.windows import device_name, measure_sweep
+from attnviz.analysis.cost import device_name, measure_sweep
 
 DEFAULT_LENGTHS = (256, 512, 1024, 2048, 4096, 8192)
 

@@ -5,7 +5,7 @@ import os
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # Tests open checkpoints they write under the temporary folder; the app's default roots are
-# the home and working folders (see attnviz.ui.state.allowed_model_roots).
+# the home and working folders (see attnviz.engine.allowed_model_roots).
 import tempfile  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -32,3 +32,15 @@ def hf_model():
     return BertModel.from_pretrained(
         bundled_model_dir(), local_files_only=True, attn_implementation="eager"
     ).eval()
+
+
+@pytest.fixture(params=[1, 2], ids=lambda n: f"{n}-threads")
+def torch_threads(request):
+    """Run the test with torch on 1 and on 2 threads: results that must agree "up to float
+    rounding" may not depend on the order in which a thread count adds things up."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(request.param)
+    yield request.param
+    torch.set_num_threads(before)

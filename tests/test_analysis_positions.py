@@ -8,6 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from attnviz.analysis import positions as P
+from attnviz.analysis.common import cosine_matrix, cosine_per_layer, equal_up_to_rounding
 
 SAW = "I saw a saw"
 LONG = "The quick brown fox jumps over the lazy dog while the dog sleeps"
@@ -55,33 +56,28 @@ def test_shuffle_order():
     assert P.shuffle_order(6, 3, fixed).tolist() == P.shuffle_order(6, 3, fixed).tolist()
     assert P.shuffle_order(3, 0, np.array([True, False, True])).tolist() == [0, 1, 2]
     assert (P.shuffle_order(5, 0) != np.arange(5)).any()
-    assert P.special_mask(["[CLS]", "i", "[SEP]"]).tolist() == [True, False, True]
 
 
 # ------------------------------------------------------------------------ two saws
-def test_repeated_tokens_and_default_pair():
-    toks = ["[CLS]", "i", "saw", "a", "saw", "[SEP]"]
-    assert P.repeated_tokens(toks) == {"saw": [2, 4]}
-    assert P.default_pair(toks) == (2, 4)
-    assert P.default_pair(["[CLS]", "hello", "world", "[SEP]"]) is None
-    assert P.default_pair(["[CLS]", "b", "a", "b", "a", "[SEP]"]) == (1, 3)
+def test_fallback_pair():
     assert P.fallback_pair(4) == (1, 2) and P.fallback_pair(9) == (1, 7)
     assert P.fallback_pair(3) == (0, 2) and P.fallback_pair(1) == (0, 0)
 
 
-def test_two_saws_identical_in_every_layer_without_positions(model):
+def test_two_saws_equal_up_to_rounding_in_every_layer_without_positions(model, torch_threads):
     t = model.trace(SAW, positions="none")
     assert t.tokens == ["[CLS]", "i", "saw", "a", "saw", "[SEP]"]
     h = t.hidden_states
-    np.testing.assert_allclose(h[:, 2], h[:, 4], atol=1e-6, rtol=0)
-    cos = P.cosine_per_layer(h, 2, 4)
+    for layer in range(model.n_layers + 1):
+        assert equal_up_to_rounding(h[layer, 2], h[layer, 4]), layer
+    cos = cosine_per_layer(h, 2, 4)
     assert cos.shape == (model.n_layers + 1,)
     np.testing.assert_allclose(cos, 1.0, atol=1e-6)
 
 
 def test_two_saws_cosine_with_learned_positions_matches_torch(model):
     t = model.trace(SAW, positions="learned")
-    cos = P.cosine_per_layer(t.hidden_states, 2, 4)
+    cos = cosine_per_layer(t.hidden_states, 2, 4)
     h = torch.from_numpy(t.hidden_states.astype(np.float64))
     ref = F.cosine_similarity(h[:, 2], h[:, 4], dim=-1).numpy()
     np.testing.assert_allclose(cos, ref, atol=1e-12)
@@ -115,7 +111,7 @@ def test_sinusoidal_dot_products_depend_only_on_distance():
 def test_learned_table_and_cosines(model):
     table = P.learned_table(model, 20)
     np.testing.assert_array_equal(table, model.position_embeddings[:20].numpy())
-    cos = P.cosine_matrix(table)
+    cos = cosine_matrix(table)
     x = torch.from_numpy(table.astype(np.float64))
     ref = F.cosine_similarity(x[:, None, :], x[None, :, :], dim=-1).numpy()
     np.testing.assert_allclose(cos, ref, atol=1e-12)
@@ -239,6 +235,6 @@ def test_a_different_checkpoint(tiny_dir):
     learned = tiny.trace(LONG, positions="learned")
     assert P.permuted_differences(learned, shuffled, perm)["hidden_states"].max() > 1e-2
     np.testing.assert_allclose(
-        P.cosine_per_layer(tiny.trace(SAW, positions="none").hidden_states, 2, 4), 1.0, atol=1e-6)
+        cosine_per_layer(tiny.trace(SAW, positions="none").hidden_states, 2, 4), 1.0, atol=1e-6)
     coords, ratio = P.pca(P.learned_table(tiny, 40)[1:])
     assert coords.shape == (39, 2) and ratio.sum() < 1

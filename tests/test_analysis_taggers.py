@@ -107,7 +107,7 @@ def test_attention_layer_matches_sdpa(trained):
     ids = torch.tensor([c.ids(ws)])
     block = m.blocks[0]
     with torch.no_grad():
-        x = m.embed(ids) + m.positions(torch.arange(len(ws)))
+        x = m.embed(ids) + m.position_embeddings(torch.arange(len(ws)))
         qkv = block.qkv(block.ln1(x)).view(1, len(ws), 3, block.heads, -1)
         q, k, v = qkv.permute(2, 0, 3, 1, 4)  # each [1, heads, n, head_dim]
         ref = F.scaled_dot_product_attention(q, k, v)

@@ -9,6 +9,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from attnviz.analysis import common
 from attnviz.analysis import walkthrough as wt
 
 TOY_CASES = [(2, 2, 2, 0), (4, 3, 3, 0), (8, 8, 8, 7), (5, 2, 7, 123), (3, 8, 4, 9999)]
@@ -95,8 +96,8 @@ def test_temperature_limits_and_sweep():
     np.testing.assert_allclose(hot, 0.25, atol=1e-3)
     sweep = wt.temperature_sweep(s, 1.0, [0.01, 1.0, 100.0])
     assert np.all(np.diff(sweep["max_weight"]) < 0) and np.all(np.diff(sweep["entropy"]) > 0)
-    np.testing.assert_allclose(wt.entropy(np.full(4, 0.25)), math.log(4), atol=1e-12)
-    assert wt.entropy(np.array([0.0, 1.0, 0.0])) == 0.0
+    np.testing.assert_allclose(common.entropy(np.full(4, 0.25)), math.log(4), atol=1e-12)
+    assert common.entropy(np.array([0.0, 1.0, 0.0])) == 0.0
     parts = wt.softmax_parts(s, 0.5)
     e = np.exp(s * 0.5)
     np.testing.assert_allclose(parts["weights"], e / e.sum(), atol=1e-15)
@@ -134,7 +135,7 @@ def test_toy_multihead_matches_torch_multiheadattention(m, h):
         x = torch.as_tensor(w.inputs)[None]
         out, weights = ref(x, x, x, average_attn_weights=False)
     assert mh.queries.shape == (h, w.n, m // h) and mh.concat.shape == (w.n, m)
-    np.testing.assert_allclose(mh.outputs, out[0].numpy(), atol=1e-12)
+    np.testing.assert_allclose(mh.projected, out[0].numpy(), atol=1e-12)
     np.testing.assert_allclose(mh.weights, weights[0].numpy(), atol=1e-12)
     assert mh.n_heads == h and mh.head_dim == m // h
 
@@ -216,11 +217,11 @@ def test_real_multihead_against_hf(model, hf_model, trace, layer):
     mh = wt.real_multihead(model, trace, layer)
     assert mh.n_heads == 12 and mh.concat.shape == (trace.n_tokens, 384)
     np.testing.assert_allclose(mh.weights, trace.weights[layer], atol=1e-5)
-    np.testing.assert_allclose(mh.head_outputs, trace.outputs[layer], atol=1e-5)
+    np.testing.assert_allclose(mh.outputs, trace.outputs[layer], atol=1e-5)
     hf_layer = hf_model.encoder.layer[layer].attention
     x = torch.as_tensor(trace.hidden_states[layer].copy())[None]
     with torch.no_grad():
         context = hf_layer.self(x)[0][0]  # [n, 384]: heads concatenated
         projected = hf_layer.output.dense(torch.as_tensor(mh.concat))
     np.testing.assert_allclose(mh.concat, context.numpy(), atol=1e-5)
-    np.testing.assert_allclose(mh.outputs, projected.numpy(), atol=1e-5)
+    np.testing.assert_allclose(mh.projected, projected.numpy(), atol=1e-5)

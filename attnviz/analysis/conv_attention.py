@@ -2,7 +2,7 @@
 
 Cordonnier, Loukas & Jaggi, "On the Relationship between Self-Attention and Convolutional
 Layers", ICLR 2020, arXiv:1911.03584, Theorem 1: a multi-head self-attention layer with k^2
-heads and relative positional attention can express any k x k convolution. Seed 003 says it
+heads and relative positional attention can express any k x k convolution. The lecture notes say it
 in words: "CNN is a simplified self-attention".
 
 The construction used here (the paper's Lemma 1 with its quadratic encoding, section 3):
@@ -226,3 +226,15 @@ def make_kernel(
         raise ValueError(f"kernel must be one of {KERNELS}, got {name!r}")
     kernel = np.einsum("oc,uv->ocuv", np.eye(channels), taps[name]).astype(np.float32)
     return kernel, np.zeros(channels, dtype=np.float32)
+
+
+def conv_as_attention_arrays(image: np.ndarray, kernel_name: str, k: int,
+                             alpha: float | None = ALPHA) -> dict:
+    """`conv_as_attention` of an RGB image [H, W, 3] with the named kernel (make_kernel), as
+    NumPy arrays under their download names (attention_outputs, conv2d_outputs, ...)."""
+    x = torch.from_numpy(np.asarray(image)).permute(2, 0, 1).contiguous()  # [3, H, W]
+    kernel, bias = make_kernel(kernel_name, k)
+    r = conv_as_attention(x, kernel, bias, alpha=alpha)
+    return {"attention_outputs": r.outputs.numpy(), "conv2d_outputs": r.conv.numpy(),
+            "head_outputs": r.head_outputs.numpy(), "max_abs_diff": r.max_abs_diff,
+            "kernel": kernel, "bias": bias, "shifts": r.shifts.numpy()}

@@ -1,6 +1,6 @@
-"""A tiny tagged corpus for the "I saw a saw" lesson (seed 004: part-of-speech tagging).
+"""A tiny tagged corpus for the "I saw a saw" lesson (the lecture's part-of-speech tagging example).
 
-Seed 004 tells the story with one sentence: "I saw a saw" is tagged I/PRON saw/VERB a/DET
+The lecture tells the story with one sentence: "I saw a saw" is tagged I/PRON saw/VERB a/DET
 saw/NOUN, so a model that looks at each word alone must get one "saw" wrong. To train taggers
 on that story we need many such sentences, so this module writes them with a small,
 deterministic context-free grammar in which the ambiguous words (saw, watch, duck, fly, can,
@@ -138,6 +138,12 @@ def double_role_positions(sentence: Sentence) -> list[int]:
     return [i for i, w in enumerate(sentence.words) if len(roles[w]) > 1]
 
 
+def _pick(rng: random.Random, plain: tuple[str, ...], p_ambiguous: float) -> str:
+    """An ambiguous word with probability p_ambiguous, else a plain one (the same draws as
+    always: one random() then one choice())."""
+    return rng.choice(AMBIGUOUS if rng.random() < p_ambiguous else plain)
+
+
 def _expand(template: tuple[str, ...], rng: random.Random, p_ambiguous: float,
             forced: str | None) -> Sentence:
     """Fill a template's slots; `forced` puts that ambiguous word in one V and one N slot."""
@@ -154,18 +160,10 @@ def _expand(template: tuple[str, ...], rng: random.Random, p_ambiguous: float,
             if rng.random() < 0.3:
                 ws.append(rng.choice(ADJECTIVES))
                 ts.append("ADJ")
-            if i == force_n:
-                noun = forced
-            else:
-                noun = rng.choice(AMBIGUOUS if rng.random() < p_ambiguous else PLAIN_NOUNS)
-            ws.append(noun)
+            ws.append(forced if i == force_n else _pick(rng, PLAIN_NOUNS, p_ambiguous))
             ts.append("NOUN")
         elif slot == "V":
-            if i == force_v:
-                verb = forced
-            else:
-                verb = rng.choice(AMBIGUOUS if rng.random() < p_ambiguous else PLAIN_VERBS)
-            ws.append(verb)
+            ws.append(forced if i == force_v else _pick(rng, PLAIN_VERBS, p_ambiguous))
             ts.append("VERB")
         else:
             pool = {"PRON": PRONOUNS, "AUX": AUXILIARIES, "ADP": ADPOSITIONS}[slot]

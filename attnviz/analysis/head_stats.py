@@ -22,6 +22,8 @@ import unicodedata
 
 import numpy as np
 
+from attnviz.analysis.common import entropy
+
 STATS = {
     "entropy": "mean row entropy (nats)",
     "cls": "weight on [CLS]",
@@ -41,9 +43,7 @@ def is_punctuation(token: str) -> bool:
 
 def row_entropy(weights: np.ndarray) -> np.ndarray:
     """Mean over queries of -sum_j W_ij ln W_ij (0 ln 0 = 0): [..., n, n] -> [...]."""
-    w = np.asarray(weights, dtype=np.float64)
-    logs = np.log(w, out=np.zeros_like(w), where=w > 0)
-    return -(w * logs).sum(axis=-1).mean(axis=-1)
+    return entropy(weights).mean(axis=-1)
 
 
 def share_on(weights: np.ndarray, keys: np.ndarray) -> np.ndarray:

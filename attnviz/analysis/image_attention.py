@@ -1,9 +1,9 @@
 """An image as a set of vectors: one pixel's self-attention map beside a convolution's field.
 
-Seed 003: "an image can also be considered as a vector set" (self-attention GAN, Zhang et al.
-2019, arXiv:1805.08318; DETR, Carion et al. 2020, arXiv:2005.12872), and "CNN is a simplified
-self-attention [that] can only attend in a receptive field; self-attention is a CNN with a
-learnable receptive field" (Cordonnier, Loukas & Jaggi 2020, arXiv:1911.03584).
+The lecture notes: "an image can also be considered as a vector set" (self-attention GAN, Zhang
+et al. 2019, arXiv:1805.08318; DETR, Carion et al. 2020, arXiv:2005.12872), and "CNN is a
+simplified self-attention [that] can only attend in a receptive field; self-attention is a CNN
+with a learnable receptive field" (Cordonnier, Loukas & Jaggi 2020, arXiv:1911.03584).
 
 The attention layer (small, hand-set, no training). Pixel i is the vector
 z_i = (c_i / sigma_c, p_i / sigma_p) of its colour c_i in [0, 1]^3 and its position p_i

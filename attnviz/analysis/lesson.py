@@ -1,9 +1,9 @@
-"""The "I saw a saw" lesson (seed 004): its steps, and the numbers it quotes from BERT.
+"""The "I saw a saw" lesson (the lecture's example): its steps, and the numbers it quotes from BERT.
 
-Seed 004 (Hung-yi Lee's self-attention lecture, in Chinese) tags "I saw a saw" one word at a
+The lecture (Hung-yi Lee's self-attention lecture, in Chinese) tags "I saw a saw" one word at a
 time: a fully connected layer gives both "saw"s the same tag; a window sees neighbours but
-not the whole sentence; self-attention sees everything; and without positions (seed 003:
-"no position information in self-attention") the two "saw"s are still identical.
+not the whole sentence; self-attention sees everything; and without positions (the lecture notes:
+"no position information in self-attention") the two "saw"s are still the same vector.
 
 This module holds the lesson's text (STEPS) and the small computations behind it:
 which word of a sentence repeats in two roles, which words each kind of tagger can see
@@ -20,7 +20,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from attnviz.analysis.common import cosine_per_layer, repeated_tokens
 from attnviz.analysis.corpus import AMBIGUOUS, EXAMPLES, words
+
+__all__ = ["STEPS", "Step", "cosine_per_layer", "gold_tags", "max_abs_difference",
+           "receptive_fields", "repeated_ambiguous", "token_positions", "top_key"]
 
 
 @dataclass(frozen=True)
@@ -57,7 +61,8 @@ STEPS: tuple[Step, ...] = (
     Step("no_positions", "(c) Self-attention without positions",
          "Self-attention has **no notion of order**: shuffle the words and every output is "
          "shuffled the same way. Two copies of *saw* have the same $q, k, v$ and see the same "
-         "set of words, so their outputs are identical, in every layer.",
+         "set of words, so their outputs are the same, in every layer (equal up to float "
+         "rounding).",
          "Without positions, can the two saws end up with different tags?"),
     Step("positions", "(d) Self-attention with positions",
          "Add a position vector to each word: $e^i + x^i \\to q^i, k^i, v^i$. Now *saw* at "
@@ -79,13 +84,7 @@ STEPS: tuple[Step, ...] = (
 
 def repeated_ambiguous(text: str, ambiguous=AMBIGUOUS) -> dict[str, list[int]]:
     """{word: word positions} for each ambiguous word that occurs at least twice in `text`."""
-    ws = words(text)
-    out: dict[str, list[int]] = {}
-    for w in dict.fromkeys(ws):
-        pos = [i for i, x in enumerate(ws) if x == w]
-        if w in ambiguous and len(pos) > 1:
-            out[w] = pos
-    return out
+    return {w: pos for w, pos in repeated_tokens(words(text)).items() if w in ambiguous}
 
 
 def gold_tags(text: str) -> tuple[str, ...] | None:
@@ -104,26 +103,21 @@ def token_positions(tokens: list[str], word: str) -> list[int]:
     return [i for i, t in enumerate(tokens) if t.lower() == word.lower()]
 
 
-def receptive_fields(n: int, window: int) -> dict[str, np.ndarray]:
+def receptive_fields(n: int, width: int) -> dict[str, np.ndarray]:
     """Which words each word's tag can depend on: bool [word, seen word] per tagger kind.
 
-    per word: only itself (identity); window: |i - j| <= window // 2; attention: all.
+    per word: only itself (identity); a window of `width` words: |i - j| <= width // 2;
+    attention: all.
     """
     idx = np.arange(n)
     dist = np.abs(idx[:, None] - idx[None, :])  # [n, n]
-    return {"per word": dist == 0, "window": dist <= window // 2,
+    return {"per word": dist == 0, "window": dist <= width // 2,
             "self-attention": np.ones((n, n), dtype=bool)}
 
 
-def cosine_per_layer(hidden_states: np.ndarray, i: int, j: int) -> np.ndarray:
-    """cos(h_i, h_j) after each layer: [layers + 1] (index 0 = the embeddings)."""
-    a = hidden_states[:, i].astype(np.float64)  # [L+1, hidden]
-    b = hidden_states[:, j].astype(np.float64)
-    return (a * b).sum(-1) / (np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1))
-
-
 def max_abs_difference(hidden_states: np.ndarray, i: int, j: int) -> float:
-    """max |h_i - h_j| over every layer and dimension (0.0 means identical vectors)."""
+    """max |h_i - h_j| over every layer and dimension (0.0: identical; float32 rounding is
+    about 1e-6 at BERT's scale)."""
     return float(np.abs(hidden_states[:, i] - hidden_states[:, j]).max())
 
 

@@ -1,6 +1,6 @@
 """What positional encoding does: numbers for self-attention with and without positions.
 
-Seed 003: "No position information in self-attention". Each position i gets a vector e^i,
+The lecture notes: "No position information in self-attention". Each position i gets a vector e^i,
 hand-crafted (the sinusoids of Vaswani et al. 2017, "Attention Is All You Need", section 3.5)
 or learned from data (BERT, Devlin et al. 2019), and the layer sees e^i + a^i. This module
 measures what that changes, always from the engine's own `positions=` option:
@@ -8,7 +8,7 @@ measures what that changes, always from the engine's own `positions=` option:
 - order is invisible without positions: for a permutation P of the tokens,
   SelfAttention(P A) = P SelfAttention(A) (permutation equivariance), so the outputs of a
   shuffled sentence are the same vectors, shuffled the same way;
-- two copies of a word ("I saw a saw", seed 004) get identical vectors in every layer
+- two copies of a word ("I saw a saw", the lecture's example) get identical vectors in every layer
   without positions, and different ones with them (cosine similarity per layer);
 - how far each head's weights move when the positions change: the mean Jensen-Shannon
   divergence between the weight rows of two modes;
@@ -22,10 +22,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from attnviz.analysis.common import cosine, entropy, special_mask
 from attnviz.engine.positions import POSITION_MODES, sinusoidal
+from attnviz.engine.request import TraceRequest
 from attnviz.engine.trace import Trace
-
-SPECIAL_TOKENS = frozenset({"[CLS]", "[SEP]", "[PAD]", "<s>", "</s>", "<pad>"})
 
 
 # ------------------------------------------------------------------ 1. shuffling the words
@@ -48,11 +48,6 @@ def shuffle_order(n: int, seed: int = 0, fixed: np.ndarray | None = None) -> np.
     return perm
 
 
-def special_mask(tokens: list[str]) -> np.ndarray:
-    """True where a token is a special marker ([CLS], [SEP], ...)."""
-    return np.array([t in SPECIAL_TOKENS for t in tokens], dtype=bool)
-
-
 def permuted_differences(original: Trace, shuffled: Trace, perm: np.ndarray) -> dict:
     """How far the shuffled run is from the original run, shuffled the same way.
 
@@ -72,53 +67,39 @@ def permuted_differences(original: Trace, shuffled: Trace, perm: np.ndarray) -> 
     return {"hidden_states": hid, "weights": w}
 
 
+def shuffled_request(
+    model, request: TraceRequest, *, seed: int = 0, keep_special: bool = True,
+) -> tuple[np.ndarray, TraceRequest]:
+    """The request for the same sentence with its tokens shuffled by `shuffle_order`: token ids
+    (and segments) permuted, the options kept. Returns (perm [n], that request)."""
+    if request.ids is None:
+        ids, segments, _ = model.tokenize(request.text, request.pair)
+    else:
+        ids, segments = list(request.ids), list(request.segments)
+    fixed = special_mask(model.tokens_of(ids)) if keep_special else None
+    perm = shuffle_order(len(ids), seed, fixed)
+    shuffled = TraceRequest(ids=tuple(ids[k] for k in perm),
+                            segments=tuple(segments[k] for k in perm), **request.options())
+    return perm, shuffled
+
+
 def shuffled_run(
     model, text: str, text_pair: str | None = None, *, seed: int = 0, keep_special: bool = True,
     positions: str = "none",
 ) -> tuple[np.ndarray, Trace]:
-    """Tokenize, shuffle the token ids (and their segments) with `shuffle_order`, and run the
-    engine on the shuffled ids: `model.trace_ids(ids[perm], segments[perm], positions=...)`.
+    """Shuffle the sentence's tokens (`shuffled_request`) and run the engine on them.
 
     Returns (perm [n], the shuffled sentence's Trace).
     """
-    ids, segments, _ = model.tokenize(text, text_pair)
-    fixed = special_mask(model.tokens_of(ids)) if keep_special else None
-    perm = shuffle_order(len(ids), seed, fixed)
-    trace = model.trace_ids([ids[k] for k in perm], [segments[k] for k in perm],
-                            positions=positions, text=text, text_pair=text_pair)
-    return perm, trace
+    perm, shuffled = shuffled_request(model, TraceRequest(text, text_pair, positions=positions),
+                                      seed=seed, keep_special=keep_special)
+    return perm, model.trace(shuffled)
 
 
 # ------------------------------------------------------------------------ 2. two saws
-def repeated_tokens(tokens: list[str], skip_special: bool = True) -> dict[str, list[int]]:
-    """Each token that occurs more than once, with its positions (in sentence order)."""
-    where: dict[str, list[int]] = {}
-    for i, tok in enumerate(tokens):
-        if skip_special and tok in SPECIAL_TOKENS:
-            continue
-        where.setdefault(tok, []).append(i)
-    return {tok: pos for tok, pos in where.items() if len(pos) > 1}
-
-
-def default_pair(tokens: list[str]) -> tuple[int, int] | None:
-    """The first two positions of the first repeated word ("saw" #2 and #4), or None."""
-    rep = repeated_tokens(tokens)
-    if not rep:
-        return None
-    first = min(rep.values(), key=lambda p: p[0])
-    return first[0], first[1]
-
-
 def fallback_pair(n: int) -> tuple[int, int]:
     """When no word repeats: the first and last word ([CLS] w1 ... wk [SEP]), else the ends."""
     return (1, n - 2) if n >= 4 else (0, max(0, n - 1))
-
-
-def cosine_per_layer(hidden_states: np.ndarray, i: int, j: int) -> np.ndarray:
-    """cos(x_i, x_j) = x_i . x_j / (|x_i| |x_j|) in each layer; [layers + 1] (0 = embeddings)."""
-    h = np.asarray(hidden_states, dtype=np.float64)  # [L+1, n, hidden]
-    a, b = h[:, i], h[:, j]  # [L+1, hidden]
-    return (a * b).sum(-1) / (np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1))
 
 
 # ----------------------------------------------------------------- 3. the encodings
@@ -132,13 +113,6 @@ def dot_products(pe: np.ndarray) -> np.ndarray:
     """Position-to-position dot products e^p . e^q, [n, n] (float64)."""
     x = np.asarray(pe, dtype=np.float64)
     return x @ x.T
-
-
-def cosine_matrix(x: np.ndarray) -> np.ndarray:
-    """cos(e^p, e^q) for every pair of rows, [n, n] (float64)."""
-    x = np.asarray(x, dtype=np.float64)
-    unit = x / np.linalg.norm(x, axis=1, keepdims=True)
-    return unit @ unit.T
 
 
 def pca(x: np.ndarray, k: int = 2) -> tuple[np.ndarray, np.ndarray]:
@@ -173,14 +147,8 @@ def js_divergence(p: np.ndarray, q: np.ndarray) -> np.ndarray:
     """
     p = np.asarray(p, dtype=np.float64)
     q = np.asarray(q, dtype=np.float64)
-    js = _entropy(0.5 * (p + q)) - 0.5 * (_entropy(p) + _entropy(q))  # nats
+    js = entropy(0.5 * (p + q)) - 0.5 * (entropy(p) + entropy(q))  # nats
     return np.clip(js / np.log(2.0), 0.0, 1.0)
-
-
-def _entropy(x: np.ndarray) -> np.ndarray:
-    """H(x) = -sum_j x_j ln x_j along the last axis, with 0 ln 0 = 0."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return -np.where(x > 0, x * np.log(x), 0.0).sum(-1)
 
 
 def head_distance(weights_a: np.ndarray, weights_b: np.ndarray) -> np.ndarray:
@@ -201,17 +169,13 @@ def mode_distances(traces: dict[str, Trace], reference: str = "learned") -> dict
 
 def final_cosines(traces: dict[str, Trace], reference: str = "learned") -> dict[str, np.ndarray]:
     """Per mode, cos(final vector of token i, the reference mode's final vector of i): [n]."""
-    ref = np.asarray(traces[reference].hidden_states[-1], dtype=np.float64)  # [n, hidden]
-    out = {}
-    for mode, t in traces.items():
-        x = np.asarray(t.hidden_states[-1], dtype=np.float64)
-        out[mode] = (ref * x).sum(-1) / (np.linalg.norm(ref, axis=-1) * np.linalg.norm(x, axis=-1))
-    return out
+    ref = traces[reference].hidden_states[-1]  # [n, hidden]
+    return {mode: cosine(ref, t.hidden_states[-1]) for mode, t in traces.items()}
 
 
 # ------------------------------------------------------------------ toy vectors (seeds)
 def toy_self_attention(words: list[str], d: int = 4, seed: int = 0) -> dict[str, dict]:
-    """One self-attention layer on toy vectors, as in seed 003, without and with positions.
+    """One self-attention layer on toy vectors, as in the lecture notes, without and with positions.
 
     Each distinct word gets one random vector a (so both "saw"s get the same a); W^q, W^k, W^v
     are random d x d. For "none": q^i = W^q a^i ...; for "sinusoidal": q^i = W^q (a^i + e^i).
@@ -233,8 +197,7 @@ def toy_self_attention(words: list[str], d: int = 4, seed: int = 0) -> dict[str,
 
 
 __all__ = [
-    "POSITION_MODES", "cosine_matrix", "cosine_per_layer", "default_pair", "dot_products",
-    "fallback_pair", "final_cosines", "head_distance", "js_divergence", "learned_table",
-    "mode_distances", "pca", "permuted_differences", "repeated_tokens", "shuffle_order",
-    "shuffled_run", "sinusoidal_table", "special_mask", "toy_self_attention",
+    "POSITION_MODES", "dot_products", "fallback_pair", "final_cosines", "head_distance",
+    "js_divergence", "learned_table", "mode_distances", "pca", "permuted_differences",
+    "shuffle_order", "shuffled_request", "shuffled_run", "sinusoidal_table", "toy_self_attention",
 ]

@@ -1,6 +1,6 @@
 """Receptive fields across depth: full attention, a window of ±w, causal, and a 1-D CNN.
 
-Seed 003 (after Cordonnier et al. 2020, "On the Relationship between Self-Attention and
+The lecture notes (after Cordonnier et al. 2020, "On the Relationship between Self-Attention and
 Convolutional Layers", arXiv:1911.03584): a CNN is self-attention that may only attend
 inside a fixed receptive field; self-attention is a CNN whose field is learned.
 

@@ -1,8 +1,9 @@
-"""Four tiny part-of-speech taggers, trained live on the CPU: seed 004's argument, measured.
+"""Four tiny part-of-speech taggers, trained live on the CPU: the lecture's argument, measured.
 
-Seed 004 ("I saw a saw"): a fully connected layer sees each word alone, so both "saw"s get
-the same tag; a window of neighbours helps but does not see the whole sentence;
-self-attention sees it all; and without positions the two "saw"s are still the same.
+The lecture ("I saw a saw", Hung-yi Lee's self-attention lecture): a fully connected layer
+sees each word alone, so both "saw"s get the same tag; a window of neighbours helps but does
+not see the whole sentence; self-attention sees it all; and without positions the two "saw"s
+are still the same.
 
 Each tagger maps word ids x_1..x_n to one tag distribution per word, p_i = softmax(W h_i):
 
@@ -58,7 +59,7 @@ class Settings:
     n_sentences: int = 2000
     epochs: int = 6
     dim: int = 64  # embedding / model width
-    window: int = 3  # (b)'s convolution width (odd): each word sees (window - 1) / 2 each side
+    width: int = 3  # (b)'s convolution width (odd): each word sees (width - 1) / 2 each side
     layers: int = 2  # attention layers in (c) and (d)
     heads: int = 4
     batch_size: int = 64
@@ -79,14 +80,14 @@ class MLPTagger(nn.Module):
 
 
 class WindowTagger(nn.Module):
-    """(b) a 1-D convolution of width `window` over the word vectors, then a per-word MLP."""
+    """(b) a 1-D convolution of width `width` (odd) over the word vectors, then a per-word MLP."""
 
-    def __init__(self, n_words: int, n_tags: int, dim: int, window: int) -> None:
+    def __init__(self, n_words: int, n_tags: int, dim: int, width: int) -> None:
         super().__init__()
-        if window < 1 or window % 2 == 0:
-            raise ValueError("window must be a positive odd number")
+        if width < 1 or width % 2 == 0:
+            raise ValueError("width must be a positive odd number")
         self.embed = nn.Embedding(n_words, dim, padding_idx=0)  # <pad> = zero vector
-        self.conv = nn.Conv1d(dim, dim, kernel_size=window, padding=window // 2)
+        self.conv = nn.Conv1d(dim, dim, kernel_size=width, padding=width // 2)
         self.out = nn.Sequential(nn.ReLU(), nn.Linear(dim, dim), nn.ReLU(), nn.Linear(dim, n_tags))
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
@@ -115,21 +116,22 @@ class AttentionLayer(nn.Module):
 
 
 class AttentionTagger(nn.Module):
-    """(c)/(d) word vectors (+ learned position vectors p_i when `positions`), then blocks."""
+    """(c)/(d) word vectors (+ learned position vectors p_i when `with_positions`), then
+    blocks."""
 
     def __init__(self, n_words: int, n_tags: int, dim: int, layers: int, heads: int,
-                 positions: bool) -> None:
+                 with_positions: bool) -> None:
         super().__init__()
         self.embed = nn.Embedding(n_words, dim, padding_idx=0)
-        self.positions = nn.Embedding(MAX_WORDS, dim) if positions else None
+        self.position_embeddings = nn.Embedding(MAX_WORDS, dim) if with_positions else None
         self.blocks = nn.ModuleList(AttentionLayer(dim, heads) for _ in range(layers))
         self.ln = nn.LayerNorm(dim)
         self.out = nn.Linear(dim, n_tags)
 
     def forward(self, ids: torch.Tensor, return_weights: bool = False):
         x = self.embed(ids)  # [B, n, dim]
-        if self.positions is not None:
-            x = x + self.positions(torch.arange(ids.shape[1], device=ids.device))
+        if self.position_embeddings is not None:
+            x = x + self.position_embeddings(torch.arange(ids.shape[1], device=ids.device))
         mask = (ids != 0)[:, None, None, :]  # [B, 1, 1, n] True = a real word (may attend)
         all_weights = []
         for block in self.blocks:
@@ -147,10 +149,10 @@ def build(name: str, corpus: Corpus, settings: Settings) -> nn.Module:
     if name == "mlp":
         return MLPTagger(v, t, d)
     if name == "window":
-        return WindowTagger(v, t, d, settings.window)
+        return WindowTagger(v, t, d, settings.width)
     if name in ("attention", "attention_pos"):
         return AttentionTagger(v, t, d, settings.layers, settings.heads,
-                               positions=(name == "attention_pos"))
+                               with_positions=(name == "attention_pos"))
     raise ValueError(f"unknown tagger {name!r}; choose from {tuple(NAMES)}")
 
 

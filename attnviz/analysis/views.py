@@ -22,23 +22,19 @@ from __future__ import annotations
 
 import numpy as np
 
-SPECIAL_TOKENS = ("[CLS]", "[SEP]")
+from attnviz.analysis.common import special_mask
+
 SEGMENT_FILTERS = ("all", "within A", "within B", "across")
 
 
-def special_positions(tokens: list[str], special=SPECIAL_TOKENS) -> np.ndarray:
-    """Boolean [tokens]: True where the token is one of `special` ([CLS], [SEP])."""
-    return np.array([t in special for t in tokens], dtype=bool)
-
-
 def hide_special(
-    weights: np.ndarray, tokens: list[str], renormalise: bool = False, special=SPECIAL_TOKENS
+    weights: np.ndarray, tokens: list[str], renormalise: bool = False
 ) -> tuple[np.ndarray, np.ndarray]:
     """Drop special tokens' rows and columns from [..., n, n]; returns (matrix, kept positions).
 
     With renormalise, kept rows are rescaled to sum to 1 (rows with nothing left stay 0).
     """
-    keep = np.flatnonzero(~special_positions(tokens, special))  # [m] original positions
+    keep = np.flatnonzero(~special_mask(tokens))  # [m] original positions
     sub = np.asarray(weights)[..., keep[:, None], keep[None, :]]  # [..., m, m]
     if renormalise:
         total = sub.sum(axis=-1, keepdims=True)  # [..., m, 1]
@@ -117,7 +113,8 @@ def shown_weights(
     renormalise: bool = False,
     segment_filter: str = "all",
 ) -> tuple[np.ndarray, list[str], np.ndarray]:
-    """What a view draws for weights [..., n, n]: (matrix [..., m, m], tokens, positions [m]).
+    """What a view draws for weights [..., n, n]: (matrix [..., m, m], tokens, indices [m]),
+    the indices being the shown tokens' places in the sentence.
 
     First the segment filter zeroes the pairs it drops; then, when `hide`, the [CLS]/[SEP]
     rows and columns go; `renormalise` rescales each remaining row to sum to 1 (only the shown
@@ -132,3 +129,10 @@ def shown_weights(
             total = w.sum(axis=-1, keepdims=True)
             w = np.divide(w, total, out=np.zeros_like(w), where=total > 0)
     return w, [tokens[i] for i in keep], keep
+
+
+def mean_maps(weights: np.ndarray) -> dict[str, np.ndarray]:
+    """The overview's margins for weights [L, H, n, n] (float32): the mean over each layer's
+    heads "layers" [L, n, n], over each head's layers "heads" [H, n, n], over all "all" [n, n]."""
+    w = np.asarray(weights, dtype=np.float32)
+    return {"layers": w.mean(axis=1), "heads": w.mean(axis=0), "all": w.mean(axis=(0, 1))}

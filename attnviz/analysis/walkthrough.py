@@ -1,7 +1,7 @@
-"""Self-attention step by step: the seeds' lesson (003 Steps 1-3, 004's matrix form) as numbers.
+"""Self-attention step by step: the lecture's steps 1-3 and its matrix form as numbers.
 
 Vaswani et al. 2017, "Attention Is All You Need", eq. (1); additive similarity from Bahdanau et
-al. 2015 as seed 004 draws it. Two sources of numbers, one computation:
+al. 2015 as the lecture draws it. Two sources of numbers, one computation:
 
 - toy:  small float64 inputs and weights made from a seed (m, d_k, p from 2 to 8), rounded to one
         decimal so a class can redo every product on paper;
@@ -13,8 +13,9 @@ Per token (column vectors, as the seeds write them):
     alpha_{i,j}  = q^i . k^j                                  similarity (score)
     alpha'_{i,j} = softmax_j(alpha_{i,j} / (T sqrt(d_k)))     weight, T = temperature (1 = real)
     b^i = sum_j alpha'_{i,j} v^j                              output
-Matrix form, seeds' column layout: A [m, n], Q = W^q A [d_k, n], K, V likewise; the score matrix
-with rows = queries is Q^T K (seed 004's C). Seed 003's A = K^T Q is its transpose (rows = keys).
+Matrix form, the lecture's column layout: A [m, n], Q = W^q A [d_k, n], K, V likewise; the
+score matrix with rows = queries is Q^T K (the lecture's C). The lecture notes' A = K^T Q is its
+transpose (rows = keys).
 In the row layout of PyTorch and attnviz (a token per row) the same matrix is Q K^T.
 Arrays here use the row layout: inputs [n, m], queries [n, d_k], scores [n_query, n_key].
 """
@@ -29,6 +30,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from attnviz.analysis.common import entropy, softmax_rows
 from attnviz.engine.attention import attention
 
 MIN_DIM, MAX_DIM = 2, 8  # toy sizes m, d_k, p
@@ -42,7 +44,7 @@ class Walkthrough:
     """Every number of one single-head self-attention, in the row layout (one token per row)."""
 
     tokens: list[str]
-    inputs: np.ndarray  # [n, m]    a^i as rows (the seeds' A is inputs.T, [m, n])
+    inputs: np.ndarray  # [n, m]    a^i as rows (the lecture's A is inputs.T, [m, n])
     w_q: np.ndarray  # [d_k, m]  W^q (seeds: s x m; torch Linear layout [out, in])
     w_k: np.ndarray  # [d_k, m]
     w_v: np.ndarray  # [p, m]
@@ -188,7 +190,7 @@ def real_walkthrough(model, trace, layer: int, head: int) -> Walkthrough:
     s = head_slices(model, layer, head)
     inputs = np.array(trace.hidden_states[layer], dtype=np.float32)  # [n, hidden], a copy
     return _walk(trace.tokens, inputs, s["w_q"], s["w_k"], s["w_v"], s["b_q"], s["b_k"],
-                 s["b_v"], "real", layer=layer, head=head, options=dict(trace.options))
+                 s["b_v"], "real", layer=layer, head=head, options=trace.request.options())
 
 
 def trace_differences(walk: Walkthrough, trace) -> dict[str, float]:
@@ -215,17 +217,6 @@ def softmax_parts(scores_row: np.ndarray, scale: float, temperature: float = 1.0
 def temperature_weights(scores: np.ndarray, scale: float, temperature: float) -> np.ndarray:
     """softmax(scores * scale / T) along the last axis (keys)."""
     return softmax_rows(np.asarray(scores, dtype=np.float64) * scale / temperature)
-
-
-def softmax_rows(logits: np.ndarray) -> np.ndarray:
-    e = np.exp(logits - logits.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
-
-
-def entropy(weights: np.ndarray) -> np.ndarray:
-    """H = -sum_j w_j ln w_j along the last axis (0 = one-hot, ln n = uniform)."""
-    w = np.asarray(weights, dtype=np.float64)
-    return -np.sum(np.where(w > 0, w * np.log(np.where(w > 0, w, 1.0)), 0.0), axis=-1)
 
 
 def temperature_sweep(scores_row: np.ndarray, scale: float, temperatures) -> dict[str, np.ndarray]:
@@ -278,9 +269,9 @@ class MultiHead:
     values: np.ndarray  # [h, n, d_h]
     scores: np.ndarray  # [h, n, n]
     weights: np.ndarray  # [h, n, n]
-    head_outputs: np.ndarray  # [h, n, d_h]
+    outputs: np.ndarray  # [h, n, d_h]  each head's weights @ values (as Trace.outputs)
     concat: np.ndarray  # [n, m]   heads side by side
-    outputs: np.ndarray  # [n, m]   concat W_O^T + b_O
+    projected: np.ndarray  # [n, m]   concat W_O^T + b_O: the attention block's output
 
     @property
     def n_heads(self) -> int:
@@ -292,7 +283,7 @@ class MultiHead:
 
     def arrays(self) -> dict[str, np.ndarray]:
         names = ("inputs", "w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v", "b_o", "queries",
-                 "keys", "values", "scores", "weights", "head_outputs", "concat", "outputs")
+                 "keys", "values", "scores", "weights", "outputs", "concat", "projected")
         return {"tokens": np.array(self.tokens, dtype=str), **{k: getattr(self, k) for k in names}}
 
 
@@ -315,9 +306,9 @@ def multihead(tokens, inputs, w_q, w_k, w_v, w_o, n_heads: int, b_q=None, b_k=No
                for w, b in ((w_q, b_q), (w_k, b_k), (w_v, b_v)))  # 3 x [h, n, d_h]
     y, weights, scores = attend(q, k, v)  # [h, n, d_h], [h, n, n], [h, n, n]
     concat = np.ascontiguousarray(y.transpose(1, 0, 2).reshape(inputs.shape[0], -1))  # [n, m]
-    outputs = project(concat, w_o, b_o)  # [n, m]
+    projected = project(concat, w_o, b_o)  # [n, m]
     return MultiHead(list(tokens), inputs, w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o, q, k, v,
-                     scores, weights, y, concat, outputs)
+                     scores, weights, y, concat, projected)
 
 
 def heads_choices(m: int) -> list[int]:
@@ -346,7 +337,7 @@ def real_multihead(model, trace, layer: int) -> MultiHead:
 
 
 def multihead_shapes(m: int, n: int, h: int) -> list[dict[str, str]]:
-    """{what, formula (seeds' column layout), shape} for every matrix of multi-head."""
+    """{what, formula (the lecture's column layout), shape} for every matrix of multi-head."""
     d = m // h
     rows = [
         ("inputs", "A = (a^1 ... a^n)", f"{m} x {n}"),
@@ -366,12 +357,13 @@ def multihead_shapes(m: int, n: int, h: int) -> list[dict[str, str]]:
 
 # ---------------------------------------------------------------------- additive score
 def toy_additive_vector(d_k: int, seed: int = 0) -> np.ndarray:
-    """The vector w of the additive score (seed 004's final 'transform'): [d_k], one decimal."""
+    """The vector w of the additive score (the lecture's final 'transform'): [d_k], one decimal."""
     return toy_matrix("additive:w", 1, d_k, seed)[0]
 
 
 def additive_scores(queries: np.ndarray, keys: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """alpha_{i,j} = w . tanh(q^i + k^j): [n_query, n_key] (Bahdanau et al. 2015, seed 004)."""
+    """alpha_{i,j} = w . tanh(q^i + k^j): [n_query, n_key] (Bahdanau et al. 2015, as the
+    lecture draws it)."""
     q = torch.as_tensor(np.asarray(queries))
     k = torch.as_tensor(np.asarray(keys))
     t = torch.tanh(q[:, None, :] + k[None, :, :])  # [n, n, d_k]
