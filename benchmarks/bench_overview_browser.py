@@ -59,10 +59,11 @@ def choose(page, label: str, option: str) -> None:
 
 def overview_json_bytes() -> tuple[int, int]:
     import attnviz
+    from attnviz.analysis.views import mean_maps
     from attnviz.plotting.overview import overview_mosaic
 
     t = attnviz.load_model(device="cpu").trace(TEXT)
-    return t.n_tokens, len(overview_mosaic(t.weights, t.tokens).to_json())
+    return t.n_tokens, len(overview_mosaic(t.weights, mean_maps(t.weights), t.tokens).to_json())
 
 
 def run(repeats: int = 3) -> list[tuple[str, str, str]]:

@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from attnviz.analysis.views import shown_weights
+from attnviz.analysis.views import mean_maps, shown_weights
 from attnviz.plotting.common import block_reduce
 from attnviz.plotting.heatmaps import attention_heatmap
 from attnviz.plotting.overview import overview_mosaic, pick_head
@@ -18,7 +18,7 @@ def saw(model):
 
 def test_mosaic_tiles_are_the_exact_weights_and_means(saw):
     t = saw
-    fig = overview_mosaic(t.weights, t.tokens)
+    fig = overview_mosaic(t.weights, mean_maps(t.weights), t.tokens)
     z = np.asarray(fig.data[0].z)
     n, step = t.n_tokens, t.n_tokens + 1
     L, H = t.n_layers, t.n_heads
@@ -39,7 +39,7 @@ def test_mosaic_tiles_are_the_exact_weights_and_means(saw):
 
 
 def test_mosaic_click_targets_name_their_head(saw):
-    fig = overview_mosaic(saw.weights, saw.tokens)
+    fig = overview_mosaic(saw.weights, mean_maps(saw.weights), saw.tokens)
     dots = fig.data[1]
     i = 2 * 13 + 5  # layer 2, head 5 in a 7 x 13 grid of dots
     assert pick_head({"x": dots.x[i], "y": dots.y[i]}) == (2, 5)
@@ -50,7 +50,7 @@ def test_mosaic_click_targets_name_their_head(saw):
 def test_mosaic_at_512_tokens_is_block_max_and_small(model):
     t = model.trace("saw " * 600)
     assert t.n_tokens == 512
-    fig = overview_mosaic(t.weights, t.tokens, max_cells=64)
+    fig = overview_mosaic(t.weights, mean_maps(t.weights), t.tokens, max_cells=64)
     z = np.asarray(fig.data[0].z)
     assert z.shape == (7 * 65 - 1, 13 * 65 - 1)
     expected, factor = block_reduce(t.weights[4, 7], 64)
@@ -64,7 +64,7 @@ def test_mosaic_at_512_tokens_is_block_max_and_small(model):
 def test_head_heatmap_is_exact_with_original_positions(model):
     t = model.trace("I saw a saw", "It cut")
     w, toks, pos = shown_weights(t.weights[1], t.tokens, t.segments, hide=True)
-    fig = attention_heatmap(w[3], toks, "weights", positions=pos)
+    fig = attention_heatmap(w[3], toks, "weights", indices=pos)
     np.testing.assert_array_equal(np.asarray(fig.data[0].z), t.weights[1, 3][np.ix_(pos, pos)])
     assert fig.data[0].x[0] == "i #1" and fig.data[0].x[-1] == "cut #7"
     assert "%{z:.6f}" in fig.data[0].hovertemplate
@@ -72,7 +72,8 @@ def test_head_heatmap_is_exact_with_original_positions(model):
 
 def test_tokens_are_escaped(model):
     t = model.trace("<b>bold</b>")
-    spec = json.dumps(overview_mosaic(t.weights, t.tokens).to_plotly_json(), default=str)
+    spec = json.dumps(overview_mosaic(t.weights, mean_maps(t.weights), t.tokens)
+                      .to_plotly_json(), default=str)
     assert "<b>" not in spec and "&lt;" in spec
 
 

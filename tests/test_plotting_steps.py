@@ -127,4 +127,4 @@ def test_walkthrough_products(walk):
     mh = wt.toy_multihead(walk, 2)
     fig = sp.output_projection_figure(mh)
     np.testing.assert_allclose(z(fig, 0) @ z(fig, 1), z(fig, 2), atol=1e-12)
-    np.testing.assert_array_equal(z(fig, 2), mh.outputs.T)
+    np.testing.assert_array_equal(z(fig, 2), mh.projected.T)

@@ -8,8 +8,11 @@ Two traps handled here once for the whole project:
 
 from __future__ import annotations
 
+import functools
 import html
-import threading
+import json
+
+from attnviz.engine.trace import token_labels
 
 SCORES_SCALE = "RdBu_r"  # diverging: q.k can be negative or positive, 0 in white
 WEIGHTS_SCALE = "Viridis"  # sequential: softmax weights lie in [0, 1]
@@ -21,23 +24,24 @@ def escape(text: str) -> str:
     return html.escape(str(text), quote=False).replace("\n", "\\n")
 
 
-def axis_labels(tokens: list[str], positions=None) -> list[str]:
-    """One unique, escaped category per position: '<token> #<position>'."""
-    positions = range(len(tokens)) if positions is None else positions
-    return [f"{escape(t)} #{int(p)}" for t, p in zip(tokens, positions, strict=True)]
+def axis_labels(tokens: list[str], indices=None) -> list[str]:
+    """One unique, escaped category per token: '<token> #<index>' (engine.token_labels).
+
+    `indices`: each token's place in the sentence when only some tokens are shown."""
+    return token_labels([escape(t) for t in tokens], indices)
 
 
 def tick_labels(tokens: list[str], max_ticks: int = 60,
-                positions=None) -> tuple[list[str], list[str]]:
+                indices=None) -> tuple[list[str], list[str]]:
     """(tickvals, ticktext) for a category axis of unique labels, thinned for long inputs.
 
-    Thinned ticks name their position too ('#27 the'), so they are not read as the next row.
+    Thinned ticks name their index too ('#27 the'), so they are not read as the next row.
     """
-    labels = axis_labels(tokens, positions)
-    positions = list(range(len(tokens))) if positions is None else list(positions)
+    labels = axis_labels(tokens, indices)
+    indices = list(range(len(tokens))) if indices is None else list(indices)
     step = max(1, -(-len(tokens) // max_ticks))
     idx = range(0, len(tokens), step)
-    text = [escape(tokens[i]) if step == 1 else f"#{int(positions[i])} {escape(tokens[i])}"
+    text = [escape(tokens[i]) if step == 1 else f"#{int(indices[i])} {escape(tokens[i])}"
             for i in idx]
     return [labels[i] for i in idx], text
 
@@ -60,8 +64,8 @@ class Grid:
     """Subplots built as plain dicts and validated once, in `figure()`.
 
     plotly's make_subplots plus add_trace(row=, col=) and update_xaxes(row=, col=) search the
-    whole grid and re-dispatch the layout on every call: 80 ms for a 3x4 grid of heatmaps on a
-    2-core CPU, against 14 ms for the same figure built from one dict. Usage:
+    whole grid and re-dispatch the layout on every call, which costs several times more than
+    building the same figure from one dict (README, Speed). Usage:
 
         g = Grid(rows=1, cols=2, subplot_titles=["a", "b"])
         g.add(go.Heatmap(z=m), row=1, col=2)       # a trace object or a dict
@@ -102,26 +106,22 @@ class Grid:
         return go.Figure(data=self.traces, layout={**self.layout, **layout})
 
 
-_GRIDS: dict = {}
-_GRIDS_LOCK = threading.Lock()
-
-
 def _grid_layout(rows: int, cols: int, args: dict) -> dict:
-    """make_subplots' layout as a dict, computed once per grid (read-only: copy it).
+    """make_subplots' layout as a dict, computed once per grid shape (read-only: copy it)."""
+    return _grid_layout_of(rows, cols, json.dumps(args, sort_keys=True, default=_plain))
 
-    Shared by every session's thread, hence the lock around lookups and evictions."""
-    key = (rows, cols, repr(sorted(args.items())))
-    with _GRIDS_LOCK:
-        layout = _GRIDS.get(key)
-    if layout is None:
-        from plotly.subplots import make_subplots
 
-        layout = make_subplots(rows=rows, cols=cols, **args).layout.to_plotly_json()
-        # The default template rides along as a big dict: go.Figure applies the same default
-        # itself for free, while copying and re-validating it costs ~7 ms per figure.
-        layout.pop("template", None)
-        with _GRIDS_LOCK:
-            _GRIDS[key] = layout
-            while len(_GRIDS) > 256:
-                _GRIDS.pop(next(iter(_GRIDS)))
+def _plain(value):
+    """NumPy scalars as Python numbers (for the JSON key)."""
+    return value.item()
+
+
+@functools.lru_cache(maxsize=256)  # thread-safe; keyed on the grid's shape and arguments
+def _grid_layout_of(rows: int, cols: int, args_json: str) -> dict:
+    from plotly.subplots import make_subplots
+
+    layout = make_subplots(rows=rows, cols=cols, **json.loads(args_json)).layout.to_plotly_json()
+    # The default template rides along as a big dict: go.Figure applies the same default
+    # itself for free, while copying and re-validating it costs time on every figure.
+    layout.pop("template", None)
     return layout

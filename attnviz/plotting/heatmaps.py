@@ -27,23 +27,23 @@ def attention_heatmap(
     title: str | None = None,
     key_tokens: list[str] | None = None,
     height: int | None = None,
-    positions=None,
+    indices=None,
     zmax: float | None = None,
 ) -> go.Figure:
     """One [query, key] matrix at full resolution; hover names both tokens and the exact value.
 
-    `positions`: each row's original position when some tokens are hidden (labels keep it);
+    `indices`: each row's place in the sentence when some tokens are hidden (labels keep it);
     `zmax`: the top of the colour scale (default: 1 for weights, the largest |score|).
     """
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {tuple(KINDS)}")
-    key_pos = positions if key_tokens is None else None
+    key_indices = indices if key_tokens is None else None
     key_tokens = tokens if key_tokens is None else key_tokens
-    rows, cols = axis_labels(tokens, positions), axis_labels(key_tokens, key_pos)
+    rows, cols = axis_labels(tokens, indices), axis_labels(key_tokens, key_indices)
     colors = _color_args(kind, matrix)
     if zmax is not None:
         colors["zmax"] = zmax
-    x, y = _axis_props(tokens, key_tokens, positions=positions, key_positions=key_pos)
+    x, y = _axis_props(tokens, key_tokens, indices=indices, key_indices=key_indices)
     n = max(len(tokens), 8)
     size = height or int(min(900, max(320, 28 * n + 140)))
     return go.Figure(
@@ -63,14 +63,14 @@ def attention_heatmap(
 
 
 def _axis_props(tokens, key_tokens, show_x: bool = True, show_y: bool = True,
-                positions=None, key_positions=None) -> tuple[dict, dict]:
+                indices=None, key_indices=None) -> tuple[dict, dict]:
     """(x axis, y axis) properties for a categorical [query, key] heatmap."""
-    yv, yt = tick_labels(tokens, positions=positions)
-    xv, xt = tick_labels(key_tokens, positions=key_positions)
-    y = dict(type="category", categoryorder="array", categoryarray=axis_labels(tokens, positions),
+    yv, yt = tick_labels(tokens, indices=indices)
+    xv, xt = tick_labels(key_tokens, indices=key_indices)
+    y = dict(type="category", categoryorder="array", categoryarray=axis_labels(tokens, indices),
              tickvals=yv, ticktext=yt, autorange="reversed", showticklabels=show_y, title=None)
     x = dict(type="category", categoryorder="array",
-             categoryarray=axis_labels(key_tokens, key_positions), tickvals=xv, ticktext=xt,
+             categoryarray=axis_labels(key_tokens, key_indices), tickvals=xv, ticktext=xt,
              tickangle=-45, showticklabels=show_x, side="bottom")
     return x, y
 

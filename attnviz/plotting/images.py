@@ -1,13 +1,12 @@
 """Figures for images as vector sets: a clickable picture, per-pixel maps, attention heads.
 
-Seed 003 (images as vector sets; "CNN is a simplified self-attention") and Cordonnier, Loukas &
-Jaggi 2020 (arXiv:1911.03584). Convention for every map: x = column, y = row (row 0 at the
+The lecture notes (images as vector sets; "CNN is a simplified self-attention") and Cordonnier,
+Loukas & Jaggi 2020 (arXiv:1911.03584). Convention for every map: x = column, y = row (row 0 at the
 top), one cell per pixel; the picked pixel is outlined in red. Arrays in, Figures out; no
 Streamlit.
 
 Every figure is built from plain dicts and validated once by go.Figure (see common.Grid):
-add_shape/update_xaxes(row=, col=) on a built subplot figure re-search the grid on each call
-(the 5x5 grid of heads took ~400 ms that way on a 2-core server).
+add_shape/update_xaxes(row=, col=) on a built subplot figure re-search the grid on each call.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Figures of the "I saw a saw" lesson (seed 004): tags, receptive fields, scores, cosines.
+"""Figures of the "I saw a saw" lesson (the lecture's example): tags, receptive fields,
+scores, cosines.
 
 Every word label is HTML-escaped and made unique by position ('saw #1', 'saw #3'), so the
 two saws never merge on a categorical axis. `big=True` is the projector size (large type).

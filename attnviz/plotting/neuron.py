@@ -15,14 +15,9 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import FONT, SCORES_SCALE, WEIGHTS_SCALE, Grid, escape
+from .common import FONT, SCORES_SCALE, WEIGHTS_SCALE, Grid, axis_labels
 
 TEXT_MAX_KEYS = 40  # print numbers in the per-key columns up to this many keys
-
-
-def _labels(tokens: list[str], positions) -> list[str]:
-    positions = range(len(tokens)) if positions is None else positions
-    return [f"{escape(t)} #{p}" for t, p in zip(tokens, positions, strict=True)]
 
 
 def _vec(z: np.ndarray, y: list[str], name: str, fmt: str = ".4f") -> dict:
@@ -57,10 +52,10 @@ def _row_heights(n: int) -> list[float]:
     return [strip, 1.0 - strip]
 
 
-def score_steps(numbers: dict, tokens: list[str], query: int, positions=None,
+def score_steps(numbers: dict, tokens: list[str], query: int, indices=None,
                 title: str = "") -> go.Figure:
     """q, each k^j, q∘k^j, q·k^j, q·k^j/sqrt(d), softmax: rows = keys j."""
-    labels = _labels(tokens, positions)
+    labels = axis_labels(tokens, indices)
     d, n = numbers["q"].shape[0], len(labels)
     g = Grid(
         rows=2, cols=5, row_heights=_row_heights(n), vertical_spacing=0.02,
@@ -80,10 +75,10 @@ def score_steps(numbers: dict, tokens: list[str], query: int, positions=None,
     return _finish(g, labels, title)
 
 
-def value_steps(numbers: dict, tokens: list[str], query: int, positions=None,
+def value_steps(numbers: dict, tokens: list[str], query: int, indices=None,
                 title: str = "") -> go.Figure:
     """softmax w_j, values v^j, w_j v^j, and their sum o^i (the head's output for the query)."""
-    labels = _labels(tokens, positions)
+    labels = axis_labels(tokens, indices)
     n = len(labels)
     g = Grid(
         rows=2, cols=3, row_heights=_row_heights(n)[::-1], vertical_spacing=0.02,

@@ -21,36 +21,36 @@ import re
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import FONT, WEIGHTS_SCALE, block_reduce, escape
+from .common import FONT, WEIGHTS_SCALE, axis_labels, block_reduce
 
 MEAN = "mean"
 
 
-def _axis_labels(n: int, factor: int, tokens: list[str], positions) -> list[str]:
+def _axis_labels(n: int, factor: int, tokens: list[str], indices) -> list[str]:
     """Unique per-cell labels of one tile side: 'saw #4' or '#8-15' for a block."""
     if factor == 1:
-        return [f"{escape(tokens[i])} #{positions[i]}" for i in range(n)]
+        return axis_labels(tokens, indices)
     starts = range(0, n, factor)
-    return [f"#{positions[s]}-{positions[min(s + factor, n) - 1]}" for s in starts]
+    return [f"#{indices[s]}-{indices[min(s + factor, n) - 1]}" for s in starts]
 
 
 def overview_mosaic(
     weights: np.ndarray,
+    means: dict[str, np.ndarray],
     tokens: list[str],
-    positions: list[int] | None = None,
+    indices: list[int] | None = None,
     max_cells: int = 64,
     title: str | None = None,
 ) -> go.Figure:
-    """Every layer x head of weights [L, H, n, n] as one heatmap, with mean margins.
+    """Every layer x head of weights [L, H, n, n] as one heatmap, with the mean margins
+    `means` (analysis.views.mean_maps: "layers" [L, n, n], "heads" [H, n, n], "all" [n, n]).
 
-    `positions` are the original token positions (when special tokens are hidden).
+    `indices` are the tokens' places in the sentence (when special tokens are hidden).
     """
     L, H, n, _ = weights.shape
-    positions = list(range(n)) if positions is None else [int(p) for p in positions]
+    indices = list(range(n)) if indices is None else [int(p) for p in indices]
     w = np.asarray(weights, dtype=np.float32)
-    layer_mean = w.mean(axis=1)  # [L, n, n]
-    head_mean = w.mean(axis=0)  # [H, n, n]
-    grand = w.mean(axis=(0, 1))  # [n, n]
+    layer_mean, head_mean, grand = means["layers"], means["heads"], means["all"]
     _, factor = block_reduce(grand, max_cells)
     c = -(-n // factor)  # cells per tile side
     step = c + 1  # one blank cell between tiles
@@ -67,8 +67,8 @@ def overview_mosaic(
         put(L, head, head_mean[head])
     put(L, H, grand)
 
-    q_side = _axis_labels(n, factor, tokens, positions)
-    k_side = _axis_labels(n, factor, tokens, positions)
+    q_side = _axis_labels(n, factor, tokens, indices)
+    k_side = _axis_labels(n, factor, tokens, indices)
     x, y = [], []
     for col in range(H + 1):
         name = f"head {col}" if col < H else f"{MEAN} of heads"

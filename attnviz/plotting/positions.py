@@ -1,4 +1,4 @@
-"""Figures for "what positional encoding does" (seed 003: no position information in
+"""Figures for "what positional encoding does" (the lecture notes: no position information in
 self-attention; e^i + a^i -> q^i, k^i, v^i; Vaswani et al. 2017 sinusoids; BERT's learned table).
 
 Every function takes arrays from `attnviz.analysis.positions` or the engine's Trace and returns

@@ -11,15 +11,15 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import FONT, WEIGHTS_SCALE, Grid, escape
+from .common import FONT, WEIGHTS_SCALE, Grid, axis_labels, escape
 
 
 def stats_heatmaps(stats: dict[str, np.ndarray], titles: dict[str, str], cols: int = 4,
                    selected: tuple[int, int] | None = None) -> go.Figure:
     """One [layers, heads] heatmap per statistic; hover gives layer, head and the exact value.
 
-    Built as dicts on a `Grid` and validated once (make_subplots + add_trace/add_shape per
-    panel took ~50 ms on a 2-core server; this page redraws it on every click).
+    Built as dicts on a `Grid` and validated once (see common.Grid): the page redraws it on
+    every click.
     """
     names = list(stats)
     rows = -(-len(names) // cols)
@@ -68,7 +68,7 @@ def rollout_pair(raw: np.ndarray, rolled: np.ndarray, tokens: list[str],
                  raw_title: str, rolled_title: str) -> go.Figure:
     """Two [query, key] matrices side by side, each with its own colour scale, exact hover."""
     n = len(tokens)
-    labels = [f"{escape(t)} #{i}" for i, t in enumerate(tokens)]
+    labels = axis_labels(tokens)
     step = max(1, -(-n // 40))
     g = Grid(rows=1, cols=2, subplot_titles=[raw_title, rolled_title], horizontal_spacing=0.2)
     common = dict(type="category", categoryorder="array", categoryarray=labels,

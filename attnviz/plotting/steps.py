@@ -1,4 +1,4 @@
-"""Figures for self-attention step by step (seeds 003/004; Vaswani et al. 2017, eq. 1).
+"""Figures for self-attention step by step (the lecture notes; Vaswani et al. 2017, eq. 1).
 
 Small matrices print their numbers in the cells so a class can redo them on paper; wide ones
 (a real BERT head: hidden 384, d_k 32) are plain heatmaps whose hover gives the exact value.
@@ -293,7 +293,7 @@ def entropy_by_heads_figure(sweep: dict) -> go.Figure:
 
 # ------------------------------------------------ the walkthrough's matrix products, ready-made
 def projection_figure(walk, name: str, decimals: int = 2) -> go.Figure:
-    """W^name · A = name.upper() for name in q, k, v (seeds' column layout), with shapes."""
+    """W^name · A = name.upper() for name in q, k, v (the lecture's column layout), with shapes."""
     w = {"q": walk.w_q, "k": walk.w_k, "v": walk.w_v}[name]  # [d, m]
     out = {"q": walk.queries, "k": walk.keys, "v": walk.values}[name]  # [n, d]
     rows, a_rows, labels = dim_labels(name, w.shape[0]), dim_labels("a", walk.m), \
@@ -308,7 +308,8 @@ def projection_figure(walk, name: str, decimals: int = 2) -> go.Figure:
 
 def scores_figure(walk, rows: str = "queries", decimals: int = 2,
                   score_decimals: int = 4) -> go.Figure:
-    """All scores at once: Q^T K (rows = queries, attnviz) or K^T Q (rows = keys, seed 003)."""
+    """All scores at once: Q^T K (rows = queries, attnviz) or K^T Q (rows = keys, the lecture
+    notes)."""
     labels = token_axis(walk.tokens)
     q_rows, k_rows = dim_labels("q", walk.d_k), dim_labels("k", walk.d_k)
     if rows == "queries":
@@ -331,7 +332,7 @@ def scores_figure(walk, rows: str = "queries", decimals: int = 2,
 
 
 def outputs_figure(walk, decimals: int = 3) -> go.Figure:
-    """O = V A'^T: column i of O is b^i = sum_j alpha'_{i,j} v^j (seeds' column layout)."""
+    """O = V A'^T: column i of O is b^i = sum_j alpha'_{i,j} v^j (the lecture's column layout)."""
     labels, v_rows = token_axis(walk.tokens), dim_labels("v", walk.p)
     n, p = walk.n, walk.p
     return matrices_figure([(walk.values.T, v_rows, labels, f"V ({p} × {n})", "values"),
@@ -347,5 +348,5 @@ def output_projection_figure(mh, decimals: int = 2) -> go.Figure:
     labels, o_rows, b_rows = token_axis(mh.tokens), dim_labels("o", m), dim_labels("b", m)
     return matrices_figure([(mh.w_o, b_rows, o_rows, f"W_O ({m} × {m})", "values"),
                             (mh.concat.T, o_rows, labels, f"concat O ({m} × {n})", "values"),
-                            (mh.outputs.T, b_rows, labels, f"B ({m} × {n})", "values")],
+                            (mh.projected.T, b_rows, labels, f"B ({m} × {n})", "values")],
                            ["·", "="], "Heads concatenated, then W_O", decimals=decimals)

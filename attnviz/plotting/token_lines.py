@@ -15,7 +15,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.colors import qualitative
 
-from .common import FONT, escape
+from .common import FONT, axis_labels, escape
 
 COLOURS = qualitative.D3 + qualitative.Dark24
 
@@ -29,7 +29,7 @@ def token_lines(
     matrices: np.ndarray,
     heads: list[int],
     tokens: list[str],
-    positions: list[int] | None = None,
+    indices: list[int] | None = None,
     query: int | None = None,
     min_weight: float = 0.02,
     levels: int = 8,
@@ -42,10 +42,9 @@ def token_lines(
     `top` strongest lines are drawn even when they fall below `min_weight`.
     """
     k, n, _ = matrices.shape
-    positions = list(range(n)) if positions is None else [int(p) for p in positions]
-    labels = [f"{escape(tokens[i])} #{positions[i]}" for i in range(n)]
+    labels = axis_labels(tokens, indices)
     rows = range(n) if query is None else [query]
-    data: list[dict] = []  # trace dicts, validated once by go.Figure (add_trace costs ~1 ms each)
+    data: list[dict] = []  # trace dicts, validated once by go.Figure (not one add_trace each)
     hx, hy, hdata = [], [], []
     for idx, head in enumerate(heads):
         colour = COLOURS[idx % len(COLOURS)]

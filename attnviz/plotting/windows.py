@@ -1,7 +1,7 @@
-"""Figures for truncated attention windows and receptive fields (seed 003; Cordonnier et al.
-2020, arXiv:1911.03584): masks beside the weights they produce, receptive fields across depth
-with the analytic t ± l·w growth drawn over them, the "how much context" curve, and the
-measured cost of full vs windowed attention. Plotly only; no streamlit.
+"""Figures for truncated attention windows and receptive fields (the lecture notes; Cordonnier
+et al. 2020, arXiv:1911.03584): masks beside the weights they produce, receptive fields
+across depth with the analytic t ± l·w growth drawn over them, the "how much context" curve,
+and the measured cost of full vs windowed attention. Plotly only; no streamlit.
 
 Figures are built from plain dicts and validated once by go.Figure (see common.Grid): the
 update_xaxes(row=, col=)/add_trace(row=, col=) calls they replace re-searched the subplot grid
