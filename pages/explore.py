@@ -1,47 +1,27 @@
 """All heads at once (after bertviz's model and head views): one mosaic of every layer x head,
-one head enlarged with exact values, and token lines for several heads in colours."""
+one head enlarged with exact values, and token lines for several heads in colours.
+
+Numbers: the cached Trace; what is shown of it: analysis.views (hiding [CLS]/[SEP], segment
+filters, the mean margins); figures: plotting.overview, plotting.heatmaps, plotting.token_lines."""
 
 import numpy as np
 import streamlit as st
 
 from attnviz import ui
-from attnviz.analysis.views import SEGMENT_FILTERS, segment_shares, shown_weights
+from attnviz.analysis import views
+from attnviz.engine import token_labels
 from attnviz.plotting.heatmaps import attention_heatmap
 from attnviz.plotting.overview import overview_mosaic, pick_head
 from attnviz.plotting.token_lines import token_lines
-from attnviz.ui.state import trace_or_message
-
-st.title("All heads at once")
-st.markdown(
-    "Every tile is one head's softmax weights $w_{ij}$: rows are **queries** $i$ (who looks), "
-    "columns are **keys** $j$ (who is looked at). The last column is the mean over the heads "
-    "of a layer, the last row the mean over all layers. **Click the dot in a tile** to open "
-    "that head below."
-)
-
-ctx = ui.context()
-t = trace_or_message(ctx)
-if t is None:
-    st.stop()
-
-o1, o2, o3 = st.columns([1, 1, 2])
-hide = o1.toggle("Hide [CLS] and [SEP]", key="ex_hide", bind="query-params")
-renorm = o2.toggle("Renormalise rows", key="ex_renorm", bind="query-params",
-                   help="Rescale each shown row to sum to 1 over the keys still shown.")
-seg = "all"
-if ctx.text_pair:
-    seg = o3.radio("Pairs shown (sentence A, sentence B)", SEGMENT_FILTERS, key="ex_seg",
-                   horizontal=True, bind="query-params")
-if hide or seg != "all":
-    st.caption("Rows **are renormalised**: each shown row sums to 1 over the shown keys."
-               if renorm else "Rows are **not** renormalised: these are the model's own weights, "
-               "so a row sums to less than 1 where keys are hidden.")
 
 
-@st.cache_resource(show_spinner=False, max_entries=8)
-def mosaic(_t, model_key: str, text: str, pair: str | None, hide: bool, renorm: bool, seg: str):
-    w, toks, pos = shown_weights(_t.weights, _t.tokens, _t.segments, hide, renorm, seg)
-    return overview_mosaic(w, toks, pos)
+def mosaic(t, hide: bool, renorm: bool, seg: str):
+    """The overview figure, built once per server for a trace and the view's options."""
+    def build():
+        w, toks, idx = views.shown_weights(t.weights, t.tokens, t.segments, hide, renorm, seg)
+        return overview_mosaic(w, views.mean_maps(w), toks, idx)
+
+    return ui.cached_figure(("ex_overview", t.key, hide, renorm, seg), build)
 
 
 def open_clicked() -> None:
@@ -54,21 +34,47 @@ def open_clicked() -> None:
             st.session_state["ex_head"] = head
 
 
-with st.spinner("Drawing every head..."):
-    fig = mosaic(t, ctx.model.key, ctx.text, ctx.text_pair, hide, renorm, seg)
-ui.show_figure(fig, key="ex_overview", on_select=open_clicked, selection_mode="points")
+def main() -> None:
+    st.title("All heads at once")
+    st.markdown(
+        "Every tile is one head's softmax weights $w_{ij}$: rows are **queries** $i$ (who "
+        "looks), columns are **keys** $j$ (who is looked at). The last column is the mean over "
+        "the heads of a layer, the last row the mean over all layers. **Click the dot in a "
+        "tile** to open that head below."
+    )
+    ctx = ui.context()
+    t = ui.trace_or_message(ctx)
+    if t is None:
+        return
+    o1, o2, o3 = st.columns([1, 1, 2])
+    hide = o1.toggle("Hide [CLS] and [SEP]", key="ex_hide", bind="query-params")
+    renorm = o2.toggle("Renormalise rows", key="ex_renorm", bind="query-params",
+                       help="Rescale each shown row to sum to 1 over the keys still shown.")
+    seg = "all"
+    if ctx.text_pair:
+        seg = o3.radio("Pairs shown (sentence A, sentence B)", views.SEGMENT_FILTERS,
+                       key="ex_seg", horizontal=True, bind="query-params")
+    if hide or seg != "all":
+        st.caption("Rows **are renormalised**: each shown row sums to 1 over the shown keys."
+                   if renorm else "Rows are **not** renormalised: these are the model's own "
+                   "weights, so a row sums to less than 1 where keys are hidden.")
+    with st.spinner("Drawing every head..."):
+        fig = mosaic(t, hide, renorm, seg)
+    ui.show_figure(fig, key="ex_overview", on_select=open_clicked, selection_mode="points")
+    one_head(ctx, hide, renorm, seg)
 
 
 @st.fragment
-def one_head() -> None:
+def one_head(ctx: ui.Context, hide: bool, renorm: bool, seg: str) -> None:
     """Head, token and line choices rerun only this part of the page."""
+    t = ctx.trace()
     c1, c2, c3 = st.columns([1, 1, 3])
     layer = c1.selectbox("Layer", range(t.n_layers), key="ex_layer", bind="query-params")
     head = c2.selectbox("Head", range(t.n_heads), key="ex_head", bind="query-params")
     extra = c3.multiselect("More heads as lines, in colours", range(t.n_heads), key="ex_more",
                            bind="query-params")
-    w, toks, pos = shown_weights(t.weights[layer], t.tokens, t.segments, hide, renorm, seg)
-    labels = [f"{tok} #{p}" for tok, p in zip(toks, pos, strict=True)]
+    w, toks, idx = views.shown_weights(t.weights[layer], t.tokens, t.segments, hide, renorm, seg)
+    labels = token_labels(toks, idx)
     # Long inputs start on the first word: all lines of 512 tokens would hide each other.
     start = 0 if len(toks) <= 64 else (1 if hide else 2)
     pick = st.selectbox("Token lines for one query token", [None, *range(len(toks))],
@@ -77,15 +83,15 @@ def one_head() -> None:
     left, right = st.columns(2)
     with left:
         ui.show_figure(attention_heatmap(w[head], toks, "weights", f"Layer {layer}, head {head}",
-                                         positions=pos, zmax=float(w[head].max())),
+                                         indices=idx, zmax=float(w[head].max())),
                        key="ex_one")
     with right:
         heads = [head] + [h for h in extra if h != head]
-        ui.show_figure(token_lines(w[heads], heads, toks, pos, query=pick,
+        ui.show_figure(token_lines(w[heads], heads, toks, idx, query=pick,
                                    title=f"Layer {layer}: token lines (opacity = weight)"),
                        key="ex_lines")
     if ctx.text_pair:
-        shares = segment_shares(t.weights[layer, head], t.segments)
+        shares = views.segment_shares(t.weights[layer, head], t.segments)
         st.caption("Share of this head's weight: " + ", ".join(
             f"{k} {float(v):.1%}" for k, v in shares.items()))
     st.page_link("pages/inside_score.py", label=f"Inside one score: layer {layer}, head {head}",
@@ -93,11 +99,11 @@ def one_head() -> None:
                  query_params={"ins_layer": str(layer), "ins_head": str(head)})
     ui.download_arrays(
         "Download this head's shown weights (.npz)",
-        {"tokens": np.array(toks), "positions": pos, "weights": w[head],
+        {"tokens": np.array(toks), "indices": idx, "weights": w[head],
          "layer_mean": w.mean(axis=0), "hidden_special": hide, "renormalised": renorm,
          "segment_filter": seg},
         file_name=f"attnviz_layer{layer}_head{head}.npz", key="ex_download",
     )
 
 
-one_head()
+main()

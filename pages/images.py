@@ -1,43 +1,31 @@
-"""Images: an image is a set of pixel vectors; attention vs convolution (seed 003, issue 6).
+"""Images: an image is a set of pixel vectors; attention vs convolution (the lecture's
+"self-attention for images" and "self-attention vs CNN").
 
-Cordonnier, Loukas & Jaggi 2020 (arXiv:1911.03584): a CNN is self-attention restricted to a
-fixed receptive field; k^2 attention heads with relative positions reproduce a k x k conv.
+Cordonnier, Loukas & Jaggi 2020 (arXiv:1911.03584): k^2 attention heads with relative
+positions reproduce a k x k convolution. Numbers: analysis.image_attention (a pixel's attention
+map, fields by gradients) and analysis.conv_attention (a convolution as attention), computed
+once per server; figures: plotting.images.
 """
 
 import numpy as np
 import streamlit as st
-import torch
 
 from attnviz import ui
-from attnviz.analysis import conv_attention as ca
-from attnviz.analysis import image_attention as ia
-from attnviz.plotting import images as plots
-
-ui.ensure_router()
-
-st.title("Images: attention vs convolution")
-st.markdown(
-    "An image is a **set of vectors**: one per pixel (its colour and its position). "
-    "Self-attention lets a pixel look at *every* pixel, with weights that depend on the "
-    "content; a convolution looks only in a fixed $k\\times k$ window, same weights everywhere. "
-    "*CNN is a simplified self-attention; self-attention is a CNN with a learnable receptive "
-    "field* (Cordonnier, Loukas & Jaggi 2020)."
-)
+from attnviz.analysis import conv_attention
+from attnviz.analysis import image_attention as image_attn
+from attnviz.plotting import images as image_plots
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
 def study(size: int, row: int, col: int, k: int, depth: int, sc: float, sp: float | None):
-    return ia.study_pixel(ia.load_image(size), row, col, k, depth, sc, sp)
+    return ui.cached("results", ("img_study", size, row, col, k, depth, sc, sp),
+                     lambda: image_attn.study_pixel(image_attn.load_image(size), row, col, k,
+                                                    depth, sc, sp))
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
 def as_attention(size: int, kernel_name: str, k: int, alpha: float | None) -> dict:
-    image = torch.from_numpy(ia.load_image(size)).permute(2, 0, 1).contiguous()  # [3, H, W]
-    kernel, bias = ca.make_kernel(kernel_name, k)
-    r = ca.conv_as_attention(image, kernel, bias, alpha=alpha)
-    return {"attention_outputs": r.outputs.numpy(), "conv2d_outputs": r.conv.numpy(),
-            "head_outputs": r.head_outputs.numpy(), "max_abs_diff": r.max_abs_diff,
-            "kernel": kernel, "bias": bias, "shifts": r.shifts.numpy()}
+    return ui.cached("results", ("img_exact", size, kernel_name, k, alpha),
+                     lambda: conv_attention.conv_as_attention_arrays(
+                         image_attn.load_image(size), kernel_name, k, alpha))
 
 
 def pick_from_click() -> None:
@@ -48,30 +36,15 @@ def pick_from_click() -> None:
             int(points[0]["y"]), int(points[0]["x"]))
 
 
-c = st.columns([1, 1, 1, 1, 2])
-size = c[0].selectbox("Image size (px)", ia.SIZES, index=ia.SIZES.index(32), key="img_size",
-                      bind="query-params")
-# A value out of range after a smaller size is reset by Streamlit to the default (valid for 16).
-row = c[1].number_input("Pixel row", 0, size - 1, 10, key="img_row", bind="query-params")
-col = c[2].number_input("Pixel column", 0, size - 1, 15, key="img_col", bind="query-params")
-k = c[3].radio("Kernel k", (3, 5), horizontal=True, key="img_k", bind="query-params")
-depth = c[4].slider("Layers stacked", 1, 4, 1, key="img_depth", bind="query-params")
-image = ia.load_image(size)
-
-# Lazy tabs (only the open one computes); figures are cached server-wide by their settings,
-# which are all this page depends on (not the sentence).
-tab_field, tab_exact = st.tabs(["Attention map vs conv window", "Convolution as attention"],
-                               key="img_tab", on_change="rerun", bind="query-params")
-base = (size, row, col, k, depth)
-
-
-def show(name: str, build, extra: tuple = (), **kwargs) -> None:
-    """A figure cached by its name, the settings above and `extra` (the tab's own settings
-    it depends on)."""
+def show(base: tuple, name: str, build, extra: tuple = (), **kwargs) -> None:
+    """A figure cached by its name, the page's settings `base` and `extra` (the tab's own
+    settings it depends on)."""
     ui.show_figure(ui.cached_figure(("img", name, *base, *extra), build), key=name, **kwargs)
 
 
-def field_tab() -> None:
+def field_tab(size: int, row: int, col: int, k: int, depth: int) -> None:
+    image = image_attn.load_image(size)
+    base = (size, row, col, k, depth)
     st.markdown(
         "The attention layer here is small and hand-set: pixel $i$ is "
         "$z_i = (c_i/\\sigma_c,\\ p_i/\\sigma_p)$, with query $(z_i, 1)$, key "
@@ -91,14 +64,14 @@ def field_tab() -> None:
         s = study(size, row, col, k, depth, sc, sp)
     a, b, d = st.columns(3)
     with a:
-        show("img_click", lambda: plots.image_figure(
+        show(base, "img_click", lambda: image_plots.image_figure(
             image, (row, col), "Click a pixel (or type it above)"),
             on_select=pick_from_click, selection_mode="points")
     with b:
-        show("img_attn_map", lambda: plots.map_figure(
+        show(base, "img_attn_map", lambda: image_plots.map_figure(
             s.attention_map, (row, col), "Attention weights, layer 1"), extra=(sc, sp))
     with d:
-        show("img_conv_map", lambda: plots.map_figure(
+        show(base, "img_conv_map", lambda: image_plots.map_figure(
             s.conv_map, (row, col), f"Conv {k}×{k} window weights"))
     n, r = s.field_sizes, depth * (k // 2)
     st.subheader(f"After {depth} layer{'s' if depth > 1 else ''}: which input pixels matter?")
@@ -110,18 +83,18 @@ def field_tab() -> None:
     )
     a, b = st.columns(2)
     with a:
-        show("img_conv_infl", lambda: plots.map_figure(
+        show(base, "img_conv_infl", lambda: image_plots.map_figure(
             s.conv_influence, (row, col), f"Conv, {depth} layer(s): {n['conv']} pixels "
             f"(analytic {n['conv_analytic']})", "influence", (row - r, row + r, col - r, col + r)))
     with b:
-        show("img_attn_infl", lambda: plots.map_figure(
+        show(base, "img_attn_infl", lambda: image_plots.map_figure(
             s.attention_influence, (row, col),
             f"Attention, {depth} layer(s): {n['attention']} of {n['image']} pixels", "influence"),
             extra=(sc, sp))
     if n["attention"] < n["image"]:
         st.info("Some attention weights are so small they round to exactly 0 in float64 "
                 "(below 1e-308): widen σ_p or σ_c to see the whole image again.")
-    show("img_outputs", lambda: plots.images_row(
+    show(base, "img_outputs", lambda: image_plots.images_row(
         [image, s.conv_output, s.attention_output],
         ["Input", f"{depth}× mean filter", f"{depth}× attention"], normalise=False),
         extra=(sc, sp))
@@ -131,7 +104,8 @@ def field_tab() -> None:
         "conv_field": s.conv_field, "pixel": np.array([row, col])},
         file_name=f"attnviz_image_{row}_{col}.npz", key="img_dl_field")
 
-def exact_tab() -> None:
+def exact_tab(size: int, row: int, col: int, k: int, depth: int) -> None:
+    base = (size, row, col, k, depth)
     st.markdown(
         f"Theorem 1 of Cordonnier et al.: **{k * k} heads**, head $h$ for one shift $\\Delta_h$ "
         "of the window. Relative positional attention: score $v_h\\cdot r_\\delta$ with "
@@ -142,7 +116,8 @@ def exact_tab() -> None:
         "pixels is added as extra **keys** around the image."
     )
     e1, e2 = st.columns(2)
-    kernel_name = e1.selectbox("Kernel", ca.KERNELS, key="img_kernel", bind="query-params")
+    kernel_name = e1.selectbox("Kernel", conv_attention.KERNELS, key="img_kernel",
+                               bind="query-params")
     alpha_text = e2.select_slider(
         "α (sharpness of each head)", ["0.5", "1", "2", "4", "8", "16", "64", "hard"],
         value="64", key="img_alpha", bind="query-params",
@@ -154,12 +129,12 @@ def exact_tab() -> None:
     m1.metric("max |attention − conv2d|", f"{out['max_abs_diff']:.2e}")
     m2.metric("float32 epsilon (for scale)", f"{np.finfo(np.float32).eps:.1e}")
     diff = np.abs(out["attention_outputs"] - out["conv2d_outputs"]).max(0)
-    show("img_exact_outputs", lambda: plots.images_row(
+    show(base, "img_exact_outputs", lambda: image_plots.images_row(
         [out["conv2d_outputs"].transpose(1, 2, 0), out["attention_outputs"].transpose(1, 2, 0)],
         ["torch conv2d", f"{k * k}-head self-attention"], diff,
         f"|difference| (max {out['max_abs_diff']:.1e})"), extra=(kernel_name, alpha))
-    maps = ca.pixel_head_maps(size, size, k, row, col, alpha)
-    show("img_heads", lambda: plots.head_maps_figure(
+    maps = conv_attention.pixel_head_maps(size, size, k, row, col, alpha)
+    show(base, "img_heads", lambda: image_plots.head_maps_figure(
         maps, out["shifts"], (row, col), k // 2, (size, size),
         title=f"Each head's weights for pixel ({row}, {col}): one shift per head"),
         extra=(kernel_name, alpha))
@@ -170,7 +145,33 @@ def exact_tab() -> None:
                        file_name=f"attnviz_conv_as_attention_k{k}.npz", key="img_dl_exact")
 
 
-for tab, draw in ((tab_field, field_tab), (tab_exact, exact_tab)):
-    if tab.open:
-        with tab:
-            draw()
+def main() -> None:
+    ui.ensure_router()
+    st.title("Images: attention vs convolution")
+    st.markdown(
+        "An image is a **set of vectors**: one per pixel (its colour and its position). "
+        "Self-attention lets a pixel look at *every* pixel, with weights that depend on the "
+        "content; a convolution looks only in a fixed $k\\times k$ window, same weights "
+        "everywhere. *CNN is a simplified self-attention; self-attention is a CNN with a "
+        "learnable receptive field* (Cordonnier, Loukas & Jaggi 2020)."
+    )
+    c = st.columns([1, 1, 1, 1, 2])
+    size = c[0].selectbox("Image size (px)", image_attn.SIZES, index=image_attn.SIZES.index(32),
+                          key="img_size", bind="query-params")
+    # A value out of range after a smaller size is reset by Streamlit to the default (valid
+    # for 16).
+    row = c[1].number_input("Pixel row", 0, size - 1, 10, key="img_row", bind="query-params")
+    col = c[2].number_input("Pixel column", 0, size - 1, 15, key="img_col", bind="query-params")
+    k = c[3].radio("Kernel k", (3, 5), horizontal=True, key="img_k", bind="query-params")
+    depth = c[4].slider("Layers stacked", 1, 4, 1, key="img_depth", bind="query-params")
+    # Lazy tabs (only the open one computes); figures are cached server-wide by their
+    # settings, which are all this page depends on (not the sentence).
+    tabs = st.tabs(["Attention map vs conv window", "Convolution as attention"],
+                   key="img_tab", on_change="rerun", bind="query-params")
+    for tab, draw in zip(tabs, (field_tab, exact_tab), strict=True):
+        if tab.open:
+            with tab:
+                draw(size, row, col, k, depth)
+
+
+main()

@@ -1,5 +1,8 @@
 """Inside one score (bertviz's neuron view, continued through the values): how one query
-token's q meets every key k, becomes a weight, and mixes the values into the head's output."""
+token's q meets every key k, becomes a weight, and mixes the values into the head's output.
+
+Numbers: analysis.views.inside_score on the cached Trace's queries, keys and values; figures:
+plotting.neuron."""
 
 import numpy as np
 import pandas as pd
@@ -9,55 +12,58 @@ from attnviz import ui
 from attnviz.analysis.views import inside_score
 from attnviz.plotting.common import axis_labels
 from attnviz.plotting.neuron import score_steps, value_steps
-from attnviz.ui.state import trace_or_message
 
-st.title("Inside one score")
-st.markdown(
-    "For one head and one **query** token $i$: multiply $q^i$ with each **key** $k^j$ "
-    "component by component ($q^i \\circ k^j$), add up the components "
-    "($s_j = q^i \\cdot k^j$), divide by $\\sqrt{d}$, and take the softmax over the keys: "
-    "$w_j$. Then the head's **output** for token $i$ is $o^i = \\sum_j w_j v^j$."
-)
 
-ctx = ui.context()
-t = trace_or_message(ctx)
-if t is None:
-    st.stop()
+def main() -> None:
+    st.title("Inside one score")
+    st.markdown(
+        "For one head and one **query** token $i$: multiply $q^i$ with each **key** $k^j$ "
+        "component by component ($q^i \\circ k^j$), add up the components "
+        "($s_j = q^i \\cdot k^j$), divide by $\\sqrt{d}$, and take the softmax over the keys: "
+        "$w_j$. Then the head's **output** for token $i$ is $o^i = \\sum_j w_j v^j$."
+    )
+    ctx = ui.context()
+    t = ui.trace_or_message(ctx)
+    if t is None:
+        return
+    labels = t.labels
+    c1, c2, c3 = st.columns([1, 1, 2])
+    layer = c1.selectbox("Layer", range(t.n_layers), key="ins_layer", bind="query-params")
+    head = c2.selectbox("Head", range(t.n_heads), key="ins_head", bind="query-params")
+    query = c3.selectbox("Query token", range(t.n_tokens), index=min(1, t.n_tokens - 1),
+                         key="ins_query", bind="query-params", format_func=lambda i: labels[i])
 
-labels = t.labels
-c1, c2, c3 = st.columns([1, 1, 2])
-layer = c1.selectbox("Layer", range(t.n_layers), key="ins_layer", bind="query-params")
-head = c2.selectbox("Head", range(t.n_heads), key="ins_head", bind="query-params")
-query = c3.selectbox("Query token", range(t.n_tokens), index=min(1, t.n_tokens - 1),
-                     key="ins_query", bind="query-params", format_func=lambda i: labels[i])
+    nb = inside_score(t.queries[layer, head], t.keys[layer, head], t.values[layer, head], query,
+                      t.scale, t.mask)
+    d = t.head_dim
+    diff = float(np.abs(nb["output"] - t.outputs[layer, head, query]).max())
+    st.caption(f"d = {d} · 1/√d = {t.scale:.4f} · {t.n_tokens} keys · the output matches the "
+               f"engine's recorded output to {diff:.1e}")
 
-nb = inside_score(t.queries[layer, head], t.keys[layer, head], t.values[layer, head], query,
-                  t.scale, t.mask)
-d = t.head_dim
-diff = float(np.abs(nb["output"] - t.outputs[layer, head, query]).max())
-st.caption(f"d = {d} · 1/√d = {t.scale:.4f} · {t.n_tokens} keys · the output matches the "
-           f"engine's recorded output to {diff:.1e}")
+    title = f"Layer {layer}, head {head}, query {axis_labels(t.tokens)[query]}"  # escaped
+    st.subheader("1 · From q and k to the weights")
+    ui.show_figure(score_steps(nb, t.tokens, query, title=title), key="ins_scores")
+    st.subheader("2 · From the weights and the values to the output")
+    ui.show_figure(value_steps(nb, t.tokens, query, title=title), key="ins_values")
 
-title = f"Layer {layer}, head {head}, query {axis_labels(t.tokens)[query]}"  # escaped
-st.subheader("1 · From q and k to the weights")
-ui.show_figure(score_steps(nb, t.tokens, query, title=title), key="ins_scores")
-st.subheader("2 · From the weights and the values to the output")
-ui.show_figure(value_steps(nb, t.tokens, query, title=title), key="ins_values")
+    st.subheader("The numbers, one row per key")
+    table = pd.DataFrame({
+        "key": labels, "q·k": nb["scores"], f"q·k/√{d}": nb["scaled"], "weight": nb["weights"],
+        "|w v|": np.linalg.norm(nb["weighted"], axis=1),
+    })
+    st.dataframe(table, hide_index=True, column_config={
+        c: st.column_config.NumberColumn(format="%.6f") for c in table.columns[1:]})
+    st.markdown(f"Output $o^i$ ({d} numbers): `" + " ".join(f"{x:+.4f}" for x in nb["output"])
+                + "`")
 
-st.subheader("The numbers, one row per key")
-table = pd.DataFrame({
-    "key": labels, "q·k": nb["scores"], f"q·k/√{d}": nb["scaled"], "weight": nb["weights"],
-    "|w v|": np.linalg.norm(nb["weighted"], axis=1),
-})
-st.dataframe(table, hide_index=True, column_config={
-    c: st.column_config.NumberColumn(format="%.6f") for c in table.columns[1:]})
-st.markdown(f"Output $o^i$ ({d} numbers): `" + " ".join(f"{x:+.4f}" for x in nb["output"]) + "`")
+    st.page_link("pages/explore.py", label=f"See layer {layer}, head {head} among all heads",
+                 icon=":material/explore:",
+                 query_params={"ex_layer": str(layer), "ex_head": str(head)})
+    ui.download_arrays(
+        "Download these numbers (.npz)",
+        {"tokens": np.array(t.tokens), "layer": layer, "head": head, "query": query, **nb},
+        file_name=f"attnviz_inside_l{layer}_h{head}_q{query}.npz", key="ins_download",
+    )
 
-st.page_link("pages/explore.py", label=f"See layer {layer}, head {head} among all heads",
-             icon=":material/explore:", query_params={"ex_layer": str(layer), "ex_head": str(head)})
-ui.download_arrays(
-    "Download these numbers (.npz)",
-    {"tokens": np.array(t.tokens), "layer": layer, "head": head, "query": query,
-     **nb},
-    file_name=f"attnviz_inside_l{layer}_h{head}_q{query}.npz", key="ins_download",
-)
+
+main()

@@ -1,23 +1,11 @@
-"""Heads of one layer: each head's Q·K similarities and softmax weights for the sentence."""
+"""Heads of one layer: each head's Q·K similarities and softmax weights for the sentence.
+
+Numbers: the cached Trace of the sidebar's sentence (engine.bert.Model.trace); figures:
+plotting.heatmaps."""
 
 import streamlit as st
 
 from attnviz import plotting, ui
-from attnviz.ui.state import trace_or_message
-
-st.title("Heads of one layer")
-st.markdown(
-    "Each head compares every **query** $q^i$ with every **key** $k^j$: the similarity "
-    "$s_{ij} = q^i \\cdot k^j$ (left), then $w_{ij} = \\mathrm{softmax}_j(s_{ij}/\\sqrt{d_k})$ "
-    "(right). Rows are queries (the token that looks), columns are keys (the token looked at); "
-    "every row of weights sums to 1."
-)
-
-ctx = ui.context()
-t = trace_or_message(ctx)
-if t is None:
-    st.stop()
-base = (ctx.model.key, ctx.text, ctx.text_pair)  # figure cache key: plain values only
 
 
 def layer_numbers(t, layer: int) -> dict:
@@ -25,8 +13,24 @@ def layer_numbers(t, layer: int) -> dict:
             "queries": t.queries[layer], "keys": t.keys[layer], "values": t.values[layer]}
 
 
+def main() -> None:
+    st.title("Heads of one layer")
+    st.markdown(
+        "Each head compares every **query** $q^i$ with every **key** $k^j$: the similarity "
+        "$s_{ij} = q^i \\cdot k^j$ (left), then $w_{ij} = \\mathrm{softmax}_j(s_{ij}/\\sqrt{d_k})$ "
+        "(right). Rows are queries (the token that looks), columns are keys (the token looked "
+        "at); every row of weights sums to 1."
+    )
+    ctx = ui.context()
+    t = ui.trace_or_message(ctx)
+    if t is None:
+        return
+    layer_view(ctx, t.key)
+
+
 @st.fragment  # changing the layer or head reruns only this part of the page
-def layer_view() -> None:
+def layer_view(ctx: ui.Context, key: tuple) -> None:
+    t = ctx.trace()  # from the cache: the fragment keeps no trace of its own between reruns
     c1, c2 = st.columns([1, 3])
     layer = c1.selectbox("Layer", range(t.n_layers), key="layer", bind="query-params",
                          format_func=lambda i: f"layer {i}")
@@ -40,12 +44,12 @@ def layer_view() -> None:
         on_change="rerun", bind="query-params")
     if tab_w.open:
         with tab_w:
-            ui.show_figure(ui.cached_figure((*base, "grid_w", layer), lambda: plotting.heads_grid(
+            ui.show_figure(ui.cached_figure(("grid_w", key, layer), lambda: plotting.heads_grid(
                 t.weights[layer], t.tokens, "weights",
                 title=f"Layer {layer}: softmax weights")), key="grid_w")
     if tab_s.open:
         with tab_s:
-            ui.show_figure(ui.cached_figure((*base, "grid_s", layer), lambda: plotting.heads_grid(
+            ui.show_figure(ui.cached_figure(("grid_s", key, layer), lambda: plotting.heads_grid(
                 t.scores[layer], t.tokens, "scores",
                 title=f"Layer {layer}: Q·K similarity (raw)")), key="grid_s")
     if tab_one.open:
@@ -53,12 +57,12 @@ def layer_view() -> None:
             a, b = st.columns(2)
             with a:
                 ui.show_figure(ui.cached_figure(
-                    (*base, "one_s", layer, head), lambda: plotting.attention_heatmap(
+                    ("one_s", key, layer, head), lambda: plotting.attention_heatmap(
                         t.scores[layer, head], t.tokens, "scores",
                         title=f"Layer {layer}, head {head}: scores q·k")), key="one_s")
             with b:
                 ui.show_figure(ui.cached_figure(
-                    (*base, "one_w", layer, head), lambda: plotting.attention_heatmap(
+                    ("one_w", key, layer, head), lambda: plotting.attention_heatmap(
                         t.weights[layer, head], t.tokens, "weights",
                         title=f"Layer {layer}, head {head}: weights")), key="one_w")
     ui.download_arrays(
@@ -68,4 +72,4 @@ def layer_view() -> None:
     )
 
 
-layer_view()
+main()

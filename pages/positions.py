@@ -1,192 +1,220 @@
-"""What positional encoding does: self-attention with and without positions (seed 003)."""
+"""What positional encoding does: self-attention with and without positions.
+
+Numbers: analysis.positions (shuffles, mode distances, encodings) and analysis.common (cosines)
+on cached Traces of the sidebar's sentence under each `positions=` mode; figures:
+plotting.positions."""
 
 import numpy as np
 import streamlit as st
 
 from attnviz import ui
-from attnviz.analysis import positions as P
-from attnviz.plotting import positions as fig
+from attnviz.analysis import positions
+from attnviz.analysis.common import cosine_matrix, cosine_per_layer, first_repeated_pair
+from attnviz.engine import POSITION_MODES
+from attnviz.plotting import positions as positions_plots
 from attnviz.plotting.common import escape
-from attnviz.ui.state import trace_or_message
 
-MODES = ("learned", "none", "sinusoidal", "shuffled")
-
-
-@st.cache_data(show_spinner=False, max_entries=32)
-def shuffle_check(_ctx, model_key: str, text: str, pair, seed: int, keep: bool, positions: str):
-    """(perm, max difference per layer): small results only, no Trace kept in the cache."""
-    perm, s = P.shuffled_run(_ctx.model, text, pair, seed=seed, keep_special=keep,
-                             positions=positions)
-    return perm, P.permuted_differences(_ctx.trace(positions=positions), s, perm)["hidden_states"]
+MODE_NAMES = positions_plots.MODE_NAMES
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
-def compare_modes(_ctx, model_key: str, text: str, pair, seed: int, ref: str):
-    traces = {m: _ctx.trace(positions=m, seed=seed) for m in MODES}
-    return P.mode_distances(traces, ref), P.final_cosines(traces, ref)
+def shuffle_check(ctx: ui.Context, mode: str, seed: int, keep: bool):
+    """(perm, max difference per layer) of the shuffled sentence against the original one
+    shuffled the same way, for one position mode: small results only, computed once."""
+    request = ctx.request.with_options(positions=mode)
+
+    def compute():
+        perm, shuffled = positions.shuffled_request(ctx.model, request, seed=seed,
+                                                    keep_special=keep)
+        diffs = positions.permuted_differences(ctx.trace(positions=mode),
+                                               ctx.model.trace(shuffled), perm)
+        return perm, diffs["hidden_states"]
+
+    return ui.cached("results", ("pos_shuffle", ctx.model.key, request, seed, keep), compute)
 
 
-@st.cache_data(show_spinner=False, max_entries=8)
-def encodings(_ctx, model_key: str, count: int):
+def compare_modes(ctx: ui.Context, seed: int, ref: str):
+    """({mode: per-head JS distance to ref}, {mode: final-vector cosines with ref})."""
+    def compute():
+        traces = {m: ctx.trace(positions=m, seed=seed) for m in POSITION_MODES}
+        return positions.mode_distances(traces, ref), positions.final_cosines(traces, ref)
+
+    return ui.cached("results", ("pos_compare", ctx.model.key, ctx.request, seed, ref), compute)
+
+
+def encodings(model, count: int):
     """(sinusoidal table, learned table, PCA of the learned one, explained ratio): they depend
     on the model and the count only. Position 0 (always [CLS]) is far from all the others,
     so the projection leaves it out."""
-    learned = P.learned_table(_ctx.model, count)
-    return (P.sinusoidal_table(count, _ctx.model.hidden), learned, *P.pca(learned[1:]))
+    def compute():
+        learned = positions.learned_table(model, count)
+        return (positions.sinusoidal_table(count, model.hidden), learned,
+                *positions.pca(learned[1:]))
+
+    return ui.cached("results", ("pos_encodings", model.key, count), compute)
 
 
-st.title("What positional encoding does")
-st.markdown(
-    "Self-attention compares every query $q^i$ with every key $k^j$, and nothing in "
-    "$\\mathrm{softmax}(q^i\\cdot k^j/\\sqrt{d_k})$ says *where* token $j$ is: **there is no "
-    "position information in self-attention**. So each position gets its own vector $e^i$, "
-    "hand-crafted or learned from data, added to the input: $e^i + a^i \\to q^i, k^i, v^i$. "
-    "Below, the same BERT runs with its learned $e^i$, with none, with the sinusoids of "
-    "Vaswani et al., and with its learned vectors shuffled."
-)
-ctx = ui.context()
-t = trace_or_message(ctx)
-if t is None:
-    st.stop()
-seed = int(st.number_input("Shuffle seed", 0, 10_000, 0, key="pos_seed", bind="query-params",
-                           help="Chooses the toy vectors, the word shuffle and the "
-                           "'shuffled' mode."))
-tok, n, key = t.tokens, t.n_tokens, ctx.model.key
-labels = [f"{w} #{i}" for i, w in enumerate(tok)]
-# Lazy tabs: only the open one computes (a class on one server pays for what it looks at).
-tabs = st.tabs(["1 · Shuffle the words", "2 · I saw a saw", "3 · The encodings",
-                "4 · Compare the choices"], key="pos_tab", on_change="rerun",
-               bind="query-params")
+def shuffle_tab(ctx: ui.Context, t, seed: int) -> None:
+    tok, n = t.tokens, t.n_tokens
+    st.markdown("**Toy vectors first** (the lecture's $a^i \\to q^i, k^i, v^i$, $d = 4$): both "
+                "*saw*s start from the same vector $a$, so without positions they get the same "
+                "output $b^i$; adding $e^i$ makes them differ.")
+    toy_words = ["I", "saw", "a", "saw"]
+    ui.show_figure(ui.cached_figure(("pos_toy", seed), lambda: positions_plots.toy_outputs(
+        positions.toy_self_attention(toy_words, d=4, seed=seed), toy_words)), key="pos_fig_toy")
+    keep = st.checkbox("Keep [CLS] and [SEP] in place (shuffle only the words)", True,
+                       key="pos_keep", bind="query-params", help="Off: every token moves, the "
+                       "markers too. Without positions the property holds either way.")
+    diffs = {}
+    for m in ("none", "learned"):  # the same seeded shuffle for both
+        perm, diffs[m] = shuffle_check(ctx, m, seed, keep)
+    if (perm == np.arange(n)).all():
+        st.info("This sentence has fewer than two tokens that can move: nothing to shuffle. "
+                "Untick *Keep [CLS] and [SEP]* or type a longer sentence.")
+    ui.show_figure(positions_plots.permutation_figure(tok, perm), key="pos_fig_perm")
+    st.markdown(
+        f"Run BERT on the shuffled tokens and shuffle the original outputs the same way. "
+        f"**Without positions** they are the same vectors, equal up to float rounding: the "
+        f"largest difference over every layer is **{diffs['none'].max():.2e}**. **With learned "
+        f"positions** it is **{diffs['learned'].max():.2f}**: the words now know where they "
+        f"stand.")
+    ui.show_figure(positions_plots.equivariance_figure(diffs), key="pos_fig_equi")
+    ui.download_arrays("Download these numbers (.npz)", {
+        "tokens": tok, "permutation": perm, **{f"max_diff_{m}": d for m, d in diffs.items()}},
+        file_name="attnviz_positions_shuffle.npz", key="pos_dl_shuffle")
 
 
-if tabs[0].open:
-    with tabs[0]:
-        st.markdown("**Toy vectors first** (seed 003's $a^i \\to q^i, k^i, v^i$, $d = 4$): "
-                    "both *saw*s start from the same vector $a$, so without positions they get "
-                    "the same output $b^i$; adding $e^i$ makes them differ.")
-        toy_words = ["I", "saw", "a", "saw"]
-        ui.show_figure(ui.cached_figure(("pos_toy", seed), lambda: fig.toy_outputs(
-            P.toy_self_attention(toy_words, d=4, seed=seed), toy_words)), key="pos_fig_toy")
-        keep = st.checkbox("Keep [CLS] and [SEP] in place (shuffle only the words)", True,
-                           key="pos_keep", bind="query-params", help="Off: every token moves, "
-                           "the markers too. Without positions the property holds either way.")
-        diffs = {}
-        for m in ("none", "learned"):  # the same seeded shuffle for both
-            perm, diffs[m] = shuffle_check(ctx, key, ctx.text, ctx.text_pair, seed, keep, m)
-        if (perm == np.arange(n)).all():
-            st.info("This sentence has fewer than two tokens that can move: nothing to "
-                    "shuffle. Untick *Keep [CLS] and [SEP]* or type a longer sentence.")
-        ui.show_figure(fig.permutation_figure(tok, perm), key="pos_fig_perm")
-        st.markdown(
-            f"Run BERT on the shuffled tokens and shuffle the original outputs the same way. "
-            f"**Without positions** they are the same vectors: the largest difference over "
-            f"every layer is **{diffs['none'].max():.2e}** (float32 rounding). **With learned "
-            f"positions** it is **{diffs['learned'].max():.2f}**: the words now know where they "
-            f"stand.")
-        ui.show_figure(fig.equivariance_figure(diffs), key="pos_fig_equi")
-        ui.download_arrays("Download these numbers (.npz)", {
-            "tokens": tok, "permutation": perm,
-            **{f"max_diff_{m}": d for m, d in diffs.items()}},
-            file_name="attnviz_positions_shuffle.npz", key="pos_dl_shuffle")
+def pair_tab(ctx: ui.Context, t, seed: int) -> None:
+    tok, n, labels = t.tokens, t.n_tokens, t.labels
+    pair = first_repeated_pair(tok)
+    if pair is None:
+        st.info("No word repeats in this sentence (try *I saw a saw*). Pick any two tokens to "
+                "compare.")
+        pair = positions.fallback_pair(n)
+    c1, c2, c3, c4 = st.columns(4)
+    a = labels.index(c1.selectbox("First token", labels, pair[0], key="pos_i",
+                                  bind="query-params"))
+    b = labels.index(c2.selectbox("Second token", labels, pair[1], key="pos_j",
+                                  bind="query-params"))
+    layer = c3.selectbox("Layer", range(t.n_layers), key="pos_layer", bind="query-params")
+    head = c4.selectbox("Head", range(t.n_heads), key="pos_head", bind="query-params")
+    with st.spinner("Running the encoder with each kind of position..."):
+        runs = {m: ctx.trace(positions=m, seed=seed) for m in POSITION_MODES}
+    curves = {m: cosine_per_layer(runs[m].hidden_states, a, b) for m in POSITION_MODES}
+    name = f"'{escape(tok[a])}' #{a} and '{escape(tok[b])}' #{b}"  # goes into figure text
+    same = tok[a] == tok[b] and t.segments[a] == t.segments[b] and a != b
+    if a == b:
+        st.info("Both choices are the same token: pick two different ones to compare.")
+    st.markdown(f"Layer by layer, the cosine similarity of {name} under each choice. " + (
+        "Same word: without positions both are fed the same vector, so every layer gives them "
+        "the same vector again, equal up to float rounding (last layer: cosine "
+        f"{curves['none'][-1]:.6f}); with BERT's learned "
+        f"positions they drift apart ({curves['learned'][-1]:.3f}). That is what lets a tagger "
+        "tell them apart (the lecture: in *I saw a saw* one is a verb, the other a noun)."
+        if same else "These tokens differ (word, or sentence A/B segment), so they differ even "
+        "without positions."))
+    ui.show_figure(positions_plots.cosine_curve(curves, name), key="pos_fig_cos")
+    rows = {m: runs[m].weights[layer, head][[a, b]] for m in ("learned", "none")}
+    ui.show_figure(positions_plots.attention_rows(
+        rows, tok, a, b, title=f"Layer {layer}, head {head}: their attention rows (each sums "
+        "to 1)"), key="pos_fig_rows")
+    ui.show_figure(positions_plots.weights_comparison(
+        runs["learned"].weights[layer, head], runs["none"].weights[layer, head], tok,
+        title=f"Layer {layer}, head {head}: weights with and without positions"),
+        key="pos_fig_wcmp")
+    ui.download_arrays("Download these numbers (.npz)", {
+        "tokens": tok, "pair": np.array([a, b]),
+        **{f"cosine_{m}": c for m, c in curves.items()},
+        **{f"weights_L{layer}H{head}_{m}": runs[m].weights[layer, head]
+           for m in ("learned", "none")}},
+        file_name="attnviz_positions_pair.npz", key="pos_dl_pair")
 
-if tabs[1].open:
-    with tabs[1]:
-        pair = P.default_pair(tok)
-        if pair is None:
-            st.info("No word repeats in this sentence (try *I saw a saw*). Pick any two tokens "
-                    "to compare.")
-            pair = P.fallback_pair(n)
-        c1, c2, c3, c4 = st.columns(4)
-        a = labels.index(c1.selectbox("First token", labels, pair[0], key="pos_i",
-                                      bind="query-params"))
-        b = labels.index(c2.selectbox("Second token", labels, pair[1], key="pos_j",
-                                      bind="query-params"))
-        layer = c3.selectbox("Layer", range(t.n_layers), key="pos_layer", bind="query-params")
-        head = c4.selectbox("Head", range(t.n_heads), key="pos_head", bind="query-params")
-        with st.spinner("Running the encoder with each kind of position..."):
-            runs = {m: ctx.trace(positions=m, seed=seed) for m in MODES}
-        curves = {m: P.cosine_per_layer(runs[m].hidden_states, a, b) for m in MODES}
-        name = f"'{escape(tok[a])}' #{a} and '{escape(tok[b])}' #{b}"  # goes into figure text
-        same = tok[a] == tok[b] and t.segments[a] == t.segments[b] and a != b
-        if a == b:
-            st.info("Both choices are the same token: pick two different ones to compare.")
-        st.markdown(f"Layer by layer, the cosine similarity of {name} under each choice. " + (
-            "Same word: without positions both are fed the same vector, so every layer gives "
-            f"them the same vector again (last layer: {curves['none'][-1]:.6f}); with BERT's "
-            f"learned positions they drift apart ({curves['learned'][-1]:.3f}). That is what "
-            "lets a tagger tell them apart (seed 004: in *I saw a saw* one is a verb, the other "
-            "a noun)." if same else "These tokens differ (word, or sentence A/B segment), so "
-            "they differ even without positions."))
-        ui.show_figure(fig.cosine_curve(curves, name), key="pos_fig_cos")
-        rows = {m: runs[m].weights[layer, head][[a, b]] for m in ("learned", "none")}
-        ui.show_figure(fig.attention_rows(rows, tok, a, b, title=f"Layer {layer}, head {head}: "
-                                          "their attention rows (each sums to 1)"),
-                       key="pos_fig_rows")
-        ui.show_figure(fig.weights_comparison(
-            runs["learned"].weights[layer, head], runs["none"].weights[layer, head], tok,
-            title=f"Layer {layer}, head {head}: weights with and without positions"),
-            key="pos_fig_wcmp")
-        ui.download_arrays("Download these numbers (.npz)", {
-            "tokens": tok, "pair": np.array([a, b]),
-            **{f"cosine_{m}": c for m, c in curves.items()},
-            **{f"weights_L{layer}H{head}_{m}": runs[m].weights[layer, head]
-               for m in ("learned", "none")}},
-            file_name="attnviz_positions_pair.npz", key="pos_dl_pair")
 
-if tabs[2].open:
-    with tabs[2]:
-        top = ctx.model.max_positions
-        count = st.slider("Positions shown", min(8, top), top, min(128, top), key="pos_n",
-                          bind="query-params")
-        pe, learned, coords, ratio = encodings(ctx, key, count)
-        st.markdown("**Hand-crafted** (Vaswani et al. 2017): "
-                    "$PE_{p,2i} = \\sin(p/10000^{2i/d})$, $PE_{p,2i+1} = \\cos(p/10000^{2i/d})$. "
-                    "Early dimensions wave fast, late ones slowly; the dot product "
-                    "$e^p\\cdot e^q$ depends only on the distance $p-q$.")
-        base = ("pos_enc", key, count)  # these figures depend on the model only: built once
-        c1, c2 = st.columns(2)
-        with c1:
-            ui.show_figure(ui.cached_figure((*base, "sin"), lambda: fig.encoding_heatmap(
-                pe, f"Sinusoidal e^p, d = {ctx.model.hidden}")), key="pos_fig_sin")
-        with c2:
-            ui.show_figure(ui.cached_figure((*base, "sindot"), lambda: fig.position_matrix(
-                P.dot_products(pe), "Sinusoidal: e^p · e^q", "dot")), key="pos_fig_sindot")
-        st.markdown(f"**Learned from data**: {ctx.model.name}'s own table of "
-                    f"{ctx.model.max_positions} vectors, one per position, trained with the "
-                    "model. Nobody told it to, yet neighbouring positions end up similar.")
-        c1, c2 = st.columns(2)
-        with c1:
-            ui.show_figure(ui.cached_figure((*base, "learned"), lambda: fig.encoding_heatmap(
-                learned, "Learned e^p (colours clipped at the 99th percentile)", clip=99)),
-                key="pos_fig_learned")
-        with c2:
-            ui.show_figure(ui.cached_figure((*base, "lcos"), lambda: fig.position_matrix(
-                P.cosine_matrix(learned), "Learned: cos(e^p, e^q)")), key="pos_fig_lcos")
-        st.caption("Position 0, always [CLS] here, lies far from every other position "
-                   "(see its row above), so the projection leaves it out.")
-        ui.show_figure(ui.cached_figure((*base, "pca"), lambda: fig.pca_scatter(
-            coords, ratio, first=1)), key="pos_fig_pca")
-        ui.download_arrays("Download these numbers (.npz)", {
-            "sinusoidal": pe, "learned_positions": learned, "pca": coords},
-            file_name="attnviz_positions_encodings.npz", key="pos_dl_enc")
+def encodings_tab(model) -> None:
+    top = model.max_positions
+    count = st.slider("Positions shown", min(8, top), top, min(128, top), key="pos_n",
+                      bind="query-params")
+    pe, learned, coords, ratio = encodings(model, count)
+    st.markdown("**Hand-crafted** (Vaswani et al. 2017): "
+                "$PE_{p,2i} = \\sin(p/10000^{2i/d})$, $PE_{p,2i+1} = \\cos(p/10000^{2i/d})$. "
+                "Early dimensions wave fast, late ones slowly; the dot product "
+                "$e^p\\cdot e^q$ depends only on the distance $p-q$.")
+    base = ("pos_enc", model.key, count)  # these figures depend on the model only: built once
+    c1, c2 = st.columns(2)
+    with c1:
+        ui.show_figure(ui.cached_figure((*base, "sin"), lambda: positions_plots.encoding_heatmap(
+            pe, f"Sinusoidal e^p, d = {model.hidden}")), key="pos_fig_sin")
+    with c2:
+        ui.show_figure(ui.cached_figure((*base, "sindot"), lambda: positions_plots.position_matrix(
+            positions.dot_products(pe), "Sinusoidal: e^p · e^q", "dot")), key="pos_fig_sindot")
+    st.markdown(f"**Learned from data**: {model.name}'s own table of {model.max_positions} "
+                "vectors, one per position, trained with the model. Nobody told it to, yet "
+                "neighbouring positions end up similar.")
+    c1, c2 = st.columns(2)
+    with c1:
+        ui.show_figure(ui.cached_figure((*base, "learned"), lambda: (
+            positions_plots.encoding_heatmap(
+                learned, "Learned e^p (colours clipped at the 99th percentile)", clip=99))),
+            key="pos_fig_learned")
+    with c2:
+        ui.show_figure(ui.cached_figure((*base, "lcos"), lambda: positions_plots.position_matrix(
+            cosine_matrix(learned), "Learned: cos(e^p, e^q)")), key="pos_fig_lcos")
+    st.caption("Position 0, always [CLS] here, lies far from every other position (see its row "
+               "above), so the projection leaves it out.")
+    ui.show_figure(ui.cached_figure((*base, "pca"), lambda: positions_plots.pca_scatter(
+        coords, ratio, first=1)), key="pos_fig_pca")
+    ui.download_arrays("Download these numbers (.npz)", {
+        "sinusoidal": pe, "learned_positions": learned, "pca": coords},
+        file_name="attnviz_positions_encodings.npz", key="pos_dl_enc")
 
-if tabs[3].open:
-    with tabs[3]:
-        ref = st.selectbox("Compare with", MODES, key="pos_ref", bind="query-params",
-                           format_func=lambda m: fig.MODE_NAMES[m])
-        with st.spinner("Comparing every head under each choice..."):
-            dist, final = compare_modes(ctx, key, ctx.text, ctx.text_pair, seed, ref)
-        st.markdown(
-            "For each head, how different are its weights under another choice of positions? "
-            "Distance = mean over queries of the Jensen-Shannon divergence between the two "
-            "weight rows (0 = identical, 1 bit = no overlap); a choice against itself is "
-            "exactly 0. Mean over heads: " + "; ".join(
-                f"{fig.MODE_NAMES[m]} {d.mean():.3f} bits" for m, d in dist.items() if m != ref)
-            + ". Honest caveat: this BERT was trained with its learned vectors only; sinusoids "
-            "it never saw can move it further than removing positions altogether.")
-        ui.show_figure(fig.mode_distance_grid(dist, ref), key="pos_fig_dist")
-        ui.show_figure(fig.final_change_figure(final, tok, ref), key="pos_fig_final")
-        ui.download_arrays("Download these numbers (.npz)", {
-            "tokens": tok, **{f"js_distance_{m}_vs_{ref}": d for m, d in dist.items()},
-            **{f"final_cosine_{m}_vs_{ref}": c for m, c in final.items()}},
-            file_name="attnviz_positions_compare.npz", key="pos_dl_compare")
+
+def compare_tab(ctx: ui.Context, t, seed: int) -> None:
+    ref = st.selectbox("Compare with", POSITION_MODES, key="pos_ref", bind="query-params",
+                       format_func=lambda m: MODE_NAMES[m])
+    with st.spinner("Comparing every head under each choice..."):
+        dist, final = compare_modes(ctx, seed, ref)
+    st.markdown(
+        "For each head, how different are its weights under another choice of positions? "
+        "Distance = mean over queries of the Jensen-Shannon divergence between the two weight "
+        "rows (0 = identical, 1 bit = no overlap); a choice against itself is exactly 0. Mean "
+        "over heads: " + "; ".join(
+            f"{MODE_NAMES[m]} {d.mean():.3f} bits" for m, d in dist.items() if m != ref)
+        + ". Honest caveat: this BERT was trained with its learned vectors only; sinusoids it "
+        "never saw can move it further than removing positions altogether.")
+    ui.show_figure(positions_plots.mode_distance_grid(dist, ref), key="pos_fig_dist")
+    ui.show_figure(positions_plots.final_change_figure(final, t.tokens, ref), key="pos_fig_final")
+    ui.download_arrays("Download these numbers (.npz)", {
+        "tokens": t.tokens, **{f"js_distance_{m}_vs_{ref}": d for m, d in dist.items()},
+        **{f"final_cosine_{m}_vs_{ref}": c for m, c in final.items()}},
+        file_name="attnviz_positions_compare.npz", key="pos_dl_compare")
+
+
+def main() -> None:
+    st.title("What positional encoding does")
+    st.markdown(
+        "Self-attention compares every query $q^i$ with every key $k^j$, and nothing in "
+        "$\\mathrm{softmax}(q^i\\cdot k^j/\\sqrt{d_k})$ says *where* token $j$ is: **there is no "
+        "position information in self-attention**. So each position gets its own vector $e^i$, "
+        "hand-crafted or learned from data, added to the input: $e^i + a^i \\to q^i, k^i, v^i$. "
+        "Below, the same BERT runs with its learned $e^i$, with none, with the sinusoids of "
+        "Vaswani et al., and with its learned vectors shuffled."
+    )
+    ctx = ui.context()
+    t = ui.trace_or_message(ctx)
+    if t is None:
+        return
+    seed = int(st.number_input("Shuffle seed", 0, 10_000, 0, key="pos_seed", bind="query-params",
+                               help="Chooses the toy vectors, the word shuffle and the "
+                               "'shuffled' mode."))
+    # Lazy tabs: only the open one computes (a class on one server pays for what it looks at).
+    tabs = st.tabs(["1 · Shuffle the words", "2 · I saw a saw", "3 · The encodings",
+                    "4 · Compare the choices"], key="pos_tab", on_change="rerun",
+                   bind="query-params")
+    draws = (lambda: shuffle_tab(ctx, t, seed), lambda: pair_tab(ctx, t, seed),
+             lambda: encodings_tab(ctx.model), lambda: compare_tab(ctx, t, seed))
+    for tab, draw in zip(tabs, draws, strict=True):
+        if tab.open:
+            with tab:
+                draw()
+
+
+main()

@@ -1,92 +1,31 @@
-"""Windows and receptive fields: truncated self-attention (seed 003, speech) vs full and causal,
-receptive fields across depth vs a 1-D CNN (Cordonnier et al. 2020, arXiv:1911.03584), how much
-context BERT uses, and the measured cost of full vs windowed attention on long sequences."""
+"""Windows and receptive fields: truncated self-attention (the lecture's speech example) vs full
+and causal, receptive fields across depth vs a 1-D CNN (Cordonnier et al. 2020,
+arXiv:1911.03584), how much context BERT uses, and the measured cost of full vs windowed
+attention on long sequences.
+
+Numbers: cached Traces with `window=` / `causal=` (their `mask`), analysis.receptive (gradient
+fields), analysis.windows (context sweep), analysis.cost (timings); figures: plotting.windows."""
 
 import numpy as np
 import streamlit as st
 
 from attnviz import ui
-from attnviz.analysis import receptive
+from attnviz.analysis import cost, receptive
 from attnviz.analysis import windows as win
-from attnviz.engine import build_mask
-from attnviz.plotting import windows as wplot
+from attnviz.engine import TraceRequest, token_labels
+from attnviz.plotting import windows as windows_plots
 from attnviz.plotting.common import axis_labels
-from attnviz.ui.state import trace_or_message
-from attnviz.ui.trace_cache import SharedCache
 
 PASSAGE = ("I saw a saw in the shed, so I took the saw and cut the old board in two "
            "before the rain came.")
 LENGTHS = [256, 512, 1024, 2048, 4096, 8192]
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
-def fields(_model, model_key: str, text: str, pair: str | None, token: int, w: int) -> dict:
-    ids, seg, _ = _model.tokenize(text, pair)
-    return receptive.all_fields(_model, ids, seg, token, w)
-
-
-@st.cache_resource(show_spinner=False)
-def _store() -> SharedCache:
-    """Results of the long runs, keyed on plain values, shared by sessions and computed once
-    (a progress bar cannot live inside st.cache_data, whose replay refuses elements made
-    outside it)."""
-    return SharedCache(max_size=16)
-
-
-def with_progress(label: str, key: tuple, compute):
-    def run():
-        bar = st.progress(0.0, text=label)
-        result = compute(lambda f, msg: bar.progress(min(1.0, f), text=f"{label} {msg}"))
-        bar.empty()
-        return result
-
-    return _store().get(key, run, waiting=lambda: st.spinner(
-        f"{label} another session started this run; it is shared when done."))
-
-
-def sweep(model, text: str, pair: str | None):
-    ids, seg, _ = model.tokenize(text, pair)
-    return with_progress("Running the encoder for each window:", ("sweep", model.key, text, pair),
-                         lambda p: win.context_sweep(model, ids, seg, win.sweep_windows(len(ids)),
-                                                     progress=p))
-
-
-def costs(device: str, lengths: tuple, w: int) -> list:
-    return with_progress("Measuring:", ("cost", device, lengths, w),
-                         lambda p: win.measure_sweep(lengths, w, device=device, progress=p))
-
-
-st.title("Windows and receptive fields")
-st.markdown(
-    "Truncated self-attention lets query $i$ see only the keys $j$ with $|i-j| \\le w$: "
-    "$w_{ij} = \\mathrm{softmax}_{|i-j|\\le w}(q^i\\cdot k^j/\\sqrt{d_k})$. A decoder's causal "
-    "mask keeps $j \\le i$. A CNN is self-attention confined to a fixed field; self-attention "
-    "is a CNN whose field is learned (Cordonnier et al. 2020)."
-)
-ctx = ui.context()
-t = trace_or_message(ctx)
-if t is None:
-    st.stop()
-n = t.n_tokens
-c1, c2, c3 = st.columns(3)
-w = c1.slider("Window w (±w tokens)", 0, 16, 1, key="win_w", bind="query-params")
-layer = c2.selectbox("Layer", range(t.n_layers), key="win_layer", bind="query-params",
-                     format_func=lambda i: f"layer {i}")
-head = c3.selectbox("Head", range(t.n_heads), key="win_head", bind="query-params",
-                    format_func=lambda h: f"head {h}")
-# Lazy tabs: only the open one computes (the sweep and the cost timings are not free).
-tabs = st.tabs(
-    ["Masks and weights", "Receptive fields", "How much context?", "Long sequences: cost"],
-    key="win_tab", on_change="rerun", bind="query-params")
-
-
-def masks_tab() -> None:
+def masks_tab(ctx: ui.Context, t, w: int, layer: int, head: int) -> None:
     traces = {"full": t, f"window ±{w}": ctx.trace(window=w), "causal": ctx.trace(causal=True)}
-    masks = {k: build_mask(n, v.options["window"], v.options["causal"]) for k, v in
-             traces.items()}
-    masks = {k: np.ones((n, n), bool) if m is None else m.numpy() for k, m in masks.items()}
+    masks = {k: v.mask for k, v in traces.items()}
     weights = {k: v.weights[layer, head] for k, v in traces.items()}
-    ui.show_figure(wplot.masks_and_weights(
+    ui.show_figure(windows_plots.masks_and_weights(
         t.tokens, masks, weights, f"Layer {layer}, head {head}: each mask (top) and the weights "
         "it gives (bottom)"), key="win_masks")
     st.caption("Rows are queries, columns keys. Outside the blue cells the weight is exactly 0 "
@@ -97,37 +36,51 @@ def masks_tab() -> None:
         "names": list(masks)}, file_name=f"attnviz_windows_L{layer}H{head}.npz", key="win_dl_m")
 
 
-def fields_tab() -> None:
+def fields_tab(ctx: ui.Context, w: int) -> None:
+    model = ctx.model
     src = st.radio("Text", ["a longer passage", "sidebar sentence"], horizontal=True,
                    key="win_rf_text", bind="query-params")
-    text, pair = (ctx.text, ctx.text_pair) if src == "sidebar sentence" else (PASSAGE, None)
-    toks = ctx.model.tokens_of(ctx.model.tokenize(text, pair)[0])
+    request = ctx.request if src == "sidebar sentence" else TraceRequest(PASSAGE)
+    ids, segments, _ = model.tokenize(request.text, request.pair)
+    toks = model.tokens_of(ids)
+    labels = token_labels(toks)
     if st.session_state.get("win_token") not in range(len(toks)):
         st.session_state["win_token"] = len(toks) // 2
     token = st.selectbox("Output token t", range(len(toks)), key="win_token",
-                         format_func=lambda i: f"{toks[i]} #{i}", bind="query-params")
+                         format_func=lambda i: labels[i], bind="query-params")
+    key = (model.key, request, token, w)
     with st.spinner("Back-propagating from the output token through every depth..."):
-        f = fields(ctx.model, ctx.model.key, text, pair, token, w)
-    ui.show_figure(ui.cached_figure(
-        ("win_fields", ctx.model.key, text, pair, token, w), lambda: wplot.receptive_fields(
-            f, toks, token, w, "Which inputs can change token t at depth l: "
-            "|∂(r·h_l[t])/∂x_j| from the models' own gradients (blank = exactly 0)")),
+        f = ui.cached("results", ("win_fields", *key),
+                      lambda: receptive.all_fields(model, ids, segments, token, w))
+    ui.show_figure(ui.cached_figure(("win_fields", *key), lambda: windows_plots.receptive_fields(
+        f, toks, token, w, "Which inputs can change token t at depth l: "
+        "|∂(r·h_l[t])/∂x_j| from the models' own gradients (blank = exactly 0)")),
         key="win_fields")
-    ext = {k: receptive.field_extent(v)[-1] for k, v in f.items()}
+    depth = model.n_layers
+    measured = {k: receptive.field_extent(v)[-1] for k, v in f.items()}
+    analytic = receptive.analytic_field("window", len(toks), depth, token, w)
+    a, b = receptive.field_extent(analytic)[-1]
     st.caption(
-        f"At depth {ctx.model.n_layers}: " + ", ".join(
-            f"{k} reaches #{a}..#{b}" for k, (a, b) in ext.items()) +
-        f". Analytic window/CNN field: t ± l·w = #{max(0, token - ctx.model.n_layers * w)}.."
-        f"#{min(len(toks) - 1, token + ctx.model.n_layers * w)}. Inside the field the attention "
+        f"At depth {depth}: " + ", ".join(f"{k} reaches #{lo}..#{hi}"
+                                          for k, (lo, hi) in measured.items()) +
+        f". Analytic window/CNN field: t ± l·w = #{a}..#{b}. Inside the field the attention "
         "gradients depend on the sentence; the CNN's depend only on its fixed kernels.")
     ui.download_arrays("Download the gradient fields (.npz)", {"tokens": toks, **f},
                        file_name="attnviz_receptive_fields.npz", key="win_dl_r")
 
 
-def context_tab() -> None:
-    s = sweep(ctx.model, ctx.text, ctx.text_pair)
+def context_tab(ctx: ui.Context) -> None:
+    model, request = ctx.model, ctx.request
+
+    def sweep(progress):
+        ids, segments, _ = model.tokenize(request.text, request.pair)
+        return win.context_sweep(model, ids, segments, win.sweep_windows(len(ids)),
+                                 progress=progress)
+
+    s = ui.with_progress("results", ("win_sweep", model.key, request),
+                         "Running the encoder for each window:", sweep)
     label = (" and ".join(axis_labels(s.tokens)[i] for i in s.pair) if s.pair else "")
-    ui.show_figure(wplot.context_curve(
+    ui.show_figure(windows_plots.context_curve(
         s.windows, s.mean_cosine, s.cosine.min(axis=1), s.pair_cosine, s.full_pair_cosine,
         label, "How far the final vectors move when each token sees only ±w neighbours"),
         key="win_context")
@@ -147,7 +100,7 @@ def context_tab() -> None:
         file_name="attnviz_context_sweep.npz", key="win_dl_c")
 
 
-def cost_tab() -> None:
+def cost_tab(ctx: ui.Context) -> None:
     st.markdown("Speech has ~100 frames per second: attention over a minute is L = 6000. Random "
                 "queries/keys/values (1 head, d = 64), the engine's attention vs the blocked "
                 "windowed implementation that never builds the L×L matrix.")
@@ -156,22 +109,48 @@ def cost_tab() -> None:
                           bind="query-params")
     cw = b.slider("Window w (frames)", 1, 256, 50, key="win_cost_w", bind="query-params")
     dev = str(ctx.model.device)
-    ms = costs(dev, tuple(L for L in LENGTHS if L <= top), cw)
-    table = win.measurements_table(ms)
-    ui.show_figure(wplot.cost_chart(table, win.device_name(dev), ms[0].memory_method),
+    lengths = tuple(L for L in LENGTHS if L <= top)
+    ms = ui.with_progress("results", ("win_cost", dev, lengths, cw), "Measuring:",
+                          lambda p: cost.measure_sweep(lengths, cw, device=dev, progress=p))
+    table = cost.measurements_table(ms)
+    ui.show_figure(windows_plots.cost_chart(table, cost.device_name(dev), ms[0].memory_method),
                    key="win_cost")
     st.caption("Peak memory counts the tensors allocated, so it repeats exactly; times are the "
                "best of 5 calls and wobble when other programs share the processor.")
     st.dataframe({**{k: v for k, v in table.items() if k != "peak_bytes"},
                   "peak MiB": table["peak_bytes"] / 2**20}, hide_index=True)
-    csv = "length,window,method,seconds,median_seconds,peak_bytes\n" + "\n".join(
-        f"{m.length},{m.window},{m.method},{m.seconds:.6g},{m.median_seconds:.6g},{m.peak_bytes}"
-        for m in ms)
-    st.download_button("Download the measurements (.csv)", csv, "attnviz_window_cost.csv",
-                       "text/csv", key="win_dl_l", on_click="ignore")
+    ui.download_csv("Download the measurements (.csv)", table, "attnviz_window_cost.csv",
+                    key="win_dl_l")
 
 
-for tab, draw in zip(tabs, (masks_tab, fields_tab, context_tab, cost_tab), strict=True):
-    if tab.open:
-        with tab:
-            draw()
+def main() -> None:
+    st.title("Windows and receptive fields")
+    st.markdown(
+        "Truncated self-attention lets query $i$ see only the keys $j$ with $|i-j| \\le w$: "
+        "$w_{ij} = \\mathrm{softmax}_{|i-j|\\le w}(q^i\\cdot k^j/\\sqrt{d_k})$. A decoder's "
+        "causal mask keeps $j \\le i$. A CNN is self-attention confined to a fixed field; "
+        "self-attention is a CNN whose field is learned (Cordonnier et al. 2020)."
+    )
+    ctx = ui.context()
+    t = ui.trace_or_message(ctx)
+    if t is None:
+        return
+    c1, c2, c3 = st.columns(3)
+    w = c1.slider("Window w (±w tokens)", 0, 16, 1, key="win_w", bind="query-params")
+    layer = c2.selectbox("Layer", range(t.n_layers), key="win_layer", bind="query-params",
+                         format_func=lambda i: f"layer {i}")
+    head = c3.selectbox("Head", range(t.n_heads), key="win_head", bind="query-params",
+                        format_func=lambda h: f"head {h}")
+    # Lazy tabs: only the open one computes (the sweep and the cost timings are not free).
+    tabs = st.tabs(
+        ["Masks and weights", "Receptive fields", "How much context?", "Long sequences: cost"],
+        key="win_tab", on_change="rerun", bind="query-params")
+    draws = (lambda: masks_tab(ctx, t, w, layer, head), lambda: fields_tab(ctx, w),
+             lambda: context_tab(ctx), lambda: cost_tab(ctx))
+    for tab, draw in zip(tabs, draws, strict=True):
+        if tab.open:
+            with tab:
+                draw()
+
+
+main()

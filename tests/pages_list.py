@@ -1,39 +1,25 @@
-"""The app's page files, read from app.py's PAGES (parsed with ast, not imported).
+"""The app's page files, from the router's PAGES (attnviz.ui.router), in teaching order.
 
-Importing app.py would run Streamlit code; parsing it keeps this list in step with the router,
-so a page that lands later is covered by every suite that loops over `existing_pages()`.
+A page that lands later is covered by every suite that loops over `existing_pages()`.
 """
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
+from attnviz.ui.router import DEFAULT_PAGE, PAGES
+
 ROOT = Path(__file__).resolve().parents[1]
-APP = ROOT / "app.py"
 
 
 def all_pages() -> list[tuple[str, str]]:
-    """(file, title) for each entry of app.py's PAGES, in teaching order."""
-    tree = ast.parse(APP.read_text(encoding="utf-8"))
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and any(
-            isinstance(t, ast.Name) and t.id == "PAGES" for t in node.targets
-        ):
-            entries = ast.literal_eval(node.value)
-            return [(e[0], e[1]) for e in entries]
-    raise LookupError("app.py has no PAGES list")
+    """(file, title) for each entry of PAGES, in teaching order."""
+    return [(path, title) for path, title, _, _ in PAGES]
 
 
 def default_page() -> str:
-    """app.py's DEFAULT_PAGE (served at '/')."""
-    tree = ast.parse(APP.read_text(encoding="utf-8"))
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and any(
-            isinstance(t, ast.Name) and t.id == "DEFAULT_PAGE" for t in node.targets
-        ):
-            return ast.literal_eval(node.value)
-    raise LookupError("app.py has no DEFAULT_PAGE")
+    """The page served at '/'."""
+    return DEFAULT_PAGE
 
 
 def existing_pages() -> list[str]:

@@ -33,7 +33,8 @@ from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 from streamlit.testing.v1 import AppTest
 
 from attnviz.engine import ARRAY_FIELDS
-from attnviz.ui.state import clear_caches
+from attnviz.ui.cache import clear_caches
+from tests.apptest import APP
 from tests.pages_list import default_page, text_pages
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -171,10 +172,10 @@ def fresh_session(page: str, rec: Recorder) -> dict:
     """Run the page in a new AppTest session after clearing every cache; collect its output."""
     st.cache_data.clear()
     st.cache_resource.clear()
-    clear_caches()  # the server-wide traces and figures too
+    clear_caches()  # the app's own registry: traces, results, figures, taggers
     rec.files.clear()
     rec.deferred.clear()
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
+    at = AppTest.from_file(APP, default_timeout=300)
     at.run()
     at.session_state["text"] = TEXT
     at.session_state["pair"] = PAIR

@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.apptest import open_page
 from tests.data.hostile_inputs import (
     HOSTILE,
     HOSTILE_PAIRS,
@@ -52,11 +53,7 @@ SKIP_KEYS = {"bdata", "dtype", "shape", "_dtype"}
 
 # ---------------------------------------------------------------------------- helpers
 def new_session(page: str) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
-    at.run()
-    if page != default_page():
-        at.switch_page(page).run()
-    return at
+    return open_page(page, timeout=180)
 
 
 _SESSIONS: dict[str, AppTest] = {}

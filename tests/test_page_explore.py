@@ -2,25 +2,18 @@
 a refused model folder."""
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
-from streamlit.testing.v1 import AppTest
 
 from attnviz.analysis.views import shown_weights
+from tests.apptest import open_page
 from tests.plotly_json import decode, figures
-
-APP = str(Path(__file__).resolve().parents[1] / "app.py")
 
 
 @pytest.fixture
 def at():
-    at = AppTest.from_file(APP, default_timeout=180)
-    at.run()
-    at.switch_page("pages/explore.py").run()
-    assert not at.exception
-    return at
+    return open_page("pages/explore.py", timeout=180)
 
 
 def test_default_sentence(at, model):

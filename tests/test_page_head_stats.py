@@ -1,27 +1,20 @@
 """AppTest of head statistics and rollout: heatmaps, table and rollout from the analysis."""
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
-from streamlit.testing.v1 import AppTest
 
 from attnviz.analysis.head_stats import STATS, head_stats
 from attnviz.analysis.rollout import rollout
+from tests.apptest import open_page
 
 from .test_page_explore import decode
-
-APP = str(Path(__file__).resolve().parents[1] / "app.py")
 
 
 @pytest.fixture
 def at():
-    at = AppTest.from_file(APP, default_timeout=180)
-    at.run()
-    at.switch_page("pages/head_stats.py").run()
-    assert not at.exception
-    return at
+    return open_page("pages/head_stats.py", timeout=180)
 
 
 def test_default_sentence(at, model):

@@ -1,15 +1,14 @@
 """AppTest of the Images page: its figures and metric come from the analysis, widgets work."""
 
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from streamlit.testing.v1 import AppTest
 
 from attnviz.analysis import conv_attention as ca
 from attnviz.analysis import image_attention as ia
+from tests.apptest import open_page
 from tests.plotly_json import decode, figures_all_tabs
 
 TABS = ["Attention map vs conv window", "Convolution as attention"]
@@ -27,16 +26,11 @@ def open_exact(at) -> None:
     at.session_state["img_tab"] = TABS[1]
     at.run()
 
-APP = str(Path(__file__).resolve().parents[1] / "app.py")
 
 
 @pytest.fixture
 def at():
-    at = AppTest.from_file(APP, default_timeout=240)
-    at.run()
-    at.switch_page("pages/images.py").run()
-    assert not at.exception
-    return at
+    return open_page("pages/images.py", timeout=240)
 
 
 def test_default_page(at):

@@ -1,24 +1,18 @@
 """AppTest of the neuron view: panels and the numbers table come from the trace."""
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
-from streamlit.testing.v1 import AppTest
+
+from tests.apptest import open_page
 
 from .test_page_explore import decode
-
-APP = str(Path(__file__).resolve().parents[1] / "app.py")
 
 
 @pytest.fixture
 def at():
-    at = AppTest.from_file(APP, default_timeout=180)
-    at.run()
-    at.switch_page("pages/inside_score.py").run()
-    assert not at.exception
-    return at
+    return open_page("pages/inside_score.py", timeout=180)
 
 
 def panels(at, i):

@@ -1,11 +1,10 @@
 """AppTest of the first page: heatmaps from the engine's numbers, distinct repeated tokens."""
 
-from pathlib import Path
 
 import numpy as np
 import pytest
-from streamlit.testing.v1 import AppTest
 
+from tests.apptest import open_page
 from tests.plotly_json import decode, figures_all_tabs
 
 TABS = ["Weights, all heads", "Scores, all heads", "One head, exact"]
@@ -16,15 +15,11 @@ def figures(at) -> list[dict]:
     figs = figures_all_tabs(at, "lh_tab", TABS)
     return [figs[k] for k in ("grid_w", "grid_s", "one_s", "one_w")]
 
-APP = str(Path(__file__).resolve().parents[1] / "app.py")
 
 
 @pytest.fixture
 def at():
-    at = AppTest.from_file(APP, default_timeout=180)
-    at.run()
-    assert not at.exception
-    return at
+    return open_page(timeout=180)
 
 
 def test_default_sentence_heatmaps_match_the_trace(at, model):

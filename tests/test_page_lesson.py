@@ -1,6 +1,5 @@
 """AppTest of the lesson: every step, predict-then-reveal, the numbers from the taggers/engine."""
 
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -8,19 +7,16 @@ from streamlit.testing.v1 import AppTest
 
 from attnviz.analysis import lesson as L
 from attnviz.analysis import taggers as T
+from attnviz.analysis.common import rounding_tolerance
+from tests.apptest import APP, open_page
 from tests.plotly_json import decode, figures
 
-APP = str(Path(__file__).resolve().parents[1] / "app.py")
 N = len(L.STEPS)
 
 
 @pytest.fixture
 def at():
-    at = AppTest.from_file(APP, default_timeout=240)
-    at.run()
-    at.switch_page("pages/lesson.py").run()
-    assert not at.exception
-    return at
+    return open_page("pages/lesson.py", timeout=240)
 
 
 def go(at, step: int, reveal: bool = True):
@@ -34,12 +30,12 @@ def go(at, step: int, reveal: bool = True):
 
 
 def trained() -> T.Trained:
-    from attnviz.ui.lesson import _registry
+    from attnviz.ui.cache import cached
 
     def not_trained():
         raise AssertionError("the page did not train the taggers for the default settings")
 
-    return _registry().get(T.Settings(), not_trained)
+    return cached("taggers", T.Settings(), not_trained)
 
 
 def table_rows(fig) -> dict[str, list[str]]:
@@ -104,7 +100,11 @@ def test_bert_step_cosines_come_from_the_engine(at, model):
                                atol=1e-6)
     np.testing.assert_allclose(decode(cos[1]["y"]), 1.0, atol=1e-6)
     figs = go(at, 4)
-    assert any("1.000000" in m.value for m in at.markdown)
+    said = next(m.value for m in at.markdown if "max |difference|" in m.value)
+    assert "1.000000" in said and "equal up to float rounding" in said
+    shown = float(said.split("max |difference| = **")[1].split("**")[0])
+    assert shown == float(f"{L.max_abs_difference(none.hidden_states, 2, 4):.2g}")
+    assert shown <= rounding_tolerance(none.hidden_states)  # float32 rounding, nothing more
 
 
 def test_attention_step_shows_bert_weights(at, model):

@@ -1,14 +1,14 @@
 """AppTest of the positions page: its figures carry the engine's numbers, for any sentence."""
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from streamlit.testing.v1 import AppTest
 
+from attnviz.analysis.common import rounding_tolerance
+from tests.apptest import open_page
 from tests.plotly_json import decode, figures_all_tabs
 
 from .test_analysis_positions import make_tiny_bert
@@ -19,7 +19,6 @@ def figures(at) -> dict[str, dict]:
     return figures_all_tabs(at, "pos_tab")
 
 
-APP = str(Path(__file__).resolve().parents[1] / "app.py")
 KEYS = ["pos_fig_toy", "pos_fig_perm", "pos_fig_equi", "pos_fig_cos", "pos_fig_rows",
         "pos_fig_wcmp", "pos_fig_sin", "pos_fig_sindot", "pos_fig_learned", "pos_fig_lcos",
         "pos_fig_pca", "pos_fig_dist", "pos_fig_final"]
@@ -27,11 +26,7 @@ KEYS = ["pos_fig_toy", "pos_fig_perm", "pos_fig_equi", "pos_fig_cos", "pos_fig_r
 
 @pytest.fixture
 def at():
-    at = AppTest.from_file(APP, default_timeout=180)
-    at.run()
-    at.switch_page("pages/positions.py").run()
-    assert not at.exception
-    return at
+    return open_page("pages/positions.py", timeout=180)
 
 
 def cos_ref(h, i, j):
@@ -46,6 +41,10 @@ def test_default_sentence_every_figure(at, model):
     # Shuffle: the page's "none" bars are ~0, the "learned" bars are not.
     none, learned = figs["pos_fig_equi"]["data"]
     assert decode(none["y"]).max() < 1e-5 and decode(learned["y"]).max() > 0.1
+    said = next(m.value for m in at.markdown if "equal up to float rounding" in m.value)
+    shown = float(said.split("every layer is **")[1].split("**")[0])
+    assert shown == float(f"{decode(none['y']).max():.2e}")
+    assert shown <= rounding_tolerance(model.trace("I saw a saw", positions="none").hidden_states)
     # The permutation keeps [CLS]/[SEP] and moves the words; recompute the difference here.
     perm = decode(figs["pos_fig_perm"]["data"][-1]["customdata"]).astype(int)
     ids, segs, _ = model.tokenize("I saw a saw")
@@ -54,7 +53,7 @@ def test_default_sentence_every_figure(at, model):
     b = model.trace_ids([ids[k] for k in perm], positions="learned")
     expected = np.abs(b.hidden_states - a.hidden_states[:, perm]).max(axis=(1, 2))
     np.testing.assert_allclose(decode(learned["y"]), expected, atol=1e-6)
-    # Two saws: cosine per layer, learned vs none (identical vectors: 1 in every layer).
+    # Two saws: cosine per layer, learned vs none (equal up to rounding: 1 in every layer).
     curves = {d["name"]: decode(d["y"]) for d in figs["pos_fig_cos"]["data"]}
     np.testing.assert_allclose(curves["no positions"], 1.0, atol=1e-6)
     t = model.trace("I saw a saw")

@@ -2,19 +2,17 @@
 recomputed here (SDPA on the page's own Q, K, V; the engine's trace for the real head)."""
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from streamlit.testing.v1 import AppTest
 
 from attnviz.analysis import walkthrough as wt
+from tests.apptest import open_page
 from tests.plotly_json import decode
 from tests.plotly_json import figures_by_key as figures
 
-APP = str(Path(__file__).resolve().parents[1] / "app.py")
 PAGE = "pages/step_by_step.py"
 # chart keys drawn by each step (toy mode; real mode draws the same but no heads sweep)
 TOY_KEYS = {1: ["s1_A"], 2: ["s2_q", "s2_k", "s2_v"], 3: ["s3_terms", "s3_S"],
@@ -26,11 +24,7 @@ REAL_KEYS = {**TOY_KEYS, 7: ["s7_h", "s7_O"]}
 @pytest.fixture(scope="module")
 def at():
     """One session for the module: the page keeps working as widgets change (as in class)."""
-    at = AppTest.from_file(APP, default_timeout=180)
-    at.run()
-    at.switch_page(PAGE).run()
-    assert not at.exception
-    return at
+    return open_page(PAGE, timeout=180)
 
 
 def go(at, mode=None, step=None, text=None, **widgets):
@@ -107,7 +101,7 @@ def test_temperature_heads_and_additive(at):
     assert len(figs["s7_h"]["data"]) == 2
     mh = wt.toy_multihead(walk, 2, 0)
     np.testing.assert_allclose(decode(figs["s7_h"]["data"][1]["z"]), mh.weights[1], atol=1e-12)
-    np.testing.assert_allclose(decode(figs["s7_O"]["data"][2]["z"]), mh.outputs.T, atol=1e-12)
+    np.testing.assert_allclose(decode(figs["s7_O"]["data"][2]["z"]), mh.projected.T, atol=1e-12)
     shapes = dict(zip(at.table[0].value["what"], at.table[0].value["shape"], strict=True))
     assert shapes["split into heads"] == "2 x (2 x 4)" and shapes["concatenation"] == "4 x 4"
     figs = go(at, step=8)

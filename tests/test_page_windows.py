@@ -1,6 +1,5 @@
 """AppTest of the windows page: every figure's numbers come from the engine and analysis."""
 
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -9,6 +8,7 @@ from streamlit.testing.v1 import AppTest
 from attnviz.analysis import receptive as rf
 from attnviz.analysis import windows as win
 from attnviz.engine import window_mask
+from tests.apptest import APP, open_page
 from tests.plotly_json import decode, figures_all_tabs
 
 TABS = ["Masks and weights", "Receptive fields", "How much context?", "Long sequences: cost"]
@@ -25,16 +25,11 @@ def open_tab(at, i: int) -> None:
     at.session_state["win_tab"] = TABS[i]
     at.run()
 
-APP = str(Path(__file__).resolve().parents[1] / "app.py")
 
 
 @pytest.fixture(scope="module")
 def at():
-    at = AppTest.from_file(APP, default_timeout=300)
-    at.run()
-    at.switch_page("pages/windows.py").run()
-    assert not at.exception
-    return at
+    return open_page("pages/windows.py", timeout=300)
 
 
 def test_page_draws_four_figures_from_the_engine(at, model):

@@ -4,7 +4,7 @@ import io
 
 import numpy as np
 
-from attnviz.ui.state import _unpinned, npz_bytes
+from attnviz.ui.downloads import _unpinned, csv_text, npz_bytes
 
 
 def test_small_slices_are_copied_big_arrays_kept():
@@ -23,3 +23,9 @@ def test_npz_bytes_round_trip():
     with np.load(io.BytesIO(data)) as z:
         assert list(z["tokens"]) == ["[CLS]", "saw", "saw"]
         np.testing.assert_array_equal(z["weights"], np.eye(3, dtype=np.float32))
+
+
+def test_csv_text_has_a_header_and_one_row_per_entry():
+    text = csv_text({"length": np.array([256, 512]), "method": np.array(["full", "windowed"]),
+                     "seconds": np.array([0.0012345678, 2.5])})
+    assert text == "length,method,seconds\n256,full,0.00123457\n512,windowed,2.5\n"

@@ -1,22 +1,33 @@
-"""The only Streamlit-aware code besides pages/: cached loaders, the shared sidebar, helpers."""
+"""The only Streamlit-aware code besides pages/, one module per job:
 
-from .state import (
+    router      the page list and the navigation app.py runs
+    sidebar     the shared sidebar
+    context     the Context pages read (model + TraceRequest), its models and traces
+    cache       the one cache registry (models, traces, results, figures, taggers)
+    progress    long work with a progress bar, computed once per server
+    figures     drawing a figure with its PNG/SVG downloads; the figure cache
+    downloads   a page's numbers as .npz or .csv, made on click
+    lesson      the lesson's trained taggers
+"""
+
+from .cache import cached, clear_caches
+from .context import (
     DEFAULT_TEXT,
     Context,
-    cached_figure,
     cached_model,
     cached_trace,
     context,
-    download_arrays,
-    ensure_router,
     require_text,
-    show_figure,
-    sidebar,
     trace_or_message,
 )
+from .downloads import download_arrays, download_csv
+from .figures import cached_figure, show_figure
+from .progress import with_progress
+from .router import ensure_router
+from .sidebar import sidebar
 
 __all__ = [
-    "DEFAULT_TEXT", "Context", "cached_figure", "cached_model", "cached_trace", "context",
-    "download_arrays", "ensure_router", "require_text", "show_figure", "sidebar",
-    "trace_or_message",
+    "DEFAULT_TEXT", "Context", "cached", "cached_figure", "cached_model", "cached_trace",
+    "clear_caches", "context", "download_arrays", "download_csv", "ensure_router",
+    "require_text", "show_figure", "sidebar", "trace_or_message", "with_progress",
 ]

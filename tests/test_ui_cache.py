@@ -1,5 +1,5 @@
-"""The server-wide caches: bounded by bytes (traces) or count, LRU, computing identical
-requests once."""
+"""The cache registry (attnviz.ui.cache): bounded by bytes (traces, results) or count, LRU,
+computing identical requests once, read-only values, out of reach of Streamlit's cache clearing."""
 
 import threading
 import time
@@ -7,15 +7,20 @@ import time
 import numpy as np
 import pytest
 
-from attnviz.ui.trace_cache import SharedCache, TraceCache, trace_nbytes
+from attnviz.engine import TraceRequest
+from attnviz.ui.cache import CACHES, SharedCache, cached, nbytes, read_only
+
+
+def TraceCache(max_bytes: int) -> SharedCache:  # noqa: N802 - the registry's trace cache
+    return SharedCache(max_bytes, size=nbytes)
 
 
 def test_lru_eviction_by_bytes(model):
     small = model.trace("I saw a saw")
-    cache = TraceCache(max_bytes=int(trace_nbytes(small) * 2.5))
+    cache = TraceCache(max_bytes=int(nbytes(small) * 2.5))
     for text in ("a", "b", "c"):
         cache.get(text, lambda: model.trace("I saw a saw"))
-    assert len(cache) == 2 and cache.nbytes <= cache.max_bytes
+    assert len(cache) == 2 and cache.total <= cache.max_size
     calls = []
     cache.get("c", lambda: calls.append(1))  # a hit: not recomputed
     assert not calls and cache.hits == 1
@@ -90,3 +95,47 @@ class _Noted:
 
     def __exit__(self, *exc):
         return False
+
+
+def test_trace_bytes_are_its_arrays(model):
+    t = model.trace("I saw a saw")
+    assert nbytes(t) == sum(getattr(t, f).nbytes for f in (
+        "token_ids", "segments", "position_ids", "embeddings", "queries", "keys", "values",
+        "scores", "weights", "outputs", "hidden_states", "mask"))
+
+
+def test_results_are_read_only_all_the_way_down():
+    value = read_only({"a": np.zeros(3), "b": (np.ones(2), [np.eye(2)])})
+    for arr in (value["a"], value["b"][0], value["b"][1][0]):
+        with pytest.raises(ValueError):
+            arr[0] = 5
+
+
+def test_the_request_is_the_key(model):
+    """Requests that differ only in a seed the positions mode ignores are one cache entry."""
+    calls = []
+
+    def compute(request):
+        calls.append(request)
+        return model.trace(request)
+
+    a = TraceRequest("I saw a saw", seed=3)
+    b = TraceRequest("I saw a saw", seed=9)
+    assert a == b and hash(a) == hash(b) and a.seed == 0
+    cache = TraceCache(1 << 30)
+    assert cache.get((model.key, a), lambda: compute(a)) is cache.get((model.key, b),
+                                                                       lambda: compute(b))
+    assert len(calls) == 1
+    assert TraceRequest("x", positions="shuffled", seed=3) != TraceRequest(
+        "x", positions="shuffled", seed=9)
+
+
+def test_streamlit_cache_clearing_does_not_reach_the_registry():
+    """Any client can send Streamlit's clear-cache message; the app's caches are not st.cache_*."""
+    import streamlit as st
+
+    key = ("test_registry_survives_clear", 1)
+    cached("results", key, lambda: np.arange(3))
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    assert key in CACHES["results"]

@@ -1,0 +1,59 @@
+"""Drawing figures on a page: cached per server, with PNG (chart toolbar) and SVG downloads."""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+from collections.abc import Callable, Hashable
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from .cache import cached
+
+# The modebar: PNG by default, and a second button for SVG (bertviz #33: users want images).
+PLOT_CONFIG = {
+    "displaylogo": False,
+    "toImageButtonOptions": {"format": "png", "scale": 2},
+    "modeBarButtonsToAdd": ["toImage"],
+}
+
+
+def cached_figure(key: Hashable, build: Callable[[], go.Figure]) -> go.Figure:
+    """A figure built once per server for a key of plain values (a trace's key, a layer...).
+
+    Building a 12-panel Plotly figure costs more than drawing it; a class typing the same
+    sentence and flipping through layers shares the work. Figures are treated as read-only.
+    """
+    return cached("figures", key, build)
+
+
+def show_figure(fig: go.Figure, key: str | None = None, **kwargs):
+    """Draw a Plotly figure: PNG from the chart toolbar (camera icon), SVG on a click below.
+
+    The SVG is rendered on the server by kaleido only when asked for (it needs a Chrome or
+    Chromium on the server; without one the button is not offered).
+    """
+    event = st.plotly_chart(fig, config=PLOT_CONFIG, key=key, **kwargs)
+    if key is not None and svg_export_available():
+        st.download_button(
+            "SVG", data=lambda: fig.to_image(format="svg"), file_name=f"{file_stem(fig, key)}.svg",
+            mime="image/svg+xml", key=f"svg_{key}", type="tertiary",
+            icon=":material/download:", help="Download this figure as SVG (vector)",
+        )
+    return event
+
+
+def file_stem(fig: go.Figure, key: str) -> str:
+    """'attnviz_<figure title as letters, digits and underscores>' for a download's name."""
+    title = fig.layout.title.text or key
+    stem = "".join(c if c.isalnum() else "_" for c in title.lower()).strip("_")
+    return "attnviz_" + ("_".join(filter(None, stem.split("_")))[:60] or key)
+
+
+@functools.cache
+def svg_export_available() -> bool:
+    """kaleido needs a Chrome or Chromium on the server."""
+    return bool(os.environ.get("BROWSER_PATH") or any(
+        shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome", "chrome")))

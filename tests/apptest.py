@@ -1,0 +1,31 @@
+"""The one way tests open the app in Streamlit's AppTest (no browser)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+from attnviz.ui.router import DEFAULT_PAGE
+
+APP = str(Path(__file__).resolve().parents[1] / "app.py")
+
+
+def open_page(page: str | None = None, timeout: int = 240, run: bool = True,
+              **state) -> AppTest:
+    """A fresh AppTest session of app.py on `page` (default: the page served at "/").
+
+    `state` (text=..., pair=..., any widget key) is set before the first run. With run=False
+    the page is chosen but not run yet (to set more state first). A run that raised fails the
+    calling test with the exception's message.
+    """
+    at = AppTest.from_file(APP, default_timeout=timeout)
+    for key, value in state.items():
+        at.session_state[key] = value
+    at.run()
+    if page is not None and page != DEFAULT_PAGE:
+        at.switch_page(page)
+        if run:
+            at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
