@@ -4,8 +4,6 @@ outputs, multi-head, additive similarity.
 Numbers: analysis.walkthrough (toy numbers from a seed, or one head of the model recomputed
 from its weights and checked against the cached Trace); figures: plotting.steps."""
 
-import re
-
 import numpy as np
 import streamlit as st
 
@@ -14,15 +12,11 @@ from attnviz.analysis import walkthrough as wt
 from attnviz.engine import token_labels
 from attnviz.plotting import heads_grid
 from attnviz.plotting import steps as sp
+from attnviz.ui.text import literal
 
 STEPS = {1: "Vectors", 2: "Queries, keys, values", 3: "Similarity", 4: "Scale, temperature",
          5: "Softmax", 6: "Weighted sum", 7: "Multi-head", 8: "Additive similarity"}
 show = ui.show_figure
-
-
-def md(text: str) -> str:
-    """A token shown literally inside markdown (no *emphasis*, $math$ or links from user text)."""
-    return re.sub(r"([\\`*_{}\[\]()#+\-.!$<>|~&:])", r"\\\1", text)
 
 
 def main() -> None:
@@ -70,7 +64,7 @@ def main() -> None:
             st.session_state[k] = 0
     i = box.number_input("Query token #", 0, walk.n - 1, 0, key="sbs_query", bind="query-params",
                          help="Position of the token that looks (the row of the score matrix).")
-    st.caption(f"Query: **{md(walk.tokens[i])} #{i}**, i.e. $q^{{{i + 1}}}$.")
+    st.caption(f"Query: **{literal(walk.tokens[i])} #{i}**, i.e. $q^{{{i + 1}}}$.")
     st.subheader(f"Step {step}: {STEPS[step]}")
     real = (ctx.model, t, layer) if mode == "real" else None
     extra = show_step(step, walk, i, labels, dec, qdec, int(seed) if mode == "toy" else 0, real)
@@ -103,7 +97,7 @@ def show_step(step: int, walk, i: int, labels, dec: int, qdec: int, seed: int,
     elif step == 3:
         j = st.number_input("Key token #", 0, walk.n - 1, min(1, walk.n - 1), key="sbs_key",
                             bind="query-params")
-        st.caption(f"Key: **{md(walk.tokens[j])} #{j}**, i.e. $k^{{{j + 1}}}$.")
+        st.caption(f"Key: **{literal(walk.tokens[j])} #{j}**, i.e. $k^{{{j + 1}}}$.")
         if mode == "toy":
             for k in range(walk.n):
                 st.latex(sp.dot_product_latex(walk.queries[i], walk.keys[k], i, k, qdec))
