@@ -8,8 +8,9 @@ Vaswani et al. 2017, section 3.5) or learned from data (BERT's position embeddin
 Modes understood by the engine (`positions=`):
 - "learned":    the checkpoint's own learned position embeddings (BERT's default)
 - "none":       no position vector at all (order becomes invisible)
-- "sinusoidal": c · PE, PE[pos, 2i] = sin(pos / 10000^(2i/d)), PE[pos, 2i+1] = cos(pos / 10000^(2i/d)),
-                scaled by c = (mean norm of the model's learned position vectors) / sqrt(d/2)
+- "sinusoidal": c · PE with PE[pos, 2i] = sin(pos / 10000^(2i/d)),
+                PE[pos, 2i+1] = cos(pos / 10000^(2i/d)), scaled by
+                c = (mean norm of the model's learned position vectors) / sqrt(d/2)
 - "shuffled":   the learned vectors, permuted among the sentence's positions (seeded)
 
 Why the scale: each row of PE has norm sqrt(d/2) (sin^2 + cos^2 = 1 per pair of dimensions),
