@@ -186,7 +186,9 @@ def show_step(step: int, walk, i: int, labels, dec: int, qdec: int, seed: int,
             mh = wt.real_multihead(model, t, layer)
         st.table(wt.multihead_shapes(walk.m, walk.n, mh.n_heads))
         if mode == "toy":
-            show(sp.heads_figure(mh.weights, walk.tokens, f"{mh.n_heads} heads: weights"),
+            show(sp.heads_figure(mh.weights, walk.tokens, f"{mh.n_heads} head"
+                                 f"{'s' if mh.n_heads > 1 else ''}: weights A'<sup>T</sup> "
+                                 "(rows = queries)"),
                  key="s7_h")
             show(sp.entropy_by_heads_figure(wt.heads_sweep(walk, int(seed))), key="s7_eff")
             trend = ui.with_progress(
