@@ -47,7 +47,7 @@ class Walkthrough:
 
     tokens: list[str]
     inputs: np.ndarray  # [n, m]    a^i as rows (the lecture's A is inputs.T, [m, n])
-    w_q: np.ndarray  # [d_k, m]  W^q (seeds: s x m; torch Linear layout [out, in])
+    w_q: np.ndarray  # [d_k, m]  W^q (the lecture notes: s x m; torch Linear layout [out, in])
     w_k: np.ndarray  # [d_k, m]
     w_v: np.ndarray  # [p, m]
     b_q: np.ndarray  # [d_k]     zero in the toy; BERT's Linear layers have biases
