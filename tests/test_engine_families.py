@@ -156,7 +156,7 @@ def test_vit_preprocessing_matches_transformers_image_processor(folders):
     from transformers import ViTImageProcessorPil
 
     model = attnviz.load_model(folders["vit"], device="cpu")
-    proc = ViTImageProcessorPil.from_pretrained(folders["vit"])
+    proc = ViTImageProcessorPil.from_pretrained(folders["vit"], local_files_only=True)
     rng = np.random.default_rng(0)
     for shape in ((32, 32, 3), (50, 37, 3), (9, 120, 3)):
         img = rng.integers(0, 256, shape, dtype=np.uint8)
@@ -172,7 +172,7 @@ def test_vit_matches_hf_eager(folders, family):
 
     model = attnviz.load_model(folders[family], device="cpu")
     ref = hf_model(folders[family], "vit")
-    proc = ViTImageProcessorPil.from_pretrained(folders[family])
+    proc = ViTImageProcessorPil.from_pretrained(folders[family], local_files_only=True)
     img = np.random.default_rng(1).integers(0, 256, (61, 45, 3), dtype=np.uint8)
     for image in (img, Image.fromarray(img)):  # an array and a PIL image: the same input
         t = model.trace(image)

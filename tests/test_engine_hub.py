@@ -76,7 +76,7 @@ def test_the_cache_follows_hf_home_and_hf_hub_cache(hf_home, monkeypatch, tmp_pa
 def test_ids_load_offline_from_the_cache(hf_home, checkpoints, no_network):
     for model_id in ("gpt2", "openai-community/gpt2"):  # the bare id finds the moved repo
         m = attnviz.load_model(model_id, device="cpu")
-        assert m.family == "gpt2" and m.name == model_id
+        assert m.family == "gpt2" and m.name == "openai-community/gpt2"
         assert Path(m.source) == (hf_home / "models--openai-community--gpt2" / "snapshots" /
                                   ("a" * 40)).resolve()
     direct = attnviz.load_model(checkpoints["gpt2"], device="cpu")

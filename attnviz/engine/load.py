@@ -176,7 +176,6 @@ def load_model(path: str | os.PathLike | None = None, device: str | None = None,
 
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
-    given = None if path is None else str(path).strip()
     folder = bundled_model_dir() if path is None else locate_model(path)
     folder = check_model_dir(folder).resolve()
     family = family_for(read_config(folder, str(folder))["model_type"])
@@ -206,13 +205,20 @@ def load_model(path: str | os.PathLike | None = None, device: str | None = None,
         raise ModelError(f"cannot read the weights in {folder}: {type(e).__name__}: {e}") from e
     if not all_finite(state):
         raise ModelError(f"the weights in {folder} contain NaN or infinite values")
-    name = "all-MiniLM-L6-v2 (bundled)" if path is None else (
-        given if given and not Path(given).expanduser().exists() else folder.name)
+    name = "all-MiniLM-L6-v2 (bundled)" if path is None else _display_name(folder)
     try:
         return family(state, config, tokenizer, name=name, device=dev, source=str(folder),
                       max_tokens=max_tokens)
     except (ValueError, KeyError) as e:
         raise ModelError(f"cannot build the model in {folder}: {e}") from e
+
+
+def _display_name(folder: Path) -> str:
+    """A cached snapshot's Hub id ('openai-community/gpt2'), else the folder's name."""
+    repo = folder.parent.parent
+    if folder.parent.name == "snapshots" and repo.name.startswith("models--"):
+        return repo.name[len("models--"):].replace("--", "/")
+    return folder.name
 
 
 def _tokenizer(folder: Path, rows: int):

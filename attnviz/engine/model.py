@@ -180,8 +180,8 @@ class Model:
     def key(self) -> str:
         """A stable identity for caches: where the weights came from, the device (and a
         server's token limit)."""
-        cap = "" if self._cap is None else f"|max{self._cap}"
-        return f"{self.source}|{self.device}{cap}"
+        capped = self._cap is not None and self._cap < self.model_positions
+        return f"{self.source}|{self.device}" + (f"|max{self._cap}" if capped else "")
 
     @property
     def family(self) -> str:
