@@ -55,9 +55,8 @@ def decoder_tab(ctx: ui.Context) -> None:
     gpt, _ = family_model(ctx, DECODER, "Decoder (GPT-2)", "fam_dec_model")
     enc = encoder_model(ctx)
     te, td = (ui.cached_trace(m, TraceRequest(ctx.sentence)) for m in (enc, gpt))
+    report(enc, te)
     report(gpt, td)
-    if te.dropped:
-        report(enc, te)
     cols = st.columns(2)
     shown = {}
     for col, t, model, prefix in ((cols[0], te, enc, "fam_enc"), (cols[1], td, gpt, "fam_dec")):

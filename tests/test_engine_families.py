@@ -74,6 +74,8 @@ def test_text_families_match_hf_eager(folders, family, n):
     check(t.hidden_states, stack(out.hidden_states), f"{family} hidden states")
     check(t.weights, stack(out.attentions), f"{family} attentions")
     assert t.n_tokens == n and t.family == name
+    if not model.pre_norm:  # post-LN: each layer projects Q, K, V from its input as it is
+        assert t.layer_inputs is None and t.attention_inputs.shape[0] == model.n_layers
 
 
 def test_gpt2_is_causal_and_pre_layernorm(folders):
