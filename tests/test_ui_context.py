@@ -76,3 +76,13 @@ def test_other_families_run_on_the_default_page(folders, family, note):
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert note in " ".join(c.value for c in at.caption).replace("\\", "")
     assert at.get("plotly_chart")
+
+
+def test_typed_control_tokens_are_said_on_the_page():
+    at = open_page(text="I saw [MASK] saw [SEP] $x$")
+    assert not at.exception and not at.error
+    captions = [c.value for c in at.caption if "You typed" in c.value]
+    assert len(captions) == 1
+    shown = captions[0].replace("\\", "")
+    assert "You typed [MASK], [SEP]: BERT's tokenizer reads each as its own control token" in shown
+    assert "<" not in RENDER.render(captions[0]).replace("<p>", "").replace("</p>", "")
