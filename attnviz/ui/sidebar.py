@@ -8,6 +8,7 @@ from __future__ import annotations
 import streamlit as st
 
 from .context import DEFAULT_TEXT, Context, context
+from .model_picker import model_picker
 
 MAX_CHARS = 20_000  # more text than 512 tokens can hold; longer input is cut with a warning
 
@@ -29,6 +30,7 @@ def sidebar() -> Context:
                 placeholder="empty = bundled all-MiniLM-L6-v2",
                 help="A folder with config.json, weights and tokenizer. Nothing is downloaded.",
             )
+            model_picker()
             devices = ["auto", "cpu"] + (["cuda"] if _cuda() else [])
             st.selectbox("Device", devices, key="device")
     ctx = context()
