@@ -82,7 +82,7 @@ def show_step(ctx: ui.Context, s: lesson.Step, settings: taggers.Settings, ws: l
     trained = nav.trained_taggers(settings) if s.key in NEEDS_TAGGERS or gold is None else None
     num = nav.numbers(settings) if trained else None
     body, main = st.columns([5, 6], gap="medium") if big else (st.container(),) * 2
-    body = body.container(key="lesson_body")
+    body, main = body.container(key="lesson_body"), main.container(key="lesson_main")
     shown = s.predict is None or nav.revealed(s.key)
     fields = {"model": lesson.model_description(ctx.model.name, ctx.model.n_layers,
                                                 ctx.model.n_heads),
@@ -104,7 +104,7 @@ def show_step(ctx: ui.Context, s: lesson.Step, settings: taggers.Settings, ws: l
                 ":material/help: **Predict first:** " + lesson.fill(s.predict, word_md, **fields)
                 + ("" if shown else " *(Answer ▶ reveals it.)*"))
         if shown and s.reveal:
-            st.markdown(lesson.fill(s.reveal, word_md, **fields))
+            st.container(key="lesson_answer").markdown(lesson.fill(s.reveal, word_md, **fields))
     v = views.View(ctx, s, trained, num, ws, word, big, body,
                    body.container(key="lesson_notes"), main)
     tags = views.tags_of(v)

@@ -17,8 +17,8 @@ from .common import FONT, Grid, axis_labels, escape
 
 RIGHT, WRONG, NEUTRAL = "#c8efd4", "#f7c6c5", "#eef1f6"
 HIDDEN = "?"  # a tag the class predicts before it is revealed
-METRICS = (("near", "decided by a neighbour"), ("far", "decided 2+ words back"),
-           ("double_role", "double-role words"))
+METRICS = (("near", "neighbour<br>decides"), ("far", "decided 2+<br>words back"),
+           ("double_role", "double-role<br>words"))  # column labels of the accuracy grid
 BASELINE_COLOUR = "#9d9d9d"
 SMALL, LARGE = 14, 22  # font sizes: screen, projector
 
@@ -41,7 +41,8 @@ def projector(fig: go.Figure, big: bool) -> go.Figure:
     for name in list(fig.layout.to_plotly_json()):
         if name.startswith(("xaxis", "yaxis")):
             axis = fig.layout[name]
-            axis.tickfont = dict(size=size)
+            if axis.tickfont.size is None or axis.tickfont.size < size - 2:
+                axis.tickfont.size = size  # a figure's own large-enough size is kept
             axis.title.font = dict(size=size)
     fig.layout.legend.font = dict(size=size - 2)
     fig.layout.title.font = dict(size=size)
@@ -170,15 +171,15 @@ def accuracy_grid(scores: Mapping[str, object], baseline: Mapping[str, float] | 
     z = [[100 * float(getattr(scores[n], a)) for a, _ in METRICS] for n in scores]
     if baseline is not None:
         z.append([100 * float(baseline[a]) for a, _ in METRICS])
-    cols = [label for _, label in METRICS]
     return projector(go.Figure(data=[dict(
-        type="heatmap", z=z, x=[c.replace(" ", "<br>", 1) for c in cols],
+        type="heatmap", z=z, x=[label for _, label in METRICS],
         y=[escape(n) for n in names], zmin=40, zmax=100, xgap=3, ygap=3,
         colorscale=[[0, "#f7f7f7"], [0.5, "#d9f0d3"], [1, "#5aae61"]], showscale=False,
         texttemplate="%{z:.1f}%", textfont=dict(size=_size(big)),
         hovertemplate="%{y}<br>%{x}: %{z:.2f}%<extra></extra>")],
         layout=dict(font=_font(big), height=(46 if big else 38) * len(names) + 110,
-                    xaxis=dict(side="top", type="category", tickangle=0),
+                    xaxis=dict(side="top", type="category", tickangle=0,
+                               tickfont=dict(size=_size(big) - 2)),
                     yaxis=dict(autorange="reversed", type="category", automargin=True),
                     margin=dict(l=10, r=10, t=10, b=10))), big)
 

@@ -92,8 +92,9 @@ def tag_table(v: View, tags: dict[str, list[str]], shown: bool) -> None:
 
 
 def task(v: View) -> None:
-    with v.body:
-        st.markdown(lesson.roles_claim(v.ws, lesson.gold_tags(v.text), v.word_md))
+    with v.body:  # the step's answer (its static reveal is empty)
+        st.container(key="lesson_answer").markdown(
+            lesson.roles_claim(v.ws, lesson.gold_tags(v.text), v.word_md))
 
 
 def per_word(v: View) -> None:
@@ -159,7 +160,7 @@ def cost(v: View) -> None:
 def attention(v: View) -> None:
     t = cached_trace(v.ctx.model, TraceRequest(v.text))
     twins = lesson.token_positions(t.tokens, v.word) if v.word else []
-    with v.body:
+    with v.notes:
         c1, c2 = st.columns(2)
         layer = c1.selectbox("Layer", range(t.n_layers), key="lesson_layer",
                              bind="query-params")
