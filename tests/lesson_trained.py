@@ -19,7 +19,7 @@ def trained(seed: int = 0) -> T.Trained:
 
 @functools.cache
 def sweep(seed: int = 0) -> T.Sweep:
-    return T.overfitting(T.Settings(seed=seed), corpus=trained(seed).corpus)
+    return T.overfitting(T.Settings(seed=seed), trained=trained(seed))
 
 
 def prefill_app_cache(with_sweep: bool = True) -> None:

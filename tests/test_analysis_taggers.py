@@ -262,11 +262,16 @@ def test_overfitting_sweep_is_train_minus_held_out(trained):
     for name in sw.train:
         assert sw.gap(name) == tuple(a - b for a, b in zip(sw.train[name], sw.held_out[name],
                                                            strict=True))
-    # The largest size is the whole training split, the same run as the lesson's taggers.
+    # The largest size is the whole training split: the sweep reuses the lesson's taggers,
+    # because `steps` steps on the whole split are the very same run (checked for one).
     full = sw.sizes.index(len(c.train))
     for name in sw.train:
         assert sw.held_out[name][full] == pytest.approx(
             T.evaluate(trained.models[name], c).ambiguous, abs=1e-12), name
+    again, _ = T.train_one("window3", T.subset(c, len(c.train)), st, steps=sw.steps)
+    for (k, p1), p2 in zip(again.state_dict().items(),
+                           trained.models["window3"].state_dict().values(), strict=True):
+        assert torch.equal(p1, p2), k
 
 
 def test_report_is_the_analysis(trained, scores):

@@ -493,11 +493,15 @@ def subset(corpus: Corpus, n_train: int) -> Corpus:
 
 def overfitting(settings: Settings = Settings(), sizes: tuple[int, ...] = SWEEP_SIZES,
                 names: tuple[str, ...] = SWEEP_NAMES, progress: Progress | None = None,
-                corpus: Corpus | None = None) -> Sweep:
+                trained: Trained | None = None) -> Sweep:
     """Retrain each tagger in `names` on the first `size` training sentences for each size,
     every run the same number of optimizer steps as `settings.epochs` passes over the whole
-    training split; report ambiguous-word accuracy on that training subset and held out."""
-    corpus = corpus or make_corpus(settings.n_sentences, settings.seed)
+    training split; report ambiguous-word accuracy on that training subset and held out.
+
+    With `trained` (train_all of the same settings), its corpus is used and, for the size that
+    is the whole training split, its models: that run is the same one (same seed, same steps).
+    """
+    corpus = trained.corpus if trained else make_corpus(settings.n_sentences, settings.seed)
     sizes = tuple(min(n, len(corpus.train)) for n in sizes)
     steps = settings.epochs * steps_per_epoch(len(corpus.train), settings)
     train: dict[str, list[float]] = {n: [] for n in names}
@@ -510,7 +514,10 @@ def overfitting(settings: Settings = Settings(), sizes: tuple[int, ...] = SWEEP_
             if progress is not None:
                 progress((k + frac) / runs, f"{msg} ({size} sentences)")
 
-        model, _ = train_one(name, sub, settings, report, steps=steps)
+        if trained is not None and size == len(corpus.train) and name in trained.models:
+            model, sub = trained.models[name], corpus
+        else:
+            model, _ = train_one(name, sub, settings, report, steps=steps)
         train[name].append(evaluate(model, sub, sub.train).ambiguous)
         held[name].append(evaluate(model, sub).ambiguous)
     return Sweep(sizes, steps, {k: tuple(v) for k, v in train.items()},

@@ -68,7 +68,7 @@ def sweep(settings: taggers.Settings) -> taggers.Sweep:
     server, with a progress bar."""
     def compute(progress) -> taggers.Sweep:
         return taggers.overfitting(settings, progress=progress,
-                                   corpus=trained_taggers(settings).corpus)
+                                   trained=trained_taggers(settings))
 
     return with_progress("results", ("lesson_sweep", settings),
                          "Retraining on smaller training sets (once per settings)...", compute)
