@@ -113,9 +113,33 @@ def test_double_role_sentences_are_balanced_and_present(corpus):
     assert not Sentence(("the", "saw"), ("DET", "NOUN")).double_role
 
 
-def test_examples_are_tagged_one_tag_per_word():
+def test_examples_are_tagged_one_tag_per_word_and_in_the_grammar():
+    from attnviz.analysis.corpus import (
+        ADPOSITIONS,
+        NOUN_LIST_TEMPLATES,
+        TEMPLATES,
+        VERB_LIST_TEMPLATES,
+    )
+
+    def lists(tag):  # "w1 , w2 , ... and wk" for k = 2..6
+        return [(tag,) + (("PUNCT", tag) * (k - 2)) + ("CCONJ", tag) for k in LIST_SIZES]
+
+    shapes = set()  # every tag sequence the grammar can write, without the final "."
+    for template in TEMPLATES + NOUN_LIST_TEMPLATES + VERB_LIST_TEMPLATES:
+        seqs = [()]
+        for slot in template:
+            opts = {"NP": [("DET", "NOUN"), ("DET", "ADJ", "NOUN")], "V": [("VERB",)],
+                    "NLIST": [("DET",) + a + lst for a in ((), ("ADJ",))
+                              for lst in lists("NOUN")],
+                    "VLIST": lists("VERB")}.get(slot, [(slot,)])
+            seqs = [s + o for s in seqs for o in opts]
+        shapes |= set(seqs)
+        if template[-1].endswith("LIST"):
+            shapes |= {s + ("ADP", "DET", "NOUN") for s in seqs}
     for text, tags in EXAMPLES.items():
         assert len(words(text)) == len(tags), text
+        assert tags in shapes, text
+    assert "near" in ADPOSITIONS
     assert EXAMPLES["I saw a saw"] == ("PRON", "VERB", "DET", "NOUN")
     assert set(FAR_PAIR) <= set(EXAMPLES)
 

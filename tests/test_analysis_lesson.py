@@ -1,11 +1,12 @@
 """The lesson's small computations: repeated ambiguous words, receptive fields, BERT twins."""
 
 import numpy as np
+import pytest
 import torch
 
 from attnviz.analysis import lesson as L
 from attnviz.analysis.common import rounding_tolerance
-from attnviz.analysis.corpus import EXAMPLES, FAR_PAIR, words
+from attnviz.analysis.corpus import EXAMPLES, FAR_PAIR, Sentence, words
 
 
 def test_steps_are_the_lessons_argument():
@@ -155,7 +156,8 @@ def test_claims_print_their_numbers():
     assert "**99.3%**" in L.positions_claim(0.993, 1.0, 0.994, 73545, 168393, 39, 32)
     assert "covers 20 words" in L.positions_claim(0.993, 1.0, 0.994, 73545, 168393, 39, 32)
     assert "**0.658**" in L.bert_claim(0.6581, 1.0, "saw")
-    assert "**48.8%**" in L.no_positions_claim(0.488, 0.921)
+    assert "**48.8%**" in L.no_positions_claim(0.488, 0.921, 0.882)
+    assert "right on 88.2% of them" in L.no_positions_claim(0.488, 0.921, 0.882)
     assert "**95.9%**" in L.window_claim(0.959, 0.442, 0.799)
 
 
@@ -175,6 +177,39 @@ def test_form_table_counts_the_corpus():
         assert r.held_out_right == sum(1 for s in c.test for w, g in zip(s.words, s.tags,
                                                                          strict=True)
                                        if w == r.word and g == "VERB")
+
+
+def test_order_free_rule_counted_by_hand():
+    from attnviz.analysis.corpus import make_corpus
+
+    noun = Sentence(tuple(words("I watch the duck, fish and fly")),
+                    ("PRON", "VERB", "DET", "NOUN", "PUNCT", "NOUN", "CCONJ", "NOUN"))
+    verb = Sentence(tuple(words("the man can duck, fish and fly")),
+                    ("DET", "NOUN", "AUX", "VERB", "PUNCT", "VERB", "CCONJ", "VERB"))
+    bare = Sentence(tuple(words("I duck and fly")), ("PRON", "VERB", "CCONJ", "VERB"))
+    assert L.order_free_rule([noun]) == 1.0 and L.order_free_rule([verb]) == 1.0
+    assert L.order_free_rule([bare]) == 1.0  # no determiner: verb
+    fooled = Sentence(tuple(words("the man saw the duck and fly")),
+                      ("DET", "NOUN", "VERB", "DET", "NOUN", "CCONJ", "NOUN"))
+    assert L.order_free_rule([noun, fooled]) == 1.0  # no auxiliary, a determiner: noun
+    c = make_corpus()
+    assert L.order_free_rule(c.test) == pytest.approx(order_free_by_hand(c.test), abs=1e-12)
+
+
+def order_free_by_hand(sentences) -> float:
+    """'Noun if the sentence holds a determiner and no auxiliary' on far list words, counted
+    from the word forms (what a tagger sees) and the test's own list parse."""
+    from tests.test_analysis_corpus import distances_by_parse
+
+    hits = n = 0
+    for s in sentences:
+        has_det = any(w in ("a", "the", "my", "your", "our", "this", "that") for w in s.words)
+        has_aux = any(w in ("can", "will", "must", "may") for w in s.words)  # words, not tags
+        for i, d in enumerate(distances_by_parse(s)):
+            if d and d > 1:
+                n += 1
+                hits += s.tags[i] == ("NOUN" if has_det and not has_aux else "VERB")
+    return hits / n
 
 
 def test_top_key():

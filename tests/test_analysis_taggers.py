@@ -153,6 +153,14 @@ def test_b_windows_tag_what_they_see_and_guess_the_rest(trained, scores):
     assert wide.far >= 0.9 and wide.near >= 0.95
 
 
+def test_window_of_3_and_d_tell_the_twins_of_every_lesson_sentence_apart(trained):
+    """Step 3's "Yes" and step 8's, for every sentence the lesson offers."""
+    for text in L.SENTENCES:
+        for name in ("window3", "attention_pos"):
+            assert tuple(T.tag_sentence(trained.models[name], trained.corpus, text)[1]) == \
+                EXAMPLES[text], (name, text)
+
+
 def test_d_attention_with_positions_tags_both_splits(trained, scores):
     s = scores["attention_pos"]
     assert s.n_near > 300 and s.n_far > 300

@@ -14,6 +14,7 @@ from attnviz.ui import lesson as nav
 from tests.apptest import APP, open_page
 from tests.lesson_trained import prefill_app_cache, sweep, trained
 from tests.plotly_json import decode, figures_by_key
+from tests.test_analysis_lesson import order_free_by_hand
 from tests.test_analysis_taggers import recount
 
 N = len(L.STEPS)
@@ -124,6 +125,12 @@ def test_per_word_step_says_why_it_is_at_or_below_the_baseline(at, ref):
     assert f"for {len(rarer)} of {len(tr.corpus.ambiguous)} words" in text
     assert ", ".join(f"*{w}*" for w in rarer) in text
     assert f"scores **{pct(ref['mlp']['double_role'])}**" in text
+    shares = []
+    for w in tr.corpus.ambiguous:
+        roles = [t for s in tr.corpus.train for x, t in zip(s.words, s.tags, strict=True)
+                 if x == w]
+        shares.append(max(roles.count(t) for t in set(roles)) / len(roles))
+    assert f"has only {pct(min(shares))} to {pct(max(shares))} of its copies" in text
 
 
 def test_window_and_far_steps_show_the_measured_numbers(at, ref):
@@ -188,11 +195,25 @@ def test_positions_step_grid_is_the_recounted_accuracy(at, ref):
            f"neighbour, **{pct(d['far'])}** of those farther away" in said(at)
     numel = sum(p.numel() for p in trained().models["attention_pos"].parameters())
     assert f"**{numel:,}** parameters for any sentence up to 32 words" in said(at)
+    wide = sum(p.numel() for p in trained().models[T.window_name(39)].parameters())
+    assert f"the window of 39 has {wide:,} and covers 20 words" in said(at)
+
+
+def test_last_step_shows_every_tagger_and_its_losses(at):
+    figs = go(at, 9)
+    tr = trained()
+    rows = table_rows(figs["lesson_fig_tags"])
+    for name, m in tr.models.items():
+        assert rows[T.SHORT_NAMES[name]] == T.tag_sentence(m, tr.corpus, "I saw a saw")[1]
+    for line, name in zip(figs["lesson_fig_loss"]["data"], tr.models, strict=True):
+        np.testing.assert_allclose(decode(line["y"]), tr.losses[name], atol=1e-12)
 
 
 def test_no_positions_step(at, ref, model):
     go(at, 6)
     assert f"Held out: **{pct(ref['attention']['double_role'])}** of double-role" in said(at)
+    assert f"it scores {pct(ref['attention']['far'])}: the set of words alone" in said(at)
+    assert f"right on {pct(order_free_by_hand(trained().corpus.test))} of them" in said(at)
     none = model.trace("i saw a saw", positions="none")
     shown = float(said(at).split("max |difference| = **")[1].split("**")[0])
     assert shown == float(f"{L.max_abs_difference(none.hidden_states, 2, 4):.2g}")
@@ -223,6 +244,11 @@ def test_attention_step_shows_bert_weights(at, model):
                                t.scores[2, 7], atol=1e-5)
     np.testing.assert_allclose(decode(figs["lesson_fig_weights"]["data"][0]["z"]),
                                t.weights[2, 7], atol=1e-7)
+    row = t.weights[2, 7, 4]  # the second saw's weights
+    j = int(np.argmax(row))
+    assert f"The second *saw* (token 4) puts its largest weight, **{row[j]:.3f}**, on " \
+           f"*{t.tokens[j].replace('[', chr(92) + '[').replace(']', chr(92) + ']')}* " \
+           f"(token {j})" in said(at)
 
 
 def test_examples_and_presentation_mode(at):

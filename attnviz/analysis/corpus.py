@@ -81,14 +81,15 @@ VERB_LIST_TEMPLATES: tuple[tuple[str, ...], ...] = (
     ("NP", "AUX", "VLIST"),
 )
 
-# The lesson's showcase sentences with their gold tags. They are never used for training.
+# The lesson's showcase sentences with their gold tags: sentences the grammar can write, never
+# used for training.
 EXAMPLES: dict[str, tuple[str, ...]] = {
     "I saw a saw": ("PRON", "VERB", "DET", "NOUN"),
     "They can can the can": ("PRON", "AUX", "VERB", "DET", "NOUN"),
     "I watch my watch": ("PRON", "VERB", "DET", "NOUN"),
     "The duck can duck": ("DET", "NOUN", "AUX", "VERB"),
     "We book the old book": ("PRON", "VERB", "DET", "ADJ", "NOUN"),
-    "We park near the park": ("PRON", "VERB", "ADP", "DET", "NOUN"),
+    "We park the car near the park": ("PRON", "VERB", "DET", "NOUN", "ADP", "DET", "NOUN"),
     "I watch the duck, fish, book and fly": ("PRON", "VERB", "DET", "NOUN", "PUNCT", "NOUN",
                                              "PUNCT", "NOUN", "CCONJ", "NOUN"),
     "I can duck, fish, book and fly": ("PRON", "AUX", "VERB", "PUNCT", "VERB", "PUNCT", "VERB",

@@ -183,7 +183,8 @@ def no_positions(v: View) -> None:
     t_none = cached_trace(v.ctx.model, TraceRequest(v.text, positions="none"))
     twins = lesson.token_positions(t_none.tokens, v.word) if v.word else []
     with v.notes:
-        st.markdown(lesson.no_positions_claim(c.double_role, c.far))
+        st.markdown(lesson.no_positions_claim(c.double_role, c.far, lesson.order_free_rule(
+            v.trained.corpus.test)))
         if len(twins) > 1:
             cos = lesson.cosine_per_layer(t_none.hidden_states, *twins[:2])
             diff = lesson.max_abs_difference(t_none.hidden_states, *twins[:2])
