@@ -1,11 +1,16 @@
-"""Command line: `python -m attnviz export --text "I saw a saw" --out trace.npz`.
+"""Command line: `python -m attnviz export --text "I saw a saw" --out trace.npz`, `python -m
+attnviz info`, and `python -m attnviz lesson --json [--seed S]`.
 
 The NPZ's arrays carry the engine's names and shapes (see attnviz.engine.trace.ARRAY_FIELDS).
+`lesson` trains the lesson's taggers (analysis.taggers) and prints, per tagger, its parameters
+and held-out accuracy: all words, ambiguous, double-role, and by the distance of the deciding
+word (taggers.report), so the lesson's claims can be reproduced outside the app.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -32,11 +37,49 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--device", default=None, help="cpu, cuda or auto (default)")
     i = sub.add_parser("info", help="describe a model folder (default: the bundled model)")
     i.add_argument("--model", default=None)
+    n = sub.add_parser("lesson", help="train the lesson's taggers; print their held-out numbers")
+    n.add_argument("--json", action="store_true", help="print JSON (default: a table)")
+    n.add_argument("--seed", type=int, default=0, help="seed of the corpus and the training")
+    n.add_argument("--epochs", type=int, default=None, help="passes over the training set")
     return p
+
+
+def lesson(args: argparse.Namespace) -> int:
+    """Train the taggers (seconds to a minute on a CPU) and print their numbers."""
+    from .analysis import taggers
+
+    if args.seed < 0 or (args.epochs is not None and not 1 <= args.epochs <= 100):
+        raise ValueError("--seed must be >= 0 and --epochs between 1 and 100")
+    settings = taggers.Settings(seed=args.seed, **(
+        {} if args.epochs is None else {"epochs": args.epochs}))
+    out = taggers.report(taggers.train_all(settings))
+    if args.json:
+        print(json.dumps(out, indent=1))
+        return 0
+    base = out["majority_tag"]
+    print(f"held-out accuracy (%), seed {args.seed}: ambiguous words, deciding word near "
+          f"(distance {out['near_means_distance_at_most']}) / far, double-role words")
+    print(f"{'tagger':<38}{'parameters':>11}{'all':>7}{'ambig.':>8}{'near':>7}{'far':>7}"
+          f"{'double':>8}")
+    for row in out["taggers"].values():
+        h = row["held_out"]
+        print(f"{row['label']:<38}{row['parameters']:>11,}" + "".join(
+            f"{100 * h[k]:>{w}.1f}" for k, w in (("all", 7), ("ambiguous", 8), ("near", 7),
+                                                 ("far", 7), ("double_role", 8))))
+    print(f"{'majority tag per word':<38}{'':>11}{'':>7}" + "".join(
+        f"{100 * base[k]:>{w}.1f}" for k, w in (("ambiguous", 8), ("near", 7), ("far", 7),
+                                                ("double_role", 8))))
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "lesson":
+        try:
+            return lesson(args)
+        except ValueError as err:
+            print(f"attnviz: error: {err}", file=sys.stderr)
+            return 2
     from .engine import ModelError, TraceRequest, load_model
 
     try:

@@ -46,3 +46,40 @@ def test_bad_arguments_give_one_line_and_nonzero_exit(args, tmp_path):
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith("attnviz: error:"), r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_lesson_json_is_the_analysis():
+    """`lesson --json`: per tagger its parameters and held-out accuracy (all words, ambiguous,
+    double-role, near/far and each distance of the deciding word), equal to the analysis
+    functions run here (training is deterministic across processes)."""
+    from attnviz.analysis import taggers as T
+    from tests.lesson_trained import trained
+    from tests.test_analysis_taggers import recount
+
+    r = run("lesson", "--json", "--seed", "0")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    tr = trained()
+    c = tr.corpus
+    assert set(out["taggers"]) == set(T.NAMES) and out["settings"]["seed"] == 0
+    assert out["sentences"] == {"train": len(c.train), "held_out": len(c.test)}
+    for name, row in out["taggers"].items():
+        m = tr.models[name]
+        ref = recount(c, c.test, T.predict(m, c, c.test))
+        h = row["held_out"]
+        assert row["parameters"] == sum(p.numel() for p in m.parameters()), name
+        for key, ref_key in (("all", "all"), ("ambiguous", "ambiguous"), ("near", "near"),
+                             ("far", "far"), ("double_role", "double_role")):
+            assert h[key] == pytest.approx(ref[ref_key], abs=1e-12), (name, key)
+        assert h["by_distance"] == pytest.approx({d[1:]: v for d, v in ref.items()
+                                                  if d.startswith("d") and d != "double_role"},
+                                                 abs=1e-12)
+    assert out["majority_tag"]["far"] == pytest.approx(T.majority_baseline(c)["far"], abs=1e-12)
+
+
+@pytest.mark.parametrize("args", [["lesson", "--seed", "-1"], ["lesson", "--epochs", "0"],
+                                  ["lesson", "--seed", "x"]])
+def test_lesson_bad_arguments(args):
+    r = run(*args)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert r.stderr.strip().startswith("attnviz: error:")
