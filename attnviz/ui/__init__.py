@@ -7,7 +7,9 @@
     progress    long work with a progress bar, computed once per server
     figures     drawing a figure with its PNG/SVG downloads; the figure cache
     downloads   a page's numbers as .npz or .csv, made on click
-    lesson      the lesson's trained taggers
+    lesson      the lesson's trained taggers; lesson_steps: each step's view
+    text        literal(): typed text shown as typed in Markdown
+    model_picker  the sidebar's list of cached models
 """
 
 from .cache import cached, clear_caches
