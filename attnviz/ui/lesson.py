@@ -20,6 +20,7 @@ import streamlit as st
 
 from attnviz.analysis import lesson, taggers
 
+from . import style
 from .cache import cached
 from .progress import with_progress
 
@@ -167,25 +168,10 @@ def nav_buttons(step: int, present: bool, cols) -> None:
 
 
 # ------------------------------------------------------------------ presentation
-_STYLE = """<style>
-.st-key-lesson_hotkeys {display: none;}
-%s
-</style>"""
-_PRESENT = """
-[data-testid="stMainBlockContainer"] {padding-top: 3.9rem; padding-bottom: 1rem;}
-.st-key-lesson_body p, .st-key-lesson_body li {font-size: 1.3rem; line-height: 1.35;}
-.st-key-lesson_body .st-key-lesson_notes p {font-size: 1.08rem; line-height: 1.35;}
-.st-key-lesson_question p {font-size: 1.4rem;}
-.st-key-lesson_top h2 {font-size: 1.75rem; padding: 0.1rem 0;}
-.st-key-lesson_body [data-testid="stVerticalBlock"] {gap: 0.6rem;}
-[class*="st-key-svg_lesson_"] {display: none;}
-"""
-
-
 def presentation(present: bool) -> None:
     """Page style (constant CSS, no user text): the clicker's buttons hidden; in presentation
     mode larger text, less padding, and the sidebar collapsed when the mode is switched on."""
-    st.html(_STYLE % (_PRESENT if present else ""))
+    style.apply(*(("lesson", "lesson_present") if present else ("lesson",)))
     was = st.session_state.get("lesson_present_was")
     if present and not was:
         st.set_page_config(initial_sidebar_state="collapsed")
