@@ -1,6 +1,5 @@
 """Two sentences side by side: token alignment and the difference, against loops."""
 
-import numpy as np
 
 from attnviz.analysis.compare import align_tokens, aligned_difference
 
