@@ -62,8 +62,9 @@ def test_decomposition_matches_hugging_face(model, hf_model):
 
 def test_comparison_against_loops(model):
     t = model.trace(TEXTS[1])
-    norms = weighted_norms(t.weights, value_norms(t.values, output_projections(model)))
-    c = comparison(t.weights, norms, t.tokens)
+    vn = value_norms(t.values, output_projections(model))
+    norms = weighted_norms(t.weights, vn)
+    c = comparison(t.weights, vn, t.tokens)
     special = [0, t.n_tokens - 1]
     for layer, head in [(0, 3), (4, 7)]:
         w, nm = t.weights[layer, head].astype(np.float64), norms[layer, head]
@@ -79,6 +80,5 @@ def test_comparison_against_loops(model):
 def test_kobayashi_finding_on_a_sentence(model):
     """Their finding, measured here: the weight on [CLS]/[SEP] carries far less norm."""
     t = model.trace(TEXTS[1])
-    norms = weighted_norms(t.weights, value_norms(t.values, output_projections(model)))
-    c = comparison(t.weights, norms, t.tokens)
+    c = comparison(t.weights, value_norms(t.values, output_projections(model)), t.tokens)
     assert c["special_norm"].mean() < 0.5 * c["special_weight"].mean()

@@ -55,10 +55,14 @@ def weighted_norms(weights: np.ndarray, norms: np.ndarray) -> np.ndarray:
 
 
 def layer_norms(weights: np.ndarray, values: np.ndarray, w_o: np.ndarray) -> np.ndarray:
-    """N_ij = || sum_h alpha^h_ij f^h(x_j) ||: [L, n, n]."""
+    """N_ij = || sum_h alpha^h_ij f^h(x_j) ||: [L, n, n], through the heads' Gram matrices
+    G_j[h, h'] = f^h(x_j) . f^h'(x_j), N_ij^2 = sum_h,h' alpha^h_ij alpha^h'_ij G_j[h, h']
+    (never the [n, n, hidden] array of the vectors themselves)."""
     f = transformed_values(values, w_o)  # [L, H, n, hidden]
-    mixed = np.einsum("lhij,lhjo->lijo", np.asarray(weights, np.float64), f)  # [L, n, n, hidden]
-    return np.linalg.norm(mixed, axis=-1)
+    gram = np.einsum("lhjo,lkjo->ljhk", f, f)  # [L, n, H, H]
+    w = np.asarray(weights, np.float64)  # [L, H, n, n]
+    squared = np.einsum("lhij,ljhk,lkij->lij", w, gram, w, optimize=True)  # [L, n, n]
+    return np.sqrt(np.maximum(squared, 0.0))
 
 
 def row_shares(matrix: np.ndarray) -> np.ndarray:
@@ -79,13 +83,19 @@ def special_shares(matrix: np.ndarray, tokens: list[str]) -> np.ndarray:
     return (row_shares(matrix) * special_mask(tokens)).sum(axis=-1).mean(axis=-1)
 
 
-def comparison(weights: np.ndarray, norms: np.ndarray, tokens: list[str]) -> dict[str, np.ndarray]:
-    """Per head [L, H]: 'special_weight' and 'special_norm' (mean share on [CLS]/[SEP] under
-    each picture), 'top_changes' (top_key_changes) and 'changed' (top_changes >= 1/2)."""
-    changes = top_key_changes(weights, norms)
-    return {
-        "special_weight": special_shares(weights, tokens),
-        "special_norm": special_shares(norms, tokens),
-        "top_changes": changes,
-        "changed": changes >= 0.5,
-    }
+def comparison(weights: np.ndarray, vnorms: np.ndarray, tokens: list[str]) -> dict[str,
+                                                                                np.ndarray]:
+    """Per head [L, H], from weights [L, H, n, n] and value norms ||f^h(x_j)|| [L, H, n]:
+    'special_weight' and 'special_norm' (mean share on [CLS]/[SEP] under each picture),
+    'top_changes' (top_key_changes) and 'changed' (top_changes >= 1/2). One layer at a time,
+    so a 512-token input never holds all the heads' norms at once."""
+    rows: dict[str, list] = {"special_weight": [], "special_norm": [], "top_changes": []}
+    for layer in range(len(weights)):
+        w = np.asarray(weights[layer], dtype=np.float64)  # [H, n, n]
+        n = weighted_norms(w, vnorms[layer])
+        rows["special_weight"].append(special_shares(w, tokens))
+        rows["special_norm"].append(special_shares(n, tokens))
+        rows["top_changes"].append(top_key_changes(w, n))
+    out = {k: np.stack(v) for k, v in rows.items()}
+    out["changed"] = out["top_changes"] >= 0.5
+    return out

@@ -21,6 +21,7 @@ PAGES: list[tuple[str, str, str, str]] = [
     ("pages/explore.py", "All heads, token lines", ":material/explore:", "Explore BERT"),
     ("pages/inside_score.py", "Inside one score", ":material/biotech:", "Explore BERT"),
     ("pages/head_stats.py", "Head statistics and rollout", ":material/bar_chart:", "Explore BERT"),
+    ("pages/value_norms.py", "Weights vs value norms", ":material/straighten:", "Explore BERT"),
 ]
 DEFAULT_PAGE = "pages/layer_heads.py"  # served at "/"
 
