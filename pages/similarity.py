@@ -86,6 +86,10 @@ def main() -> None:
     except ValueError as e:
         st.error(f"Cannot encode this input: {e}")
         return
+    for name, tr in (("A", ta), ("B", tb)):
+        if tr.dropped:
+            st.warning(f"Sentence {name} is longer than the model's {tr.n_tokens} positions: "
+                       f"{tr.dropped} tokens at the end were dropped.")
     st.metric("Cosine similarity", f"{res.score:.4f}")
     st.markdown(f"A: {literal(ctx.text)}  \nB: {literal(text_b)}")
     left, right = st.columns(2)

@@ -22,6 +22,7 @@ PAGES: list[tuple[str, str, str, str]] = [
     ("pages/inside_score.py", "Inside one score", ":material/biotech:", "Explore BERT"),
     ("pages/head_stats.py", "Head statistics and rollout", ":material/bar_chart:", "Explore BERT"),
     ("pages/value_norms.py", "Weights vs value norms", ":material/straighten:", "Explore BERT"),
+    ("pages/compare.py", "Compare two sentences", ":material/difference:", "Explore BERT"),
     ("pages/corpus_heads.py", "Heads across many sentences", ":material/scatter_plot:",
      "Explore BERT"),
     ("pages/similarity.py", "Why are two sentences similar?", ":material/compare_arrows:",
