@@ -7,8 +7,7 @@ import pytest
 
 from attnviz.analysis.compare import align_tokens, aligned_difference
 from tests.apptest import open_page
-
-from .test_page_explore import decode
+from tests.plotly_json import decode
 
 
 @pytest.fixture

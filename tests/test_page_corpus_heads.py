@@ -8,8 +8,7 @@ import pytest
 
 from attnviz.analysis import corpus_heads as ch
 from tests.apptest import open_page
-
-from .test_page_explore import decode
+from tests.plotly_json import decode
 
 TEXT = "I saw a saw. The dog barked at the mailman, twice!\nIt rained. We stayed in."
 

@@ -10,8 +10,7 @@ from attnviz.analysis.head_stats import STATS, head_stats
 from attnviz.analysis.rollout import rollout
 from attnviz.analysis.words import words_view
 from tests.apptest import open_page
-
-from .test_page_explore import decode
+from tests.plotly_json import decode
 
 
 @pytest.fixture

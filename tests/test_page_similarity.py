@@ -9,8 +9,7 @@ import pytest
 from attnviz.analysis.attribution import attribute, pooled_importance
 from attnviz.analysis.flow import attention_flow
 from tests.apptest import open_page
-
-from .test_page_explore import decode
+from tests.plotly_json import decode
 
 A, B = "I saw a saw.", "A saw cuts wood."
 

@@ -8,8 +8,7 @@ import pytest
 
 from attnviz.analysis import norms
 from tests.apptest import open_page
-
-from .test_page_explore import decode
+from tests.plotly_json import decode
 
 
 @pytest.fixture
