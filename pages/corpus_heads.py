@@ -26,10 +26,8 @@ def pick_head(n_heads: int) -> None:
 
 
 def corpus_text() -> str:
-    src = st.radio("Sentences from", ["sample", "pasted"], key="ch_src", horizontal=True,
-                   bind="query-params", format_func=lambda s: {
-                       "sample": "the bundled sample (Lincoln, Carroll: public domain)",
-                       "pasted": "a text I paste"}[s])
+    src = st.radio("Sentences from (the sample: Lincoln and Carroll, public domain)",
+                   ["sample", "pasted"], key="ch_src", horizontal=True, bind="query-params")
     if src == "sample":
         return ch.sample_text()
     st.caption("The pasted text stays in this session (it is not put in the URL).")

@@ -48,7 +48,7 @@ def main() -> None:
     t = ui.trace_or_message(ctx)
     if t is None:
         return
-    o1, o2, o3, o4 = st.columns([1, 1, 1, 3])
+    o1, o2, o3 = st.columns(3)
     hide = o1.toggle("Hide [CLS] and [SEP]", key="ex_hide", bind="query-params")
     renorm = o2.toggle("Renormalise rows", key="ex_renorm", bind="query-params",
                        help="Rescale each shown row to sum to 1 over the keys still shown.")
@@ -57,9 +57,10 @@ def main() -> None:
                            "its pieces, attention from a word the mean (Clark et al. 2019).")
     seg = "all"
     if ctx.text_pair:
-        seg = o4.radio("Pairs shown (sentence A, sentence B)", views.SEGMENT_FILTERS,
+        seg = st.radio("Pairs shown (sentence A, sentence B)", views.SEGMENT_FILTERS,
                        key="ex_seg", horizontal=True, bind="query-params",
-                       format_func=views.FILTER_NAMES.get)
+                       help="A->B: queries in sentence A reading keys in B; B->A: the reverse; "
+                            "across: both directions.")
     if hide or seg != "all":
         st.caption("Rows **are renormalised**: each shown row sums to 1 over the shown keys."
                    if renorm else "Rows are **not** renormalised: these are the model's own "

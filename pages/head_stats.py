@@ -56,9 +56,8 @@ def pick_row(n_heads: int) -> None:
 
 
 def statistics_tab(t, words: bool) -> None:
-    conv = st.radio("Conventions", list(CONVENTIONS), key="hs_conv", horizontal=True,
-                    bind="query-params", format_func=lambda c: {
-                        "attnviz": "attnviz", "clark": "Clark et al.'s code, exactly"}[c])
+    conv = st.radio("Conventions (clark: as in Clark et al.'s code, number for number)",
+                    list(CONVENTIONS), key="hs_conv", horizontal=True, bind="query-params")
     st.caption(f"Shown: **{conv}** conventions: {CONVENTIONS[conv]}.")
     stats = stats_of(t, conv, words)
     c1, c2, c3 = st.columns([1, 1, 3])
@@ -106,7 +105,8 @@ def flow_tab(t, words: bool) -> None:
     ui.show_figure(maps_side_by_side(list(maps.values()), titles + (
         [f"flow, layers 0-{upto}"] if "flow" in maps else []), toks), key="hs_rollout")
     st.caption("Rows are outputs (after the layer), columns are input tokens; every row sums "
-               "to 1; one colour scale for the panels.")
+               "to 1. Each panel has its own colour scale (bar under it): flow is often much "
+               "flatter than rollout.")
     ui.download_arrays("Download raw attention, rollout and flow (.npz)",
                        {"tokens": np.array(toks), "layer": upto, "word_level": words,
                         **{f"{k}": v for k, v in maps.items()}},

@@ -13,6 +13,7 @@ import streamlit as st
 
 from attnviz import TraceRequest, ui
 from attnviz.analysis import attribution, flow
+from attnviz.analysis.common import special_mask
 from attnviz.analysis.rollout import rollout
 from attnviz.plotting.attribution import attribution_bars
 from attnviz.ui.text import literal
@@ -48,7 +49,9 @@ def sentence_panel(name: str, res, side: str, t) -> None:
     ui.show_figure(attribution_bars(res.tokens_a if side == "a" else res.tokens_b, series,
                                     f"Sentence {name}: what each method credits to each token"),
                    key=f"sim_bars_{side}")
-    rows = [{"method": m, "Spearman rank correlation with IG": attribution.spearman(ig, v)}
+    words = ~special_mask(res.tokens_a if side == "a" else res.tokens_b)
+    rows = [{"method": m, "Spearman rank correlation with IG (words only)":
+             attribution.spearman(ig[words], np.asarray(v)[words])}
             for m, v in series.items() if m != "integrated gradients"]
     st.dataframe(pd.DataFrame(rows), hide_index=True)
     if "flow" not in views:
@@ -100,7 +103,9 @@ def main() -> None:
     st.info("The bars of each method are scaled to its largest |value| (hover for the number). "
             "IG and gradient × input can be negative (a token that makes the sentences less "
             "alike); the attention views are shares and never negative, and they say where "
-            "information can flow, not what it does to the cosine.")
+            "information can flow, not what it does to the cosine. [CLS] and [SEP] are part of "
+            "the blank, so IG gives them 0 by construction; the rank correlations leave them "
+            "out.")
     ui.download_arrays("Download the attributions (.npz)", lambda: {
         "tokens_a": np.array(res.tokens_a), "tokens_b": np.array(res.tokens_b),
         "ig_a": res.ig_a, "ig_b": res.ig_b, "gxi_a": res.gxi_a, "gxi_b": res.gxi_b,

@@ -76,9 +76,10 @@ def main() -> None:
         maps, toks = [word_attention(m, groups) for m in maps], merge_tokens(t.tokens, groups)
     ui.show_figure(maps_side_by_side(maps, [
         f"weights, layer {layer} head {head}", "norm shares, this head",
-        f"norm shares, whole layer {layer} (all heads summed)"], toks), key="vn_maps")
+        f"norm shares, layer {layer} (all heads)"], toks), key="vn_maps")
     st.caption(f"Changed top key for {nb['top_changes'][layer, head]:.0%} of this head's "
-               "queries. Rows are queries, columns keys; each row sums to 1.")
+               "queries. Rows are queries, columns keys; each row sums to 1; each panel has "
+               "its own colour scale.")
     ui.download_arrays("Download weights, norms and the comparison (.npz)", lambda: {
         "tokens": np.array(t.tokens), "weights": t.weights, "value_norms": nb["value_norms"],
         "norm_shares_head": shares, "norm_shares_layer": whole, "layer": layer, "head": head,

@@ -46,7 +46,7 @@ from .head_stats import STATS, head_stats
 
 SAMPLE = Path(__file__).resolve().parents[2] / "assets" / "corpus" / "sample.txt"
 MAX_SENTENCES = 200  # a pasted text is cut here (each sentence is one encoder run)
-MAX_SENTENCE_TOKENS = 128  # longer sentences are skipped: the head distances cost H^2 n^2 each
+MAX_SENTENCE_TOKENS = 192  # longer sentences are skipped: the head distances cost (LH)^2 n^2 each
 BEHAVIOUR_SHARE = 0.5
 BROAD_ENTROPY = 0.6
 BEHAVIOURS = ("[CLS]", "[SEP]", "previous", "next", "broad", "mixed")

@@ -28,11 +28,11 @@ def attribution_bars(tokens: list[str], series: dict[str, np.ndarray], title: st
                           "<extra></extra>",
         ))
     return go.Figure(data=data, layout=dict(
-        title=title, font=FONT, barmode="group", height=360,
+        title=dict(text=title, y=0.98, yanchor="top"), font=FONT, barmode="group", height=420,
         xaxis=dict(type="category", categoryorder="array", categoryarray=labels,
                    tickvals=labels, ticktext=[escape(t) for t in tokens], tickangle=-45),
         yaxis=dict(title=dict(text="scaled to the method's largest |value|"), range=[-1.05, 1.05],
                    zeroline=True),
-        legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0), margin=dict(l=10, r=10,
-                                                                               t=80, b=10),
+        legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0),
+        margin=dict(l=10, r=10, t=120, b=10),
     ))

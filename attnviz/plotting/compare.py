@@ -30,11 +30,11 @@ def compare_figure(wa: np.ndarray, wb: np.ndarray, diff: np.ndarray, tokens: lis
     n = len(tokens)
     return g.figure(
         coloraxis=dict(colorscale=WEIGHTS_SCALE, cmin=0.0, cmax=top,
-                       colorbar=dict(title=dict(text="weight"), thickness=10, x=1.0, len=0.45,
+                       colorbar=dict(title=dict(text="weight"), thickness=12, x=1.0, len=0.42,
                                      y=0.78)),
         coloraxis2=dict(colorscale=SCORES_SCALE, cmin=-lim, cmax=lim,
-                        colorbar=dict(title=dict(text="A - B"), thickness=10, x=1.0, len=0.45,
+                        colorbar=dict(title=dict(text="A - B"), thickness=12, x=1.0, len=0.42,
                                       y=0.22)),
-        font=FONT, height=int(max(320, min(600, 20 * n + 160))),
+        font=FONT, height=int(max(460, min(640, 20 * n + 200))),
         margin=dict(l=10, r=60, t=50, b=10),
     )

@@ -97,28 +97,34 @@ def rollout_pair(raw: np.ndarray, rolled: np.ndarray, tokens: list[str],
 
 def maps_side_by_side(matrices: list[np.ndarray], titles: list[str], tokens: list[str],
                       indices=None, value: str = "share") -> go.Figure:
-    """Several [output/query, input/key] maps of the same tokens in one row, on one colour
-    scale from 0 to the largest value of all (rows of each sum to 1); exact hover."""
+    """Several [output/query, input/key] maps of the same tokens in one row, each on its own
+    colour scale from 0 to its largest value (a flat map such as attention flow would vanish
+    on a shared one), with its colour bar under it; exact hover."""
     n = len(tokens)
     labels = axis_labels(tokens, indices)
     step = max(1, -(-n // 40))
     k = len(matrices)
-    g = Grid(rows=1, cols=k, subplot_titles=titles, horizontal_spacing=0.06 if k > 2 else 0.12)
-    top = max(float(np.max(m)) for m in matrices) or 1.0
+    gap = 0.06 if k > 2 else 0.12
+    g = Grid(rows=1, cols=k, subplot_titles=titles, horizontal_spacing=gap)
     axis = dict(type="category", categoryorder="array", categoryarray=labels,
                 tickvals=labels[::step], ticktext=[escape(t) for t in tokens[::step]])
+    width = (1 - gap * (k - 1)) / k
+    axes = {}
     for c, m in enumerate(matrices, start=1):
+        ca = "coloraxis" if c == 1 else f"coloraxis{c}"
         g.add(dict(
             type="heatmap", z=np.asarray(m, dtype=np.float32), x=labels, y=labels,
-            coloraxis="coloraxis", name=titles[c - 1],
+            coloraxis=ca, name=titles[c - 1],
             hovertemplate=(f"{escape(titles[c - 1])}<br>output %{{y}}<br>input %{{x}}<br>"
                            f"{value} = %{{z:.6f}}<extra></extra>"),
         ), 1, c)
         g.yaxis(1, c).update(autorange="reversed", showticklabels=c == 1, **axis)
         g.xaxis(1, c).update(tickangle=-45, **axis)
+        axes[ca] = dict(colorscale=WEIGHTS_SCALE, cmin=0.0, cmax=float(np.max(m)) or 1.0,
+                        colorbar=dict(orientation="h", thickness=10, len=width * 0.9,
+                                      x=(c - 1) * (width + gap) + width / 2, xanchor="center",
+                                      y=-0.32, yanchor="top", title=dict(text=value,
+                                                                         side="top")))
     side = max(300, min(560, 18 * n + 140))
-    return g.figure(
-        coloraxis=dict(colorscale=WEIGHTS_SCALE, cmin=0.0, cmax=top,
-                       colorbar=dict(title=dict(text=value), thickness=10)),
-        font=FONT, height=int(side), margin=dict(l=10, r=10, t=50, b=10),
-    )
+    return g.figure(font=FONT, height=int(side + 110), margin=dict(l=10, r=10, t=50, b=110),
+                    **axes)
