@@ -20,10 +20,12 @@ layered DAG, which gives two closed forms and a small, fixed graph for the rest:
 - layer 0 (one edge per path):      F_0[i, j] = Â_0[i, j]
 - layer 1 (paths i -> k -> j, each through its own middle node):
                                     F_1[i, j] = sum_k min(Â_1[i, k], Â_0[k, j])
-- layer l >= 2: a max-flow on the l + 2 layers of the graph, built once per layer and solved
-  per pair with scipy's Dinic algorithm, which takes integer capacities: each capacity is
-  rounded to a multiple of 2^-30, so a flow is exact up to (edges in its minimum cut) x 2^-31,
-  far below the 1e-6 at which the values are compared with the authors' code in the tests.
+- layer l >= 2: only the source's own edges, the middle layers and the sink's own edges
+  matter (the other outputs and inputs are dead ends): one graph of 2n + (l - 1) n^2 edges,
+  built once, whose source and sink edges are overwritten per pair and solved with scipy's
+  Dinic algorithm. Dinic takes integer capacities: each capacity is rounded to a multiple of
+  2^-30, so a flow is exact up to (edges in its minimum cut) x 2^-31, far below the 1e-6 at
+  which the values are compared with the authors' code in the tests.
 
 Like rollout, flow ignores the values, the feed-forward blocks and LayerNorm.
 """
@@ -40,21 +42,31 @@ SCALE = 2**30  # capacities become integers c * SCALE (scipy's max-flow takes in
 MAX_TOKENS = 128  # the longest input whose full flow matrix a page computes (see README)
 
 
-def flow_graph(attention: np.ndarray, layer: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The attention graph up to the outputs of `layer`, as integer-capacity edges.
+def flow_graph(attention: np.ndarray, layer: int):
+    """The graph of one (output, input) problem after `layer` >= 2, as a scipy CSR matrix with
+    integer capacities round(c * SCALE), and its sink's number.
 
-    attention: Â [L, n, n] (residual_attention). Nodes are numbered l * n + i for boundary l
-    = 0..layer + 1 and token i. Returns (tails, heads, capacities) of the edges
-    (l + 1, i) -> (l, k) with capacity round(Â_l[i, k] * SCALE).
+    Nodes: 0 = the source (the output token), then the middle boundaries layer, ..., 1
+    (n nodes each), then the sink (the input token). The source's n edges (capacities Â_layer[i])
+    come first in `.data` and the sink's n edges (Â_0[:, j]) last, so one graph serves every
+    pair: max_flows overwrites those two slices. The middle edges never change.
     """
+    import scipy.sparse as sp
+
     n = attention.shape[-1]
-    tails, heads, caps = [], [], []
-    i, k = np.divmod(np.arange(n * n), n)
-    for lay in range(layer + 1):
-        tails.append((lay + 1) * n + i)
-        heads.append(lay * n + k)
-        caps.append(np.rint(attention[lay].ravel() * SCALE).astype(np.int64))
-    return np.concatenate(tails), np.concatenate(heads), np.concatenate(caps)
+    sink = 1 + layer * n
+    heads = [np.arange(1, n + 1)]  # source -> top middle boundary
+    caps = [np.zeros(n)]
+    for b in range(layer - 1):  # boundary layer - b -> layer - b - 1: capacities Â_{layer-1-b}
+        heads.append(np.tile(1 + (b + 1) * n + np.arange(n), n))
+        caps.append(attention[layer - 1 - b].ravel())
+    heads.append(np.full(n, sink))  # boundary 1 -> the sink
+    caps.append(np.zeros(n))
+    counts = [n] + [n] * ((layer - 1) * n) + [1] * n + [0]  # edges per node, node by node
+    indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
+    data = np.rint(np.concatenate(caps) * SCALE).astype(np.int32)
+    return sp.csr_array((data, np.concatenate(heads).astype(np.int32), indptr),
+                        shape=(sink + 1, sink + 1)), sink
 
 
 def max_flows(attention: np.ndarray, layer: int,
@@ -71,17 +83,17 @@ def max_flows(attention: np.ndarray, layer: int,
         return a[0].copy()
     if layer == 1:
         return np.minimum(a[1][:, :, None], a[0][None, :, :]).sum(axis=1)  # [i, k, j] -> [i, j]
-    import scipy.sparse as sp
     from scipy.sparse.csgraph import maximum_flow
 
-    tails, heads, caps = flow_graph(a, layer)
-    size = (layer + 2) * n
-    graph = sp.csr_array((caps.astype(np.int32), (tails, heads)), shape=(size, size))
-    top = (layer + 1) * n
+    graph, sink = flow_graph(a, layer)
+    sources = np.rint(a[layer] * SCALE).astype(np.int32)  # [i, k]
+    sinks = np.rint(a[0].T * SCALE).astype(np.int32)  # [j, k]
     out = np.empty((n, n), dtype=np.float64)
     for i in range(n):
+        graph.data[:n] = sources[i]
         for j in range(n):
-            out[i, j] = maximum_flow(graph, top + i, j).flow_value
+            graph.data[-n:] = sinks[j]
+            out[i, j] = maximum_flow(graph, 0, sink).flow_value
         if progress is not None:
             progress((i + 1) / n, f"output token {i + 1} of {n}")
     return out / SCALE
