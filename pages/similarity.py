@@ -18,7 +18,7 @@ from attnviz.analysis.rollout import rollout
 from attnviz.plotting.attribution import attribution_bars
 from attnviz.ui.text import literal
 
-DEFAULT_B = "Someone is playing music."
+DEFAULT_B = "She cut the wood with a saw."
 
 
 def attention_views(t) -> dict:
