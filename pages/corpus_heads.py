@@ -25,14 +25,14 @@ def pick_head(n_heads: int) -> None:
             int(points[0]["point_index"]), n_heads)
 
 
-def corpus_text() -> str:
+def corpus_text(ctx) -> str:
     src = st.radio("Sentences from (the sample: Lincoln and Carroll, public domain)",
-                   ["sample", "pasted"], key="ch_src", horizontal=True, bind="query-params")
+                   ["sidebar", "sample"], key="ch_src", horizontal=True, bind="query-params")
     if src == "sample":
         return ch.sample_text()
-    st.caption("The pasted text stays in this session (it is not put in the URL).")
-    return st.text_area("Text (split into sentences at . ! ? and line breaks)", key="ch_text",
-                        height=150, max_chars=50_000)
+    st.caption("Paste a paragraph or more into the sidebar's sentence box (up to 20,000 "
+               "characters); it is split into sentences at . ! ? and line breaks.")
+    return ctx.text
 
 
 def main() -> None:
@@ -47,12 +47,13 @@ def main() -> None:
     if ctx.model is None:
         st.error(ctx.error or "No model is loaded.")
         return
-    text = corpus_text()
+    text = corpus_text(ctx)
     conv = st.radio("Conventions", list(CONVENTIONS), key="ch_conv", horizontal=True,
                     bind="query-params")
     sentences = ch.split_sentences(text)
     if not sentences:
-        st.info("Paste a text with a few sentences to begin.")
+        st.info("Type or paste a few sentences into the sidebar's box to begin, or pick the "
+                "sample.")
         return
     model = ctx.model
     try:
@@ -60,7 +61,8 @@ def main() -> None:
                              "Encoding the sentences...", lambda progress: ch.corpus_heads(
                                  model, sentences, conv, progress))
     except ValueError as e:
-        st.error(f"Nothing to analyse: {e}")
+        st.warning(f"Nothing to analyse: {e}. Longer sentences are left out because the "
+                   "distances between heads cost (heads² x tokens²) per sentence.")
         return
     st.caption(
         f"{len(c.sentences)} sentences, {c.tokens:,} tokens, **{conv}** conventions "

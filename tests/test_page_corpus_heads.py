@@ -15,7 +15,7 @@ TEXT = "I saw a saw. The dog barked at the mailman, twice!\nIt rained. We stayed
 
 @pytest.fixture
 def at():
-    return open_page("pages/corpus_heads.py", timeout=300, ch_src="pasted", ch_text=TEXT)
+    return open_page("pages/corpus_heads.py", timeout=300, text=TEXT)
 
 
 def test_pasted_text(at, model):
@@ -34,14 +34,18 @@ def test_pasted_text(at, model):
     assert any(f"head 0: **{c.behaviour[3, 0]}**" in x.value for x in at.caption)
 
 
-def test_sample_and_empty_text(at):
+def test_sample_empty_and_too_long(at):
     at.radio(key="ch_src").set_value("sample").run()
     assert not at.exception
     assert len(at.get("plotly_chart")) == 2
-    at.radio(key="ch_src").set_value("pasted").run()
-    at.session_state["ch_text"] = "   "
+    at.radio(key="ch_src").set_value("sidebar").run()
+    at.session_state["text"] = "   "
     at.run()
-    assert not at.exception and any("Paste a text" in i.value for i in at.info)
-    at.session_state["ch_text"] = "<b>x</b> $y$ " * 3
+    assert not at.exception and any("sidebar's box" in i.value for i in at.info)
+    at.session_state["text"] = "word " * 300  # one sentence, longer than the corpus takes
     at.run()
-    assert not at.exception
+    assert not at.exception and not at.get("plotly_chart")
+    assert any("Nothing to analyse" in w.value for w in at.warning)
+    at.session_state["text"] = "<b>x</b> $y$ " * 3
+    at.run()
+    assert not at.exception and len(at.get("plotly_chart")) == 2
