@@ -1,6 +1,6 @@
 """Heads across many sentences (Clark et al. 2019, sections 3 and 6): each head's statistics
 averaged over a corpus with their spread, the Jensen-Shannon distance between heads and a 2-D
-map of the heads coloured by behaviour; click a head to pick it.
+map of the heads coloured by behaviour; click a head to pick it and see it on a sentence.
 
 Numbers: analysis.corpus_heads (each sentence traced alone; classical MDS), computed once per
 server with a progress bar; figures: plotting.corpus and plotting.stats."""
@@ -10,10 +10,11 @@ from collections import Counter
 import numpy as np
 import streamlit as st
 
-from attnviz import ui
+from attnviz import TraceRequest, ui
 from attnviz.analysis import corpus_heads as ch
 from attnviz.analysis.head_stats import CONVENTIONS, STATS
 from attnviz.plotting.corpus import head_map
+from attnviz.plotting.heatmaps import attention_heatmap
 from attnviz.plotting.stats import stats_heatmaps
 
 
@@ -87,6 +88,13 @@ def main() -> None:
         f"[SEP], previous or next when its mean share there is at least "
         f"{ch.BEHAVIOUR_SHARE:.0%}; otherwise broad when its mean row entropy is at least "
         f"{ch.BROAD_ENTROPY:.0%} of ln n; otherwise mixed.")
+    sent = st.selectbox("The picked head on one sentence of the corpus",
+                        range(len(c.sentences)), key="ch_sent",
+                        format_func=lambda k: f"{k + 1}: {c.sentences[k][:90]}")
+    one = ui.cached_trace(model, TraceRequest(c.sentences[sent]))
+    ui.show_figure(attention_heatmap(one.weights[layer, head], one.tokens, "weights",
+                                     f"Layer {layer}, head {head}, sentence {sent + 1}"),
+                   key="ch_one")
     ui.show_figure(stats_heatmaps(c.mean, STATS, selected=(layer, head), spread=c.spread),
                    key="ch_stats")
     ui.download_arrays("Download the corpus statistics (.npz)", lambda: {

@@ -14,6 +14,7 @@ from attnviz.analysis import flow
 from attnviz.analysis.head_stats import CONVENTIONS, STATS, head_stats, stats_rows
 from attnviz.analysis.rollout import rollout
 from attnviz.analysis.words import merge_tokens, word_attention, word_groups, words_view
+from attnviz.plotting.heatmaps import attention_heatmap
 from attnviz.plotting.stats import maps_side_by_side, stats_heatmaps
 
 
@@ -72,6 +73,11 @@ def statistics_tab(t, words: bool) -> None:
                      query_params={"ins_layer": str(layer), "ins_head": str(head)})
     ui.show_figure(stats_heatmaps(stats, STATS, selected=(layer, head)), key="hs_map",
                    on_select=pick_cell, selection_mode="points")
+    w, toks = (words_view(t.weights[layer, head], t.tokens)[:2] if words
+               else (t.weights[layer, head], t.tokens))
+    with st.expander(f"Layer {layer}, head {head} on this sentence", expanded=t.n_tokens <= 40):
+        ui.show_figure(attention_heatmap(w, toks, "weights", f"Layer {layer}, head {head}"),
+                       key="hs_one")
     table = pd.DataFrame(stats_rows(stats)).rename(columns=STATS)
     n_heads = t.n_heads
     st.dataframe(table, hide_index=True, key="hs_table", on_select=lambda: pick_row(n_heads),

@@ -20,7 +20,9 @@ def at():
 
 def test_pasted_text(at, model):
     c = ch.corpus_heads(model, ch.split_sentences(TEXT))
-    map_fig, stats_fig = (json.loads(x.proto.spec) for x in at.get("plotly_chart"))
+    map_fig, one, stats_fig = (json.loads(x.proto.spec) for x in at.get("plotly_chart"))
+    first = model.trace("I saw a saw.")  # the picked head (0, 0) on sentence 1
+    np.testing.assert_array_equal(decode(one["data"][0]["z"]), first.weights[0, 0])
     np.testing.assert_allclose(decode(map_fig["data"][0]["x"]), c.coords[:, 0], atol=1e-9)
     np.testing.assert_allclose(decode(map_fig["data"][0]["y"]), c.coords[:, 1], atol=1e-9)
     heat = [tr for tr in stats_fig["data"] if tr["type"] == "heatmap"]
@@ -37,7 +39,7 @@ def test_pasted_text(at, model):
 def test_sample_empty_and_too_long(at):
     at.radio(key="ch_src").set_value("sample").run()
     assert not at.exception
-    assert len(at.get("plotly_chart")) == 2
+    assert len(at.get("plotly_chart")) == 3
     at.radio(key="ch_src").set_value("sidebar").run()
     at.session_state["text"] = "   "
     at.run()
@@ -48,4 +50,4 @@ def test_sample_empty_and_too_long(at):
     assert any("Nothing to analyse" in w.value for w in at.warning)
     at.session_state["text"] = "<b>x</b> $y$ " * 3
     at.run()
-    assert not at.exception and len(at.get("plotly_chart")) == 2
+    assert not at.exception and len(at.get("plotly_chart")) == 3

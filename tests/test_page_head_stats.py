@@ -25,7 +25,9 @@ def charts(at):
 def test_default_sentence(at, model):
     t = model.trace("I saw a saw")
     s = head_stats(t.weights, t.tokens)
-    (stats_fig,) = charts(at)
+    stats_fig, one = charts(at)
+    np.testing.assert_array_equal(decode(one["data"][0]["z"]), t.weights[0, 0])
+    assert "saw #4" in one["data"][0]["x"]
     heat = [tr for tr in stats_fig["data"] if tr["type"] == "heatmap"]
     for tr in heat:
         np.testing.assert_allclose(decode(tr["z"]), s[tr["name"]], atol=1e-12)
@@ -81,7 +83,7 @@ def test_flow_beyond_its_cap_says_so(at):
 def test_pair_512_and_refused_folder(at):
     at.session_state["pair"] = "It cut the wood"
     at.run()
-    assert not at.exception and len(at.get("plotly_chart")) == 1
+    assert not at.exception and len(at.get("plotly_chart")) == 2
     at.session_state["pair"] = ""
     at.session_state["text"] = "saw, " * 300
     at.run()
