@@ -20,7 +20,7 @@ def mosaic(t, hide: bool, renorm: bool, seg: str, words: bool):
     """The overview figure, built once per server for a trace and the view's options."""
     def build():
         w, toks, idx = views.shown_weights(t.weights, t.tokens, t.segments, hide, renorm, seg,
-                                           words)
+                                           words, t.word_pieces)
         return overview_mosaic(w, views.mean_maps(w), toks, idx)
 
     return ui.cached_figure(("ex_overview", t.key, hide, renorm, seg, words), build)
@@ -81,7 +81,7 @@ def one_head(ctx: ui.Context, hide: bool, renorm: bool, seg: str, words: bool) -
     extra = c3.multiselect("More heads as lines, in colours", range(t.n_heads), key="ex_more",
                            bind="query-params")
     w, toks, idx = views.shown_weights(t.weights[layer], t.tokens, t.segments, hide, renorm, seg,
-                                       words)
+                                       words, t.word_pieces)
     labels = token_labels(toks, idx)
     # Long inputs start on the first word: all lines of 512 tokens would hide each other.
     start = 0 if len(toks) <= 64 else (1 if hide else 2)

@@ -21,7 +21,8 @@ from attnviz.plotting.stats import maps_side_by_side, stats_heatmaps
 def stats_of(t, conventions: str, words: bool) -> dict:
     """{statistic: [layers, heads]} of a trace, once per server."""
     def compute():
-        w, toks = (words_view(t.weights, t.tokens)[:2] if words else (t.weights, t.tokens))
+        w, toks = (words_view(t.weights, t.tokens, t.word_pieces)[:2] if words
+                   else (t.weights, t.tokens))
         return head_stats(w, toks, conventions)
     return ui.cached("results", ("head_stats", t.key, conventions, words), compute)
 
@@ -37,7 +38,7 @@ def maps_of(t, layer: int, words: bool) -> dict:
                 "results", ("flow", t.key, layer), "Computing attention flow (max-flows)...",
                 lambda progress: flow.max_flows(a, layer, progress)))
         if words:
-            groups = word_groups(t.tokens)
+            groups = word_groups(t.word_pieces)
             out = {k: word_attention(v, groups) for k, v in out.items()}
         return out
     return ui.cached("results", ("hs_maps", t.key, layer, words), compute)
@@ -73,7 +74,7 @@ def statistics_tab(t, words: bool) -> None:
                      query_params={"ins_layer": str(layer), "ins_head": str(head)})
     ui.show_figure(stats_heatmaps(stats, STATS, selected=(layer, head)), key="hs_map",
                    on_select=pick_cell, selection_mode="points")
-    w, toks = (words_view(t.weights[layer, head], t.tokens)[:2] if words
+    w, toks = (words_view(t.weights[layer, head], t.tokens, t.word_pieces)[:2] if words
                else (t.weights[layer, head], t.tokens))
     with st.expander(f"Layer {layer}, head {head} on this sentence", expanded=t.n_tokens <= 40):
         ui.show_figure(attention_heatmap(w, toks, "weights", f"Layer {layer}, head {head}"),
@@ -106,7 +107,7 @@ def flow_tab(t, words: bool) -> None:
         st.info(f"Attention flow is computed up to {flow.MAX_TOKENS} tokens: it takes one "
                 f"max-flow per (output, input) pair, n² = {t.n_tokens ** 2:,} here, on a graph "
                 f"of {upto + 1} x n² edges. Rollout is shown instead.")
-    toks = merge_tokens(t.tokens, word_groups(t.tokens)) if words else t.tokens
+    toks = merge_tokens(t.tokens, word_groups(t.word_pieces)) if words else t.tokens
     titles = [f"raw attention, layer {upto} (mean of heads)", f"rollout, layers 0-{upto}"]
     ui.show_figure(maps_side_by_side(list(maps.values()), titles + (
         [f"flow, layers 0-{upto}"] if "flow" in maps else []), toks), key="hs_rollout")

@@ -60,7 +60,7 @@ def main() -> None:
     if st.toggle("Word level (the weights only)", key="ins_words", bind="query-params",
                  help="q·k and the values belong to word pieces; only the weights merge into "
                       "words: summed over a word's keys, averaged over its queries."):
-        groups = word_groups(t.tokens)
+        groups = word_groups(t.word_pieces)
         word = next(u for u, g in enumerate(groups) if query in g)
         row = word_attention(t.weights[layer, head], groups)[word]
         names = merge_tokens(t.tokens, groups)

@@ -72,7 +72,7 @@ def main() -> None:
                           norms.output_projections(ctx.model)[layer:layer + 1])[0])))
     maps, toks = [w, shares, whole], t.tokens
     if words:
-        groups = word_groups(t.tokens)
+        groups = word_groups(t.word_pieces)
         maps, toks = [word_attention(m, groups) for m in maps], merge_tokens(t.tokens, groups)
     ui.show_figure(maps_side_by_side(maps, [
         f"weights, layer {layer} head {head}", "norm shares, this head",

@@ -132,13 +132,15 @@ def test_directed_pair_filters(model):
 
 def test_word_level_view(model):
     t = model.trace("Transformers use embeddings", "It works")
-    w, toks, pos = shown_weights(t.weights[1, 2], t.tokens, t.segments, words=True)
+    w, toks, pos = shown_weights(t.weights[1, 2], t.tokens, t.segments, words=True,
+                                pieces=t.word_pieces)
     assert toks[:4] == ["[CLS]", "transformers", "use", "embeddings"]
     assert [t.tokens[p] for p in pos] == [t.tokens[p] for p in pos]  # first pieces
     assert t.tokens[pos[3]].startswith("em") and len(toks) < t.n_tokens
     np.testing.assert_allclose(w.sum(-1), 1.0, atol=1e-6)
     w2, toks2, pos2 = shown_weights(t.weights[1, 2], t.tokens, t.segments, hide=True,
-                                    segment_filter="B->A", words=True)
+                                    segment_filter="B->A", words=True,
+                                    pieces=t.word_pieces)
     assert "[SEP]" not in toks2 and set(pos2) <= set(pos)
     bq = [k for k, p in enumerate(pos2) if t.segments[p] == 1]
     assert w2[bq].sum() > 0 and w2[[k for k in range(len(pos2)) if k not in bq]].sum() == 0

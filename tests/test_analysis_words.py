@@ -16,12 +16,13 @@ def loop_reference(w: np.ndarray, groups) -> np.ndarray:
 
 def test_groups_of_word_pieces(model):
     t = model.trace("Transformers use embeddings", "It works")
-    groups = word_groups(t.tokens)
-    words = ["".join(t.tokens[i].removeprefix("##") for i in g) for g in groups]
+    assert not any(tok.startswith("##") for tok in t.tokens)  # markers live in the pieces
+    groups = word_groups(t.word_pieces)
+    words = ["".join(t.word_pieces[i].removeprefix("##") for i in g) for g in groups]
     assert words == ["[CLS]", "transformers", "use", "embeddings", "[SEP]", "it", "works",
                      "[SEP]"]
     assert any(len(g) > 1 for g in groups)  # the sentence really has split words
-    w, labels, first = words_view(t.weights, t.tokens)
+    w, labels, first = words_view(t.weights, t.tokens, t.word_pieces)
     assert labels == words and first.tolist() == [g[0] for g in groups]
     for layer, head in [(0, 0), (5, 7)]:
         np.testing.assert_allclose(w[layer, head], loop_reference(

@@ -96,7 +96,7 @@ def test_directed_pair_filters_and_word_level(at, model):
     at.toggle(key="ex_words").set_value(True).run()
     assert not at.exception
     w, toks, pos = shown_weights(t.weights[0], t.tokens, t.segments, False, False, "B->A",
-                                 words=True)
+                                 words=True, pieces=t.word_pieces)
     mosaic, one, _ = figures(at)
     np.testing.assert_allclose(decode(one["data"][0]["z"]), w[0], atol=1e-7)
     assert "embeddings #3" in one["data"][0]["x"]  # one word, labelled at its first piece

@@ -51,7 +51,8 @@ def test_clark_conventions_and_word_level(at, model):
     for tr in heat:
         np.testing.assert_allclose(decode(tr["z"]), s[tr["name"]], atol=1e-12)
     at.toggle(key="hs_words").set_value(True).run()
-    w, words, _ = words_view(t.weights, t.tokens)
+    w, words, _ = words_view(t.weights, t.tokens, t.word_pieces)
+    assert len(words) < t.n_tokens  # some pieces really merged
     s = head_stats(w, words, "clark")
     heat = [tr for tr in charts(at)[0]["data"] if tr["type"] == "heatmap"]
     np.testing.assert_allclose(decode(heat[5]["z"]), s["prev"], atol=1e-12)

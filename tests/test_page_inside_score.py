@@ -63,12 +63,12 @@ def test_word_level_weights(at, model):
     text = "Transformers use embeddings"
     t = model.trace(text)
     at.session_state["text"] = text
-    query = t.tokens.index("##bed")  # a piece of "embeddings"
+    query = t.word_pieces.index("##bed")  # a piece of "embeddings"
     at.session_state["ins_query"] = query
     at.run()
     at.toggle(key="ins_words").set_value(True).run()
     assert not at.exception
-    groups = word_groups(t.tokens)
+    groups = word_groups(t.word_pieces)
     word = next(u for u, g in enumerate(groups) if query in g)
     table = at.dataframe[1].value
     np.testing.assert_allclose(table["weight"].to_numpy(),

@@ -129,18 +129,21 @@ def shown_weights(
     renormalise: bool = False,
     segment_filter: str = "all",
     words: bool = False,
+    pieces: list[str] | None = None,
 ) -> tuple[np.ndarray, list[str], np.ndarray]:
     """What a view draws for weights [..., n, n]: (matrix [..., m, m], tokens, indices [m]),
     the indices being the shown tokens' places in the sentence.
 
-    With `words`, pieces are first merged into words (indices: each word's first piece). Then
+    With `words`, pieces are first merged into words (indices: each word's first piece), the
+    words found in `pieces` (`Trace.word_pieces`: the tokenizer's strings with their markers)
+    when given, else in `tokens`. Then
     the segment filter zeroes the pairs it drops; then, when `hide`, the [CLS]/[SEP] rows and
     columns go; `renormalise` rescales each remaining row to sum to 1 (only the shown keys
     count). With no option set, the model's weights come back untouched.
     """
     first = None
     if words:
-        weights, tokens, first = words_view(weights, tokens)
+        weights, tokens, first = words_view(weights, tokens, pieces)
         segments = np.asarray(segments)[first]
     w = weights if segment_filter == "all" else filter_segments(weights, segments, segment_filter)
     if hide:

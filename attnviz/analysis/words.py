@@ -71,9 +71,12 @@ def merge_tokens(tokens: Sequence[str], groups: Sequence[Sequence[int]]) -> list
     return [word_text(tokens, g) for g in groups]
 
 
-def words_view(weights: np.ndarray, tokens: Sequence[str]) -> tuple[np.ndarray, list[str],
-                                                                    np.ndarray]:
-    """(word-level weights [..., m, m], words [m], first token position of each word [m])."""
-    groups = word_groups(tokens)
+def words_view(weights: np.ndarray, tokens: Sequence[str], pieces: Sequence[str] | None = None,
+               ) -> tuple[np.ndarray, list[str], np.ndarray]:
+    """(word-level weights [..., m, m], words [m], first token position of each word [m]).
+
+    Words are found in `pieces` (the tokenizer's strings with their '##'/'Ġ' markers:
+    `Trace.word_pieces`) when given, else in `tokens`; their labels join the `tokens`."""
+    groups = word_groups(tokens if pieces is None else pieces)
     return (word_attention(weights, groups), merge_tokens(tokens, groups),
             np.array([g[0] for g in groups], dtype=np.int64))

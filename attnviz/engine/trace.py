@@ -127,6 +127,12 @@ class Trace:
         return self.model_key, self.request
 
     @property
+    def word_pieces(self) -> list[str]:
+        """The tokenizer's own strings, with the markers that say where a word starts or goes
+        on ('##ing', 'Ġsaw'): what word-level views group by (`tokens` has them removed)."""
+        return self.pieces if self.pieces is not None else self.tokens
+
+    @property
     def n_layers(self) -> int:
         return self.weights.shape[0]
 
