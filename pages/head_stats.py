@@ -11,7 +11,14 @@ import streamlit as st
 
 from attnviz import ui
 from attnviz.analysis import flow
-from attnviz.analysis.head_stats import CONVENTIONS, STATS, head_stats, stats_rows
+from attnviz.analysis.head_stats import (
+    CLS_TOKENS,
+    CONVENTIONS,
+    SEP_TOKENS,
+    STATS,
+    head_stats,
+    stats_rows,
+)
 from attnviz.analysis.rollout import rollout
 from attnviz.analysis.words import merge_tokens, word_attention, word_groups, words_view
 from attnviz.plotting.heatmaps import attention_heatmap
@@ -61,6 +68,9 @@ def statistics_tab(t, words: bool) -> None:
     conv = st.radio("Conventions (clark: as in Clark et al.'s code, number for number)",
                     list(CONVENTIONS), key="hs_conv", horizontal=True, bind="query-params")
     st.caption(f"Shown: **{conv}** conventions: {CONVENTIONS[conv]}.")
+    if not any(tok in CLS_TOKENS | SEP_TOKENS for tok in t.tokens):
+        st.caption("This model adds no start or separator token ([CLS]/[SEP], <s>/</s>): "
+                   "the two columns for them are 0 by construction.")
     stats = stats_of(t, conv, words)
     c1, c2, c3 = st.columns([1, 1, 3])
     layer = c1.selectbox("Layer", range(t.n_layers), key="hs_layer", bind="query-params")
@@ -114,6 +124,10 @@ def flow_tab(t, words: bool) -> None:
     st.caption("Rows are outputs (after the layer), columns are input tokens; every row sums "
                "to 1. Each panel has its own colour scale (bar under it): flow is often much "
                "flatter than rollout.")
+    if t.n_tokens > 1 and not np.triu(t.mask, 1).any():
+        st.caption("This model is causal (a token sees only itself and the tokens before it), "
+                   "so every map here is 0 above the diagonal: output i can only come from "
+                   "inputs 0..i.")
     ui.download_arrays("Download raw attention, rollout and flow (.npz)",
                        {"tokens": np.array(toks), "layer": upto, "word_level": words,
                         **{f"{k}": v for k, v in maps.items()}},

@@ -236,7 +236,7 @@ def main() -> None:
     )
     ctx = ui.context()
     t = ui.trace_or_message(ctx)
-    if t is None:
+    if t is None or not ui.require_bert_like(ctx, "This page"):
         return
     seed = int(st.number_input("Shuffle seed", 0, 10_000, 0, key="pos_seed", bind="query-params",
                                help="Chooses the toy vectors, the word shuffle and the "

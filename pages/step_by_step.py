@@ -52,7 +52,7 @@ def main() -> None:
         t = layer = None
     else:
         t = ui.trace_or_message(ctx)
-        if t is None:
+        if t is None or not ui.require_bert_like(ctx, "Real mode"):
             return
         layer = box.selectbox("Layer", range(t.n_layers), key="sbs_layer", bind="query-params")
         head = box.selectbox("Head", range(t.n_heads), key="sbs_head", bind="query-params")

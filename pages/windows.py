@@ -227,8 +227,11 @@ def main() -> None:
     tabs = st.tabs(
         ["Masks and weights", "Receptive fields", "How much context?", "Long sequences: cost"],
         key="win_tab", on_change="rerun", bind="query-params")
-    draws = (lambda: masks_tab(ctx, t), lambda: fields_tab(ctx),
-             lambda: context_tab(ctx, t), lambda: cost_tab(ctx))
+    # The cost tab times random tensors; the others are written for a BERT-like model.
+    draws = (lambda: ui.require_bert_like(ctx, "This tab") and masks_tab(ctx, t),
+             lambda: ui.require_bert_like(ctx, "This tab") and fields_tab(ctx),
+             lambda: ui.require_bert_like(ctx, "This tab") and context_tab(ctx, t),
+             lambda: cost_tab(ctx))
     for tab, draw in zip(tabs, draws, strict=True):
         if tab.open:
             with tab:

@@ -43,6 +43,11 @@ STATS = {
     "next": "weight on the next token",
 }
 
+# The start and separator tokens: BERT's [CLS]/[SEP], RoBERTa's and BART's <s>/</s> (the same
+# roles). GPT-2 adds neither, so its two columns are 0 by construction.
+CLS_TOKENS = frozenset({"[CLS]", "<s>"})
+SEP_TOKENS = frozenset({"[SEP]", "</s>"})
+
 CONVENTIONS = {
     "attnviz": "previous/next averaged over the n-1 queries that have one; punctuation = any "
                "Unicode punctuation mark; entropy of the rows as they are",
@@ -102,8 +107,8 @@ def head_stats(weights: np.ndarray, tokens: list[str],
     over = "all" if clark else "present"
     return {
         "entropy": row_entropy(weights, CLARK_SMOOTHING if clark else 0.0),
-        "cls": share_on(weights, np.array([t == "[CLS]" for t in tokens])),
-        "sep": share_on(weights, np.array([t == "[SEP]" for t in tokens])),
+        "cls": share_on(weights, np.array([t in CLS_TOKENS for t in tokens])),
+        "sep": share_on(weights, np.array([t in SEP_TOKENS for t in tokens])),
         "punct": share_on(weights, np.array([is_punctuation(t, conventions) for t in tokens])),
         "self": offset_share(weights, 0),
         "prev": offset_share(weights, -1, over),

@@ -186,11 +186,12 @@ def head_slices(model, layer: int, head: int) -> dict[str, np.ndarray]:
 def real_walkthrough(model, trace, layer: int, head: int) -> Walkthrough:
     """The walkthrough of one BERT head on the trace's sentence (float32, like the engine).
 
-    a^i = trace.hidden_states[layer] (the layer's input), W and b sliced from the model.
+    a^i = trace.attention_inputs[layer] (what the layer's queries, keys and values are
+    projected from: its input in BERT), W and b sliced from the model.
     Masks (windows, causal) are not applied: use a trace made with full attention.
     """
     s = head_slices(model, layer, head)
-    inputs = np.array(trace.hidden_states[layer], dtype=np.float32)  # [n, hidden], a copy
+    inputs = np.array(trace.attention_inputs[layer], dtype=np.float32)  # [n, hidden], a copy
     return _walk(trace.tokens, inputs, s["w_q"], s["w_k"], s["w_v"], s["b_q"], s["b_k"],
                  s["b_v"], "real", layer=layer, head=head, options=trace.request.options())
 
@@ -342,7 +343,7 @@ def real_multihead(model, trace, layer: int) -> MultiHead:
     lay, hid = model.layers[layer], model.hidden
     cpu = lambda t: t.detach().cpu().numpy()  # noqa: E731
     b = cpu(lay.qkv_b)
-    inputs = np.array(trace.hidden_states[layer], dtype=np.float32)  # [n, hidden], a copy
+    inputs = np.array(trace.attention_inputs[layer], dtype=np.float32)  # [n, hidden], a copy
     return multihead(trace.tokens, inputs, cpu(lay.w_q), cpu(lay.w_k), cpu(lay.w_v),
                      cpu(lay.out_w), model.n_heads, b[:hid], b[hid:2 * hid], b[2 * hid:],
                      cpu(lay.out_b))

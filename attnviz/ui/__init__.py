@@ -16,9 +16,11 @@ from .cache import cached, clear_caches
 from .context import (
     DEFAULT_TEXT,
     Context,
+    bert_like,
     cached_model,
     cached_trace,
     context,
+    require_bert_like,
     require_text,
     trace_or_message,
 )
@@ -29,7 +31,8 @@ from .router import ensure_router
 from .sidebar import sidebar
 
 __all__ = [
-    "DEFAULT_TEXT", "Context", "cached", "cached_figure", "cached_model", "cached_trace",
-    "clear_caches", "context", "download_arrays", "download_csv", "ensure_router",
-    "require_text", "show_figure", "sidebar", "trace_or_message", "with_progress",
+    "DEFAULT_TEXT", "Context", "bert_like", "cached", "cached_figure", "cached_model",
+    "cached_trace", "clear_caches", "context", "download_arrays", "download_csv",
+    "ensure_router", "require_bert_like", "require_text", "show_figure", "sidebar",
+    "trace_or_message", "with_progress",
 ]

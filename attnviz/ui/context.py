@@ -31,6 +31,7 @@ import streamlit as st
 
 from attnviz.engine import (
     DECODER,
+    ENCODER,
     ENCODER_DECODER,
     VISION,
     Model,
@@ -290,6 +291,43 @@ def require_text(ctx: Context) -> bool:
         st.info("Type a sentence in the sidebar to begin, e.g. *I saw a saw*.")
         return False
     return True
+
+
+BERT_LIKE = "BERT, RoBERTa or DistilBERT"
+
+
+def bert_like(model: Model) -> bool:
+    """A bidirectional text encoder with BERT's post-LayerNorm layer: what the lessons on
+    positions, windows and the step-by-step recomputation are written for."""
+    caps = model.capabilities
+    return (model.kind == ENCODER and caps["input"] == "text" and caps["bidirectional"]
+            and not caps["pre_norm"])
+
+
+def why_not_bert_like(model: Model, what: str) -> str:
+    """One plain sentence: why `what` is not shown for this model."""
+    caps = model.capabilities
+    if caps["input"] == "image":
+        reason = "reads an image as patches on a 2-D grid, not a sentence"
+    elif not caps["bidirectional"] or model.kind == DECODER:
+        reason = ("is a decoder: each token sees only the tokens before it, so what this "
+                  "part shows about a bidirectional encoder does not hold")
+    elif model.kind == ENCODER_DECODER:
+        reason = "is an encoder-decoder"
+    else:
+        reason = "puts LayerNorm before attention (pre-LayerNorm), not after it as BERT does"
+    return (f"{what} is written for a bidirectional text encoder with BERT's layers "
+            f"({BERT_LIKE}). The loaded model, {literal(model.name)}, is a {model.title} that "
+            f"{reason}. Pick such a model in the sidebar, or see *Decoders, encoder-decoders, "
+            "images* for this one.")
+
+
+def require_bert_like(ctx: Context, what: str) -> bool:
+    """True when the loaded model is `bert_like`; else one sentence saying why not, False."""
+    if ctx.model is None or bert_like(ctx.model):
+        return True
+    st.info(why_not_bert_like(ctx.model, what))
+    return False
 
 
 def trace_or_message(ctx: Context, **options) -> Trace | None:

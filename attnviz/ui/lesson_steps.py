@@ -23,7 +23,7 @@ from attnviz.analysis.corpus import EXAMPLES, FAR_PAIR, Sentence, deciding_dista
 from attnviz.engine import TraceRequest
 from attnviz.plotting import lesson as plots
 
-from .context import Context, cached_trace
+from .context import Context, bert_like, cached_trace, why_not_bert_like
 from .downloads import download_arrays
 from .figures import show_figure
 from .lesson import Numbers, sweep
@@ -157,7 +157,19 @@ def cost(v: View) -> None:
                                       v.big), key="lesson_fig_cost")
 
 
+def real_model_ok(v: View, what: str) -> bool:
+    """The lesson's real-model parts are written for a BERT-like encoder: True for one, else
+    one sentence saying why this part is not shown for the loaded model."""
+    if bert_like(v.ctx.model):
+        return True
+    with v.notes:
+        st.info(why_not_bert_like(v.ctx.model, what))
+    return False
+
+
 def attention(v: View) -> None:
+    if not real_model_ok(v, "This step's real-model part"):
+        return
     t = cached_trace(v.ctx.model, TraceRequest(v.text))
     twins = lesson.token_positions(t.tokens, v.word) if v.word else []
     with v.notes:
@@ -180,17 +192,18 @@ def attention(v: View) -> None:
 
 def no_positions(v: View) -> None:
     c = v.numbers.scores["attention"]
-    t_none = cached_trace(v.ctx.model, TraceRequest(v.text, positions="none"))
-    twins = lesson.token_positions(t_none.tokens, v.word) if v.word else []
     with v.notes:
         st.markdown(lesson.no_positions_claim(c.double_role, c.far, lesson.order_free_rule(
             v.trained.corpus.test)))
+    if real_model_ok(v, "The real-model part of this step"):
+        t_none = cached_trace(v.ctx.model, TraceRequest(v.text, positions="none"))
+        twins = lesson.token_positions(t_none.tokens, v.word) if v.word else []
         if len(twins) > 1:
             cos = lesson.cosine_per_layer(t_none.hidden_states, *twins[:2])
             diff = lesson.max_abs_difference(t_none.hidden_states, *twins[:2])
-            st.markdown(f"BERT without positions: cosine of the two *{v.word_md}* vectors in "
-                        f"every layer = **{cos.min():.6f}**, max |difference| = "
-                        f"**{diff:.2g}**: equal up to float rounding.")
+            v.notes.markdown(f"BERT without positions: cosine of the two *{v.word_md}* vectors "
+                             f"in every layer = **{cos.min():.6f}**, max |difference| = "
+                             f"**{diff:.2g}**: equal up to float rounding.")
     tagger_heads(v, "attention")
 
 
@@ -215,6 +228,8 @@ def tagger_heads(v: View, name: str) -> None:
 
 
 def bert(v: View) -> None:
+    if not real_model_ok(v, "This step"):
+        return
     request = TraceRequest(v.text)
     t_pos = cached_trace(v.ctx.model, request)
     t_none = cached_trace(v.ctx.model, request.with_options(positions="none"))
