@@ -84,9 +84,10 @@ def show_step(ctx: ui.Context, s: lesson.Step, settings: taggers.Settings, ws: l
     body, main = st.columns([5, 6], gap="medium") if big else (st.container(),) * 2
     body, main = body.container(key="lesson_body"), main.container(key="lesson_main")
     shown = s.predict is None or nav.revealed(s.key)
+    name = literal(ctx.model.name)  # a folder's name: shown as typed
     fields = {"model": lesson.model_description(ctx.model.name, ctx.model.n_layers,
-                                                ctx.model.n_heads),
-              "model_name": ctx.model.name, "longest": max_words(),
+                                                ctx.model.n_heads, shown=name),
+              "model_name": name, "longest": max_words(),
               "full": taggers.FULL_WIDTH, "dim": settings.dim,
               "fly_distance": views.fly_distance(),
               "fly_width": lesson.covering_width(views.fly_distance()),

@@ -14,6 +14,7 @@ from attnviz.engine import POSITION_MODES
 from attnviz.engine.positions import sinusoid_scale
 from attnviz.plotting import positions as positions_plots
 from attnviz.plotting.common import escape
+from attnviz.ui.text import literal
 
 MODE_NAMES = positions_plots.MODE_NAMES
 
@@ -180,9 +181,9 @@ def encodings_tab(ctx: ui.Context) -> None:
         ui.show_figure(ui.cached_figure((*base, "sindot"), lambda: positions_plots.position_matrix(
             positions.dot_products(pe), "Sinusoidal (unscaled): PE_p · PE_q", "dot")),
             key="pos_fig_sindot")
-    st.markdown(f"**Learned from data**: {model.name}'s own table of {model.max_positions} "
-                "vectors, one per position, trained with the model. Nobody told it to, yet "
-                "neighbouring positions end up similar.")
+    st.markdown(f"**Learned from data**: {literal(model.name)}'s own table of "
+                f"{model.max_positions} vectors, one per position, trained with the model. "
+                "Nobody told it to, yet neighbouring positions end up similar.")
     c1, c2 = st.columns(2)
     with c1:
         ui.show_figure(ui.cached_figure((*base, "learned"), lambda: (

@@ -83,3 +83,57 @@ def test_lesson_bad_arguments(args):
     r = run(*args)
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert r.stderr.strip().startswith("attnviz: error:")
+
+
+@pytest.fixture(scope="module")
+def family_folders(tmp_path_factory):
+    from attnviz.engine.random_models import save_random_checkpoint
+
+    root = tmp_path_factory.mktemp("cli_families")
+    return {f: save_random_checkpoint(f, root / f, seed=i)
+            for i, f in enumerate(("vit", "bart", "gpt2"))}
+
+
+def test_export_other_families(tmp_path, family_folders):
+    """--image for a ViT, --target for BART's decoder; the arrays are the engine's."""
+    from PIL import Image
+
+    from attnviz.engine import TraceRequest, load_model
+
+    pixels = (np.arange(40 * 48 * 3).reshape(40, 48, 3) % 251).astype(np.uint8)
+    Image.fromarray(pixels).save(tmp_path / "pic.png")
+    out = tmp_path / "vit.npz"
+    r = run("export", "--image", str(tmp_path / "pic.png"), "--model",
+            str(family_folders["vit"]), "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    t = load_model(family_folders["vit"]).trace(TraceRequest(image=pixels))
+    np.testing.assert_allclose(np.load(out)["weights"], t.weights, atol=1e-6)
+
+    out = tmp_path / "bart.npz"
+    r = run("export", "--text", "I saw a saw", "--target", "a saw", "--model",
+            str(family_folders["bart"]), "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    t = load_model(family_folders["bart"]).trace(TraceRequest("I saw a saw", target="a saw"))
+    np.testing.assert_allclose(np.load(out)["cross_weights"], t.cross_weights, atol=1e-6)
+
+
+@pytest.mark.parametrize("family,args", [
+    ("vit", ["--text", "I saw a saw"]),  # a ViT reads an image
+    ("gpt2", ["--image", "missing.png"]),
+    ("gpt2", ["--text", "I saw a saw", "--target", "x"]),  # a target is for BART
+])
+def test_export_refuses_what_a_family_cannot_do(family, args, tmp_path, family_folders):
+    r = subprocess.run([sys.executable, "-m", "attnviz", "export", *args, "--model",
+                        str(family_folders[family]), "--out", "o.npz"], capture_output=True,
+                       text=True, cwd=tmp_path, timeout=300)
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert r.returncode == 2 and len(lines) == 1 and lines[0].startswith("attnviz: error:"), \
+        r.stderr
+
+
+def test_help_names_the_families():
+    r = run("export", "--help")
+    assert r.returncode == 0
+    for name in ("RoBERTa", "DistilBERT", "GPT-2", "ViT", "BART", "Hub id", "--image",
+                 "--target"):
+        assert name in r.stdout, name

@@ -11,6 +11,7 @@ from attnviz.analysis import taggers as T
 from attnviz.analysis.common import rounding_tolerance
 from attnviz.analysis.corpus import EXAMPLES, FAR_PAIR
 from attnviz.ui import lesson as nav
+from attnviz.ui.text import literal
 from tests.apptest import APP, open_page
 from tests.lesson_trained import prefill_app_cache, sweep, trained
 from tests.plotly_json import decode, figures_by_key
@@ -223,7 +224,8 @@ def test_no_positions_step(at, ref, model):
 def test_bert_step_names_the_loaded_model_and_its_cosines(at, model):
     figs = go(at, 8)
     text = said(at)
-    assert "all-MiniLM-L6-v2 (bundled), a distilled sentence-embedding model with BERT's " \
+    name = literal("all-MiniLM-L6-v2 (bundled)")  # a model's name is shown as typed
+    assert f"{name}, a distilled sentence-embedding model with BERT's " \
            "architecture (6 layers, 12 heads)" in text
     cos = figs["lesson_fig_cosine"]["data"]
     t = model.trace("i saw a saw")
@@ -232,7 +234,7 @@ def test_bert_step_names_the_loaded_model_and_its_cosines(at, model):
     np.testing.assert_allclose(decode(cos[1]["y"]), 1.0, atol=1e-6)
     assert f"cosine **{learned[-1]:.3f}**" in text
     go(at, 5)
-    assert "one head of all-MiniLM-L6-v2 (bundled)" in said(at)
+    assert f"one head of {name}" in said(at)
 
 
 def test_attention_step_shows_bert_weights(at, model):

@@ -223,9 +223,12 @@ def top_key(weights_row: np.ndarray, tokens: list[str]) -> tuple[int, str, float
     return j, tokens[j], float(weights_row[j])
 
 
-def model_description(name: str, n_layers: int, n_heads: int) -> str:
-    """The loaded model in words: all-MiniLM-L6-v2 is named for what it is."""
-    if "all-minilm-l6-v2" in name.lower():
+def model_description(name: str, n_layers: int, n_heads: int, shown: str | None = None) -> str:
+    """The loaded model in words: all-MiniLM-L6-v2 is named for what it is. `shown`: the name
+    as the page writes it (escaped for Markdown), default `name`."""
+    recognised = "all-minilm-l6-v2" in name.lower()
+    name = name if shown is None else shown
+    if recognised:
         return (f"{name}, a distilled sentence-embedding model with BERT's architecture "
                 f"({n_layers} layers, {n_heads} heads)")
     return f"{name} ({n_layers} layers, {n_heads} heads)"
