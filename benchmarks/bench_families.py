@@ -12,7 +12,6 @@ from __future__ import annotations
 import shutil
 import statistics
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +21,7 @@ import attnviz
 from attnviz.engine import bundled_model_dir
 from attnviz.engine.random_models import save_random_checkpoint
 
-from .bench_engine import machine
+from .bench_engine import machine, timed
 
 TOKENS = 128
 BASE = dict(hidden=768, heads=12, layers=12, intermediate=3072, positions=512)
@@ -36,16 +35,15 @@ FAMILIES = {  # family: (HF class, sizes)
 }
 
 
-def median_ms(fns: dict, repeats: int) -> dict[str, float]:
+def median_ms(fns: dict, repeats: int, device: torch.device | None = None) -> dict[str, float]:
+    device = device or torch.device("cpu")
     for f in fns.values():  # warm-up
         f()
         f()
     times = {k: [] for k in fns}
     for _ in range(repeats):
         for k, f in fns.items():  # alternate so drift hits both peers alike
-            t0 = time.perf_counter()
-            f()
-            times[k].append(time.perf_counter() - t0)
+            times[k].append(timed(f, device))
     return {k: statistics.median(v) * 1e3 for k, v in times.items()}
 
 
@@ -53,21 +51,23 @@ def peers(family: str, folder: Path, model) -> tuple[dict, str]:
     import transformers
 
     cls = getattr(transformers, FAMILIES[family][0])
-    hf = cls.from_pretrained(folder, local_files_only=True, attn_implementation="eager").eval()
+    dev = model.device
+    hf = cls.from_pretrained(folder, local_files_only=True,
+                             attn_implementation="eager").to(dev).eval()
     rng = np.random.default_rng(0)
     if family == "vit":
         image = rng.integers(0, 256, (224, 224, 3), dtype=np.uint8)
         request = attnviz.TraceRequest(image=image)
         pixels = torch.from_numpy(model.processing.pixels(request.image))[None]
-        kwargs, what = dict(pixel_values=pixels), "224 x 224 image (197 tokens)"
+        kwargs, what = dict(pixel_values=pixels.to(dev)), "224 x 224 image (197 tokens)"
     else:
         vocab = len(model.tokenizer)
         ids = rng.integers(5, vocab, TOKENS).tolist()
         request = attnviz.TraceRequest(ids=tuple(ids))
-        kwargs, what = dict(input_ids=torch.tensor([ids])), f"{TOKENS} tokens"
+        kwargs, what = dict(input_ids=torch.tensor([ids], device=dev)), f"{TOKENS} tokens"
         if family == "bart":
             dec = model.decoder_input(request, ids).ids
-            kwargs["decoder_input_ids"] = torch.tensor([dec])
+            kwargs["decoder_input_ids"] = torch.tensor([dec], device=dev)
             what = f"{TOKENS} + {len(dec)} tokens"
 
     def ours():
@@ -81,7 +81,7 @@ def peers(family: str, folder: Path, model) -> tuple[dict, str]:
     return {"attnviz": ours, "hf_eager": hf_eager}, what
 
 
-def run(repeats: int = 10) -> list[dict]:
+def run(device: str = "cpu", repeats: int = 10) -> list[dict]:
     rows = []
     tmp = Path(tempfile.mkdtemp(prefix="attnviz-bench-"))
     try:
@@ -90,9 +90,9 @@ def run(repeats: int = 10) -> list[dict]:
                 folder = bundled_model_dir()
             else:
                 folder = save_random_checkpoint(family, tmp / family, **sizes)
-            model = attnviz.load_model(folder, device="cpu")
+            model = attnviz.load_model(folder, device=device)
             fns, what = peers(family, folder, model)
-            med = median_ms(fns, repeats)
+            med = median_ms(fns, repeats, model.device)
             rows.append(dict(family=model.title, size=f"{model.n_layers} x {model.hidden}",
                              input=what, **{f"{k}_ms": v for k, v in med.items()},
                              ratio=med["attnviz"] / med["hf_eager"]))
@@ -101,7 +101,7 @@ def run(repeats: int = 10) -> list[dict]:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print(f"Every family's trace vs transformers {__import__('transformers').__version__} eager "
-          f"(attentions + hidden states) on {machine(torch.device('cpu'))}; median of {repeats}, "
+          f"(attentions + hidden states) on {machine(torch.device(device))}; median of {repeats}, "
           "alternating")
     print("| family | layers x hidden | input | attnviz trace (ms) | HF eager + attentions (ms) "
           "| ratio |")
@@ -113,7 +113,9 @@ def run(repeats: int = 10) -> list[dict]:
 
 
 def main() -> None:
-    run()
+    run("cpu")
+    if torch.cuda.is_available():
+        run("cuda")
 
 
 if __name__ == "__main__":
