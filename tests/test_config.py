@@ -86,7 +86,8 @@ def python_files() -> list[Path]:
     files = []
     for p in ROOT.rglob("*.py"):
         rel = p.relative_to(ROOT)
-        if not any(part in SKIP_DIRS or part.endswith(".egg-info") for part in rel.parts):
+        if not any(part in SKIP_DIRS or part.endswith(".egg-info") or part.startswith(".")
+                   for part in rel.parts[:-1]):  # hidden folders: local tooling, not the app
             files.append(p)
     return sorted(files)
 

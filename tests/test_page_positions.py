@@ -74,7 +74,7 @@ def test_default_sentence_every_figure(at, model):
     assert decode(dist[1]["z"]).max() > 0
     # The encodings: the learned table is the checkpoint's.
     np.testing.assert_allclose(decode(figs["pos_fig_learned"]["data"][0]["z"]),
-                               model.position_embeddings[:128].numpy(), atol=1e-7)
+                               model.position_embeddings[:128].cpu().numpy(), atol=1e-7)
     assert at.get("download_button")
 
 

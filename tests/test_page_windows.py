@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from attnviz.analysis import cost as cost_mod
 from attnviz.analysis import receptive as rf
 from attnviz.analysis import windows as win
 from attnviz.engine import window_mask
@@ -61,7 +62,7 @@ def test_page_draws_four_figures_from_the_engine(at, model):
     np.testing.assert_allclose(decode(context["data"][3]["y"]), plain.mean_cosine, atol=1e-6)
     np.testing.assert_allclose(decode(context["data"][4]["y"]), plain.pair_cosine, atol=1e-6)
     # Cost: three methods, lengths up to 2048 by default, device named in the title.
-    assert "CPU" in cost["layout"]["title"]["text"]
+    assert cost_mod.device_name(str(model.device)) in cost["layout"]["title"]["text"]
     lengths = decode([d for d in cost["data"] if d["legendgroup"] == "windowed"][0]["x"])
     assert list(lengths) == [256, 512, 1024, 2048]
     keys = []
@@ -73,6 +74,7 @@ def test_page_draws_four_figures_from_the_engine(at, model):
 
 
 def test_window_layer_head_and_token_change(at, model):
+    at.session_state["win_rf_text"] = "sidebar sentence"  # not the longer passage (default)
     open_tab(at, 1)
     at.slider(key="win_w").set_value(2).run()
     at.selectbox(key="win_token").set_value(0).run()
