@@ -7,12 +7,16 @@ Starts `streamlit run app.py` on loopback (tests/serve.py), opens "/" first (a f
 can otherwise bypass the router), then each NAME=PATH, waits for the script to finish and the
 charts to draw, and writes NAME.png. Optional: --click TEXT clicks a button or tab with that
 text after loading (repeatable, applied to every URL), --scheme dark|light sets the browser's
-preferred colour scheme.
+preferred colour scheme. --model FOLDER types a checkpoint folder (or Hub id) into the sidebar
+first and then reaches each page through the sidebar's links, so the session keeps the model
+(a URL's query is then not applied; the server is started with ATTNVIZ_MODEL_ROOTS including
+the folder's parent).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -33,7 +37,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--click", action="append", default=[], help="text of a button/tab to click")
     ap.add_argument("--scheme", choices=["light", "dark"], default="light")
     ap.add_argument("--plots", action="store_true", help="wait for a chart on every page")
+    ap.add_argument("--model", help="checkpoint folder or Hub id typed into the sidebar")
     args = ap.parse_args(argv)
+    if args.model and Path(args.model).exists():
+        parent = str(Path(args.model).resolve().parent)
+        roots = os.environ.get("ATTNVIZ_MODEL_ROOTS")
+        os.environ["ATTNVIZ_MODEL_ROOTS"] = os.pathsep.join(filter(None, [roots, parent]))
 
     from playwright.sync_api import sync_playwright
 
@@ -49,9 +58,21 @@ def main(argv: list[str] | None = None) -> int:
             page = ctx.new_page()
             page.goto(base + "/")
             wait_for_app(page, plots=False)
+            if args.model:
+                page.get_by_text("Model and device").first.click()
+                box = page.locator("input[aria-label='Checkpoint folder or Hub id']")
+                box.fill(args.model)
+                box.press("Enter")
+                page.wait_for_timeout(1500)
+                wait_for_app(page, plots=False)
             for item in args.urls:
                 name, _, path = item.partition("=")
-                page.goto(base + (path or "/"))
+                if args.model:  # keep the session: follow the sidebar's link to the page
+                    route = (path or "/").split("?")[0].strip("/")
+                    page.locator(f"[data-testid=stSidebarNav] a[href$='/{route}']").first.click()
+                    page.wait_for_timeout(800)
+                else:
+                    page.goto(base + (path or "/"))
                 wait_for_app(page, plots=args.plots)
                 for text in args.click:
                     page.get_by_text(text, exact=True).first.click()
