@@ -17,6 +17,7 @@ import time
 
 import networkx as nx
 import numpy as np
+import scipy.sparse.csgraph  # noqa: F401  (imported before any timing)
 import torch
 
 import attnviz
