@@ -114,9 +114,10 @@ def flow_tab(t, words: bool) -> None:
                             value=t.n_layers - 1, key="hs_roll", bind="query-params")
     maps = maps_of(t, upto, words)
     if "flow" not in maps:
-        st.info(f"Attention flow is computed up to {flow.MAX_TOKENS} tokens: it takes one "
-                f"max-flow per (output, input) pair, n² = {t.n_tokens ** 2:,} here, on a graph "
-                f"of {upto + 1} x n² edges. Rollout is shown instead.")
+        st.info(f"Attention flow is computed up to {flow.MAX_TOKENS} tokens: it takes up to "
+                f"one max-flow per (output, input) pair, n² = {t.n_tokens ** 2:,} here, on a "
+                f"graph of {upto + 1} x n² edges (pairs whose bounds meet skip theirs). "
+                f"Rollout is shown instead.")
     toks = merge_tokens(t.tokens, word_groups(t.word_pieces)) if words else t.tokens
     titles = [f"raw attention, layer {upto} (mean of heads)", f"rollout, layers 0-{upto}"]
     ui.show_figure(maps_side_by_side(list(maps.values()), titles + (

@@ -6,7 +6,16 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from attnviz.analysis.flow import attention_flow, max_flows, normalise_rows
+from attnviz.analysis.flow import (
+    SCALE,
+    FlowStats,
+    attention_flow,
+    integer_capacities,
+    lower_bounds,
+    max_flows,
+    max_flows_stats,
+    normalise_rows,
+)
 from attnviz.analysis.rollout import residual_attention
 
 
@@ -43,6 +52,8 @@ def test_a_sentence_pair_last_layer(model):
     ours = attention_flow(t.weights)
     np.testing.assert_allclose(ours, networkx_flow(t.weights, t.n_layers - 1), atol=1e-6, rtol=0)
     np.testing.assert_allclose(ours.sum(axis=1), 1.0, atol=1e-12)
+    stats = max_flows_stats(residual_attention(t.weights), t.n_layers - 1)[1]
+    assert stats.certified > 0 and stats.certified + stats.solved == t.n_tokens ** 2
 
 
 @pytest.mark.slow
@@ -79,3 +90,89 @@ def test_bad_layer_and_zero_rows():
     with pytest.raises(ValueError, match="layer"):
         attention_flow(np.full((2, 1, 3, 3), 1 / 3), 2)
     np.testing.assert_array_equal(normalise_rows(np.zeros((2, 2))), np.zeros((2, 2)))
+
+
+def scipy_pair_flows(cap: np.ndarray, layer: int) -> np.ndarray:
+    """Every pair solved on its own (no bounds), on the same integer graph: the full graph of
+    layer `layer` built here edge by edge, one scipy max-flow per pair."""
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import maximum_flow
+
+    n = cap.shape[-1]
+    node = {("source",): 0}
+    for b in range(layer, 0, -1):
+        for k in range(n):
+            node[(b, k)] = len(node)
+    sink = len(node)
+    rows, cols, caps = [], [], []
+    for b in range(layer, 1, -1):  # boundary b -> b - 1 through Â_{b-1}
+        for p in range(n):
+            for q in range(n):
+                rows.append(node[(b, p)])
+                cols.append(node[(b - 1, q)])
+                caps.append(cap[b - 1, p, q])
+    out = np.zeros((n, n), dtype=np.int64)
+    for i in range(n):
+        for j in range(n):
+            r = rows + [0] * n + [node[(1, k)] for k in range(n)]
+            c = cols + [node[(layer, k)] for k in range(n)] + [sink] * n
+            d = caps + list(cap[layer, i]) + list(cap[0, :, j])
+            g = sp.csr_array((np.array(d, dtype=np.int32), (r, c)), shape=(sink + 1, sink + 1))
+            out[i, j] = maximum_flow(g, 0, sink).flow_value
+    return out
+
+
+def test_integer_capacities_rows_sum_to_scale():
+    rng = np.random.default_rng(0)
+    a = residual_attention(rng.dirichlet(np.full(7, 0.5), size=(3, 2, 7)))
+    cap = integer_capacities(a)
+    assert cap.dtype == np.int64
+    np.testing.assert_array_equal(cap.sum(axis=-1), SCALE)
+    assert np.abs(cap - a * SCALE).max() < 1
+
+
+@pytest.mark.parametrize("seed", [3, 8])
+def test_certified_pairs_equal_their_own_max_flow(seed):
+    # Peaked random attention: some pairs' bounds meet (certified, no per-pair max-flow), the
+    # others fall back to Dinic; both equal a per-pair max-flow on the same integer graph, and
+    # the lower bounds never exceed it (each is a feasible flow).
+    rng = np.random.default_rng(seed)
+    a = residual_attention(rng.dirichlet(np.full(6, 0.3), size=(5, 2, 6)))
+    cap = integer_capacities(a)
+    exact = scipy_pair_flows(cap, 4)
+    flows, stats = max_flows_stats(a, 4)
+    assert stats.certified > 0 and stats.solved > 0
+    unbounded, every = max_flows_stats(a, 4, certify=False)
+    assert every.certified == 0 and every.solved == 36
+    np.testing.assert_array_equal(unbounded, flows)
+    assert stats.certified + stats.solved == stats.pairs == 36
+    np.testing.assert_array_equal(np.rint(flows * SCALE).astype(np.int64), exact)
+    upper = np.minimum(cap[4].sum(axis=1)[:, None], cap[0].sum(axis=0)[None, :])
+    lower = lower_bounds(cap, a, 4, FlowStats(), lambda: None)
+    assert (lower <= exact).all() and (exact <= upper).all()
+    assert ((lower == upper) == (exact == upper) & (lower == exact)).all()
+
+
+@pytest.mark.slow
+def test_real_attention_certifies_and_matches_networkx(model):
+    # 16 tokens, last layer: part of the pairs certified, the rest solved; all equal networkx.
+    t = model.trace("The saw was old. She cut the wood with it, slowly.")
+    a = residual_attention(t.weights)
+    flows, stats = max_flows_stats(a, t.n_layers - 1)
+    assert stats.certified > 0 and stats.solved > 0
+    assert stats.certified + stats.solved == t.n_tokens ** 2
+    np.testing.assert_allclose(normalise_rows(flows), networkx_flow(t.weights, t.n_layers - 1),
+                               atol=1e-6, rtol=0)
+
+
+def test_every_pair_is_certified_or_solved():
+    rng = np.random.default_rng(5)
+    a = residual_attention(rng.dirichlet(np.full(5, 1.0), size=(6, 3, 5)))
+    for layer in range(6):
+        stats = max_flows_stats(a, layer)[1]
+        if layer < 2:  # closed forms: no max-flow at all
+            assert stats.certified == stats.solved == 0
+        else:
+            assert stats.certified + stats.solved == stats.pairs == 25
+        if layer == 2:  # no middle boundary to meet at: every pair solved
+            assert stats.certified == 0 and stats.bound_flows == 0

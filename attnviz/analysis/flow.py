@@ -16,57 +16,210 @@ the layers (every path's weights multiplied, then summed), flow treats the weigh
 capacities: a path carries at most its narrowest edge, and paths compete for shared edges.
 
 The authors solve one networkx Edmonds-Karp max-flow per (output, input) pair. The graph is a
-layered DAG, which gives two closed forms and a small, fixed graph for the rest:
+layered DAG, which gives two closed forms, a bound-and-certify pass and a small, fixed graph
+for the rest:
 - layer 0 (one edge per path):      F_0[i, j] = Â_0[i, j]
 - layer 1 (paths i -> k -> j, each through its own middle node):
                                     F_1[i, j] = sum_k min(Â_1[i, k], Â_0[k, j])
 - layer l >= 2: only the source's own edges, the middle layers and the sink's own edges
-  matter (the other outputs and inputs are dead ends): one graph of 2n + (l - 1) n^2 edges,
-  built once, whose source and sink edges are overwritten per pair and solved with scipy's
-  Dinic algorithm. Dinic takes integer capacities: each capacity is rounded to a multiple of
-  2^-30, so a flow is exact up to (edges in its minimum cut) x 2^-31, far below the 1e-6 at
-  which the values are compared with the authors' code in the tests.
+  matter (the other outputs and inputs are dead ends). Capacities become integers: each row of
+  Â is rounded to multiples of 2^-30 that sum to exactly 1 (largest remainders), so a capacity
+  moves by less than 2^-30 and every max-flow below is exact on the rounded graph.
+- Upper bound: F[i, j] <= U[i, j] = min(1, c_j), the source's out-capacity (its row sums to 1)
+  and the sink's in-capacity c_j = sum_k Â_0[k, j].
+- Lower bound (certify, layer l >= 3): cut the graph at a middle boundary b = l // 2 + 1 and
+  pick a vector w over that boundary's nodes (sum 1: the mean of the sinks' demand pulled up to
+  b in proportion to the capacities, and its mix with the mean of the sources' rollout down to
+  b). One max-flow per output i into w (capped by w) gives y_i, delivered at b; one per input j
+  out of w gives x_j, absorbed by j. Both are feasible flows on disjoint edge sets, and any
+  smaller vector is still feasible, so min(y_i, x_j) joins them into a flow from i to j:
+
+        F[i, j] >= L[i, j] = max over w of sum_k min(y_i[k], x_j[k])
+
+  2n small max-flows per w bound all n^2 pairs. Where L[i, j] = U[i, j] (as integers) the bounds
+  meet and F[i, j] = U[i, j] exactly; no max-flow is solved for that pair.
+- The other pairs (and every pair at l = 2): one graph of 2n + (l - 1) n^2 edges, built once,
+  whose source and sink edges are overwritten per pair and solved with scipy's Dinic algorithm.
 
 Like rollout, flow ignores the values, the feed-forward blocks and LayerNorm.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
 from .rollout import residual_attention
 
-SCALE = 2**30  # capacities become integers c * SCALE (scipy's max-flow takes int32)
+SCALE = 2**30  # capacities become integers: each row of Â sums to exactly SCALE
 MAX_TOKENS = 128  # the longest input whose full flow matrix a page computes (see README)
+MIXES = (0.1, 0.2)  # candidate middle vectors w: (1 - mix) * sinks' demand + mix * rollout
 
 
-def flow_graph(attention: np.ndarray, layer: int):
-    """The graph of one (output, input) problem after `layer` >= 2, as a scipy CSR matrix with
-    integer capacities round(c * SCALE), and its sink's number.
+@dataclass
+class FlowStats:
+    """How one flow matrix was computed: pairs certified by the bounds, pairs solved, times."""
 
-    Nodes: 0 = the source (the output token), then the middle boundaries layer, ..., 1
-    (n nodes each), then the sink (the input token). The source's n edges (capacities Â_layer[i])
-    come first in `.data` and the sink's n edges (Â_0[:, j]) last, so one graph serves every
-    pair: max_flows overwrites those two slices. The middle edges never change.
+    pairs: int = 0
+    certified: int = 0  # pairs whose lower bound met the upper bound (no per-pair max-flow)
+    solved: int = 0  # pairs given one full max-flow each
+    bound_flows: int = 0  # the small max-flows of the lower-bound pass
+    bound_seconds: float = 0.0
+    solver_seconds: float = 0.0
+
+
+def integer_capacities(attention: np.ndarray) -> np.ndarray:
+    """Â [..., n, n] -> integer capacities [..., n, n] (int64): each row rounded to integers
+    summing to exactly SCALE (floor, then +1 on the largest remainders), |c - Â SCALE| < 1."""
+    x = np.asarray(attention, dtype=np.float64) * SCALE
+    base = np.floor(x)
+    missing = np.rint(x.sum(axis=-1) - base.sum(axis=-1)).astype(np.int64)  # [...]: 0..n
+    rank = np.argsort(np.argsort(base - x, axis=-1, kind="stable"), axis=-1, kind="stable")
+    return base.astype(np.int64) + (rank < missing[..., None])
+
+
+def chain_graph(transitions: list[np.ndarray]):
+    """A layered graph as a scipy CSR matrix with zero source and sink edges, and its sink.
+
+    Nodes: 0 = the source, then len(transitions) + 1 boundaries of n nodes, then the sink.
+    transitions: integer capacities [n, n], top boundary first; edge (boundary b, p) ->
+    (boundary b + 1, q) has capacity transitions[b][p, q]. The source's n edges come first in
+    `.data` and the sink's n edges last, so one graph serves every pair: solve overwrites them.
     """
     import scipy.sparse as sp
 
-    n = attention.shape[-1]
-    sink = 1 + layer * n
-    heads = [np.arange(1, n + 1)]  # source -> top middle boundary
-    caps = [np.zeros(n)]
-    for b in range(layer - 1):  # boundary layer - b -> layer - b - 1: capacities Â_{layer-1-b}
+    n = transitions[0].shape[0]
+    levels = len(transitions) + 1
+    sink = 1 + levels * n
+    heads = [np.arange(1, n + 1)]  # source -> top boundary
+    caps = [np.zeros(n, dtype=np.int64)]
+    for b, c in enumerate(transitions):
         heads.append(np.tile(1 + (b + 1) * n + np.arange(n), n))
-        caps.append(attention[layer - 1 - b].ravel())
-    heads.append(np.full(n, sink))  # boundary 1 -> the sink
-    caps.append(np.zeros(n))
-    counts = [n] + [n] * ((layer - 1) * n) + [1] * n + [0]  # edges per node, node by node
+        caps.append(np.asarray(c, dtype=np.int64).ravel())
+    heads.append(np.full(n, sink))  # bottom boundary -> the sink
+    caps.append(np.zeros(n, dtype=np.int64))
+    counts = [n] + [n] * (len(transitions) * n) + [1] * n + [0]  # edges per node, in order
     indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
-    data = np.rint(np.concatenate(caps) * SCALE).astype(np.int32)
+    data = np.concatenate(caps).astype(np.int32)
     return sp.csr_array((data, np.concatenate(heads).astype(np.int32), indptr),
                         shape=(sink + 1, sink + 1)), sink
+
+
+def solve(graph, sink: int, source_caps: np.ndarray, sink_caps: np.ndarray,
+          edges: bool = False):
+    """Max-flow of a chain_graph with these source and sink edges (integers [n] each).
+    Returns the value, or with edges=True (value, flow on each source edge [n], flow on each
+    sink edge [n])."""
+    from scipy.sparse.csgraph import maximum_flow
+
+    n = len(source_caps)
+    graph.data[:n] = source_caps
+    graph.data[-n:] = sink_caps
+    result = maximum_flow(graph, 0, sink)
+    if not edges:
+        return int(result.flow_value)
+    f = result.flow  # antisymmetric: f[u, v] = -f[v, u]
+    out_of_source = np.zeros(n, dtype=np.int64)
+    row = slice(f.indptr[0], f.indptr[1])
+    out_of_source[f.indices[row] - 1] = f.data[row]
+    into_sink = np.zeros(n, dtype=np.int64)
+    row = slice(f.indptr[sink], f.indptr[sink + 1])
+    into_sink[f.indices[row] - (sink - n)] = -f.data[row]
+    return int(result.flow_value), out_of_source, into_sink
+
+
+def middle_vectors(a: np.ndarray, layer: int, b: int) -> list[np.ndarray]:
+    """The candidate vectors w over boundary b (float, each sums to 1), one per MIXES entry.
+
+    demand: each sink's in-edges Â_0[:, j] pulled up to b, each node taking from its in-edges
+    in proportion to their capacities, D_{l+1}[m] = sum_k Â_l[m, k] D_l[k] / sum_r Â_l[r, k];
+    rollout: each source's row pushed down to b, R = Â_layer[i] Â_{layer-1} ... Â_b.
+    """
+    demand = a[0].T  # [j, k] at boundary 1
+    for lay in range(1, b):
+        demand = (demand / a[lay].sum(axis=0)) @ a[lay].T
+    demand = demand / demand.sum(axis=1, keepdims=True)
+    push = a[layer]
+    for lay in range(layer - 1, b - 1, -1):
+        push = push @ a[lay]
+    return [(1 - mix) * demand.mean(axis=0) + mix * push.mean(axis=0) for mix in MIXES]
+
+
+def lower_bounds(cap: np.ndarray, a: np.ndarray, layer: int, stats: FlowStats,
+                 tick: Callable[[], None]) -> np.ndarray:
+    """L[i, j] (integers [n, n]): flows from output i to input j built from two halves that
+    meet at boundary b through a common vector w (see the module docstring)."""
+    b = layer // 2 + 1
+    top, top_sink = chain_graph([cap[lay] for lay in range(layer - 1, b - 1, -1)])
+    bottom, bottom_sink = chain_graph([cap[lay] for lay in range(b - 1, 0, -1)])
+    n = cap.shape[-1]
+    best = np.zeros((n, n), dtype=np.int64)
+    for w in middle_vectors(a, layer, b):
+        w = integer_capacities(w[None])[0]
+        delivered = np.empty((n, n), dtype=np.int64)  # [i, k]
+        absorbed = np.empty((n, n), dtype=np.int64)  # [j, k]
+        for i in range(n):
+            delivered[i] = solve(top, top_sink, cap[layer, i], w, edges=True)[2]
+            tick()
+        for j in range(n):
+            absorbed[j] = solve(bottom, bottom_sink, w, cap[0, :, j], edges=True)[1]
+            tick()
+        stats.bound_flows += 2 * n
+        best = np.maximum(best, np.minimum(delivered[:, None, :], absorbed[None, :, :]).sum(-1))
+    return best
+
+
+def max_flows_stats(attention: np.ndarray, layer: int,
+                    progress: Callable[[float, str], None] | None = None,
+                    certify: bool = True) -> tuple[np.ndarray, FlowStats]:
+    """F_layer[i, j] (the maximum flow from output i after `layer` to input j, [n, n] float64)
+    and how it was computed. `progress(fraction, message)` is called as the work advances;
+    certify=False skips the bounds and solves every pair (the same values, for comparison)."""
+    a = np.asarray(attention, dtype=np.float64)
+    n = a.shape[-1]
+    stats = FlowStats(pairs=n * n)
+    if layer == 0:
+        return a[0].copy(), stats
+    if layer == 1:
+        return np.minimum(a[1][:, :, None], a[0][None, :, :]).sum(axis=1), stats  # [i, k, j]
+    cap = integer_capacities(a[: layer + 1])  # [layer + 1, n, n], rows sum to SCALE
+    upper = np.minimum(cap[layer].sum(axis=1)[:, None], cap[0].sum(axis=0)[None, :])  # [i, j]
+    t0 = time.perf_counter()
+    out = np.zeros((n, n), dtype=np.int64)
+    todo = np.ones((n, n), dtype=bool)
+    certify = certify and layer >= 3
+    if certify:
+        bound_units = 2 * n * len(MIXES)
+        done = [0]
+
+        def tick() -> None:
+            done[0] += 1
+            if progress is not None and done[0] % n == 0:
+                progress(0.1 * done[0] / bound_units, "bounding every pair")
+
+        lower = lower_bounds(cap, a, layer, stats, tick)
+        certified = lower == upper
+        out[certified] = upper[certified]
+        todo = ~certified
+        stats.certified = int(certified.sum())
+    stats.bound_seconds = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    graph, sink = chain_graph([cap[lay] for lay in range(layer - 1, 0, -1)])
+    pairs = np.argwhere(todo)
+    start = 0.1 if certify else 0.0
+    for number, (i, j) in enumerate(pairs):
+        out[i, j] = solve(graph, sink, cap[layer, i], cap[0, :, j])
+        if progress is not None and (number + 1) % n == 0:
+            progress(start + (1 - start) * (number + 1) / len(pairs),
+                     f"max-flow {number + 1} of {len(pairs)}")
+    stats.solved = len(pairs)
+    stats.solver_seconds = time.perf_counter() - t0
+    if progress is not None:
+        progress(1.0, "done")
+    return out / SCALE, stats
 
 
 def max_flows(attention: np.ndarray, layer: int,
@@ -74,29 +227,10 @@ def max_flows(attention: np.ndarray, layer: int,
     """F_layer[i, j]: the maximum flow from output i after `layer` to input j, [n, n] float64.
 
     attention: Â [L, n, n]. Unnormalised (a row sums to more than 1: each input is asked for
-    the whole of the output's flow on its own). `progress(fraction, message)` is called per
-    output token for the max-flow layers.
+    the whole of the output's flow on its own). `progress(fraction, message)` is called as the
+    work advances.
     """
-    a = np.asarray(attention, dtype=np.float64)
-    n = a.shape[-1]
-    if layer == 0:
-        return a[0].copy()
-    if layer == 1:
-        return np.minimum(a[1][:, :, None], a[0][None, :, :]).sum(axis=1)  # [i, k, j] -> [i, j]
-    from scipy.sparse.csgraph import maximum_flow
-
-    graph, sink = flow_graph(a, layer)
-    sources = np.rint(a[layer] * SCALE).astype(np.int32)  # [i, k]
-    sinks = np.rint(a[0].T * SCALE).astype(np.int32)  # [j, k]
-    out = np.empty((n, n), dtype=np.float64)
-    for i in range(n):
-        graph.data[:n] = sources[i]
-        for j in range(n):
-            graph.data[-n:] = sinks[j]
-            out[i, j] = maximum_flow(graph, 0, sink).flow_value
-        if progress is not None:
-            progress((i + 1) / n, f"output token {i + 1} of {n}")
-    return out / SCALE
+    return max_flows_stats(attention, layer, progress)[0]
 
 
 def normalise_rows(flows: np.ndarray) -> np.ndarray:
