@@ -34,8 +34,9 @@ def preload() -> None:
         model = cached_model(None, PRELOAD_DEVICE)
         request, _ = adapted_request(model, DEFAULT_TEXT, None)
         cached_trace(model, request)
-        import attnviz.plotting  # noqa: F401 - the figures' modules, imported once here
         import plotly.graph_objects  # noqa: F401
+
+        import attnviz.plotting  # noqa: F401 - the figures' modules, imported once here
     except Exception as e:  # the first page then loads (and reports) it as before
         STATE["error"] = f"{type(e).__name__}: {e}"
         print(f"attnviz: preload failed ({STATE['error']}); the first page will load the "
