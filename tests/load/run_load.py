@@ -434,7 +434,11 @@ def load_url(args: argparse.Namespace) -> int:
     scheme = "wss" if parts.scheme == "https" else "ws"
     url = f"{scheme}://{parts.netloc}{parts.path.rstrip('/')}/_stcore/stream"
     t_start = time.time()
-    warm = asyncio.run(warm_up(url, args.timeout))
+    warm, warmed, unchanged = [], set(), 0
+    while unchanged < 4 and len(warm) < 400:  # warm every worker behind nginx: each new
+        warm += asyncio.run(warm_up(url, args.timeout))  # session lands on a random one
+        unchanged = 0 if WORKERS_SEEN.get(-1) not in warmed else unchanged + 1
+        warmed.add(WORKERS_SEEN.get(-1))
     WORKERS_SEEN.clear()
     t_class = time.time()
     results = asyncio.run(run_class(url, args.sessions, args.steps, args.duration,
