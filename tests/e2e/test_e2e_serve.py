@@ -154,7 +154,24 @@ def test_two_workers_answer_and_one_survives_the_other(hall):
         for s in (s1, s2, s3):
             await s.close()
 
-    asyncio.run(scenario())
+    run_in_thread(scenario)
+
+
+def run_in_thread(coroutine_function) -> None:
+    """asyncio.run in a thread of its own (Playwright's sync API holds this thread's loop)."""
+    failure: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            asyncio.run(coroutine_function())
+        except BaseException as e:  # noqa: BLE001 - re-raised in the test's thread
+            failure.append(e)
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join(600)
+    if failure:
+        raise failure[0]
 
 
 def test_ctrl_c_leaves_nothing_running(hall):
