@@ -22,9 +22,9 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q -e ".[test]"
 	touch $@
 
-# `streamlit run app.py` that loads the model while the server starts (attnviz.ui.server).
+# `streamlit run app.py` that loads the model while the server starts (scripts/run_app.py).
 run: setup
-	$(PY) -m attnviz.ui.server app.py --server.port $(PORT)
+	$(PY) scripts/run_app.py app.py --server.port $(PORT)
 
 # A lecture hall: WORKERS processes behind nginx (Debian's package, installed when missing)
 # with cookie session affinity, at http://127.0.0.1:$(PORT). Ctrl-C or `make stop` ends all.

@@ -7,7 +7,7 @@ browser context (a new session on the same server: warm). Three servers, alterna
 same run:
 
 - bare: a Streamlit script with one Plotly heatmap (6 x 6) and nothing else, the floor;
-- attnviz: app.py as `make run` serves it (attnviz.ui.server: the model loads in the
+- attnviz: app.py as `make run` serves it (scripts/run_app.py: the model loads in the
   background while the server starts), its default page (heads of one layer, the 12-head
   weights grid of "I saw a saw");
 - attnviz, no preload: the same with ATTNVIZ_PRELOAD=0 (model loaded on the first request).
@@ -59,8 +59,9 @@ def start(kind: str, port: int, folder: Path) -> tuple[subprocess.Popen, float]:
         script.write_text(BARE_APP)
         argv, cwd = [sys.executable, "-m", "streamlit", "run", str(script)], folder
     else:
-        argv, cwd = [sys.executable, "-m", "attnviz.ui.server", "app.py"], ROOT
-        env["ATTNVIZ_PRELOAD"] = "0" if kind == "attnviz, no preload" else "1"
+        argv, cwd = [sys.executable, "scripts/run_app.py", "app.py"], ROOT
+        env["ATTNVIZ_PRELOAD"] = {"attnviz, no preload": "0",
+                                  "attnviz, preload at once": "early"}.get(kind, "1")
     log = open(folder / f"{kind.replace(' ', '_').replace(',', '')}_{port}.log", "w")  # noqa: SIM115
     t0 = time.perf_counter()
     proc = subprocess.Popen([*argv, "--server.port", str(port), *FLAGS], cwd=cwd, env=env,
@@ -113,7 +114,7 @@ def one_run(browser, kind: str, folder: Path) -> dict[str, float]:
 def run(repeats: int = 3) -> dict[str, dict[str, float]]:
     from playwright.sync_api import sync_playwright
 
-    kinds = ["bare", "attnviz", "attnviz, no preload"]
+    kinds = ["bare", "attnviz", "attnviz, preload at once", "attnviz, no preload"]
     runs: dict[str, list[dict[str, float]]] = {k: [] for k in kinds}
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)

@@ -18,8 +18,8 @@ answering, nginx's hash moves its clients to the next worker; their pages reconn
     python scripts/serve.py --stop --port 8501          # from another shell
     make serve WORKERS=2 [PORT=8501]                    # the same; `make stop` stops it
 
-Each worker is `python -m attnviz.ui.server` (`streamlit run app.py` that loads the model
-while the server starts). Every process started here is in one process group of its own,
+Each worker is `scripts/run_app.py` (`streamlit run app.py` that loads the model once it
+listens). Every process started here is in one process group of its own,
 stopped (SIGTERM, then SIGKILL after a grace period) when the launcher exits, and each child
 also gets SIGTERM from the kernel should the launcher die first (Linux PR_SET_PDEATHSIG).
 nginx runs in the foreground with a generated config in a temporary folder: it needs no root
@@ -232,7 +232,7 @@ class Cluster:
         env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // self.workers)))
         try:
             for i, p in enumerate(self.worker_ports, 1):
-                self._spawn([sys.executable, "-m", "attnviz.ui.server", str(self.app),
+                self._spawn([sys.executable, str(ROOT / "scripts" / "run_app.py"), str(self.app),
                              "--server.port", str(p), "--server.address", "127.0.0.1",
                              "--server.headless", "true"],
                             logs / f"worker{i}.log", env)
