@@ -76,14 +76,30 @@ def ensure_nginx() -> str:
     return found
 
 
+def open_files_limit() -> int:
+    """Raise this process's open-file limit to its hard limit (children inherit it); return
+    it. Each student holds two of nginx's connections (browser side, worker side)."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and soft < hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+        except (ValueError, OSError):
+            pass
+    return soft if soft != resource.RLIM_INFINITY else 65536
+
+
 def nginx_config(port: int, worker_ports: Sequence[int], folder: Path,
-                 address: str = "127.0.0.1") -> str:
+                 address: str = "127.0.0.1", connections: int = 4096) -> str:
     """nginx.conf for a foreground nginx on address:port in front of the workers on
     127.0.0.1:worker_ports, everything it writes under `folder`.
 
     Affinity: key = the attnviz_worker cookie, or a fresh random $request_id (then set as the
     cookie); worker = consistent hash of the key. Websockets: HTTP/1.1 with the Upgrade and
-    Connection headers passed on, a day's read/send timeout (a class sits for hours)."""
+    Connection headers passed on, a day's read/send timeout (a class sits for hours).
+    `connections`: nginx's worker_connections, at most the open-file limit."""
     tmp = folder.as_posix()
     servers = "\n".join(f"        server 127.0.0.1:{p} max_fails=1 fail_timeout=5s;"
                         for p in worker_ports)
@@ -98,7 +114,7 @@ pid {tmp}/nginx.pid;
 error_log {tmp}/error.log warn;
 
 events {{
-    worker_connections 4096;
+    worker_connections {connections};
 }}
 
 http {{
@@ -237,7 +253,8 @@ class Cluster:
                              "--server.headless", "true"],
                             logs / f"worker{i}.log", env)
             (self.folder / "nginx.conf").write_text(
-                nginx_config(self.port, self.worker_ports, self.folder, self.address))
+                nginx_config(self.port, self.worker_ports, self.folder, self.address,
+                             connections=max(256, min(4096, open_files_limit() - 64))))
             deadline = time.time() + timeout_s
             for p in self.worker_ports:
                 while not _healthy(p):
