@@ -6,8 +6,13 @@ PY := $(VENV)/bin/python
 # (on this project's machines a CPU build lies on disk; elsewhere pip fetches the usual one).
 TORCH ?= torch==2.13.0
 PORT ?= 8501
+# make serve: Streamlit processes behind nginx. make load: concurrent sessions, and a running
+# server to load (e.g. URL=http://127.0.0.1:8501); no URL: the tool starts its own process.
+WORKERS ?= 2
+SESSIONS ?= 30
+URL ?=
 
-.PHONY: setup run test test-fast bench load lint clean
+.PHONY: setup run serve stop test test-fast bench load lint clean
 
 setup: $(VENV)/.installed
 
@@ -17,8 +22,17 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q -e ".[test]"
 	touch $@
 
+# `streamlit run app.py` that loads the model while the server starts (scripts/run_app.py).
 run: setup
-	$(VENV)/bin/streamlit run app.py --server.port $(PORT)
+	$(PY) scripts/run_app.py app.py --server.port $(PORT)
+
+# A lecture hall: WORKERS processes behind nginx (Debian's package, installed when missing)
+# with cookie session affinity, at http://127.0.0.1:$(PORT). Ctrl-C or `make stop` ends all.
+serve: setup
+	$(PY) scripts/serve.py --workers $(WORKERS) --port $(PORT) $(if $(ADDRESS),--address $(ADDRESS))
+
+stop:
+	$(PYTHON) scripts/serve.py --stop --port $(PORT)
 
 test: setup
 	$(PY) -m pytest -q -ra
@@ -30,7 +44,7 @@ bench: setup
 	$(PY) -m benchmarks $(BENCH)
 
 load: setup
-	$(PY) tests/load/run_load.py
+	$(PY) tests/load/run_load.py --sessions $(SESSIONS) $(if $(strip $(URL)),--url $(strip $(URL)))
 
 lint: setup
 	$(VENV)/bin/ruff check attnviz pages tests app.py

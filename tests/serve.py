@@ -1,5 +1,6 @@
-"""Start the app with `streamlit run` on loopback, for e2e tests, the load test, benchmarks
-and the screenshot script. One place, so every harness serves the app the same way."""
+"""Start the app on loopback as `make run` does (`scripts/run_app.py`: `streamlit run`
+that loads the model while the server starts), for e2e tests, the load test, benchmarks and
+the screenshot script. One place, so every harness serves the app the same way."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ def start_server(port: int, log_path: Path, timeout_s: float = 120) -> subproces
     """Serve app.py on 127.0.0.1:port; return once /_stcore/health answers ok."""
     log = open(log_path, "w")  # noqa: SIM115 - closed with the process
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+        [sys.executable, "scripts/run_app.py", "app.py", "--server.headless", "true",
          "--server.port", str(port), "--server.address", "127.0.0.1",
          "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
         cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,

@@ -17,6 +17,11 @@ visit of every page, at its peak, and 20 s after the sessions close. Bounded in 
 session) and time (--duration); loopback only.
 
     .venv/bin/python tests/load/run_load.py [--sessions 30] [--steps 12] [--duration 240]
+    .venv/bin/python tests/load/run_load.py --sessions 120 --url http://127.0.0.1:8501
+
+With --url the sessions load a server that is already running (e.g. `make serve WORKERS=2`,
+nginx in front of several processes) instead of one started here; its memory is then not
+measured, and the report counts the sessions each worker served (nginx's X-Attnviz-Worker).
 """
 
 from __future__ import annotations
@@ -99,6 +104,9 @@ class MemorySampler(threading.Thread):
 
 
 # ----------------------------------------------------------------------- client
+WORKERS_SEEN: dict[int, str] = {}  # session index -> worker that answered (behind nginx)
+
+
 @dataclass
 class Rerun:
     session: int
@@ -130,6 +138,9 @@ class Session:
 
         self.ws = await websockets.connect(self.url, subprotocols=["streamlit"], max_size=None,
                                            open_timeout=60, ping_interval=None)
+        worker = self.ws.response.headers.get("X-Attnviz-Worker") if self.ws.response else None
+        if worker:  # behind scripts/serve.py's nginx: which process holds this session
+            WORKERS_SEEN[self.index] = worker
 
     async def close(self) -> None:
         if self.ws is not None:
@@ -357,9 +368,13 @@ def main(argv: list[str] | None = None) -> int:
                          "a class clicking as fast as it can")
     ap.add_argument("--settle", type=float, default=20, help="seconds to wait after closing")
     ap.add_argument("--json", type=Path, default=ROOT / "test-output" / "load.json")
+    ap.add_argument("--url", help="load this running server (http://host:port) instead of "
+                                  "starting one")
     args = ap.parse_args(argv)
 
     args.json.parent.mkdir(parents=True, exist_ok=True)
+    if args.url:
+        return load_url(args)
     port = free_port()
     url = f"ws://127.0.0.1:{port}/_stcore/stream"
     t_start = time.time()
@@ -409,6 +424,50 @@ def main(argv: list[str] | None = None) -> int:
         print("  ERROR", e)
     print(f"report: {args.json}")
     return 0 if not report["errors"] and alive else 1
+
+
+def load_url(args: argparse.Namespace) -> int:
+    """The class against a running server at args.url (no server started, no memory read)."""
+    import urllib.parse
+
+    parts = urllib.parse.urlsplit(args.url)
+    scheme = "wss" if parts.scheme == "https" else "ws"
+    url = f"{scheme}://{parts.netloc}{parts.path.rstrip('/')}/_stcore/stream"
+    t_start = time.time()
+    warm, warmed, unchanged = [], set(), 0
+    while unchanged < 4 and len(warm) < 400:  # warm every worker behind nginx: each new
+        warm += asyncio.run(warm_up(url, args.timeout))  # session lands on a random one
+        unchanged = 0 if WORKERS_SEEN.get(-1) not in warmed else unchanged + 1
+        warmed.add(WORKERS_SEEN.get(-1))
+    WORKERS_SEEN.clear()
+    t_class = time.time()
+    results = asyncio.run(run_class(url, args.sessions, args.steps, args.duration,
+                                    args.timeout, args.shared, tuple(args.think)))
+    class_s = time.time() - t_class
+    per_worker: dict[str, int] = {}
+    for w in WORKERS_SEEN.values():
+        per_worker[w] = per_worker.get(w, 0) + 1
+    report = {
+        "machine": f"{os.cpu_count()} CPU cores, loadavg at end {os.getloadavg()[0]:.1f}",
+        "url": args.url, "sessions": args.sessions, "steps_per_session": args.steps,
+        "think_s": args.think, "class_seconds": round(class_s, 1),
+        "total_seconds": round(time.time() - t_start, 1), "sessions_per_worker": per_worker,
+        "warm_up": summary(warm), **summary(results),
+    }
+    args.json.write_text(json.dumps(report, indent=1, ensure_ascii=False))
+    lat = report["latency"]
+    print(f"{report['reruns']} reruns by {args.sessions} sessions on {args.url} in {class_s:.0f} "
+          f"s ({report['machine']}); errors: {len(report['errors'])}")
+    print(f"rerun latency p50 {lat['p50_s']} s, p95 {lat['p95_s']} s, max {lat['max_s']} s")
+    if per_worker:
+        print("sessions per worker: " + ", ".join(f"{k}: {v}" for k, v in
+                                                  sorted(per_worker.items())))
+    for k, v in report["by_action"].items():
+        print(f"  [{k}] n={v['n']:3d} p50 {v['p50_s']:6.2f} s  p95 {v['p95_s']:6.2f} s")
+    for e in report["errors"][:20]:
+        print("  ERROR", e)
+    print(f"report: {args.json}")
+    return 0 if not report["errors"] else 1
 
 
 if __name__ == "__main__":

@@ -1,0 +1,150 @@
+"""First visit: how long a student waits for the first heatmap, attnviz against a bare app.
+
+Each server is started fresh (cold) and driven by headless Chromium (Playwright + Debian's
+chromium): the browser asks for "/" as soon as the server's health check answers, and the
+clock stops when the first Plotly heatmap is drawn in the page. Then a second visit in a new
+browser context (a new session on the same server: warm). Three servers, alternating, in the
+same run:
+
+- bare: a Streamlit script with one Plotly heatmap (6 x 6) and nothing else, the floor;
+- attnviz: app.py as `make run` serves it (scripts/run_app.py: the model loads in the
+  background while the server starts), its default page (heads of one layer, the 12-head
+  weights grid of "I saw a saw");
+- attnviz, no preload: the same with ATTNVIZ_PRELOAD=0 (model loaded on the first request).
+
+cold = server start -> first heatmap drawn (the start includes Streamlit's own start-up; the
+time to the health check is printed apart); warm = a second visit -> first heatmap drawn.
+Goals: attnviz warm <= 1.2x bare warm; attnviz cold <= bare cold + 2 s. Medians of a few runs.
+
+    make bench BENCH=first_visit        (or: python -m benchmarks.bench_first_visit [repeats])
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from tests.serve import CHROME_ARGS as ARGS  # noqa: E402
+from tests.serve import free_port, stop_server  # noqa: E402
+
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+HEATMAP = ".js-plotly-plot .heatmaplayer image"
+BARE_APP = '''"""The floor: one Plotly heatmap, nothing else."""
+import numpy as np
+import plotly.graph_objects as go
+import streamlit as st
+
+st.title("One heatmap")
+z = np.random.default_rng(0).random((6, 6))
+st.plotly_chart(go.Figure(go.Heatmap(z=z)), key="heatmap")
+'''
+FLAGS = ["--server.headless", "true", "--server.address", "127.0.0.1",
+         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
+
+
+def start(kind: str, port: int, folder: Path) -> tuple[subprocess.Popen, float]:
+    """Start a server of `kind`; (process, its start time on time.perf_counter)."""
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    if kind == "bare":
+        script = folder / "bare_app.py"
+        script.write_text(BARE_APP)
+        argv, cwd = [sys.executable, "-m", "streamlit", "run", str(script)], folder
+    else:
+        argv, cwd = [sys.executable, "scripts/run_app.py", "app.py"], ROOT
+        env["ATTNVIZ_PRELOAD"] = {"attnviz, no preload": "0",
+                                  "attnviz, preload at once": "early"}.get(kind, "1")
+    log = open(folder / f"{kind.replace(' ', '_').replace(',', '')}_{port}.log", "w")  # noqa: SIM115
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([*argv, "--server.port", str(port), *FLAGS], cwd=cwd, env=env,
+                            stdout=log, stderr=subprocess.STDOUT)
+    return proc, t0
+
+
+def wait_healthy(port: int, proc: subprocess.Popen, timeout_s: float = 180) -> None:
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health",
+                                        timeout=2) as r:
+                if r.read().strip() == b"ok":
+                    return
+        except OSError:
+            time.sleep(0.02)
+        if proc.poll() is not None:
+            break
+    raise RuntimeError("server did not start")
+
+
+def visit(browser, url: str) -> float:
+    """Seconds from asking for the page to its first heatmap drawn (a new session)."""
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = ctx.new_page()
+    t0 = time.perf_counter()
+    page.goto(url, wait_until="commit")
+    page.wait_for_selector(HEATMAP, timeout=180_000)
+    seconds = time.perf_counter() - t0
+    ctx.close()
+    return seconds
+
+
+def one_run(browser, kind: str, folder: Path) -> dict[str, float]:
+    port = free_port()
+    proc, t0 = start(kind, port, folder)
+    try:
+        wait_healthy(port, proc)
+        health = time.perf_counter() - t0
+        first = visit(browser, f"http://127.0.0.1:{port}/")
+        cold = time.perf_counter() - t0
+        warm = statistics.median(visit(browser, f"http://127.0.0.1:{port}/")
+                                 for _ in range(3))
+    finally:
+        stop_server(proc)
+    return {"health": health, "first request": first, "cold": cold, "warm": warm}
+
+
+def run(repeats: int = 3) -> dict[str, dict[str, float]]:
+    from playwright.sync_api import sync_playwright
+
+    kinds = ["bare", "attnviz", "attnviz, preload at once", "attnviz, no preload"]
+    runs: dict[str, list[dict[str, float]]] = {k: [] for k in kinds}
+    with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        ctx = browser.new_context()  # the browser's own first page is nobody's first visit
+        ctx.new_page().goto("about:blank")
+        ctx.close()
+        for _ in range(repeats):
+            for kind in kinds:
+                runs[kind].append(one_run(browser, kind, Path(tmp)))
+        browser.close()
+    med = {k: {m: statistics.median(r[m] for r in v) for m in v[0]} for k, v in runs.items()}
+    cpu = platform.processor() or platform.machine()
+    print(f"First heatmap drawn, headless Chromium, CPU {cpu}, {os.cpu_count()} cores, load "
+          f"average {os.getloadavg()[0]:.1f} at the end; medians of {repeats} fresh servers "
+          "each (warm: median of 3 second visits per server)")
+    print("| app | server start -> health check | first request -> heatmap | cold: start -> "
+          "heatmap | warm: second visit -> heatmap |")
+    print("|---|---:|---:|---:|---:|")
+    for kind, m in med.items():
+        print(f"| {kind} | {m['health']:.2f} s | {m['first request']:.2f} s | {m['cold']:.2f} s "
+              f"| {m['warm']:.2f} s |")
+    bare, ours = med["bare"], med["attnviz"]
+    print(f"warm: attnviz / bare = {ours['warm'] / bare['warm']:.2f}x (goal <= 1.2x); "
+          f"cold: attnviz - bare = {ours['cold'] - bare['cold']:+.2f} s (goal <= +2 s)")
+    return med
+
+
+def main() -> None:
+    run(int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1].isdigit() else 3)
+
+
+if __name__ == "__main__":
+    main()

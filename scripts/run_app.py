@@ -1,0 +1,65 @@
+"""`streamlit run app.py`, with the model loaded in the background as soon as the server
+listens (attnviz.ui.preload). `make run`, `make serve`'s workers and the test harness start
+the app this way.
+
+    python scripts/run_app.py [app.py] [streamlit run's flags]
+
+This file imports neither torch nor attnviz before Streamlit listens: the server answers at
+once, a browser loads the page's scripts while the model loads, and the two never share the
+GIL during Streamlit's own start-up. ATTNVIZ_PRELOAD=0: no preload (the first request loads
+the model, as plain `streamlit run` does); ATTNVIZ_PRELOAD=early: start it before Streamlit.
+Everything else is `streamlit run`: the same flags, config file and signal handling.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+
+
+def start_preload() -> threading.Thread:
+    """attnviz.ui.preload.preload() in a daemon thread of this server process."""
+    def target() -> None:
+        from attnviz.ui.preload import preload
+
+        preload()
+
+    thread = threading.Thread(target=target, name="attnviz-preload", daemon=True)
+    thread.start()
+    return thread
+
+
+def preload_when_serving() -> None:
+    """Start the preload from Streamlit's server-start hook (once it listens); where this
+    Streamlit has no such hook, start it now."""
+    from streamlit.web import bootstrap
+
+    hook = getattr(bootstrap, "_on_server_start", None)
+    if hook is None:
+        start_preload()
+        return
+
+    def on_server_start(server) -> None:
+        start_preload()
+        hook(server)
+
+    bootstrap._on_server_start = on_server_start
+
+
+def main(argv: list[str] | None = None) -> None:
+    from streamlit.web import cli
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0].startswith("-"):
+        args.insert(0, "app.py")
+    mode = os.environ.get("ATTNVIZ_PRELOAD", "1")
+    if mode == "early":
+        start_preload()
+    elif mode != "0":
+        preload_when_serving()
+    cli.main(["run", *args], prog_name="streamlit")
+
+
+if __name__ == "__main__":
+    main()

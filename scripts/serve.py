@@ -1,0 +1,402 @@
+"""Serve a lecture hall: N Streamlit processes behind nginx, with session affinity.
+
+One Streamlit process runs its sessions' Python on one core at a time (the GIL), so a bigger
+class needs more processes. A Streamlit session lives in one process (its websocket, its
+widget state, the /media/ files its downloads point at), so every request of one browser
+must reach the same process: nginx (Debian's package, installed with apt-get when missing)
+hands a new browser a cookie with a random key, and picks the worker by a consistent hash of
+that cookie:
+
+    browser --(cookie attnviz_worker=K)--> nginx :PORT --hash(K)--> streamlit 127.0.0.1:P_i
+
+(`ip_hash` would send every client behind one address, e.g. loopback or a school's NAT, to
+one worker.) A request without the cookie (the first page load, a bare websocket client)
+is hashed on nginx's random request id, so such clients spread evenly. When a worker stops
+answering, nginx's hash moves its clients to the next worker; their pages reconnect there.
+
+    python scripts/serve.py --workers 2 --port 8501     # Ctrl-C (or SIGTERM) stops all
+    python scripts/serve.py --stop --port 8501          # from another shell
+    make serve WORKERS=2 [PORT=8501]                    # the same; `make stop` stops it
+
+Each worker is `scripts/run_app.py` (`streamlit run app.py` that loads the model once it
+listens). Every process started here is in one process group of its own,
+stopped (SIGTERM, then SIGKILL after a grace period) when the launcher exits, and each child
+also gets SIGTERM from the kernel should the launcher die first (Linux PR_SET_PDEATHSIG).
+nginx runs in the foreground with a generated config in a temporary folder: it needs no root
+paths beyond its binary. Responses carry `X-Attnviz-Worker: i` (1..N), which worker answered.
+Standard library only: the launcher itself never imports torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]  # the checkout: app.py, .streamlit/config.toml
+COOKIE = "attnviz_worker"
+NGINX_CANDIDATES = ("/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/local/nginx/sbin/nginx")
+GRACE_S = 10.0  # seconds a process may take to stop after SIGTERM before SIGKILL
+
+
+def find_nginx() -> str | None:
+    """The nginx binary: $NGINX, then PATH, then Debian's and source builds' places."""
+    for candidate in (os.environ.get("NGINX"), shutil.which("nginx"), *NGINX_CANDIDATES):
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def ensure_nginx() -> str:
+    """The nginx binary, installing Debian's package with apt-get when it is missing and we
+    may (root, apt-get present): the same way the e2e tests install chromium. Raises
+    RuntimeError with what to do otherwise."""
+    found = find_nginx()
+    if found:
+        return found
+    if shutil.which("apt-get") and os.geteuid() == 0:
+        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+        subprocess.run(["apt-get", "update", "-qq"], check=False, env=env)
+        subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", "nginx"],
+                       check=True, env=env)
+        found = find_nginx()
+    if not found:
+        raise RuntimeError("nginx is missing: install it (Debian: `apt-get install nginx`) or "
+                           "set NGINX=/path/to/nginx")
+    return found
+
+
+def open_files_limit() -> int:
+    """Raise this process's open-file limit to its hard limit (children inherit it); return
+    it. Each student holds two of nginx's connections (browser side, worker side)."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and soft < hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+        except (ValueError, OSError):
+            pass
+    return soft if soft != resource.RLIM_INFINITY else 65536
+
+
+def nginx_config(port: int, worker_ports: Sequence[int], folder: Path,
+                 address: str = "127.0.0.1", connections: int = 4096) -> str:
+    """nginx.conf for a foreground nginx on address:port in front of the workers on
+    127.0.0.1:worker_ports, everything it writes under `folder`.
+
+    Affinity: key = the attnviz_worker cookie, or a fresh random $request_id (then set as the
+    cookie); worker = consistent hash of the key. Websockets: HTTP/1.1 with the Upgrade and
+    Connection headers passed on, a day's read/send timeout (a class sits for hours).
+    `connections`: nginx's worker_connections, at most the open-file limit."""
+    tmp = folder.as_posix()
+    servers = "\n".join(f"        server 127.0.0.1:{p} max_fails=1 fail_timeout=5s;"
+                        for p in worker_ports)
+    # $upstream_addr lists every server tried ("A, B" after a failover): name the last one.
+    names = "\n".join(f'        "~127\\.0\\.0\\.1:{p}$" {i};'
+                      for i, p in enumerate(worker_ports, 1))
+    return f"""# generated by scripts/serve.py; nginx -p {tmp} -c nginx.conf
+daemon off;
+master_process on;
+worker_processes 1;
+pid {tmp}/nginx.pid;
+error_log {tmp}/error.log warn;
+
+events {{
+    worker_connections {connections};
+}}
+
+http {{
+    access_log off;
+    client_body_temp_path {tmp}/client_body;
+    proxy_temp_path {tmp}/proxy;
+    fastcgi_temp_path {tmp}/fastcgi;
+    uwsgi_temp_path {tmp}/uwsgi;
+    scgi_temp_path {tmp}/scgi;
+    client_max_body_size 2m;
+    server_tokens off;
+
+    map $http_upgrade $connection_upgrade {{
+        default upgrade;
+        ''      close;
+    }}
+    # The session's key: its cookie, or a new random one for a browser without it.
+    map $cookie_{COOKIE} $affinity {{
+        ''      $request_id;
+        default $cookie_{COOKIE};
+    }}
+    map $cookie_{COOKIE} $affinity_cookie {{
+        ''      "{COOKIE}=$request_id; Path=/; HttpOnly; SameSite=Lax";
+        default "";
+    }}
+    map $upstream_addr $attnviz_worker {{
+{names}
+        default "";
+    }}
+
+    upstream attnviz {{
+        hash $affinity consistent;
+{servers}
+        keepalive 16;
+    }}
+
+    server {{
+        listen {address}:{port};
+        location / {{
+            proxy_pass http://attnviz;
+            proxy_http_version 1.1;
+            proxy_set_header Upgrade $http_upgrade;
+            proxy_set_header Connection $connection_upgrade;
+            proxy_set_header Host $http_host;
+            proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+            proxy_set_header X-Forwarded-Proto $scheme;
+            proxy_read_timeout 1d;
+            proxy_send_timeout 1d;
+            proxy_buffering off;
+            proxy_next_upstream error timeout;
+            proxy_connect_timeout 5s;
+            add_header Set-Cookie $affinity_cookie always;
+            add_header X-Attnviz-Worker $attnviz_worker always;
+        }}
+    }}
+}}
+"""
+
+
+def _die_with_parent() -> None:
+    """In a child, before exec: join the launcher's process group (see Cluster) and get
+    SIGTERM when the launcher dies (Linux; elsewhere the process group is the safety net)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _healthy(port: int, timeout: float = 2) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health",
+                                    timeout=timeout) as r:
+            return r.read().strip() == b"ok"
+    except OSError:
+        return False
+
+
+@dataclass
+class Cluster:
+    """N Streamlit workers and nginx, all in one process group led by the first worker."""
+
+    workers: int = 2
+    port: int = 8501
+    address: str = "127.0.0.1"
+    app: Path = ROOT / "app.py"
+    log_dir: Path | None = None  # default: the temporary folder made by start()
+    worker_ports: list[int] = field(default_factory=list)
+    procs: list[subprocess.Popen] = field(default_factory=list)  # workers..., nginx last
+    folder: Path | None = None
+    pgid: int | None = None
+
+    def _spawn(self, argv: list[str], log: Path, env: dict | None = None) -> subprocess.Popen:
+        pgid = self.pgid
+
+        def before_exec() -> None:
+            os.setpgid(0, pgid or 0)  # the first child leads a new group; the rest join it
+            _die_with_parent()
+
+        out = open(log, "ab")  # noqa: SIM115 - the child holds it; closed when we exit
+        proc = subprocess.Popen(argv, cwd=self.app.parent, stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, env=env, preexec_fn=before_exec)
+        out.close()
+        if self.pgid is None:
+            self.pgid = proc.pid
+        self.procs.append(proc)
+        return proc
+
+    @property
+    def pids(self) -> list[int]:
+        return [p.pid for p in self.procs]
+
+    def start(self, timeout_s: float = 180) -> None:
+        """Start the workers and nginx; return once nginx answers for every worker."""
+        nginx = ensure_nginx()
+        self.folder = Path(tempfile.mkdtemp(prefix=f"attnviz-serve-{self.port}-"))
+        self.folder.chmod(0o755)  # nginx's workers run as another user when started as root
+        logs = self.log_dir or self.folder
+        logs.mkdir(parents=True, exist_ok=True)
+        self.worker_ports = [_free_port() for _ in range(self.workers)]
+        env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+        # Each worker's torch gets its share of the cores, so N workers don't oversubscribe.
+        env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // self.workers)))
+        try:
+            for i, p in enumerate(self.worker_ports, 1):
+                self._spawn([sys.executable, str(ROOT / "scripts" / "run_app.py"), str(self.app),
+                             "--server.port", str(p), "--server.address", "127.0.0.1",
+                             "--server.headless", "true"],
+                            logs / f"worker{i}.log", env)
+            (self.folder / "nginx.conf").write_text(
+                nginx_config(self.port, self.worker_ports, self.folder, self.address,
+                             connections=max(256, min(4096, open_files_limit() - 64))))
+            deadline = time.time() + timeout_s
+            for p in self.worker_ports:
+                while not _healthy(p):
+                    self._check_alive(logs)
+                    if time.time() > deadline:
+                        raise RuntimeError(f"a worker did not start in {timeout_s:.0f} s")
+                    time.sleep(0.3)
+            self._spawn([nginx, "-p", str(self.folder), "-c", "nginx.conf",
+                         "-e", str(self.folder / "error.log")], logs / "nginx.log")
+            while not _healthy(self.port):
+                self._check_alive(logs)
+                if time.time() > deadline:
+                    raise RuntimeError(f"nginx did not answer in {timeout_s:.0f} s")
+                time.sleep(0.2)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _check_alive(self, logs: Path) -> None:
+        for proc in self.procs:
+            if proc.poll() is not None:
+                tails = "\n".join(f"--- {f.name}\n{f.read_text(errors='replace')[-1500:]}"
+                                  for f in sorted(logs.glob("*.log")))
+                raise RuntimeError(f"a process exited ({proc.args[0]} ...):\n{tails}")
+
+    def stop(self, grace_s: float = GRACE_S) -> None:
+        """SIGTERM to the whole group, SIGKILL to what is left after grace_s; reap all."""
+        if self.pgid is not None:
+            _signal_group(self.pgid, signal.SIGTERM)
+            deadline = time.time() + grace_s
+            while time.time() < deadline and any(p.poll() is None for p in self.procs):
+                time.sleep(0.1)
+            _signal_group(self.pgid, signal.SIGKILL)  # stragglers, nginx's own workers
+        for p in self.procs:
+            try:
+                p.wait(timeout=grace_s)
+            except subprocess.TimeoutExpired:  # pragma: no cover - unkillable
+                pass
+
+    def remove_folder(self) -> None:
+        """Delete the temporary folder (nginx's config and files; the logs unless --logs)."""
+        if self.folder is not None:
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+    def wait(self) -> int:
+        """Block until a signal asks us to stop or nginx exits; 0 on a requested stop."""
+        while True:
+            if self.procs[-1].poll() is not None:
+                return 1
+            time.sleep(0.5)
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def pid_file(port: int) -> Path:
+    return Path(tempfile.gettempdir()) / f"attnviz-serve-{port}.pid"
+
+
+def stop_running(port: int, timeout_s: float = 30) -> bool:
+    """Stop the launcher serving `port` (from its pid file): SIGTERM, wait until it is gone.
+    False when none is running."""
+    path = pid_file(port)
+    try:
+        pid = int(path.read_text().split()[0])
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except (OSError, ValueError, IndexError):
+        path.unlink(missing_ok=True)
+        return False
+    argv = [Path(a.decode(errors="replace")) for a in cmdline.split(b"\0")]
+    if not any(a.name == "serve.py" and a.parent.name == "scripts" for a in argv):
+        # A stale file whose pid now names another process: leave that process alone.
+        path.unlink(missing_ok=True)
+        return False
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.time() + timeout_s
+    while time.time() < deadline and Path(f"/proc/{pid}").exists():
+        time.sleep(0.2)
+    return True
+
+
+class _Stop(Exception):
+    pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--workers", type=int, default=int(os.environ.get("ATTNVIZ_WORKERS", 2)),
+                    help="Streamlit processes (default $ATTNVIZ_WORKERS, else 2)")
+    ap.add_argument("--port", type=int, default=8501, help="nginx's port (default 8501)")
+    ap.add_argument("--address", default="127.0.0.1",
+                    help="nginx's address (0.0.0.0: every interface, for a class's network)")
+    ap.add_argument("--app", type=Path, default=ROOT / "app.py")
+    ap.add_argument("--logs", type=Path, help="folder for the processes' logs")
+    ap.add_argument("--stop", action="store_true",
+                    help="stop the launcher already serving --port, and exit")
+    args = ap.parse_args(argv)
+    if args.stop:
+        print("stopped" if stop_running(args.port) else f"nothing serves port {args.port}")
+        return 0
+    if args.workers < 1:
+        ap.error("--workers must be at least 1")
+
+    def on_signal(signum, frame):
+        raise _Stop
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGHUP, on_signal)
+    cluster = Cluster(workers=args.workers, port=args.port, address=args.address,
+                      app=args.app.resolve(), log_dir=args.logs)
+    pid_file(args.port).write_text(f"{os.getpid()}\n")
+    code = 0
+    try:
+        cluster.start()
+        print(f"attnviz: {args.workers} worker(s) on 127.0.0.1:"
+              f"{','.join(map(str, cluster.worker_ports))} behind nginx at "
+              f"http://{args.address}:{args.port}  (pids {' '.join(map(str, cluster.pids))}; "
+              f"logs in {args.logs or cluster.folder}; Ctrl-C stops all)", flush=True)
+        code = cluster.wait()
+        if code:
+            print("nginx exited; stopping the workers", file=sys.stderr)
+    except _Stop:
+        pass
+    except RuntimeError as e:
+        print(f"serve.py: {e}", file=sys.stderr)
+        code = 1
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        cluster.stop()
+        pid_file(args.port).unlink(missing_ok=True)
+        if code == 0 or args.logs:
+            cluster.remove_folder()
+        elif cluster.folder is not None:
+            print(f"logs kept in {cluster.folder}", file=sys.stderr)
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

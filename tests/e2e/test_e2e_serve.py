@@ -1,0 +1,191 @@
+"""A lecture hall end to end: `scripts/serve.py --workers 2` (two Streamlit processes behind
+nginx with cookie affinity), driven the way `make serve` runs it.
+
+- A browser through nginx draws the heatmap, and every response it got (the page, its
+  scripts, /_stcore/ calls, the websocket) came from one worker.
+- Two websocket sessions held by two different workers both get answers (a full rerun with
+  figures, then another after typing a sentence).
+- One worker killed (SIGKILL): the other keeps answering its session, and a browser whose
+  cookie named the dead worker is served by the living one.
+- Ctrl-C (SIGINT) to the launcher: every process it started (by pid, and every member of its
+  process group, nginx's own worker included) is gone, and the port is closed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from .conftest import SHOTS, free_port, page_errors, screenshot, wait_for_app
+
+pytestmark = pytest.mark.e2e
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "load"))
+import run_load  # noqa: E402
+
+COOKIE = "attnviz_worker"
+
+
+@dataclass
+class Hall:
+    url: str
+    port: int
+    proc: subprocess.Popen
+    pids: list[int]  # worker 1, worker 2, nginx's master (as the launcher printed them)
+
+
+def group_members(pgid: int) -> list[int]:
+    """Pids of the processes in process group pgid (from /proc/*/stat)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid:  # after "pid (comm)": state, ppid, pgrp
+            found.append(int(stat.parent.name))
+    return found
+
+
+@pytest.fixture(scope="module")
+def hall(tmp_path_factory):
+    port = free_port()
+    logs = tmp_path_factory.mktemp("serve_logs")
+    proc = subprocess.Popen(
+        [sys.executable, "scripts/serve.py", "--workers", "2", "--port", str(port),
+         "--logs", str(logs)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        text=True)
+    lines: list[str] = []
+    ready = threading.Event()
+
+    def read() -> None:
+        for line in proc.stdout:
+            lines.append(line)
+            if "behind nginx" in line:
+                ready.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    if not ready.wait(300):
+        proc.kill()
+        pytest.fail("serve.py did not start:\n" + "".join(lines)[-3000:])
+    pids = [int(p) for p in re.search(r"pids ([\d ]+);", "".join(lines)).group(1).split()]
+    yield Hall(f"http://127.0.0.1:{port}", port, proc, pids)
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(60)
+
+
+async def session_on(hall: Hall, key: str) -> tuple[run_load.Session, str]:
+    """A websocket session whose affinity cookie is `key`, and the worker that holds it."""
+    import websockets
+
+    s = run_load.Session(f"ws://127.0.0.1:{hall.port}/_stcore/stream", 0, timeout=120)
+    s.ws = await websockets.connect(s.url, subprotocols=["streamlit"], max_size=None,
+                                    open_timeout=60, ping_interval=None,
+                                    additional_headers={"Cookie": f"{COOKIE}={key}"})
+    return s, s.ws.response.headers["X-Attnviz-Worker"]
+
+
+def keys_per_worker(hall: Hall) -> dict[str, str]:
+    """An affinity key for each worker (nginx's consistent hash decides; try a few)."""
+    found: dict[str, str] = {}
+    for i in range(64):
+        req = urllib.request.Request(f"{hall.url}/_stcore/health",
+                                     headers={"Cookie": f"{COOKIE}=key{i}"})
+        with urllib.request.urlopen(req, timeout=10) as r:
+            found.setdefault(r.headers["X-Attnviz-Worker"], f"key{i}")
+        if len(found) == 2:
+            break
+    return found
+
+
+def test_a_browser_stays_on_one_worker(hall, browser):
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = ctx.new_page()
+    workers = []
+    page.on("response", lambda r: workers.append(r.headers.get("x-attnviz-worker")))
+    page.goto(hall.url + "/")
+    wait_for_app(page)
+    assert page.locator(".js-plotly-plot .main-svg").count() >= 1
+    assert not page_errors(page)
+    cookies = [c for c in ctx.cookies() if c["name"] == COOKIE]
+    assert len(cookies) == 1 and cookies[0]["httpOnly"]
+    assert len(workers) > 5 and len(set(workers)) == 1 and workers[0] in ("1", "2"), workers
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    screenshot(page, "serve_two_workers")
+    ctx.close()
+
+
+def test_two_workers_answer_and_one_survives_the_other(hall):
+    keys = keys_per_worker(hall)
+    assert set(keys) == {"1", "2"}, keys
+
+    async def scenario() -> None:
+        s1, w1 = await session_on(hall, keys["1"])
+        s2, w2 = await session_on(hall, keys["2"])
+        assert (w1, w2) == ("1", "2")
+        for s in (s1, s2):
+            r = await s.rerun("open")
+            assert r.ok and r.charts >= 1, r.errors
+            s.type_sentence("I saw a saw again")
+            r = await s.rerun("type")
+            assert r.ok and r.charts >= 1, r.errors
+        # Worker 1 dies; worker 2 keeps answering its session.
+        os.kill(hall.pids[0], signal.SIGKILL)
+        s2.type_sentence("The cat sat on the mat")
+        r = await s2.rerun("type")
+        assert r.ok and r.charts >= 1, r.errors
+        # A browser whose cookie named worker 1 reconnects: the living worker serves it.
+        s3, w3 = await session_on(hall, keys["1"])
+        assert w3 == "2"
+        r = await s3.rerun("open")
+        assert r.ok and r.charts >= 1, r.errors
+        for s in (s1, s2, s3):
+            await s.close()
+
+    run_in_thread(scenario)
+
+
+def run_in_thread(coroutine_function) -> None:
+    """asyncio.run in a thread of its own (Playwright's sync API holds this thread's loop)."""
+    failure: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            asyncio.run(coroutine_function())
+        except BaseException as e:  # noqa: BLE001 - re-raised in the test's thread
+            failure.append(e)
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join(600)
+    if failure:
+        raise failure[0]
+
+
+def test_ctrl_c_leaves_nothing_running(hall):
+    members = group_members(hall.pids[0])  # the group is led by worker 1's pid, even dead
+    assert hall.pids[1] in members and hall.pids[2] in members
+    assert len(members) >= 3  # worker 2, nginx's master and its worker process
+    hall.proc.send_signal(signal.SIGINT)
+    assert hall.proc.wait(60) == 0
+    deadline = time.time() + 5
+    while time.time() < deadline and any(Path(f"/proc/{p}").exists()
+                                         for p in hall.pids + members):
+        time.sleep(0.2)
+    left = [p for p in hall.pids + members if Path(f"/proc/{p}").exists()]
+    assert left == [], left
+    assert group_members(hall.pids[0]) == []
+    with pytest.raises(OSError):
+        urllib.request.urlopen(f"{hall.url}/_stcore/health", timeout=2)
