@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import FONT, WEIGHTS_SCALE, Grid, axis_labels, escape
+from .common import FONT, OKABE_ITO, WEIGHTS_SCALE, Grid, axis_labels, escape, tick_labels
 
 
 def stats_heatmaps(stats: dict[str, np.ndarray], titles: dict[str, str], cols: int = 4,
@@ -57,7 +57,7 @@ def stats_heatmaps(stats: dict[str, np.ndarray], titles: dict[str, str], cols: i
             layer, head = selected
             sub = str(i + 1) if i else ""  # the panel's axes: x, x2, ... (row by row)
             shapes.append(dict(type="rect", x0=head - 0.5, x1=head + 0.5, y0=layer - 0.5,
-                               y1=layer + 0.5, line=dict(color="crimson", width=2),
+                               y1=layer + 0.5, line=dict(color=OKABE_ITO[3], width=2),
                                xref=f"x{sub}", yref=f"y{sub}"))
     return g.figure(
         shapes=shapes,
@@ -95,19 +95,40 @@ def rollout_pair(raw: np.ndarray, rolled: np.ndarray, tokens: list[str],
                     margin=dict(l=10, r=10, t=50, b=10))
 
 
+CLIP_FROM = 64  # tokens from which maps_side_by_side clips its colour scales
+CLIP_PERCENTILE = 99
+
+
+def colour_top(m: np.ndarray) -> tuple[float, bool]:
+    """(top of the colour scale, whether it is clipped) for one [n, n] map: its largest
+    value, or past CLIP_FROM tokens the CLIP_PERCENTILE-th percentile of its values when
+    that is lower."""
+    m = np.asarray(m, dtype=np.float64)
+    top = float(np.max(m)) if m.size else 0.0
+    if m.shape[0] >= CLIP_FROM:
+        pct = float(np.percentile(m, CLIP_PERCENTILE))
+        if 0 < pct < top:
+            return pct, True
+    return top or 1.0, False
+
+
 def maps_side_by_side(matrices: list[np.ndarray], titles: list[str], tokens: list[str],
                       indices=None, value: str = "share") -> go.Figure:
     """Several [output/query, input/key] maps of the same tokens in one row, each on its own
-    colour scale from 0 to its largest value (a flat map such as attention flow would vanish
-    on a shared one), with its colour bar under it; exact hover."""
+    colour scale (a flat map such as attention flow would vanish on a shared one), with its
+    colour bar under it; exact hover.
+
+    Each scale runs from 0 to `colour_top(m)`: the largest value for short inputs, the
+    CLIP_PERCENTILE-th percentile past CLIP_FROM tokens, where a few large cells (the
+    diagonal, [CLS]) would otherwise leave every other cell of n^2 at the bottom colour."""
     n = len(tokens)
     labels = axis_labels(tokens, indices)
-    step = max(1, -(-n // 40))
+    tickvals, ticktext = tick_labels(tokens, max_ticks=40, indices=indices)
     k = len(matrices)
     gap = 0.06 if k > 2 else 0.12
     g = Grid(rows=1, cols=k, subplot_titles=titles, horizontal_spacing=gap)
     axis = dict(type="category", categoryorder="array", categoryarray=labels,
-                tickvals=labels[::step], ticktext=[escape(t) for t in tokens[::step]])
+                tickvals=tickvals, ticktext=ticktext)
     width = (1 - gap * (k - 1)) / k
     axes = {}
     for c, m in enumerate(matrices, start=1):
@@ -120,11 +141,14 @@ def maps_side_by_side(matrices: list[np.ndarray], titles: list[str], tokens: lis
         ), 1, c)
         g.yaxis(1, c).update(autorange="reversed", showticklabels=c == 1, **axis)
         g.xaxis(1, c).update(tickangle=-45, **axis)
-        axes[ca] = dict(colorscale=WEIGHTS_SCALE, cmin=0.0, cmax=float(np.max(m)) or 1.0,
+        top, clipped = colour_top(m)
+        axes[ca] = dict(colorscale=WEIGHTS_SCALE, cmin=0.0, cmax=top,
                         colorbar=dict(orientation="h", thickness=10, len=width * 0.9,
                                       x=(c - 1) * (width + gap) + width / 2, xanchor="center",
-                                      y=-0.32, yanchor="top", title=dict(text=value,
-                                                                         side="top")))
+                                      y=-0.32, yanchor="top", title=dict(
+                                          text=value + (f" (top {100 - CLIP_PERCENTILE}% of "
+                                                        "cells at the top colour; hover: exact)"
+                                                        if clipped else ""), side="top")))
     side = max(300, min(560, 18 * n + 140))
     return g.figure(font=FONT, height=int(side + 110), margin=dict(l=10, r=10, t=50, b=110),
                     **axes)
