@@ -37,8 +37,23 @@ OKABE_ITO: tuple[str, ...] = (
 )
 NEUTRAL = "#999999"  # grey: "other", "mixed", a baseline; readable on white and on dark grey
 DASHES: tuple[str, ...] = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
+PATTERNS: tuple[str, ...] = ("", "/", ".", "x", "-", "+")  # bar fills, a cue besides colour
 MARKERS: tuple[str, ...] = ("circle", "square", "diamond", "triangle-up", "x", "cross",
                             "star")
+
+
+# The other fixed colours of the figures, here so that no plotting module invents its own.
+ON_IMAGE = "#FFFFFF"  # outlines drawn over a picture or a dark heatmap
+IMAGE_BACKGROUND = "#D9D9D9"  # behind pictures and masked cells, in both themes
+CELL_TEXT = "#1A1A1A"  # text on the pale table fills below, whatever the theme's text colour
+TABLE_FILLS = {  # pale tints: right = the palette's blue, wrong = its orange (plus bold text)
+    "right": "#CDE4F4", "wrong": "#F9D9B0", "neutral": "#EEF1F6", "header": "#DDE3EE"}
+MASK_SCALE = [[0.0, "#EEF1F6"], [0.5, "#EEF1F6"], [0.5, OKABE_ITO[0]], [1.0, OKABE_ITO[0]]]
+ACCURACY_SCALE = "Blues"  # sequential (ColorBrewer) for shares in percent
+ORDERED_SHADES = ("#FDD0A2", "#FD8D3C", "#D94801", "#7F2704")  # an ordered series (Oranges)
+INFLUENCE_SCALE = "Magma"  # sequential, perceptually uniform (log influence)
+DISTANCE_SCALE = "Magma_r"  # sequential: 0 (no change) light, large distances dark
+STAT_SCALE = "Cividis"  # sequential, perceptually uniform and colour-blind safe
 
 
 def category_colour(i: int) -> str:

@@ -13,18 +13,35 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import FONT, Grid, axis_labels, escape
+from .common import (
+    ACCURACY_SCALE,
+    CELL_TEXT,
+    FONT,
+    MASK_SCALE,
+    ORDERED_SHADES,
+    TABLE_FILLS,
+    Grid,
+    axis_labels,
+    escape,
+)
+from .common import NEUTRAL as GREY
 
-RIGHT, WRONG, NEUTRAL = "#c8efd4", "#f7c6c5", "#eef1f6"
+RIGHT, WRONG, NEUTRAL = TABLE_FILLS["right"], TABLE_FILLS["wrong"], TABLE_FILLS["neutral"]
 HIDDEN = "?"  # a tag the class predicts before it is revealed
 METRICS = (("near", "neighbour<br>decides"), ("far", "decided 2+<br>words back"),
            ("double_role", "double-role<br>words"))  # column labels of the accuracy grid
-BASELINE_COLOUR = "#9d9d9d"
+BASELINE_COLOUR = GREY
 SMALL, LARGE = 14, 22  # font sizes: screen, projector
 
 
 def _size(big: bool) -> int:
     return LARGE if big else SMALL
+
+
+def _cell_font(fills: list[list[str]], size: int) -> dict:
+    """Dark text on the pale fills, legible in either theme (the theme's own text colour is
+    white in dark mode). Right or wrong is also read by comparing with the gold row."""
+    return dict(size=size, color=[[CELL_TEXT] * len(col) for col in fills])
 
 
 def _font(big: bool) -> dict:
@@ -59,7 +76,7 @@ def projector(fig: go.Figure, big: bool) -> go.Figure:
 def tag_table(words: Sequence[str], rows: Mapping[str, Sequence[str]],
               gold: Sequence[str] | None = None, big: bool = False,
               title: str | None = None, first_width: float = 2.6) -> go.Figure:
-    """A table: one column per word, one row per tagger; green = gold tag, red = wrong.
+    """A table: one column per word, one row per tagger; blue = gold tag, orange = wrong.
 
     `rows` maps a tagger's name to its tags; `gold` (when known) is shown as the first row.
     A tag "?" (HIDDEN) is not revealed yet and stays grey. `first_width`: the name column's
@@ -81,9 +98,10 @@ def tag_table(words: Sequence[str], rows: Mapping[str, Sequence[str]],
     size = _size(big)
     return go.Figure(data=[dict(
         type="table", columnwidth=[first_width] + [1] * len(words),
-        header=dict(values=labels, fill_color="#dde3ee", font=dict(size=size, weight="bold"),
+        header=dict(values=labels, fill_color=TABLE_FILLS["header"],
+                    font=dict(size=size, weight="bold", color=CELL_TEXT),
                     height=int(size * 2.2)),
-        cells=dict(values=cells, fill_color=colours, font=dict(size=size),
+        cells=dict(values=cells, fill_color=colours, font=_cell_font(colours, size),
                    height=int(size * 2.1), align=["left"] + ["center"] * len(words)),
     )], layout=dict(
         title=title, font=_font(big), margin=dict(l=5, r=5, t=40 if title else 5, b=5),
@@ -93,7 +111,8 @@ def tag_table(words: Sequence[str], rows: Mapping[str, Sequence[str]],
 def far_table(labels: Sequence[str], gold: Sequence[str], tags: Mapping[str, Sequence[str]],
               big: bool = False) -> go.Figure:
     """One row per sentence (`labels`), its gold tag, then each tagger's tag (`tags` maps a
-    tagger's column label to one tag per sentence); green = gold, red = wrong, "?" = hidden."""
+    tagger's column label to one tag per sentence); blue = gold, orange = wrong,
+    "?" = hidden."""
     cols = [[escape(x) for x in labels], list(gold), *[list(t) for t in tags.values()]]
     colours = [[NEUTRAL] * len(labels), [NEUTRAL] * len(labels)]
     for t in tags.values():
@@ -102,9 +121,11 @@ def far_table(labels: Sequence[str], gold: Sequence[str], tags: Mapping[str, Seq
     size = _size(big)
     return go.Figure(data=[dict(
         type="table", columnwidth=[2.2, 1] + [1] * len(tags),
-        header=dict(values=["", "gold", *[escape(k) for k in tags]], fill_color="#dde3ee",
-                    font=dict(size=size, weight="bold"), height=int(size * 2.2)),
-        cells=dict(values=cols, fill_color=colours, font=dict(size=size),
+        header=dict(values=["", "gold", *[escape(k) for k in tags]],
+                    fill_color=TABLE_FILLS["header"],
+                    font=dict(size=size, weight="bold", color=CELL_TEXT),
+                    height=int(size * 2.2)),
+        cells=dict(values=cols, fill_color=colours, font=_cell_font(colours, size),
                    height=int(size * 2.1), align=["left"] + ["center"] * (len(tags) + 1)),
     )], layout=dict(font=_font(big), margin=dict(l=5, r=5, t=5, b=5),
                     height=int(size * 2.2 * (len(labels) + 1) + 20)))
@@ -119,7 +140,7 @@ def receptive_field(words: Sequence[str], fields: Mapping[str, np.ndarray],
     for c, (name, mask) in enumerate(fields.items(), start=1):
         g.add(dict(
             type="heatmap", z=np.asarray(mask, dtype=np.float32), x=labels, y=labels, zmin=0,
-            zmax=1, colorscale=[[0, "#f4f4f4"], [1, "#2f6fb0"]], showscale=False, xgap=2,
+            zmax=1, colorscale=MASK_SCALE, showscale=False, xgap=2,
             ygap=2,
             hovertemplate="tag of %{y}<br>sees %{x}: %{z}<extra>" + escape(name) + "</extra>",
         ), 1, c)
@@ -174,7 +195,7 @@ def accuracy_grid(scores: Mapping[str, object], baseline: Mapping[str, float] | 
     return projector(go.Figure(data=[dict(
         type="heatmap", z=z, x=[label for _, label in METRICS],
         y=[escape(n) for n in names], zmin=40, zmax=100, xgap=3, ygap=3,
-        colorscale=[[0, "#f7f7f7"], [0.5, "#d9f0d3"], [1, "#5aae61"]], showscale=False,
+        colorscale=ACCURACY_SCALE, showscale=False,
         texttemplate="%{z:.1f}%", textfont=dict(size=_size(big)),
         hovertemplate="%{y}<br>%{x}: %{z:.2f}%<extra></extra>")],
         layout=dict(font=_font(big), height=(46 if big else 38) * len(names) + 110,
@@ -191,7 +212,7 @@ def cost_figure(parameters: Mapping[str, int], sizes: Sequence[int],
     of sentences in `sizes`, one bar per size: how much it overfits."""
     names = list(gaps)
     rows = [f"{escape(n)}<br>{parameters[n]:,} parameters" for n in names]
-    shades = ("#fdd0a2", "#fd8d3c", "#d94801", "#7f2704")
+    shades = ORDERED_SHADES
     data = []
     for k, n in enumerate(sizes):
         vals = [100 * float(gaps[name][k]) for name in names]
