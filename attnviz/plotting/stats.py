@@ -11,7 +11,17 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import FONT, OKABE_ITO, WEIGHTS_SCALE, Grid, axis_labels, escape, tick_labels
+from .common import (
+    FONT,
+    OKABE_ITO,
+    ON_IMAGE,
+    STAT_SCALE,
+    WEIGHTS_SCALE,
+    Grid,
+    axis_labels,
+    escape,
+    tick_labels,
+)
 
 
 def stats_heatmaps(stats: dict[str, np.ndarray], titles: dict[str, str], cols: int = 4,
@@ -46,7 +56,7 @@ def stats_heatmaps(stats: dict[str, np.ndarray], titles: dict[str, str], cols: i
         value = "%{customdata[0]:.4f}" if extra else "%{customdata:.4f}"
         g.add(dict(
             type="scatter", x=heads, y=layers, mode="markers", customdata=custom, name=name,
-            marker=dict(size=14, opacity=0, color="white"), showlegend=False,
+            marker=dict(size=14, opacity=0, color=ON_IMAGE), showlegend=False,
             hovertemplate=(f"layer %{{y}}, head %{{x}}<br>{titles.get(name, name)} = "
                            f"{value}{extra}<extra></extra>"),
         ), r, c)
@@ -64,7 +74,7 @@ def stats_heatmaps(stats: dict[str, np.ndarray], titles: dict[str, str], cols: i
         coloraxis=dict(colorscale=WEIGHTS_SCALE, cmin=0.0, cmax=1.0,
                        colorbar=dict(title=dict(text="share"), thickness=12, x=1.0, len=0.45,
                                      y=0.78)),
-        coloraxis2=dict(colorscale="Cividis",
+        coloraxis2=dict(colorscale=STAT_SCALE,
                         colorbar=dict(title=dict(text="entropy"), thickness=12, x=1.0,
                                       len=0.45, y=0.22)),
         font=FONT, height=int(300 * rows + 60), margin=dict(l=10, r=60, t=50, b=10),

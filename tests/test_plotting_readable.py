@@ -1,0 +1,76 @@
+"""Figures that read right: repeated tokens stay apart in tick labels, the mosaic outlines
+the open head without covering tiles, long rollout maps keep their structure visible, and
+narrow matrix panels keep room for their labels."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attnviz.analysis.views import mean_maps
+from attnviz.plotting import common
+from attnviz.plotting.heatmaps import attention_heatmap
+from attnviz.plotting.overview import mark_head, overview_mosaic
+from attnviz.plotting.stats import CLIP_PERCENTILE, colour_top, maps_side_by_side
+
+
+def test_repeated_tokens_show_their_unique_label():
+    tokens = ["[CLS]", "i", "saw", "a", "saw", "[SEP]"]
+    vals, text = common.tick_labels(tokens)
+    assert text == ["[CLS]", "i", "saw #2", "a", "saw #4", "[SEP]"]
+    assert vals == ["[CLS] #0", "i #1", "saw #2", "a #3", "saw #4", "[SEP] #5"]
+
+
+def test_heatmap_axes_tell_the_two_saws_apart(model):
+    t = model.trace("I saw a saw")
+    fig = attention_heatmap(t.weights[0, 0], t.tokens)
+    assert list(fig.layout.xaxis.ticktext).count("saw") == 0
+    assert {"saw #2", "saw #4"} <= set(fig.layout.yaxis.ticktext)
+
+
+def test_mosaic_marks_the_open_head_and_hides_its_click_targets(model):
+    t = model.trace("I saw a saw")
+    fig = overview_mosaic(t.weights, mean_maps(t.weights), t.tokens)
+    dots = fig.data[1]
+    assert dots.marker.opacity == 0  # nothing drawn over the tiles
+    marked = mark_head(fig, 2, 5)
+    assert len(fig.layout.shapes) == 0  # the cached figure is not changed
+    (rect,) = marked.layout.shapes
+    n, step = t.n_tokens, t.n_tokens + 1
+    # the outline spans exactly tile (2, 5): categories [5 * step, 5 * step + n) and rows
+    assert (rect.x0, rect.x1) == (5 * step - 0.5, 5 * step + n - 0.5)
+    assert (rect.y0, rect.y1) == (2 * step - 0.5, 2 * step + n - 0.5)
+    x = list(fig.data[0].x)
+    assert x[5 * step].startswith("head 5 ·") and x[5 * step + n - 1].startswith("head 5 ·")
+    z = np.asarray(fig.data[0].z)
+    np.testing.assert_array_equal(z[2 * step:2 * step + n, 5 * step:5 * step + n],
+                                  t.weights[2, 5])
+    with pytest.raises(ValueError):
+        mark_head(fig, t.n_layers, 0)
+
+
+def test_long_maps_colour_up_to_a_percentile():
+    rng = np.random.default_rng(0)
+    m = rng.uniform(0, 0.004, size=(200, 200))
+    np.fill_diagonal(m, 0.9)  # a few large cells, as rollout's diagonal
+    top, clipped = colour_top(m)
+    assert clipped and top == pytest.approx(np.percentile(m, CLIP_PERCENTILE))
+    short = m[:10, :10]
+    assert colour_top(short) == (pytest.approx(0.9), False)
+    fig = maps_side_by_side([m, m], ["raw", "rollout"], [f"t{i}" for i in range(200)])
+    assert fig.layout.coloraxis.cmax == pytest.approx(top)
+    assert "99%" not in fig.layout.coloraxis.colorbar.title.text
+    assert "top 1%" in fig.layout.coloraxis.colorbar.title.text
+    assert fig.layout.yaxis.ticktext[1].startswith("#5 ")  # thinned ticks name positions
+
+
+def test_narrow_panels_keep_room_for_labels():
+    from attnviz.plotting.steps import MIN_PANEL, matrices_figure
+
+    toks = ["a #0", "b #1", "c #2", "d #3", "e #4", "f #5"]
+    dims = [f"k_{i}" for i in range(32)]
+    z = np.zeros((32, 6))
+    fig = matrices_figure([(np.zeros((6, 32)), toks, dims, "Q", "values"),
+                           (z, dims, toks, "K", "values")], ["·"], "t")
+    d1, d2 = fig.layout.xaxis.domain, fig.layout.xaxis2.domain
+    assert (d2[1] - d2[0]) / (d1[1] - d1[0]) == pytest.approx(MIN_PANEL / 24, rel=1e-6)
