@@ -50,7 +50,7 @@ def open_clicked() -> None:
 
 
 def main() -> None:
-    st.title("All heads at once")
+    st.title("All heads, token lines")
     st.markdown(
         "Every tile is one head's softmax weights $w_{ij}$: rows are **queries** $i$ (who "
         "looks), columns are **keys** $j$ (who is looked at). The last column is the mean over "
