@@ -107,6 +107,7 @@ def rollout_pair(raw: np.ndarray, rolled: np.ndarray, tokens: list[str],
 
 CLIP_FROM = 64  # tokens from which maps_side_by_side clips its colour scales
 CLIP_PERCENTILE = 99
+MAX_X_TICKS = 48  # slanted column labels shared by the panels of one row (40 rows fit)
 
 
 def colour_top(m: np.ndarray) -> tuple[float, bool]:
@@ -135,10 +136,10 @@ def maps_side_by_side(matrices: list[np.ndarray], titles: list[str], tokens: lis
     labels = axis_labels(tokens, indices)
     tickvals, ticktext = tick_labels(tokens, max_ticks=40, indices=indices)
     k = len(matrices)
+    x_vals, x_text = tick_labels(tokens, max_ticks=MAX_X_TICKS // k, indices=indices)
     gap = 0.06 if k > 2 else 0.12
     g = Grid(rows=1, cols=k, subplot_titles=titles, horizontal_spacing=gap)
-    axis = dict(type="category", categoryorder="array", categoryarray=labels,
-                tickvals=tickvals, ticktext=ticktext)
+    axis = dict(type="category", categoryorder="array", categoryarray=labels)
     width = (1 - gap * (k - 1)) / k
     axes = {}
     for c, m in enumerate(matrices, start=1):
@@ -149,8 +150,9 @@ def maps_side_by_side(matrices: list[np.ndarray], titles: list[str], tokens: lis
             hovertemplate=(f"{escape(titles[c - 1])}<br>output %{{y}}<br>input %{{x}}<br>"
                            f"{value} = %{{z:.6f}}<extra></extra>"),
         ), 1, c)
-        g.yaxis(1, c).update(autorange="reversed", showticklabels=c == 1, **axis)
-        g.xaxis(1, c).update(tickangle=-45, **axis)
+        g.yaxis(1, c).update(autorange="reversed", showticklabels=c == 1, tickvals=tickvals,
+                             ticktext=ticktext, **axis)
+        g.xaxis(1, c).update(tickangle=-45, tickvals=x_vals, ticktext=x_text, **axis)
         top, clipped = colour_top(m)
         axes[ca] = dict(colorscale=WEIGHTS_SCALE, cmin=0.0, cmax=top,
                         colorbar=dict(orientation="h", thickness=10, len=width * 0.9,
