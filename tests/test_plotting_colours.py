@@ -83,3 +83,29 @@ def test_corpus_behaviours_have_a_colour_and_a_shape():
 
 def test_sequential_and_diverging_scales_are_perceptually_uniform():
     assert common.WEIGHTS_SCALE == "Viridis" and common.SCORES_SCALE == "Balance"
+
+
+def test_figures_with_several_series_colour_each_from_the_palette():
+    """Lines and bars never fall back to a theme's colours: each series sets one of the
+    palette, and a second cue (dash or pattern) differs between series."""
+    from attnviz.plotting import lesson, steps
+
+    figs = [
+        lesson.loss_curves({"a": [1.0, 0.5], "b": [1.2, 0.7], "c": [0.9, 0.4]}),
+        lesson.accuracy_by_distance({"a": {1: 0.9, 2: 0.5}, "b": {1: 0.7, 2: 0.8}},
+                                    {1: 0.6, 2: 0.6}, {1: 10, 2: 5}),
+        steps.temperature_figure({"temperature": np.array([0.1, 1.0]),
+                                  "max_weight": np.array([1.0, 0.5]),
+                                  "entropy": np.array([0.0, 1.0])}, 1.0, 4),
+        steps.weights_bar_figure({"T = 1": np.array([0.5, 0.5]), "T = 2": np.array([0.4, 0.6])},
+                                 ["a", "b"], "w"),
+    ]
+    palette = set(common.OKABE_ITO) | {common.NEUTRAL}
+    for fig in filter(None, figs):
+        series = [tr for tr in fig.data if tr.name and tr.name != "majority tag"]
+        colours = [(tr.line.color if tr.type == "scatter" else tr.marker.color) for tr in series]
+        assert all(c in palette for c in colours), (fig.layout.title.text, colours)
+        cues = [(tr.line.dash if tr.type == "scatter" else tr.marker.pattern.shape)
+                for tr in series]
+        assert len(set(cues)) == len(cues), cues
+

@@ -22,6 +22,9 @@ from .common import (
     TABLE_FILLS,
     Grid,
     axis_labels,
+    category_colour,
+    category_dash,
+    category_marker,
     escape,
 )
 from .common import NEUTRAL as GREY
@@ -166,10 +169,12 @@ def accuracy_by_distance(curves: Mapping[str, Mapping[int, float]],
                  mode="lines", name="majority tag", line=dict(dash="dash", width=3,
                                                               color=BASELINE_COLOUR),
                  hovertemplate="majority tag<br>distance %{x}: %{y:.1f}%<extra></extra>")]
-    for name, acc in curves.items():
+    for k, (name, acc) in enumerate(curves.items()):  # a tagger: colour, dash and marker
         data.append(dict(
             type="scatter", x=dist, y=[100 * float(acc[d]) for d in dist],
-            mode="lines+markers", name=escape(name), line=dict(width=3), marker=dict(size=9),
+            mode="lines+markers", name=escape(name),
+            line=dict(width=3, color=category_colour(k), dash=category_dash(k)),
+            marker=dict(size=9, symbol=category_marker(k)),
             hovertemplate=escape(name) + "<br>distance %{x}: %{y:.1f}%<extra></extra>"))
     return projector(go.Figure(data=data, layout=dict(
         font=_font(big), height=420 if big else 420, margin=dict(l=10, r=10, t=10, b=10),
@@ -243,10 +248,12 @@ def cosine_by_layer(curves: Mapping[str, np.ndarray], word: str, big: bool = Fal
     `pair` (token positions of the two copies) is named in the title when given.
     """
     data = []
-    for name, cos in curves.items():
+    for k, (name, cos) in enumerate(curves.items()):
         cos = np.asarray(cos, dtype=np.float64)
         data.append(dict(
             type="scatter", x=list(range(len(cos))), y=cos, mode="lines+markers+text",
+            line=dict(color=category_colour(k), dash=category_dash(k)),
+            marker=dict(symbol=category_marker(k)),
             name=escape(name), text=[""] * (len(cos) - 1) + [f"{cos[-1]:.3f}"],
             textposition="middle right", cliponaxis=False,
             hovertemplate="after layer %{x}<br>cosine %{y:.6f}<extra>" + escape(name) + "</extra>",
@@ -270,7 +277,10 @@ def loss_curves(losses: Mapping[str, Sequence[float]], big: bool = False) -> go.
     """Mean training loss (cross-entropy) per epoch for each tagger."""
     return projector(go.Figure(
         data=[dict(type="scatter", x=list(range(1, len(ls) + 1)), y=list(ls),
-                   mode="lines+markers", name=escape(name)) for name, ls in losses.items()],
+                   mode="lines+markers", name=escape(name),
+                   line=dict(color=category_colour(k), dash=category_dash(k)),
+                   marker=dict(symbol=category_marker(k)))
+              for k, (name, ls) in enumerate(losses.items())],
         layout=dict(font=_font(big), height=380, margin=dict(l=10, r=10, t=40, b=10),
                     title="training loss per epoch", xaxis=dict(title=dict(text="epoch")),
                     yaxis=dict(title=dict(text="cross-entropy")),

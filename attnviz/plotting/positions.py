@@ -288,7 +288,7 @@ def final_change_figure(cosines: dict[str, np.ndarray], tokens: list[str],
     xv, xt = tick_labels(tokens)
     data = [dict(type="bar", x=labels, y=np.asarray(c, dtype=np.float64),
                  name=MODE_NAMES.get(mode, mode), marker_color=MODE_COLORS.get(mode),
-            marker_pattern_shape=MODE_PATTERNS.get(mode, ""),
+                 marker_pattern_shape=MODE_PATTERNS.get(mode, ""),
                  hovertemplate=f"{escape(mode)}<br>%{{x}}: cosine = %{{y:.4f}}<extra></extra>")
             for mode, c in cosines.items()]
     ref = MODE_NAMES.get(reference, reference)

@@ -197,9 +197,10 @@ def weights_bar_figure(rows: dict[str, np.ndarray], tokens: list[str], title: st
     xv, xt = _ticks(labels)
     return go.Figure(
         data=[dict(type="bar", x=x, y=np.asarray(w, dtype=np.float64), name=escape(name),
-                   customdata=labels,
+                   customdata=labels, marker=dict(color=category_colour(k),
+                                                  pattern=dict(shape=PATTERNS[k % 6])),
                    hovertemplate="key %{customdata}<br>weight = %{y:.4f}<extra></extra>")
-              for name, w in rows.items()],
+              for k, (name, w) in enumerate(rows.items())],
         layout=dict(title=title, font=FONT, height=320, barmode="group",
                     yaxis=dict(range=[0, 1.02], title=dict(text="weight")),
                     xaxis=dict(tickvals=xv, ticktext=xt), margin=MARGIN,
@@ -214,9 +215,11 @@ def temperature_figure(sweep: dict, current: float, n: int) -> go.Figure:
     one = _vline(1.0, "T = 1", position="bottom right", log=True, color=NEUTRAL, width=1)
     return go.Figure(
         data=[dict(type="scatter", x=t, y=sweep["max_weight"],
-                   name="largest weight (1 = all on one key)"),
+                   name="largest weight (1 = all on one key)",
+                   line=dict(color=category_colour(0), dash=category_dash(0))),
               dict(type="scatter", x=t, y=sweep["entropy"] / norm,
-                   name="entropy / ln n (1 = uniform)")],
+                   name="entropy / ln n (1 = uniform)",
+                   line=dict(color=category_colour(1), dash=category_dash(1)))],
         layout=dict(title="Temperature: softmax(s / (T·sqrt(d_k)))", font=FONT, height=320,
                     shapes=[now[0], one[0]], annotations=[now[1], one[1]],
                     xaxis=dict(type="log", title=dict(text="temperature T")),
@@ -325,8 +328,10 @@ def entropy_by_heads_figure(sweep: dict) -> go.Figure:
     """Mean entropy of the weights and mean largest weight for each number of heads."""
     heads = [str(h) for h in sweep["heads"]]
     return go.Figure(
-        data=[dict(type="bar", x=heads, y=sweep["max_weight"], name="mean largest weight"),
-              dict(type="bar", x=heads, y=sweep["entropy_norm"], name="mean entropy / ln n")],
+        data=[dict(type="bar", x=heads, y=sweep["max_weight"], name="mean largest weight",
+                   marker=dict(color=category_colour(0))),
+              dict(type="bar", x=heads, y=sweep["entropy_norm"], name="mean entropy / ln n",
+                   marker=dict(color=category_colour(1), pattern=dict(shape=PATTERNS[1])))],
         layout=dict(title="Same parameters, different numbers of heads (this seed only)",
                     font=FONT, height=300,
                     xaxis=dict(title=dict(text="heads h (d_h = m / h)"), type="category"),
