@@ -11,7 +11,7 @@ import streamlit as st
 from attnviz import ui
 from attnviz.analysis import views
 from attnviz.engine import token_labels
-from attnviz.plotting.heatmaps import attention_heatmap
+from attnviz.plotting.heatmaps import SQUARE_FROM, attention_heatmap
 from attnviz.plotting.overview import mark_head, overview_mosaic, pick_head
 from attnviz.plotting.token_lines import token_lines
 
@@ -116,7 +116,9 @@ def one_head(ctx: ui.Context, hide: bool, renorm: bool, seg: str, words: bool) -
     if long:
         st.caption(f"{len(toks)} tokens: lines are drawn for one query token at a time (all "
                    f"tokens at once only up to {ALL_LINES_MAX}).")
-    left, right = st.columns(2)
+    # Past SQUARE_FROM tokens one head gets the page's width (square cells), lines below it.
+    left, right = ((st.container(), st.container()) if len(toks) > SQUARE_FROM
+                   else st.columns(2))
     with left:
         ui.show_figure(attention_heatmap(w[head], toks, "weights", f"Layer {layer}, head {head}",
                                          indices=idx, zmax=float(w[head].max())),

@@ -74,3 +74,37 @@ def test_narrow_panels_keep_room_for_labels():
                            (z, dims, toks, "K", "values")], ["·"], "t")
     d1, d2 = fig.layout.xaxis.domain, fig.layout.xaxis2.domain
     assert (d2[1] - d2[0]) / (d1[1] - d1[0]) == pytest.approx(MIN_PANEL / 24, rel=1e-6)
+
+
+def test_long_single_head_keeps_square_cells_and_few_key_labels(model):
+    from attnviz.plotting.heatmaps import MAX_X_TICKS, SQUARE_FROM
+
+    t = model.trace("the cat sat on the mat " * 10)  # 62 tokens
+    assert t.n_tokens > SQUARE_FROM
+    fig = attention_heatmap(t.weights[0, 0], t.tokens)
+    assert fig.layout.yaxis.scaleanchor == "x"
+    assert len(fig.layout.xaxis.ticktext) <= MAX_X_TICKS
+    np.testing.assert_array_equal(np.asarray(fig.data[0].z), t.weights[0, 0])
+    short = attention_heatmap(t.weights[0, 0, :6, :6], t.tokens[:6])
+    assert short.layout.yaxis.scaleanchor is None
+
+
+def test_heads_grid_of_52_tokens_keeps_thinned_token_labels(model):
+    from attnviz.plotting.heatmaps import GRID_TICKS, heads_grid
+
+    t = model.trace("the cat sat on the mat " * 8 + "and so")  # 52 tokens
+    assert t.n_tokens == 52
+    fig = heads_grid(t.weights[0], t.tokens)
+    y = fig.layout.yaxis
+    assert y.showticklabels is not False and 0 < len(y.ticktext) <= GRID_TICKS
+    assert y.ticktext[1].startswith("#5 ")  # thinned: the position is named
+    assert fig.layout.yaxis2.showticklabels is False  # inner panels: none
+
+
+def test_pooled_heads_grid_labels_outer_panels_only(model):
+    from attnviz.plotting.heatmaps import heads_grid
+
+    w = np.random.default_rng(0).random((12, 200, 200)).astype(np.float32)
+    fig = heads_grid(w, ["t"] * 200)
+    assert fig.layout.yaxis.showticklabels is True and fig.layout.yaxis2.showticklabels is False
+    assert fig.layout.xaxis.showticklabels is False and fig.layout.xaxis12.showticklabels is True
