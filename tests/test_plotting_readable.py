@@ -108,3 +108,16 @@ def test_pooled_heads_grid_labels_outer_panels_only(model):
     fig = heads_grid(w, ["t"] * 200)
     assert fig.layout.yaxis.showticklabels is True and fig.layout.yaxis2.showticklabels is False
     assert fig.layout.xaxis.showticklabels is False and fig.layout.xaxis12.showticklabels is True
+
+
+def test_big_unprinted_panels_clip_their_colours(model):
+    """B (384 x 6) is too big to print: a few large entries must not wash it out."""
+    from attnviz.analysis import walkthrough as wt
+    from attnviz.plotting import steps as sp
+
+    t = model.trace("I saw a saw")
+    mh = wt.real_multihead(model, t, 0)
+    fig = sp.output_projection_figure(mh)
+    b = np.abs(np.asarray(mh.projected, dtype=np.float64))
+    assert fig.data[2].zmax == pytest.approx(np.percentile(b, 99), rel=1e-5)
+    assert fig.data[2].zmax < b.max() / 2

@@ -33,7 +33,7 @@ MAX_X_TICKS = 12  # column labels are slanted and need more room
 CLIP_PERCENTILE = 99  # big matrices: colours stop at this percentile of |value| (hover: exact)
 MAX_LABELLED_CELLS = 4096  # larger matrices hover with indices only
 MARGIN = dict(l=10, r=10, t=50, b=10)
-MIN_PANEL = 9.0  # a panel's least relative width in matrices_figure (24 = the widest)
+MIN_PANEL = 10.0  # a panel's least relative width in matrices_figure (24 = the widest)
 
 
 def dim_labels(prefix: str, size: int) -> list[str]:
@@ -54,7 +54,7 @@ def _colors(kind: str, z: np.ndarray) -> dict:
         return dict(colorscale=WEIGHTS_SCALE, zmin=0.0, zmax=1.0)
     if not z.size:
         lim = 1.0
-    elif z.size > MAX_LABELLED_CELLS:
+    elif z.size > MAX_PRINTED_CELLS:  # too big to print: a few outliers would wash it out
         lim = float(np.nanpercentile(np.abs(z), CLIP_PERCENTILE))
     else:
         lim = float(np.nanmax(np.abs(z)))

@@ -40,6 +40,7 @@ def run(root: Path) -> None:
 
     st.set_page_config(page_title="attnviz: see self-attention",
                        page_icon=":material/visibility:", layout="wide")
+    params = st.query_params.to_dict()  # before the sidebar's widgets claim theirs
     sections: dict[str, list] = {}
     default = None
     for path, title, icon, section in PAGES:
@@ -53,7 +54,7 @@ def run(root: Path) -> None:
             default = page if path == DEFAULT_PAGE else default
     if default is not None:  # /layer_heads, the default page's own name, leads to "/"
         sections[next(iter(sections))].append(st.Page(
-            lambda: st.switch_page(default, query_params=st.query_params.to_dict()),
+            lambda: st.switch_page(default, query_params=params),
             title=default.title, url_path=DEFAULT_ALIAS, visibility="hidden"))
     nav = st.navigation(sections)
     sidebar()
