@@ -14,7 +14,9 @@ from .common import FONT, NEUTRAL, OKABE_ITO, ON_IMAGE, category_colour, categor
 
 BEHAVIOURS = ("[CLS]", "[SEP]", "previous", "next", "broad", "mixed")
 # one colour AND one marker shape per behaviour ("mixed" grey): never colour alone
-COLOURS = {k: (NEUTRAL if k == "mixed" else category_colour(i)) for i, k in enumerate(BEHAVIOURS)}
+# (palette entries 0-3 and 5: sky blue, entry 4, sits too close to [CLS]'s blue)
+COLOURS = {k: (NEUTRAL if k == "mixed" else category_colour(c))
+           for k, c in zip(BEHAVIOURS, (0, 1, 2, 3, 5, None), strict=True)}
 SYMBOLS = {k: category_marker(i) for i, k in enumerate(BEHAVIOURS)}
 
 

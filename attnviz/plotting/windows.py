@@ -245,6 +245,7 @@ def cost_chart(table: Mapping[str, np.ndarray], device: str, memory_method: str,
             g.add(dict(
                 type="scatter", x=L, y=y, mode="lines+markers", name=st["name"],
                 legendgroup=m, showlegend=col == 1, line=dict(color=st["color"], dash=st["dash"]),
+                marker=dict(symbol=st["symbol"]),
                 hovertemplate=f"{st['name']}<br>L = %{{x}}<br>%{{y:.3g}} {unit}<extra></extra>",
             ), 1, col)
     lengths = sorted(set(length.tolist()))
