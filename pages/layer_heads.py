@@ -33,8 +33,8 @@ def main() -> None:
 def layer_view(ctx: ui.Context, key: tuple) -> None:
     t = ctx.trace()  # from the cache: the fragment keeps no trace of its own between reruns
     c1, _ = st.columns([1, 3])
-    layer = c1.selectbox("Layer", range(t.n_layers), key="layer", bind="query-params",
-                         format_func=lambda i: f"layer {i}")
+    # no format_func: the URL then reads ?layer=3 like every other page's layer
+    layer = c1.selectbox("Layer", range(t.n_layers), key="layer", bind="query-params")
     st.caption(f"{t.n_tokens} tokens · {t.n_heads} heads · d_k = {t.head_dim} · "
                f"1/sqrt(d_k) = {t.scale:.4f} · computed on {t.device}")
     # Lazy tabs: only the open one builds its figures (a class shares one server).
