@@ -11,9 +11,11 @@ import streamlit as st
 from attnviz import ui
 from attnviz.analysis import views
 from attnviz.engine import token_labels
-from attnviz.plotting.heatmaps import attention_heatmap
-from attnviz.plotting.overview import overview_mosaic, pick_head
+from attnviz.plotting.heatmaps import SQUARE_FROM, attention_heatmap
+from attnviz.plotting.overview import mark_head, overview_mosaic, pick_head
 from attnviz.plotting.token_lines import token_lines
+
+ALL_LINES_MAX = 64  # tokens up to which "all tokens" is offered for the token lines
 
 
 def mosaic(t, hide: bool, renorm: bool, seg: str, words: bool):
@@ -24,6 +26,17 @@ def mosaic(t, hide: bool, renorm: bool, seg: str, words: bool):
         return overview_mosaic(w, views.mean_maps(w), toks, idx)
 
     return ui.cached_figure(("ex_overview", t.key, hide, renorm, seg, words), build)
+
+
+def open_head(t) -> tuple[int, int]:
+    """The (layer, head) the page has open: its widgets' values, else the URL's, else 0."""
+    def value(key: str, size: int) -> int:
+        v = st.session_state.get(key, st.query_params.get(key, 0))
+        try:
+            return min(max(int(v), 0), size - 1)
+        except (TypeError, ValueError):
+            return 0
+    return value("ex_layer", t.n_layers), value("ex_head", t.n_heads)
 
 
 def open_clicked() -> None:
@@ -37,12 +50,12 @@ def open_clicked() -> None:
 
 
 def main() -> None:
-    st.title("All heads at once")
+    st.title("All heads, token lines")
     st.markdown(
         "Every tile is one head's softmax weights $w_{ij}$: rows are **queries** $i$ (who "
         "looks), columns are **keys** $j$ (who is looked at). The last column is the mean over "
-        "the heads of a layer, the last row the mean over all layers. **Click the dot in a "
-        "tile** to open that head below."
+        "the heads of a layer, the last row the mean over all layers. **Click a tile** (near "
+        "its centre; the hover says which) to open that head below: the open head is outlined."
     )
     ctx = ui.context()
     t = ui.trace_or_message(ctx)
@@ -67,6 +80,10 @@ def main() -> None:
                    "weights, so a row sums to less than 1 where keys are hidden.")
     with st.spinner("Drawing every head..."):
         fig = mosaic(t, hide, renorm, seg, words)
+        shown = open_head(t)
+        st.session_state["ex_marked"] = shown
+        fig = ui.cached_figure(("ex_overview_marked", t.key, hide, renorm, seg, words, shown),
+                               lambda: mark_head(fig, *shown))
     ui.show_figure(fig, key="ex_overview", on_select=open_clicked, selection_mode="points")
     one_head(ctx, hide, renorm, seg, words)
 
@@ -80,15 +97,28 @@ def one_head(ctx: ui.Context, hide: bool, renorm: bool, seg: str, words: bool) -
     head = c2.selectbox("Head", range(t.n_heads), key="ex_head", bind="query-params")
     extra = c3.multiselect("More heads as lines, in colours", range(t.n_heads), key="ex_more",
                            bind="query-params")
+    if (layer, head) != st.session_state.get("ex_marked"):
+        st.rerun()  # the whole page: the mosaic outlines the newly opened head
     w, toks, idx = views.shown_weights(t.weights[layer], t.tokens, t.segments, hide, renorm, seg,
                                        words, t.word_pieces)
     labels = token_labels(toks, idx)
-    # Long inputs start on the first word: all lines of 512 tokens would hide each other.
-    start = 0 if len(toks) <= 64 else (1 if hide else 2)
-    pick = st.selectbox("Token lines for one query token", [None, *range(len(toks))],
-                        index=start, key="ex_token",
+    # Past ALL_LINES_MAX tokens "all tokens" is not offered: every token's lines would form a
+    # wall that hides each line; long inputs start on the first word.
+    long = len(toks) > ALL_LINES_MAX
+    kept = st.session_state.get("ex_token")
+    if "ex_token" in st.session_state and ((kept is None and long) or
+                                           (kept is not None and kept >= len(toks))):
+        del st.session_state["ex_token"]  # not an option for this sentence: back to the default
+    pick = st.selectbox("Token lines for one query token",
+                        [*([] if long else [None]), *range(len(toks))],
+                        index=min(1 if hide else 2, len(toks) - 1) if long else 0, key="ex_token",
                         format_func=lambda i: "all tokens" if i is None else labels[i])
-    left, right = st.columns(2)
+    if long:
+        st.caption(f"{len(toks)} tokens: lines are drawn for one query token at a time (all "
+                   f"tokens at once only up to {ALL_LINES_MAX}).")
+    # Past SQUARE_FROM tokens one head gets the page's width (square cells), lines below it.
+    left, right = ((st.container(), st.container()) if len(toks) > SQUARE_FROM
+                   else st.columns(2))
     with left:
         ui.show_figure(attention_heatmap(w[head], toks, "weights", f"Layer {layer}, head {head}",
                                          indices=idx, zmax=float(w[head].max())),

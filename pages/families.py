@@ -1,8 +1,8 @@
 """Beyond BERT: a decoder's causal attention beside an encoder's (GPT-2 and BERT on one
 sentence), an encoder-decoder's cross-attention (BART: decoder rows, encoder columns), and a
-vision transformer's [CLS] attention over the image (ViT). The seeds write the decoder with
-masked self-attention, the encoder-decoder with attention from decoder to encoder, and an
-image as a set of vectors.
+vision transformer's [CLS] attention over the image (ViT). Hung-yi Lee's lecture notes write
+the decoder with masked self-attention, the encoder-decoder with attention from decoder to
+encoder, and an image as a set of vectors.
 
 Numbers: cached Traces of each model (engine, one family per file), analysis.families (weight
 on later tokens, strongest sources, the [CLS] map); figures: plotting.heatmaps,

@@ -147,8 +147,9 @@ def exact_tab(size: int, row: int, col: int, k: int) -> None:
         maps, out["shifts"], (row, col), k // 2, (size, size),
         title=f"Each head's weights for pixel ({row}, {col}): one shift per head"),
         extra=(kernel_name, alpha))
-    st.caption("Red: the query pixel. Dotted: the image border; keys beyond it are the zero "
-               "padding ring. Outputs shown with one common colour range for both images.")
+    st.caption("Orange-red outline: the query pixel. Dotted: the image border; keys beyond it "
+               "are the zero padding ring. Outputs shown with one common colour range for both "
+               "images.")
     kernel = out["kernel"]
     st.markdown(
         "Why not one head? A head gives $b_q = \\sum_j \\alpha'_{q,j}\\, M x_j$: **one** "

@@ -17,8 +17,9 @@ def main() -> None:
     st.title("Heads of one layer")
     st.markdown(
         "Each head compares every **query** $q^i$ with every **key** $k^j$: the similarity "
-        "$s_{ij} = q^i \\cdot k^j$ (left), then $w_{ij} = \\mathrm{softmax}_j(s_{ij}/\\sqrt{d_k})$ "
-        "(right). Rows are queries (the token that looks), columns are keys (the token looked "
+        "$s_{ij} = q^i \\cdot k^j$ (tab *Scores*), then $w_{ij} = \\mathrm{softmax}_j(s_{ij}/"
+        "\\sqrt{d_k})$ (tab *Weights*); tab *One head, exact* shows one head's two side by "
+        "side. Rows are queries (the token that looks), columns are keys (the token looked "
         "at); every row of weights sums to 1."
     )
     ctx = ui.context()
@@ -31,11 +32,9 @@ def main() -> None:
 @st.fragment  # changing the layer or head reruns only this part of the page
 def layer_view(ctx: ui.Context, key: tuple) -> None:
     t = ctx.trace()  # from the cache: the fragment keeps no trace of its own between reruns
-    c1, c2 = st.columns([1, 3])
-    layer = c1.selectbox("Layer", range(t.n_layers), key="layer", bind="query-params",
-                         format_func=lambda i: f"layer {i}")
-    head = c2.select_slider("Head shown large", options=list(range(t.n_heads)), key="head",
-                            bind="query-params")
+    c1, _ = st.columns([1, 3])
+    # no format_func: the URL then reads ?layer=3 like every other page's layer
+    layer = c1.selectbox("Layer", range(t.n_layers), key="layer", bind="query-params")
     st.caption(f"{t.n_tokens} tokens · {t.n_heads} heads · d_k = {t.head_dim} · "
                f"1/sqrt(d_k) = {t.scale:.4f} · computed on {t.device}")
     # Lazy tabs: only the open one builds its figures (a class shares one server).
@@ -54,6 +53,8 @@ def layer_view(ctx: ui.Context, key: tuple) -> None:
                 title=f"Layer {layer}: Q·K similarity (raw)")), key="grid_s")
     if tab_one.open:
         with tab_one:
+            head = st.select_slider("Head", options=list(range(t.n_heads)), key="head",
+                                    bind="query-params", persist_state="page")
             a, b = st.columns(2)
             with a:
                 ui.show_figure(ui.cached_figure(

@@ -181,3 +181,9 @@ def test_page_styles_are_constant_css():
     assert len(calls) == 1
     arg = calls[0].args[0]
     assert isinstance(arg, ast.Call) and _dotted(arg.func) == "css"
+
+
+def test_theme_follows_the_viewer(cfg):
+    """No forced base theme: Streamlit follows the system's light/dark and its Settings switch
+    (figures take their background, fonts and grid from it: plotting writes none)."""
+    assert "base" not in cfg.get("theme", {})

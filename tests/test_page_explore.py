@@ -100,3 +100,24 @@ def test_directed_pair_filters_and_word_level(at, model):
     mosaic, one, _ = figures(at)
     np.testing.assert_allclose(decode(one["data"][0]["z"]), w[0], atol=1e-7)
     assert "embeddings #3" in one["data"][0]["x"]  # one word, labelled at its first piece
+
+
+def test_mosaic_outlines_the_open_head(at):
+    at.session_state["ex_layer"] = 4
+    at.session_state["ex_head"] = 9
+    at.run()
+    assert not at.exception
+    mosaic, _, _ = figures(at)
+    (rect,) = mosaic["layout"]["shapes"]
+    step = 6 + 1  # "I saw a saw": 6 tokens a tile, one blank cell between tiles
+    assert (rect["x0"], rect["y0"]) == (9 * step - 0.5, 4 * step - 0.5)
+    assert mosaic["data"][1]["marker"]["opacity"] == 0
+
+
+def test_long_input_offers_no_all_tokens_wall(at):
+    at.session_state["text"] = "the cat sat on the mat " * 20  # 122 tokens
+    at.run()
+    assert not at.exception
+    box = at.selectbox(key="ex_token")
+    assert None not in box.options and "all tokens" not in box.options
+    assert any("one query token at a time" in c.value for c in at.caption)

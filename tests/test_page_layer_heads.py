@@ -74,3 +74,22 @@ def test_too_long_input_is_truncated_with_a_warning(at):
     assert not at.exception
     assert any("dropped" in w.value for w in at.warning)
     assert at.get("plotly_chart")
+
+
+def test_head_slider_only_where_one_head_is_shown(at, model):
+    """The default tab shows every head: no head control there; the text names the tabs."""
+    assert not [s for s in at.select_slider if s.key == "head"]
+    assert "left" not in at.markdown[0].value and "tab *Scores*" in at.markdown[0].value
+    at.session_state["lh_tab"] = TABS[2]
+    at.run()
+    at.select_slider(key="head").set_value(7).run()
+    assert not at.exception
+    t = model.trace("I saw a saw")
+    one_w = figures(at)[3]
+    np.testing.assert_allclose(decode(one_w["data"][0]["z"]), t.weights[0, 7], atol=1e-7)
+
+
+def test_default_page_alias_switches_to_root():
+    from attnviz.ui import router
+
+    assert router.DEFAULT_ALIAS == router.DEFAULT_PAGE.removeprefix("pages/").removesuffix(".py")

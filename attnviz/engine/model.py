@@ -2,7 +2,7 @@
 recorded; one subclass per family in engine/families/ says where its weights are and what
 differs (embeddings, where the LayerNorms sit, which inputs it takes).
 
-Per layer, for each head h (queries, keys, values as in the seeds, row convention), with A the
+Per layer, for each head h (queries, keys, values as in the lecture notes, row convention), A the
 layer's input [tokens, hidden]:
 
     a   = A                    (post-LayerNorm: BERT, RoBERTa, DistilBERT, BART)

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.colors import qualitative
 
-from .common import FONT, axis_labels, escape
+from .common import FONT, PATTERNS, axis_labels, category_colour, escape
 
 
 def attribution_bars(tokens: list[str], series: dict[str, np.ndarray], title: str) -> go.Figure:
@@ -23,7 +22,7 @@ def attribution_bars(tokens: list[str], series: dict[str, np.ndarray], title: st
         top = float(np.abs(v).max()) or 1.0
         data.append(dict(
             type="bar", x=labels, y=v / top, name=name, customdata=v,
-            marker=dict(color=qualitative.D3[k % len(qualitative.D3)]),
+            marker=dict(color=category_colour(k), pattern=dict(shape=PATTERNS[k % len(PATTERNS)])),
             hovertemplate=f"{escape(name)}<br>%{{x}}<br>value = %{{customdata:.5f}}"
                           "<extra></extra>",
         ))

@@ -2,7 +2,8 @@
 
 Two traps handled here once for the whole project:
 - Plotly merges repeated categories ("I saw a saw" would show 3 columns, not 4), so axes
-  use one unique label per position ('saw #2', 'saw #4') and show the bare token as tick text.
+  use one unique label per position ('saw #2', 'saw #4'); as tick text a repeated token
+  keeps that label, a token seen once shows bare.
 - Plotly renders <b>, <br>, <a> in labels, so every token is HTML-escaped and shows as typed.
 """
 
@@ -14,9 +15,60 @@ import json
 
 from attnviz.engine.trace import token_labels
 
-SCORES_SCALE = "RdBu_r"  # diverging: q.k can be negative or positive, 0 in white
+# Colour scales are perceptually uniform (equal steps in value look like equal steps in
+# lightness), so a pattern in a heatmap is in the numbers, not in the scale.
+SCORES_SCALE = "Balance"  # diverging (cmocean): q.k negative blue, positive red, 0 near white
+VALUES_SCALE = "PuOr"  # diverging (ColorBrewer, colour-blind safe), distinct from the scores
 WEIGHTS_SCALE = "Viridis"  # sequential: softmax weights lie in [0, 1]
 FONT = dict(family="Inter, Segoe UI, Helvetica, Arial, sans-serif", size=13)
+
+# The one categorical palette (token lines, heads, taggers, modes, behaviours): Okabe & Ito's
+# colour-blind safe set (Okabe and Ito 2008, "Color Universal Design"), its black left out so
+# every colour reads on a light and on a dark background. Anything that tells categories
+# apart by colour also tells them apart by a line dash, a marker or a label (DASHES, MARKERS).
+OKABE_ITO: tuple[str, ...] = (
+    "#0072B2",  # blue
+    "#E69F00",  # orange
+    "#009E73",  # bluish green
+    "#D55E00",  # vermillion
+    "#56B4E9",  # sky blue
+    "#CC79A7",  # reddish purple
+    "#F0E442",  # yellow
+)
+NEUTRAL = "#999999"  # grey: "other", "mixed", a baseline; readable on white and on dark grey
+DASHES: tuple[str, ...] = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
+PATTERNS: tuple[str, ...] = ("", "/", ".", "x", "-", "+")  # bar fills, a cue besides colour
+MARKERS: tuple[str, ...] = ("circle", "square", "diamond", "triangle-up", "x", "cross",
+                            "star")
+
+
+# The other fixed colours of the figures, here so that no plotting module invents its own.
+ON_IMAGE = "#FFFFFF"  # outlines drawn over a picture or a dark heatmap
+IMAGE_BACKGROUND = "#D9D9D9"  # behind pictures and masked cells, in both themes
+CELL_TEXT = "#1A1A1A"  # text on the pale table fills below, whatever the theme's text colour
+TABLE_FILLS = {  # pale tints: right = the palette's blue, wrong = its orange (plus bold text)
+    "right": "#CDE4F4", "wrong": "#F9D9B0", "neutral": "#EEF1F6", "header": "#DDE3EE"}
+MASK_SCALE = [[0.0, "#EEF1F6"], [0.5, "#EEF1F6"], [0.5, OKABE_ITO[0]], [1.0, OKABE_ITO[0]]]
+ACCURACY_SCALE = "Blues"  # sequential (ColorBrewer) for shares in percent
+ORDERED_SHADES = ("#FDD0A2", "#FD8D3C", "#D94801", "#7F2704")  # an ordered series (Oranges)
+INFLUENCE_SCALE = "Magma"  # sequential, perceptually uniform (log influence)
+DISTANCE_SCALE = "Magma_r"  # sequential: 0 (no change) light, large distances dark
+STAT_SCALE = "Cividis"  # sequential, perceptually uniform and colour-blind safe
+
+
+def category_colour(i: int) -> str:
+    """The i-th categorical colour (cycling through OKABE_ITO)."""
+    return OKABE_ITO[int(i) % len(OKABE_ITO)]
+
+
+def category_dash(i: int) -> str:
+    """The i-th line dash: with category_colour(i), a second cue besides colour."""
+    return DASHES[int(i) % len(DASHES)]
+
+
+def category_marker(i: int) -> str:
+    """The i-th marker symbol: with category_colour(i), a second cue besides colour."""
+    return MARKERS[int(i) % len(MARKERS)]
 
 
 def escape(text: str) -> str:
@@ -35,14 +87,21 @@ def tick_labels(tokens: list[str], max_ticks: int = 60,
                 indices=None) -> tuple[list[str], list[str]]:
     """(tickvals, ticktext) for a category axis of unique labels, thinned for long inputs.
 
-    Thinned ticks name their index too ('#27 the'), so they are not read as the next row.
+    A token that occurs more than once shows its unique label ('saw #2', 'saw #4'), so the
+    two 'saw' rows of "I saw a saw" read apart; a token that occurs once shows bare. Thinned
+    ticks name their index too ('#27 the'), so they are not read as the next row.
     """
     labels = axis_labels(tokens, indices)
     indices = list(range(len(tokens))) if indices is None else list(indices)
     step = max(1, -(-len(tokens) // max_ticks))
     idx = range(0, len(tokens), step)
-    text = [escape(tokens[i]) if step == 1 else f"#{int(indices[i])} {escape(tokens[i])}"
-            for i in idx]
+    seen: dict[str, int] = {}
+    for t in tokens:
+        seen[t] = seen.get(t, 0) + 1
+    if step == 1:
+        text = [labels[i] if seen[tokens[i]] > 1 else escape(tokens[i]) for i in idx]
+    else:
+        text = [f"#{int(indices[i])} {escape(tokens[i])}" for i in idx]
     return [labels[i] for i in idx], text
 
 

@@ -9,9 +9,15 @@ from collections.abc import Mapping
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import FONT, WEIGHTS_SCALE, escape
-
-COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd")
+from .common import (
+    FONT,
+    IMAGE_BACKGROUND,
+    WEIGHTS_SCALE,
+    category_colour,
+    category_dash,
+    category_marker,
+    escape,
+)
 
 
 def later_weight_chart(curves: Mapping[str, np.ndarray], title: str = "") -> go.Figure:
@@ -20,7 +26,9 @@ def later_weight_chart(curves: Mapping[str, np.ndarray], title: str = "") -> go.
     for i, (name, y) in enumerate(curves.items()):
         y = np.asarray(y, dtype=np.float64)
         data.append(dict(type="scatter", x=np.arange(len(y)), y=y, mode="lines+markers",
-                         name=escape(name), line=dict(color=COLOURS[i % len(COLOURS)], width=3),
+                         name=escape(name),
+                         line=dict(color=category_colour(i), width=3, dash=category_dash(i)),
+                         marker=dict(symbol=category_marker(i), size=8),
                          hovertemplate=f"{escape(name)}<br>layer %{{x}}<br>weight on later "
                                        "tokens = %{y:.6f}<extra></extra>"))
     top = max([float(np.max(c)) for c in curves.values()] + [0.05])
@@ -54,5 +62,5 @@ def image_attention(image: np.ndarray, grid_map: np.ndarray, title: str = "",
         layout=dict(title=title, font=FONT, height=520, margin=dict(l=10, r=10, t=60, b=10),
                     xaxis=dict(visible=False, range=[-0.5, W - 0.5], constrain="domain"),
                     yaxis=dict(visible=False, range=[H - 0.5, -0.5], scaleanchor="x"),
-                    plot_bgcolor="white"),
+                    plot_bgcolor=IMAGE_BACKGROUND),
     )

@@ -7,6 +7,10 @@ import plotly.graph_objects as go
 
 from .common import FONT, SCORES_SCALE, WEIGHTS_SCALE, Grid, axis_labels, block_reduce, tick_labels
 
+MAX_X_TICKS = 30  # slanted key labels of one head's heatmap
+SQUARE_FROM = 40  # tokens from which one head's heatmap keeps square cells
+GRID_TICKS = 12  # token labels per panel of a heads grid past 24 tokens
+
 KINDS = {
     "scores": dict(title="Q·K similarity (raw scores)", scale=SCORES_SCALE, fmt=".3f"),
     "weights": dict(title="softmax weights", scale=WEIGHTS_SCALE, fmt=".6f"),
@@ -43,7 +47,11 @@ def attention_heatmap(
     colors = _color_args(kind, matrix)
     if zmax is not None:
         colors["zmax"] = zmax
-    x, y = _axis_props(tokens, key_tokens, indices=indices, key_indices=key_indices)
+    x, y = _axis_props(tokens, key_tokens, indices=indices, key_indices=key_indices,
+                       max_x=MAX_X_TICKS)
+    if max(len(tokens), len(key_tokens)) > SQUARE_FROM:  # square cells, not a squeezed strip
+        y.update(scaleanchor="x", constrain="domain")
+        x.update(constrain="domain")
     n = max(len(tokens), 8)
     size = height or int(min(900, max(320, 28 * n + 140)))
     return go.Figure(
@@ -63,10 +71,12 @@ def attention_heatmap(
 
 
 def _axis_props(tokens, key_tokens, show_x: bool = True, show_y: bool = True,
-                indices=None, key_indices=None) -> tuple[dict, dict]:
-    """(x axis, y axis) properties for a categorical [query, key] heatmap."""
-    yv, yt = tick_labels(tokens, indices=indices)
-    xv, xt = tick_labels(key_tokens, indices=key_indices)
+                indices=None, key_indices=None, max_x: int = 60,
+                max_y: int = 60) -> tuple[dict, dict]:
+    """(x axis, y axis) properties for a categorical [query, key] heatmap, at most max_x /
+    max_y tick labels (slanted column labels need more room than row labels)."""
+    yv, yt = tick_labels(tokens, max_ticks=max_y, indices=indices)
+    xv, xt = tick_labels(key_tokens, max_ticks=max_x, indices=key_indices)
     y = dict(type="category", categoryorder="array", categoryarray=axis_labels(tokens, indices),
              tickvals=yv, ticktext=yt, autorange="reversed", showticklabels=show_y, title=None)
     x = dict(type="category", categoryorder="array",
@@ -96,7 +106,9 @@ def heads_grid(
     factor = reduced[0][1]
     ca = _color_args(kind, matrices)
     labels = axis_labels(tokens)
-    show_ticks = n <= 24
+    # a panel is ~250 px: all labels up to 24 tokens, then GRID_TICKS of them (thinned ticks
+    # name their index), so a 52-token grid keeps its token labels
+    per_panel = n if n <= 24 else GRID_TICKS
     for h, (m, _) in enumerate(reduced):
         r, c = h // cols + 1, h % cols + 1
         if factor == 1:
@@ -105,8 +117,8 @@ def heads_grid(
                 hovertemplate=(f"head {h}<br>query %{{y}}<br>key %{{x}}<br>"
                                f"{kind[:-1]} = %{{z:{KINDS[kind]['fmt']}}}<extra></extra>"),
             ), r, c)
-            x, y = _axis_props(tokens, tokens, show_x=show_ticks and h + cols >= H,
-                               show_y=show_ticks and c == 1)
+            x, y = _axis_props(tokens, tokens, show_x=h + cols >= H, show_y=c == 1,
+                               max_x=per_panel, max_y=per_panel)
             g.xaxis(r, c).update(x)
             g.yaxis(r, c).update(y)
         else:
@@ -116,7 +128,9 @@ def heads_grid(
                 hovertemplate=(f"head {h}<br>queries from #%{{y}}<br>keys from #%{{x}}<br>"
                                f"block max = %{{z:{KINDS[kind]['fmt']}}}<extra></extra>"),
             ), r, c)
-            g.yaxis(r, c).update(autorange="reversed")
+            # position numbers on the outer panels only: inner ones would run into neighbours
+            g.yaxis(r, c).update(autorange="reversed", showticklabels=c == 1)
+            g.xaxis(r, c).update(showticklabels=h + cols >= H)
     return g.figure(
         coloraxis=dict(colorscale=ca["colorscale"], cmin=ca["zmin"], cmax=ca["zmax"],
                        colorbar=dict(title=dict(text=kind), thickness=12)),

@@ -14,11 +14,20 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import FONT, WEIGHTS_SCALE, Grid
+from .common import (
+    FONT,
+    IMAGE_BACKGROUND,
+    INFLUENCE_SCALE,
+    NEUTRAL,
+    OKABE_ITO,
+    ON_IMAGE,
+    WEIGHTS_SCALE,
+    Grid,
+)
 
-PICK = dict(color="#e4002b", width=2)  # outline of the picked pixel
-FIELD = dict(color="white", width=2, dash="dash")  # outline of an analytic field
-BORDER = dict(color="#888", width=1, dash="dot")  # the image border in the heads' maps
+PICK = dict(color=OKABE_ITO[3], width=2)  # outline of the picked pixel
+FIELD = dict(color=ON_IMAGE, width=2, dash="dash")  # outline of an analytic field
+BORDER = dict(color=NEUTRAL, width=1, dash="dot")  # the image border in the heads' maps
 INFLUENCE_FLOOR = -16.0  # log10 of the smallest relative influence drawn
 MARGIN = dict(l=10, r=10, t=50, b=10)
 
@@ -84,7 +93,7 @@ def map_figure(values: np.ndarray, pick: tuple[int, int], title: str, kind: str 
         top = float(values.max()) or 1.0
         with np.errstate(divide="ignore"):
             z = np.where(values > 0, np.log10(values / top), np.nan)
-        colour = dict(colorscale="Magma", zmin=INFLUENCE_FLOOR, zmax=0.0)
+        colour = dict(colorscale=INFLUENCE_SCALE, zmin=INFLUENCE_FLOOR, zmax=0.0)
         hover, bar = "log10 influence / max = %{z:.2f}", "log10 I/max"
     else:
         raise ValueError("kind must be 'weights' or 'influence'")
@@ -95,7 +104,7 @@ def map_figure(values: np.ndarray, pick: tuple[int, int], title: str, kind: str 
                    hovertemplate=f"row %{{y}}, col %{{x}}<br>{hover}<extra></extra>",
                    colorbar=dict(title=dict(text=bar), thickness=12), **colour)],
         layout=dict(shapes=shapes, **_pixel_axes(height, width), title=title, height=380,
-                    font=FONT, margin=MARGIN, plot_bgcolor="#d9d9d9"),
+                    font=FONT, margin=MARGIN, plot_bgcolor=IMAGE_BACKGROUND),
     )
 
 
@@ -144,7 +153,7 @@ def head_maps_figure(maps: np.ndarray, shifts: np.ndarray, pick: tuple[int, int]
         margin=dict(l=10, r=10, t=70, b=10),
         coloraxis=dict(colorscale=WEIGHTS_SCALE, cmin=0.0, cmax=1.0,
                        colorbar=dict(title=dict(text="weight"), thickness=12)),
-        plot_bgcolor="#d9d9d9",
+        plot_bgcolor=IMAGE_BACKGROUND,
     )
 
 
@@ -174,7 +183,7 @@ def images_row(images: list[np.ndarray], titles: list[str], difference: np.ndarr
         h, w = np.asarray(difference).shape
         g.yaxis(1, n)["range"] = [h - 0.5, -0.5]
         g.xaxis(1, n)["range"] = [-0.5, w - 0.5]
-        shapes.append(_outline(0, h - 1, 0, w - 1, dict(color="#888", width=1), ref=g.ref(1, n)))
+        shapes.append(_outline(0, h - 1, 0, w - 1, dict(color=NEUTRAL, width=1), ref=g.ref(1, n)))
     for c in range(1, n + 1):
         for axis in (g.xaxis(1, c), g.yaxis(1, c)):
             axis.update(showticklabels=False, ticks="", showgrid=False, zeroline=False)

@@ -13,18 +13,38 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import FONT, Grid, axis_labels, escape
+from .common import (
+    ACCURACY_SCALE,
+    CELL_TEXT,
+    FONT,
+    MASK_SCALE,
+    ORDERED_SHADES,
+    TABLE_FILLS,
+    Grid,
+    axis_labels,
+    category_colour,
+    category_dash,
+    category_marker,
+    escape,
+)
+from .common import NEUTRAL as GREY
 
-RIGHT, WRONG, NEUTRAL = "#c8efd4", "#f7c6c5", "#eef1f6"
+RIGHT, WRONG, NEUTRAL = TABLE_FILLS["right"], TABLE_FILLS["wrong"], TABLE_FILLS["neutral"]
 HIDDEN = "?"  # a tag the class predicts before it is revealed
 METRICS = (("near", "neighbour<br>decides"), ("far", "decided 2+<br>words back"),
            ("double_role", "double-role<br>words"))  # column labels of the accuracy grid
-BASELINE_COLOUR = "#9d9d9d"
+BASELINE_COLOUR = GREY
 SMALL, LARGE = 14, 22  # font sizes: screen, projector
 
 
 def _size(big: bool) -> int:
     return LARGE if big else SMALL
+
+
+def _cell_font(fills: list[list[str]], size: int) -> dict:
+    """Dark text on the pale fills, legible in either theme (the theme's own text colour is
+    white in dark mode). Right or wrong is also read by comparing with the gold row."""
+    return dict(size=size, color=[[CELL_TEXT] * len(col) for col in fills])
 
 
 def _font(big: bool) -> dict:
@@ -59,7 +79,7 @@ def projector(fig: go.Figure, big: bool) -> go.Figure:
 def tag_table(words: Sequence[str], rows: Mapping[str, Sequence[str]],
               gold: Sequence[str] | None = None, big: bool = False,
               title: str | None = None, first_width: float = 2.6) -> go.Figure:
-    """A table: one column per word, one row per tagger; green = gold tag, red = wrong.
+    """A table: one column per word, one row per tagger; blue = gold tag, orange = wrong.
 
     `rows` maps a tagger's name to its tags; `gold` (when known) is shown as the first row.
     A tag "?" (HIDDEN) is not revealed yet and stays grey. `first_width`: the name column's
@@ -81,9 +101,10 @@ def tag_table(words: Sequence[str], rows: Mapping[str, Sequence[str]],
     size = _size(big)
     return go.Figure(data=[dict(
         type="table", columnwidth=[first_width] + [1] * len(words),
-        header=dict(values=labels, fill_color="#dde3ee", font=dict(size=size, weight="bold"),
+        header=dict(values=labels, fill_color=TABLE_FILLS["header"],
+                    font=dict(size=size, weight="bold", color=CELL_TEXT),
                     height=int(size * 2.2)),
-        cells=dict(values=cells, fill_color=colours, font=dict(size=size),
+        cells=dict(values=cells, fill_color=colours, font=_cell_font(colours, size),
                    height=int(size * 2.1), align=["left"] + ["center"] * len(words)),
     )], layout=dict(
         title=title, font=_font(big), margin=dict(l=5, r=5, t=40 if title else 5, b=5),
@@ -93,7 +114,8 @@ def tag_table(words: Sequence[str], rows: Mapping[str, Sequence[str]],
 def far_table(labels: Sequence[str], gold: Sequence[str], tags: Mapping[str, Sequence[str]],
               big: bool = False) -> go.Figure:
     """One row per sentence (`labels`), its gold tag, then each tagger's tag (`tags` maps a
-    tagger's column label to one tag per sentence); green = gold, red = wrong, "?" = hidden."""
+    tagger's column label to one tag per sentence); blue = gold, orange = wrong,
+    "?" = hidden."""
     cols = [[escape(x) for x in labels], list(gold), *[list(t) for t in tags.values()]]
     colours = [[NEUTRAL] * len(labels), [NEUTRAL] * len(labels)]
     for t in tags.values():
@@ -102,9 +124,11 @@ def far_table(labels: Sequence[str], gold: Sequence[str], tags: Mapping[str, Seq
     size = _size(big)
     return go.Figure(data=[dict(
         type="table", columnwidth=[2.2, 1] + [1] * len(tags),
-        header=dict(values=["", "gold", *[escape(k) for k in tags]], fill_color="#dde3ee",
-                    font=dict(size=size, weight="bold"), height=int(size * 2.2)),
-        cells=dict(values=cols, fill_color=colours, font=dict(size=size),
+        header=dict(values=["", "gold", *[escape(k) for k in tags]],
+                    fill_color=TABLE_FILLS["header"],
+                    font=dict(size=size, weight="bold", color=CELL_TEXT),
+                    height=int(size * 2.2)),
+        cells=dict(values=cols, fill_color=colours, font=_cell_font(colours, size),
                    height=int(size * 2.1), align=["left"] + ["center"] * (len(tags) + 1)),
     )], layout=dict(font=_font(big), margin=dict(l=5, r=5, t=5, b=5),
                     height=int(size * 2.2 * (len(labels) + 1) + 20)))
@@ -119,7 +143,7 @@ def receptive_field(words: Sequence[str], fields: Mapping[str, np.ndarray],
     for c, (name, mask) in enumerate(fields.items(), start=1):
         g.add(dict(
             type="heatmap", z=np.asarray(mask, dtype=np.float32), x=labels, y=labels, zmin=0,
-            zmax=1, colorscale=[[0, "#f4f4f4"], [1, "#2f6fb0"]], showscale=False, xgap=2,
+            zmax=1, colorscale=MASK_SCALE, showscale=False, xgap=2,
             ygap=2,
             hovertemplate="tag of %{y}<br>sees %{x}: %{z}<extra>" + escape(name) + "</extra>",
         ), 1, c)
@@ -145,10 +169,12 @@ def accuracy_by_distance(curves: Mapping[str, Mapping[int, float]],
                  mode="lines", name="majority tag", line=dict(dash="dash", width=3,
                                                               color=BASELINE_COLOUR),
                  hovertemplate="majority tag<br>distance %{x}: %{y:.1f}%<extra></extra>")]
-    for name, acc in curves.items():
+    for k, (name, acc) in enumerate(curves.items()):  # a tagger: colour, dash and marker
         data.append(dict(
             type="scatter", x=dist, y=[100 * float(acc[d]) for d in dist],
-            mode="lines+markers", name=escape(name), line=dict(width=3), marker=dict(size=9),
+            mode="lines+markers", name=escape(name),
+            line=dict(width=3, color=category_colour(k), dash=category_dash(k)),
+            marker=dict(size=9, symbol=category_marker(k)),
             hovertemplate=escape(name) + "<br>distance %{x}: %{y:.1f}%<extra></extra>"))
     return projector(go.Figure(data=data, layout=dict(
         font=_font(big), height=420 if big else 420, margin=dict(l=10, r=10, t=10, b=10),
@@ -174,7 +200,7 @@ def accuracy_grid(scores: Mapping[str, object], baseline: Mapping[str, float] | 
     return projector(go.Figure(data=[dict(
         type="heatmap", z=z, x=[label for _, label in METRICS],
         y=[escape(n) for n in names], zmin=40, zmax=100, xgap=3, ygap=3,
-        colorscale=[[0, "#f7f7f7"], [0.5, "#d9f0d3"], [1, "#5aae61"]], showscale=False,
+        colorscale=ACCURACY_SCALE, showscale=False,
         texttemplate="%{z:.1f}%", textfont=dict(size=_size(big)),
         hovertemplate="%{y}<br>%{x}: %{z:.2f}%<extra></extra>")],
         layout=dict(font=_font(big), height=(46 if big else 38) * len(names) + 110,
@@ -191,7 +217,7 @@ def cost_figure(parameters: Mapping[str, int], sizes: Sequence[int],
     of sentences in `sizes`, one bar per size: how much it overfits."""
     names = list(gaps)
     rows = [f"{escape(n)}<br>{parameters[n]:,} parameters" for n in names]
-    shades = ("#fdd0a2", "#fd8d3c", "#d94801", "#7f2704")
+    shades = ORDERED_SHADES
     data = []
     for k, n in enumerate(sizes):
         vals = [100 * float(gaps[name][k]) for name in names]
@@ -222,10 +248,12 @@ def cosine_by_layer(curves: Mapping[str, np.ndarray], word: str, big: bool = Fal
     `pair` (token positions of the two copies) is named in the title when given.
     """
     data = []
-    for name, cos in curves.items():
+    for k, (name, cos) in enumerate(curves.items()):
         cos = np.asarray(cos, dtype=np.float64)
         data.append(dict(
             type="scatter", x=list(range(len(cos))), y=cos, mode="lines+markers+text",
+            line=dict(color=category_colour(k), dash=category_dash(k)),
+            marker=dict(symbol=category_marker(k)),
             name=escape(name), text=[""] * (len(cos) - 1) + [f"{cos[-1]:.3f}"],
             textposition="middle right", cliponaxis=False,
             hovertemplate="after layer %{x}<br>cosine %{y:.6f}<extra>" + escape(name) + "</extra>",
@@ -249,7 +277,10 @@ def loss_curves(losses: Mapping[str, Sequence[float]], big: bool = False) -> go.
     """Mean training loss (cross-entropy) per epoch for each tagger."""
     return projector(go.Figure(
         data=[dict(type="scatter", x=list(range(1, len(ls) + 1)), y=list(ls),
-                   mode="lines+markers", name=escape(name)) for name, ls in losses.items()],
+                   mode="lines+markers", name=escape(name),
+                   line=dict(color=category_colour(k), dash=category_dash(k)),
+                   marker=dict(symbol=category_marker(k)))
+              for k, (name, ls) in enumerate(losses.items())],
         layout=dict(font=_font(big), height=380, margin=dict(l=10, r=10, t=40, b=10),
                     title="training loss per epoch", xaxis=dict(title=dict(text="epoch")),
                     yaxis=dict(title=dict(text="cross-entropy")),

@@ -14,11 +14,16 @@ from __future__ import annotations
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.colors import qualitative
 
-from .common import FONT, WEIGHTS_SCALE, axis_labels, block_reduce, escape
-
-COLOURS = qualitative.D3 + qualitative.Dark24
+from .common import (
+    FONT,
+    NEUTRAL,
+    WEIGHTS_SCALE,
+    axis_labels,
+    block_reduce,
+    category_colour,
+    escape,
+)
 
 
 def _lines_of(w: np.ndarray, min_weight: float, levels: int):
@@ -54,7 +59,7 @@ def layer_lines(weights: np.ndarray, query_tokens: list[str], key_tokens: list[s
     owner: list[int] = []  # the layer of each trace (-1: always shown)
     for li in range(L):
         for idx, h in enumerate(heads):
-            colour = COLOURS[idx % len(COLOURS)]
+            colour = category_colour(idx)
             w = np.asarray(weights[li, h], dtype=np.float64)
             for lv, xs, ys in _lines_of(w, min_weight, levels):
                 ys = ys.copy()
@@ -67,21 +72,21 @@ def layer_lines(weights: np.ndarray, query_tokens: list[str], key_tokens: list[s
                 owner.append(li)
     for idx, h in enumerate(heads):  # one legend entry per head: click to hide its lines
         data.append(dict(type="scatter", x=[None], y=[None], mode="lines", name=f"head {h}",
-                         legendgroup=f"h{h}", line=dict(color=COLOURS[idx % len(COLOURS)],
+                         legendgroup=f"h{h}", line=dict(color=category_colour(idx),
                                                         width=4)))
         owner.append(-1)
     for side, x, ys, toks, pos in (("query", 0.0, y_q, query_tokens, "middle left"),
                                    ("key", 1.0, y_k, key_tokens, "middle right")):
         data.append(dict(type="scatter", x=[x] * len(toks), y=ys, mode="markers+text",
                          text=[escape(t) for t in toks], textposition=pos, showlegend=False,
-                         marker=dict(size=5, color="#555"), customdata=axis_labels(toks),
+                         marker=dict(size=5, color=NEUTRAL), customdata=axis_labels(toks),
                          hovertemplate=f"{side} %{{customdata}}<extra></extra>"))
         owner.append(-1)
     buttons = [dict(label=f"layer {li}", method="restyle",
                     args=[{"visible": [o in (-1, li) for o in owner]}]) for li in range(L)]
     height = int(min(2400, max(360, 22 * span + 140)))
     return go.Figure(data=data, layout=dict(
-        title=title, font=FONT, height=height, plot_bgcolor="white", hovermode="closest",
+        title=title, font=FONT, height=height, hovermode="closest",
         xaxis=dict(visible=False, range=[-0.6, 1.6]),
         yaxis=dict(visible=False, autorange="reversed"),
         margin=dict(l=10, r=10, t=70, b=10),

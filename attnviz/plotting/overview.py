@@ -21,9 +21,10 @@ import re
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import FONT, WEIGHTS_SCALE, axis_labels, block_reduce
+from .common import FONT, OKABE_ITO, WEIGHTS_SCALE, axis_labels, block_reduce
 
 MEAN = "mean"
+OPEN_COLOUR = OKABE_ITO[3]  # vermillion: the open head's outline, seen on every Viridis shade
 
 
 def _axis_labels(n: int, factor: int, tokens: list[str], indices) -> list[str]:
@@ -83,13 +84,14 @@ def overview_mosaic(
         colorbar=dict(title=dict(text="weight"), thickness=12),
     ))
     mid = c // 2
-    # Plotly cannot select heatmap cells, so each tile gets a small clickable dot at its centre
-    # (Streamlit's on_select reports the dot; `pick_head` reads its layer and head).
+    # Plotly cannot select heatmap cells, so each tile gets a clickable point at its centre
+    # (Streamlit's on_select reports it; `pick_head` reads its layer and head). The point is
+    # invisible and large, so it covers nothing of the tile and a click near the centre hits.
     cx = [x[i * step + mid] for i in range(H + 1)]
     cy = [y[i * step + mid] for i in range(L + 1)]
     fig.add_trace(go.Scatter(
         x=[a for _ in cy for a in cx], y=[b for b in cy for _ in cx], mode="markers",
-        marker=dict(size=9, symbol="circle-open", color="rgba(255,255,255,0.55)"),
+        marker=dict(size=22, symbol="square", color="rgba(0,0,0,0)", opacity=0),
         customdata=[f"layer {r}" if r < L else "mean of layers" for r in range(L + 1)
                     for _ in range(H + 1)],
         text=[f"head {h}" if h < H else "mean of heads" for _ in range(L + 1)
@@ -108,9 +110,26 @@ def overview_mosaic(
         title=(title or "Layers x heads: softmax weights (in each tile rows = queries, "
                "columns = keys)") + note, font=FONT,
         height=int(min(1100, max(420, 70 * (L + 1) + 140))),
-        margin=dict(l=10, r=10, t=90, b=10), plot_bgcolor="white", clickmode="event+select",
+        margin=dict(l=10, r=10, t=90, b=10), clickmode="event+select",
+        meta=dict(tile=c, step=step, layers=L, heads=H),  # read by mark_head
     )
     return fig
+
+
+def mark_head(fig: go.Figure, layer: int, head: int, colour: str = OPEN_COLOUR) -> go.Figure:
+    """A copy of an overview_mosaic figure with the tile of (layer, head) outlined: the head
+    the page has open. On a category axis a shape's x is the category's index, so the tile
+    spans indices [head * step, head * step + tile) (step = tile + the blank gap)."""
+    meta = fig.layout.meta
+    c, step = int(meta["tile"]), int(meta["step"])
+    if not (0 <= layer < int(meta["layers"]) and 0 <= head < int(meta["heads"])):
+        raise ValueError(f"no tile for layer {layer}, head {head}")
+    out = go.Figure(fig)
+    out.add_shape(type="rect", xref="x", yref="y", x0=head * step - 0.5,
+                  x1=head * step + c - 0.5, y0=layer * step - 0.5, y1=layer * step + c - 0.5,
+                  line=dict(color=colour, width=3), fillcolor="rgba(0,0,0,0)",
+                  name=f"open: layer {layer}, head {head}")
+    return out
 
 
 def pick_head(point: dict) -> tuple[int | None, int | None]:

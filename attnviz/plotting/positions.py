@@ -11,7 +11,18 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import FONT, SCORES_SCALE, WEIGHTS_SCALE, Grid, axis_labels, escape, tick_labels
+from .common import (
+    DISTANCE_SCALE,
+    FONT,
+    NEUTRAL,
+    OKABE_ITO,
+    SCORES_SCALE,
+    WEIGHTS_SCALE,
+    Grid,
+    axis_labels,
+    escape,
+    tick_labels,
+)
 
 MODE_NAMES = {
     "learned": "learned positions (BERT)",
@@ -20,9 +31,9 @@ MODE_NAMES = {
     "shuffled": "learned, shuffled",
 }
 TOY_NAMES = {"none": "no positions", "sinusoidal": "a^i + sinusoid e^i"}  # the toy is untrained
-MODE_COLORS = {"learned": "#1f77b4", "none": "#d62728", "sinusoidal": "#2ca02c",
-               "shuffled": "#9467bd"}
-DISTANCE_SCALE = "Magma_r"  # 0 (no change) is white-ish, large JS is dark
+MODE_COLORS = {"learned": OKABE_ITO[0], "none": OKABE_ITO[3], "sinusoidal": OKABE_ITO[2],
+               "shuffled": OKABE_ITO[5]}
+MODE_PATTERNS = {"learned": "", "none": "/", "sinusoidal": ".", "shuffled": "x"}  # not colour alone
 
 
 def _layout(title: str, height: int, **more) -> dict:
@@ -45,7 +56,7 @@ def permutation_figure(tokens: list[str], perm: np.ndarray, title: str | None = 
     perm = np.asarray(perm)
     n = len(tokens)
     data = []
-    for moved, color in ((False, "#bbbbbb"), (True, "#1f77b4")):  # one trace each, None-separated
+    for moved, color in ((False, NEUTRAL), (True, OKABE_ITO[0])):  # one trace each, None-separated
         xs: list = []
         ys: list = []
         for new, old in enumerate(perm):
@@ -59,11 +70,11 @@ def permutation_figure(tokens: list[str], perm: np.ndarray, title: str | None = 
     mode = "markers+text" if n <= 40 else "markers"  # labels would overlap on long inputs
     data.append(dict(
         type="scatter", x=np.arange(n), y=np.ones(n), mode=mode, text=toks,
-        textposition="top center", marker=dict(size=9, color="#444"), showlegend=False,
+        textposition="top center", marker=dict(size=9, color=NEUTRAL), showlegend=False,
         hovertemplate="original position %{x}: %{text}<extra></extra>"))
     data.append(dict(
         type="scatter", x=np.arange(n), y=np.zeros(n), mode=mode, text=[toks[o] for o in perm],
-        textposition="bottom center", marker=dict(size=9, color="#444"), showlegend=False,
+        textposition="bottom center", marker=dict(size=9, color=NEUTRAL), showlegend=False,
         customdata=perm, hovertemplate="shuffled position %{x}: %{text} (was #%{customdata})"
         "<extra></extra>"))
     return go.Figure(data=data, layout=_layout(
@@ -92,6 +103,7 @@ def equivariance_figure(diffs: dict[str, np.ndarray], title: str | None = None) 
         data.append(dict(
             type="bar", x=x, y=np.where(d > 0, d, np.nan),
             name=MODE_NAMES.get(mode, mode), marker_color=MODE_COLORS.get(mode),
+            marker_pattern_shape=MODE_PATTERNS.get(mode, ""),
             text=[f"{v:.2g}" for v in d], textposition="outside", offsetgroup=str(k),
             hovertemplate="%{x}: max |difference| = %{y:.3g}<extra></extra>"))
         notes += [dict(x=x[i], y=np.log10(floor), xref="x", yref="y", text="0",
@@ -140,7 +152,7 @@ def attention_rows(rows: dict[str, np.ndarray], tokens: list[str], i: int, j: in
     labels = axis_labels(tokens)
     xv, xt = tick_labels(tokens)
     for c, mode in enumerate(modes, start=1):
-        for r, (q, color) in enumerate(((i, "#ff7f0e"), (j, "#17becf"))):
+        for r, (q, color) in enumerate(((i, OKABE_ITO[1]), (j, OKABE_ITO[4]))):
             g.add(dict(
                 type="bar", x=labels, y=np.asarray(rows[mode][r], dtype=np.float32),
                 name=f"query {labels[q]}", marker_color=color, showlegend=c == 1,
@@ -232,7 +244,7 @@ def pca_scatter(coords: np.ndarray, ratio: np.ndarray, title: str | None = None,
     idx = np.arange(first, first + len(coords))
     return go.Figure(data=[
         dict(type="scatter", x=coords[:, 0], y=coords[:, 1], mode="lines", hoverinfo="skip",
-             line=dict(color="#cccccc", width=1), showlegend=False),
+             line=dict(color=NEUTRAL, width=1), showlegend=False),
         dict(type="scatter", x=coords[:, 0], y=coords[:, 1], mode="markers", customdata=idx,
              showlegend=False,
              marker=dict(color=idx, colorscale="Viridis", size=6,
@@ -276,6 +288,7 @@ def final_change_figure(cosines: dict[str, np.ndarray], tokens: list[str],
     xv, xt = tick_labels(tokens)
     data = [dict(type="bar", x=labels, y=np.asarray(c, dtype=np.float64),
                  name=MODE_NAMES.get(mode, mode), marker_color=MODE_COLORS.get(mode),
+                 marker_pattern_shape=MODE_PATTERNS.get(mode, ""),
                  hovertemplate=f"{escape(mode)}<br>%{{x}}: cosine = %{{y:.4f}}<extra></extra>")
             for mode, c in cosines.items()]
     ref = MODE_NAMES.get(reference, reference)

@@ -11,7 +11,17 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import FONT, WEIGHTS_SCALE, Grid, axis_labels, escape
+from .common import (
+    FONT,
+    OKABE_ITO,
+    ON_IMAGE,
+    STAT_SCALE,
+    WEIGHTS_SCALE,
+    Grid,
+    axis_labels,
+    escape,
+    tick_labels,
+)
 
 
 def stats_heatmaps(stats: dict[str, np.ndarray], titles: dict[str, str], cols: int = 4,
@@ -46,7 +56,7 @@ def stats_heatmaps(stats: dict[str, np.ndarray], titles: dict[str, str], cols: i
         value = "%{customdata[0]:.4f}" if extra else "%{customdata:.4f}"
         g.add(dict(
             type="scatter", x=heads, y=layers, mode="markers", customdata=custom, name=name,
-            marker=dict(size=14, opacity=0, color="white"), showlegend=False,
+            marker=dict(size=14, opacity=0, color=ON_IMAGE), showlegend=False,
             hovertemplate=(f"layer %{{y}}, head %{{x}}<br>{titles.get(name, name)} = "
                            f"{value}{extra}<extra></extra>"),
         ), r, c)
@@ -57,14 +67,14 @@ def stats_heatmaps(stats: dict[str, np.ndarray], titles: dict[str, str], cols: i
             layer, head = selected
             sub = str(i + 1) if i else ""  # the panel's axes: x, x2, ... (row by row)
             shapes.append(dict(type="rect", x0=head - 0.5, x1=head + 0.5, y0=layer - 0.5,
-                               y1=layer + 0.5, line=dict(color="crimson", width=2),
+                               y1=layer + 0.5, line=dict(color=OKABE_ITO[3], width=2),
                                xref=f"x{sub}", yref=f"y{sub}"))
     return g.figure(
         shapes=shapes,
         coloraxis=dict(colorscale=WEIGHTS_SCALE, cmin=0.0, cmax=1.0,
                        colorbar=dict(title=dict(text="share"), thickness=12, x=1.0, len=0.45,
                                      y=0.78)),
-        coloraxis2=dict(colorscale="Cividis",
+        coloraxis2=dict(colorscale=STAT_SCALE,
                         colorbar=dict(title=dict(text="entropy"), thickness=12, x=1.0,
                                       len=0.45, y=0.22)),
         font=FONT, height=int(300 * rows + 60), margin=dict(l=10, r=60, t=50, b=10),
@@ -95,19 +105,41 @@ def rollout_pair(raw: np.ndarray, rolled: np.ndarray, tokens: list[str],
                     margin=dict(l=10, r=10, t=50, b=10))
 
 
+CLIP_FROM = 64  # tokens from which maps_side_by_side clips its colour scales
+CLIP_PERCENTILE = 99
+MAX_X_TICKS = 48  # slanted column labels shared by the panels of one row (40 rows fit)
+
+
+def colour_top(m: np.ndarray) -> tuple[float, bool]:
+    """(top of the colour scale, whether it is clipped) for one [n, n] map: its largest
+    value, or past CLIP_FROM tokens the CLIP_PERCENTILE-th percentile of its values when
+    that is lower."""
+    m = np.asarray(m, dtype=np.float64)
+    top = float(np.max(m)) if m.size else 0.0
+    if m.shape[0] >= CLIP_FROM:
+        pct = float(np.percentile(m, CLIP_PERCENTILE))
+        if 0 < pct < top:
+            return pct, True
+    return top or 1.0, False
+
+
 def maps_side_by_side(matrices: list[np.ndarray], titles: list[str], tokens: list[str],
                       indices=None, value: str = "share") -> go.Figure:
     """Several [output/query, input/key] maps of the same tokens in one row, each on its own
-    colour scale from 0 to its largest value (a flat map such as attention flow would vanish
-    on a shared one), with its colour bar under it; exact hover."""
+    colour scale (a flat map such as attention flow would vanish on a shared one), with its
+    colour bar under it; exact hover.
+
+    Each scale runs from 0 to `colour_top(m)`: the largest value for short inputs, the
+    CLIP_PERCENTILE-th percentile past CLIP_FROM tokens, where a few large cells (the
+    diagonal, [CLS]) would otherwise leave every other cell of n^2 at the bottom colour."""
     n = len(tokens)
     labels = axis_labels(tokens, indices)
-    step = max(1, -(-n // 40))
+    tickvals, ticktext = tick_labels(tokens, max_ticks=40, indices=indices)
     k = len(matrices)
+    x_vals, x_text = tick_labels(tokens, max_ticks=MAX_X_TICKS // k, indices=indices)
     gap = 0.06 if k > 2 else 0.12
     g = Grid(rows=1, cols=k, subplot_titles=titles, horizontal_spacing=gap)
-    axis = dict(type="category", categoryorder="array", categoryarray=labels,
-                tickvals=labels[::step], ticktext=[escape(t) for t in tokens[::step]])
+    axis = dict(type="category", categoryorder="array", categoryarray=labels)
     width = (1 - gap * (k - 1)) / k
     axes = {}
     for c, m in enumerate(matrices, start=1):
@@ -118,13 +150,17 @@ def maps_side_by_side(matrices: list[np.ndarray], titles: list[str], tokens: lis
             hovertemplate=(f"{escape(titles[c - 1])}<br>output %{{y}}<br>input %{{x}}<br>"
                            f"{value} = %{{z:.6f}}<extra></extra>"),
         ), 1, c)
-        g.yaxis(1, c).update(autorange="reversed", showticklabels=c == 1, **axis)
-        g.xaxis(1, c).update(tickangle=-45, **axis)
-        axes[ca] = dict(colorscale=WEIGHTS_SCALE, cmin=0.0, cmax=float(np.max(m)) or 1.0,
+        g.yaxis(1, c).update(autorange="reversed", showticklabels=c == 1, tickvals=tickvals,
+                             ticktext=ticktext, **axis)
+        g.xaxis(1, c).update(tickangle=-45, tickvals=x_vals, ticktext=x_text, **axis)
+        top, clipped = colour_top(m)
+        axes[ca] = dict(colorscale=WEIGHTS_SCALE, cmin=0.0, cmax=top,
                         colorbar=dict(orientation="h", thickness=10, len=width * 0.9,
                                       x=(c - 1) * (width + gap) + width / 2, xanchor="center",
-                                      y=-0.32, yanchor="top", title=dict(text=value,
-                                                                         side="top")))
+                                      y=-0.32, yanchor="top", title=dict(
+                                          text=value + (f" (top {100 - CLIP_PERCENTILE}% of "
+                                                        "cells at the top colour; hover: exact)"
+                                                        if clipped else ""), side="top")))
     side = max(300, min(560, 18 * n + 140))
     return g.figure(font=FONT, height=int(side + 110), margin=dict(l=10, r=10, t=50, b=110),
                     **axes)

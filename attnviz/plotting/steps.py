@@ -11,15 +11,29 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import FONT, SCORES_SCALE, WEIGHTS_SCALE, Grid, axis_labels, escape
+from .common import (
+    FONT,
+    NEUTRAL,
+    OKABE_ITO,
+    PATTERNS,
+    SCORES_SCALE,
+    VALUES_SCALE,
+    WEIGHTS_SCALE,
+    Grid,
+    axis_labels,
+    category_colour,
+    category_dash,
+    category_marker,
+    escape,
+)
 
-VALUES_SCALE = "PuOr"  # diverging, distinct from the scores' red-blue
 MAX_PRINTED_CELLS = 144  # matrices up to this size print their numbers
 MAX_TICKS = 24  # row labels (a_1 .. a_384 thinned to every 16th)
 MAX_X_TICKS = 12  # column labels are slanted and need more room
 CLIP_PERCENTILE = 99  # big matrices: colours stop at this percentile of |value| (hover: exact)
 MAX_LABELLED_CELLS = 4096  # larger matrices hover with indices only
 MARGIN = dict(l=10, r=10, t=50, b=10)
+MIN_PANEL = 10.0  # a panel's least relative width in matrices_figure (24 = the widest)
 
 
 def dim_labels(prefix: str, size: int) -> list[str]:
@@ -40,7 +54,7 @@ def _colors(kind: str, z: np.ndarray) -> dict:
         return dict(colorscale=WEIGHTS_SCALE, zmin=0.0, zmax=1.0)
     if not z.size:
         lim = 1.0
-    elif z.size > MAX_LABELLED_CELLS:
+    elif z.size > MAX_PRINTED_CELLS:  # too big to print: a few outliers would wash it out
         lim = float(np.nanpercentile(np.abs(z), CLIP_PERCENTILE))
     else:
         lim = float(np.nanmax(np.abs(z)))
@@ -135,7 +149,8 @@ def matrices_figure(
     def width(z: np.ndarray) -> float:  # a printed number needs ~(decimals + 4) characters
         printed = z.size <= MAX_PRINTED_CELLS if numbers is None else numbers
         per_column = 0.5 * (decimals + 4) if printed else 1.0
-        return min(max(z.shape[1], 2) * per_column, 24)
+        # at least MIN_PANEL: a narrow panel (K, 32 x 6) needs room for its token labels
+        return min(max(max(z.shape[1], 2) * per_column, MIN_PANEL), 24)
 
     widths = np.array([width(np.asarray(p[0])) for p in panels], dtype=float)
     g = Grid(rows=1, cols=len(panels), column_widths=list(widths / widths.sum()),
@@ -166,7 +181,7 @@ def dot_product_latex(q: np.ndarray, k: np.ndarray, i: int, j: int, decimals: in
 def dot_terms_figure(terms: np.ndarray, title: str) -> go.Figure:
     """The products q_t k_t whose sum is the score, one bar per coordinate t."""
     terms = np.asarray(terms, dtype=np.float64)
-    colors = np.where(terms >= 0, "#b2182b", "#2166ac")
+    colors = np.where(terms >= 0, OKABE_ITO[3], OKABE_ITO[0])  # sign also in the bar's side
     return go.Figure(
         data=[dict(type="bar", x=list(range(1, len(terms) + 1)), y=terms, marker_color=colors,
                    hovertemplate="t = %{x}<br>q_t k_t = %{y:.6g}<extra></extra>")],
@@ -182,9 +197,10 @@ def weights_bar_figure(rows: dict[str, np.ndarray], tokens: list[str], title: st
     xv, xt = _ticks(labels)
     return go.Figure(
         data=[dict(type="bar", x=x, y=np.asarray(w, dtype=np.float64), name=escape(name),
-                   customdata=labels,
+                   customdata=labels, marker=dict(color=category_colour(k),
+                                                  pattern=dict(shape=PATTERNS[k % 6])),
                    hovertemplate="key %{customdata}<br>weight = %{y:.4f}<extra></extra>")
-              for name, w in rows.items()],
+              for k, (name, w) in enumerate(rows.items())],
         layout=dict(title=title, font=FONT, height=320, barmode="group",
                     yaxis=dict(range=[0, 1.02], title=dict(text="weight")),
                     xaxis=dict(tickvals=xv, ticktext=xt), margin=MARGIN,
@@ -196,12 +212,14 @@ def temperature_figure(sweep: dict, current: float, n: int) -> go.Figure:
     t = sweep["temperature"]
     norm = np.log(n) if n > 1 else 1.0
     now = _vline(current, f"T = {current:g}", log=True, dash="dot")
-    one = _vline(1.0, "T = 1", position="bottom right", log=True, color="grey", width=1)
+    one = _vline(1.0, "T = 1", position="bottom right", log=True, color=NEUTRAL, width=1)
     return go.Figure(
         data=[dict(type="scatter", x=t, y=sweep["max_weight"],
-                   name="largest weight (1 = all on one key)"),
+                   name="largest weight (1 = all on one key)",
+                   line=dict(color=category_colour(0), dash=category_dash(0))),
               dict(type="scatter", x=t, y=sweep["entropy"] / norm,
-                   name="entropy / ln n (1 = uniform)")],
+                   name="entropy / ln n (1 = uniform)",
+                   line=dict(color=category_colour(1), dash=category_dash(1)))],
         layout=dict(title="Temperature: softmax(s / (T·sqrt(d_k)))", font=FONT, height=320,
                     shapes=[now[0], one[0]], annotations=[now[1], one[1]],
                     xaxis=dict(type="log", title=dict(text="temperature T")),
@@ -214,11 +232,13 @@ def dk_figure(sweep: dict, d_k: int | None = None) -> go.Figure:
     d = sweep["d_k"]
     g = Grid(rows=1, cols=2, subplot_titles=[
         "spread (std) of the scores", "mean largest softmax weight (8 keys)"])
-    for tag, name, color in (("raw", "q·k", "#b2182b"), ("scaled", "q·k / sqrt(d_k)", "#1b7837")):
-        g.add(dict(type="scatter", x=d, y=sweep[f"{tag}_std"], name=name, line_color=color,
-                   legendgroup=tag), 1, 1)
-        g.add(dict(type="scatter", x=d, y=sweep[f"max_weight_{tag}"], name=name,
-                   line_color=color, legendgroup=tag, showlegend=False), 1, 2)
+    for k, (tag, name) in enumerate((("raw", "q·k"), ("scaled", "q·k / sqrt(d_k)"))):
+        line = dict(color=category_colour(3 * k), dash=category_dash(k))
+        marker = dict(symbol=category_marker(k))
+        g.add(dict(type="scatter", x=d, y=sweep[f"{tag}_std"], name=name, line=line,
+                   marker=marker, legendgroup=tag), 1, 1)
+        g.add(dict(type="scatter", x=d, y=sweep[f"max_weight_{tag}"], name=name, line=line,
+                   marker=marker, legendgroup=tag, showlegend=False), 1, 2)
     shapes = []
     for c, sub in ((1, ""), (2, "2")):
         g.xaxis(1, c).update(type="log", title=dict(text="d_k"), tickvals=list(d))
@@ -239,17 +259,15 @@ def weighted_sum_figure(contrib: np.ndarray, tokens: list[str], query: int,
     ends = np.cumsum(c, axis=0)
     starts = ends - c
     labels = token_axis(tokens)
-    palette = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
-               "#7f7f7f"]
     data = [dict(type="scatter", x=[starts[j, 0], ends[j, 0]], y=[starts[j, 1], ends[j, 1]],
                  mode="lines+markers", name=f"α'·v of {labels[j]}",
-                 line=dict(color=palette[j % len(palette)], width=3),
+                 line=dict(color=category_colour(j), width=3, dash=category_dash(j)),
                  marker=dict(symbol="arrow", angleref="previous", size=12),
                  hovertemplate="(%{x:.4f}, %{y:.4f})")  # the name shows in the <extra>
             for j in range(len(c))]
     data.append(dict(type="scatter", x=[0, ends[-1, 0]], y=[0, ends[-1, 1]],
                      mode="lines+markers", name=f"b<sup>{query + 1}</sup> (the sum)",
-                     line=dict(color="black", dash="dash"),
+                     line=dict(color=NEUTRAL, width=3, dash="dash"),
                      marker=dict(symbol="arrow", angleref="previous", size=14)))
     a, b = dims
     pts = np.vstack([starts, ends, np.zeros((1, 2))])  # every arrow end and the origin
@@ -272,11 +290,13 @@ def contributions_figure(contrib: np.ndarray, tokens: list[str], query: int) -> 
     labels = token_axis(tokens)
     x = list(range(1, c.shape[1] + 1))
     data = [dict(type="bar", x=x, y=c[j], name=f"α'·v of {labels[j]}",
+                 marker=dict(color=category_colour(j), pattern=dict(shape=PATTERNS[j % 6])),
                  hovertemplate="t = %{x}<br>%{y:.5f}")  # the name shows beside
             for j in range(c.shape[0])]
     data.append(dict(type="scatter", x=x, y=c.sum(0), mode="markers",
                      name=f"b<sup>{query + 1}</sup>",
-                     marker=dict(symbol="diamond", size=11, color="black")))
+                     marker=dict(symbol="diamond", size=11, color=NEUTRAL,
+                                 line=dict(width=1.5, color=OKABE_ITO[3]))))
     return go.Figure(data=data, layout=dict(
         barmode="relative", title=f"b<sup>{query + 1}</sup>, coordinate by coordinate",
         font=FONT, height=360, xaxis=dict(title=dict(text="coordinate t"), dtick=1),
@@ -308,8 +328,10 @@ def entropy_by_heads_figure(sweep: dict) -> go.Figure:
     """Mean entropy of the weights and mean largest weight for each number of heads."""
     heads = [str(h) for h in sweep["heads"]]
     return go.Figure(
-        data=[dict(type="bar", x=heads, y=sweep["max_weight"], name="mean largest weight"),
-              dict(type="bar", x=heads, y=sweep["entropy_norm"], name="mean entropy / ln n")],
+        data=[dict(type="bar", x=heads, y=sweep["max_weight"], name="mean largest weight",
+                   marker=dict(color=category_colour(0))),
+              dict(type="bar", x=heads, y=sweep["entropy_norm"], name="mean entropy / ln n",
+                   marker=dict(color=category_colour(1), pattern=dict(shape=PATTERNS[1])))],
         layout=dict(title="Same parameters, different numbers of heads (this seed only)",
                     font=FONT, height=300,
                     xaxis=dict(title=dict(text="heads h (d_h = m / h)"), type="category"),

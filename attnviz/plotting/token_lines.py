@@ -1,5 +1,6 @@
 """Token lines (bertviz's head view): queries on the left, keys on the right, one line per
-(query, key) pair whose opacity is the softmax weight W_ij; several heads in distinct colours.
+(query, key) pair whose opacity is the softmax weight W_ij; several heads in distinct colours
+and line dashes (common.OKABE_ITO, common.DASHES).
 
 Plotly gives one opacity per trace, so the lines of each head are grouped into `levels`
 opacity steps: a line of weight w is drawn at opacity 0.15 + 0.85 * ceil(w * levels) / levels
@@ -13,11 +14,16 @@ from __future__ import annotations
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.colors import qualitative
 
-from .common import FONT, axis_labels, escape
-
-COLOURS = qualitative.D3 + qualitative.Dark24
+from .common import (
+    FONT,
+    NEUTRAL,
+    OKABE_ITO,
+    axis_labels,
+    category_colour,
+    category_dash,
+    tick_labels,
+)
 
 
 def line_opacity(level: int, levels: int) -> float:
@@ -47,7 +53,7 @@ def token_lines(
     data: list[dict] = []  # trace dicts, validated once by go.Figure (not one add_trace each)
     hx, hy, hdata = [], [], []
     for idx, head in enumerate(heads):
-        colour = COLOURS[idx % len(COLOURS)]
+        colour, dash = category_colour(idx), category_dash(idx)  # two cues, not colour alone
         w = np.asarray(matrices[idx], dtype=np.float64)
         cut = min_weight
         if query is not None:  # one token: always show at least its `top` strongest lines
@@ -63,7 +69,8 @@ def token_lines(
             xs = np.tile([0.0, 1.0, np.nan], sel.sum())
             ys = np.column_stack([qi[sel], kj[sel], np.full(sel.sum(), np.nan)]).ravel()
             data.append(dict(
-                type="scatter", x=xs, y=ys, mode="lines", line=dict(color=colour, width=2),
+                type="scatter", x=xs, y=ys, mode="lines",
+                line=dict(color=colour, width=2, dash=dash),
                 opacity=line_opacity(lv, levels), hoverinfo="skip", legendgroup=f"h{head}",
                 name=f"head {head}", showlegend=False,
             ))
@@ -72,7 +79,8 @@ def token_lines(
         hdata += [[f"head {head}", labels[a], labels[b], float(v)] for a, b, v in
                   zip(qi, kj, vals, strict=True)]
         data.append(dict(type="scatter", x=[None], y=[None], mode="lines", name=f"head {head}",
-                         line=dict(color=colour, width=4), legendgroup=f"h{head}"))
+                         line=dict(color=colour, width=4, dash=dash),
+                         legendgroup=f"h{head}"))
     data.append(dict(
         type="scatter", x=hx, y=hy, mode="markers", marker=dict(size=6, opacity=0),
         customdata=hdata,
@@ -82,21 +90,25 @@ def token_lines(
     ))
     px = max(2.5, min(24.0, 1400 / max(n, 1)))
     show_text = px >= 11
+    names = tick_labels(tokens, max_ticks=n, indices=indices)[1]  # repeated: 'saw #2'
     for side, x, pos in (("queries", 0.0, "middle left"), ("keys", 1.0, "middle right")):
         chosen = [query] if (query is not None and side == "queries") else None
         data.append(dict(
             type="scatter", x=[x] * n, y=list(range(n)),
             mode="markers+text" if show_text else "markers",
-            text=[escape(t) for t in tokens], textposition=pos, name=side, showlegend=False,
+            text=names, textposition=pos, name=side, showlegend=False,
             marker=dict(size=[10 if chosen and i in chosen else 5 for i in range(n)],
-                        color=["crimson" if chosen and i in chosen else "#555" for i in range(n)]),
+                        symbol=["diamond" if chosen and i in chosen else "circle"
+                                for i in range(n)],
+                        color=[OKABE_ITO[3] if chosen and i in chosen else NEUTRAL
+                               for i in range(n)]),
             customdata=labels, hovertemplate=f"{side[:-1]} %{{customdata}}<extra></extra>",
         ))
     return go.Figure(data=data, layout=dict(
         xaxis=dict(visible=False, range=[-0.45, 1.45]),
         yaxis=dict(visible=False, autorange="reversed"),
         title=title, font=FONT, height=int(min(1500, max(320, px * n + 120))),
-        margin=dict(l=10, r=10, t=60, b=10), plot_bgcolor="white", hovermode="closest",
+        margin=dict(l=10, r=10, t=60, b=10), hovermode="closest",
         legend=dict(orientation="h", y=0, x=0.5, xanchor="center", yanchor="top"),
         annotations=[dict(x=0, y=1.0, xref="x", yref="paper", text="queries", showarrow=False,
                           yanchor="bottom"),

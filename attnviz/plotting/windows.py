@@ -15,9 +15,20 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import FONT, WEIGHTS_SCALE, Grid, axis_labels, escape, tick_labels
+from .common import (
+    FONT,
+    INFLUENCE_SCALE,
+    MASK_SCALE,
+    NEUTRAL,
+    OKABE_ITO,
+    ON_IMAGE,
+    WEIGHTS_SCALE,
+    Grid,
+    axis_labels,
+    escape,
+    tick_labels,
+)
 
-MASK_SCALE = [[0.0, "#f2f2f2"], [0.5, "#f2f2f2"], [0.5, "#2b6cb0"], [1.0, "#2b6cb0"]]
 FIELD_TITLES = {
     "full": "full attention",
     "window": "window ±{w}",
@@ -25,9 +36,12 @@ FIELD_TITLES = {
     "conv": "1-D CNN, kernel {k}",
 }
 METHOD_STYLE = {
-    "full": dict(name="full attention (L×L)", color="#c53030", dash="solid"),
-    "masked": dict(name="full matrix + window mask", color="#dd6b20", dash="dot"),
-    "windowed": dict(name="windowed (blocks, L·w)", color="#2b6cb0", dash="solid"),
+    "full": dict(name="full attention (L×L)", color=OKABE_ITO[3], dash="solid",
+                 symbol="square"),
+    "masked": dict(name="full matrix + window mask", color=OKABE_ITO[1], dash="dot",
+                   symbol="diamond"),
+    "windowed": dict(name="windowed (blocks, L·w)", color=OKABE_ITO[0], dash="dash",
+                     symbol="circle"),
 }
 
 
@@ -108,7 +122,7 @@ def receptive_fields(
     tick = tick_labels(list(tokens), max_ticks=max(6, 40 // max(1, len(fields))))
     labels = axis_labels(list(tokens))
     tickvals = [labels.index(v) for v in tick[0]]
-    edge = dict(color="#e53e3e", width=2, dash="dash")
+    edge = dict(color=OKABE_ITO[3], width=2, dash="dash")
     for c, name in enumerate(names, start=1):
         f = np.asarray(fields[name], dtype=np.float64)
         depth = f.shape[0] - 1
@@ -137,7 +151,7 @@ def receptive_fields(
             ), 1, c)
         g.add(dict(
             type="scatter", x=[token], y=[0], mode="markers",
-            marker=dict(symbol="x", size=10, color="white", line=dict(width=1, color="black")),
+            marker=dict(symbol="x", size=10, color=ON_IMAGE, line=dict(width=1, color=NEUTRAL)),
             name=f"output token t = {escape(tokens[token])} #{token}", legendgroup="t",
             showlegend=c == 1, hoverinfo="skip",
         ), 1, c)
@@ -147,13 +161,13 @@ def receptive_fields(
     g.yaxis(1, 1)["title"] = dict(text="depth l (layers)")
     return g.figure(
         title=title, height=430, font=FONT, margin=dict(l=10, r=10, t=80, b=10),
-        coloraxis=dict(colorscale="Magma", cmin=-6, cmax=0,
+        coloraxis=dict(colorscale=INFLUENCE_SCALE, cmin=-6, cmax=0,
                        colorbar=dict(title=dict(text="log10 |grad| / max"), thickness=12)),
         legend=dict(orientation="h", y=-0.3, x=0),
     )
 
 
-CURVE_COLORS = {"mean": "#2b6cb0", "worst": "#718096", "pair": "#dd6b20"}
+CURVE_COLORS = {"mean": OKABE_ITO[0], "worst": NEUTRAL, "pair": OKABE_ITO[1]}
 
 
 def context_curve(
@@ -194,13 +208,13 @@ def context_curve(
         # what fig.add_hline(annotation_position="bottom right") draws, as layout dicts
         y = full_pair_cosine
         shapes.append(dict(type="line", xref="x domain", x0=0, x1=1, yref="y", y0=y, y1=y,
-                           line=dict(dash="dash", color="gray", width=1)))
+                           line=dict(dash="dash", color=NEUTRAL, width=1)))
         notes.append(dict(text=f"{pair_label}, full attention: {y:.3f}", showarrow=False,
                           xref="x domain", x=1, xanchor="right", yref="y", y=y,
                           yanchor="top"))
     if current is not None:
         shapes.append(dict(type="line", xref="x", x0=current, x1=current, yref="y domain",
-                           y0=0, y1=1, line=dict(dash="dot", color="black", width=1)))
+                           y0=0, y1=1, line=dict(dash="dot", color=NEUTRAL, width=1)))
         notes.append(dict(text=f"w = {current}", showarrow=False, xref="x", x=current,
                           xanchor="left", yref="y domain", y=1, yanchor="top"))
     return go.Figure(data=data, layout=dict(
@@ -231,6 +245,7 @@ def cost_chart(table: Mapping[str, np.ndarray], device: str, memory_method: str,
             g.add(dict(
                 type="scatter", x=L, y=y, mode="lines+markers", name=st["name"],
                 legendgroup=m, showlegend=col == 1, line=dict(color=st["color"], dash=st["dash"]),
+                marker=dict(symbol=st["symbol"]),
                 hovertemplate=f"{st['name']}<br>L = %{{x}}<br>%{{y:.3g}} {unit}<extra></extra>",
             ), 1, col)
     lengths = sorted(set(length.tolist()))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import shutil
+import threading
 from collections.abc import Callable, Hashable
 
 import plotly.graph_objects as go
@@ -38,9 +39,11 @@ def show_figure(fig: go.Figure, key: str | None = None, **kwargs):
     event = st.plotly_chart(fig, config=PLOT_CONFIG, key=key, **kwargs)
     if key is not None and svg_export_available():
         st.download_button(
-            "SVG", data=lambda: fig.to_image(format="svg"), file_name=f"{file_stem(fig, key)}.svg",
+            "SVG", data=lambda: svg_bytes(fig), file_name=f"{file_stem(fig, key)}.svg",
             mime="image/svg+xml", key=f"svg_{key}", type="tertiary",
-            icon=":material/download:", help="Download this figure as SVG (vector)",
+            icon=":material/download:",
+            help="Download this figure as SVG (vector). The server's first SVG takes a few "
+                 "seconds (it starts a renderer); later ones are quick.",
         )
     return event
 
@@ -50,6 +53,31 @@ def file_stem(fig: go.Figure, key: str) -> str:
     title = fig.layout.title.text or key
     stem = "".join(c if c.isalnum() else "_" for c in title.lower()).strip("_")
     return "attnviz_" + ("_".join(filter(None, stem.split("_")))[:60] or key)
+
+
+SVG_WIDTH = 1000  # px: about a full-width chart in the app's wide layout
+SVG_HEIGHT = 450  # px: Plotly's usual height, for a figure that sets none
+
+
+def svg_bytes(fig: go.Figure) -> bytes:
+    """The figure as SVG in its on-screen shape: its own height (and width when it sets one,
+    else a full-width chart's), not kaleido's default 700 x 500. The renderer (a headless
+    Chrome) is started once per server and kept: started per export, each would wait for it."""
+    _start_renderer()
+    return fig.to_image(format="svg", width=fig.layout.width or SVG_WIDTH,
+                        height=fig.layout.height or SVG_HEIGHT)
+
+
+_renderer_lock = threading.Lock()
+
+
+def _start_renderer() -> None:
+    with _renderer_lock:
+        if not getattr(_start_renderer, "started", False):
+            import kaleido
+
+            kaleido.start_sync_server(silence_warnings=True)
+            _start_renderer.started = True
 
 
 @functools.cache

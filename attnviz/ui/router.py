@@ -6,6 +6,7 @@ shared sidebar, then the chosen page. Page files live in the repository's `pages
 
 from __future__ import annotations
 
+import runpy
 from pathlib import Path
 
 import streamlit as st
@@ -31,6 +32,7 @@ PAGES: list[tuple[str, str, str, str]] = [
     ("pages/families.py", "Decoders, encoder-decoders, images", ":material/hub:", "Beyond BERT"),
 ]
 DEFAULT_PAGE = "pages/layer_heads.py"  # served at "/"
+DEFAULT_ALIAS = "layer_heads"  # a hidden page at /layer_heads showing the default page
 
 
 def run(root: Path) -> None:
@@ -40,10 +42,22 @@ def run(root: Path) -> None:
     st.set_page_config(page_title="attnviz: see self-attention",
                        page_icon=":material/visibility:", layout="wide")
     sections: dict[str, list] = {}
+    default = None
     for path, title, icon, section in PAGES:
         if (root / path).exists():
-            page = st.Page(path, title=title, icon=icon, default=(path == DEFAULT_PAGE))
+            # The default page is served at "/" yet reserves a pathname of its own; Streamlit's
+            # client does not open it there ("Page not found"), so it reserves an unused one
+            # and /layer_heads becomes a hidden page that runs the same file (its URL's
+            # settings apply: switch_page cannot carry parameters bound to widgets).
+            extra = dict(default=True, url_path="start") if path == DEFAULT_PAGE else {}
+            page = st.Page(path, title=title, icon=icon, **extra)
             sections.setdefault(section, []).append(page)
+            default = page if path == DEFAULT_PAGE else default
+    if default is not None:  # /layer_heads, the default page's own name, shows that page too
+        page_file = str(root / DEFAULT_PAGE)
+        sections[next(iter(sections))].append(st.Page(
+            lambda: runpy.run_path(page_file), title=default.title, url_path=DEFAULT_ALIAS,
+            visibility="hidden"))
     nav = st.navigation(sections)
     sidebar()
     nav.run()

@@ -21,3 +21,16 @@ def test_layer_heads_page_draws(page, app_url):
     html = page.content()
     assert "<b>cat</b>" not in html
     screenshot(page, "layer_heads_typed")
+
+
+def test_layer_heads_url_opens_the_page_with_its_settings(page, app_url):
+    """/layer_heads (the page's file name) is the same page, not 'Page not found', and keeps
+    the URL's layer and sentence."""
+    page.goto(f"{app_url}/")
+    wait_for_app(page)
+    page.goto(f"{app_url}/layer_heads?layer=3&text=I+saw+it")
+    wait_for_app(page)
+    body = page.inner_text("body")
+    assert "Page not found" not in body
+    assert "Layer 3: softmax weights" in body and "5 tokens" in body
+    assert not page_errors(page)

@@ -1,5 +1,5 @@
 """BART (Lewis et al. 2020, "BART: Denoising Sequence-to-Sequence Pre-training"): an
-encoder-decoder, the seeds' "attention from decoder to encoder". The encoder is a
+encoder-decoder, the lecture notes' "attention from decoder to encoder". The encoder is a
 post-LayerNorm stack (engine.model) on
 
     a^i = LayerNorm_emb(s * word[x_i] + position[2 + i])     (s = sqrt(d) if scale_embedding)
