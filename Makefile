@@ -29,8 +29,11 @@ test-fast: setup
 bench: setup
 	$(PY) -m benchmarks $(BENCH)
 
+# A class of 30; eight long pastes (memory); a light session beside three heavy links.
 load: setup
 	$(PY) tests/load/run_load.py
+	$(PY) tests/load/memory.py
+	$(PY) tests/load/heavy.py
 
 lint: setup
 	$(VENV)/bin/ruff check attnviz pages tests app.py

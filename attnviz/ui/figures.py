@@ -1,16 +1,32 @@
-"""Drawing figures on a page: cached per server, with PNG (chart toolbar) and SVG downloads."""
+"""Drawing figures on a page: cached per server, with PNG (chart toolbar) and SVG downloads.
+
+The PNG is drawn by the student's browser. The SVG is drawn on the server by kaleido, which
+starts a Chromium (about 1 GB, a dozen processes) per call: the server draws one SVG at a time
+(others wait in line up to EXPORT_WAIT_S seconds, then get an error), and keeps each figure's
+SVG bytes in the "exports" cache, keyed by a digest of the figure's JSON, so a repeated click,
+by anyone, costs a digest instead of a browser.
+"""
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import shutil
+import threading
 from collections.abc import Callable, Hashable
 
 import plotly.graph_objects as go
 import streamlit as st
 
 from .cache import cached
+
+EXPORT_WAIT_S = float(os.environ.get("ATTNVIZ_EXPORT_WAIT_S", 30))
+_EXPORT_SLOT = threading.BoundedSemaphore(1)  # one server-side browser at a time
+
+
+class ExportBusy(RuntimeError):
+    """The server is drawing other SVGs; the caller waited EXPORT_WAIT_S seconds."""
 
 # The modebar: PNG by default, and a second button for SVG (bertviz #33: users want images).
 PLOT_CONFIG = {
@@ -32,17 +48,37 @@ def cached_figure(key: Hashable, build: Callable[[], go.Figure]) -> go.Figure:
 def show_figure(fig: go.Figure, key: str | None = None, **kwargs):
     """Draw a Plotly figure: PNG from the chart toolbar (camera icon), SVG on a click below.
 
-    The SVG is rendered on the server by kaleido only when asked for (it needs a Chrome or
-    Chromium on the server; without one the button is not offered).
+    The SVG is rendered on the server by kaleido only when asked for, once per figure and
+    one at a time (`svg_bytes`); it needs a Chrome or Chromium on the server, without one the
+    button is not offered.
     """
     event = st.plotly_chart(fig, config=PLOT_CONFIG, key=key, **kwargs)
     if key is not None and svg_export_available():
         st.download_button(
-            "SVG", data=lambda: fig.to_image(format="svg"), file_name=f"{file_stem(fig, key)}.svg",
+            "SVG", data=lambda: svg_bytes(fig), file_name=f"{file_stem(fig, key)}.svg",
             mime="image/svg+xml", key=f"svg_{key}", type="tertiary",
             icon=":material/download:", help="Download this figure as SVG (vector)",
         )
     return event
+
+
+def svg_bytes(fig: go.Figure, render: Callable[[go.Figure], bytes] | None = None) -> bytes:
+    """The figure as SVG: from the exports cache when this figure (same JSON) was drawn before,
+    else drawn by `render` (kaleido) while holding the server's one export slot. Concurrent
+    requests for one figure draw it once; others wait EXPORT_WAIT_S at most (ExportBusy)."""
+    render = render or (lambda f: f.to_image(format="svg"))
+    digest = hashlib.sha256(fig.to_json().encode()).hexdigest()
+
+    def draw() -> bytes:
+        if not _EXPORT_SLOT.acquire(timeout=EXPORT_WAIT_S):
+            raise ExportBusy(f"the server is drawing other SVGs; try again in a moment "
+                             f"(waited {EXPORT_WAIT_S:.0f} s)")
+        try:
+            return bytes(render(fig))
+        finally:
+            _EXPORT_SLOT.release()
+
+    return cached("exports", ("svg", digest), draw)
 
 
 def file_stem(fig: go.Figure, key: str) -> str:
