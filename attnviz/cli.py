@@ -1,11 +1,16 @@
-"""Command line: `python -m attnviz export --text "I saw a saw" --out trace.npz`.
+"""Command line: `python -m attnviz export --text "I saw a saw" --out trace.npz`, `python -m
+attnviz info`, and `python -m attnviz lesson --json [--seed S]`.
 
 The NPZ's arrays carry the engine's names and shapes (see attnviz.engine.trace.ARRAY_FIELDS).
+`lesson` trains the lesson's taggers (analysis.taggers) and prints, per tagger, its parameters
+and held-out accuracy: all words, ambiguous, double-role, and by the distance of the deciding
+word (taggers.report), so the lesson's claims can be reproduced outside the app.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -17,34 +22,105 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"attnviz: error: {message}\n")
 
 
+MODEL_HELP = ("a checkpoint folder, or a Hub id found in the local Hugging Face cache (never "
+              "downloaded): BERT, RoBERTa, DistilBERT, GPT-2, ViT or BART (default: the "
+              "bundled all-MiniLM-L6-v2)")
+MAX_IMAGE_BYTES = 64 << 20
+
+
+def read_image(path: str):
+    """An RGB array [H, W, 3] from a PNG or JPEG file, or ValueError."""
+    import numpy as np
+    from PIL import Image
+
+    file = Path(path)
+    if not file.is_file():
+        raise ValueError(f"no such image file: {path}")
+    if file.stat().st_size > MAX_IMAGE_BYTES:
+        raise ValueError(f"image file larger than {MAX_IMAGE_BYTES >> 20} MiB: {path}")
+    try:
+        with Image.open(file) as im:
+            return np.asarray(im.convert("RGB"))
+    except Exception as err:  # noqa: BLE001 - any unreadable file is one message
+        raise ValueError(f"cannot read {path} as an image ({type(err).__name__})") from None
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="attnviz", description="See self-attention in BERT.")
+    p = _Parser(prog="attnviz", description="See self-attention in BERT and its relatives.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     e = sub.add_parser("export", help="run the engine on a text and write every intermediate")
-    e.add_argument("--text", required=True, help="the sentence to encode")
+    what = e.add_mutually_exclusive_group(required=True)
+    what.add_argument("--text", help="the sentence to encode")
+    what.add_argument("--image", help="a PNG or JPEG file, for a vision transformer (ViT)")
     e.add_argument("--pair", default=None, help="optional second sentence (segment B)")
+    e.add_argument("--target", default=None,
+                   help="an encoder-decoder's (BART's) decoder input; default: none")
     e.add_argument("--out", required=True, help="output .npz file")
-    e.add_argument("--model", default=None, help="local BERT checkpoint folder (default: bundled)")
+    e.add_argument("--model", default=None, help=MODEL_HELP)
     e.add_argument("--positions", default="learned", choices=POSITION_MODES)
     e.add_argument("--window", type=int, default=None, help="truncated attention: +-W tokens")
     e.add_argument("--causal", action="store_true", help="each token sees only earlier tokens")
     e.add_argument("--seed", type=int, default=0, help="seed for --positions shuffled")
     e.add_argument("--device", default=None, help="cpu, cuda or auto (default)")
     i = sub.add_parser("info", help="describe a model folder (default: the bundled model)")
-    i.add_argument("--model", default=None)
+    i.add_argument("--model", default=None, help=MODEL_HELP)
+    n = sub.add_parser("lesson", help="train the lesson's taggers; print their held-out numbers")
+    n.add_argument("--json", action="store_true", help="print JSON (default: a table)")
+    n.add_argument("--seed", type=int, default=0, help="seed of the corpus and the training")
+    n.add_argument("--epochs", type=int, default=None, help="passes over the training set")
     return p
+
+
+def lesson(args: argparse.Namespace) -> int:
+    """Train the taggers (seconds to a minute on a CPU) and print their numbers."""
+    from .analysis import taggers
+
+    if args.seed < 0 or (args.epochs is not None and not 1 <= args.epochs <= 100):
+        raise ValueError("--seed must be >= 0 and --epochs between 1 and 100")
+    settings = taggers.Settings(seed=args.seed, **(
+        {} if args.epochs is None else {"epochs": args.epochs}))
+    out = taggers.report(taggers.train_all(settings))
+    if args.json:
+        print(json.dumps(out, indent=1))
+        return 0
+    base = out["majority_tag"]
+    print(f"held-out accuracy (%), seed {args.seed}: ambiguous words, deciding word near "
+          f"(distance {out['near_means_distance_at_most']}) / far, double-role words")
+    print(f"{'tagger':<38}{'parameters':>11}{'all':>7}{'ambig.':>8}{'near':>7}{'far':>7}"
+          f"{'double':>8}")
+    for row in out["taggers"].values():
+        h = row["held_out"]
+        print(f"{row['label']:<38}{row['parameters']:>11,}" + "".join(
+            f"{100 * h[k]:>{w}.1f}" for k, w in (("all", 7), ("ambiguous", 8), ("near", 7),
+                                                 ("far", 7), ("double_role", 8))))
+    print(f"{'majority tag per word':<38}{'':>11}{'':>7}" + "".join(
+        f"{100 * base[k]:>{w}.1f}" for k, w in (("ambiguous", 8), ("near", 7), ("far", 7),
+                                                ("double_role", 8))))
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "lesson":
+        try:
+            return lesson(args)
+        except ValueError as err:
+            print(f"attnviz: error: {err}", file=sys.stderr)
+            return 2
     from .engine import ModelError, TraceRequest, load_model
 
     try:
         if args.command == "export":  # the request is checked before the model loads
-            request = TraceRequest(args.text, args.pair, positions=args.positions,
-                                   window=args.window, causal=args.causal, seed=args.seed)
-            if not args.text.strip():
-                raise ValueError("--text is empty")
+            if args.image is not None:
+                request = TraceRequest(image=read_image(args.image), pair=args.pair,
+                                       target=args.target, positions=args.positions,
+                                       window=args.window, causal=args.causal, seed=args.seed)
+            else:
+                if not args.text.strip():
+                    raise ValueError("--text is empty")
+                request = TraceRequest(args.text, args.pair, target=args.target,
+                                       positions=args.positions, window=args.window,
+                                       causal=args.causal, seed=args.seed)
             out = Path(args.out)
             if out.parent and not out.parent.exists():
                 raise ValueError(f"output folder does not exist: {out.parent}")

@@ -49,7 +49,7 @@ def run(repeats: int = 5) -> list[dict]:
                 lambda text=text: P.shuffled_run(model, text, positions="none"), repeats),
             permuted_differences_ms=median_ms(
                 lambda o=original, s=shuffled, p=perm: P.permuted_differences(o, s, p), repeats),
-            mode_distances_ms=median_ms(lambda t=traces: P.mode_distances(t), repeats),
+            mode_divergences_ms=median_ms(lambda t=traces: P.mode_divergences(t), repeats),
         ))
     return rows
 

@@ -1,4 +1,4 @@
-"""Full vs truncated (windowed) self-attention as the sequence grows: the speech case (seed 003).
+"""Full vs truncated (windowed) self-attention as the sequence grows: the lecture's speech case.
 
 At ~100 frames per second, a minute of audio is L = 6000. Three ways, one head, d = 64,
 random queries/keys/values on the current device (CUDA when present, else CPU):

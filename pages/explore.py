@@ -2,7 +2,8 @@
 one head enlarged with exact values, and token lines for several heads in colours.
 
 Numbers: the cached Trace; what is shown of it: analysis.views (hiding [CLS]/[SEP], segment
-filters, the mean margins); figures: plotting.overview, plotting.heatmaps, plotting.token_lines."""
+filters including A->B and B->A, word level, the mean margins); figures: plotting.overview,
+plotting.heatmaps, plotting.token_lines."""
 
 import numpy as np
 import streamlit as st
@@ -15,13 +16,14 @@ from attnviz.plotting.overview import overview_mosaic, pick_head
 from attnviz.plotting.token_lines import token_lines
 
 
-def mosaic(t, hide: bool, renorm: bool, seg: str):
+def mosaic(t, hide: bool, renorm: bool, seg: str, words: bool):
     """The overview figure, built once per server for a trace and the view's options."""
     def build():
-        w, toks, idx = views.shown_weights(t.weights, t.tokens, t.segments, hide, renorm, seg)
+        w, toks, idx = views.shown_weights(t.weights, t.tokens, t.segments, hide, renorm, seg,
+                                           words, t.word_pieces)
         return overview_mosaic(w, views.mean_maps(w), toks, idx)
 
-    return ui.cached_figure(("ex_overview", t.key, hide, renorm, seg), build)
+    return ui.cached_figure(("ex_overview", t.key, hide, renorm, seg, words), build)
 
 
 def open_clicked() -> None:
@@ -46,26 +48,31 @@ def main() -> None:
     t = ui.trace_or_message(ctx)
     if t is None:
         return
-    o1, o2, o3 = st.columns([1, 1, 2])
+    o1, o2, o3 = st.columns(3)
     hide = o1.toggle("Hide [CLS] and [SEP]", key="ex_hide", bind="query-params")
     renorm = o2.toggle("Renormalise rows", key="ex_renorm", bind="query-params",
                        help="Rescale each shown row to sum to 1 over the keys still shown.")
+    words = o3.toggle("Word level", key="ex_words", bind="query-params",
+                      help="Merge word pieces into words: attention to a word is the sum over "
+                           "its pieces, attention from a word the mean (Clark et al. 2019).")
     seg = "all"
     if ctx.text_pair:
-        seg = o3.radio("Pairs shown (sentence A, sentence B)", views.SEGMENT_FILTERS,
-                       key="ex_seg", horizontal=True, bind="query-params")
+        seg = st.radio("Pairs shown (sentence A, sentence B)", views.SEGMENT_FILTERS,
+                       key="ex_seg", horizontal=True, bind="query-params",
+                       help="A->B: queries in sentence A reading keys in B; B->A: the reverse; "
+                            "across: both directions.")
     if hide or seg != "all":
         st.caption("Rows **are renormalised**: each shown row sums to 1 over the shown keys."
                    if renorm else "Rows are **not** renormalised: these are the model's own "
                    "weights, so a row sums to less than 1 where keys are hidden.")
     with st.spinner("Drawing every head..."):
-        fig = mosaic(t, hide, renorm, seg)
+        fig = mosaic(t, hide, renorm, seg, words)
     ui.show_figure(fig, key="ex_overview", on_select=open_clicked, selection_mode="points")
-    one_head(ctx, hide, renorm, seg)
+    one_head(ctx, hide, renorm, seg, words)
 
 
 @st.fragment
-def one_head(ctx: ui.Context, hide: bool, renorm: bool, seg: str) -> None:
+def one_head(ctx: ui.Context, hide: bool, renorm: bool, seg: str, words: bool) -> None:
     """Head, token and line choices rerun only this part of the page."""
     t = ctx.trace()
     c1, c2, c3 = st.columns([1, 1, 3])
@@ -73,7 +80,8 @@ def one_head(ctx: ui.Context, hide: bool, renorm: bool, seg: str) -> None:
     head = c2.selectbox("Head", range(t.n_heads), key="ex_head", bind="query-params")
     extra = c3.multiselect("More heads as lines, in colours", range(t.n_heads), key="ex_more",
                            bind="query-params")
-    w, toks, idx = views.shown_weights(t.weights[layer], t.tokens, t.segments, hide, renorm, seg)
+    w, toks, idx = views.shown_weights(t.weights[layer], t.tokens, t.segments, hide, renorm, seg,
+                                       words, t.word_pieces)
     labels = token_labels(toks, idx)
     # Long inputs start on the first word: all lines of 512 tokens would hide each other.
     start = 0 if len(toks) <= 64 else (1 if hide else 2)
@@ -92,8 +100,8 @@ def one_head(ctx: ui.Context, hide: bool, renorm: bool, seg: str) -> None:
                        key="ex_lines")
     if ctx.text_pair:
         shares = views.segment_shares(t.weights[layer, head], t.segments)
-        st.caption("Share of this head's weight: " + ", ".join(
-            f"{k} {float(v):.1%}" for k, v in shares.items()))
+        st.caption("Share of this head's weight (mean over queries, tokens): " + ", ".join(
+            f"{views.FILTER_NAMES[k].split(' (')[0]} {float(v):.1%}" for k, v in shares.items()))
     st.page_link("pages/inside_score.py", label=f"Inside one score: layer {layer}, head {head}",
                  icon=":material/biotech:",
                  query_params={"ins_layer": str(layer), "ins_head": str(head)})
@@ -101,7 +109,7 @@ def one_head(ctx: ui.Context, hide: bool, renorm: bool, seg: str) -> None:
         "Download this head's shown weights (.npz)",
         {"tokens": np.array(toks), "indices": idx, "weights": w[head],
          "layer_mean": w.mean(axis=0), "hidden_special": hide, "renormalised": renorm,
-         "segment_filter": seg},
+         "segment_filter": seg, "word_level": words},
         file_name=f"attnviz_layer{layer}_head{head}.npz", key="ex_download",
     )
 

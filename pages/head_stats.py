@@ -1,25 +1,54 @@
 """Head statistics after Clark et al. 2019 ("What Does BERT Look At?") for the sentence in the
-box, and attention rollout (Abnar & Zuidema 2020) next to the raw last-layer attention.
+box, in either their exact conventions or attnviz's, and attention rollout and attention flow
+(Abnar & Zuidema 2020) next to the raw attention of a layer.
 
-Numbers: analysis.head_stats and analysis.rollout on the cached Trace's weights, computed once
-per server; figures: plotting.stats."""
+Numbers: analysis.head_stats, analysis.rollout and analysis.flow on the cached Trace's weights
+(analysis.words for the word-level option), computed once per server; figures: plotting.stats."""
 
 import numpy as np
 import pandas as pd
 import streamlit as st
 
 from attnviz import ui
-from attnviz.analysis.head_stats import STATS, head_stats, stats_rows
+from attnviz.analysis import flow
+from attnviz.analysis.head_stats import (
+    CLS_TOKENS,
+    CONVENTIONS,
+    SEP_TOKENS,
+    STATS,
+    head_stats,
+    stats_rows,
+)
 from attnviz.analysis.rollout import rollout
-from attnviz.analysis.views import mean_maps
-from attnviz.plotting.stats import rollout_pair, stats_heatmaps
+from attnviz.analysis.words import merge_tokens, word_attention, word_groups, words_view
+from attnviz.plotting.heatmaps import attention_heatmap
+from attnviz.plotting.stats import maps_side_by_side, stats_heatmaps
 
 
-def numbers(t) -> tuple[dict, np.ndarray, np.ndarray]:
-    """(statistics {name: [layers, heads]}, rollout [layers, n, n], mean of each layer's heads
-    [layers, n, n]) of a trace, computed once per server."""
-    return ui.cached("results", ("head_stats", t.key), lambda: (
-        head_stats(t.weights, t.tokens), rollout(t.weights), mean_maps(t.weights)["layers"]))
+def stats_of(t, conventions: str, words: bool) -> dict:
+    """{statistic: [layers, heads]} of a trace, once per server."""
+    def compute():
+        w, toks = (words_view(t.weights, t.tokens, t.word_pieces)[:2] if words
+                   else (t.weights, t.tokens))
+        return head_stats(w, toks, conventions)
+    return ui.cached("results", ("head_stats", t.key, conventions, words), compute)
+
+
+def maps_of(t, layer: int, words: bool) -> dict:
+    """Raw (mean of the layer's heads), rollout and (up to flow.MAX_TOKENS) flow, [n, n]."""
+    def compute():
+        out = {"raw": t.weights[layer].astype(np.float64).mean(0),
+               "rollout": rollout(t.weights)[layer]}
+        if t.n_tokens <= flow.MAX_TOKENS:
+            a = flow.residual_attention(t.weights)
+            out["flow"] = flow.normalise_rows(ui.with_progress(
+                "results", ("flow", t.key, layer), "Computing attention flow (max-flows)...",
+                lambda progress: flow.max_flows(a, layer, progress)))
+        if words:
+            groups = word_groups(t.word_pieces)
+            out = {k: word_attention(v, groups) for k, v in out.items()}
+        return out
+    return ui.cached("results", ("hs_maps", t.key, layer, words), compute)
 
 
 def pick_cell() -> None:
@@ -35,22 +64,14 @@ def pick_row(n_heads: int) -> None:
         st.session_state["hs_layer"], st.session_state["hs_head"] = divmod(rows[0], n_heads)
 
 
-def main() -> None:
-    st.title("Head statistics and rollout")
-    st.markdown(
-        "Per head, averaged over the **queries** (rows) of its softmax weights: how spread out "
-        "a row is (entropy, in nats; $\\ln n$ = uniform) and how much weight goes to [CLS], to "
-        "[SEP], to punctuation, to the token itself, to the previous and to the next token "
-        "(Clark et al. 2019). One cell = one head. **Click a cell or a table row** to pick a "
-        "head."
-    )
-    ctx = ui.context()
-    t = ui.trace_or_message(ctx)
-    if t is None:
-        return
-    with st.spinner("Computing the statistics and the rollout..."):
-        stats, rolled, raw = numbers(t)
-
+def statistics_tab(t, words: bool) -> None:
+    conv = st.radio("Conventions (clark: as in Clark et al.'s code, number for number)",
+                    list(CONVENTIONS), key="hs_conv", horizontal=True, bind="query-params")
+    st.caption(f"Shown: **{conv}** conventions: {CONVENTIONS[conv]}.")
+    if not any(tok in CLS_TOKENS | SEP_TOKENS for tok in t.tokens):
+        st.caption("This model adds no start or separator token ([CLS]/[SEP], <s>/</s>): "
+                   "the two columns for them are 0 by construction.")
+    stats = stats_of(t, conv, words)
     c1, c2, c3 = st.columns([1, 1, 3])
     layer = c1.selectbox("Layer", range(t.n_layers), key="hs_layer", bind="query-params")
     head = c2.selectbox("Head", range(t.n_heads), key="hs_head", bind="query-params")
@@ -61,43 +82,87 @@ def main() -> None:
         st.page_link("pages/inside_score.py", label=f"Open layer {layer}, head {head} inside "
                      "one score", icon=":material/biotech:",
                      query_params={"ins_layer": str(layer), "ins_head": str(head)})
-
     ui.show_figure(stats_heatmaps(stats, STATS, selected=(layer, head)), key="hs_map",
                    on_select=pick_cell, selection_mode="points")
+    w, toks = (words_view(t.weights[layer, head], t.tokens, t.word_pieces)[:2] if words
+               else (t.weights[layer, head], t.tokens))
+    with st.expander(f"Layer {layer}, head {head} on this sentence", expanded=t.n_tokens <= 40):
+        ui.show_figure(attention_heatmap(w, toks, "weights", f"Layer {layer}, head {head}"),
+                       key="hs_one")
     table = pd.DataFrame(stats_rows(stats)).rename(columns=STATS)
     n_heads = t.n_heads
     st.dataframe(table, hide_index=True, key="hs_table", on_select=lambda: pick_row(n_heads),
                  selection_mode="single-row", height=280,
                  column_config={c: st.column_config.NumberColumn(format="%.4f")
                                 for c in STATS.values()})
-    st.caption("Sort by any column with a click on its header; the row picks that head.")
+    st.caption("Sort by any column with a click on its header; the row picks that head. "
+               "Averaged over many sentences: *Heads across many sentences*.")
+    ui.download_arrays("Download the statistics (.npz)", {
+        "tokens": np.array(t.tokens), "conventions": conv, "word_level": words, **stats},
+        file_name="attnviz_head_stats.npz", key="hs_download")
 
-    st.header("Attention rollout")
+
+def flow_tab(t, words: bool) -> None:
     st.markdown(
         "Raw attention shows one layer. **Rollout** follows the flow through all of them: "
         "average the heads, add the identity for the residual connection, renormalise the "
-        "rows, and multiply the layers, $R = \\hat A_{L-1} \\cdots \\hat A_0$ with "
-        "$\\hat A_l = (\\bar W_l + I)/2$ (Abnar & Zuidema 2020)."
-    )
-    upto = st.select_slider("Rollout up to layer", options=list(range(t.n_layers)),
+        "rows, and multiply the layers, $R = \\hat A_{l} \\cdots \\hat A_0$ with "
+        "$\\hat A_l = (\\bar W_l + I)/2$. **Attention flow** reads the same $\\hat A$ as pipe "
+        "capacities: the flow from input $j$ to output $i$ is the maximum flow through the "
+        "layered graph, each row then divided by its sum (Abnar & Zuidema 2020).")
+    upto = st.select_slider("Up to layer", options=list(range(t.n_layers)),
                             value=t.n_layers - 1, key="hs_roll", bind="query-params")
-    ui.show_figure(rollout_pair(
-        raw[upto], rolled[upto], t.tokens,
-        f"raw attention, layer {upto} (mean of heads)", f"rollout through layers 0-{upto}"),
-        key="hs_rollout")
+    maps = maps_of(t, upto, words)
+    if "flow" not in maps:
+        st.info(f"Attention flow is computed up to {flow.MAX_TOKENS} tokens: it takes one "
+                f"max-flow per (output, input) pair, n² = {t.n_tokens ** 2:,} here, on a graph "
+                f"of {upto + 1} x n² edges. Rollout is shown instead.")
+    toks = merge_tokens(t.tokens, word_groups(t.word_pieces)) if words else t.tokens
+    titles = [f"raw attention, layer {upto} (mean of heads)", f"rollout, layers 0-{upto}"]
+    ui.show_figure(maps_side_by_side(list(maps.values()), titles + (
+        [f"flow, layers 0-{upto}"] if "flow" in maps else []), toks), key="hs_rollout")
+    st.caption("Rows are outputs (after the layer), columns are input tokens; every row sums "
+               "to 1. Each panel has its own colour scale (bar under it): flow is often much "
+               "flatter than rollout.")
+    if t.n_tokens > 1 and not np.triu(t.mask, 1).any():
+        st.caption("This model is causal (a token sees only itself and the tokens before it), "
+                   "so every map here is 0 above the diagonal: output i can only come from "
+                   "inputs 0..i.")
+    ui.download_arrays("Download raw attention, rollout and flow (.npz)",
+                       {"tokens": np.array(toks), "layer": upto, "word_level": words,
+                        **{f"{k}": v for k, v in maps.items()}},
+                       file_name=f"attnviz_rollout_flow_l{upto}.npz", key="hs_download_flow")
+
+
+def main() -> None:
+    st.title("Head statistics, rollout and flow")
+    st.markdown(
+        "Per head, averaged over the **queries** (rows) of its softmax weights: how spread out "
+        "a row is (entropy, in nats; $\\ln n$ = uniform) and how much weight goes to [CLS], to "
+        "[SEP], to punctuation, to the token itself, to the previous and to the next token "
+        "(Clark et al. 2019). One cell = one head. **Click a cell or a table row** to pick a "
+        "head.")
+    ctx = ui.context()
+    t = ui.trace_or_message(ctx)
+    if t is None:
+        return
+    words = st.toggle("Word level", key="hs_words", bind="query-params",
+                      help="Merge word pieces into words: attention to a word is the sum over "
+                           "its pieces, attention from a word the mean (Clark et al.).")
+    tabs = st.tabs(["Statistics", "Rollout and flow"], key="hs_tab", on_change="rerun",
+                   bind="query-params")
+    for tab, draw in zip(tabs, (statistics_tab, flow_tab), strict=True):
+        if tab.open:
+            with tab:
+                draw(t, words)
     st.info(
-        "Attention is not explanation: a weight says where a head reads from, not what it "
-        "takes from there (the values can be tiny) nor why the model decides; rollout ignores "
-        "the values, the feed-forward layers and LayerNorm, and different weights can give the "
-        "same output (Jain & Wallace 2019; Wiegreffe & Pinter 2019). Read both maps as "
-        "hypotheses to test."
-    )
-    ui.download_arrays(
-        "Download the statistics and the rollout (.npz)",
-        {"tokens": np.array(t.tokens), **stats, "rollout": rolled,
-         "raw_mean_of_heads": raw},
-        file_name="attnviz_head_stats.npz", key="hs_download",
-    )
+        "Attention is not explanation by itself: a weight says where a head reads from, not "
+        "how much it takes from there (see *Weights vs value norms*) nor why the model decides. "
+        "Jain & Wallace (2019) found other weights that give the same output; Wiegreffe & "
+        "Pinter (2019, \"Attention is not not Explanation\") answered that this alone does not "
+        "show attention is meaningless and proposed tests of when it is faithful. Rollout and "
+        "flow ignore the values, the feed-forward layers and LayerNorm. Read these maps as "
+        "hypotheses to test.")
 
 
 main()

@@ -1,9 +1,12 @@
 """Images: an image is a set of pixel vectors; attention vs convolution (the lecture's
 "self-attention for images" and "self-attention vs CNN").
 
-Cordonnier, Loukas & Jaggi 2020 (arXiv:1911.03584): k^2 attention heads with relative
-positions reproduce a k x k convolution. Numbers: analysis.image_attention (a pixel's attention
-map, fields by gradients) and analysis.conv_attention (a convolution as attention), computed
+Cordonnier, Loukas & Jaggi 2020 (arXiv:1911.03584), Theorem 1: k^2 attention heads with a
+relative positional encoding can express any k x k convolution; the lecture's slogan ("CNN is a
+simplified self-attention") is attributed to the lecture.
+
+Numbers: analysis.image_attention (a pixel's attention map, fields by gradients) and
+analysis.conv_attention (a convolution as attention, whether one head can be it), computed
 once per server; figures: plotting.images.
 """
 
@@ -42,22 +45,24 @@ def show(base: tuple, name: str, build, extra: tuple = (), **kwargs) -> None:
     ui.show_figure(ui.cached_figure(("img", name, *base, *extra), build), key=name, **kwargs)
 
 
-def field_tab(size: int, row: int, col: int, k: int, depth: int) -> None:
+def field_tab(size: int, row: int, col: int, k: int) -> None:
     image = image_attn.load_image(size)
-    base = (size, row, col, k, depth)
     st.markdown(
         "The attention layer here is small and hand-set: pixel $i$ is "
         "$z_i = (c_i/\\sigma_c,\\ p_i/\\sigma_p)$, with query $(z_i, 1)$, key "
         "$(z_j, -|z_j|^2/2)$ and value $c_j$, so "
-        "$w_{ij} = \\mathrm{softmax}_j(q_i\\cdot k_j) \\propto "
+        "$\\alpha'_{i,j} = \\mathrm{softmax}_j(q_i\\cdot k_j) \\propto "
         "e^{-|c_i-c_j|^2/2\\sigma_c^2 - |p_i-p_j|^2/2\\sigma_p^2}$: a pixel attends to pixels "
         "of a **similar colour** nearby (a bilateral filter written as attention). The "
         "convolution is a $k\\times k$ mean filter: weight $1/k^2$ in its window, 0 outside."
     )
-    s1, s2 = st.columns(2)
-    sc = float(s1.select_slider("Colour width σ_c", ["0.05", "0.1", "0.2", "0.4", "0.8"],
+    s1, s2, s3 = st.columns(3)
+    depth = s1.slider("Layers stacked", 1, 4, 1, key="img_depth", bind="query-params",
+                      persist_state="page")
+    base = (size, row, col, k, depth)
+    sc = float(s2.select_slider("Colour width σ_c", ["0.05", "0.1", "0.2", "0.4", "0.8"],
                                 value="0.2", key="img_sc", bind="query-params"))
-    sp_text = s2.select_slider("Position width σ_p (px)", ["1", "2", "4", "8", "16", "∞"],
+    sp_text = s3.select_slider("Position width σ_p (px)", ["1", "2", "4", "8", "16", "∞"],
                                value="8", key="img_sp", bind="query-params")
     sp = None if sp_text == "∞" else float(sp_text)
     with st.spinner("Running both models and their gradients..."):
@@ -104,10 +109,14 @@ def field_tab(size: int, row: int, col: int, k: int, depth: int) -> None:
         "conv_field": s.conv_field, "pixel": np.array([row, col])},
         file_name=f"attnviz_image_{row}_{col}.npz", key="img_dl_field")
 
-def exact_tab(size: int, row: int, col: int, k: int, depth: int) -> None:
-    base = (size, row, col, k, depth)
+def exact_tab(size: int, row: int, col: int, k: int) -> None:
+    base = (size, row, col, k)
     st.markdown(
-        f"Theorem 1 of Cordonnier et al.: **{k * k} heads**, head $h$ for one shift $\\Delta_h$ "
+        "Theorem 1 of Cordonnier et al.: a multi-head self-attention layer with $N_h$ heads of "
+        "dimension $D_h$, output dimension $D_{out}$ and a relative positional encoding of "
+        "dimension $D_p \\ge 3$ can express any convolutional layer of kernel size "
+        "$\\sqrt{N_h}\\times\\sqrt{N_h}$ and $\\min(D_h, D_{out})$ output channels. "
+        f"Built here for $k = {k}$: **{k * k} heads**, head $h$ for one shift $\\Delta_h$ "
         "of the window. Relative positional attention: score $v_h\\cdot r_\\delta$ with "
         "$r_\\delta = (|\\delta|^2, \\delta)$, $v_h = -\\alpha(1, -2\\Delta_h)$, i.e. "
         "$-\\alpha(|\\delta-\\Delta_h|^2 - |\\Delta_h|^2)$, largest only at $\\delta = \\Delta_h$; "
@@ -140,6 +149,18 @@ def exact_tab(size: int, row: int, col: int, k: int, depth: int) -> None:
         extra=(kernel_name, alpha))
     st.caption("Red: the query pixel. Dotted: the image border; keys beyond it are the zero "
                "padding ring. Outputs shown with one common colour range for both images.")
+    kernel = out["kernel"]
+    st.markdown(
+        "Why not one head? A head gives $b_q = \\sum_j \\alpha'_{q,j}\\, M x_j$: **one** "
+        "matrix $M$ for every offset, weights $\\alpha' \\ge 0$ that sum to 1. A "
+        "convolution applies its own matrix to each offset. One head whose weights depend "
+        "on the offset only can be a convolution only if every tap is a non-negative multiple "
+        f"of one matrix. The *{kernel_name}* kernel ({k}×{k}): " + (
+            "it is (all taps 1/k² times the identity), so one head with equal weights over "
+            "the window is this convolution."
+            if conv_attention.one_head_kernel(kernel) else
+            "it is not (" + ("taps of both signs" if kernel_name in ("edges", "sharpen") else
+                             "a different matrix at each tap") + "): it needs more heads."))
     ui.download_arrays("Download outputs, heads and kernel (.npz)",
                        {**out, "head_weights_for_pixel": maps, "pixel": np.array([row, col])},
                        file_name=f"attnviz_conv_as_attention_k{k}.npz", key="img_dl_exact")
@@ -152,10 +173,13 @@ def main() -> None:
         "An image is a **set of vectors**: one per pixel (its colour and its position). "
         "Self-attention lets a pixel look at *every* pixel, with weights that depend on the "
         "content; a convolution looks only in a fixed $k\\times k$ window, same weights "
-        "everywhere. *CNN is a simplified self-attention; self-attention is a CNN with a "
-        "learnable receptive field* (Cordonnier, Loukas & Jaggi 2020)."
+        "everywhere. The lecture's slogan: *CNN is a simplified self-attention; "
+        "self-attention is a CNN with a learnable receptive field.* The paper it cites "
+        "(Cordonnier, Loukas & Jaggi 2020, Theorem 1) proves a precise version: "
+        "self-attention with $k^2$ heads and a relative positional encoding can express any "
+        "$k\\times k$ convolution (second tab)."
     )
-    c = st.columns([1, 1, 1, 1, 2])
+    c = st.columns(4)
     size = c[0].selectbox("Image size (px)", image_attn.SIZES, index=image_attn.SIZES.index(32),
                           key="img_size", bind="query-params")
     # A value out of range after a smaller size is reset by Streamlit to the default (valid
@@ -163,7 +187,6 @@ def main() -> None:
     row = c[1].number_input("Pixel row", 0, size - 1, 10, key="img_row", bind="query-params")
     col = c[2].number_input("Pixel column", 0, size - 1, 15, key="img_col", bind="query-params")
     k = c[3].radio("Kernel k", (3, 5), horizontal=True, key="img_k", bind="query-params")
-    depth = c[4].slider("Layers stacked", 1, 4, 1, key="img_depth", bind="query-params")
     # Lazy tabs (only the open one computes); figures are cached server-wide by their
     # settings, which are all this page depends on (not the sentence).
     tabs = st.tabs(["Attention map vs conv window", "Convolution as attention"],
@@ -171,7 +194,7 @@ def main() -> None:
     for tab, draw in zip(tabs, (field_tab, exact_tab), strict=True):
         if tab.open:
             with tab:
-                draw(size, row, col, k, depth)
+                draw(size, row, col, k)
 
 
 main()

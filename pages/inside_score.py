@@ -1,8 +1,8 @@
 """Inside one score (bertviz's neuron view, continued through the values): how one query
 token's q meets every key k, becomes a weight, and mixes the values into the head's output.
 
-Numbers: analysis.views.inside_score on the cached Trace's queries, keys and values; figures:
-plotting.neuron."""
+Numbers: analysis.views.inside_score on the cached Trace's queries, keys and values
+(analysis.words for the word-level weights); figures: plotting.neuron."""
 
 import numpy as np
 import pandas as pd
@@ -10,8 +10,10 @@ import streamlit as st
 
 from attnviz import ui
 from attnviz.analysis.views import inside_score
+from attnviz.analysis.words import merge_tokens, word_attention, word_groups
 from attnviz.plotting.common import axis_labels
 from attnviz.plotting.neuron import score_steps, value_steps
+from attnviz.ui.text import literal
 
 
 def main() -> None:
@@ -55,6 +57,18 @@ def main() -> None:
         c: st.column_config.NumberColumn(format="%.6f") for c in table.columns[1:]})
     st.markdown(f"Output $o^i$ ({d} numbers): `" + " ".join(f"{x:+.4f}" for x in nb["output"])
                 + "`")
+    if st.toggle("Word level (the weights only)", key="ins_words", bind="query-params",
+                 help="q·k and the values belong to word pieces; only the weights merge into "
+                      "words: summed over a word's keys, averaged over its queries."):
+        groups = word_groups(t.word_pieces)
+        word = next(u for u, g in enumerate(groups) if query in g)
+        row = word_attention(t.weights[layer, head], groups)[word]
+        names = merge_tokens(t.tokens, groups)
+        st.caption(f"The word {literal(names[word])} ({len(groups[word])} piece(s)) reads:")
+        st.dataframe(pd.DataFrame({"word": [f"{w} #{g[0]}" for w, g in zip(names, groups,
+                                                                           strict=True)],
+                                   "weight": row}), hide_index=True, column_config={
+            "weight": st.column_config.NumberColumn(format="%.6f")})
 
     st.page_link("pages/explore.py", label=f"See layer {layer}, head {head} among all heads",
                  icon=":material/explore:",

@@ -1,6 +1,6 @@
 """Heads of one layer: each head's Q·K similarities and softmax weights for the sentence.
 
-Numbers: the cached Trace of the sidebar's sentence (engine.bert.Model.trace); figures:
+Numbers: the cached Trace of the sidebar's sentence (engine.model.Model.trace); figures:
 plotting.heatmaps."""
 
 import streamlit as st

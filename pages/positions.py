@@ -1,8 +1,8 @@
 """What positional encoding does: self-attention with and without positions.
 
-Numbers: analysis.positions (shuffles, mode distances, encodings) and analysis.common (cosines)
-on cached Traces of the sidebar's sentence under each `positions=` mode; figures:
-plotting.positions."""
+Numbers: analysis.positions (shuffles, Jensen-Shannon divergences between modes, encodings, what
+the sinusoids' scale does) and analysis.common (cosines) on cached Traces of the sidebar's
+sentence under each `positions=` mode; figures: plotting.positions."""
 
 import numpy as np
 import streamlit as st
@@ -11,8 +11,10 @@ from attnviz import ui
 from attnviz.analysis import positions
 from attnviz.analysis.common import cosine_matrix, cosine_per_layer, first_repeated_pair
 from attnviz.engine import POSITION_MODES
+from attnviz.engine.positions import sinusoid_scale
 from attnviz.plotting import positions as positions_plots
 from attnviz.plotting.common import escape
+from attnviz.ui.text import literal
 
 MODE_NAMES = positions_plots.MODE_NAMES
 
@@ -33,10 +35,10 @@ def shuffle_check(ctx: ui.Context, mode: str, seed: int, keep: bool):
 
 
 def compare_modes(ctx: ui.Context, seed: int, ref: str):
-    """({mode: per-head JS distance to ref}, {mode: final-vector cosines with ref})."""
+    """({mode: per-head JS divergence from ref}, {mode: final-vector cosines with ref})."""
     def compute():
         traces = {m: ctx.trace(positions=m, seed=seed) for m in POSITION_MODES}
-        return positions.mode_distances(traces, ref), positions.final_cosines(traces, ref)
+        return positions.mode_divergences(traces, ref), positions.final_cosines(traces, ref)
 
     return ui.cached("results", ("pos_compare", ctx.model.key, ctx.request, seed, ref), compute)
 
@@ -51,6 +53,18 @@ def encodings(model, count: int):
                 *positions.pca(learned[1:]))
 
     return ui.cached("results", ("pos_encodings", model.key, count), compute)
+
+
+def sinusoid_caveat(model) -> str:
+    """The caveat that goes wherever a sinusoidal curve appears (numbers from the engine)."""
+    learned = model.position_embeddings
+    c = sinusoid_scale(learned)
+    mean = float(learned.norm(dim=1).mean())
+    return (f"Sinusoids: the engine adds $c\\,PE$ with $c = {c:.4f}$, so each has the mean norm "
+            f"of the learned position vectors ({mean:.2f}) instead of "
+            f"$\\sqrt{{d/2}} = {np.sqrt(model.hidden / 2):.1f}$. This BERT was trained with its "
+            "learned vectors only: the sinusoidal curve shows how it copes with a position "
+            "signal it never saw.")
 
 
 def shuffle_tab(ctx: ui.Context, t, seed: int) -> None:
@@ -78,6 +92,9 @@ def shuffle_tab(ctx: ui.Context, t, seed: int) -> None:
         f"positions** it is **{diffs['learned'].max():.2f}**: the words now know where they "
         f"stand.")
     ui.show_figure(positions_plots.equivariance_figure(diffs), key="pos_fig_equi")
+    st.caption("Log scale: the no-positions bars are float rounding, about a million times "
+               "smaller than the learned ones, and would be invisible on a linear axis. An "
+               "exact 0 has no bar; it reads 0 on the floor.")
     ui.download_arrays("Download these numbers (.npz)", {
         "tokens": tok, "permutation": perm, **{f"max_diff_{m}": d for m, d in diffs.items()}},
         file_name="attnviz_positions_shuffle.npz", key="pos_dl_shuffle")
@@ -109,10 +126,13 @@ def pair_tab(ctx: ui.Context, t, seed: int) -> None:
         "the same vector again, equal up to float rounding (last layer: cosine "
         f"{curves['none'][-1]:.6f}); with BERT's learned "
         f"positions they drift apart ({curves['learned'][-1]:.3f}). That is what lets a tagger "
-        "tell them apart (the lecture: in *I saw a saw* one is a verb, the other a noun)."
+        "tell them apart (the lecture: in *I saw a saw* one is a verb, the other a noun). The "
+        f"sinusoids, a signal this BERT never learned to read, leave them at "
+        f"{curves['sinusoidal'][-1]:.3f}."
         if same else "These tokens differ (word, or sentence A/B segment), so they differ even "
         "without positions."))
     ui.show_figure(positions_plots.cosine_curve(curves, name), key="pos_fig_cos")
+    st.caption(sinusoid_caveat(ctx.model))
     rows = {m: runs[m].weights[layer, head][[a, b]] for m in ("learned", "none")}
     ui.show_figure(positions_plots.attention_rows(
         rows, tok, a, b, title=f"Layer {layer}, head {head}: their attention rows (each sums "
@@ -129,7 +149,8 @@ def pair_tab(ctx: ui.Context, t, seed: int) -> None:
         file_name="attnviz_positions_pair.npz", key="pos_dl_pair")
 
 
-def encodings_tab(model) -> None:
+def encodings_tab(ctx: ui.Context) -> None:
+    model = ctx.model
     top = model.max_positions
     count = st.slider("Positions shown", min(8, top), top, min(128, top), key="pos_n",
                       bind="query-params")
@@ -137,18 +158,32 @@ def encodings_tab(model) -> None:
     st.markdown("**Hand-crafted** (Vaswani et al. 2017): "
                 "$PE_{p,2i} = \\sin(p/10000^{2i/d})$, $PE_{p,2i+1} = \\cos(p/10000^{2i/d})$. "
                 "Early dimensions wave fast, late ones slowly; the dot product "
-                "$e^p\\cdot e^q$ depends only on the distance $p-q$.")
+                "$e^p\\cdot e^q$ depends only on the distance $p-q$. Drawn below unscaled.")
+    ids, segments, _ = model.tokenize(ctx.request.text, ctx.request.pair)
+    sc = ui.cached("results", ("pos_sin_scale", model.key, tuple(ids), tuple(segments)),
+                   lambda: positions.sinusoid_scaling(model, ids, segments))
+    st.markdown(
+        f"**Their size matters.** Every row of $PE$ has norm $\\sqrt{{d/2}} = "
+        f"{sc['raw_norm']:.1f}$, while this sentence's word (+ segment) embeddings have norms "
+        f"{sc['word_norm'].min():.2f} to {sc['word_norm'].max():.2f}. Added as they are, the "
+        "sinusoid would swamp the word: after the embedding LayerNorm the input would keep a "
+        f"mean cosine of only **{sc['kept_raw'].mean():.2f}** with the word alone. So the engine "
+        f"scales them by $c = {sc['scale']:.4f}$, to the learned vectors' mean norm "
+        f"({sc['learned_norm']:.2f}): the input then keeps **{sc['kept_scaled'].mean():.2f}** "
+        f"(learned positions: {sc['kept_learned'].mean():.2f}). Vaswani et al. multiply the "
+        "word embeddings by $\\sqrt{d}$ instead; this BERT was trained neither way.")
     base = ("pos_enc", model.key, count)  # these figures depend on the model only: built once
     c1, c2 = st.columns(2)
     with c1:
         ui.show_figure(ui.cached_figure((*base, "sin"), lambda: positions_plots.encoding_heatmap(
-            pe, f"Sinusoidal e^p, d = {model.hidden}")), key="pos_fig_sin")
+            pe, f"Sinusoidal PE (unscaled), d = {model.hidden}")), key="pos_fig_sin")
     with c2:
         ui.show_figure(ui.cached_figure((*base, "sindot"), lambda: positions_plots.position_matrix(
-            positions.dot_products(pe), "Sinusoidal: e^p · e^q", "dot")), key="pos_fig_sindot")
-    st.markdown(f"**Learned from data**: {model.name}'s own table of {model.max_positions} "
-                "vectors, one per position, trained with the model. Nobody told it to, yet "
-                "neighbouring positions end up similar.")
+            positions.dot_products(pe), "Sinusoidal (unscaled): PE_p · PE_q", "dot")),
+            key="pos_fig_sindot")
+    st.markdown(f"**Learned from data**: {literal(model.name)}'s own table of "
+                f"{model.max_positions} vectors, one per position, trained with the model. "
+                "Nobody told it to, yet neighbouring positions end up similar.")
     c1, c2 = st.columns(2)
     with c1:
         ui.show_figure(ui.cached_figure((*base, "learned"), lambda: (
@@ -163,7 +198,9 @@ def encodings_tab(model) -> None:
     ui.show_figure(ui.cached_figure((*base, "pca"), lambda: positions_plots.pca_scatter(
         coords, ratio, first=1)), key="pos_fig_pca")
     ui.download_arrays("Download these numbers (.npz)", {
-        "sinusoidal": pe, "learned_positions": learned, "pca": coords},
+        "sinusoidal_unscaled": pe, "sinusoid_scale": sc["scale"], "learned_positions": learned,
+        "pca": coords, "word_norm": sc["word_norm"], "kept_raw": sc["kept_raw"],
+        "kept_scaled": sc["kept_scaled"], "kept_learned": sc["kept_learned"]},
         file_name="attnviz_positions_encodings.npz", key="pos_dl_enc")
 
 
@@ -171,19 +208,18 @@ def compare_tab(ctx: ui.Context, t, seed: int) -> None:
     ref = st.selectbox("Compare with", POSITION_MODES, key="pos_ref", bind="query-params",
                        format_func=lambda m: MODE_NAMES[m])
     with st.spinner("Comparing every head under each choice..."):
-        dist, final = compare_modes(ctx, seed, ref)
+        div, final = compare_modes(ctx, seed, ref)
     st.markdown(
         "For each head, how different are its weights under another choice of positions? "
-        "Distance = mean over queries of the Jensen-Shannon divergence between the two weight "
-        "rows (0 = identical, 1 bit = no overlap); a choice against itself is exactly 0. Mean "
-        "over heads: " + "; ".join(
-            f"{MODE_NAMES[m]} {d.mean():.3f} bits" for m, d in dist.items() if m != ref)
-        + ". Honest caveat: this BERT was trained with its learned vectors only; sinusoids it "
-        "never saw can move it further than removing positions altogether.")
-    ui.show_figure(positions_plots.mode_distance_grid(dist, ref), key="pos_fig_dist")
+        "The mean over queries of the Jensen-Shannon divergence between the two weight rows "
+        "(0 = identical, 1 bit = no overlap); a choice against itself is exactly 0. A "
+        "divergence, not a distance: its square root is one. Mean over heads: " + "; ".join(
+            f"{MODE_NAMES[m]} {d.mean():.3f} bits" for m, d in div.items() if m != ref) + ".")
+    st.caption(sinusoid_caveat(ctx.model))
+    ui.show_figure(positions_plots.mode_divergence_grid(div, ref), key="pos_fig_dist")
     ui.show_figure(positions_plots.final_change_figure(final, t.tokens, ref), key="pos_fig_final")
     ui.download_arrays("Download these numbers (.npz)", {
-        "tokens": t.tokens, **{f"js_distance_{m}_vs_{ref}": d for m, d in dist.items()},
+        "tokens": t.tokens, **{f"js_divergence_{m}_vs_{ref}": d for m, d in div.items()},
         **{f"final_cosine_{m}_vs_{ref}": c for m, c in final.items()}},
         file_name="attnviz_positions_compare.npz", key="pos_dl_compare")
 
@@ -196,11 +232,12 @@ def main() -> None:
         "position information in self-attention**. So each position gets its own vector $e^i$, "
         "hand-crafted or learned from data, added to the input: $e^i + a^i \\to q^i, k^i, v^i$. "
         "Below, the same BERT runs with its learned $e^i$, with none, with the sinusoids of "
-        "Vaswani et al., and with its learned vectors shuffled."
+        "Vaswani et al. (scaled to the size of its learned vectors, tab 3), and with its learned "
+        "vectors shuffled."
     )
     ctx = ui.context()
     t = ui.trace_or_message(ctx)
-    if t is None:
+    if t is None or not ui.require_bert_like(ctx, "This page"):
         return
     seed = int(st.number_input("Shuffle seed", 0, 10_000, 0, key="pos_seed", bind="query-params",
                                help="Chooses the toy vectors, the word shuffle and the "
@@ -210,7 +247,7 @@ def main() -> None:
                     "4 · Compare the choices"], key="pos_tab", on_change="rerun",
                    bind="query-params")
     draws = (lambda: shuffle_tab(ctx, t, seed), lambda: pair_tab(ctx, t, seed),
-             lambda: encodings_tab(ctx.model), lambda: compare_tab(ctx, t, seed))
+             lambda: encodings_tab(ctx), lambda: compare_tab(ctx, t, seed))
     for tab, draw in zip(tabs, draws, strict=True):
         if tab.open:
             with tab:

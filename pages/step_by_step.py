@@ -1,5 +1,5 @@
-"""Self-attention step by step (the lecture's notation): vectors, q k v, scores, weights,
-outputs, multi-head, additive similarity.
+"""Self-attention step by step in the notation of Hung-yi Lee's self-attention lecture: vectors,
+q k v, scores, weights, outputs, multi-head, additive similarity.
 
 Numbers: analysis.walkthrough (toy numbers from a seed, or one head of the model recomputed
 from its weights and checked against the cached Trace); figures: plotting.steps."""
@@ -21,10 +21,13 @@ show = ui.show_figure
 
 def main() -> None:
     st.title("Self-attention step by step")
-    st.caption("Column vectors as in seeds 003/004: $A=(a^1\\cdots a^n)$ is $m\\times n$, "
-               "$Q=W^qA$. Score matrices put **queries in rows, keys in columns** "
-               "($Q^{\\top}K$; PyTorch's row layout writes the same matrix $QK^{\\top}$). "
-               "Math indices count from 1 like the seeds; axis labels count tokens from #0.")
+    st.caption("Notation of Hung-yi Lee's self-attention lecture (and the notes on it): the "
+               "inputs $I=(a^1\\cdots a^n)$ are $m\\times n$, $Q=W^qI$, the scores "
+               "$A=K^{\\top}Q$ have a **row per key**, $A'$ = softmax of each column, "
+               "$O=VA'$. Elsewhere attnviz draws score and weight matrices with **queries in "
+               "rows**: $A^{\\top}$ and $A'^{\\top}$ (PyTorch's row layout writes them "
+               "$QK^{\\top}$ and $\\mathrm{softmax}(QK^{\\top}/\\sqrt{d_k})$). Math indices count "
+               "from 1 like the lecture; axis labels count tokens from #0.")
     ctx = ui.context()
     c1, c2 = st.columns([1, 4])
     # Options are the URL's values (?sbs_mode=real&sbs_step=3); names go in the captions.
@@ -39,7 +42,8 @@ def main() -> None:
         m = box.slider("m (input size)", 2, 8, 4, key="sbs_m", bind="query-params")
         d_k = box.slider("d_k (query/key size)", 2, 8, 3, key="sbs_dk", bind="query-params")
         p = box.slider("p (value size)", 2, 8, 3, key="sbs_p", bind="query-params")
-        seed = box.number_input("Seed", 0, 10_000, 0, key="sbs_seed", bind="query-params")
+        seed = box.number_input("Random seed", 0, 10_000, 0, key="sbs_seed",
+                                bind="query-params", help="Chooses the toy's numbers.")
         walk = wt.toy_walkthrough(ctx.text, m, d_k, p, int(seed))
         if walk.options["cut"]:
             st.warning(f"The sentence is longer than the toy's {wt.MAX_TOY_TOKENS} words: the last "
@@ -48,7 +52,7 @@ def main() -> None:
         t = layer = None
     else:
         t = ui.trace_or_message(ctx)
-        if t is None:
+        if t is None or not ui.require_bert_like(ctx, "Real mode"):
             return
         layer = box.selectbox("Layer", range(t.n_layers), key="sbs_layer", bind="query-params")
         head = box.selectbox("Head", range(t.n_heads), key="sbs_head", bind="query-params")
@@ -82,16 +86,20 @@ def show_step(step: int, walk, i: int, labels, dec: int, qdec: int, seed: int,
     extra: dict = {}
     if step == 1:
         st.markdown(f"Each of the $n={walk.n}$ tokens becomes a vector $a^i$ of size "
-                    f"$m={walk.m}$; side by side they form $A$. " + (
+                    f"$m={walk.m}$; side by side they form $I$. " + (
                         "Toy vectors depend only on the word, so both *saw* get the same $a^i$: "
                         "without positions attention cannot tell them apart."
                     if mode == "toy" else f"In BERT, $a^i$ is the input of layer {walk.layer}."))
         show(sp.matrix_figure(walk.inputs.T, sp.dim_labels("a", walk.m), labels,
-                              f"A ({walk.m} × {walk.n})", decimals=dec), key="s1_A")
+                              f"I ({walk.m} × {walk.n})", decimals=dec), key="s1_A")
     elif step == 2:
         st.markdown(r"$q^i = W^q a^i,\; k^i = W^k a^i,\; v^i = W^v a^i$; all tokens at once: "
-                    r"$Q = W^qA,\; K = W^kA,\; V = W^vA$" + (" (+ a bias b per row in BERT)."
-                                                           if mode == "real" else "."))
+                    r"$Q = W^qI,\; K = W^kI,\; V = W^vI$." + (
+                        r" BERT's projections also add a bias: $q^i = W^q a^i + b^q$, so "
+                        r"$Q = W^qI + b^q\mathbf{1}^{\top}$ (the bias added to every column, "
+                        "drawn as its own panel). Colours of these big matrices stop at the "
+                        "99th percentile of |value|; hover for the exact numbers."
+                        if mode == "real" else ""))
         for name in "qkv":
             show(sp.projection_figure(walk, name, qdec), key=f"s2_{name}")
     elif step == 3:
@@ -106,15 +114,25 @@ def show_step(step: int, walk, i: int, labels, dec: int, qdec: int, seed: int,
                                  f"k<sup>{j + 1}</sup>"), key="s3_terms")
         conv = st.radio("Rows of the score matrix are", ["queries", "keys"], horizontal=True,
                         key="sbs_conv", bind="query-params", captions=[
-                            "Q^T K: attnviz, seed 004's C", "A = K^T Q: seed 003's layout"])
+                            "A^T = Q^T K: how attnviz draws scores",
+                            "A = K^T Q: the lecture's layout"])
         show(sp.scores_figure(walk, conv, qdec, 4 if mode == "toy" else 3), key="s3_S")
     elif step == 4:
         temp = st.select_slider("Temperature T", [0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0,
                                 3.0, 5.0, 10.0, 20.0, 50.0], value=1.0, key="sbs_temp",
                                 bind="query-params")
+        limit = wt.temperature_limit(walk.scores[i])
+        tied = [labels[j] for j in np.flatnonzero(limit)]
         st.markdown(rf"Scaled scores $\alpha_{{i,j}}/\sqrt{{d_k}}$, $\sqrt{{d_k}} = "
                     rf"{np.sqrt(walk.d_k):.3f}$; the softmax below uses $\alpha/(T\sqrt{{d_k}})$. "
-                    "Small T sharpens to one-hot, large T flattens to uniform; T = 1 is the model.")
+                    "Small T puts all the weight on the largest score, split evenly when several "
+                    "keys tie for it; large T flattens to uniform; T = 1 is the model. For "
+                    f"query {labels[i]}, T → 0 gives " + (
+                        f"weight 1 to {tied[0]}." if len(tied) == 1 else
+                        f"{1 / len(tied):.2g} to each of {', '.join(tied)} (tied).") + (
+                        " In the toy both *saw*s have the same key vector, so a query whose "
+                        "largest score is a *saw* splits evenly between them."
+                        if mode == "toy" else ""))
         w_t = wt.temperature_weights(walk.scores, walk.scale, temp)
         show(sp.matrices_figure([(walk.scores * walk.scale, labels, labels, "scores / sqrt(d_k)",
                                   "scores"), (w_t, labels, labels, f"weights at T = {temp:g}",
@@ -131,7 +149,8 @@ def show_step(step: int, walk, i: int, labels, dec: int, qdec: int, seed: int,
         st.markdown(r"$\alpha'_{i,j} = e^{z_j} / \sum_{j'} e^{z_{j'}}$ with "
                     r"$z_j = \alpha_{i,j}/\sqrt{d_k}$: each row of weights sums to 1.")
         sums = walk.weights.sum(axis=1, keepdims=True)
-        show(sp.matrices_figure([(walk.weights, labels, labels, "weights A'", "weights"),
+        show(sp.matrices_figure([(walk.weights, labels, labels,
+                                  "weights A'<sup>T</sup> (rows = queries)", "weights"),
                                  (sums, labels, ["row sum"], "Σ_j", "weights")], [""],
                                 "Softmax of each row", decimals=3), key="s5_W")
         parts = wt.softmax_parts(walk.scores[i], walk.scale)
@@ -142,15 +161,22 @@ def show_step(step: int, walk, i: int, labels, dec: int, qdec: int, seed: int,
                    f"{walk.weights[i].sum():.6f}")
     elif step == 6:
         st.markdown(rf"$b^{{{i + 1}}} = \sum_j \alpha'_{{{i + 1},j}}\, v^j$; for every token at "
-                    r"once $O = V A'^{\top}$ (row layout: $O = A'V$, PyTorch `weights @ values`).")
+                    r"once $O = V A'$, column $i$ of $O$ being $b^i$ ($A'$ has a row per key; in "
+                    r"the row layout $O^{\top} = A'^{\top}V$, PyTorch `weights @ values`).")
+        st.caption(r"The notes on the lecture write $C = Q^{\top}K$ (a row per query) and then "
+                   r"$B = VC$. Read literally, column $i$ of $VC$ mixes the values with the "
+                   r"weights *on* key $i$, not those *of* query $i$. The consistent form, which "
+                   r"is what is computed here, is $B = VC^{\top} = VA'$.")
         contrib = wt.contributions(walk.weights[i], walk.values)
         show(sp.weighted_sum_figure(contrib, walk.tokens, i), key="s6_arrows")
         show(sp.contributions_figure(contrib, walk.tokens, i), key="s6_bars")
         show(sp.outputs_figure(walk), key="s6_O")
     elif step == 7:
-        st.markdown(r"$\mathrm{MultiHead}(A) = W_O\,(O_0;\dots;O_{h-1})$, $O_g = "
-                    r"\mathrm{Attention}(Q_g,K_g,V_g)$: rows of $Q=W^QA$ are split into h heads of "
-                    r"size $d_h = m/h$ (seeds 000/002).")
+        st.markdown(r"$B = W^O\,(O_0;\dots;O_{h-1})$, $O_g = \mathrm{Attention}(Q_g,K_g,V_g)$: "
+                    r"rows of $Q=W^QI$ are split into h heads of size $d_h = m/h$ (Vaswani et al. "
+                    r"2017). $B$ is the attention block's output, not the layer's: a BERT layer "
+                    r"then adds its input and normalises, $\mathrm{LayerNorm}(I + B)$, and runs "
+                    "the feed-forward with another residual and LayerNorm.")
         if mode == "toy":
             h = st.radio("Heads h", wt.heads_choices(walk.m), horizontal=True, key="sbs_heads",
                          bind="query-params")
@@ -160,19 +186,45 @@ def show_step(step: int, walk, i: int, labels, dec: int, qdec: int, seed: int,
             mh = wt.real_multihead(model, t, layer)
         st.table(wt.multihead_shapes(walk.m, walk.n, mh.n_heads))
         if mode == "toy":
-            show(sp.heads_figure(mh.weights, walk.tokens, f"{mh.n_heads} heads: weights"),
+            show(sp.heads_figure(mh.weights, walk.tokens, f"{mh.n_heads} head"
+                                 f"{'s' if mh.n_heads > 1 else ''}: weights A'<sup>T</sup> "
+                                 "(rows = queries)"),
                  key="s7_h")
             show(sp.entropy_by_heads_figure(wt.heads_sweep(walk, int(seed))), key="s7_eff")
+            trend = ui.with_progress(
+                "results", ("sbs_heads_trend", " ".join(walk.tokens)),
+                "Measuring over 40 seeds:", lambda p: wt.heads_trend(" ".join(walk.tokens),
+                                                                     progress=p))
+            st.caption(
+                "The bars are one seed's. Do more, smaller heads give a flatter softmax? "
+                f"Measured on this sentence over {trend['seeds']} seeds, going from 1 head to m "
+                "heads made it flatter in " + ", ".join(
+                    f"{f} (m = {m})" for m, f in zip(trend["m"], trend["flatter"], strict=True))
+                + f" of {trend['seeds']} cases and sharper in the rest: no consistent trend. "
+                "Dividing by $\\sqrt{d_h}$ gives $q\\cdot k/\\sqrt{d_h}$ the same spread for "
+                "every head size when the entries are independent.")
         else:
             show(heads_grid(mh.weights, walk.tokens,
                             title=f"Layer {walk.layer}: {mh.n_heads} heads"),
                  key="s7_h")
         show(sp.output_projection_figure(mh), key="s7_O")
-        extra = {f"multihead_{k}": v for k, v in mh.arrays().items() if k != "tokens"}
+        if mode == "real":
+            model, t, layer = real
+            after = wt.layer_after_attention(model, layer, mh.inputs, mh.projected)
+            gap = float(np.abs(after["layer_output"] - t.hidden_states[layer + 1]).max())
+            st.caption(
+                "Colours of W^O stop at the 99th percentile of |value| (hover: exact). From "
+                "$B$ to the layer's output: $\\mathrm{LayerNorm}(I + B)$, then the "
+                "feed-forward with its residual and LayerNorm, recomputed here: max "
+                f"|recomputed − engine's layer {layer} output| = {gap:.1e}, while $B$ itself "
+                f"differs from that output by up to "
+                f"{float(np.abs(mh.projected - t.hidden_states[layer + 1]).max()):.1f}.")
+            extra["layer_output"] = after["layer_output"]
+        extra |= {f"multihead_{k}": v for k, v in mh.arrays().items() if k != "tokens"}
     elif step == 8:
         w_add = wt.toy_additive_vector(walk.d_k, int(seed) if mode == "toy" else 0)
         add = wt.additive_scores(walk.queries, walk.keys, w_add)
-        st.markdown(r"Seed 004's other similarity: $\alpha_{i,j} = w^{\top}\tanh(q^i + k^j)$, "
+        st.markdown(r"The lecture's other similarity: $\alpha_{i,j} = w^{\top}\tanh(q^i + k^j)$, "
                     "with a vector $w$ of size $d_k$ (untrained here: made from the seed): "
                     f"`w = {np.array2string(w_add, precision=1, max_line_width=10**6)}`")
         show(sp.matrices_figure([(walk.scores, labels, labels, "dot product q·k", "scores"),

@@ -1,10 +1,12 @@
 """Windows and receptive fields: truncated self-attention (the lecture's speech example) vs full
-and causal, receptive fields across depth vs a 1-D CNN (Cordonnier et al. 2020,
-arXiv:1911.03584), how much context BERT uses, and the measured cost of full vs windowed
-attention on long sequences.
+and causal, receptive fields across depth vs a 1-D CNN, how much context BERT uses (with
+[CLS]/[SEP] kept visible or not), and the measured cost of full vs windowed attention.
 
 Numbers: cached Traces with `window=` / `causal=` (their `mask`), analysis.receptive (gradient
-fields), analysis.windows (context sweep), analysis.cost (timings); figures: plotting.windows."""
+fields), analysis.windows (context sweeps, the weight on [CLS]/[SEP]), analysis.cost
+(timings); figures: plotting.windows."""
+
+import dataclasses
 
 import numpy as np
 import streamlit as st
@@ -12,33 +14,57 @@ import streamlit as st
 from attnviz import ui
 from attnviz.analysis import cost, receptive
 from attnviz.analysis import windows as win
+from attnviz.analysis.common import special_mask
 from attnviz.engine import TraceRequest, token_labels
 from attnviz.plotting import windows as windows_plots
 from attnviz.plotting.common import axis_labels
+from attnviz.ui.text import literal
 
 PASSAGE = ("I saw a saw in the shed, so I took the saw and cut the old board in two "
            "before the rain came.")
-LENGTHS = [256, 512, 1024, 2048, 4096, 8192]
+# The cost tab's choices: few on purpose, so a class on one server shares a few cached runs
+# (a new window costs seconds of full CPU at the longest length).
+LENGTHS = (256, 512, 1024, 2048, 4096, 8192)
+COST_WINDOWS = (16, 32, 64, 128, 256)
+METHODS = ("full", "masked", "windowed")
+KEPT, PLAIN = "[CLS]/[SEP] kept visible", "plain window"
 
 
-def masks_tab(ctx: ui.Context, t, w: int, layer: int, head: int) -> None:
+def window_slider(where=st) -> int:
+    """The page's w, drawn by each tab that uses it (the cost tab has its own window in
+    frames); kept while another tab is open (persist_state: the tabs are lazy)."""
+    return where.slider("Window w: each token sees ±w tokens", 0, 16, 1, key="win_w",
+                        bind="query-params", persist_state="page")
+
+
+def masks_tab(ctx: ui.Context, t) -> None:
+    c1, c2, c3 = st.columns(3)
+    w = window_slider(c1)
+    layer = c2.selectbox("Layer", range(t.n_layers), key="win_layer", bind="query-params",
+                         format_func=lambda i: f"layer {i}", persist_state="page")
+    head = c3.selectbox("Head", range(t.n_heads), key="win_head", bind="query-params",
+                        format_func=lambda h: f"head {h}", persist_state="page")
     traces = {"full": t, f"window ±{w}": ctx.trace(window=w), "causal": ctx.trace(causal=True)}
     masks = {k: v.mask for k, v in traces.items()}
     weights = {k: v.weights[layer, head] for k, v in traces.items()}
     ui.show_figure(windows_plots.masks_and_weights(
         t.tokens, masks, weights, f"Layer {layer}, head {head}: each mask (top) and the weights "
-        "it gives (bottom)"), key="win_masks")
+        "α' it gives (bottom)"), key="win_masks")
     st.caption("Rows are queries, columns keys. Outside the blue cells the weight is exactly 0 "
-               "(its score became -inf before the softmax) and every row still sums to 1.")
+               "(its score became -inf before the softmax) and every row still sums to 1. "
+               "These windows hide [CLS] and [SEP] from tokens farther than w, as a plain "
+               "window does; *How much context?* also tries keeping them visible.")
     ui.download_arrays("Download masks and weights (.npz)", {
         "tokens": t.tokens, **{f"mask_{i}": m for i, m in enumerate(masks.values())},
         **{f"weights_{i}": x for i, x in enumerate(weights.values())},
         "names": list(masks)}, file_name=f"attnviz_windows_L{layer}H{head}.npz", key="win_dl_m")
 
 
-def fields_tab(ctx: ui.Context, w: int) -> None:
+def fields_tab(ctx: ui.Context) -> None:
     model = ctx.model
-    src = st.radio("Text", ["a longer passage", "sidebar sentence"], horizontal=True,
+    c1, c2 = st.columns(2)
+    w = window_slider(c1)
+    src = c2.radio("Text", ["a longer passage", "sidebar sentence"], horizontal=True,
                    key="win_rf_text", bind="query-params")
     request = ctx.request if src == "sidebar sentence" else TraceRequest(PASSAGE)
     ids, segments, _ = model.tokenize(request.text, request.pair)
@@ -54,7 +80,7 @@ def fields_tab(ctx: ui.Context, w: int) -> None:
                       lambda: receptive.all_fields(model, ids, segments, token, w))
     ui.show_figure(ui.cached_figure(("win_fields", *key), lambda: windows_plots.receptive_fields(
         f, toks, token, w, "Which inputs can change token t at depth l: "
-        "|∂(r·h_l[t])/∂x_j| from the models' own gradients (blank = exactly 0)")),
+        "|∂(r·h_l[t])/∂x_j|, r a fixed random unit vector (blank = exactly 0)")),
         key="win_fields")
     depth = model.n_layers
     measured = {k: receptive.field_extent(v)[-1] for k, v in f.items()}
@@ -63,55 +89,110 @@ def fields_tab(ctx: ui.Context, w: int) -> None:
     st.caption(
         f"At depth {depth}: " + ", ".join(f"{k} reaches #{lo}..#{hi}"
                                           for k, (lo, hi) in measured.items()) +
-        f". Analytic window/CNN field: t ± l·w = #{a}..#{b}. Inside the field the attention "
-        "gradients depend on the sentence; the CNN's depend only on its fixed kernels.")
+        f". Analytic field of the window and of the CNN (kernel 2w + 1): t ± l·w = #{a}..#{b}. "
+        "The gradients are taken along r, one fixed random unit vector, so a single number "
+        "per input says whether (and how much) it can change h_l[t]. Inside the field both "
+        "models' gradients depend on the input (the CNN's too, through GELU); what does not "
+        "depend on the content is the CNN's mixing weights, its kernels, while attention "
+        "computes its weights α' from the sentence.")
     ui.download_arrays("Download the gradient fields (.npz)", {"tokens": toks, **f},
                        file_name="attnviz_receptive_fields.npz", key="win_dl_r")
 
 
-def context_tab(ctx: ui.Context) -> None:
+def context_sweeps(ctx: ui.Context) -> dict:
+    """{KEPT: sweep, PLAIN: sweep} over w = 0 .. n - 1 (thinned for long inputs), computed once
+    per (model, sentence) with a progress bar."""
     model, request = ctx.model, ctx.request
 
-    def sweep(progress):
+    def compute(progress):
         ids, segments, _ = model.tokenize(request.text, request.pair)
-        return win.context_sweep(model, ids, segments, win.sweep_windows(len(ids)),
-                                 progress=progress)
+        windows = [0, *win.sweep_windows(len(ids))]
+        return {name: win.context_sweep(
+            model, ids, segments, windows, keep_special=(name == KEPT),
+            progress=lambda f, msg, k=k, name=name: progress((k + f) / 2, f"{name}, {msg}"))
+            for k, name in enumerate((KEPT, PLAIN))}
 
-    s = ui.with_progress("results", ("win_sweep", model.key, request),
-                         "Running the encoder for each window:", sweep)
-    label = (" and ".join(axis_labels(s.tokens)[i] for i in s.pair) if s.pair else "")
+    return ui.with_progress("results", ("win_sweep", model.key, request),
+                            "Running the encoder for each window:", compute)
+
+
+def context_tab(ctx: ui.Context, t) -> None:
+    c1, c2 = st.columns(2)
+    w = window_slider(c1)
+    kept = c2.toggle("[CLS] and [SEP] stay visible to every token", True, key="win_keep",
+                     bind="query-params", help="On: a token sees its ±w neighbours and also "
+                     "[CLS] and [SEP]. Off: a plain window, which hides them too. Both curves "
+                     "are drawn; this chooses the solid one.")
+    s = context_sweeps(ctx)
+    main = KEPT if kept else PLAIN
+    label = " and ".join(axis_labels(t.tokens)[i] for i in s[main].pair) if s[main].pair else ""
+    k = int(np.searchsorted(s[main].windows, min(w, s[main].windows[-1])))
     ui.show_figure(windows_plots.context_curve(
-        s.windows, s.mean_cosine, s.cosine.min(axis=1), s.pair_cosine, s.full_pair_cosine,
-        label, "How far the final vectors move when each token sees only ±w neighbours"),
+        s[main].windows, {name: {"mean": x.mean_cosine, "worst": x.cosine.min(axis=1),
+                                 "pair": x.pair_cosine} for name, x in s.items()},
+        main, s[main].full_pair_cosine, label, int(s[main].windows[k]),
+        "How far the final vectors move when each token sees only ±w neighbours"),
         key="win_context")
-    k1 = int(np.argmax(s.windows == 1)) if 1 in s.windows else 0
-    st.caption(f"With w = {s.windows[k1]} the final vectors keep a mean cosine of "
-               f"{s.mean_cosine[k1]:.3f} with full attention (worst token "
-               f"{s.cosine[k1].min():.3f})." + (
-                   f" The pair {label}: cosine {s.pair_cosine[k1]:.3f} with w = "
-                   f"{s.windows[k1]}, {s.full_pair_cosine:.3f} with full attention."
-                   if s.pair else ""))
-    if s.pair is None:
+    share = win.special_share(t.weights, t.tokens)
+    even = float(special_mask(t.tokens).mean())
+    wk = int(s[main].windows[k])
+    a, b = s[KEPT].mean_cosine[k], s[PLAIN].mean_cosine[k]
+    gone = (a - b) / (1 - b) if b < 1 else 0.0
+    st.markdown(
+        f"With w = {wk}, the final vectors keep a mean cosine of **{a:.2f}** with full "
+        f"attention when [CLS] and [SEP] stay visible and **{b:.2f}** with a plain window "
+        f"(worst token: {s[main].cosine[k].min():.2f} with the "
+        f"{'specials visible' if kept else 'plain window'}). This BERT's heads put "
+        f"**{share.mean():.0%}** of their weight on [CLS] and [SEP] for this sentence (mean "
+        f"over layers, heads and queries; {even:.0%} if spread evenly over the tokens): they "
+        f"serve as a resting place, a *sink*. A plain window cuts most tokens off them, and "
+        f"keeping them visible removes **{gone:.0%}** of the drop at w = {wk}.")
+    if s[main].pair is not None:
+        st.caption(f"The pair {literal(label)}: cosine {s[main].pair_cosine[k]:.3f} with w = "
+                   f"{wk}, {s[main].full_pair_cosine:.3f} with full attention ({main}).")
+    else:
         st.info("No token appears twice here; try *I saw a saw* to follow the two saws.")
-    ui.download_arrays("Download the sweep (.npz)", {
-        "tokens": s.tokens, "windows": s.windows, "cosine": s.cosine,
-        "mean_cosine": s.mean_cosine, **({"pair": np.array(s.pair), "pair_cosine": s.pair_cosine}
-                                         if s.pair else {})},
+    st.caption("Either way, this BERT was trained with full attention only: any window puts it "
+               "outside its training distribution. These curves show how the trained model "
+               "copes with a mask it never saw, not how much context a model trained with a "
+               "window would need.")
+    ui.download_arrays("Download the sweeps (.npz)", {
+        "tokens": s[main].tokens, "windows": s[main].windows,
+        "special_share_per_layer": share,
+        **{f"{tag}_{name}": value for tag, x in (("kept", s[KEPT]), ("plain", s[PLAIN]))
+           for name, value in (("cosine", x.cosine), ("mean_cosine", x.mean_cosine),
+                               *((("pair_cosine", x.pair_cosine),) if x.pair else ()))},
+        **({"pair": np.array(s[main].pair)} if s[main].pair else {})},
         file_name="attnviz_context_sweep.npz", key="win_dl_c")
 
 
+def measure(dev: str, lengths: tuple[int, ...], window: int, progress) -> list:
+    """Every (length, method) measurement, each cached on its own: full attention does not
+    depend on the window, so its runs are shared by every window."""
+    jobs = [(n, m) for n in lengths for m in METHODS]
+    out = []
+    for i, (n, m) in enumerate(jobs):
+        one = ui.cached("results", ("win_cost_one", dev, n, m, None if m == "full" else window),
+                        lambda n=n, m=m: cost.measure_attention(n, window, m, device=dev))
+        out.append(dataclasses.replace(one, window=window))
+        progress((i + 1) / len(jobs), f"L = {n}, {m}")
+    return out
+
+
 def cost_tab(ctx: ui.Context) -> None:
-    st.markdown("Speech has ~100 frames per second: attention over a minute is L = 6000. Random "
-                "queries/keys/values (1 head, d = 64), the engine's attention vs the blocked "
-                "windowed implementation that never builds the L×L matrix.")
+    st.markdown("Speech has ~100 frames per second: attention over a minute is L = 6000. This "
+                "tab times random queries, keys and values (one head, d = 64), not BERT: the "
+                "sentence, w, layer and head of the other tabs do not enter here. Full "
+                "attention vs the windowed implementation that never builds the L×L matrix.")
     a, b = st.columns(2)
     top = a.select_slider("Longest L", LENGTHS[2:], value=2048, key="win_maxlen",
                           bind="query-params")
-    cw = b.slider("Window w (frames)", 1, 256, 50, key="win_cost_w", bind="query-params")
+    cw = b.select_slider("Window for this timing (± frames)", COST_WINDOWS, value=64,
+                         key="win_cost_w", bind="query-params")
     dev = str(ctx.model.device)
-    lengths = tuple(L for L in LENGTHS if L <= top)
+    lengths = tuple(n for n in LENGTHS if n <= top)
     ms = ui.with_progress("results", ("win_cost", dev, lengths, cw), "Measuring:",
-                          lambda p: cost.measure_sweep(lengths, cw, device=dev, progress=p))
+                          lambda p: measure(dev, lengths, cw, p))
     table = cost.measurements_table(ms)
     ui.show_figure(windows_plots.cost_chart(table, cost.device_name(dev), ms[0].memory_method),
                    key="win_cost")
@@ -126,27 +207,31 @@ def cost_tab(ctx: ui.Context) -> None:
 def main() -> None:
     st.title("Windows and receptive fields")
     st.markdown(
-        "Truncated self-attention lets query $i$ see only the keys $j$ with $|i-j| \\le w$: "
-        "$w_{ij} = \\mathrm{softmax}_{|i-j|\\le w}(q^i\\cdot k^j/\\sqrt{d_k})$. A decoder's "
-        "causal mask keeps $j \\le i$. A CNN is self-attention confined to a fixed field; "
-        "self-attention is a CNN whose field is learned (Cordonnier et al. 2020)."
+        "Truncated self-attention (the lecture's speech example) lets query $i$ see only the "
+        "keys $j$ with $|i-j| \\le w$: $\\alpha'_{i,j} = \\mathrm{softmax}_{|i-j|\\le w}"
+        "(q^i\\cdot k^j/\\sqrt{d_k})$. A decoder's causal mask keeps $j \\le i$.\n\n"
+        "The lecture's slogan: *a CNN is self-attention that can only attend within a "
+        "receptive field; self-attention is a CNN whose field is learned.* The paper it cites "
+        "proves something narrower (Cordonnier, Loukas & Jaggi 2020, Theorem 1): a multi-head "
+        "self-attention layer with $k^2$ heads and a relative positional encoding can express "
+        "any $k\\times k$ convolution. One windowed head is not a convolution: it mixes one "
+        "projection of the inputs with scalar weights, $b^i = \\sum_{|i-j|\\le w} "
+        "\\alpha'_{i,j}\\, W^v a^j$, where a convolution applies its own matrix to each "
+        "offset. What this page compares is the field: where information can come from."
     )
     ctx = ui.context()
     t = ui.trace_or_message(ctx)
     if t is None:
         return
-    c1, c2, c3 = st.columns(3)
-    w = c1.slider("Window w (±w tokens)", 0, 16, 1, key="win_w", bind="query-params")
-    layer = c2.selectbox("Layer", range(t.n_layers), key="win_layer", bind="query-params",
-                         format_func=lambda i: f"layer {i}")
-    head = c3.selectbox("Head", range(t.n_heads), key="win_head", bind="query-params",
-                        format_func=lambda h: f"head {h}")
     # Lazy tabs: only the open one computes (the sweep and the cost timings are not free).
     tabs = st.tabs(
         ["Masks and weights", "Receptive fields", "How much context?", "Long sequences: cost"],
         key="win_tab", on_change="rerun", bind="query-params")
-    draws = (lambda: masks_tab(ctx, t, w, layer, head), lambda: fields_tab(ctx, w),
-             lambda: context_tab(ctx), lambda: cost_tab(ctx))
+    # The cost tab times random tensors; the others are written for a BERT-like model.
+    draws = (lambda: ui.require_bert_like(ctx, "This tab") and masks_tab(ctx, t),
+             lambda: ui.require_bert_like(ctx, "This tab") and fields_tab(ctx),
+             lambda: ui.require_bert_like(ctx, "This tab") and context_tab(ctx, t),
+             lambda: cost_tab(ctx))
     for tab, draw in zip(tabs, draws, strict=True):
         if tab.open:
             with tab:

@@ -49,7 +49,7 @@ def cases() -> list[tuple[str, str, dict]]:
     out.append(("layer_heads_l4", "pages/layer_heads.py", {"text": "I saw a saw", "layer": 4,
                                                            "head": 9}))
     out.append(("images", "pages/images.py", {}))
-    for step in range(1, 9):
+    for step in range(1, 11):
         out.append((f"lesson_{step}", "pages/lesson.py", {"lesson_step": step}))
     return out
 
@@ -77,10 +77,11 @@ def run_case(page: str, state: dict) -> tuple[dict, list[str]]:
         if k not in ("text", "pair"):
             at.session_state[k] = v
     at.run()
-    if "lesson_step" in state:  # reveal every lesson step
-        for t in at.toggle:
-            if t.key and t.key.startswith("lesson_reveal_"):
-                t.set_value(True).run()
+    if "lesson_step" in state:  # reveal the step's answer (Answer/Next reveals first)
+        from attnviz.analysis.lesson import STEPS
+
+        if STEPS[state["lesson_step"] - 1].predict:
+            at.button(key="lesson_next").click().run()
     figs, texts = {}, []
     if at.exception:
         raise RuntimeError(f"{page}: {[e.value for e in at.exception]}")

@@ -16,10 +16,31 @@ import pytest  # noqa: E402
 
 
 @pytest.fixture(scope="session")
-def model():
+def cpu_model():
     import attnviz
 
     return attnviz.load_model(device="cpu")
+
+
+@pytest.fixture(scope="session")
+def app_model(cpu_model):
+    """The bundled model on the device the app picks by default (CUDA when present)."""
+    import attnviz
+    from attnviz.engine import pick_device
+
+    device = pick_device(None)
+    return cpu_model if device.type == "cpu" else attnviz.load_model(device=device)
+
+
+@pytest.fixture(scope="module")
+def model(request, cpu_model):
+    """The bundled model. Page tests compare what a page shows with a trace computed here, and
+    a page computes on the app's default device (CUDA when present), so theirs is on that
+    device; every other test checks the engine on the CPU. On a machine without a GPU the two
+    are the same object."""
+    if request.module.__name__.rsplit(".", 1)[-1].startswith(("test_page_", "test_pages_")):
+        return request.getfixturevalue("app_model")
+    return cpu_model
 
 
 @pytest.fixture(scope="session")

@@ -151,3 +151,60 @@ def test_runs_on_the_shipped_image():
     r = ca.conv_as_attention(img, kernel, bias)
     reference = F.conv2d(img[None], torch.from_numpy(kernel), torch.from_numpy(bias), padding=2)
     torch.testing.assert_close(r.outputs, reference[0], atol=1e-5, rtol=0)
+
+
+def _best_one_head_gap(kernel: np.ndarray) -> float:
+    """min over a >= 0 (one weight per offset) and one matrix M of ||a (x) M - K|| / ||K||,
+    found by L-BFGS from several starts with a = p^2 (independent of one_head_kernel's SVD)."""
+    K = torch.as_tensor(kernel, dtype=torch.float64)  # [C_out, C_in, k, k]
+    best = float("inf")
+    for start in range(4):
+        g = torch.Generator().manual_seed(start)
+        p = torch.randn(K.shape[2], K.shape[3], generator=g, dtype=torch.float64,
+                        requires_grad=True)
+        M = torch.randn(K.shape[0], K.shape[1], generator=g, dtype=torch.float64,
+                        requires_grad=True)
+        opt = torch.optim.LBFGS([p, M], max_iter=500, tolerance_grad=1e-14,
+                                tolerance_change=1e-16, line_search_fn="strong_wolfe")
+
+        def loss(opt=opt, p=p, M=M):
+            opt.zero_grad()
+            value = ((torch.einsum("uv,oc->ocuv", p * p, M) - K) ** 2).sum()
+            value.backward()
+            return value
+
+        opt.step(loss)
+        best = min(best, float(loss().detach().sqrt() / K.norm()))
+    return best
+
+
+@pytest.mark.parametrize("k", [3, 5])
+def test_one_head_can_be_a_blur_but_not_edges_sharpen_or_a_random_kernel(k):
+    """The page's claim: one head (one matrix, non-negative weights per offset) is not a
+    convolution in general. A blur is one head; edges, sharpen and a random kernel are not."""
+    for name in ca.KERNELS:
+        kernel = ca.make_kernel(name, k)[0]
+        expected = name == "blur"
+        assert ca.one_head_kernel(kernel) is expected
+        gap = _best_one_head_gap(kernel)
+        assert (gap < 1e-6) if expected else (gap > 0.05), (name, gap)
+
+
+def test_one_blur_head_is_the_blur_convolution():
+    """The blur as ONE head: a k x k window mask (padding ring as zero keys), equal scores,
+    values = the pixels, M = I; compared with conv2d."""
+    k, h, w = 3, 7, 9
+    x = torch.rand(3, h, w, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    keys = F.pad(x, (1, 1, 1, 1)).reshape(3, -1).T  # [(h + 2)(w + 2), 3]
+    qr, qc = torch.meshgrid(torch.arange(h), torch.arange(w), indexing="ij")
+    kr, kc = torch.meshgrid(torch.arange(-1, h + 1), torch.arange(-1, w + 1), indexing="ij")
+    mask = ((qr.reshape(-1, 1) - kr.reshape(1, -1)).abs() <= 1) & (
+        (qc.reshape(-1, 1) - kc.reshape(1, -1)).abs() <= 1)
+    weights = torch.softmax(torch.zeros(mask.shape, dtype=torch.float64).masked_fill(
+        ~mask, float("-inf")), dim=-1)
+    out = (weights @ keys).T.reshape(3, h, w)
+    kernel = torch.eye(3, dtype=torch.float64)[:, :, None, None] * torch.full(
+        (k, k), 1 / k**2, dtype=torch.float64)
+    np.testing.assert_allclose(ca.make_kernel("blur", k)[0], kernel.numpy(), rtol=1e-7)
+    ref = F.conv2d(x[None], kernel, padding=1)[0]
+    assert (out - ref).abs().max() < 1e-12

@@ -86,3 +86,56 @@ def test_rows_table():
     rows = stats_rows(s)
     assert len(rows) == 6
     assert rows[4] == {"layer": 1, "head": 1, "entropy": 4.0, "self": 1.0}
+
+
+def clark_reference(attns: np.ndarray, tokens: list[str]) -> dict[str, np.ndarray]:
+    """The statistics as Clark et al.'s notebook computes them for one document, written out
+    with their selector matrices: every share is (attns * selector).sum(-1).sum(-1) / n."""
+    n = attns.shape[-1]
+    seps = np.array([t == "[SEP]" for t in tokens], float)
+    clss = np.array([t == "[CLS]" for t in tokens], float)
+    puncts = np.array([t in (".", ",") for t in tokens], float)
+    selectors = {
+        "self": np.eye(n, n), "next": np.eye(n, n, 1), "prev": np.eye(n, n, -1),
+        "sep": np.tile(seps[None], [n, 1]), "cls": np.tile(clss[None], [n, 1]),
+        "punct": np.tile(puncts[None], [n, 1]),
+    }
+    out = {k: (attns * s[None, None]).sum(-1).sum(-1) / n for k, s in selectors.items()}
+    smoothed = 0.9999 * attns + 0.0001 / n
+    out["entropy"] = -(smoothed * np.log(smoothed)).sum(-1).mean(-1)
+    return out
+
+
+@pytest.mark.parametrize("text", ["I saw a saw.", "Hello, world. «Quoted» words; and more!"])
+def test_clark_conventions_number_for_number(model, text):
+    t = model.trace(text)
+    ours = head_stats(t.weights, t.tokens, conventions="clark")
+    ref = clark_reference(t.weights.astype(np.float64), t.tokens)
+    for name in STATS:
+        np.testing.assert_allclose(ours[name], ref[name], atol=1e-12, err_msg=name)
+
+
+def test_the_two_conventions_differ_where_documented(model):
+    t = model.trace("Hello, world. «Quoted» words; and more!")
+    n = t.n_tokens
+    ours = head_stats(t.weights, t.tokens)
+    clark = head_stats(t.weights, t.tokens, conventions="clark")
+    # previous / next: the same sums, divided by n - 1 here and by n in Clark's code
+    np.testing.assert_allclose(ours["prev"] * (n - 1) / n, clark["prev"], atol=1e-12)
+    np.testing.assert_allclose(ours["next"] * (n - 1) / n, clark["next"], atol=1e-12)
+    # punctuation: Unicode marks ('«', '»', ';', '!') count here, only '.' and ',' there
+    extra = [j for j, tok in enumerate(t.tokens) if is_punctuation(tok) and tok not in ".,"]
+    assert extra
+    w = t.weights.astype(np.float64)
+    np.testing.assert_allclose(ours["punct"] - clark["punct"],
+                               w[..., extra].sum(-1).mean(-1), atol=1e-12)
+    for name in ("cls", "sep", "self"):
+        np.testing.assert_array_equal(ours[name], clark[name])
+    assert not np.allclose(ours["entropy"], clark["entropy"], atol=1e-6)  # smoothing
+
+
+def test_clark_punctuation_and_bad_convention():
+    assert is_punctuation(".", "clark") and is_punctuation(",", "clark")
+    assert not is_punctuation("!", "clark") and not is_punctuation("«", "clark")
+    with pytest.raises(ValueError, match="conventions"):
+        head_stats(np.ones((1, 1, 2, 2)) / 2, ["a", "b"], conventions="bert")

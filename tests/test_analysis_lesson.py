@@ -1,19 +1,51 @@
 """The lesson's small computations: repeated ambiguous words, receptive fields, BERT twins."""
 
 import numpy as np
+import pytest
 import torch
 
 from attnviz.analysis import lesson as L
 from attnviz.analysis.common import rounding_tolerance
-from attnviz.analysis.corpus import EXAMPLES, words
+from attnviz.analysis.corpus import EXAMPLES, FAR_PAIR, Sentence, words
 
 
-def test_steps_are_the_issues_steps():
+def test_steps_are_the_lessons_argument():
     keys = [s.key for s in L.STEPS]
-    assert keys == ["task", "per_word", "window", "attention", "no_positions", "positions",
-                    "bert", "next"]
+    assert keys == ["task", "per_word", "window", "far", "cost", "attention", "no_positions",
+                    "positions", "bert", "next"]
     assert all(s.predict for s in L.STEPS[:-1])  # predict, then reveal, before each result
     assert len({s.title for s in L.STEPS}) == len(L.STEPS)
+    assert L.step_index("far") == 3
+
+
+def test_the_text_above_a_question_does_not_answer_it():
+    """The claim is in the reveal, not in the text the class reads before predicting."""
+    step = {s.key: s for s in L.STEPS}
+    assert "first" not in step["task"].text and "second" not in step["task"].text
+    assert "same output" in step["per_word"].reveal
+    assert "same" not in step["per_word"].text and "must" not in step["per_word"].text
+    assert "different" in step["window"].reveal and "different" not in step["window"].text
+    for word in ("same", "identical", "equal", "order"):
+        assert word not in step["no_positions"].text, word
+    assert "equal" in step["no_positions"].reveal
+    assert "same words" in step["far"].reveal and "same" not in step["far"].text
+    assert "different" not in step["positions"].text
+
+
+def test_every_first_use_of_a_term_is_explained():
+    texts = [L.fill(s.text, "saw") for s in L.STEPS]
+    assert "**gold**" in texts[0] and "right answers" in texts[0]
+    assert "**held-out**" in texts[1] and "never saw" in texts[1]
+    assert "**deciding word**" in texts[3]
+    assert "**double-role**" in L.double_role_claim(0.4) and "two roles in one sentence" in \
+        L.double_role_claim(0.4)
+
+
+def test_fill_keeps_the_formulas():
+    s = L.STEPS[L.step_index("window")]
+    out = L.fill(s.text, "saw")
+    assert "x^{i-1}" in out and "{word}" not in L.fill(s.predict, "saw")
+    assert L.fill("a {n} b {word}", None, n=3) == "a 3 b repeated word"
 
 
 def test_repeated_ambiguous_words():
@@ -21,8 +53,9 @@ def test_repeated_ambiguous_words():
     assert L.repeated_ambiguous("They can can the can.") == {"can": [1, 2, 4]}
     assert L.repeated_ambiguous("the dog saw the dog") == {}  # repeats, but not ambiguous
     assert L.repeated_ambiguous("") == {}
-    for text in EXAMPLES:
+    for text in L.SENTENCES:
         assert L.repeated_ambiguous(text), text
+    assert set(L.SENTENCES) | set(FAR_PAIR) == set(EXAMPLES)
 
 
 def test_gold_tags():
@@ -71,6 +104,112 @@ def test_bert_twins_with_and_without_positions(model, hf_model, torch_threads):
     diff = L.max_abs_difference(none.hidden_states, 2, 4)
     assert diff <= rounding_tolerance(none.hidden_states), diff
     assert L.cosine_per_layer(t.hidden_states, 2, 4)[-1] < 0.9
+
+
+def test_roles_claim_reads_the_gold_tags():
+    ws = words("I saw a saw")
+    assert L.roles_claim(ws, EXAMPLES["I saw a saw"], "saw") == (
+        "Of the *saw*s, the first a **VERB**, the second a **NOUN**: the same word, two roles.")
+    ws = words("They can can the can")
+    assert "three roles" in L.roles_claim(ws, EXAMPLES["They can can the can"], "can")
+    assert "no gold tags" in L.roles_claim(ws, None, "can")
+    assert "No word" in L.roles_claim(words("I saw it"), ("PRON", "VERB", "PRON"), None)
+
+
+def test_window_view_and_covering_width():
+    ws = words("I can duck, fish, book and fly")
+    assert L.window_view(ws, 8, 3) == ("and", "fly", L.PAD_WORD)
+    assert L.window_view(ws, 8, 9) == ("fish", ",", "book", "and", "fly") + (L.PAD_WORD,) * 4
+    assert L.covering_width(7) == 15
+    assert "can" in L.window_view(ws, 8, L.covering_width(7))
+
+
+def test_model_description_names_the_loaded_model():
+    text = L.model_description("all-MiniLM-L6-v2 (bundled)", 6, 12)
+    assert text.startswith("all-MiniLM-L6-v2 (bundled), a distilled sentence-embedding model "
+                           "with BERT's architecture") and "(6 layers, 12 heads)" in text
+    other = L.model_description("my-bert", 12, 12)
+    assert other == "my-bert (12 layers, 12 heads)" and "distilled" not in other
+
+
+def test_claims_print_their_numbers():
+    rows = [L.FormRow("saw", {"NOUN": 60, "VERB": 40}, {"NOUN": 3, "VERB": 7}, "NOUN", "VERB"),
+            L.FormRow("fly", {"NOUN": 51, "VERB": 49}, {"NOUN": 5, "VERB": 5}, "NOUN", "NOUN")]
+    text = L.mlp_claim(rows, 0.6, 0.4, 0.65)
+    assert "**60.0%**" in text and "40.0%" in text and "65.0%" in text
+    assert "51.0% to 60.0%" in text and "1 of 2 words (*saw*)" in text and "at the baseline"
+    assert rows[0].held_out_right == 7
+    assert "sits on the baseline" in L.mlp_claim(rows[1:], 0.5, 0.5, 0.5)
+    assert L.far_claim({3: 0.5, 39: 0.96}, 0.52, 433) == (
+        "Held out, on 433 ambiguous words whose deciding word is 2 or more words back, windows "
+        "of 3: **50.0%**, 39: **96.0%**. Majority tag per word: 52.0%.")
+    params = {"wide": 168393, "attention": 73545}
+    every = L.cost_claim(39, params, 0.958, (50, 200), (0.3, 0.2), (0.1, 0.05))
+    assert "**168,393**" in every and "2.3 times" in every and "**30.0, 20.0**" in every
+    assert every.endswith("at every size, as the lecture says.")
+    some = L.cost_claim(39, params, 0.958, (50, 200, 1600), (0.292, 0.125, 0.017),
+                        (0.274, 0.02, 0.004))
+    assert "With 200 sentences the wide window overfits more" in some
+    assert "with 50 and 1600 it does not" in some
+    none = L.cost_claim(39, params, 0.958, (50,), (0.1,), (0.2,))
+    assert "does **not** overfit more" in none and "does not show the lecture's claim" in none
+    assert "**99.3%**" in L.positions_claim(0.993, 1.0, 0.994, 73545, 168393, 39, 32)
+    assert "covers 20 words" in L.positions_claim(0.993, 1.0, 0.994, 73545, 168393, 39, 32)
+    assert "**0.658**" in L.bert_claim(0.6581, 1.0, "saw")
+    assert "**48.8%**" in L.no_positions_claim(0.488, 0.921, 0.882)
+    assert "right on 88.2% of them" in L.no_positions_claim(0.488, 0.921, 0.882)
+    assert "**95.9%**" in L.window_claim(0.959, 0.442, 0.799)
+
+
+def test_form_table_counts_the_corpus():
+    from attnviz.analysis.corpus import make_corpus
+
+    c = make_corpus(200, seed=4)
+    majority = {w: "NOUN" for w in c.ambiguous}
+    rows = L.form_table(c, {w: "VERB" for w in c.ambiguous}, majority)
+    for r in rows:
+        assert r.train == {t: sum(1 for s in c.train for w, g in zip(s.words, s.tags,
+                                                                     strict=True)
+                                  if w == r.word and g == t)
+                           for t in {g for s in c.train for w, g in zip(s.words, s.tags,
+                                                                        strict=True)
+                                     if w == r.word}}
+        assert r.held_out_right == sum(1 for s in c.test for w, g in zip(s.words, s.tags,
+                                                                         strict=True)
+                                       if w == r.word and g == "VERB")
+
+
+def test_order_free_rule_counted_by_hand():
+    from attnviz.analysis.corpus import make_corpus
+
+    noun = Sentence(tuple(words("I watch the duck, fish and fly")),
+                    ("PRON", "VERB", "DET", "NOUN", "PUNCT", "NOUN", "CCONJ", "NOUN"))
+    verb = Sentence(tuple(words("the man can duck, fish and fly")),
+                    ("DET", "NOUN", "AUX", "VERB", "PUNCT", "VERB", "CCONJ", "VERB"))
+    bare = Sentence(tuple(words("I duck and fly")), ("PRON", "VERB", "CCONJ", "VERB"))
+    assert L.order_free_rule([noun]) == 1.0 and L.order_free_rule([verb]) == 1.0
+    assert L.order_free_rule([bare]) == 1.0  # no determiner: verb
+    fooled = Sentence(tuple(words("the man saw the duck and fly")),
+                      ("DET", "NOUN", "VERB", "DET", "NOUN", "CCONJ", "NOUN"))
+    assert L.order_free_rule([noun, fooled]) == 1.0  # no auxiliary, a determiner: noun
+    c = make_corpus()
+    assert L.order_free_rule(c.test) == pytest.approx(order_free_by_hand(c.test), abs=1e-12)
+
+
+def order_free_by_hand(sentences) -> float:
+    """'Noun if the sentence holds a determiner and no auxiliary' on far list words, counted
+    from the word forms (what a tagger sees) and the test's own list parse."""
+    from tests.test_analysis_corpus import distances_by_parse
+
+    hits = n = 0
+    for s in sentences:
+        has_det = any(w in ("a", "the", "my", "your", "our", "this", "that") for w in s.words)
+        has_aux = any(w in ("can", "will", "must", "may") for w in s.words)  # words, not tags
+        for i, d in enumerate(distances_by_parse(s)):
+            if d and d > 1:
+                n += 1
+                hits += s.tags[i] == ("NOUN" if has_det and not has_aux else "VERB")
+    return hits / n
 
 
 def test_top_key():

@@ -157,16 +157,16 @@ def test_js_divergence_against_the_formula():
     assert P.js_divergence(p, p).max() == 0.0
 
 
-def test_mode_distances(model):
+def test_mode_divergences(model):
     modes = ("learned", "none", "sinusoidal", "shuffled")
     traces = {m: model.trace(SAW, positions=m, seed=2) for m in modes}
-    dist = P.mode_distances(traces, "learned")
+    dist = P.mode_divergences(traces, "learned")
     assert set(dist) == set(modes)
     for d in dist.values():
         assert d.shape == (model.n_layers, model.n_heads)
         assert (d >= 0).all() and (d <= 1).all()
     assert (dist["learned"] == 0).all()  # a mode compared with itself
-    assert (P.mode_distances(traces, "none")["none"] == 0).all()
+    assert (P.mode_divergences(traces, "none")["none"] == 0).all()
     assert dist["none"].mean() > 1e-3
     w_a, w_b = traces["learned"].weights, traces["none"].weights
     ref = np.mean([_js_reference(w_a[3, 7, i].astype(np.float64), w_b[3, 7, i].astype(np.float64))
@@ -238,3 +238,40 @@ def test_a_different_checkpoint(tiny_dir):
         cosine_per_layer(tiny.trace(SAW, positions="none").hidden_states, 2, 4), 1.0, atol=1e-6)
     coords, ratio = P.pca(P.learned_table(tiny, 40)[1:])
     assert coords.shape == (39, 2) and ratio.sum() < 1
+
+
+def test_sinusoid_scaling_against_hf_tables(model, hf_model):
+    """Unscaled sinusoids (norm sqrt(d/2) = 13.9) leave the LayerNormed input a mean cosine of
+    0.09 with the word alone on 'I saw a saw'; scaled to the learned vectors' mean norm, 0.94
+    (learned positions: 0.82). Recomputed from HF's embedding tables with LayerNorm written
+    out (PE in float64 here; the engine's PE is float32, hence atol 1e-6)."""
+    ids, segs, _ = model.tokenize(SAW)
+    sc = P.sinusoid_scaling(model, ids, segs)
+    emb = hf_model.embeddings
+    table = lambda m: m.weight.detach().double().numpy()  # noqa: E731
+    learned = table(emb.position_embeddings)
+    word = table(emb.word_embeddings)[ids] + table(emb.token_type_embeddings)[segs]
+    g, b, eps = (emb.LayerNorm.weight.detach().double().numpy(),
+                 emb.LayerNorm.bias.detach().double().numpy(), emb.LayerNorm.eps)
+
+    def ln(x):
+        return (x - x.mean(1, keepdims=True)) / np.sqrt(x.var(1, keepdims=True) + eps) * g + b
+
+    def kept(e):
+        a, z = ln(word + e), ln(word)
+        return (a * z).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(z, axis=1)
+
+    n, d = len(ids), learned.shape[1]
+    pe = np.zeros((n, d))
+    p, i2 = np.arange(n)[:, None], np.arange(0, d, 2)[None, :]
+    pe[:, 0::2], pe[:, 1::2] = np.sin(p / 10000 ** (i2 / d)), np.cos(p / 10000 ** (i2 / d))
+    c = np.linalg.norm(learned, axis=1).mean() / np.sqrt(d / 2)
+    assert sc["scale"] == pytest.approx(c, rel=1e-12)
+    np.testing.assert_allclose(sc["word_norm"], np.linalg.norm(word, axis=1), rtol=1e-12)
+    np.testing.assert_allclose(sc["kept_raw"], kept(pe), atol=1e-6)
+    np.testing.assert_allclose(sc["kept_scaled"], kept(c * pe), atol=1e-6)
+    np.testing.assert_allclose(sc["kept_learned"], kept(learned[:n]), atol=1e-10)
+    assert sc["raw_norm"] == pytest.approx(13.856, abs=1e-3)
+    assert sc["kept_raw"].mean() == pytest.approx(0.093, abs=1e-3)
+    assert sc["kept_scaled"].mean() == pytest.approx(0.943, abs=1e-3)
+    assert sc["kept_learned"].mean() == pytest.approx(0.821, abs=1e-3)

@@ -79,12 +79,36 @@ def test_reachability_through_nonzero_weights(model, opts, kind):
     assert (reach == an).all()
 
 
-def test_attention_field_depends_on_content_conv_does_not(model):
-    """Inside the field, attention's gradient profile changes with the sentence; a CNN's not."""
+def test_attention_field_depends_on_content(model):
+    """Inside the field, attention's gradient profile changes with the sentence."""
     a = model.tokenize("the cat sat on the mat near the door")
     b = model.tokenize("a dog ran under the car by the door")
     assert len(a[0]) == len(b[0])
     fa = rf.all_fields(model, a[0], a[1], token=5, window=1)
     fb = rf.all_fields(model, b[0], b[1], token=5, window=1)
-    np.testing.assert_array_equal(fa["conv"], fb["conv"])
     assert np.abs(fa["window"] - fb["window"]).max() > 1e-3 * fa["window"].max()
+
+
+def test_conv_gradients_depend_on_the_input_its_kernels_do_not():
+    """The page's caption: a Conv1d + GELU stack's gradients change with its input (GELU' does),
+    within the same field; a linear stack (no GELU) has the same gradients for every input.
+    Checked with full Jacobians of the written-out stack, not with conv_field's own loop."""
+    n, depth, w, t = 15, 3, 1, 7
+    net = rf.conv_stack(depth, w, channels=4, seed=0)
+    lin = rf.conv_stack(depth, w, channels=4, seed=0, activation=False)
+    for a, b in zip(net[0::2], lin[0::2], strict=True):  # the same kernels in both stacks
+        assert torch.equal(a.weight, b.weight)
+    r = rf._direction(4, 0, torch.float64, "cpu")
+
+    def grads(stack, input_seed):
+        x = torch.randn(1, 4, n, generator=torch.Generator().manual_seed(input_seed),
+                        dtype=torch.float64)
+        jac = torch.autograd.functional.jacobian(lambda z: stack(z)[0, :, t] @ r, x)
+        return jac[0].norm(dim=0).numpy()  # [n]
+
+    g1, g2 = grads(net, 1), grads(net, 2)
+    np.testing.assert_allclose(rf.conv_field(n, depth, w, t, 4, 0, input_seed=1)[-1], g1,
+                               rtol=1e-10)
+    assert ((g1 != 0) == (g2 != 0)).all()  # the same field ...
+    assert np.abs(g1 - g2).max() > 0.05 * g1.max()  # ... with other gradients inside it
+    np.testing.assert_allclose(grads(lin, 1), grads(lin, 2), rtol=1e-12)

@@ -1,69 +1,229 @@
-"""The four taggers of the lesson: the issue's claims, measured with the fixed seed.
+"""The lesson's taggers: the lecture's claims, measured with the fixed seed, and every number
+recomputed here from the taggers' predictions, the corpus and written-out formulas.
 
 (a) one tag per word form, so no better than each form's best single tag on ambiguous words;
-(b), (d) tag the ambiguous words right; (c) sees no order, so both "saw"s get one tag and it is
-right on at most half of the double-role words. The layers are checked against independent
-references (F.scaled_dot_product_attention, F.conv1d written out as a sum over offsets).
+(b) windows of 3, 5, 9 tag words whose deciding word they see and sit near the majority
+baseline on the others; the window covering the longest sentence sees every word, with many
+parameters; (c) sees no order, so both "saw"s get one tag; (d) tags near and far words alike.
+The layers are checked against independent references (F.scaled_dot_product_attention,
+F.conv1d written out as a sum over offsets).
 """
 
 import math
+from collections import Counter, defaultdict
 
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 
+from attnviz.analysis import lesson as L
 from attnviz.analysis import taggers as T
-from attnviz.analysis.corpus import Corpus, Sentence, make_corpus, words
+from attnviz.analysis.corpus import (
+    EXAMPLES,
+    FAR_PAIR,
+    Corpus,
+    Sentence,
+    make_corpus,
+    max_words,
+    words,
+)
+from tests.lesson_trained import sweep as shared_sweep
+from tests.lesson_trained import trained as shared_trained
+from tests.test_analysis_corpus import distances_by_parse
 
 
 @pytest.fixture(scope="module")
 def trained():
-    seen = []
-    tr = T.train_all(T.Settings(), progress=lambda f, m: seen.append((f, m)))
-    # The progress callback climbs from >0 to exactly 1 and names each tagger.
-    fracs = [f for f, _ in seen]
-    assert fracs == sorted(fracs) and fracs[-1] == pytest.approx(1.0) and fracs[0] > 0
-    assert {m.split(":")[0] for _, m in seen} == set(T.NAMES.values())
+    tr = shared_trained()
     print("training seconds:", {k: round(v, 2) for k, v in tr.seconds.items()},
           "total", round(tr.total_seconds, 2))
     return tr
 
 
-def test_d_attention_with_positions_tags_held_out_ambiguous_words(trained):
-    s = T.evaluate(trained.models["attention_pos"], trained.corpus)
-    assert s.n_ambiguous > 300
-    assert s.ambiguous >= 0.95
+@pytest.fixture(scope="module")
+def scores(trained):
+    return {k: T.evaluate(m, trained.corpus) for k, m in trained.models.items()}
+
+
+def recount(corpus: Corpus, sentences, predicted) -> dict:
+    """Held-out accuracies counted here: word by word, distances from the test's own parse."""
+    groups: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for s, pred in zip(sentences, predicted, strict=True):
+        roles = defaultdict(set)
+        for w, t in zip(s.words, s.tags, strict=True):
+            roles[w].add(t)
+        dist = distances_by_parse(s)
+        for i, (w, gold, p) in enumerate(zip(s.words, s.tags, pred, strict=True)):
+            keys = ["all"]
+            if w in corpus.ambiguous:
+                keys += ["ambiguous", "near" if dist[i] == 1 else "far", f"d{dist[i]}"]
+            if len(roles[w]) > 1:
+                keys.append("double_role")
+            for k in keys:
+                groups[k][0] += gold == p
+                groups[k][1] += 1
+    return {k: h / n for k, (h, n) in groups.items()}
+
+
+def test_progress_climbs_to_one_and_names_each_tagger():
+    c = make_corpus(100, seed=2)
+    seen = []
+    T.train_one("window3", c, T.Settings(seed=2, n_sentences=100, epochs=2),
+                lambda f, m: seen.append((f, m)))
+    assert [f for f, _ in seen] == [0.5, 1.0]
+    assert all(m.startswith(T.NAMES["window3"]) for _, m in seen)
+
+
+def test_scores_are_the_predictions_counted(trained, scores):
+    """Every accuracy the lesson shows, recomputed from predict() with the test's own parse."""
+    c = trained.corpus
+    for name, m in trained.models.items():
+        ref = recount(c, c.test, T.predict(m, c, c.test))
+        s = scores[name]
+        assert s.overall == pytest.approx(ref["all"], abs=1e-12), name
+        assert s.ambiguous == pytest.approx(ref["ambiguous"], abs=1e-12), name
+        assert s.double_role == pytest.approx(ref["double_role"], abs=1e-12), name
+        assert s.near == pytest.approx(ref["near"], abs=1e-12), name
+        assert s.far == pytest.approx(ref["far"], abs=1e-12), name
+        for d, acc in s.at_distance().items():
+            assert acc == pytest.approx(ref[f"d{d}"], abs=1e-12), (name, d)
+        assert s.n_near + s.n_far == s.n_ambiguous
+
+
+def test_majority_baseline_recounted(trained):
+    c = trained.corpus
+    counts = defaultdict(Counter)
+    for s in c.train:
+        for w, t in zip(s.words, s.tags, strict=True):
+            counts[w][t] += 1
+    majority = {w: counts[w].most_common(1)[0][0] for w in c.ambiguous}
+    always = [[majority.get(w, "NOUN") if w in c.ambiguous else t
+               for w, t in zip(s.words, s.tags, strict=True)] for s in c.test]
+    ref = recount(c, c.test, always)
+    base = T.majority_baseline(c)
+    assert base["majority"] == majority
+    for key, ref_key in (("train_majority", "ambiguous"), ("near", "near"), ("far", "far"),
+                         ("double_role", "double_role")):
+        assert base[key] == pytest.approx(ref[ref_key], abs=1e-12), key
+    for d, acc in base["by_distance"].items():
+        assert acc == pytest.approx(ref[f"d{d}"], abs=1e-12), d
+
+
+def test_a_gives_each_word_form_one_tag(trained, scores):
+    m, c = trained.models["mlp"], trained.corpus
+    by_form: dict[str, set[str]] = {}
+    for s, pred in zip(c.test, T.predict(m, c, c.test), strict=True):
+        for w, t in zip(s.words, pred, strict=True):
+            by_form.setdefault(w, set()).add(t)
+    assert all(len(t) == 1 for t in by_form.values())
+    assert len(set(T.tag_sentence(m, c, "I saw a saw")[1][1::2])) == 1
+    base = T.majority_baseline(c)
+    assert scores["mlp"].ambiguous <= base["best_possible"] + 1e-12
+    assert scores["mlp"].double_role <= 0.5
+    # The page's reason, pinned: the accuracy is the held-out count of each form's one tag,
+    # and it falls below the baseline exactly where the tag is the training minority.
+    forms = L.form_table(c, {w: T.tag_sentence(m, c, w)[1][0] for w in c.ambiguous},
+                         base["majority"])
+    assert sum(r.held_out_right for r in forms) / sum(sum(r.held_out.values())
+                                                      for r in forms) == pytest.approx(
+        scores["mlp"].ambiguous, abs=1e-12)
+    n = sum(sum(r.held_out.values()) for r in forms)
+    below = sum(r.held_out.get(r.predicted, 0) - r.held_out.get(r.majority, 0)
+                for r in forms if r.predicted != r.majority)
+    assert scores["mlp"].ambiguous - base["train_majority"] == pytest.approx(below / n,
+                                                                             abs=1e-12)
+    assert all(0.5 <= max(r.train.values()) / sum(r.train.values()) <= 0.56 for r in forms)
+
+
+def test_b_windows_tag_what_they_see_and_guess_the_rest(trained, scores):
+    base = T.majority_baseline(trained.corpus)
+    for w in (3, 5, 9):
+        s = scores[T.window_name(w)]
+        assert s.near >= 0.95 and s.double_role >= 0.9, (w, s)
+        for d, acc in s.at_distance().items():
+            if d > w // 2:  # the deciding word is outside the window
+                assert acc <= 0.7, (w, d, acc)
+            else:
+                assert acc >= 0.95, (w, d, acc)
+    # "Near the majority baseline on long-range words": within 5 points of it.
+    assert abs(scores["window3"].far - base["far"]) <= 0.05
+    wide = scores[T.window_name(T.FULL_WIDTH)]
+    assert T.FULL_WIDTH == 2 * max_words() - 1 == 39
+    assert wide.far >= 0.9 and wide.near >= 0.95
+
+
+def test_window_of_3_and_d_tell_the_twins_of_every_lesson_sentence_apart(trained):
+    """Step 3's "Yes" and step 8's, for every sentence the lesson offers."""
+    for text in L.SENTENCES:
+        for name in ("window3", "attention_pos"):
+            assert tuple(T.tag_sentence(trained.models[name], trained.corpus, text)[1]) == \
+                EXAMPLES[text], (name, text)
+
+
+def test_d_attention_with_positions_tags_both_splits(trained, scores):
+    s = scores["attention_pos"]
+    assert s.n_near > 300 and s.n_far > 300
+    assert s.near >= 0.95 and s.far >= 0.95 and s.double_role >= 0.95
     assert T.tag_sentence(trained.models["attention_pos"], trained.corpus, "I saw a saw") == (
         ["i", "saw", "a", "saw"], ["PRON", "VERB", "DET", "NOUN"])
 
 
-def test_b_window_tags_held_out_ambiguous_words(trained):
-    s = T.evaluate(trained.models["window"], trained.corpus)
-    assert s.ambiguous >= 0.95
-    dr = T.evaluate(trained.models["window"], trained.corpus, trained.corpus.test_double_role)
-    assert dr.double_role >= 0.95
+def test_parameters_by_formula(trained):
+    """sum(p.numel()) against the counts written out here; a window's grows with its width,
+    the attention taggers' does not depend on the sentence length."""
+    c, st = trained.corpus, trained.settings
+    v, t, d, layers = len(c.vocab), len(c.tags), st.dim, st.layers
+    head = d * t + t
+    expected = {"mlp": v * d + (d * d + d) + head}
+    for w in T.WIDTHS:
+        expected[T.window_name(w)] = v * d + (w * d * d + d) + (d * d + d) + head
+        assert T.window_parameters(w, v, t, d) == expected[T.window_name(w)]
+    block = 2 * (2 * d) + (d * 3 * d + 3 * d) + (d * d + d) + (d * 2 * d + 2 * d) + (2 * d * d + d)
+    expected["attention"] = v * d + layers * block + 2 * d + head
+    expected["attention_pos"] = expected["attention"] + T.MAX_WORDS * d
+    got = {k: T.parameters(m) for k, m in trained.models.items()}
+    assert got == expected
+    assert got[T.window_name(T.FULL_WIDTH)] > 2 * got["attention_pos"]
+    grow = [T.window_parameters(2 * n - 1, v, t, d) for n in (10, 20, 40)]
+    assert grow[2] - grow[1] == 2 * (grow[1] - grow[0])  # linear in the sentence length
+
+
+def test_far_pair_windows_see_the_same_words(trained):
+    """Step 4's claim: around 'fly' the windows of 3, 5 and 9 see the same words in both
+    sentences, so their tag scores for it are the same; the window of 39 sees the difference."""
+    c = trained.corpus
+    a, b = (words(t) for t in FAR_PAIR)
+    for w in T.WIDTHS:
+        same = L.window_view(a, len(a) - 1, w) == L.window_view(b, len(b) - 1, w)
+        assert same == (w < 2 * 7 + 1), w
+        m = trained.models[T.window_name(w)]
+        with torch.no_grad():
+            fa = m(torch.tensor([c.ids(a)]))[0, -1]
+            fb = m(torch.tensor([c.ids(b)]))[0, -1]
+        if same:
+            torch.testing.assert_close(fa, fb, atol=1e-5, rtol=0)
+            assert T.tag_sentence(m, c, FAR_PAIR[0])[1][-1] == T.tag_sentence(
+                m, c, FAR_PAIR[1])[1][-1]
+    assert L.window_view(["a", "b"], 0, 5) == ("·", "·", "a", "b", "·")
+    assert [EXAMPLES[t][-1] for t in FAR_PAIR] == ["NOUN", "VERB"]
 
 
 def test_c_attention_without_positions_cannot_split_the_saws(trained):
     m, c = trained.models["attention"], trained.corpus
     ws, tags = T.tag_sentence(m, c, "I saw a saw")
     assert tags[1] == tags[3]
-    dr_sentences = c.test_double_role
-    s = T.evaluate(m, c, dr_sentences)
-    assert s.n_double_role >= 100
-    assert s.double_role <= 0.5
-    # The two saws' weight rows are identical in every head (what the page shows).
+    s = T.evaluate(m, c, c.test_double_role)
+    assert s.n_double_role >= 100 and s.double_role <= 0.5
     w = T.tagger_weights(m, c, ws)  # [layers, heads, n, n]
     np.testing.assert_allclose(w[:, :, 1], w[:, :, 3], atol=1e-6)
     wd = T.tagger_weights(trained.models["attention_pos"], c, ws)
     assert np.abs(wd[:, :, 1] - wd[:, :, 3]).max() > 1e-2
-    # It is not merely broken: it learns the unambiguous words.
-    assert T.evaluate(m, c).overall > 0.9
+    assert T.evaluate(m, c).overall > 0.9  # it is not merely broken
 
 
 def test_c_is_permutation_equivariant(trained):
-    """Without positions: logits(P x) = P logits(x) (seed 003, 'no position information')."""
+    """Without positions: logits(P x) = P logits(x) ('no position information')."""
     m, c = trained.models["attention"], trained.corpus
     ids = torch.tensor([c.ids(words("the old duck can watch my book near the saw"))])
     perm = torch.tensor([9, 3, 0, 7, 1, 8, 2, 5, 4, 6])
@@ -75,29 +235,66 @@ def test_c_is_permutation_equivariant(trained):
         assert (mp(ids[:, perm])[0] - mp(ids)[0][perm]).abs().max() > 1e-2
 
 
-def test_a_gives_each_word_form_one_tag(trained):
-    m, c = trained.models["mlp"], trained.corpus
-    by_form: dict[str, set[str]] = {}
-    for s, pred in zip(c.test, T.predict(m, c, c.test), strict=True):
-        for w, t in zip(s.words, pred, strict=True):
-            by_form.setdefault(w, set()).add(t)
-    assert all(len(t) == 1 for t in by_form.values())
-    assert len(set(T.tag_sentence(m, c, "I saw a saw")[1][1::2])) == 1
-    base = T.majority_baseline(c)
-    assert T.evaluate(m, c).ambiguous <= base["best_possible"] + 1e-12
-    assert T.evaluate(m, c, c.test_double_role).double_role <= 0.5
-
-
-def test_training_is_deterministic():
+def test_training_is_deterministic_and_counts_steps():
     c = make_corpus(400, seed=5)
     s = T.Settings(seed=5, n_sentences=400, epochs=1)
-    for name in T.NAMES:
+    for name in ("mlp", "window3", "attention_pos"):
         m1, l1 = T.train_one(name, c, s)
         m2, l2 = T.train_one(name, c, s)
         assert l1 == l2
         for (k, p1), p2 in zip(m1.state_dict().items(), m2.state_dict().values(),
                                strict=True):
             assert torch.equal(p1, p2), (name, k)
+    small = T.subset(c, 40)  # one batch per pass: 7 steps are 7 passes
+    calls = []
+    model, losses = T.train_one("mlp", small, s, lambda f, m: calls.append(f), steps=7)
+    assert len(losses) == 7 and calls[-1] == 1.0
+    assert T.steps_per_epoch(320, s) == 5
+
+
+def test_overfitting_sweep_is_train_minus_held_out(trained):
+    sw = shared_sweep()
+    c, st = trained.corpus, trained.settings
+    assert sw.sizes == T.SWEEP_SIZES and sw.steps == st.epochs * math.ceil(
+        len(c.train) / st.batch_size)
+    assert set(sw.train) == set(T.SWEEP_NAMES)
+    # One run redone here: the window of 3 on the first 50 sentences, `steps` steps.
+    sub = T.subset(c, 50)
+    assert sub.train == c.train[:50] and sub.test == c.test
+    model, _ = T.train_one("window3", sub, st, steps=sw.steps)
+    train_acc = recount(sub, sub.train, T.predict(model, sub, sub.train))["ambiguous"]
+    held_acc = recount(sub, sub.test, T.predict(model, sub, sub.test))["ambiguous"]
+    k = sw.sizes.index(50)
+    assert sw.train["window3"][k] == pytest.approx(train_acc, abs=1e-12)
+    assert sw.held_out["window3"][k] == pytest.approx(held_acc, abs=1e-12)
+    for name in sw.train:
+        assert sw.gap(name) == tuple(a - b for a, b in zip(sw.train[name], sw.held_out[name],
+                                                           strict=True))
+    # The largest size is the whole training split: the sweep reuses the lesson's taggers,
+    # because `steps` steps on the whole split are the very same run (checked for one).
+    full = sw.sizes.index(len(c.train))
+    for name in sw.train:
+        assert sw.held_out[name][full] == pytest.approx(
+            T.evaluate(trained.models[name], c).ambiguous, abs=1e-12), name
+    again, _ = T.train_one("window3", T.subset(c, len(c.train)), st, steps=sw.steps)
+    for (k, p1), p2 in zip(again.state_dict().items(),
+                           trained.models["window3"].state_dict().values(), strict=True):
+        assert torch.equal(p1, p2), k
+
+
+def test_report_is_the_analysis(trained, scores):
+    out = T.report(trained)
+    base = T.majority_baseline(trained.corpus)
+    assert out["sentences"] == {"train": 1600, "held_out": 400}
+    assert out["majority_tag"]["far"] == base["far"]
+    for name, row in out["taggers"].items():
+        s = scores[name]
+        assert row["label"] == T.NAMES[name]
+        assert row["parameters"] == sum(p.numel() for p in trained.models[name].parameters())
+        h = row["held_out"]
+        assert (h["all"], h["ambiguous"], h["double_role"], h["near"], h["far"]) == (
+            s.overall, s.ambiguous, s.double_role, s.near, s.far)
+        assert h["by_distance"] == {str(d): a for d, a in s.at_distance().items()}
 
 
 def test_attention_layer_matches_sdpa(trained):
@@ -137,7 +334,7 @@ def test_padding_changes_nothing(trained):
 
 def test_window_is_a_sum_over_neighbours(trained):
     """(b): h_i = b + sum_{o=-r..r} C_o e(x_{i+o}), zero outside the sentence."""
-    m, c = trained.models["window"], trained.corpus
+    m, c = trained.models["window3"], trained.corpus
     ids = torch.tensor([c.ids(words("we can fly the red book"))])
     with torch.no_grad():
         e = m.embed(ids)[0]  # [n, dim]
@@ -149,8 +346,7 @@ def test_window_is_a_sum_over_neighbours(trained):
             for i in range(n)])
         got = m.conv(e.T[None])[0].T
     torch.testing.assert_close(got, ref, atol=1e-5, rtol=0)
-    # Changing a word 2 places away does not move word 0's tag scores (window 3).
-    far = ids.clone()
+    far = ids.clone()  # changing a word 2 places away does not move word 0's tag scores
     far[0, 2] = c.ids(["book"])[0]
     with torch.no_grad():
         torch.testing.assert_close(m(far)[0, 0], m(ids)[0, 0], atol=0, rtol=0)
@@ -158,30 +354,31 @@ def test_window_is_a_sum_over_neighbours(trained):
 
 
 def test_metrics_by_hand():
-    """evaluate() and majority_baseline() against counts written out by hand."""
+    """score() and majority_baseline() against counts written out by hand."""
     c = Corpus(
         train=[Sentence(("i", "saw", "a", "saw"), ("PRON", "VERB", "DET", "NOUN")),
                Sentence(("a", "saw"), ("DET", "NOUN"))],
         test=[Sentence(("i", "saw", "a", "saw"), ("PRON", "VERB", "DET", "NOUN")),
-              Sentence(("i", "fly"), ("PRON", "VERB"))],
-        vocab=["<pad>", "<unk>", "a", "fly", "i", "saw"], ambiguous=("saw", "fly"))
-
-    class Always(torch.nn.Module):  # tags every word NOUN except 'i' -> PRON
-        def forward(self, ids):
-            out = torch.zeros(*ids.shape, len(c.tags))
-            out[..., c.tags.index("NOUN")] = 1
-            out[..., c.tags.index("PRON")] = (ids == c.vocab.index("i")).float() * 2
-            return out
-
-    s = T.evaluate(Always(), c)
-    # words: i ok, saw wrong, a wrong, saw ok, i ok, fly wrong -> 3/6
-    assert (s.overall, s.n_words) == (0.5, 6)
-    assert (s.ambiguous, s.n_ambiguous) == (1 / 3, 3)
+              Sentence(("i", "fly"), ("PRON", "VERB")),
+              Sentence(("i", "fly", ",", "saw", "and", "duck"),
+                       ("PRON", "VERB", "PUNCT", "VERB", "CCONJ", "VERB"))],
+        vocab=["<pad>", "<unk>", "a", "fly", "i", "saw"], ambiguous=("saw", "fly", "duck"))
+    noun = [["PRON", "NOUN", "NOUN", "NOUN"], ["PRON", "NOUN"],
+            ["PRON", "NOUN", "PUNCT", "VERB", "CCONJ", "NOUN"]]
+    s = T.score(c, c.test, noun)
+    # words: i ok, saw x, a x, saw ok | i ok, fly x | i ok, fly x, ',' ok, saw ok, and ok, duck x
+    assert (s.overall, s.n_words) == (7 / 12, 12)
+    # ambiguous: saw x, saw ok | fly x | fly x (near), saw ok (d 3), duck x (d 5)
+    assert (s.ambiguous, s.n_ambiguous) == (2 / 6, 6)
     assert (s.double_role, s.n_double_role) == (0.5, 2)
+    assert (s.near, s.n_near, s.far, s.n_far) == (1 / 4, 4, 1 / 2, 2)
+    assert s.by_distance == ((1, 1, 4), (3, 1, 1), (5, 0, 1))
     base = T.majority_baseline(c)
     assert base["majority"] == {"saw": "NOUN"}  # 2 NOUN vs 1 VERB in training
-    assert base["train_majority"] == pytest.approx(1 / 3)  # saw NOUN ok; saw VERB, fly missed
-    assert base["best_possible"] == pytest.approx(2 / 3)  # saw: 1 of 2, fly: 1 of 1
+    assert base["train_majority"] == pytest.approx(1 / 6)  # only the NOUN saw
+    assert base["best_possible"] == pytest.approx(5 / 6)  # saw: 2 VERB of 3; fly 2; duck 1
+    assert base["far"] == 0.0 and base["near"] == pytest.approx(1 / 4)
+    assert base["double_role"] == 0.5 and base["by_distance"] == {1: 0.25, 3: 0.0, 5: 0.0}
 
 
 def test_tag_sentence_handles_unknown_and_empty(trained):

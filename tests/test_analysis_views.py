@@ -110,3 +110,37 @@ def test_shown_weights_combinations(model):
                             segment_filter="across")
     rows = w.sum(1)
     np.testing.assert_allclose(rows, 1.0, atol=1e-6)
+
+
+def test_directed_pair_filters(model):
+    t = model.trace("I saw a saw", "It cut wood")
+    seg = t.segments
+    a, b = set(np.flatnonzero(seg == 0)), set(np.flatnonzero(seg == 1))
+    ab, ba = segment_mask(seg, "A->B"), segment_mask(seg, "B->A")
+    for i in range(t.n_tokens):
+        for j in range(t.n_tokens):
+            assert ab[i, j] == (i in a and j in b)  # a query of A reading a key of B
+            assert ba[i, j] == (i in b and j in a)
+    np.testing.assert_array_equal(ab | ba, segment_mask(seg, "across"))
+    assert not (ab & ba).any()
+    shares = segment_shares(t.weights, seg)
+    np.testing.assert_allclose(shares["A->B"] + shares["B->A"], shares["across"], atol=1e-12)
+    w = t.weights[2, 1].astype(np.float64)
+    qa, kb = sorted(a), sorted(b)
+    assert shares["A->B"][2, 1] == pytest.approx(w[np.ix_(qa, kb)].sum() / t.n_tokens)
+
+
+def test_word_level_view(model):
+    t = model.trace("Transformers use embeddings", "It works")
+    w, toks, pos = shown_weights(t.weights[1, 2], t.tokens, t.segments, words=True,
+                                pieces=t.word_pieces)
+    assert toks[:4] == ["[CLS]", "transformers", "use", "embeddings"]
+    assert [t.tokens[p] for p in pos] == [t.tokens[p] for p in pos]  # first pieces
+    assert t.tokens[pos[3]].startswith("em") and len(toks) < t.n_tokens
+    np.testing.assert_allclose(w.sum(-1), 1.0, atol=1e-6)
+    w2, toks2, pos2 = shown_weights(t.weights[1, 2], t.tokens, t.segments, hide=True,
+                                    segment_filter="B->A", words=True,
+                                    pieces=t.word_pieces)
+    assert "[SEP]" not in toks2 and set(pos2) <= set(pos)
+    bq = [k for k, p in enumerate(pos2) if t.segments[p] == 1]
+    assert w2[bq].sum() > 0 and w2[[k for k in range(len(pos2)) if k not in bq]].sum() == 0

@@ -151,6 +151,7 @@ def test_multihead_helpers():
         wt.toy_multihead(wt.toy_walkthrough(SENTENCE, 6), 4)
     shapes = {r["what"]: r["shape"] for r in wt.multihead_shapes(384, 6, 12)}
     assert shapes["split into heads"] == "12 x (32 x 6)" and shapes["concatenation"] == "384 x 6"
+    assert shapes["attention block output"] == "384 x 6" and "layer output" not in shapes
     sweep = wt.heads_sweep(wt.toy_walkthrough(SENTENCE, 8, 3, 3, 2), 2)
     assert list(sweep["heads"]) == [1, 2, 4, 8]
     for h, mw in zip(sweep["heads"], sweep["max_weight"], strict=True):
@@ -225,3 +226,71 @@ def test_real_multihead_against_hf(model, hf_model, trace, layer):
         projected = hf_layer.output.dense(torch.as_tensor(mh.concat))
     np.testing.assert_allclose(mh.concat, context.numpy(), atol=1e-5)
     np.testing.assert_allclose(mh.projected, projected.numpy(), atol=1e-5)
+
+
+@pytest.mark.parametrize("layer", [0, 3])
+def test_b_is_the_attention_blocks_output_not_the_layers(model, hf_model, trace, layer):
+    """B = W_O O + b_O is the attention block's output; the layer's output comes after the
+    residual, LayerNorm, feed-forward, residual, LayerNorm. Checked against HF's BertLayer:
+    its attention module's output (add & norm) and the layer's output."""
+    mh = wt.real_multihead(model, trace, layer)
+    after = wt.layer_after_attention(model, layer, mh.inputs, mh.projected)
+    hf_layer = hf_model.encoder.layer[layer]
+    x = torch.as_tensor(trace.hidden_states[layer].copy())[None]
+    first = lambda out: (out[0] if isinstance(out, tuple) else out)[0]  # noqa: E731
+    with torch.no_grad():
+        attn_out = first(hf_layer.attention(x))  # LayerNorm(x + W_O O + b_O): [n, 384]
+        layer_out = first(hf_layer(x))
+    np.testing.assert_allclose(after["after_attention"], attn_out.numpy(), atol=1e-5)
+    np.testing.assert_allclose(after["layer_output"], layer_out.numpy(), atol=1e-5)
+    np.testing.assert_allclose(after["layer_output"], trace.hidden_states[layer + 1], atol=1e-5)
+    assert np.abs(mh.projected - trace.hidden_states[layer + 1]).max() > 1.0  # B is not it
+
+
+def test_tied_maximum_scores_split_evenly_at_low_temperature():
+    """With the toy's two 'saw's (one key vector) tied for the largest score, T -> 0 gives
+    1/2 each, not one-hot (seed 3, query 'saw' #1)."""
+    w = wt.toy_walkthrough("I saw a saw", 4, 3, 3, seed=3)
+    s = w.scores[1]
+    assert s[1] == s[3] and s.argmax() in (1, 3)
+    np.testing.assert_array_equal(wt.temperature_limit(s), [0.0, 0.5, 0.0, 0.5])
+    for temp in (1e-2, 1e-3):
+        z = s * w.scale / temp
+        e = np.exp(z - z.max())
+        np.testing.assert_allclose(wt.temperature_weights(w.scores, w.scale, temp)[1],
+                                   e / e.sum(), atol=1e-12)
+    np.testing.assert_allclose(wt.temperature_weights(w.scores, w.scale, 1e-3)[1],
+                               [0.0, 0.5, 0.0, 0.5], atol=1e-12)
+    np.testing.assert_array_equal(wt.temperature_limit(np.array([1.0, 3.0, 2.0])), [0, 1, 0])
+
+
+def _entropy_norm_numpy(text, m, h, seed):
+    """Mean entropy / ln n of the toy's h heads, multi-head attention written out in NumPy."""
+    walk = wt.toy_walkthrough(text, m, 3, 3, seed)
+    x = walk.inputs
+    w_q, w_k = wt.toy_matrix("multi:W^Q", m, m, seed), wt.toy_matrix("multi:W^K", m, m, seed)
+    q, k = x @ w_q.T, x @ w_k.T  # [n, m]
+    d = m // h
+    ents = []
+    for g in range(h):
+        s = q[:, g * d:(g + 1) * d] @ k[:, g * d:(g + 1) * d].T / math.sqrt(d)
+        p = np.exp(s - s.max(1, keepdims=True))
+        p /= p.sum(1, keepdims=True)
+        ents.append(-(p * np.log(np.where(p > 0, p, 1))).sum(1))
+    return np.mean(ents) / math.log(walk.n)
+
+
+def test_more_heads_do_not_consistently_flatten_the_softmax():
+    """The page's measured claim: over 40 seeds and m = 4, 6, 8 on 'I saw a saw', going from
+    1 head to m heads made the softmax flatter in about half of the cases and sharper in the
+    rest. Spot-checked against multi-head attention written out in NumPy."""
+    r = wt.heads_trend("I saw a saw")
+    assert list(r["m"]) == [4, 6, 8] and r["seeds"] == 40 and r["change"].shape == (3, 40)
+    for a, m in enumerate((4, 6, 8)):
+        for seed in (0, 7):
+            ref = _entropy_norm_numpy("I saw a saw", m, m, seed) - _entropy_norm_numpy(
+                "I saw a saw", m, 1, seed)
+            assert r["change"][a, seed] == pytest.approx(ref, abs=1e-12)
+    np.testing.assert_array_equal(r["flatter"] + r["sharper"], 40)
+    assert list(r["flatter"]) == [19, 25, 22]
+    assert (r["flatter"] >= 12).all() and (r["sharper"] >= 12).all()  # both directions, often

@@ -50,3 +50,57 @@ def test_engine_trace_with_window_matches_sweep(model):
     cos = (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
     np.testing.assert_allclose(s.cosine[0], cos, atol=1e-5)
     assert s.pair == (1, 5)  # 'the' twice
+
+
+def _hf_final(hf_model, ids, seg, mask):
+    """HF BertModel's last hidden state with an explicit additive mask (-inf = may not attend)."""
+    n = len(ids)
+    bias = torch.zeros(1, 1, n, n).masked_fill(~mask, float("-inf"))
+    with torch.no_grad():
+        return hf_model(input_ids=torch.tensor([ids]), token_type_ids=torch.tensor([seg]),
+                        attention_mask=bias).last_hidden_state[0].double().numpy()
+
+
+def _cos_rows(a, b):
+    return (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+
+
+def test_keeping_cls_sep_visible_matches_hf_and_explains_most_of_the_drop(model, hf_model):
+    """'I saw a saw', w = 1: the mean cosine with full attention is 0.60 with the plain window
+    and 0.88 when every token may still attend to [CLS] and [SEP] (mask written out here)."""
+    ids, seg, _ = model.tokenize("I saw a saw")
+    n = len(ids)
+    plain = win.context_sweep(model, ids, seg)
+    kept = win.context_sweep(model, ids, seg, keep_special=True)
+    assert kept.keep_special and not plain.keep_special
+    full = _hf_final(hf_model, ids, seg, torch.ones(n, n, dtype=torch.bool))
+    special = torch.tensor([i in (101, 102) for i in ids])  # [CLS], [SEP] ids of this vocab
+    i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
+    for k, w in enumerate(kept.windows):
+        mask = ((i - j).abs() <= int(w)) | special[None, :]
+        cos = _cos_rows(_hf_final(hf_model, ids, seg, mask), full)
+        np.testing.assert_allclose(kept.cosine[k], cos, atol=1e-5)
+    assert plain.mean_cosine[0] == pytest.approx(0.598, abs=1e-3)
+    assert kept.mean_cosine[0] == pytest.approx(0.882, abs=1e-3)
+    np.testing.assert_allclose(kept.cosine[-1], 1.0, atol=1e-5)  # w = n - 1: nothing masked
+
+
+def test_sweep_mask():
+    visible = np.array([True, False, False, False, True])
+    m = win.sweep_mask(5, 1, visible).numpy()
+    i, j = np.indices((5, 5))
+    np.testing.assert_array_equal(m, (np.abs(i - j) <= 1) | visible[None, :])
+    np.testing.assert_array_equal(win.sweep_mask(5, 1).numpy(), np.abs(i - j) <= 1)
+
+
+def test_special_share_matches_hf_attentions(model, hf_model):
+    """BERT's heads put most of their weight on [CLS]/[SEP]: 71% on 'I saw a saw' (2 of 6
+    tokens, 33% if spread evenly), from HF's own attention probabilities."""
+    t = model.trace("I saw a saw")
+    ids = torch.tensor([t.token_ids.tolist()])
+    with torch.no_grad():
+        att = hf_model(input_ids=ids, output_attentions=True).attentions  # L x [1, H, n, n]
+    ref = np.array([a[0][..., [0, 5]].sum(-1).double().mean().item() for a in att])
+    share = win.special_share(t.weights, t.tokens)
+    np.testing.assert_allclose(share, ref, atol=1e-6)
+    assert share.mean() == pytest.approx(0.714, abs=1e-3)

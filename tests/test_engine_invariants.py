@@ -124,6 +124,32 @@ def test_position_modes(model):
     assert pe[pos, 2 * i + 1] == pytest.approx(np.cos(pos / 10000 ** (2 * i / 16)), abs=1e-7)
 
 
+def test_sinusoidal_mode_is_scaled_to_the_learned_vectors_norm(model, hf_model):
+    """positions="sinusoidal" adds c·PE with c = mean ||learned e^p|| / sqrt(d/2): every
+    sinusoid gets the learned vectors' mean norm (0.474 for the bundled model) instead of
+    sqrt(d/2) = 13.9. Recomputed from HF's own embedding tables with the formula written out."""
+    emb = hf_model.embeddings
+    learned = emb.position_embeddings.weight.detach().double().numpy()  # [512, 384]
+    d = learned.shape[1]
+    mean_norm = np.sqrt((learned**2).sum(1)).mean()
+    assert mean_norm == pytest.approx(0.474, abs=1e-3)
+    assert np.sqrt(d / 2) == pytest.approx(13.856, abs=1e-3)
+    t = model.trace(TEXT, positions="sinusoidal")
+    n = t.n_tokens
+    p, i2 = np.arange(n)[:, None], np.arange(0, d, 2)[None, :]
+    pe = np.zeros((n, d))
+    pe[:, 0::2], pe[:, 1::2] = np.sin(p / 10000 ** (i2 / d)), np.cos(p / 10000 ** (i2 / d))
+    e = pe * mean_norm / np.sqrt(d / 2)
+    np.testing.assert_allclose(np.linalg.norm(e, axis=1), mean_norm, rtol=1e-12)
+    word = emb.word_embeddings.weight.detach().double().numpy()[t.token_ids]
+    seg = emb.token_type_embeddings.weight.detach().double().numpy()[t.segments]
+    x = word + seg + e
+    x = (x - x.mean(1, keepdims=True)) / np.sqrt(x.var(1, keepdims=True) + emb.LayerNorm.eps)
+    x = x * emb.LayerNorm.weight.detach().double().numpy() + emb.LayerNorm.bias.detach(
+    ).double().numpy()
+    np.testing.assert_allclose(t.embeddings, x, atol=1e-5)
+
+
 @pytest.mark.parametrize("bad", [dict(positions="relative"), dict(window=-1), dict(window=1.5),
                                  dict(causal="yes")])
 def test_impossible_options_fail_early(model, bad):

@@ -79,3 +79,24 @@ def test_refused_model_folder_falls_back_with_a_message(at):
     assert not at.exception
     assert any("refused" in w.value for w in at.warning)
     assert len(at.get("plotly_chart")) == 3
+
+
+def test_directed_pair_filters_and_word_level(at, model):
+    at.session_state["text"] = "Transformers use embeddings"
+    at.session_state["pair"] = "It works"
+    at.run()
+    t = model.trace("Transformers use embeddings", "It works")
+    for which in ("A->B", "B->A"):
+        at.radio(key="ex_seg").set_value(which).run()
+        assert not at.exception
+        w, _, _ = shown_weights(t.weights[0], t.tokens, t.segments, False, False, which)
+        _, one, _ = figures(at)
+        np.testing.assert_array_equal(decode(one["data"][0]["z"]), w[0])
+    assert any("A → B" in c.value and "B → A" in c.value for c in at.caption)
+    at.toggle(key="ex_words").set_value(True).run()
+    assert not at.exception
+    w, toks, pos = shown_weights(t.weights[0], t.tokens, t.segments, False, False, "B->A",
+                                 words=True, pieces=t.word_pieces)
+    mosaic, one, _ = figures(at)
+    np.testing.assert_allclose(decode(one["data"][0]["z"]), w[0], atol=1e-7)
+    assert "embeddings #3" in one["data"][0]["x"]  # one word, labelled at its first piece

@@ -1,15 +1,16 @@
-"""AppTest of head statistics and rollout: heatmaps, table and rollout from the analysis."""
+"""AppTest of head statistics, rollout and flow: heatmaps, table and maps from the analysis."""
 
 import json
 
 import numpy as np
 import pytest
 
+from attnviz.analysis.flow import attention_flow
 from attnviz.analysis.head_stats import STATS, head_stats
 from attnviz.analysis.rollout import rollout
+from attnviz.analysis.words import words_view
 from tests.apptest import open_page
-
-from .test_page_explore import decode
+from tests.plotly_json import decode
 
 
 @pytest.fixture
@@ -17,36 +18,67 @@ def at():
     return open_page("pages/head_stats.py", timeout=180)
 
 
+def charts(at):
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
 def test_default_sentence(at, model):
     t = model.trace("I saw a saw")
-    s, r = head_stats(t.weights, t.tokens), rollout(t.weights)
-    stats_fig, roll_fig = (json.loads(c.proto.spec) for c in at.get("plotly_chart"))
+    s = head_stats(t.weights, t.tokens)
+    stats_fig, one = charts(at)
+    np.testing.assert_array_equal(decode(one["data"][0]["z"]), t.weights[0, 0])
+    assert "saw #4" in one["data"][0]["x"]
     heat = [tr for tr in stats_fig["data"] if tr["type"] == "heatmap"]
     for tr in heat:
         np.testing.assert_allclose(decode(tr["z"]), s[tr["name"]], atol=1e-12)
-    np.testing.assert_allclose(decode(roll_fig["data"][1]["z"]), r[-1], atol=1e-7)
-    np.testing.assert_allclose(decode(roll_fig["data"][0]["z"]), t.weights[-1].mean(0),
-                               atol=1e-7)
     table = at.dataframe[0].value
     assert len(table) == t.n_layers * t.n_heads
     row = table[(table["layer"] == 3) & (table["head"] == 4)].iloc[0]
     assert row[STATS["sep"]] == pytest.approx(s["sep"][3, 4], abs=1e-12)
-    assert any("not explanation" in i.value for i in at.info)
+    assert any("not not Explanation" in i.value for i in at.info)
+    assert any("**attnviz** conventions" in c.value for c in at.caption)
     assert at.get("download_button")
 
 
-def test_rollout_layer_and_selected_head(at, model):
+def test_clark_conventions_and_word_level(at, model):
+    t = model.trace("Transformers use embeddings, I saw.")
+    at.session_state["text"] = "Transformers use embeddings, I saw."
+    at.radio(key="hs_conv").set_value("clark").run()
+    assert not at.exception
+    assert any("**clark** conventions" in c.value for c in at.caption)
+    heat = [tr for tr in charts(at)[0]["data"] if tr["type"] == "heatmap"]
+    s = head_stats(t.weights, t.tokens, "clark")
+    for tr in heat:
+        np.testing.assert_allclose(decode(tr["z"]), s[tr["name"]], atol=1e-12)
+    at.toggle(key="hs_words").set_value(True).run()
+    w, words, _ = words_view(t.weights, t.tokens, t.word_pieces)
+    assert len(words) < t.n_tokens  # some pieces really merged
+    s = head_stats(w, words, "clark")
+    heat = [tr for tr in charts(at)[0]["data"] if tr["type"] == "heatmap"]
+    np.testing.assert_allclose(decode(heat[5]["z"]), s["prev"], atol=1e-12)
+
+
+def test_rollout_and_flow_tab(at, model):
     t = model.trace("I saw a saw")
+    at.session_state["hs_tab"] = "Rollout and flow"
+    at.run()
     at.select_slider(key="hs_roll").set_value(2).run()
-    at.session_state["hs_layer"] = 4
-    at.session_state["hs_head"] = 1
+    assert not at.exception
+    (fig,) = charts(at)
+    heat = [tr for tr in fig["data"] if tr["type"] == "heatmap"]
+    assert len(heat) == 3
+    np.testing.assert_allclose(decode(heat[0]["z"]), t.weights[2].mean(0), atol=1e-6)
+    np.testing.assert_allclose(decode(heat[1]["z"]), rollout(t.weights)[2], atol=1e-6)
+    np.testing.assert_allclose(decode(heat[2]["z"]), attention_flow(t.weights, 2), atol=1e-6)
+
+
+def test_flow_beyond_its_cap_says_so(at):
+    at.session_state["text"] = "saw, " * 80
+    at.session_state["hs_tab"] = "Rollout and flow"
     at.run()
     assert not at.exception
-    stats_fig, roll_fig = (json.loads(c.proto.spec) for c in at.get("plotly_chart"))
-    np.testing.assert_allclose(decode(roll_fig["data"][1]["z"]), rollout(t.weights)[2],
-                               atol=1e-7)
-    shape = stats_fig["layout"]["shapes"][0]
-    assert (shape["x0"], shape["y0"]) == (0.5, 3.5)  # head 1, layer 4 outlined
+    assert any("computed up to 128 tokens" in i.value for i in at.info)
+    assert len([tr for tr in charts(at)[0]["data"] if tr["type"] == "heatmap"]) == 2
 
 
 def test_pair_512_and_refused_folder(at):
@@ -57,7 +89,9 @@ def test_pair_512_and_refused_folder(at):
     at.session_state["text"] = "saw, " * 300
     at.run()
     assert not at.exception and any("dropped" in w.value for w in at.warning)
-    assert len(at.get("plotly_chart")[1].proto.spec) < 5_000_000
+    at.session_state["hs_tab"] = "Rollout and flow"
+    at.run()
+    assert not at.exception and len(at.get("plotly_chart")[0].proto.spec) < 5_000_000
     at.session_state["model_dir"] = "/nonexistent"
     at.run()
     assert not at.exception and any("refused" in w.value for w in at.warning)

@@ -86,3 +86,21 @@ def test_small_alpha_and_smaller_image(at):
     assert float(at.metric[0].value) > 1e-2  # blurred heads: no longer the convolution
     assert at.number_input(key="img_row").value == 10  # row 30 > 15: reset to the default
     assert decode(figures(at)[1]["data"][0]["z"]).shape == (16, 16)
+
+
+def test_layers_stacked_only_where_it_counts_and_one_head_verdict(at):
+    """'Layers stacked' belongs to the field tab (the convolution tab ignores it) and keeps its
+    value across tabs; the convolution tab says whether ONE head could be the kernel shown
+    (conv_attention.one_head_kernel, checked by an independent fit in its tests)."""
+    at.slider(key="img_depth").set_value(3).run()
+    open_exact(at)
+    assert not [s for s in at.slider if s.key == "img_depth"]
+    text = " ".join(m.value for m in at.markdown)
+    assert "can express any convolutional layer of kernel size" in text
+    assert "*random* kernel (3×3): it is not (a different matrix at each tap)" in text
+    at.selectbox(key="img_kernel").set_value("blur").run()
+    text = " ".join(m.value for m in at.markdown)
+    assert "*blur* kernel (3×3): it is (all taps" in text
+    at.session_state["img_tab"] = TABS[0]
+    at.run()
+    assert at.slider(key="img_depth").value == 3

@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 
 from tests.apptest import open_page
-
-from .test_page_explore import decode
+from tests.plotly_json import decode
 
 
 @pytest.fixture
@@ -56,3 +55,22 @@ def test_refused_model_folder(at):
     assert not at.exception
     assert any("refused" in w.value for w in at.warning)
     assert len(at.get("plotly_chart")) == 2
+
+
+def test_word_level_weights(at, model):
+    from attnviz.analysis.words import word_attention, word_groups
+
+    text = "Transformers use embeddings"
+    t = model.trace(text)
+    at.session_state["text"] = text
+    query = t.word_pieces.index("##bed")  # a piece of "embeddings"
+    at.session_state["ins_query"] = query
+    at.run()
+    at.toggle(key="ins_words").set_value(True).run()
+    assert not at.exception
+    groups = word_groups(t.word_pieces)
+    word = next(u for u, g in enumerate(groups) if query in g)
+    table = at.dataframe[1].value
+    np.testing.assert_allclose(table["weight"].to_numpy(),
+                               word_attention(t.weights[0, 0], groups)[word], atol=1e-9)
+    assert table["word"].iloc[word] == f"embeddings #{groups[word][0]}"

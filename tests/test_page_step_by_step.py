@@ -85,7 +85,7 @@ def test_toy_score_layouts_and_latex(at):
     assert terms.sum() == pytest.approx(walk.scores[1, 3], abs=1e-12)
     figs = go(at, sbs_conv="keys")
     np.testing.assert_allclose(decode(figs["s3_S"]["data"][2]["z"]), walk.scores.T, atol=1e-12)
-    assert figs["s3_S"]["layout"]["title"]["text"].endswith("K<sup>T</sup> Q")
+    assert "A = K<sup>T</sup> Q (rows = keys)" in figs["s3_S"]["layout"]["title"]["text"]
 
 
 def test_temperature_heads_and_additive(at):
@@ -118,8 +118,12 @@ def test_real_head_numbers_are_the_trace(at, model, layer, head):
                                rtol=1e-5, atol=1e-5)
     assert any("engine trace" in c.value for c in at.caption)
     figs = go(at, step=2)
-    np.testing.assert_allclose(decode(figs["s2_q"]["data"][2]["z"]).T, t.queries[layer, head],
+    # W^q I + b^q = Q: the bias is its own panel (index 2), Q the last (index 3)
+    np.testing.assert_allclose(decode(figs["s2_q"]["data"][3]["z"]).T, t.queries[layer, head],
                                atol=1e-5)
+    np.testing.assert_array_equal(decode(figs["s2_q"]["data"][2]["z"])[:, 0],
+                                  wt.head_slices(model, layer, head)["b_q"])
+    assert "+ b<sup>q</sup>" in figs["s2_q"]["layout"]["title"]["text"]
     assert figs["s2_q"]["data"][0].get("texttemplate") is None  # 32 x 384: too wide to print
     figs = go(at, step=6)
     np.testing.assert_allclose(decode(figs["s6_O"]["data"][2]["z"]).T, t.outputs[layer, head],
@@ -127,7 +131,12 @@ def test_real_head_numbers_are_the_trace(at, model, layer, head):
     figs = go(at, step=7)
     assert len(figs["s7_h"]["data"]) == model.n_heads
     shapes = dict(zip(at.table[0].value["what"], at.table[0].value["shape"], strict=True))
-    assert shapes["split into heads"] == "12 x (32 x 6)" and shapes["layer output"] == "384 x 6"
+    assert shapes["split into heads"] == "12 x (32 x 6)"
+    assert shapes["attention block output"] == "384 x 6"
+    said = next(c.value for c in at.caption if "engine's layer" in c.value)
+    mh = wt.real_multihead(model, t, layer)
+    ref = wt.layer_after_attention(model, layer, mh.inputs, mh.projected)["layer_output"]
+    assert f"= {np.abs(ref - t.hidden_states[layer + 1]).max():.1e}," in said
     np.testing.assert_allclose(decode(figs["s7_h"]["data"][head]["z"]), t.weights[layer, head],
                                atol=1e-6)
 
@@ -143,3 +152,23 @@ def test_blank_and_long_input(at):
     figs = go(at, step=6, text="I saw")  # the query beyond the new sentence falls back to 0
     title = figs["s6_arrows"]["layout"]["title"]["text"]
     assert at.number_input(key="sbs_query").value == 0 and "b<sup>1</sup>" in title
+
+
+def test_corrected_statements(at):
+    """Ties at low temperature split evenly (seed 3, query 'saw' #1: both saws 0.5); the
+    heads figure is captioned with the measured trend (19, 25, 22 of 40 flatter, from
+    walkthrough.heads_trend, pinned in its own test); the lecture is named, no 'seed 003'."""
+    go(at, "toy", 4, text="I saw a saw", sbs_m=4, sbs_dk=3, sbs_p=3, sbs_seed=3, sbs_query=1)
+    text = " ".join(m.value for m in at.markdown)
+    assert "0.5 to each of saw #1, saw #3 (tied)" in text
+    assert "one-hot" not in text
+    go(at, step=7)
+    said = next(c.value for c in at.caption if "no consistent trend" in c.value)
+    assert "19 (m = 4), 25 (m = 6), 22 (m = 8) of 40 cases" in said
+    for step in range(1, 9):
+        go(at, step=step)
+        shown = " ".join([*(e.value for e in (*at.markdown, *at.caption)),
+                          *(str(c) for r in at.radio for c in r.proto.options)])
+        assert not any(w in shown.lower() for w in ("seed 00", "seeds 00", "seed 004's")), step
+    go(at, step=6)
+    assert any(r"$B = VC^{\top} = VA'$" in c.value for c in at.caption)

@@ -1,10 +1,12 @@
 """AppTest of the windows page: every figure's numbers come from the engine and analysis."""
 
+import json
 
 import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from attnviz.analysis import cost as cost_mod
 from attnviz.analysis import receptive as rf
 from attnviz.analysis import windows as win
 from attnviz.engine import window_mask
@@ -51,13 +53,16 @@ def test_page_draws_four_figures_from_the_engine(at, model):
                        strict=True):
         z = decode(h["z"]).astype(float)
         assert (np.isnan(z) == ~rf.analytic_field(kind, n, model.n_layers, 3, 1)).all()
-    # Context sweep: the curve is context_sweep's numbers.
+    # Context sweep: both masks' curves are context_sweep's numbers (w = 0 .. n - 1).
     ids, seg, _ = model.tokenize(text)
-    s = win.context_sweep(model, ids, seg)
-    np.testing.assert_allclose(decode(context["data"][0]["y"]), s.mean_cosine, atol=1e-6)
-    np.testing.assert_allclose(decode(context["data"][2]["y"]), s.pair_cosine, atol=1e-6)
+    kept = win.context_sweep(model, ids, seg, range(n), keep_special=True)
+    plain = win.context_sweep(model, ids, seg, range(n))
+    np.testing.assert_allclose(decode(context["data"][0]["y"]), kept.mean_cosine, atol=1e-6)
+    np.testing.assert_allclose(decode(context["data"][2]["y"]), kept.pair_cosine, atol=1e-6)
+    np.testing.assert_allclose(decode(context["data"][3]["y"]), plain.mean_cosine, atol=1e-6)
+    np.testing.assert_allclose(decode(context["data"][4]["y"]), plain.pair_cosine, atol=1e-6)
     # Cost: three methods, lengths up to 2048 by default, device named in the title.
-    assert "CPU" in cost["layout"]["title"]["text"]
+    assert cost_mod.device_name(str(model.device)) in cost["layout"]["title"]["text"]
     lengths = decode([d for d in cost["data"] if d["legendgroup"] == "windowed"][0]["x"])
     assert list(lengths) == [256, 512, 1024, 2048]
     keys = []
@@ -69,19 +74,57 @@ def test_page_draws_four_figures_from_the_engine(at, model):
 
 
 def test_window_layer_head_and_token_change(at, model):
+    at.session_state["win_rf_text"] = "sidebar sentence"  # not the longer passage (default)
     open_tab(at, 1)
     at.slider(key="win_w").set_value(2).run()
-    at.selectbox(key="win_layer").set_value(3).run()
-    at.selectbox(key="win_head").set_value(7).run()
     at.selectbox(key="win_token").set_value(0).run()
-    assert not at.exception
-    masks, fields = figures(at)[:2]
-    t_w = model.trace("I saw a saw", window=2)
-    np.testing.assert_allclose(decode(masks["data"][3]["z"]), t_w.weights[3, 7], atol=1e-7)
-    assert "window ±2" in masks["layout"]["annotations"][1]["text"]
+    fields = figures(at)[1]
     win_heat = [d for d in fields["data"] if d["type"] == "heatmap"][1]
     z = decode(win_heat["z"]).astype(float)
     assert (np.isnan(z) == ~rf.analytic_field("window", 6, model.n_layers, 0, 2)).all()
+    open_tab(at, 3)  # the cost tab draws neither w nor layer/head ...
+    assert not [s for s in at.slider if s.key == "win_w"]
+    assert not [s for s in at.selectbox if s.key in ("win_layer", "win_head")]
+    open_tab(at, 0)  # ... and w is still 2 when the masks come back
+    assert at.slider(key="win_w").value == 2
+    at.selectbox(key="win_layer").set_value(3).run()
+    at.selectbox(key="win_head").set_value(7).run()
+    assert not at.exception
+    masks = figures(at)[0]
+    t_w = model.trace("I saw a saw", window=2)
+    np.testing.assert_allclose(decode(masks["data"][3]["z"]), t_w.weights[3, 7], atol=1e-7)
+    assert "window ±2" in masks["layout"]["annotations"][1]["text"]
+
+
+def test_context_tab_states_both_masks_and_the_sink(model):
+    """'I saw a saw', w = 1: 0.88 with [CLS]/[SEP] kept visible, 0.60 without; 71% of the
+    weight on [CLS]/[SEP]; keeping them removes 71% of the drop: numbers recomputed here from
+    the analysis' own pinned functions (checked against HF in test_analysis_windows)."""
+    at = open_page("pages/windows.py", timeout=300, win_tab=TABS[2])
+    text = " ".join(m.value for m in at.markdown)
+    assert "**0.88**" in text and "**0.60**" in text and "**71%**" in text
+    ids, seg, _ = model.tokenize("I saw a saw")
+    a = win.context_sweep(model, ids, seg, [1], keep_special=True).mean_cosine[0]
+    b = win.context_sweep(model, ids, seg, [1]).mean_cosine[0]
+    assert f"removes **{(a - b) / (1 - b):.0%}** of the drop" in text
+    assert any("outside its training distribution" in c.value for c in at.caption)
+    at.toggle(key="win_keep").set_value(False).run()  # the plain window becomes the solid one
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    main = [d for d in spec["data"] if d["line"]["dash"] == "solid"]
+    np.testing.assert_allclose(decode(main[0]["y"])[1], b, atol=1e-6)
+
+
+def test_cost_tab_offers_few_windows_and_shares_full_runs(at):
+    open_tab(at, 3)
+    s = [s for s in at.select_slider if s.key == "win_cost_w"][0]
+    assert list(s.options) == ["16", "32", "64", "128", "256"] and s.value == 64
+    assert list(at.select_slider(key="win_maxlen").options) == ["1024", "2048", "4096", "8192"]
+    from attnviz.ui.cache import CACHES
+    before = len(CACHES["results"])
+    s.set_value(32).run()
+    assert not at.exception
+    # a new window measures masked and windowed at each of the 4 lengths; full is shared
+    assert len(CACHES["results"]) - before == 4 * 2 + 1  # + the sweep's own entry
 
 
 def test_longer_passage_for_receptive_fields(at, model):
@@ -119,3 +162,15 @@ def test_sentence_without_repeats_and_html(at):
     open_tab(at, 0)
     spec = at.get("plotly_chart")[0].proto.spec
     assert "<b>" not in spec and "&lt; #1" in spec
+
+
+def test_cost_url_cannot_ask_for_other_windows_or_lengths():
+    """A link asking for an unlisted window or length gets the defaults (no new timing runs)."""
+    at = AppTest.from_file(APP, default_timeout=300)
+    at.run()
+    at.switch_page("pages/windows.py")
+    at.query_params.update({"win_tab": TABS[3], "win_cost_w": "77", "win_maxlen": "100000"})
+    at.run()
+    assert not at.exception and not at.error
+    assert at.select_slider(key="win_cost_w").value == 64
+    assert at.select_slider(key="win_maxlen").value == 2048

@@ -38,16 +38,51 @@ def test_receptive_field_shows_the_masks_with_distinct_labels():
     assert list(fig.data[0].x) == ["i #0", "saw #1", "a #2", "saw #3"]  # two saws, two columns
 
 
-def test_accuracy_bars_carry_the_scores():
-    scores = {"(a)": Scores(0.9, 0.55, 0.46, 10, 5, 4), "(d)": Scores(1.0, 0.99, 1.0, 10, 5, 4)}
-    fig = P.accuracy_bars(scores, baseline=0.58)
-    bars = [d for d in fig.data if d.type == "bar"]
-    assert [d.name for d in bars] == ["all words", "ambiguous words", "double-role words"]
-    np.testing.assert_allclose(bars[0].y, [90.0, 100.0])
-    np.testing.assert_allclose(bars[1].y, [55.0, 99.0])
-    np.testing.assert_allclose(bars[2].y, [46.0, 100.0])
-    line = [d for d in fig.data if d.type == "scatter"][0]
-    np.testing.assert_allclose(line.y, [58.0, 58.0])
+def scores(near, far, double_role):
+    return Scores(0.9, 0.5, double_role, 10, 5, 4, near=near, far=far)
+
+
+def test_accuracy_grid_carries_the_scores_in_readable_cells():
+    fig = P.accuracy_grid({"(a)": scores(0.55, 0.5, 0.46), "(d)": scores(1.0, 0.99, 1.0)},
+                          baseline={"near": 0.52, "far": 0.527, "double_role": 0.44})
+    (cells,) = fig.data
+    assert list(cells.y) == ["(a)", "(d)", "majority tag per word"]
+    np.testing.assert_allclose(np.asarray(cells.z, dtype=float),
+                               [[55.0, 50.0, 46.0], [100.0, 99.0, 100.0], [52.0, 52.7, 44.0]])
+    assert cells.texttemplate == "%{z:.1f}%"  # one label per cell: none run together
+    assert not [d for d in fig.data if d.type == "scatter"]  # no line across the labels
+    assert P.accuracy_grid({"x": scores(1, 1, 1)}, big=True).data[0].textfont.size >= 22
+
+
+def test_far_table_colours_each_window_against_gold():
+    fig = P.far_table(["(1) nouns: fly", "(2) verbs: fly"], ["NOUN", "VERB"],
+                      {"3": ["NOUN", "NOUN"], "39": ["NOUN", "VERB"], "5": ["?", "?"]})
+    t = fig.data[0]
+    assert list(t.header.values) == ["", "gold", "3", "39", "5"]
+    assert list(t.cells.values[2]) == ["NOUN", "NOUN"]
+    fill = t.cells.fill.color
+    assert fill[2] == [P.RIGHT, P.WRONG] and fill[3] == [P.RIGHT, P.RIGHT]
+    assert fill[4] == [P.NEUTRAL, P.NEUTRAL]
+
+
+def test_accuracy_by_distance_plots_each_window_and_the_baseline():
+    curves = {"(b) window 3": {1: 1.0, 3: 0.52}, "(b) window 39": {1: 1.0, 3: 0.95}}
+    fig = P.accuracy_by_distance(curves, {1: 0.53, 3: 0.5}, {1: 564, 3: 152})
+    base, w3, w39 = fig.data
+    np.testing.assert_allclose(base.y, [53.0, 50.0])
+    np.testing.assert_allclose(w3.y, [100.0, 52.0])
+    np.testing.assert_allclose(w39.y, [100.0, 95.0])
+    assert list(w3.x) == [1, 3] and list(fig.layout.xaxis.ticktext) == ["1<br>(564)",
+                                                                         "3<br>(152)"]
+
+
+def test_cost_figure_rows_carry_parameters_and_gaps():
+    fig = P.cost_figure({"w3": 20937, "w39": 168393}, (50, 200),
+                        {"w3": (0.121, 0.052), "w39": (0.292, 0.125)})
+    assert [d.name for d in fig.data] == ["50 sentences", "200 sentences"]
+    assert list(fig.data[0].y) == ["w3<br>20,937 parameters", "w39<br>168,393 parameters"]
+    np.testing.assert_allclose(fig.data[0].x, [12.1, 29.2])
+    np.testing.assert_allclose(fig.data[1].x, [5.2, 12.5])
 
 
 def test_cosine_by_layer_plots_the_curves():
@@ -69,3 +104,17 @@ def test_projector_enlarges_type_only_when_asked():
     fig = P.loss_curves({"(a)": [1.0]})
     assert P.projector(fig, False).layout.font.size == 14
     assert P.projector(fig, True).layout.font.size == 22
+
+
+def test_projector_enlarges_the_token_ticks_not_only_the_colour_bar():
+    from attnviz.plotting import attention_heatmap, heads_grid
+
+    m = np.full((4, 4), 0.25, dtype=np.float32)
+    for fig in (attention_heatmap(m, WORDS, "weights"), heads_grid(np.stack([m, m]), WORDS)):
+        big = P.projector(fig, True)
+        axes = [k for k in big.layout.to_plotly_json() if k.startswith(("xaxis", "yaxis"))]
+        assert axes
+        for name in axes:
+            assert big.layout[name].tickfont.size == P.LARGE, name
+    assert P.receptive_field(WORDS, {"w": np.eye(4)}, big=True).layout.xaxis.tickfont.size \
+        == P.LARGE

@@ -2,6 +2,7 @@
 
 import numpy as np
 import plotly.graph_objects as go
+import pytest
 
 from attnviz.analysis import positions as P
 from attnviz.plotting import positions as fig
@@ -26,8 +27,20 @@ def test_equivariance_figure_shows_zero_as_zero():
     f = fig.equivariance_figure(diffs)
     assert [t.name for t in f.data] == [fig.MODE_NAMES["none"], fig.MODE_NAMES["learned"]]
     assert list(f.data[0].text) == ["0"] * 7
+    assert np.isnan(np.asarray(f.data[0].y, dtype=float)).all()  # no bar on a log axis ...
+    assert [a.text for a in f.layout.annotations] == ["0"] * 7  # ... a "0" on the floor
     np.testing.assert_array_equal(f.data[1].y, diffs["learned"])
     assert f.data[0].x[0] == "embeddings" and f.data[0].x[-1] == "layer 6"
+
+
+def test_equivariance_figure_log_scale_shows_rounding_and_order_one():
+    """Tab 1's 'no positions' bars (~1e-6) are visible next to the learned ones (~1): log y."""
+    diffs = {"none": np.array([0.0, 5.5e-7, 1.2e-6]), "learned": np.array([0.58, 0.96, 1.3])}
+    f = fig.equivariance_figure(diffs)
+    assert f.layout.yaxis.type == "log"
+    lo, hi = f.layout.yaxis.range
+    assert lo == pytest.approx(np.log10(5.5e-8)) and hi == pytest.approx(np.log10(6.5))
+    assert [a.x for a in f.layout.annotations] == ["embeddings"]
 
 
 def test_cosine_curve_one_line_per_mode():
@@ -77,10 +90,10 @@ def test_encoding_figures():
     assert "PC1" in h.layout.xaxis.title.text
 
 
-def test_mode_distance_grid_one_panel_per_mode():
+def test_mode_divergence_grid_one_panel_per_mode():
     rng = np.random.default_rng(2)
     dist = {"learned": np.zeros((6, 12)), "none": rng.random((6, 12)) * 0.3}
-    f = fig.mode_distance_grid(dist)
+    f = fig.mode_divergence_grid(dist)
     assert len(f.data) == 2
     np.testing.assert_array_equal(f.data[0].z, 0)
     np.testing.assert_allclose(f.data[1].z, dist["none"], atol=1e-7)

@@ -118,7 +118,8 @@ def test_walkthrough_products(walk):
     np.testing.assert_array_equal(z(rows_k, 2), walk.scores.T)
     for fig in (rows_q, rows_k):
         np.testing.assert_allclose(z(fig, 0) @ z(fig, 1), z(fig, 2), atol=1e-12)
-    assert rows_k.layout.title.text.endswith("K<sup>T</sup> Q")
+    assert "A = K<sup>T</sup> Q (rows = keys)" in rows_k.layout.title.text
+    assert "A<sup>T</sup> = Q<sup>T</sup> K (rows = queries)" in rows_q.layout.title.text
     assert rows_q.data[0].texttemplate == "%{z:.2f}" and rows_q.data[2].texttemplate == "%{z:.4f}"
     with pytest.raises(ValueError):
         sp.scores_figure(walk, "columns")
@@ -128,3 +129,55 @@ def test_walkthrough_products(walk):
     fig = sp.output_projection_figure(mh)
     np.testing.assert_allclose(z(fig, 0) @ z(fig, 1), z(fig, 2), atol=1e-12)
     np.testing.assert_array_equal(z(fig, 2), mh.projected.T)
+
+
+def test_log_axis_labels_sit_at_their_value():
+    """On a log axis Plotly places annotations at log10(x) (shapes at x): 'T = 1' at 10**0,
+    'd_k = 32' at 10**1.5, not at 10 and 10**32."""
+    sweep = wt.temperature_sweep(np.array([1.0, 2.0]), 1.0, np.geomspace(0.02, 100, 5))
+    fig = sp.temperature_figure(sweep, 0.5, 2)
+    notes = {a.text: a.x for a in fig.layout.annotations}
+    assert notes["T = 1"] == 0.0 and notes["T = 0.5"] == pytest.approx(np.log10(0.5))
+    assert [s.x0 for s in fig.layout.shapes] == [0.5, 1.0]
+    fig = sp.dk_figure(wt.dk_sweep(dims=(2, 32, 512), samples=10), 32)
+    dk = [a for a in fig.layout.annotations if a.text == "d_k = 32"]
+    assert len(dk) == 2 and all(a.x == pytest.approx(1.5051, abs=1e-4) for a in dk)
+    full = fig.full_figure_for_development(warn=False)
+    assert full.layout.xaxis.range[1] < 3  # the axis ends near 512, not at 1e32
+
+
+def test_arrows_axes_fit_the_data(walk):
+    """Step 6's arrows: each axis spans the data (padded), not a range forced by equal aspect."""
+    c = wt.contributions(walk.weights[0], walk.values)
+    fig = sp.weighted_sum_figure(c, TOKENS, 0)
+    ends = np.cumsum(c[:, :2], axis=0)
+    pts = np.vstack([ends - c[:, :2], ends, [[0, 0]]])
+    for k, axis in enumerate((fig.layout.xaxis, fig.layout.yaxis)):
+        lo, hi = axis.range
+        span = pts[:, k].max() - pts[:, k].min()
+        assert lo == pytest.approx(pts[:, k].min() - 0.12 * span)
+        assert hi == pytest.approx(pts[:, k].max() + 0.12 * span)
+    assert fig.layout.yaxis.scaleanchor is None
+
+
+def test_real_mode_figures_readable(model):
+    """Real step 2: the bias is its own panel (Q = W^q I + b^q); at most 12 slanted labels on
+    a 384-wide axis; W_O's colours stop at the 99th percentile of |value| (not washed out).
+    Real step 3: the printed 6 x 6 score panel gets room."""
+    t = model.trace("I saw a saw")
+    w = wt.real_walkthrough(model, t, 0, 0)
+    fig = sp.projection_figure(w, "q")
+    assert len(fig.data) == 4 and "+ b<sup>q</sup>" in fig.layout.title.text
+    z = [np.asarray(d.z, dtype=np.float64) for d in fig.data]
+    np.testing.assert_allclose(z[0] @ z[1] + z[2], z[3], atol=1e-4)  # W I + b 1^T = Q
+    assert len(fig.layout.xaxis.tickvals) <= 12
+    toy = sp.projection_figure(wt.toy_walkthrough("I saw a saw"), "q")
+    assert len(toy.data) == 3  # no bias in the toy
+    mh = wt.real_multihead(model, t, 0)
+    fig = sp.output_projection_figure(mh)
+    lim = np.percentile(np.abs(mh.w_o), 99)
+    assert fig.data[0].zmax == pytest.approx(lim, rel=1e-6) and lim < np.abs(mh.w_o).max() / 2
+    assert "not yet the layer's" in fig.layout.title.text
+    fig = sp.scores_figure(w, "queries", 3, 3)
+    d0, d2 = fig.layout.xaxis.domain, fig.layout.xaxis3.domain
+    assert (d2[1] - d2[0]) > 0.3 and (d2[1] - d2[0]) > 0.7 * (d0[1] - d0[0])

@@ -51,10 +51,18 @@ def test_receptive_fields_edges_at_t_plus_minus_lw():
 
 def test_context_curve():
     ws = np.arange(1, 6)
-    fig = wp.context_curve(ws, ws / 5, ws / 6, ws / 7, 0.658, "saw #2 and saw #4", "c")
-    assert [len(d.y) for d in fig.data] == [5, 5, 5]
+    curves = {"[CLS]/[SEP] kept": {"mean": ws / 5, "worst": ws / 6, "pair": ws / 7},
+              "plain window": {"mean": ws / 8, "worst": ws / 9, "pair": ws / 10}}
+    fig = wp.context_curve(ws, curves, "[CLS]/[SEP] kept", 0.658, "saw #2 and saw #4",
+                           current=2, title="c")
+    # the main mask: mean, worst, pair; the other: mean and pair (no worst), dashed
+    assert len(fig.data) == 5
     np.testing.assert_allclose(fig.data[2].y, ws / 7)
+    np.testing.assert_allclose(fig.data[3].y, ws / 8)
+    assert fig.data[0].line.dash == "solid" and fig.data[3].line.dash == "dash"
+    assert "plain window" in fig.data[3].name and "kept" in fig.data[0].name
     assert "0.658" in fig.layout.annotations[0].text
+    assert fig.layout.shapes[1].x0 == 2 and fig.layout.annotations[1].text == "w = 2"
 
 
 def test_cost_chart_log_axes_and_device():

@@ -1,9 +1,17 @@
 """A convolution written exactly as multi-head self-attention (Cordonnier, Loukas & Jaggi 2020).
 
 Cordonnier, Loukas & Jaggi, "On the Relationship between Self-Attention and Convolutional
-Layers", ICLR 2020, arXiv:1911.03584, Theorem 1: a multi-head self-attention layer with k^2
-heads and relative positional attention can express any k x k convolution. The lecture notes say it
-in words: "CNN is a simplified self-attention".
+Layers", ICLR 2020, arXiv:1911.03584, Theorem 1: a multi-head self-attention layer with N_h
+heads of dimension D_h, output dimension D_out and a relative positional encoding of dimension
+D_p >= 3 can express any convolutional layer of kernel size sqrt(N_h) x sqrt(N_h) and
+min(D_h, D_out) output channels. So k^2 heads for a k x k kernel. The lecture says it as a
+slogan ("CNN is a simplified self-attention"); the theorem needs the k^2 heads.
+
+Why one head is not enough: a head gives y_q = sum_j A[q, j] x_j M with ONE matrix
+M = W_val W_out and non-negative weights A[q, j] that sum to 1, while a convolution applies its
+own matrix K[:, :, u, v] to each offset. A single head whose weights depend on the offset only
+can therefore realise exactly the kernels whose taps are non-negative multiples of one matrix
+(`one_head_kernel`), e.g. a blur, not edges (taps of both signs) nor a random kernel.
 
 The construction used here (the paper's Lemma 1 with its quadratic encoding, section 3):
 
@@ -226,6 +234,27 @@ def make_kernel(
         raise ValueError(f"kernel must be one of {KERNELS}, got {name!r}")
     kernel = np.einsum("oc,uv->ocuv", np.eye(channels), taps[name]).astype(np.float32)
     return kernel, np.zeros(channels, dtype=np.float32)
+
+
+def one_head_kernel(kernel: np.ndarray, tol: float = 1e-6) -> bool:
+    """Can ONE attention head whose weights depend on the offset only be this convolution?
+
+    Such a head computes y_q = sum_delta a_delta x_{q+delta} M (a_delta >= 0, one matrix M), a
+    kernel with taps K[:, :, u, v] = a_(u,v) M^T. True iff the taps, flattened to the rows of
+    T [k^2, C_out C_in], are multiples of one row with coefficients of one sign: rank(T) <= 1
+    (second singular value <= tol times the first) and the coefficients on the first singular
+    vector all >= 0 or all <= 0 (the sign goes into M).
+    """
+    k = np.asarray(kernel, dtype=np.float64)
+    taps = k.transpose(2, 3, 0, 1).reshape(k.shape[2] * k.shape[3], -1)  # [k^2, C_out C_in]
+    u, s, _ = np.linalg.svd(taps, full_matrices=False)
+    if s[0] == 0:
+        return True
+    if len(s) > 1 and s[1] > tol * s[0]:
+        return False
+    a = u[:, 0] * s[0]
+    a = a[np.abs(a) > tol * s[0]]
+    return bool((a >= 0).all() or (a <= 0).all())
 
 
 def conv_as_attention_arrays(image: np.ndarray, kernel_name: str, k: int,

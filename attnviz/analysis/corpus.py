@@ -4,14 +4,31 @@ The lecture tells the story with one sentence: "I saw a saw" is tagged I/PRON sa
 saw/NOUN, so a model that looks at each word alone must get one "saw" wrong. To train taggers
 on that story we need many such sentences, so this module writes them with a small,
 deterministic context-free grammar in which the ambiguous words (saw, watch, duck, fly, can,
-book, fish, park) fill both noun slots and verb slots:
+book, fish, park) fill both noun slots and verb slots.
+
+Short-range sentences: the word next to an ambiguous word settles its role.
 
     S  -> PRON V NP | PRON AUX V NP | PRON AUX V | NP AUX V | NP AUX V NP
         | PRON V NP ADP NP | NP AUX V NP ADP NP
     NP -> DET N | DET ADJ N
 
+Long-range sentences: a list of 2 to 6 ambiguous words (never "can", which is also an AUX),
+"w1 , w2 , ... and wk", all nouns or all verbs:
+
+    S  -> PRON V DET (ADJ) NLIST (ADP NP)      "i watch the duck , fish , book and fly"
+        | PRON (AUX) VLIST (ADP NP)            "i can duck , fish , book and fly"
+        | NP AUX VLIST (ADP NP)
+
+Inside a list every word is ambiguous and both kinds of list end the same way, so only the word
+just before the list (a determiner or adjective: nouns; a pronoun or auxiliary: verbs)
+settles the role of its words. That word lies 1, 3, 5, ... 11 words before the list's 1st,
+2nd, 3rd, ... 6th word: `deciding_distances` gives that distance for every ambiguous word (1
+for a word outside a list, whose neighbour settles it). Noun and verb lists are equally likely
+and draw their words alike, so on list words far from the deciding word a tagger that cannot
+see it can do no better than a coin flip per word form.
+
 Half of the sentences end with "." (PUNCT). Tags (a subset of Universal Dependencies UPOS):
-PRON, AUX, VERB, DET, ADJ, NOUN, ADP, PUNCT.
+PRON, AUX, VERB, DET, ADJ, NOUN, ADP, CCONJ ("and"), PUNCT ("," and ".").
 "can" is also an AUX, so "they can can the can" is PRON AUX VERB DET NOUN.
 
 A *double-role* sentence uses one ambiguous word in a verb slot and in a noun slot
@@ -29,7 +46,7 @@ import random
 import re
 from dataclasses import dataclass, field
 
-TAGS: tuple[str, ...] = ("PRON", "AUX", "VERB", "DET", "ADJ", "NOUN", "ADP", "PUNCT")
+TAGS: tuple[str, ...] = ("PRON", "AUX", "VERB", "DET", "ADJ", "NOUN", "ADP", "CCONJ", "PUNCT")
 
 PRONOUNS = ("i", "you", "we", "they")
 DETERMINERS = ("a", "the", "my", "your", "our", "this", "that")
@@ -41,10 +58,12 @@ PLAIN_NOUNS = ("man", "dog", "cat", "girl", "boy", "tree", "box", "table", "car"
 PLAIN_VERBS = ("see", "like", "find", "have", "want", "take", "use", "buy", "hold", "love")
 # Each of these fills noun slots AND verb slots: the words the lesson is about.
 AMBIGUOUS = ("saw", "watch", "duck", "fly", "can", "book", "fish", "park")
+LIST_WORDS = tuple(w for w in AMBIGUOUS if w != "can")  # "can" in a list could be an AUX
+LIST_SIZES = (2, 3, 4, 5, 6)  # words per list
 
 PAD, UNK = "<pad>", "<unk>"  # ids 0 and 1 of every vocabulary
 
-# Templates: a list of slots. "NP" expands to DET (ADJ) N.
+# Short-range templates: a list of slots. "NP" expands to DET (ADJ) N.
 TEMPLATES: tuple[tuple[str, ...], ...] = (
     ("PRON", "V", "NP"),
     ("PRON", "AUX", "V", "NP"),
@@ -54,16 +73,31 @@ TEMPLATES: tuple[tuple[str, ...], ...] = (
     ("PRON", "V", "NP", "ADP", "NP"),
     ("NP", "AUX", "V", "NP", "ADP", "NP"),
 )
+# Long-range templates: "NLIST" is DET (ADJ) and a list of nouns, "VLIST" a list of verbs.
+NOUN_LIST_TEMPLATES: tuple[tuple[str, ...], ...] = (("PRON", "V", "NLIST"),)
+VERB_LIST_TEMPLATES: tuple[tuple[str, ...], ...] = (
+    ("PRON", "VLIST"),
+    ("PRON", "AUX", "VLIST"),
+    ("NP", "AUX", "VLIST"),
+)
 
-# The lesson's showcase sentences with their gold tags. They are never used for training.
+# The lesson's showcase sentences with their gold tags: sentences the grammar can write, never
+# used for training.
 EXAMPLES: dict[str, tuple[str, ...]] = {
     "I saw a saw": ("PRON", "VERB", "DET", "NOUN"),
     "They can can the can": ("PRON", "AUX", "VERB", "DET", "NOUN"),
     "I watch my watch": ("PRON", "VERB", "DET", "NOUN"),
     "The duck can duck": ("DET", "NOUN", "AUX", "VERB"),
     "We book the old book": ("PRON", "VERB", "DET", "ADJ", "NOUN"),
-    "We park near the park": ("PRON", "VERB", "ADP", "DET", "NOUN"),
+    "We park the car near the park": ("PRON", "VERB", "DET", "NOUN", "ADP", "DET", "NOUN"),
+    "I watch the duck, fish, book and fly": ("PRON", "VERB", "DET", "NOUN", "PUNCT", "NOUN",
+                                             "PUNCT", "NOUN", "CCONJ", "NOUN"),
+    "I can duck, fish, book and fly": ("PRON", "AUX", "VERB", "PUNCT", "VERB", "PUNCT", "VERB",
+                                       "CCONJ", "VERB"),
 }
+# The two long-range examples: the same list, nouns in one and verbs in the other.
+FAR_PAIR: tuple[str, str] = ("I watch the duck, fish, book and fly",
+                             "I can duck, fish, book and fly")
 
 
 @dataclass(frozen=True)
@@ -138,10 +172,54 @@ def double_role_positions(sentence: Sentence) -> list[int]:
     return [i for i, w in enumerate(sentence.words) if len(roles[w]) > 1]
 
 
+def deciding_distances(sentence: Sentence, ambiguous=AMBIGUOUS) -> list[int | None]:
+    """For each word: how many words back the word that settles its role lies (None for a
+    word that is not ambiguous).
+
+    The corpus rule: a word inside a list (a run of ambiguous words with one tag joined by ","
+    and "and") is settled by the word just before the list; any other ambiguous word by its
+    neighbour (distance 1). Walking left from word i over list words (same tag) and list
+    separators, the first other word j is the deciding one: distance i - j.
+    """
+    ws, ts = sentence.words, sentence.tags
+    out: list[int | None] = []
+    for i, w in enumerate(ws):
+        if w not in ambiguous:
+            out.append(None)
+            continue
+        j = i - 1
+        while j >= 0 and (ws[j] in (",", "and") or (ws[j] in ambiguous and ts[j] == ts[i])):
+            j -= 1
+        out.append(i - j if j >= 0 else None)
+    return out
+
+
 def _pick(rng: random.Random, plain: tuple[str, ...], p_ambiguous: float) -> str:
     """An ambiguous word with probability p_ambiguous, else a plain one (the same draws as
     always: one random() then one choice())."""
     return rng.choice(AMBIGUOUS if rng.random() < p_ambiguous else plain)
+
+
+def _noun_phrase(rng: random.Random, noun: str, ws: list[str], ts: list[str]) -> None:
+    ws.append(rng.choice(DETERMINERS))
+    ts.append("DET")
+    if rng.random() < 0.3:
+        ws.append(rng.choice(ADJECTIVES))
+        ts.append("ADJ")
+    ws.append(noun)
+    ts.append("NOUN")
+
+
+def _word_list(rng: random.Random, tag: str, ws: list[str], ts: list[str]) -> None:
+    """'w1 , w2 , ... and wk': k distinct list words, all tagged `tag`."""
+    items = rng.sample(LIST_WORDS, rng.choice(LIST_SIZES))
+    for k, w in enumerate(items):
+        if k:
+            last = k == len(items) - 1
+            ws.append("and" if last else ",")
+            ts.append("CCONJ" if last else "PUNCT")
+        ws.append(w)
+        ts.append(tag)
 
 
 def _expand(template: tuple[str, ...], rng: random.Random, p_ambiguous: float,
@@ -155,29 +233,49 @@ def _expand(template: tuple[str, ...], rng: random.Random, p_ambiguous: float,
     ts: list[str] = []
     for i, slot in enumerate(template):
         if slot == "NP":
+            _noun_phrase(rng, forced if i == force_n else _pick(rng, PLAIN_NOUNS, p_ambiguous),
+                         ws, ts)
+        elif slot == "V":
+            ws.append(forced if i == force_v else _pick(rng, PLAIN_VERBS, p_ambiguous))
+            ts.append("VERB")
+        elif slot == "NLIST":
             ws.append(rng.choice(DETERMINERS))
             ts.append("DET")
             if rng.random() < 0.3:
                 ws.append(rng.choice(ADJECTIVES))
                 ts.append("ADJ")
-            ws.append(forced if i == force_n else _pick(rng, PLAIN_NOUNS, p_ambiguous))
-            ts.append("NOUN")
-        elif slot == "V":
-            ws.append(forced if i == force_v else _pick(rng, PLAIN_VERBS, p_ambiguous))
-            ts.append("VERB")
+            _word_list(rng, "NOUN", ws, ts)
+        elif slot == "VLIST":
+            _word_list(rng, "VERB", ws, ts)
         else:
             pool = {"PRON": PRONOUNS, "AUX": AUXILIARIES, "ADP": ADPOSITIONS}[slot]
             ws.append(rng.choice(pool))
             ts.append(slot)
+    if template[-1] in ("NLIST", "VLIST") and rng.random() < 0.3:  # "... near the park"
+        ws.append(rng.choice(ADPOSITIONS))
+        ts.append("ADP")
+        _noun_phrase(rng, _pick(rng, PLAIN_NOUNS, p_ambiguous), ws, ts)
     if rng.random() < 0.5:
         ws.append(".")
         ts.append("PUNCT")
     return Sentence(tuple(ws), tuple(ts))
 
 
+def max_words() -> int:
+    """The longest sentence the grammar can write (every optional word present)."""
+    np_len, list_len, tail = 3, 2 * max(LIST_SIZES) - 1, 1 + 3  # DET ADJ N; list; ADP NP
+    size = {"NP": np_len, "V": 1, "PRON": 1, "AUX": 1, "ADP": 1, "NLIST": 2 + list_len,
+            "VLIST": list_len}
+    short = max(sum(size[s] for s in t) for t in TEMPLATES)
+    long = max(sum(size[s] for s in t) + tail
+               for t in NOUN_LIST_TEMPLATES + VERB_LIST_TEMPLATES)
+    return max(short, long) + 1  # + "."
+
+
 def generate(n_sentences: int = 2000, seed: int = 0, p_ambiguous: float = 0.4,
-             double_role_share: float = 0.2) -> list[Sentence]:
-    """`n_sentences` distinct tagged sentences, a share of them double-role (deterministic)."""
+             double_role_share: float = 0.2, list_share: float = 0.35) -> list[Sentence]:
+    """`n_sentences` distinct tagged sentences (deterministic): a `list_share` of them with a
+    list (half noun lists, half verb lists), a share of the rest double-role."""
     if n_sentences < 10:
         raise ValueError("n_sentences must be at least 10")
     rng = random.Random(seed)
@@ -190,7 +288,10 @@ def generate(n_sentences: int = 2000, seed: int = 0, p_ambiguous: float = 0.4,
         tries += 1
         if tries > 50 * n_sentences:
             raise ValueError(f"the grammar cannot make {n_sentences} distinct sentences")
-        if rng.random() < double_role_share:
+        if rng.random() < list_share:
+            pool = NOUN_LIST_TEMPLATES if rng.random() < 0.5 else VERB_LIST_TEMPLATES
+            s = _expand(rng.choice(pool), rng, p_ambiguous, forced=None)
+        elif rng.random() < double_role_share:
             s = _expand(rng.choice(both), rng, p_ambiguous, forced=rng.choice(AMBIGUOUS))
         else:
             s = _expand(rng.choice(TEMPLATES), rng, p_ambiguous, forced=None)

@@ -2,18 +2,27 @@
 Attention" (clarkkev/attention-analysis), for one sentence.
 
 For a head's weights W [query i, key j] (rows sum to 1) over n tokens, each statistic is a
-mean over queries:
+mean over queries. Two conventions are offered, and pages say which one they show:
 
+"attnviz" (the default):
     entropy   = (1/n) sum_i  -sum_j W_ij ln W_ij          (nats; 0 = one key, ln n = uniform)
     on [CLS]  = (1/n) sum_i  sum_{j: token j = [CLS]} W_ij
     on [SEP]  = (1/n) sum_i  sum_{j: token j = [SEP]} W_ij
     on punct. = (1/n) sum_i  sum_{j: token j is punctuation} W_ij
     self      = (1/n) sum_i  W_ii
-    previous  = 1/(n-1) sum_{i>=1}  W_{i,i-1}            (queries that have a previous token)
-    next      = 1/(n-1) sum_{i<=n-2} W_{i,i+1}           (queries that have a next token)
+    previous  = 1/(n-1) sum_{i>=1}  W_{i,i-1}            (the queries that have a previous token)
+    next      = 1/(n-1) sum_{i<=n-2} W_{i,i+1}           (the queries that have a next token)
+  Punctuation: every character of the token (without WordPiece's '##') is in a Unicode
+  punctuation category (P*): '.', ',', '?', '"', '«' ...
 
-Each comes out as a [layers, heads] array. Punctuation: every character of the token is in a
-Unicode punctuation category (P*), as '.', ',', '?', '"'; WordPiece's '##' prefix is ignored.
+"clark" (the authors' notebook, number for number):
+    previous  = (1/n) sum_{i>=1}  W_{i,i-1}              (divided by n: the first query counts 0)
+    next      = (1/n) sum_{i<=n-2} W_{i,i+1}
+    punct.    : only the tokens "." and ","
+    entropy   : of the smoothed rows W' = 0.9999 W + 0.0001 / n (their guard against ln 0)
+  The other statistics are the same in both.
+
+Each comes out as a [layers, heads] array (any leading axes of the weights are kept).
 """
 
 from __future__ import annotations
@@ -34,16 +43,43 @@ STATS = {
     "next": "weight on the next token",
 }
 
+# The start and separator tokens: BERT's [CLS]/[SEP], RoBERTa's and BART's <s>/</s> (the same
+# roles). GPT-2 adds neither, so its two columns are 0 by construction.
+CLS_TOKENS = frozenset({"[CLS]", "<s>"})
+SEP_TOKENS = frozenset({"[SEP]", "</s>"})
 
-def is_punctuation(token: str) -> bool:
-    """True when every character of the token (without '##') is Unicode punctuation."""
+CONVENTIONS = {
+    "attnviz": "previous/next averaged over the n-1 queries that have one; punctuation = any "
+               "Unicode punctuation mark; entropy of the rows as they are",
+    "clark": "Clark et al.'s code: previous/next divided by n; punctuation = only '.' and ','; "
+             "entropy of the rows smoothed as 0.9999 W + 0.0001/n",
+}
+CLARK_PUNCTUATION = frozenset({".", ","})
+CLARK_SMOOTHING = 1e-4
+
+
+def _check(conventions: str) -> None:
+    if conventions not in CONVENTIONS:
+        raise ValueError(f"conventions must be one of {tuple(CONVENTIONS)}; got {conventions!r}")
+
+
+def is_punctuation(token: str, conventions: str = "attnviz") -> bool:
+    """"attnviz": every character of the token (without '##') is Unicode punctuation;
+    "clark": the token is "." or ","."""
+    _check(conventions)
+    if conventions == "clark":
+        return token in CLARK_PUNCTUATION
     t = token[2:] if token.startswith("##") and len(token) > 2 else token
     return bool(t) and all(unicodedata.category(c).startswith("P") for c in t)
 
 
-def row_entropy(weights: np.ndarray) -> np.ndarray:
-    """Mean over queries of -sum_j W_ij ln W_ij (0 ln 0 = 0): [..., n, n] -> [...]."""
-    return entropy(weights).mean(axis=-1)
+def row_entropy(weights: np.ndarray, smoothing: float = 0.0) -> np.ndarray:
+    """Mean over queries of -sum_j W'_ij ln W'_ij with W' = (1 - s) W + s / n (0 ln 0 = 0):
+    [..., n, n] -> [...]."""
+    w = np.asarray(weights, dtype=np.float64)
+    if smoothing:
+        w = (1.0 - smoothing) * w + smoothing / w.shape[-1]
+    return entropy(w).mean(axis=-1)
 
 
 def share_on(weights: np.ndarray, keys: np.ndarray) -> np.ndarray:
@@ -52,25 +88,31 @@ def share_on(weights: np.ndarray, keys: np.ndarray) -> np.ndarray:
     return (w * np.asarray(keys, dtype=bool)).sum(axis=-1).mean(axis=-1)
 
 
-def offset_share(weights: np.ndarray, offset: int) -> np.ndarray:
-    """Mean of W_{i, i+offset} over the queries where i+offset is a position: -> [...]."""
+def offset_share(weights: np.ndarray, offset: int, over: str = "present") -> np.ndarray:
+    """Mean of W_{i, i+offset}: over the queries where i+offset is a position (over="present",
+    n - |offset| of them) or over all n queries (over="all", Clark's): -> [...]."""
     w = np.asarray(weights, dtype=np.float64)
     n = w.shape[-1]
     if n - abs(offset) <= 0:
         return np.zeros(w.shape[:-2])
-    return np.diagonal(w, offset=offset, axis1=-2, axis2=-1).mean(axis=-1)
+    diag = np.diagonal(w, offset=offset, axis1=-2, axis2=-1)  # [..., n - |offset|]
+    return diag.sum(axis=-1) / (n if over == "all" else n - abs(offset))
 
 
-def head_stats(weights: np.ndarray, tokens: list[str]) -> dict[str, np.ndarray]:
+def head_stats(weights: np.ndarray, tokens: list[str],
+               conventions: str = "attnviz") -> dict[str, np.ndarray]:
     """All statistics of STATS for weights [layers, heads, n, n]: {name: [layers, heads]}."""
+    _check(conventions)
+    clark = conventions == "clark"
+    over = "all" if clark else "present"
     return {
-        "entropy": row_entropy(weights),
-        "cls": share_on(weights, np.array([t == "[CLS]" for t in tokens])),
-        "sep": share_on(weights, np.array([t == "[SEP]" for t in tokens])),
-        "punct": share_on(weights, np.array([is_punctuation(t) for t in tokens])),
+        "entropy": row_entropy(weights, CLARK_SMOOTHING if clark else 0.0),
+        "cls": share_on(weights, np.array([t in CLS_TOKENS for t in tokens])),
+        "sep": share_on(weights, np.array([t in SEP_TOKENS for t in tokens])),
+        "punct": share_on(weights, np.array([is_punctuation(t, conventions) for t in tokens])),
         "self": offset_share(weights, 0),
-        "prev": offset_share(weights, -1),
-        "next": offset_share(weights, 1),
+        "prev": offset_share(weights, -1, over),
+        "next": offset_share(weights, 1, over),
     }
 
 

@@ -1,9 +1,11 @@
 """An image as a set of vectors: one pixel's self-attention map beside a convolution's field.
 
 The lecture notes: "an image can also be considered as a vector set" (self-attention GAN, Zhang
-et al. 2019, arXiv:1805.08318; DETR, Carion et al. 2020, arXiv:2005.12872), and "CNN is a
-simplified self-attention [that] can only attend in a receptive field; self-attention is a CNN
-with a learnable receptive field" (Cordonnier, Loukas & Jaggi 2020, arXiv:1911.03584).
+et al. 2019, arXiv:1805.08318; DETR, Carion et al. 2020, arXiv:2005.12872), and the lecture's
+slogan "CNN is a simplified self-attention [that] can only attend in a receptive field;
+self-attention is a CNN with a learnable receptive field". The paper it cites (Cordonnier,
+Loukas & Jaggi 2020, arXiv:1911.03584) proves the precise statement: k^2 heads with a relative
+positional encoding can express any k x k convolution (analysis.conv_attention).
 
 The attention layer (small, hand-set, no training). Pixel i is the vector
 z_i = (c_i / sigma_c, p_i / sigma_p) of its colour c_i in [0, 1]^3 and its position p_i
@@ -11,9 +13,9 @@ z_i = (c_i / sigma_c, p_i / sigma_p) of its colour c_i in [0, 1]^3 and its posit
 
     queries  q_i = (z_i, 1)          keys  k_j = (z_j, -|z_j|^2 / 2)          values  v_j = c_j
     scores   s_ij = q_i . k_j = -|z_i - z_j|^2 / 2 + |z_i|^2 / 2   (last term: same whole row)
-    weights  w_ij = softmax_j s_ij
+    weights  alpha'_ij = softmax_j s_ij
                   = exp(-|c_i - c_j|^2 / 2 sigma_c^2 - |p_i - p_j|^2 / 2 sigma_p^2) / (row sum)
-    outputs  b_i  = sum_j w_ij c_j
+    outputs  b_i  = sum_j alpha'_ij c_j
 
 A pixel attends to pixels of a similar colour near it: the bilateral filter (Tomasi & Manduchi
 1998) written as self-attention, the "Gaussian" instance of non-local networks (Wang et al.

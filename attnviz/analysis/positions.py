@@ -11,7 +11,8 @@ measures what that changes, always from the engine's own `positions=` option:
 - two copies of a word ("I saw a saw", the lecture's example) get identical vectors in every layer
   without positions, and different ones with them (cosine similarity per layer);
 - how far each head's weights move when the positions change: the mean Jensen-Shannon
-  divergence between the weight rows of two modes;
+  divergence between the weight rows of two modes (a divergence, not a distance: its square
+  root is a metric);
 - what the encodings themselves look like (dot products, cosines, a 2-D PCA).
 
 Tensors/arrays in, numbers out; no Streamlit.
@@ -23,7 +24,7 @@ import numpy as np
 import torch
 
 from attnviz.analysis.common import cosine, entropy, special_mask
-from attnviz.engine.positions import POSITION_MODES, sinusoidal
+from attnviz.engine.positions import POSITION_MODES, sinusoid_scale, sinusoidal
 from attnviz.engine.request import TraceRequest
 from attnviz.engine.trace import Trace
 
@@ -109,6 +110,38 @@ def sinusoidal_table(n: int, d: int) -> np.ndarray:
     return sinusoidal(n, d).numpy()
 
 
+def sinusoid_scaling(model, ids, segments=None) -> dict:
+    """Why the engine scales the sinusoids: what each kind of e^i leaves of the word.
+
+    Per token i, with x_i(e) = word[t_i] + segment[s_i] + e^i and the embedding LayerNorm,
+        kept_i(e) = cos(LayerNorm(x_i(e)), LayerNorm(x_i(0)))
+    is how much the layer's input still points like the word alone (1 = e changes nothing).
+    Returns {"scale": c, "word_norm": [n] ||word + segment||, "learned_norm": mean ||learned||,
+    "raw_norm": sqrt(d/2) (every row of PE), and "kept_raw", "kept_scaled", "kept_learned":
+    [n] kept_i for PE, c·PE (the engine's "sinusoidal" mode) and the learned vectors}.
+    """
+    ids = list(ids)
+    n = len(ids)
+    segments = [0] * n if segments is None else list(segments)
+    learned = model.position_embeddings.detach().cpu().double()  # [max_pos, d]
+    d = learned.shape[1]
+    c = sinusoid_scale(learned)
+    word = (model.word_embeddings[torch.as_tensor(ids)].detach().cpu().double()
+            + model.segment_embeddings[torch.as_tensor(segments)].detach().cpu().double())
+    ln_w, ln_b = model.emb_ln_w.detach().cpu().double(), model.emb_ln_b.detach().cpu().double()
+
+    def norm(x):
+        return torch.nn.functional.layer_norm(x, (d,), ln_w, ln_b, model.eps)
+
+    pe = sinusoidal(n, d).double()  # [n, d]
+    base = norm(word)
+    kept = {name: torch.nn.functional.cosine_similarity(norm(word + e), base, dim=-1).numpy()
+            for name, e in (("raw", pe), ("scaled", c * pe), ("learned", learned[:n]))}
+    return {"scale": c, "word_norm": word.norm(dim=-1).numpy(),
+            "learned_norm": float(learned.norm(dim=-1).mean()), "raw_norm": float(np.sqrt(d / 2)),
+            **{f"kept_{k}": v for k, v in kept.items()}}
+
+
 def dot_products(pe: np.ndarray) -> np.ndarray:
     """Position-to-position dot products e^p . e^q, [n, n] (float64)."""
     x = np.asarray(pe, dtype=np.float64)
@@ -151,8 +184,8 @@ def js_divergence(p: np.ndarray, q: np.ndarray) -> np.ndarray:
     return np.clip(js / np.log(2.0), 0.0, 1.0)
 
 
-def head_distance(weights_a: np.ndarray, weights_b: np.ndarray) -> np.ndarray:
-    """Per-head distance: mean over query rows of JS(W_a[i, :], W_b[i, :]).
+def head_divergence(weights_a: np.ndarray, weights_b: np.ndarray) -> np.ndarray:
+    """Per-head divergence: mean over query rows of JS(W_a[i, :], W_b[i, :]).
 
     weights_* are [layers, heads, n, n] softmax weights; returns [layers, heads] in bits.
     """
@@ -161,10 +194,11 @@ def head_distance(weights_a: np.ndarray, weights_b: np.ndarray) -> np.ndarray:
     return np.stack([js_divergence(a[li], b[li]).mean(axis=-1) for li in range(a.shape[0])])
 
 
-def mode_distances(traces: dict[str, Trace], reference: str = "learned") -> dict[str, np.ndarray]:
-    """head_distance between the reference mode's weights and every mode's (itself: all 0)."""
+def mode_divergences(traces: dict[str, Trace],
+                     reference: str = "learned") -> dict[str, np.ndarray]:
+    """head_divergence between the reference mode's weights and every mode's (itself: all 0)."""
     ref = traces[reference].weights
-    return {mode: head_distance(ref, t.weights) for mode, t in traces.items()}
+    return {mode: head_divergence(ref, t.weights) for mode, t in traces.items()}
 
 
 def final_cosines(traces: dict[str, Trace], reference: str = "learned") -> dict[str, np.ndarray]:
@@ -197,7 +231,8 @@ def toy_self_attention(words: list[str], d: int = 4, seed: int = 0) -> dict[str,
 
 
 __all__ = [
-    "POSITION_MODES", "dot_products", "fallback_pair", "final_cosines", "head_distance",
-    "js_divergence", "learned_table", "mode_distances", "pca", "permuted_differences",
-    "shuffle_order", "shuffled_request", "shuffled_run", "sinusoidal_table", "toy_self_attention",
+    "POSITION_MODES", "dot_products", "fallback_pair", "final_cosines", "head_divergence",
+    "js_divergence", "learned_table", "mode_divergences", "pca", "permuted_differences",
+    "shuffle_order", "shuffled_request", "shuffled_run", "sinusoid_scaling", "sinusoidal_table",
+    "toy_self_attention",
 ]

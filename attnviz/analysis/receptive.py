@@ -1,8 +1,13 @@
 """Receptive fields across depth: full attention, a window of ±w, causal, and a 1-D CNN.
 
-The lecture notes (after Cordonnier et al. 2020, "On the Relationship between Self-Attention and
-Convolutional Layers", arXiv:1911.03584): a CNN is self-attention that may only attend
-inside a fixed receptive field; self-attention is a CNN whose field is learned.
+The lecture's slogan: "CNN is self-attention that can only attend in a receptive field;
+self-attention is a CNN with a learnable receptive field". It cites Cordonnier, Loukas & Jaggi
+2020 ("On the Relationship between Self-Attention and Convolutional Layers", arXiv:1911.03584),
+whose result is narrower: a multi-head self-attention layer with N_h heads and a relative
+positional encoding can express any convolution of kernel sqrt(N_h) x sqrt(N_h) (Theorem 1).
+One windowed head is not a convolution: it mixes the values of one projection with scalar
+weights, y_i = sum_j alpha'_{i,j} W v_j, where a convolution applies its own matrix per offset.
+What this module compares is where information can come from.
 
 The receptive field of output token t at depth l is the set of input positions j that can
 change h_l[t]. Two ways to compute it from the models themselves:
@@ -10,9 +15,12 @@ change h_l[t]. Two ways to compute it from the models themselves:
 - gradients:    g_l[j] = || d (r · h_l[t]) / d x_j ||   (r a fixed random unit vector)
   through `engine.Model.encode(x, mask)` with x.requires_grad_(), or through a stack of
   Conv1d layers of kernel 2w + 1. A masked weight is exactly 0 and so is its gradient, so
-  g_l[j] = 0 exactly outside the field; inside, its size shows how much j matters.
-- reachability: P_l = (A_l + I) P_{l-1} > 0 with A_l[i, j] = [some head's weight w_ij > 0],
-  P_0 = I; field = row t of P_l (the residual adds I).
+  g_l[j] = 0 exactly outside the field; inside, its size shows how much j matters. Both
+  models' gradients depend on the input (the CNN's through GELU'); what does not depend on
+  the content is the CNN's mixing weights, its kernels, where attention computes its
+  weights alpha' from the sentence.
+- reachability: P_l = (A_l + I) P_{l-1} > 0 with A_l[i, j] = [some head's weight
+  alpha'_{i,j} > 0], P_0 = I; field = row t of P_l (the residual adds I).
 
 Analytic fields (what the tests check them against):
     full:   l >= 1: every j         window w / conv of kernel 2w + 1:  |j - t| <= l·w
@@ -73,21 +81,31 @@ def attention_field(
     return torch.stack(rows).detach().cpu().numpy().astype(np.float64)
 
 
-def conv_stack(depth: int, window: int, channels: int = 8, seed: int = 0) -> torch.nn.Module:
-    """depth x (Conv1d(kernel 2w + 1, zero padding w) + GELU), random weights, float64."""
+def conv_stack(depth: int, window: int, channels: int = 8, seed: int = 0,
+               activation: bool = True) -> torch.nn.Module:
+    """depth x (Conv1d(kernel 2w + 1, zero padding w) + GELU), random weights, float64.
+
+    activation=False puts Identity in place of GELU: a linear stack, whose gradients are the
+    same for every input.
+    """
     layers: list[torch.nn.Module] = []
     with seeded(seed):  # the random kernels: atomic under concurrent sessions
         for _ in range(depth):
             layers += [torch.nn.Conv1d(channels, channels, 2 * window + 1, padding=window),
-                       torch.nn.GELU()]
+                       torch.nn.GELU() if activation else torch.nn.Identity()]
     return torch.nn.Sequential(*layers).double()
 
 
 def conv_field(n: int, depth: int, window: int, token: int, channels: int = 8,
-               seed: int = 0) -> np.ndarray:
-    """[depth + 1, n] gradient norms through a stack of l convolutions of kernel 2w + 1."""
-    net = conv_stack(depth, window, channels, seed)
-    g = torch.Generator(device="cpu").manual_seed(seed + 1)
+               seed: int = 0, input_seed: int | None = None,
+               activation: bool = True) -> np.ndarray:
+    """[depth + 1, n] gradient norms through a stack of l convolutions of kernel 2w + 1.
+
+    The kernels come from `seed`, the random input x [1, channels, n] from `input_seed`
+    (default seed + 1), r from `seed`.
+    """
+    net = conv_stack(depth, window, channels, seed, activation)
+    g = torch.Generator(device="cpu").manual_seed(seed + 1 if input_seed is None else input_seed)
     x = torch.randn(1, channels, n, generator=g, dtype=torch.float64).requires_grad_(True)
     r = _direction(channels, seed, torch.float64, "cpu")
     rows, h, hs = [], x, [x]

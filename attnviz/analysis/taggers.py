@@ -1,16 +1,23 @@
-"""Four tiny part-of-speech taggers, trained live on the CPU: the lecture's argument, measured.
+"""Tiny part-of-speech taggers, trained live on the CPU: the lecture's argument, measured.
 
 The lecture ("I saw a saw", Hung-yi Lee's self-attention lecture): a fully connected layer
-sees each word alone, so both "saw"s get the same tag; a window of neighbours helps but does
-not see the whole sentence; self-attention sees it all; and without positions the two "saw"s
-are still the same.
+sees each word alone, so both "saw"s get the same tag; a window of neighbours helps, but to
+consider the whole sentence the window must grow huge, with many parameters that overfit;
+self-attention sees the whole sentence with a parameter count that does not grow with its
+length; and without positions the two "saw"s are still the same.
 
 Each tagger maps word ids x_1..x_n to one tag distribution per word, p_i = softmax(W h_i):
 
 (a) "mlp":           h_i = MLP(e(x_i))                        one word alone
-(b) "window":        h_i = ReLU(sum_{|o|<=r} C_o e(x_{i+o}))   1-D convolution, width 2r+1
+(b) "window<w>":     h_i = ReLU(sum_{|o|<=r} C_o e(x_{i+o}))   1-D convolution, width w = 2r+1,
+                     then an MLP; w = 3, 5, 9 and FULL_WIDTH = 2 L - 1, which lets every word
+                     of the longest sentence (L words) see every other word
 (c) "attention":     h = Transformer(e(x))                     self-attention, NO positions
 (d) "attention_pos": h = Transformer(e(x) + p)                 self-attention + learned p_i
+
+Parameters: (b) has V d + w d^2 + d (embedding, one d x d matrix C_o per offset, bias) plus
+its MLP (d^2 + d + d T + T), so it grows with the width it needs; (c) and (d) have the same
+weights whatever the sentence length ((d) adds a table of MAX_WORDS position vectors).
 
 The attention taggers use the engine's `attention()`: scores = Q K^T, weights =
 softmax(scores / sqrt(d_k)) with padded keys masked, outputs = weights V (Vaswani et al.
@@ -19,9 +26,10 @@ one sentence get identical vectors, hence identical tags: (c) is right on at mos
 the words that play two roles. (a) gives one tag per word form, so on ambiguous words it
 can do no better than each word's majority tag.
 
-Training: Adam, cross-entropy over real (non-pad) words, fixed seed, CPU, a few seconds;
+Training: Adam, cross-entropy over real (non-pad) words, fixed seed, CPU, one thread;
 5% of training words are replaced by <unk> so unknown words get a learned id. A progress
-callback reports (fraction done, message).
+callback reports (fraction done, message). `overfitting` retrains on smaller training sets
+for the same number of optimizer steps and reports train and held-out accuracy.
 """
 
 from __future__ import annotations
@@ -36,19 +44,40 @@ import numpy as np
 import torch
 from torch import nn
 
-from attnviz.analysis.corpus import Corpus, Sentence, double_role_positions, make_corpus, words
+from attnviz.analysis.corpus import (
+    Corpus,
+    Sentence,
+    deciding_distances,
+    double_role_positions,
+    make_corpus,
+    max_words,
+    words,
+)
 from attnviz.analysis.seeding import seeded
 from attnviz.engine.attention import attention
 
+FULL_WIDTH = 2 * max_words() - 1  # a window this wide shows every word of the longest sentence
+WIDTHS: tuple[int, ...] = (3, 5, 9, FULL_WIDTH)
 NAMES: dict[str, str] = {
     "mlp": "(a) per-word MLP",
-    "window": "(b) window (1-D CNN)",
+    **{f"window{w}": f"(b) window of {w}" + (" (whole sentence)" if w == FULL_WIDTH else "")
+       for w in WIDTHS},
     "attention": "(c) self-attention, no positions",
     "attention_pos": "(d) self-attention + positions",
 }
+SHORT_NAMES: dict[str, str] = {  # for figures, where space is short
+    "mlp": "(a) per word", **{f"window{w}": f"(b) window {w}" for w in WIDTHS},
+    "attention": "(c) attention", "attention_pos": "(d) attention + positions",
+}
 MAX_WORDS = 32  # learned position table size; longer inputs are cut for tagging
+NEAR = 1  # a deciding word at this distance or closer is "near" (inside a window of 3)
 
 Progress = Callable[[float, str], None]
+
+
+def window_name(width: int) -> str:
+    """The tagger name of the window of `width` words ('window3')."""
+    return f"window{width}"
 
 
 @dataclass(frozen=True)
@@ -59,7 +88,6 @@ class Settings:
     n_sentences: int = 2000
     epochs: int = 6
     dim: int = 64  # embedding / model width
-    width: int = 3  # (b)'s convolution width (odd): each word sees (width - 1) / 2 each side
     layers: int = 2  # attention layers in (c) and (d)
     heads: int = 4
     batch_size: int = 64
@@ -86,6 +114,7 @@ class WindowTagger(nn.Module):
         super().__init__()
         if width < 1 or width % 2 == 0:
             raise ValueError("width must be a positive odd number")
+        self.width = width
         self.embed = nn.Embedding(n_words, dim, padding_idx=0)  # <pad> = zero vector
         self.conv = nn.Conv1d(dim, dim, kernel_size=width, padding=width // 2)
         self.out = nn.Sequential(nn.ReLU(), nn.Linear(dim, dim), nn.ReLU(), nn.Linear(dim, n_tags))
@@ -148,12 +177,24 @@ def build(name: str, corpus: Corpus, settings: Settings) -> nn.Module:
     v, t, d = len(corpus.vocab), len(corpus.tags), settings.dim
     if name == "mlp":
         return MLPTagger(v, t, d)
-    if name == "window":
-        return WindowTagger(v, t, d, settings.width)
+    if name.startswith("window") and name[6:].isdigit():
+        return WindowTagger(v, t, d, int(name[6:]))
     if name in ("attention", "attention_pos"):
         return AttentionTagger(v, t, d, settings.layers, settings.heads,
                                with_positions=(name == "attention_pos"))
     raise ValueError(f"unknown tagger {name!r}; choose from {tuple(NAMES)}")
+
+
+def parameters(model: nn.Module) -> int:
+    """Number of trained numbers in a tagger: sum of p.numel() over its parameters."""
+    return sum(p.numel() for p in model.parameters())
+
+
+def window_parameters(width: int, n_words: int, n_tags: int, dim: int) -> int:
+    """(b)'s parameter count by formula: V d (embedding) + w d^2 + d (convolution) + d^2 + d
+    + d T + T (the MLP after it). A window that shows every word of an L-word sentence needs
+    w = 2 L - 1, so this grows linearly with the sentence length."""
+    return n_words * dim + width * dim * dim + dim + dim * dim + dim + dim * n_tags + n_tags
 
 
 def batch(corpus: Corpus, sentences: list[Sentence]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -178,9 +219,19 @@ def _one_thread():
         torch.set_num_threads(threads)
 
 
+def steps_per_epoch(n_train: int, settings: Settings) -> int:
+    """Optimizer steps in one pass over `n_train` training sentences."""
+    return math.ceil(n_train / settings.batch_size)
+
+
 def train_one(name: str, corpus: Corpus, settings: Settings,
-              progress: Progress | None = None) -> tuple[nn.Module, list[float]]:
-    """Train one tagger with a fixed seed; returns (model in eval mode, mean loss per epoch)."""
+              progress: Progress | None = None,
+              steps: int | None = None) -> tuple[nn.Module, list[float]]:
+    """Train one tagger with a fixed seed; returns (model in eval mode, mean loss per epoch).
+
+    By default `settings.epochs` passes over corpus.train; with `steps`, exactly that many
+    optimizer steps (as many passes as it takes: a small training set is seen more often).
+    """
     with seeded(settings.seed):  # the initial weights: atomic under concurrent sessions
         model = build(name, corpus, settings)
     with _one_thread():
@@ -188,12 +239,16 @@ def train_one(name: str, corpus: Corpus, settings: Settings,
         ids, tags = batch(corpus, corpus.train)
         opt = torch.optim.Adam(model.parameters(), lr=settings.lr)
         losses: list[float] = []
-        n_batches = math.ceil(len(ids) / settings.batch_size)
+        n_batches = steps_per_epoch(len(ids), settings)
+        total_steps = settings.epochs * n_batches if steps is None else steps
+        done = 0
         model.train()
-        for epoch in range(settings.epochs):
+        while done < total_steps:
             order = torch.randperm(len(ids), generator=gen)
-            total = 0.0
+            total, count = 0.0, 0
             for b in range(n_batches):
+                if done == total_steps:
+                    break
                 rows = order[b * settings.batch_size: (b + 1) * settings.batch_size]
                 x, y = ids[rows], tags[rows]
                 drop = (torch.rand(x.shape, generator=gen) < settings.unk_rate) & (x > 1)
@@ -204,16 +259,16 @@ def train_one(name: str, corpus: Corpus, settings: Settings,
                 opt.zero_grad()
                 loss.backward()
                 opt.step()
-                total += float(loss.detach())
-            losses.append(total / n_batches)
+                total, count, done = total + float(loss.detach()), count + 1, done + 1
+            losses.append(total / count)
             if progress is not None:
-                progress((epoch + 1) / settings.epochs, f"{NAMES[name]}: epoch {epoch + 1}")
+                progress(done / total_steps, f"{NAMES[name]}: epoch {len(losses)}")
     return model.eval(), losses
 
 
 @dataclass
 class Trained:
-    """The four trained taggers, the corpus they saw, and how long each took (seconds)."""
+    """The trained taggers, the corpus they saw, and how long each took (seconds)."""
 
     corpus: Corpus
     settings: Settings
@@ -255,7 +310,9 @@ def predict(model: nn.Module, corpus: Corpus, sentences: list[Sentence]) -> list
 
 @dataclass(frozen=True)
 class Scores:
-    """Held-out accuracy: all words, ambiguous words, double-role words (with counts)."""
+    """Held-out accuracy: all words, ambiguous words, double-role words, and the ambiguous
+    words by the distance of their deciding word: near (1: a neighbour), far (2 or more), and
+    each distance d as (d, correct, words). Counts beside each."""
 
     overall: float
     ambiguous: float
@@ -263,33 +320,74 @@ class Scores:
     n_words: int
     n_ambiguous: int
     n_double_role: int
+    near: float = float("nan")
+    far: float = float("nan")
+    n_near: int = 0
+    n_far: int = 0
+    by_distance: tuple[tuple[int, int, int], ...] = ()
+
+    def at_distance(self) -> dict[int, float]:
+        """{distance: accuracy} over the ambiguous words whose deciding word lies that far."""
+        return {d: hits / n for d, hits, n in self.by_distance}
 
 
 def _acc(hits: int, n: int) -> float:
     return hits / n if n else float("nan")
 
 
-def evaluate(model: nn.Module, corpus: Corpus, sentences: list[Sentence] | None = None) -> Scores:
-    """Accuracy on `sentences` (default: the held-out split).
+def score(corpus: Corpus, sentences: list[Sentence], predicted: list[list[str]]) -> Scores:
+    """Accuracies of `predicted` tags against the gold tags of `sentences`.
 
     overall     = correct words / words
     ambiguous   = correct / words whose form is one of corpus.ambiguous
     double_role = correct / words at double_role_positions (a word with two roles in its
                   sentence, e.g. both saws of "i saw a saw")
+    near, far   = correct / ambiguous words whose deciding word (corpus.deciding_distances)
+                  lies at distance <= NEAR, > NEAR
     """
-    sentences = corpus.test if sentences is None else sentences
     amb = set(corpus.ambiguous)
     hit = n = hit_a = n_a = hit_d = n_d = 0
-    for s, pred in zip(sentences, predict(model, corpus, sentences), strict=True):
+    dist: dict[int, list[int]] = {}
+    for s, pred in zip(sentences, predicted, strict=True):
         dr = set(double_role_positions(s))
+        far = deciding_distances(s, corpus.ambiguous)
         for i, (w, gold, p) in enumerate(zip(s.words, s.tags, pred, strict=True)):
             ok = int(gold == p)
             hit, n = hit + ok, n + 1
             if w in amb:
                 hit_a, n_a = hit_a + ok, n_a + 1
+                if far[i] is not None:
+                    dist.setdefault(far[i], [0, 0])
+                    dist[far[i]][0] += ok
+                    dist[far[i]][1] += 1
             if i in dr:
                 hit_d, n_d = hit_d + ok, n_d + 1
-    return Scores(_acc(hit, n), _acc(hit_a, n_a), _acc(hit_d, n_d), n, n_a, n_d)
+    near = [v for d, v in dist.items() if d <= NEAR]
+    far_ = [v for d, v in dist.items() if d > NEAR]
+    return Scores(
+        _acc(hit, n), _acc(hit_a, n_a), _acc(hit_d, n_d), n, n_a, n_d,
+        near=_acc(sum(h for h, _ in near), sum(c for _, c in near)),
+        far=_acc(sum(h for h, _ in far_), sum(c for _, c in far_)),
+        n_near=sum(c for _, c in near), n_far=sum(c for _, c in far_),
+        by_distance=tuple((d, h, c) for d, (h, c) in sorted(dist.items())))
+
+
+def evaluate(model: nn.Module, corpus: Corpus, sentences: list[Sentence] | None = None) -> Scores:
+    """score() of the model's predictions on `sentences` (default: the held-out split)."""
+    sentences = corpus.test if sentences is None else sentences
+    return score(corpus, sentences, predict(model, corpus, sentences))
+
+
+def majority_tags(corpus: Corpus) -> dict[str, str]:
+    """Each ambiguous word's most frequent tag in the training split (ties: the tag first seen)."""
+    amb = set(corpus.ambiguous)
+    counts: dict[str, dict[str, int]] = {}
+    for s in corpus.train:
+        for w, t in zip(s.words, s.tags, strict=True):
+            if w in amb:
+                counts.setdefault(w, {}).setdefault(t, 0)
+                counts[w][t] += 1
+    return {w: max(c, key=c.get) for w, c in counts.items()}
 
 
 def majority_baseline(corpus: Corpus, sentences: list[Sentence] | None = None) -> dict:
@@ -298,28 +396,39 @@ def majority_baseline(corpus: Corpus, sentences: list[Sentence] | None = None) -
     train_majority: accuracy of always giving each word its most frequent training tag.
     best_possible:  the best any one-tag-per-form tagger can do on these very sentences,
                     sum_w max_t count(w, t) / sum_w count(w): an upper bound for (a).
+    near, far, double_role: train_majority on the ambiguous words whose deciding word lies
+                    at distance <= NEAR, > NEAR, and on double-role words (with n_<split> and
+                    <split>_best_possible beside each); by_distance: {d: train_majority}.
     """
     sentences = corpus.test if sentences is None else sentences
-    amb = set(corpus.ambiguous)
-    train_counts: dict[str, dict[str, int]] = {}
-    for s in corpus.train:
-        for w, t in zip(s.words, s.tags, strict=True):
-            if w in amb:
-                train_counts.setdefault(w, {}).setdefault(t, 0)
-                train_counts[w][t] += 1
-    majority = {w: max(c, key=c.get) for w, c in train_counts.items()}
-    test_counts: dict[str, dict[str, int]] = {}
-    hits = n = 0
+    majority = majority_tags(corpus)
+    seen = []  # (word, gold tag, distance of its deciding word, double-role?)
     for s in sentences:
-        for w, t in zip(s.words, s.tags, strict=True):
-            if w in amb:
-                test_counts.setdefault(w, {}).setdefault(t, 0)
-                test_counts[w][t] += 1
-                hits += int(majority.get(w) == t)
-                n += 1
-    best = sum(max(c.values()) for c in test_counts.values())
-    return {"train_majority": _acc(hits, n), "best_possible": _acc(best, n), "n": n,
-            "majority": majority}
+        dist = deciding_distances(s, corpus.ambiguous)
+        dr = set(double_role_positions(s))
+        seen += [(w, t, d, i in dr) for i, (w, t, d) in enumerate(zip(s.words, s.tags, dist,
+                                                                      strict=True))
+                 if w in corpus.ambiguous]
+
+    def rates(keep) -> tuple[float, float, int]:
+        chosen = [(w, t) for w, t, d, dr in seen if keep(d, dr)]
+        counts: dict[str, dict[str, int]] = {}
+        for w, t in chosen:
+            counts.setdefault(w, {}).setdefault(t, 0)
+            counts[w][t] += 1
+        hits = sum(int(majority.get(w) == t) for w, t in chosen)
+        best = sum(max(c.values()) for c in counts.values())
+        return _acc(hits, len(chosen)), _acc(best, len(chosen)), len(chosen)
+
+    out: dict = {"majority": majority}
+    out["train_majority"], out["best_possible"], out["n"] = rates(lambda d, dr: True)
+    for split, keep in (("near", lambda d, dr: d is not None and d <= NEAR),
+                        ("far", lambda d, dr: d is not None and d > NEAR),
+                        ("double_role", lambda d, dr: dr)):
+        out[split], out[f"{split}_best_possible"], out[f"n_{split}"] = rates(keep)
+    out["by_distance"] = {d: rates(lambda x, dr, d=d: x == d)[0]
+                          for d in sorted({d for _, _, d, _ in seen if d is not None})}
+    return out
 
 
 @torch.no_grad()
@@ -348,13 +457,109 @@ def tagger_weights(model: AttentionTagger, corpus: Corpus, ws: list[str]) -> np.
     return w[0].numpy()
 
 
+# ---------------------------------------------------------------- overfitting
+SWEEP_NAMES: tuple[str, ...] = ("window3", window_name(FULL_WIDTH), "attention_pos")
+SWEEP_SIZES: tuple[int, ...] = (50, 200, 1600)  # training sentences (the full split: 1600)
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """Train and held-out accuracy on ambiguous words as the training set shrinks.
+
+    train[name][k], held_out[name][k]: for sizes[k] training sentences (the first sizes[k]
+    of the training split), each run `steps` optimizer steps. gap = train - held_out.
+    """
+
+    sizes: tuple[int, ...]
+    steps: int
+    train: dict[str, tuple[float, ...]]
+    held_out: dict[str, tuple[float, ...]]
+    seconds: float
+
+    def gap(self, name: str) -> tuple[float, ...]:
+        return tuple(a - b for a, b in zip(self.train[name], self.held_out[name], strict=True))
+
+
+def subset(corpus: Corpus, n_train: int) -> Corpus:
+    """The first n_train training sentences with the same held-out split; the vocabulary is
+    rebuilt from them (a word they never show is <unk>)."""
+    from attnviz.analysis.corpus import PAD, UNK
+
+    train = corpus.train[:n_train]
+    vocab = [PAD, UNK] + sorted({w for s in train for w in s.words})
+    return Corpus(train=train, test=corpus.test, vocab=vocab, tags=corpus.tags,
+                  ambiguous=corpus.ambiguous, seed=corpus.seed)
+
+
+def overfitting(settings: Settings = Settings(), sizes: tuple[int, ...] = SWEEP_SIZES,
+                names: tuple[str, ...] = SWEEP_NAMES, progress: Progress | None = None,
+                trained: Trained | None = None) -> Sweep:
+    """Retrain each tagger in `names` on the first `size` training sentences for each size,
+    every run the same number of optimizer steps as `settings.epochs` passes over the whole
+    training split; report ambiguous-word accuracy on that training subset and held out.
+
+    With `trained` (train_all of the same settings), its corpus is used and, for the size that
+    is the whole training split, its models: that run is the same one (same seed, same steps).
+    """
+    corpus = trained.corpus if trained else make_corpus(settings.n_sentences, settings.seed)
+    sizes = tuple(min(n, len(corpus.train)) for n in sizes)
+    steps = settings.epochs * steps_per_epoch(len(corpus.train), settings)
+    train: dict[str, list[float]] = {n: [] for n in names}
+    held: dict[str, list[float]] = {n: [] for n in names}
+    start, runs = time.perf_counter(), len(names) * len(sizes)
+    for k, (size, name) in enumerate((s, n) for s in sizes for n in names):
+        sub = subset(corpus, size)
+
+        def report(frac: float, msg: str, k: int = k, size: int = size) -> None:
+            if progress is not None:
+                progress((k + frac) / runs, f"{msg} ({size} sentences)")
+
+        if trained is not None and size == len(corpus.train) and name in trained.models:
+            model, sub = trained.models[name], corpus
+        else:
+            model, _ = train_one(name, sub, settings, report, steps=steps)
+        train[name].append(evaluate(model, sub, sub.train).ambiguous)
+        held[name].append(evaluate(model, sub).ambiguous)
+    return Sweep(sizes, steps, {k: tuple(v) for k, v in train.items()},
+                 {k: tuple(v) for k, v in held.items()}, time.perf_counter() - start)
+
+
+def _scores_json(sc: Scores) -> dict:
+    return {"all": sc.overall, "ambiguous": sc.ambiguous, "double_role": sc.double_role,
+            "near": sc.near, "far": sc.far,
+            "by_distance": {str(d): h / n for d, h, n in sc.by_distance},
+            "words": {"all": sc.n_words, "ambiguous": sc.n_ambiguous,
+                      "double_role": sc.n_double_role, "near": sc.n_near, "far": sc.n_far,
+                      "by_distance": {str(d): n for d, _, n in sc.by_distance}}}
+
+
+def report(tr: Trained) -> dict:
+    """The lesson's numbers as plain JSON-ready values: per tagger its label, parameters and
+    held-out accuracy (all words, ambiguous, double-role, near and far deciding word, and by
+    each distance), the majority-tag baseline on the same groups, and the training times."""
+    base = majority_baseline(tr.corpus)
+    return {
+        "settings": {f: getattr(tr.settings, f) for f in tr.settings.__dataclass_fields__},
+        "sentences": {"train": len(tr.corpus.train), "held_out": len(tr.corpus.test)},
+        "near_means_distance_at_most": NEAR,
+        "majority_tag": {"ambiguous": base["train_majority"], "near": base["near"],
+                         "far": base["far"], "double_role": base["double_role"],
+                         "by_distance": {str(d): a for d, a in base["by_distance"].items()}},
+        "taggers": {name: {"label": NAMES[name], "parameters": parameters(m),
+                           "held_out": _scores_json(evaluate(m, tr.corpus))}
+                    for name, m in tr.models.items()},
+        "training_seconds": dict(tr.seconds),
+    }
+
+
 def measure(settings: Settings = Settings()) -> dict:
-    """Train everything and return the numbers the lesson quotes (used by the benchmark)."""
+    """Train everything and return the numbers the lesson quotes (used by the benchmark and
+    the command line): per tagger its parameters and held-out Scores."""
     tr = train_all(settings)
     out = {"seconds": dict(tr.seconds), "total_seconds": tr.total_seconds,
            "baseline": majority_baseline(tr.corpus)}
     for name, m in tr.models.items():
-        out[name] = {"held_out": evaluate(m, tr.corpus),
+        out[name] = {"parameters": parameters(m), "held_out": evaluate(m, tr.corpus),
                      "double_role": evaluate(m, tr.corpus, tr.corpus.test_double_role),
                      "i saw a saw": tag_sentence(m, tr.corpus, "I saw a saw")[1]}
     return out

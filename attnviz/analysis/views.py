@@ -10,7 +10,12 @@ so it sums to 1 again (the share among the shown keys); without it the numbers s
 model's own weights. Pages must say which one they show.
 
 Segment filters for a sentence pair ([CLS] A [SEP] B [SEP], segments 0 and 1): keep the
-(query, key) pairs whose segments are equal (within A, within B) or differ (across).
+(query, key) pairs whose segments are equal (within A, within B), the pairs whose query is in
+A and key in B ("A->B": A reading B) or the reverse ("B->A"), or both directions ("across").
+
+Word level (analysis.words): pieces merged into words before any other option, keys summed over
+a word's pieces and queries averaged (Clark et al. 2019); indices then name each word's first
+piece.
 
 Inside one score (bertviz's neuron view, extended to the values): for query i of one head,
 
@@ -23,8 +28,14 @@ from __future__ import annotations
 import numpy as np
 
 from attnviz.analysis.common import special_mask
+from attnviz.analysis.words import words_view
 
-SEGMENT_FILTERS = ("all", "within A", "within B", "across")
+SEGMENT_FILTERS = ("all", "within A", "within B", "A->B", "B->A", "across")
+FILTER_NAMES = {
+    "all": "all", "within A": "within A", "within B": "within B",
+    "A->B": "A → B (queries in A, keys in B)", "B->A": "B → A (queries in B, keys in A)",
+    "across": "across (both directions)",
+}
 
 
 def hide_special(
@@ -46,7 +57,7 @@ def segment_mask(segments: np.ndarray, which: str) -> np.ndarray:
     """Boolean [query, key] of the pairs a segment filter keeps.
 
     'all': every pair; 'within A': both in segment 0; 'within B': both in segment 1;
-    'across': query and key in different segments.
+    'A->B': query in A, key in B; 'B->A': query in B, key in A; 'across': either of those.
     """
     s = np.asarray(segments)
     q, k = s[:, None], s[None, :]
@@ -56,6 +67,10 @@ def segment_mask(segments: np.ndarray, which: str) -> np.ndarray:
         return (q == 0) & (k == 0)
     if which == "within B":
         return (q == 1) & (k == 1)
+    if which == "A->B":
+        return (q == 0) & (k == 1)
+    if which == "B->A":
+        return (q == 1) & (k == 0)
     if which == "across":
         return q != k
     raise ValueError(f"segment filter must be one of {SEGMENT_FILTERS}; got {which!r}")
@@ -69,10 +84,11 @@ def filter_segments(weights: np.ndarray, segments: np.ndarray, which: str) -> np
 def segment_shares(weights: np.ndarray, segments: np.ndarray) -> dict[str, np.ndarray]:
     """Mean over queries of the weight each filter keeps, per head: {filter: [...]}.
 
-    share_f = (1/n) sum_i sum_j W_ij [i, j kept by f]; 'within A' + 'within B' + 'across' = 1.
+    share_f = (1/n) sum_i sum_j W_ij [i, j kept by f]; 'within A' + 'within B' + 'across' = 1
+    and 'across' = 'A->B' + 'B->A'.
     """
-    n = np.asarray(weights).shape[-1]
-    return {f: (np.asarray(weights) * segment_mask(segments, f)).sum(axis=(-1, -2)) / n
+    w = np.asarray(weights, dtype=np.float64)
+    return {f: (w * segment_mask(segments, f)).sum(axis=(-1, -2)) / w.shape[-1]
             for f in SEGMENT_FILTERS[1:]}
 
 
@@ -112,14 +128,23 @@ def shown_weights(
     hide: bool = False,
     renormalise: bool = False,
     segment_filter: str = "all",
+    words: bool = False,
+    pieces: list[str] | None = None,
 ) -> tuple[np.ndarray, list[str], np.ndarray]:
     """What a view draws for weights [..., n, n]: (matrix [..., m, m], tokens, indices [m]),
     the indices being the shown tokens' places in the sentence.
 
-    First the segment filter zeroes the pairs it drops; then, when `hide`, the [CLS]/[SEP]
-    rows and columns go; `renormalise` rescales each remaining row to sum to 1 (only the shown
-    keys count). With no option set, the model's weights come back untouched.
+    With `words`, pieces are first merged into words (indices: each word's first piece), the
+    words found in `pieces` (`Trace.word_pieces`: the tokenizer's strings with their markers)
+    when given, else in `tokens`. Then
+    the segment filter zeroes the pairs it drops; then, when `hide`, the [CLS]/[SEP] rows and
+    columns go; `renormalise` rescales each remaining row to sum to 1 (only the shown keys
+    count). With no option set, the model's weights come back untouched.
     """
+    first = None
+    if words:
+        weights, tokens, first = words_view(weights, tokens, pieces)
+        segments = np.asarray(segments)[first]
     w = weights if segment_filter == "all" else filter_segments(weights, segments, segment_filter)
     if hide:
         w, keep = hide_special(w, tokens, renormalise=renormalise)
@@ -128,7 +153,7 @@ def shown_weights(
         if renormalise and segment_filter != "all":
             total = w.sum(axis=-1, keepdims=True)
             w = np.divide(w, total, out=np.zeros_like(w), where=total > 0)
-    return w, [tokens[i] for i in keep], keep
+    return w, [tokens[i] for i in keep], (keep if first is None else first[keep])
 
 
 def mean_maps(weights: np.ndarray) -> dict[str, np.ndarray]:

@@ -8,15 +8,17 @@ al. 2015 as the lecture draws it. Two sources of numbers, one computation:
 - real: one layer and head of the bundled BERT, its input vectors a^i = hidden_states[layer]
         and its slices W^q_h = layers[layer].w_q[h*d:(h+1)*d] (+ bias), checked against the Trace.
 
-Per token (column vectors, as the seeds write them):
+Per token (column vectors, as Hung-yi Lee's self-attention lecture writes them):
     q^i = W^q a^i + b^q,   k^i = W^k a^i + b^k,   v^i = W^v a^i + b^v     (b = 0 in the toy)
     alpha_{i,j}  = q^i . k^j                                  similarity (score)
     alpha'_{i,j} = softmax_j(alpha_{i,j} / (T sqrt(d_k)))     weight, T = temperature (1 = real)
     b^i = sum_j alpha'_{i,j} v^j                              output
-Matrix form, the lecture's column layout: A [m, n], Q = W^q A [d_k, n], K, V likewise; the
-score matrix with rows = queries is Q^T K (the lecture's C). The lecture notes' A = K^T Q is its
-transpose (rows = keys).
-In the row layout of PyTorch and attnviz (a token per row) the same matrix is Q K^T.
+Matrix form, the lecture's column layout: I = (a^1 ... a^n) [m, n], Q = W^q I [d_k, n], K, V
+likewise; A = K^T Q [n_key, n_query] (rows = keys: A[j, i] = alpha_{i,j}), A' = softmax of
+each column of A, O = V A' = (b^1 ... b^n). attnviz's score and weight matrices have rows =
+queries: they are A^T and A'^T (in PyTorch's row layout, Q K^T and softmax(Q K^T / sqrt(d_k))).
+The notes on the lecture write C = Q^T K (rows = queries) and then B = V C, which read
+literally sums over the wrong index; the consistent form is B = V C^T = V A'.
 Arrays here use the row layout: inputs [n, m], queries [n, d_k], scores [n_query, n_key].
 """
 
@@ -45,7 +47,7 @@ class Walkthrough:
 
     tokens: list[str]
     inputs: np.ndarray  # [n, m]    a^i as rows (the lecture's A is inputs.T, [m, n])
-    w_q: np.ndarray  # [d_k, m]  W^q (seeds: s x m; torch Linear layout [out, in])
+    w_q: np.ndarray  # [d_k, m]  W^q (the lecture notes: s x m; torch Linear layout [out, in])
     w_k: np.ndarray  # [d_k, m]
     w_v: np.ndarray  # [p, m]
     b_q: np.ndarray  # [d_k]     zero in the toy; BERT's Linear layers have biases
@@ -184,11 +186,12 @@ def head_slices(model, layer: int, head: int) -> dict[str, np.ndarray]:
 def real_walkthrough(model, trace, layer: int, head: int) -> Walkthrough:
     """The walkthrough of one BERT head on the trace's sentence (float32, like the engine).
 
-    a^i = trace.hidden_states[layer] (the layer's input), W and b sliced from the model.
+    a^i = trace.attention_inputs[layer] (what the layer's queries, keys and values are
+    projected from: its input in BERT), W and b sliced from the model.
     Masks (windows, causal) are not applied: use a trace made with full attention.
     """
     s = head_slices(model, layer, head)
-    inputs = np.array(trace.hidden_states[layer], dtype=np.float32)  # [n, hidden], a copy
+    inputs = np.array(trace.attention_inputs[layer], dtype=np.float32)  # [n, hidden], a copy
     return _walk(trace.tokens, inputs, s["w_q"], s["w_k"], s["w_v"], s["b_q"], s["b_k"],
                  s["b_v"], "real", layer=layer, head=head, options=trace.request.options())
 
@@ -217,6 +220,16 @@ def softmax_parts(scores_row: np.ndarray, scale: float, temperature: float = 1.0
 def temperature_weights(scores: np.ndarray, scale: float, temperature: float) -> np.ndarray:
     """softmax(scores * scale / T) along the last axis (keys)."""
     return softmax_rows(np.asarray(scores, dtype=np.float64) * scale / temperature)
+
+
+def temperature_limit(scores_row: np.ndarray, rtol: float = 1e-9) -> np.ndarray:
+    """The weights softmax(s / T) tend to as T -> 0: 1 / t on the t keys tied for the largest
+    score (equal within rtol of its size), 0 elsewhere. One-hot only when the maximum is
+    unique (the toy's two "saw"s have the same key, so they tie)."""
+    s = np.asarray(scores_row, dtype=np.float64)
+    top = s.max()
+    tied = s >= top - rtol * max(1.0, abs(top))
+    return tied / tied.sum()
 
 
 def temperature_sweep(scores_row: np.ndarray, scale: float, temperatures) -> dict[str, np.ndarray]:
@@ -330,7 +343,7 @@ def real_multihead(model, trace, layer: int) -> MultiHead:
     lay, hid = model.layers[layer], model.hidden
     cpu = lambda t: t.detach().cpu().numpy()  # noqa: E731
     b = cpu(lay.qkv_b)
-    inputs = np.array(trace.hidden_states[layer], dtype=np.float32)  # [n, hidden], a copy
+    inputs = np.array(trace.attention_inputs[layer], dtype=np.float32)  # [n, hidden], a copy
     return multihead(trace.tokens, inputs, cpu(lay.w_q), cpu(lay.w_k), cpu(lay.w_v),
                      cpu(lay.out_w), model.n_heads, b[:hid], b[hid:2 * hid], b[2 * hid:],
                      cpu(lay.out_b))
@@ -340,17 +353,20 @@ def multihead_shapes(m: int, n: int, h: int) -> list[dict[str, str]]:
     """{what, formula (the lecture's column layout), shape} for every matrix of multi-head."""
     d = m // h
     rows = [
-        ("inputs", "A = (a^1 ... a^n)", f"{m} x {n}"),
-        ("all queries", "Q = W^Q A,  W^Q: " + f"{m} x {m}", f"{m} x {n}"),
+        ("inputs", "I = (a^1 ... a^n)", f"{m} x {n}"),
+        ("all queries", "Q = W^Q I,  W^Q: " + f"{m} x {m}", f"{m} x {n}"),
         ("split into heads", f"Q_g = rows g*{d}..(g+1)*{d}-1 of Q, g = 0..{h - 1}",
          f"{h} x ({d} x {n})"),
-        ("scores per head", "Q_g^T K_g (rows = queries)", f"{h} x ({n} x {n})"),
-        ("weights per head", f"softmax(Q_g^T K_g / sqrt({d})), each row sums to 1",
+        ("scores per head", "A_g = K_g^T Q_g (rows = keys; attnviz draws A_g^T)",
          f"{h} x ({n} x {n})"),
-        ("head outputs", "O_g = V_g A'_g^T", f"{h} x ({d} x {n})"),
+        ("weights per head", f"A'_g = softmax of each column of A_g / sqrt({d})",
+         f"{h} x ({n} x {n})"),
+        ("head outputs", "O_g = V_g A'_g", f"{h} x ({d} x {n})"),
         ("concatenation", "O = (O_0; ...; O_{h-1}) stacked", f"{m} x {n}"),
-        ("layer output", "B = W_O O,  W_O: " + f"{m} x {m}", f"{m} x {n}"),
-        ("parameters", "W^Q, W^K, W^V, W_O", f"4 x {m} x {m} = {4 * m * m}, whatever h is"),
+        ("attention block output", "B = W^O O (+ b^O),  W^O: " + f"{m} x {m}", f"{m} x {n}"),
+        ("then, in BERT", "LayerNorm(I + B), feed-forward, LayerNorm: the layer's output",
+         f"{m} x {n}"),
+        ("parameters", "W^Q, W^K, W^V, W^O", f"4 x {m} x {m} = {4 * m * m}, whatever h is"),
     ]
     return [dict(what=a, formula=b, shape=c) for a, b, c in rows]
 
@@ -378,8 +394,9 @@ def additive_weights(scores: np.ndarray) -> np.ndarray:
 def heads_sweep(walk: Walkthrough, seed: int = 0) -> dict[str, np.ndarray]:
     """For every h dividing m: mean largest weight and mean entropy / ln n over heads and queries.
 
-    The parameters (4 m^2) are the same for every h; smaller heads (d_h = m / h) give each
-    head a shorter dot product and so, here, a flatter softmax.
+    The parameters (4 m^2) are the same for every h. Whether more, smaller heads give a
+    flatter or a sharper softmax has no rule: q . k / sqrt(d_h) has the same spread for every
+    d_h when the entries are independent (`heads_trend` measures it over seeds).
     """
     hs = heads_choices(walk.m)
     norm = math.log(walk.n) if walk.n > 1 else 1.0
@@ -389,3 +406,45 @@ def heads_sweep(walk: Walkthrough, seed: int = 0) -> dict[str, np.ndarray]:
         mw.append(float(w.max(-1).mean()))
         ent.append(float(entropy(w).mean() / norm))
     return {"heads": np.asarray(hs), "max_weight": np.asarray(mw), "entropy_norm": np.asarray(ent)}
+
+
+def heads_trend(text: str | None, ms=(4, 6, 8), seeds=range(40), progress=None) -> dict:
+    """Do more, smaller heads give a flatter softmax? Measured, not assumed.
+
+    For each input size m and seed: the toy inputs of `text` (toy_walkthrough) and the seed's
+    W^Q, W^K, W^V, W_O (toy_multihead); change[m, s] = E(h = m) - E(h = 1), where E = mean over
+    heads and queries of entropy / ln n (heads_sweep). > 0: the most heads were flatter.
+    Returns {"m": [M], "seeds": S, "change": [M, S], "flatter": [M] count of change > 0,
+    "sharper": [M] count of change < 0}.
+    """
+    ms, seeds = [int(m) for m in ms], [int(x) for x in seeds]
+    change = np.zeros((len(ms), len(seeds)))
+    for a, m in enumerate(ms):
+        for b, seed in enumerate(seeds):
+            e = heads_sweep(toy_walkthrough(text, m, 3, 3, seed), seed)["entropy_norm"]
+            change[a, b] = e[-1] - e[0]
+            if progress:
+                progress((a * len(seeds) + b + 1) / (len(ms) * len(seeds)), f"m = {m}")
+    return {"m": np.asarray(ms), "seeds": len(seeds), "change": change,
+            "flatter": (change > 0).sum(axis=1), "sharper": (change < 0).sum(axis=1)}
+
+
+def layer_after_attention(model, layer: int, inputs: np.ndarray,
+                          block: np.ndarray) -> dict[str, np.ndarray]:
+    """What follows the attention block B = W_O O + b_O in a BERT layer (row layout):
+
+        x' = LayerNorm(I + B)                       residual, then add & norm
+        h  = LayerNorm(x' + W_2 GELU(W_1 x' + b_1) + b_2)   feed-forward, add & norm
+
+    inputs: the layer's input [n, m]; block: B [n, m]. Returns {"after_attention": x',
+    "layer_output": h}, h being the next layer's input (hidden_states[layer + 1]).
+    """
+    lay = model.layers[layer]
+    x = torch.as_tensor(np.asarray(inputs), dtype=lay.out_w.dtype)
+    y = torch.as_tensor(np.asarray(block), dtype=lay.out_w.dtype)
+    with torch.no_grad():
+        mid = F.layer_norm(x + y, (x.shape[-1],), lay.ln1_w.cpu(), lay.ln1_b.cpu(), model.eps)
+        ff = F.linear(model.act(F.linear(mid, lay.ff1_w.cpu(), lay.ff1_b.cpu())),
+                      lay.ff2_w.cpu(), lay.ff2_b.cpu())
+        out = F.layer_norm(mid + ff, (x.shape[-1],), lay.ln2_w.cpu(), lay.ln2_b.cpu(), model.eps)
+    return {"after_attention": mid.numpy(), "layer_output": out.numpy()}

@@ -8,7 +8,7 @@ Convention used everywhere in attnviz: rows = queries (who looks), columns = key
 (who is looked at). A mask is a boolean [query, key] matrix, True where attending is
 allowed; a masked weight is exactly 0 because its score becomes -inf before the softmax.
 
-`attention` is the one function the encoder calls in every layer (engine.bert); truncated
+`attention` is the one function every layer calls (engine.model); truncated
 attention whose cost grows with n·w instead of n² is `windowed_attention`, beside it.
 
 Vaswani et al. 2017, "Attention Is All You Need", eq. (1); windows: Beltagy et al. 2020

@@ -1,7 +1,14 @@
-"""Loading a BERT-family checkpoint from a local folder, offline.
+"""Loading a checkpoint, offline: a local folder or a Hub id found in the Hugging Face cache.
 
-transformers reads the config, weights and tokenizer; the engine (bert.py) does the maths.
-The hub is never contacted: HF_HUB_OFFLINE is set before transformers is imported and every
+    load_model()                          the bundled all-MiniLM-L6-v2 (a BERT)
+    load_model("path/to/folder")          any supported checkpoint folder
+    load_model("gpt2")                    a Hub id, from $HF_HOME/hub (engine.hub)
+
+The family comes from config.model_type (engine.families: one file per family). transformers
+reads the config and the tokenizer; the weights are read by engine.weights, checked against
+the config before anything is built (missing, misshapen or unexpected tensors refuse the
+folder; a server's caps refuse what is too big), and the engine does the maths. The hub is
+never contacted: HF_HUB_OFFLINE is set before transformers is imported and every
 `from_pretrained` call passes local_files_only=True. Remote code is never trusted.
 
 A server shared by a class opens folders only under its allowed roots (`check_allowed_folder`,
@@ -21,11 +28,21 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import torch  # noqa: E402
 
-from .bert import Model  # noqa: E402
+from .families import family_for, supported_titles, supported_types  # noqa: E402
+from .hub import hub_cache_dir, looks_like_hub_id, resolve_hub_id  # noqa: E402
+from .model import Model  # noqa: E402
+from .weights import (  # noqa: E402
+    WEIGHT_FILES,
+    Limits,
+    WeightsError,
+    all_finite,
+    match_weights,
+    read_shapes,
+    read_tensors,
+    weight_files,
+)
 
-SUPPORTED_TYPES = ("bert",)
-WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
-TOKENIZER_FILES = ("tokenizer.json", "vocab.txt")
+TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json")
 
 
 class ModelError(ValueError):
@@ -51,8 +68,47 @@ def pick_device(device: str | torch.device | None = None) -> torch.device:
     return dev
 
 
+def supported_sentence() -> str:
+    return (f"attnviz reads {supported_titles()} checkpoints ({', '.join(supported_types())}) "
+            "from a folder or from the Hugging Face cache")
+
+
+def locate_model(name: str | os.PathLike) -> Path:
+    """The folder a name stands for: an existing folder as typed, else a Hub id's snapshot in
+    the Hugging Face cache; what is neither is returned as a path (checked later)."""
+    text = str(name).strip()
+    if not text:
+        raise ModelError("no model folder or Hub id given")
+    if "://" in text:
+        raise ModelError("only local folders and Hub ids already in the Hugging Face cache are "
+                         "accepted, not addresses (nothing is downloaded)")
+    if "\x00" in text:
+        raise ModelError("a model folder name cannot contain a NUL character")
+    path = Path(text).expanduser()
+    if path.exists() or not looks_like_hub_id(text):
+        return path
+    snapshot = resolve_hub_id(text)
+    if snapshot is None:
+        raise ModelError(f"{text!r} is neither a folder nor a model in the Hugging Face cache "
+                         f"({hub_cache_dir()}); nothing is downloaded. {supported_sentence()}.")
+    return snapshot
+
+
+def read_config(folder: Path, shown: str) -> dict:
+    cfg = folder / "config.json"
+    if not cfg.is_file():
+        raise ModelError(f"no config.json in {shown}: not a Hugging Face checkpoint folder")
+    try:
+        config = json.loads(cfg.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ModelError(f"config.json in {shown} cannot be read: {e}") from e
+    if not isinstance(config, dict):
+        raise ModelError(f"config.json in {shown} is not a JSON object")
+    return config
+
+
 def check_model_dir(path: str | os.PathLike) -> Path:
-    """Refuse, with a clear message, anything that is not a local BERT checkpoint folder."""
+    """Refuse, with a clear message, anything that is not a supported checkpoint folder."""
     text = str(path).strip()
     if not text:
         raise ModelError("no model folder given")
@@ -63,27 +119,18 @@ def check_model_dir(path: str | os.PathLike) -> Path:
         raise ModelError(f"folder not found: {text}")
     if not p.is_dir():
         raise ModelError(f"not a folder: {text}")
-    cfg = p / "config.json"
-    if not cfg.is_file():
-        raise ModelError(f"no config.json in {text}: not a Hugging Face checkpoint folder")
-    try:
-        config = json.loads(cfg.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ModelError(f"config.json in {text} cannot be read: {e}") from e
-    if not isinstance(config, dict):
-        raise ModelError(f"config.json in {text} is not a JSON object")
+    config = read_config(p, text)
     mtype = config.get("model_type")
-    if mtype not in SUPPORTED_TYPES:
-        raise ModelError(
-            f"model type {mtype!r} is not supported (supported: {', '.join(SUPPORTED_TYPES)})"
-        )
-    if config.get("position_embedding_type", "absolute") != "absolute":
-        raise ModelError("only absolute position embeddings are supported")
-    if config.get("is_decoder"):
-        raise ModelError("decoder BERT checkpoints are not supported")
+    try:
+        family = family_for(mtype)
+    except ValueError as e:
+        raise ModelError(f"{e}. {supported_sentence()}") from None
+    reason = family.refuse(config)
+    if reason:
+        raise ModelError(reason)
     if not any((p / f).is_file() for f in WEIGHT_FILES):
-        raise ModelError(f"no weights in {text} (expected {' or '.join(WEIGHT_FILES)})")
-    if not any((p / f).is_file() for f in TOKENIZER_FILES):
+        raise ModelError(f"no weights in {text} (expected {' or '.join(WEIGHT_FILES[::2])})")
+    if family.needs_tokenizer and not any((p / f).is_file() for f in TOKENIZER_FILES):
         raise ModelError(f"no tokenizer in {text} (expected {' or '.join(TOKENIZER_FILES)})")
     return p
 
@@ -99,9 +146,10 @@ def allowed_model_roots() -> list[Path]:
     return [Path(r).expanduser().resolve() for r in roots if r.strip()]
 
 
-def check_allowed_folder(folder: str) -> Path:
+def check_allowed_folder(folder: str | os.PathLike) -> Path:
     """The folder, resolved (so './m', 'm//' and '/abs/m' are one folder), when it lies under
     an allowed root; else one refusal that says nothing about what exists."""
+    folder = str(folder)
     roots = allowed_model_roots()
     try:
         path = Path(folder).expanduser().resolve()  # symlinks resolved: no escaping the roots
@@ -115,28 +163,75 @@ def check_allowed_folder(folder: str) -> Path:
     return path
 
 
-def load_model(path: str | os.PathLike | None = None, device: str | None = None) -> Model:
-    """Load a BERT checkpoint folder (default: the bundled model) into the attnviz engine."""
-    from transformers import AutoTokenizer, BertConfig, BertModel
+def load_model(path: str | os.PathLike | None = None, device: str | None = None,
+               max_tokens: int | None = None, limits: Limits | None = None) -> Model:
+    """Load a checkpoint (default: the bundled model) into the attnviz engine.
+
+    `path`: a folder or a Hub id in the local Hugging Face cache. `max_tokens`: a server's
+    limit on tokens per trace (default: the model's positions). `limits`: what a server agrees
+    to build (default: engine.weights.Limits, ATTNVIZ_MAX_MODEL_MB).
+    """
+    from transformers import AutoConfig
     from transformers.utils import logging as hf_logging
 
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
-    folder = (bundled_model_dir() if path is None else check_model_dir(path)).resolve()
+    folder = bundled_model_dir() if path is None else locate_model(path)
+    folder = check_model_dir(folder).resolve()
+    family = family_for(read_config(folder, str(folder))["model_type"])
+    limits = Limits.from_env() if limits is None else limits
     dev = pick_device(device)
     try:
-        config = BertConfig.from_pretrained(folder, local_files_only=True)
-        eager = dict(add_pooling_layer=False, attn_implementation="eager")
-        hf = BertModel.from_pretrained(folder, local_files_only=True, **eager)
-        tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+        config = AutoConfig.from_pretrained(folder, local_files_only=True,
+                                            trust_remote_code=False)
     except Exception as e:  # transformers raises many kinds; say which file is wrong
         raise ModelError(f"cannot load the checkpoint in {folder}: {type(e).__name__}: {e}") from e
-    state = hf.state_dict()
-    if not _state_is_finite(state):
+    try:
+        sizes = family.sizes(config)
+        limits.check_sizes(sizes)
+        expected = family.parameter_shapes(config)
+        limits.check_total(expected)
+        files = weight_files(folder)
+        match = match_weights(read_shapes(files), expected, family.aliases(config),
+                              family.base_prefixes, family.ignorable)
+    except (WeightsError, OSError, AttributeError, TypeError) as e:
+        raise ModelError(f"{folder.name} refused: {e}") from e
+    tokenizer = None
+    if family.needs_tokenizer:
+        tokenizer = _tokenizer(folder, sizes["vocab"])
+    try:
+        state = read_tensors(files, match.names)
+    except Exception as e:
+        raise ModelError(f"cannot read the weights in {folder}: {type(e).__name__}: {e}") from e
+    if not all_finite(state):
         raise ModelError(f"the weights in {folder} contain NaN or infinite values")
-    name = "all-MiniLM-L6-v2 (bundled)" if path is None else folder.name
-    return Model(state, config, tokenizer, name=name, device=dev, source=str(folder))
+    name = "all-MiniLM-L6-v2 (bundled)" if path is None else _display_name(folder)
+    try:
+        return family(state, config, tokenizer, name=name, device=dev, source=str(folder),
+                      max_tokens=max_tokens)
+    except (ValueError, KeyError) as e:
+        raise ModelError(f"cannot build the model in {folder}: {e}") from e
 
 
-def _state_is_finite(state: dict) -> bool:
-    return all(torch.isfinite(t).all() for t in state.values() if t.is_floating_point())
+def _display_name(folder: Path) -> str:
+    """A cached snapshot's Hub id ('openai-community/gpt2'), else the folder's name."""
+    repo = folder.parent.parent
+    if folder.parent.name == "snapshots" and repo.name.startswith("models--"):
+        return repo.name[len("models--"):].replace("--", "/")
+    return folder.name
+
+
+def _tokenizer(folder: Path, rows: int):
+    """The folder's tokenizer, refused when it makes ids the embedding table does not have."""
+    from transformers import AutoTokenizer
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True,
+                                                  trust_remote_code=False)
+    except Exception as e:
+        raise ModelError(f"cannot load the tokenizer in {folder}: {type(e).__name__}: {e}") from e
+    size = len(tokenizer)
+    if size > rows:
+        raise ModelError(f"the tokenizer in {folder.name} has {size:,} tokens but the embedding "
+                         f"table only {rows:,} rows: ids beyond {rows - 1} would have no vector")
+    return tokenizer

@@ -8,6 +8,9 @@ requests to one model give bit-identical traces.
     TraceRequest("I saw a saw", positions="none")            order becomes invisible
     TraceRequest("I saw a saw", window=1, causal=True)       |i - j| <= 1 and j <= i
     TraceRequest(ids=(101, 1045, 2387, 102))                 token ids already made
+    TraceRequest(image=rgb_array)                            a vision transformer's input
+    TraceRequest("I saw a saw", target="ich sah eine Säge")  an encoder-decoder's source and
+                                                             target (the decoder's text)
 
 Options (values, not flags, as in nanoGPT's GPTConfig):
 - positions: "learned" | "none" | "sinusoidal" | "shuffled"   (engine.positions)
@@ -23,12 +26,15 @@ from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
+from .images import ImageInput
 from .positions import POSITION_MODES
 
 
 @dataclass(frozen=True)
 class TraceRequest:
-    """A text (with an optional second sentence) or token ids, and the engine options."""
+    """A text (with an optional second sentence or target), token ids, or an image; and the
+    engine options. Which inputs a model takes is the model's to say (Model.trace refuses the
+    others with a plain sentence)."""
 
     text: str | None = None
     pair: str | None = None  # second sentence (segment B): [CLS] text [SEP] pair [SEP]
@@ -38,6 +44,8 @@ class TraceRequest:
     seed: int = 0
     ids: tuple[int, ...] | None = None  # instead of text: token ids (special tokens included)
     segments: tuple[int, ...] | None = None  # with ids: 0 = sentence A, 1 = sentence B
+    target: str | None = None  # encoder-decoder: the decoder's text (the source is `text`)
+    image: ImageInput | None = None  # instead of text: an RGB image (array or PIL image)
 
     def __post_init__(self) -> None:
         set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
@@ -56,9 +64,19 @@ class TraceRequest:
         if isinstance(self.seed, (bool, np.bool_)) or not isinstance(self.seed, (int, np.integer)):
             raise ValueError(f"seed must be a whole number; got {self.seed!r}")
         set_("seed", int(self.seed) if self.positions == "shuffled" else 0)
-        if (self.text is None) == (self.ids is None):
-            raise ValueError("give either a text or token ids")
-        if self.text is not None:
+        if sum(x is not None for x in (self.text, self.ids, self.image)) != 1:
+            raise ValueError("give one input: a text, token ids or an image")
+        if self.target is not None:
+            if not isinstance(self.target, str):
+                raise ValueError("target must be a string")
+            if self.image is not None:
+                raise ValueError("a target text goes with a source text, not with an image")
+            set_("target", self.target or None)  # "" and None: no target text
+        if self.image is not None:
+            set_("image", ImageInput.of(self.image))
+            if self.pair is not None or self.segments is not None:
+                raise ValueError("an image goes alone: no second sentence or segments")
+        elif self.text is not None:
             if not isinstance(self.text, str) or not (self.pair is None or isinstance(
                     self.pair, str)):
                 raise ValueError("text and pair must be strings")
@@ -90,7 +108,11 @@ class TraceRequest:
         return {name: getattr(self, name) for name in sorted(OPTION_NAMES)}
 
     def as_dict(self) -> dict:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        """Every field as plain JSON-able values (an image as its size and digest)."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        if self.image is not None:
+            out["image"] = self.image.as_dict()
+        return out
 
 
 OPTION_NAMES = frozenset({"positions", "window", "causal", "seed"})

@@ -1,8 +1,9 @@
 """Figures of the "I saw a saw" lesson (the lecture's example): tags, receptive fields,
-scores, cosines.
+accuracies by distance, parameters and overfitting, cosines.
 
 Every word label is HTML-escaped and made unique by position ('saw #1', 'saw #3'), so the
-two saws never merge on a categorical axis. `big=True` is the projector size (large type).
+two saws never merge on a categorical axis. `big=True` is the projector size: large type in
+the text, the tick labels, the legend and the titles, not only in the colour bar.
 """
 
 from __future__ import annotations
@@ -16,30 +17,53 @@ from .common import FONT, Grid, axis_labels, escape
 
 RIGHT, WRONG, NEUTRAL = "#c8efd4", "#f7c6c5", "#eef1f6"
 HIDDEN = "?"  # a tag the class predicts before it is revealed
-METRICS = (("overall", "all words"), ("ambiguous", "ambiguous words"),
-           ("double_role", "double-role words"))
+METRICS = (("near", "neighbour<br>decides"), ("far", "decided 2+<br>words back"),
+           ("double_role", "double-role<br>words"))  # column labels of the accuracy grid
+BASELINE_COLOUR = "#9d9d9d"
+SMALL, LARGE = 14, 22  # font sizes: screen, projector
+
+
+def _size(big: bool) -> int:
+    return LARGE if big else SMALL
 
 
 def _font(big: bool) -> dict:
-    return dict(FONT, size=22 if big else 14)
+    return dict(FONT, size=_size(big))
 
 
 def projector(fig: go.Figure, big: bool) -> go.Figure:
-    """Any figure in projector size: larger type everywhere when `big`."""
-    if big:  # plain assignments: update_annotations re-dispatches the layout per annotation
-        fig.layout.font = _font(True)
-        for note in fig.layout.annotations:
-            note.font.size = 20
+    """Any figure in projector size when `big`: larger type in the layout, every axis' tick
+    labels and titles, the legend, the annotations (subplot titles) and colour bars."""
+    if not big:
+        return fig
+    size = _size(True)
+    fig.layout.font = _font(True)  # plain assignments: cheaper than update_* re-dispatch
+    for name in list(fig.layout.to_plotly_json()):
+        if name.startswith(("xaxis", "yaxis")):
+            axis = fig.layout[name]
+            if axis.tickfont.size is None or axis.tickfont.size < size - 2:
+                axis.tickfont.size = size  # a figure's own large-enough size is kept
+            axis.title.font = dict(size=size)
+    fig.layout.legend.font = dict(size=size - 2)
+    fig.layout.title.font = dict(size=size)
+    for note in fig.layout.annotations:
+        note.font.size = size - 2
+    for trace in fig.data:
+        if "colorbar" in trace:
+            trace.colorbar.tickfont = dict(size=size - 4)
+    if fig.layout.coloraxis.colorbar is not None:
+        fig.layout.coloraxis.colorbar.tickfont = dict(size=size - 4)
     return fig
 
 
 def tag_table(words: Sequence[str], rows: Mapping[str, Sequence[str]],
               gold: Sequence[str] | None = None, big: bool = False,
-              title: str | None = None) -> go.Figure:
+              title: str | None = None, first_width: float = 2.6) -> go.Figure:
     """A table: one column per word, one row per tagger; green = gold tag, red = wrong.
 
     `rows` maps a tagger's name to its tags; `gold` (when known) is shown as the first row.
-    A tag "?" (HIDDEN) is not revealed yet and stays grey.
+    A tag "?" (HIDDEN) is not revealed yet and stays grey. `first_width`: the name column's
+    width relative to a word column.
     """
     labels = ["", *[escape(w) for w in words]]
     names = (["gold"] if gold is not None else []) + list(rows)
@@ -54,9 +78,9 @@ def tag_table(words: Sequence[str], rows: Mapping[str, Sequence[str]],
             else:
                 col.append(RIGHT if r[i] == gold[i] else WRONG)
         colours.append(col)
-    size = 22 if big else 14
+    size = _size(big)
     return go.Figure(data=[dict(
-        type="table", columnwidth=[2.6] + [1] * len(words),
+        type="table", columnwidth=[first_width] + [1] * len(words),
         header=dict(values=labels, fill_color="#dde3ee", font=dict(size=size, weight="bold"),
                     height=int(size * 2.2)),
         cells=dict(values=cells, fill_color=colours, font=dict(size=size),
@@ -64,6 +88,26 @@ def tag_table(words: Sequence[str], rows: Mapping[str, Sequence[str]],
     )], layout=dict(
         title=title, font=_font(big), margin=dict(l=5, r=5, t=40 if title else 5, b=5),
         height=int(size * 2.2 * (len(names) + 1) + (60 if title else 20))))
+
+
+def far_table(labels: Sequence[str], gold: Sequence[str], tags: Mapping[str, Sequence[str]],
+              big: bool = False) -> go.Figure:
+    """One row per sentence (`labels`), its gold tag, then each tagger's tag (`tags` maps a
+    tagger's column label to one tag per sentence); green = gold, red = wrong, "?" = hidden."""
+    cols = [[escape(x) for x in labels], list(gold), *[list(t) for t in tags.values()]]
+    colours = [[NEUTRAL] * len(labels), [NEUTRAL] * len(labels)]
+    for t in tags.values():
+        colours.append([NEUTRAL if x == HIDDEN else RIGHT if x == g else WRONG
+                        for x, g in zip(t, gold, strict=True)])
+    size = _size(big)
+    return go.Figure(data=[dict(
+        type="table", columnwidth=[2.2, 1] + [1] * len(tags),
+        header=dict(values=["", "gold", *[escape(k) for k in tags]], fill_color="#dde3ee",
+                    font=dict(size=size, weight="bold"), height=int(size * 2.2)),
+        cells=dict(values=cols, fill_color=colours, font=dict(size=size),
+                   height=int(size * 2.1), align=["left"] + ["center"] * (len(tags) + 1)),
+    )], layout=dict(font=_font(big), margin=dict(l=5, r=5, t=5, b=5),
+                    height=int(size * 2.2 * (len(labels) + 1) + 20)))
 
 
 def receptive_field(words: Sequence[str], fields: Mapping[str, np.ndarray],
@@ -83,40 +127,92 @@ def receptive_field(words: Sequence[str], fields: Mapping[str, np.ndarray],
                              tickvals=labels, showticklabels=(c == 1))
         g.xaxis(1, c).update(type="category", ticktext=text, tickvals=labels)
     for note in g.layout.get("annotations", []):  # the panel titles
-        note["font"] = {**note.get("font", {}), "size": 22 if big else 14}
-    return g.figure(font=_font(big), height=460 if big else 340,
-                    title="What each word's tag can see (row: the word tagged; blue: the words "
-                          "it sees)", margin=dict(l=10, r=10, t=80, b=10))
+        note["font"] = {**note.get("font", {}), "size": _size(big)}
+    return projector(g.figure(
+        font=_font(big), height=380 if big else 340,
+        title="What each word's tag can see (rows: the word tagged)",
+        margin=dict(l=10, r=10, t=80, b=10)), big)
 
 
-def accuracy_bars(scores: Mapping[str, object], baseline: float | None = None,
-                  big: bool = False) -> go.Figure:
-    """Held-out accuracy of each tagger (grouped: all / ambiguous / double-role words).
-
-    `scores` maps a tagger's name to an object with .overall, .ambiguous, .double_role.
-    `baseline` is drawn as a dashed line: the best a one-tag-per-word tagger can do on the
-    ambiguous words.
-    """
-    names = list(scores)
-    x = [escape(n) for n in names]
-    data = []
-    for attr, label in METRICS:
-        vals = [100 * float(getattr(scores[n], attr)) for n in names]
-        data.append(dict(type="bar", x=x, y=vals, name=label,
-                         text=[f"{v:.1f}%" for v in vals], textposition="outside",
-                         hovertemplate="%{x}<br>" + label + ": %{y:.2f}%<extra></extra>"))
-    if baseline is not None:
+def accuracy_by_distance(curves: Mapping[str, Mapping[int, float]],
+                         baseline: Mapping[int, float], counts: Mapping[int, int],
+                         big: bool = False) -> go.Figure:
+    """Held-out accuracy on ambiguous words (y) by the distance of their deciding word (x):
+    one line per tagger, the majority-tag baseline dashed. Hover gives the word counts."""
+    dist = sorted(counts)
+    ticks = [f"{d}<br>({counts[d]})" for d in dist]
+    data = [dict(type="scatter", x=dist, y=[100 * float(baseline[d]) for d in dist],
+                 mode="lines", name="majority tag", line=dict(dash="dash", width=3,
+                                                              color=BASELINE_COLOUR),
+                 hovertemplate="majority tag<br>distance %{x}: %{y:.1f}%<extra></extra>")]
+    for name, acc in curves.items():
         data.append(dict(
-            type="scatter", x=x, y=[100 * baseline] * len(names), mode="lines",
-            line=dict(dash="dash", color="#444", width=2),
-            name=f"best one-tag-per-word, ambiguous words ({100 * baseline:.1f}%)",
-            hovertemplate="one tag per word form: at most %{y:.2f}% on ambiguous words"
+            type="scatter", x=dist, y=[100 * float(acc[d]) for d in dist],
+            mode="lines+markers", name=escape(name), line=dict(width=3), marker=dict(size=9),
+            hovertemplate=escape(name) + "<br>distance %{x}: %{y:.1f}%<extra></extra>"))
+    return projector(go.Figure(data=data, layout=dict(
+        font=_font(big), height=420 if big else 420, margin=dict(l=10, r=10, t=10, b=10),
+        xaxis=dict(title=dict(text="words back to the deciding word (held-out words)"),
+                   tickvals=dist, ticktext=ticks),
+        yaxis=dict(title=dict(text="held-out accuracy (%)"), range=[0, 104]),
+        legend=dict(orientation="h", y=1.02, x=0, yanchor="bottom"))), big)
+
+
+def accuracy_grid(scores: Mapping[str, object], baseline: Mapping[str, float] | None = None,
+                  big: bool = False) -> go.Figure:
+    """Held-out accuracy of each tagger (rows) on three groups of ambiguous words (columns:
+    deciding word next to them, 2+ words away, double-role words), as a table of coloured
+    cells with the percentage written in each.
+
+    `scores` maps a tagger's name to an object with .near, .far, .double_role. `baseline`
+    (the same groups for always giving each word its majority tag) is the last row.
+    """
+    names = list(scores) + (["majority tag per word"] if baseline is not None else [])
+    z = [[100 * float(getattr(scores[n], a)) for a, _ in METRICS] for n in scores]
+    if baseline is not None:
+        z.append([100 * float(baseline[a]) for a, _ in METRICS])
+    return projector(go.Figure(data=[dict(
+        type="heatmap", z=z, x=[label for _, label in METRICS],
+        y=[escape(n) for n in names], zmin=40, zmax=100, xgap=3, ygap=3,
+        colorscale=[[0, "#f7f7f7"], [0.5, "#d9f0d3"], [1, "#5aae61"]], showscale=False,
+        texttemplate="%{z:.1f}%", textfont=dict(size=_size(big)),
+        hovertemplate="%{y}<br>%{x}: %{z:.2f}%<extra></extra>")],
+        layout=dict(font=_font(big), height=(46 if big else 38) * len(names) + 110,
+                    xaxis=dict(side="top", type="category", tickangle=0,
+                               tickfont=dict(size=_size(big) - 2)),
+                    yaxis=dict(autorange="reversed", type="category", automargin=True),
+                    margin=dict(l=10, r=10, t=10, b=10))), big)
+
+
+def cost_figure(parameters: Mapping[str, int], sizes: Sequence[int],
+                gaps: Mapping[str, Sequence[float]], big: bool = False) -> go.Figure:
+    """One row per tagger (the keys of `gaps`, labelled with its number of parameters): its
+    training minus held-out accuracy on ambiguous words (points) when trained on each number
+    of sentences in `sizes`, one bar per size: how much it overfits."""
+    names = list(gaps)
+    rows = [f"{escape(n)}<br>{parameters[n]:,} parameters" for n in names]
+    shades = ("#fdd0a2", "#fd8d3c", "#d94801", "#7f2704")
+    data = []
+    for k, n in enumerate(sizes):
+        vals = [100 * float(gaps[name][k]) for name in names]
+        data.append(dict(
+            type="bar", orientation="h", y=rows, x=vals, name=f"{n} sentences",
+            marker=dict(color=shades[k % len(shades)]), text=[f"{v:.1f}" for v in vals],
+            textposition="outside", textfont=dict(size=_size(big) - 2), cliponaxis=False,
+            constraintext="none",
+            hovertemplate="%{y}<br>" + f"{n} training sentences: " + "%{x:.1f} points"
                           "<extra></extra>"))
-    return go.Figure(data=data, layout=dict(
-        barmode="group", font=_font(big), height=520 if big else 400,
-        yaxis=dict(title=dict(text="held-out accuracy (%)"), range=[0, 112]),
-        legend=dict(orientation="h", y=1.12), margin=dict(l=10, r=10, t=40, b=10),
-        uniformtext=dict(minsize=10)))
+    values = [100 * float(v) for gap in gaps.values() for v in gap]
+    return projector(go.Figure(data=data, layout=dict(
+        barmode="group", bargap=0.25, font=_font(big),
+        height=(115 if big else 100) * len(names) + 150,
+        xaxis=dict(title=dict(text="training minus held-out (points)"),
+                   range=[min(0.0, min(values) - 0.15 * max(values)) - 1,
+                          1.2 * max(values) + 3]),
+        yaxis=dict(autorange="reversed", automargin=True),
+        legend=dict(orientation="h", y=1.0, x=0, yanchor="bottom", traceorder="normal",
+                    title=dict(text="trained on")),
+        margin=dict(l=10, r=10, t=10, b=10))), big)
 
 
 def cosine_by_layer(curves: Mapping[str, np.ndarray], word: str, big: bool = False,
@@ -131,30 +227,30 @@ def cosine_by_layer(curves: Mapping[str, np.ndarray], word: str, big: bool = Fal
         data.append(dict(
             type="scatter", x=list(range(len(cos))), y=cos, mode="lines+markers+text",
             name=escape(name), text=[""] * (len(cos) - 1) + [f"{cos[-1]:.3f}"],
-            textposition="middle right",
+            textposition="middle right", cliponaxis=False,
             hovertemplate="after layer %{x}<br>cosine %{y:.6f}<extra>" + escape(name) + "</extra>",
         ))
     n = max(len(c) for c in curves.values())
     low = min(float(np.min(c)) for c in curves.values())
     low = min(0.9, low - 0.1 * (1.0 - low) - 0.02)
-    return go.Figure(data=data, layout=dict(
-        font=_font(big), height=480 if big else 380, margin=dict(l=10, r=10, t=50, b=10),
+    return projector(go.Figure(data=data, layout=dict(
+        font=_font(big), height=440 if big else 380, margin=dict(l=10, r=70, t=50, b=10),
         title=(f"cosine of '{escape(word)}' #{pair[0]} and '{escape(word)}' #{pair[1]}"
                if pair else f"cosine of the two '{escape(word)}' vectors") + ", layer by layer",
         xaxis=dict(title=dict(text="layer (0 = embeddings)"), tickmode="array",
                    tickvals=list(range(n)), range=[-0.3, n - 0.2]),
-        yaxis=dict(title=dict(text="cosine similarity (1 = same direction)"),
+        yaxis=dict(title=dict(text="cosine" if big else "cosine similarity (1 = same direction)"),
                    range=[low, 1.02]),
         legend=dict(orientation="h", y=-0.2),
-    ))
+    )), big)
 
 
 def loss_curves(losses: Mapping[str, Sequence[float]], big: bool = False) -> go.Figure:
     """Mean training loss (cross-entropy) per epoch for each tagger."""
-    return go.Figure(
+    return projector(go.Figure(
         data=[dict(type="scatter", x=list(range(1, len(ls) + 1)), y=list(ls),
                    mode="lines+markers", name=escape(name)) for name, ls in losses.items()],
-        layout=dict(font=_font(big), height=360, margin=dict(l=10, r=10, t=40, b=10),
+        layout=dict(font=_font(big), height=380, margin=dict(l=10, r=10, t=40, b=10),
                     title="training loss per epoch", xaxis=dict(title=dict(text="epoch")),
                     yaxis=dict(title=dict(text="cross-entropy")),
-                    legend=dict(orientation="h", y=-0.25)))
+                    legend=dict(orientation="h", y=-0.25))), big)

@@ -16,9 +16,10 @@ from .common import FONT, SCORES_SCALE, WEIGHTS_SCALE, Grid, axis_labels, escape
 MODE_NAMES = {
     "learned": "learned positions (BERT)",
     "none": "no positions",
-    "sinusoidal": "hand-crafted sinusoids",
+    "sinusoidal": "sinusoids (scaled)",
     "shuffled": "learned, shuffled",
 }
+TOY_NAMES = {"none": "no positions", "sinusoidal": "a^i + sinusoid e^i"}  # the toy is untrained
 MODE_COLORS = {"learned": "#1f77b4", "none": "#d62728", "sinusoidal": "#2ca02c",
                "shuffled": "#9467bd"}
 DISTANCE_SCALE = "Magma_r"  # 0 (no change) is white-ish, large JS is dark
@@ -73,19 +74,35 @@ def permutation_figure(tokens: list[str], perm: np.ndarray, title: str | None = 
 
 
 def equivariance_figure(diffs: dict[str, np.ndarray], title: str | None = None) -> go.Figure:
-    """Bars of max |Y' - P Y| per layer (0 = embeddings), one group per position mode."""
-    data = []
-    for mode, d in diffs.items():
+    """Bars of max |Y' - P Y| per layer (0 = embeddings), one group per position mode.
+
+    Log scale: without positions the differences are float rounding (~1e-6), with them of
+    order 1; on a linear axis the first would be invisible. An exact 0 has no bar on a log
+    axis: its label "0" sits on the axis floor instead.
+    """
+    data, notes = [], []
+    x = None
+    positive = np.concatenate([np.asarray(d, dtype=np.float64).ravel() for d in diffs.values()])
+    positive = positive[positive > 0]
+    floor = float(positive.min()) / 10 if positive.size else 1e-8
+    top = float(positive.max()) * 5 if positive.size else 1.0
+    for k, (mode, d) in enumerate(diffs.items()):
         d = np.asarray(d, dtype=np.float64)
+        x = [f"layer {i}" if i else "embeddings" for i in range(len(d))]
         data.append(dict(
-            type="bar", x=[f"layer {i}" if i else "embeddings" for i in range(len(d))], y=d,
+            type="bar", x=x, y=np.where(d > 0, d, np.nan),
             name=MODE_NAMES.get(mode, mode), marker_color=MODE_COLORS.get(mode),
-            text=[f"{v:.2g}" if v else "0" for v in d], textposition="outside",
+            text=[f"{v:.2g}" for v in d], textposition="outside", offsetgroup=str(k),
             hovertemplate="%{x}: max |difference| = %{y:.3g}<extra></extra>"))
+        notes += [dict(x=x[i], y=np.log10(floor), xref="x", yref="y", text="0",
+                       showarrow=False, yanchor="bottom", font=dict(
+                           color=MODE_COLORS.get(mode)), xshift=(k - (len(diffs) - 1) / 2) * 30)
+                  for i in np.flatnonzero(d == 0)]
     return go.Figure(data=data, layout=_layout(
         title or "Outputs of the shuffled sentence vs the original outputs, shuffled the same "
-        "way", 380, barmode="group", legend=dict(orientation="h", y=-0.2),
-        yaxis=dict(title=dict(text="max |difference|"))))
+        "way", 380, barmode="group", legend=dict(orientation="h", y=-0.2), annotations=notes,
+        yaxis=dict(title=dict(text="max |difference| (log scale)"), type="log",
+                   range=[np.log10(floor), np.log10(top)], exponentformat="power")))
 
 
 # ------------------------------------------------------------------------ 2. two saws
@@ -228,15 +245,15 @@ def pca_scatter(coords: np.ndarray, ratio: np.ndarray, title: str | None = None,
 
 
 # ------------------------------------------------------- 4. how much each mode changes
-def mode_distance_grid(distances: dict[str, np.ndarray], reference: str = "learned",
-                       title: str | None = None) -> go.Figure:
+def mode_divergence_grid(divergences: dict[str, np.ndarray], reference: str = "learned",
+                         title: str | None = None) -> go.Figure:
     """One layers x heads heatmap per mode: mean JS divergence of weight rows vs the reference."""
-    modes = list(distances)
+    modes = list(divergences)
     g = Grid(rows=1, cols=len(modes), horizontal_spacing=0.04,
              subplot_titles=[MODE_NAMES.get(m, m) for m in modes])
-    vmax = max(float(np.max(d)) for d in distances.values()) or 1.0
+    vmax = max(float(np.max(d)) for d in divergences.values()) or 1.0
     for c, mode in enumerate(modes, start=1):
-        d = np.asarray(distances[mode], dtype=np.float32)  # [L, H]
+        d = np.asarray(divergences[mode], dtype=np.float32)  # [L, H]
         g.add(dict(
             type="heatmap", z=d, coloraxis="coloraxis",
             hovertemplate=f"{escape(mode)}<br>layer %{{y}}, head %{{x}}<br>"
@@ -276,7 +293,7 @@ def toy_outputs(toy: dict[str, dict], words: list[str], title: str | None = None
     """The toy layer's outputs b^i ([n, d]) without and with positions, side by side."""
     modes = list(toy)
     g = Grid(rows=1, cols=len(modes), horizontal_spacing=0.08,
-             subplot_titles=[f"outputs b^i, {MODE_NAMES.get(m, m)}" for m in modes])
+             subplot_titles=[f"outputs b^i, {TOY_NAMES.get(m, m)}" for m in modes])
     lim = max(_sym(v["outputs"]) for v in toy.values())
     labels = axis_labels(words)
     v, t = tick_labels(words)

@@ -15,8 +15,10 @@ from .common import FONT, WEIGHTS_SCALE, Grid, axis_labels, escape
 
 
 def stats_heatmaps(stats: dict[str, np.ndarray], titles: dict[str, str], cols: int = 4,
-                   selected: tuple[int, int] | None = None) -> go.Figure:
-    """One [layers, heads] heatmap per statistic; hover gives layer, head and the exact value.
+                   selected: tuple[int, int] | None = None,
+                   spread: dict[str, np.ndarray] | None = None) -> go.Figure:
+    """One [layers, heads] heatmap per statistic; hover gives layer, head and the exact value
+    (and "± spread" when `spread` {name: [layers, heads]} is given, e.g. over sentences).
 
     Built as dicts on a `Grid` and validated once (see common.Grid): the page redraws it on
     every click.
@@ -36,11 +38,17 @@ def stats_heatmaps(stats: dict[str, np.ndarray], titles: dict[str, str], cols: i
         # Heatmap cells cannot be selected in Plotly: an invisible marker per cell carries the
         # hover (exact value) and the click (Streamlit's on_select reports x = head, y = layer).
         layers, heads = np.divmod(np.arange(L * H), H)
+        extra = ""
+        custom = z.ravel()
+        if spread is not None and name in spread:
+            custom = np.stack([z.ravel(), np.asarray(spread[name], np.float64).ravel()], axis=1)
+            extra = " ± %{customdata[1]:.4f}"
+        value = "%{customdata[0]:.4f}" if extra else "%{customdata:.4f}"
         g.add(dict(
-            type="scatter", x=heads, y=layers, mode="markers", customdata=z.ravel(), name=name,
+            type="scatter", x=heads, y=layers, mode="markers", customdata=custom, name=name,
             marker=dict(size=14, opacity=0, color="white"), showlegend=False,
             hovertemplate=(f"layer %{{y}}, head %{{x}}<br>{titles.get(name, name)} = "
-                           "%{customdata:.4f}<extra></extra>"),
+                           f"{value}{extra}<extra></extra>"),
         ), r, c)
         g.yaxis(r, c).update(range=[L - 0.5, -0.5], dtick=1,
                              title=dict(text="layer") if c == 1 else None)
@@ -85,3 +93,38 @@ def rollout_pair(raw: np.ndarray, rolled: np.ndarray, tokens: list[str],
         g.xaxis(1, c).update(tickangle=-45, **common)
     return g.figure(font=FONT, height=int(min(800, max(380, 24 * n + 160))),
                     margin=dict(l=10, r=10, t=50, b=10))
+
+
+def maps_side_by_side(matrices: list[np.ndarray], titles: list[str], tokens: list[str],
+                      indices=None, value: str = "share") -> go.Figure:
+    """Several [output/query, input/key] maps of the same tokens in one row, each on its own
+    colour scale from 0 to its largest value (a flat map such as attention flow would vanish
+    on a shared one), with its colour bar under it; exact hover."""
+    n = len(tokens)
+    labels = axis_labels(tokens, indices)
+    step = max(1, -(-n // 40))
+    k = len(matrices)
+    gap = 0.06 if k > 2 else 0.12
+    g = Grid(rows=1, cols=k, subplot_titles=titles, horizontal_spacing=gap)
+    axis = dict(type="category", categoryorder="array", categoryarray=labels,
+                tickvals=labels[::step], ticktext=[escape(t) for t in tokens[::step]])
+    width = (1 - gap * (k - 1)) / k
+    axes = {}
+    for c, m in enumerate(matrices, start=1):
+        ca = "coloraxis" if c == 1 else f"coloraxis{c}"
+        g.add(dict(
+            type="heatmap", z=np.asarray(m, dtype=np.float32), x=labels, y=labels,
+            coloraxis=ca, name=titles[c - 1],
+            hovertemplate=(f"{escape(titles[c - 1])}<br>output %{{y}}<br>input %{{x}}<br>"
+                           f"{value} = %{{z:.6f}}<extra></extra>"),
+        ), 1, c)
+        g.yaxis(1, c).update(autorange="reversed", showticklabels=c == 1, **axis)
+        g.xaxis(1, c).update(tickangle=-45, **axis)
+        axes[ca] = dict(colorscale=WEIGHTS_SCALE, cmin=0.0, cmax=float(np.max(m)) or 1.0,
+                        colorbar=dict(orientation="h", thickness=10, len=width * 0.9,
+                                      x=(c - 1) * (width + gap) + width / 2, xanchor="center",
+                                      y=-0.32, yanchor="top", title=dict(text=value,
+                                                                         side="top")))
+    side = max(300, min(560, 18 * n + 140))
+    return g.figure(font=FONT, height=int(side + 110), margin=dict(l=10, r=10, t=50, b=110),
+                    **axes)

@@ -15,7 +15,9 @@ from .common import FONT, SCORES_SCALE, WEIGHTS_SCALE, Grid, axis_labels, escape
 
 VALUES_SCALE = "PuOr"  # diverging, distinct from the scores' red-blue
 MAX_PRINTED_CELLS = 144  # matrices up to this size print their numbers
-MAX_TICKS = 40
+MAX_TICKS = 24  # row labels (a_1 .. a_384 thinned to every 16th)
+MAX_X_TICKS = 12  # column labels are slanted and need more room
+CLIP_PERCENTILE = 99  # big matrices: colours stop at this percentile of |value| (hover: exact)
 MAX_LABELLED_CELLS = 4096  # larger matrices hover with indices only
 MARGIN = dict(l=10, r=10, t=50, b=10)
 
@@ -31,15 +33,24 @@ def token_axis(tokens: list[str]) -> list[str]:
 
 
 def _colors(kind: str, z: np.ndarray) -> dict:
+    """Weights on [0, 1]; values and scores symmetric around 0, up to max |z|, or for big
+    matrices (a BERT W_O, 384 x 384) up to the CLIP_PERCENTILE of |z|, so a few large entries
+    do not wash the rest out to white."""
     if kind == "weights":
         return dict(colorscale=WEIGHTS_SCALE, zmin=0.0, zmax=1.0)
-    lim = float(np.nanmax(np.abs(z))) if z.size else 1.0
+    if not z.size:
+        lim = 1.0
+    elif z.size > MAX_LABELLED_CELLS:
+        lim = float(np.nanpercentile(np.abs(z), CLIP_PERCENTILE))
+    else:
+        lim = float(np.nanmax(np.abs(z)))
     scale = SCORES_SCALE if kind == "scores" else VALUES_SCALE
     return dict(colorscale=scale, zmid=0.0, zmin=-(lim or 1.0), zmax=lim or 1.0)
 
 
-def _ticks(labels: list[str]) -> tuple[list[int], list[str]]:
-    step = max(1, -(-len(labels) // MAX_TICKS))
+def _ticks(labels: list[str], max_ticks: int = MAX_TICKS) -> tuple[list[int], list[str]]:
+    """At most max_ticks evenly spaced labels: (positions, texts)."""
+    step = max(1, -(-len(labels) // max_ticks))
     idx = list(range(0, len(labels), step))
     return idx, [labels[i] for i in idx]
 
@@ -68,21 +79,23 @@ def _heatmap(z, rows, cols, kind, decimals, numbers, showscale=False, name="") -
 def _axes(rows, cols) -> tuple[dict, dict]:
     """(x axis, y axis) layout of one matrix panel: ticks thinned, rows top to bottom."""
     yv, yt = _ticks(rows)
-    xv, xt = _ticks(cols)
+    xv, xt = _ticks(cols, MAX_X_TICKS if len(cols) > 16 else MAX_TICKS)
     y = dict(tickvals=yv, ticktext=yt, autorange="reversed", showgrid=False)
     x = dict(tickvals=xv, ticktext=xt, tickangle=-45 if len(cols) > 4 else 0, showgrid=False,
              side="bottom")
     return x, y
 
 
-def _vline(x: float, text: str, sub: str = "", position: str = "top right",
+def _vline(x: float, text: str, sub: str = "", position: str = "top right", log: bool = False,
            **line) -> tuple[dict, dict]:
     """(shape, annotation) of fig.add_vline(x, annotation_text=text) on subplot `sub`, as dicts
-    (add_vline re-dispatches the whole layout on every call)."""
+    (add_vline re-dispatches the whole layout on every call). On a log axis (log=True) a
+    shape takes the data value but an annotation takes log10 of it (Plotly's convention)."""
     top = position.startswith("top")
     shape = dict(type="line", x0=x, x1=x, xref=f"x{sub}", y0=0, y1=1, yref=f"y{sub} domain",
                  line=line)
-    note = dict(text=text, showarrow=False, x=x, xref=f"x{sub}", xanchor="left", y=int(top),
+    note = dict(text=text, showarrow=False, x=float(np.log10(x)) if log else x,
+                xref=f"x{sub}", xanchor="left", y=int(top),
                 yref=f"y{sub} domain", yanchor="top" if top else "bottom")
     return shape, note
 
@@ -119,7 +132,12 @@ def matrices_figure(
     panels: (matrix, row labels, column labels, panel title, kind); ops: one symbol between
     consecutive panels. Panel widths follow the number of columns (clamped), like on paper.
     """
-    widths = np.array([min(max(p[0].shape[1], 2), 24) for p in panels], dtype=float)
+    def width(z: np.ndarray) -> float:  # a printed number needs ~(decimals + 4) characters
+        printed = z.size <= MAX_PRINTED_CELLS if numbers is None else numbers
+        per_column = 0.5 * (decimals + 4) if printed else 1.0
+        return min(max(z.shape[1], 2) * per_column, 24)
+
+    widths = np.array([width(np.asarray(p[0])) for p in panels], dtype=float)
     g = Grid(rows=1, cols=len(panels), column_widths=list(widths / widths.sum()),
              subplot_titles=[p[3] for p in panels], horizontal_spacing=0.1)
     for i, (z, rows, cols, name, kind) in enumerate(panels):
@@ -177,11 +195,11 @@ def temperature_figure(sweep: dict, current: float, n: int) -> go.Figure:
     """Largest weight and entropy / ln(n) of one query's softmax as the temperature varies."""
     t = sweep["temperature"]
     norm = np.log(n) if n > 1 else 1.0
-    now = _vline(current, f"T = {current:g}", dash="dot")
-    one = _vline(1.0, "T = 1", position="bottom right", color="grey", width=1)
+    now = _vline(current, f"T = {current:g}", log=True, dash="dot")
+    one = _vline(1.0, "T = 1", position="bottom right", log=True, color="grey", width=1)
     return go.Figure(
         data=[dict(type="scatter", x=t, y=sweep["max_weight"],
-                   name="largest weight (1 = one-hot)"),
+                   name="largest weight (1 = all on one key)"),
               dict(type="scatter", x=t, y=sweep["entropy"] / norm,
                    name="entropy / ln n (1 = uniform)")],
         layout=dict(title="Temperature: softmax(s / (T·sqrt(d_k)))", font=FONT, height=320,
@@ -205,7 +223,7 @@ def dk_figure(sweep: dict, d_k: int | None = None) -> go.Figure:
     for c, sub in ((1, ""), (2, "2")):
         g.xaxis(1, c).update(type="log", title=dict(text="d_k"), tickvals=list(d))
         if d_k:
-            shape, note = _vline(d_k, f"d_k = {d_k}", sub, dash="dot")
+            shape, note = _vline(d_k, f"d_k = {d_k}", sub, log=True, dash="dot")
             shapes.append(shape)
             g.layout["annotations"].append(note)
     g.yaxis(1, 2)["range"] = [0, 1.02]
@@ -234,11 +252,18 @@ def weighted_sum_figure(contrib: np.ndarray, tokens: list[str], query: int,
                      line=dict(color="black", dash="dash"),
                      marker=dict(symbol="arrow", angleref="previous", size=14)))
     a, b = dims
+    pts = np.vstack([starts, ends, np.zeros((1, 2))])  # every arrow end and the origin
+
+    def span(k: int) -> list[float]:  # the data's extent, padded, never empty
+        lo, hi = float(pts[:, k].min()), float(pts[:, k].max())
+        pad = 0.12 * (hi - lo) or 0.05 * max(abs(hi), 1e-3)
+        return [lo - pad, hi + pad]
+
     return go.Figure(data=data, layout=dict(
         title=f"Weighted values adding up to b<sup>{query + 1}</sup> (coordinates {a + 1}, "
-              f"{b + 1})", font=FONT, height=420,
-        xaxis=dict(title=dict(text=f"coordinate {a + 1}")),
-        yaxis=dict(title=dict(text=f"coordinate {b + 1}"), scaleanchor="x"), margin=MARGIN))
+              f"{b + 1}; each axis to its own scale)", font=FONT, height=420,
+        xaxis=dict(title=dict(text=f"coordinate {a + 1}"), range=span(0)),
+        yaxis=dict(title=dict(text=f"coordinate {b + 1}"), range=span(1)), margin=MARGIN))
 
 
 def contributions_figure(contrib: np.ndarray, tokens: list[str], query: int) -> go.Figure:
@@ -285,7 +310,8 @@ def entropy_by_heads_figure(sweep: dict) -> go.Figure:
     return go.Figure(
         data=[dict(type="bar", x=heads, y=sweep["max_weight"], name="mean largest weight"),
               dict(type="bar", x=heads, y=sweep["entropy_norm"], name="mean entropy / ln n")],
-        layout=dict(title="Same parameters, different numbers of heads", font=FONT, height=300,
+        layout=dict(title="Same parameters, different numbers of heads (this seed only)",
+                    font=FONT, height=300,
                     xaxis=dict(title=dict(text="heads h (d_h = m / h)"), type="category"),
                     yaxis=dict(range=[0, 1.02]), barmode="group", margin=MARGIN,
                     legend=dict(orientation="h", y=-0.35)))
@@ -293,23 +319,34 @@ def entropy_by_heads_figure(sweep: dict) -> go.Figure:
 
 # ------------------------------------------------ the walkthrough's matrix products, ready-made
 def projection_figure(walk, name: str, decimals: int = 2) -> go.Figure:
-    """W^name · A = name.upper() for name in q, k, v (the lecture's column layout), with shapes."""
+    """W^name · I (+ b^name) = name.upper() for name in q, k, v (the lecture's column layout).
+
+    I = (a^1 ... a^n) holds the inputs as columns. BERT's projections have a bias b, added
+    to every column: it is drawn as its own panel when it is not zero (the toy has none).
+    """
     w = {"q": walk.w_q, "k": walk.w_k, "v": walk.w_v}[name]  # [d, m]
+    b = {"q": walk.b_q, "k": walk.b_k, "v": walk.b_v}[name]  # [d]
     out = {"q": walk.queries, "k": walk.keys, "v": walk.values}[name]  # [n, d]
     rows, a_rows, labels = dim_labels(name, w.shape[0]), dim_labels("a", walk.m), \
         token_axis(walk.tokens)
     big = name.upper()
-    return matrices_figure([
+    panels = [
         (w, rows, a_rows, f"W<sup>{name}</sup> ({w.shape[0]} × {w.shape[1]})", "values"),
-        (walk.inputs.T, a_rows, labels, f"A ({walk.m} × {walk.n})", "values"),
-        (out.T, rows, labels, f"{big} ({out.shape[1]} × {walk.n})", "values")],
-        ["·", "="], f"{big} = W<sup>{name}</sup> A", decimals=decimals)
+        (walk.inputs.T, a_rows, labels, f"I ({walk.m} × {walk.n})", "values")]
+    ops, title = ["·"], f"{big} = W<sup>{name}</sup> I"
+    if np.any(np.asarray(b) != 0):
+        panels.append((np.asarray(b)[:, None], rows, [f"b<sup>{name}</sup>"],
+                       f"b<sup>{name}</sup> ({len(b)} × 1)", "values"))
+        ops.append("+")
+        title += f" + b<sup>{name}</sup> (the bias is added to every column)"
+    panels.append((out.T, rows, labels, f"{big} ({out.shape[1]} × {walk.n})", "values"))
+    return matrices_figure(panels, [*ops, "="], title, decimals=decimals)
 
 
 def scores_figure(walk, rows: str = "queries", decimals: int = 2,
                   score_decimals: int = 4) -> go.Figure:
-    """All scores at once: Q^T K (rows = queries, attnviz) or K^T Q (rows = keys, the lecture
-    notes)."""
+    """All scores at once: A = K^T Q (rows = keys, the lecture) or its transpose A^T = Q^T K
+    (rows = queries, how attnviz draws every score matrix)."""
     labels = token_axis(walk.tokens)
     q_rows, k_rows = dim_labels("q", walk.d_k), dim_labels("k", walk.d_k)
     if rows == "queries":
@@ -321,32 +358,38 @@ def scores_figure(walk, rows: str = "queries", decimals: int = 2,
     else:
         raise ValueError("rows must be 'queries' or 'keys'")
     n, d = walk.n, walk.d_k
+    name = "A<sup>T</sup>" if rows == "queries" else "A"
     fig = matrices_figure([
         (left[0], labels, left[1], f"{left[2]} ({n} × {d})", "values"),
         (right[0].T, right[1], labels, f"{right[2]} ({d} × {n})", "values"),
-        (s, labels, labels, f"scores, rows = {rows} ({n} × {n})", "scores")],
-        ["·", "="], f"All scores at once: {left[2]} {right[2]}", decimals=decimals)
+        (s, labels, labels, f"{name} ({n} × {n})", "scores")],
+        ["·", "="], f"All scores at once: {name} = {left[2]} {right[2]} (rows = {rows})",
+        decimals=decimals)
     if fig.data[2].texttemplate:  # scores carry twice the decimals of q and k
         fig.data[2].texttemplate = f"%{{z:.{score_decimals}f}}"
     return fig
 
 
 def outputs_figure(walk, decimals: int = 3) -> go.Figure:
-    """O = V A'^T: column i of O is b^i = sum_j alpha'_{i,j} v^j (the lecture's column layout)."""
+    """O = V A': column i of O is b^i = sum_j alpha'_{i,j} v^j (the lecture's column layout;
+    A' has rows = keys, the transpose of the weight matrices attnviz draws elsewhere)."""
     labels, v_rows = token_axis(walk.tokens), dim_labels("v", walk.p)
     n, p = walk.n, walk.p
     return matrices_figure([(walk.values.T, v_rows, labels, f"V ({p} × {n})", "values"),
-                            (walk.weights.T, labels, labels, f"A'<sup>T</sup> ({n} × {n})",
+                            (walk.weights.T, labels, labels, f"A' ({n} × {n}, rows = keys)",
                              "weights"),
                             (walk.outputs.T, v_rows, labels, f"O ({p} × {n})", "values")],
-                           ["·", "="], "O = V A'<sup>T</sup>", decimals=decimals)
+                           ["·", "="], "O = V A'", decimals=decimals)
 
 
 def output_projection_figure(mh, decimals: int = 2) -> go.Figure:
-    """B = W_O O: the heads' outputs stacked (concat) and mixed by W_O (+ b_O in BERT)."""
+    """B = W^O O (+ b^O in BERT): the heads' outputs stacked (concat) and mixed by W^O, the
+    attention block's output (in BERT a residual, LayerNorm and the feed-forward follow)."""
     m, n = mh.w_o.shape[0], len(mh.tokens)
     labels, o_rows, b_rows = token_axis(mh.tokens), dim_labels("o", m), dim_labels("b", m)
-    return matrices_figure([(mh.w_o, b_rows, o_rows, f"W_O ({m} × {m})", "values"),
+    bias = " + b<sup>O</sup>" if np.any(np.asarray(mh.b_o) != 0) else ""
+    return matrices_figure([(mh.w_o, b_rows, o_rows, f"W<sup>O</sup> ({m} × {m})", "values"),
                             (mh.concat.T, o_rows, labels, f"concat O ({m} × {n})", "values"),
                             (mh.projected.T, b_rows, labels, f"B ({m} × {n})", "values")],
-                           ["·", "="], "Heads concatenated, then W_O", decimals=decimals)
+                           ["·", "="], f"B = W<sup>O</sup> O{bias}: the attention block's "
+                           "output, not yet the layer's", decimals=decimals)

@@ -153,43 +153,63 @@ def receptive_fields(
     )
 
 
+CURVE_COLORS = {"mean": "#2b6cb0", "worst": "#718096", "pair": "#dd6b20"}
+
+
 def context_curve(
     windows: np.ndarray,
-    mean_cosine: np.ndarray,
-    min_cosine: np.ndarray | None = None,
-    pair_cosine: np.ndarray | None = None,
+    curves: Mapping[str, Mapping[str, np.ndarray | None]],
+    main: str,
     full_pair_cosine: float | None = None,
     pair_label: str = "",
+    current: int | None = None,
     title: str = "",
 ) -> go.Figure:
-    """Cosine of final vectors with window w vs full attention (mean over tokens) against w."""
-    data = [dict(type="scatter", x=windows, y=mean_cosine, mode="lines+markers",
-                 name="mean over tokens: cos(h_w, h_full)",
-                 hovertemplate="w = %{x}<br>mean cos = %{y:.4f}<extra></extra>")]
+    """Cosine of final vectors with window w vs full attention, against w, for several masks.
+
+    curves[name] = {"mean": [W] mean over tokens, "worst": [W] min over tokens (optional),
+    "pair": [W] cosine between the two chosen tokens (optional)}. The `main` mask is drawn in
+    solid lines, the others dashed and fainter; `current` marks the page's w.
+    """
+    data = []
+    for name, c in curves.items():
+        is_main = name == main
+        style = dict(dash="solid" if is_main else "dash", width=2.5 if is_main else 1.5)
+        mode = "lines+markers" if is_main else "lines"
+        label = escape(name)
+        for part, text in (("mean", "mean over tokens"), ("worst", "worst token"),
+                           ("pair", f"{pair_label} with each other")):
+            y = c.get(part)
+            if y is None or (part == "worst" and not is_main):
+                continue
+            data.append(dict(
+                type="scatter", x=windows, y=np.asarray(y, dtype=np.float64), mode=mode,
+                name=f"{text}, {label}", opacity=1.0 if is_main else 0.75,
+                line=dict(color=CURVE_COLORS[part],
+                          **({**style, "dash": "dot"} if part == "worst" else style)),
+                hovertemplate=f"{text}, {label}<br>w = %{{x}}<br>cosine = %{{y:.4f}}"
+                              "<extra></extra>"))
     shapes, notes = [], []
-    if min_cosine is not None:
-        data.append(dict(type="scatter", x=windows, y=min_cosine, mode="lines",
-                         line=dict(dash="dot"), name="worst token: min cos(h_w, h_full)",
-                         hovertemplate="w = %{x}<br>min cos = %{y:.4f}<extra></extra>"))
-    if pair_cosine is not None:
-        data.append(dict(type="scatter", x=windows, y=pair_cosine, mode="lines+markers",
-                         name=f"cos between {pair_label} (window w)",
-                         hovertemplate="w = %{x}<br>pair cos = %{y:.4f}<extra></extra>"))
-        if full_pair_cosine is not None:
-            # what fig.add_hline(annotation_position="bottom right") draws, as layout dicts
-            y = full_pair_cosine
-            shapes.append(dict(type="line", xref="x domain", x0=0, x1=1, yref="y", y0=y, y1=y,
-                               line=dict(dash="dash", color="gray")))
-            notes.append(dict(text=f"{pair_label}, full attention: {y:.3f}", showarrow=False,
-                              xref="x domain", x=1, xanchor="right", yref="y", y=y,
-                              yanchor="top"))
+    if full_pair_cosine is not None:
+        # what fig.add_hline(annotation_position="bottom right") draws, as layout dicts
+        y = full_pair_cosine
+        shapes.append(dict(type="line", xref="x domain", x0=0, x1=1, yref="y", y0=y, y1=y,
+                           line=dict(dash="dash", color="gray", width=1)))
+        notes.append(dict(text=f"{pair_label}, full attention: {y:.3f}", showarrow=False,
+                          xref="x domain", x=1, xanchor="right", yref="y", y=y,
+                          yanchor="top"))
+    if current is not None:
+        shapes.append(dict(type="line", xref="x", x0=current, x1=current, yref="y domain",
+                           y0=0, y1=1, line=dict(dash="dot", color="black", width=1)))
+        notes.append(dict(text=f"w = {current}", showarrow=False, xref="x", x=current,
+                          xanchor="left", yref="y domain", y=1, yanchor="top"))
     return go.Figure(data=data, layout=dict(
         shapes=shapes, annotations=notes,
         xaxis=dict(title=dict(text="window w (each token sees ±w neighbours)"),
                    dtick=max(1, len(windows) // 12)),
         yaxis=dict(title=dict(text="cosine similarity")),
-        title=title, height=420, font=FONT, margin=dict(l=10, r=10, t=60, b=10),
-        legend=dict(orientation="h", y=-0.25, x=0),
+        title=title, height=460, font=FONT, margin=dict(l=10, r=10, t=60, b=10),
+        legend=dict(orientation="h", y=-0.22, x=0),
     ))
 
 

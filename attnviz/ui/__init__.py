@@ -7,16 +7,20 @@
     progress    long work with a progress bar, computed once per server
     figures     drawing a figure with its PNG/SVG downloads; the figure cache
     downloads   a page's numbers as .npz or .csv, made on click
-    lesson      the lesson's trained taggers
+    lesson      the lesson's trained taggers; lesson_steps: each step's view
+    text        literal(): typed text shown as typed in Markdown
+    model_picker  the sidebar's list of cached models
 """
 
 from .cache import cached, clear_caches
 from .context import (
     DEFAULT_TEXT,
     Context,
+    bert_like,
     cached_model,
     cached_trace,
     context,
+    require_bert_like,
     require_text,
     trace_or_message,
 )
@@ -27,7 +31,8 @@ from .router import ensure_router
 from .sidebar import sidebar
 
 __all__ = [
-    "DEFAULT_TEXT", "Context", "cached", "cached_figure", "cached_model", "cached_trace",
-    "clear_caches", "context", "download_arrays", "download_csv", "ensure_router",
-    "require_text", "show_figure", "sidebar", "trace_or_message", "with_progress",
+    "DEFAULT_TEXT", "Context", "bert_like", "cached", "cached_figure", "cached_model",
+    "cached_trace", "clear_caches", "context", "download_arrays", "download_csv",
+    "ensure_router", "require_bert_like", "require_text", "show_figure", "sidebar",
+    "trace_or_message", "with_progress",
 ]

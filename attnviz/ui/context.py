@@ -5,6 +5,13 @@ models behind it, loaded or computed once per server from the cache registry.
     t = ctx.trace(window=1)              # Model.trace(ctx.request.with_options(window=1)),
                                          # cached under (model.key, request)
 
+The model may be of any family the engine reads (BERT, RoBERTa, DistilBERT, GPT-2, ViT,
+BART): the Context's request is the one that family takes (a ViT: the demo image; BART: the
+sidebar's second sentence as the decoder's target; GPT-2: one text) and `Context.notes` says
+what was adapted. What a family cannot do reaches the page as the engine's plain ValueError
+(`trace_or_message` shows it). A model folder or Hub id that cannot be opened gets one neutral
+message, the same whether it exists or not, with the input shown as typed.
+
 One model per (folder, device), shared read-only by every session; one Trace per
 `Trace.key` = (model key, TraceRequest). After the first model load every object alive
 (torch, transformers, plotly, the model) is moved out of the garbage collector's sight
@@ -15,24 +22,34 @@ longer walks them while holding the GIL that all sessions share.
 from __future__ import annotations
 
 import gc
+import os
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 
 import streamlit as st
 
 from attnviz.engine import (
+    DECODER,
+    ENCODER,
+    ENCODER_DECODER,
+    VISION,
     Model,
     ModelError,
     Trace,
     TraceRequest,
     check_allowed_folder,
+    demo_image,
     load_model,
+    locate_model,
 )
 
 from .cache import cached
 from .router import ensure_router
+from .text import literal
 
 DEFAULT_TEXT = "I saw a saw"
+DEFAULT_MAX_TOKENS = 512  # tokens per trace on a server (ATTNVIZ_MAX_TOKENS)
 _FROZEN = threading.Event()
 
 
@@ -41,20 +58,38 @@ class Context:
     """What every page needs: the model and the request for the sidebar's sentence(s)."""
 
     model: Model | None
-    request: TraceRequest  # the typed text and pair, default options
-    error: str | None = None
+    request: TraceRequest  # the typed text and pair as the model takes them, default options
+    error: str | None = None  # Markdown-safe (typed input escaped)
+    sentence: str = ""  # the sidebar's sentence as typed (also for image models)
+    notes: tuple[str, ...] = ()  # plain sentences: how the sidebar's input was adapted
 
     @property
     def text(self) -> str:
-        return self.request.text
+        """The text the model reads (the sidebar's sentence for an image model)."""
+        return self.request.text if self.request.text is not None else self.sentence
 
     @property
     def text_pair(self) -> str | None:
         return self.request.pair
 
+    @property
+    def kind(self) -> str:
+        """The model's kind: 'encoder', 'decoder', 'encoder-decoder' or 'vision'."""
+        return self.model.kind if self.model is not None else "encoder"
+
     def trace(self, **options) -> Trace:
         """The (cached) trace of the sidebar's sentence under these engine options."""
         return cached_trace(self.model, self.request.with_options(**options))
+
+
+def server_max_tokens() -> int:
+    """Tokens per trace a server computes (ATTNVIZ_MAX_TOKENS, default 512: BERT's maximum;
+    a GPT-2 or BART could otherwise ask for 1024, four times the memory per trace)."""
+    try:
+        value = int(os.environ.get("ATTNVIZ_MAX_TOKENS", DEFAULT_MAX_TOKENS))
+    except ValueError:
+        value = DEFAULT_MAX_TOKENS
+    return max(1, value)
 
 
 def cached_model(folder: str | None, device: str) -> Model:
@@ -63,7 +98,7 @@ def cached_model(folder: str | None, device: str) -> Model:
     `folder` must already be resolved (engine.check_allowed_folder) so that every spelling of
     one folder is one cache entry."""
     def load() -> Model:
-        model = load_model(folder, device=device)
+        model = load_model(folder, device=device, max_tokens=server_max_tokens())
         if not _FROZEN.is_set():
             _FROZEN.set()
             gc.collect()
@@ -83,6 +118,145 @@ def _clean(text: str | None) -> str:
     return (text or "").replace("\x00", "")
 
 
+def _shown(text: str, limit: int = 80) -> str:
+    """Typed input as the page shows it: literal (no Markdown, KaTeX or HTML), and short."""
+    text = text if len(text) <= limit else text[: limit - 1] + "…"
+    return literal(text)
+
+
+def neutral_refusal(typed: str) -> str:
+    """The one message for a model name that cannot be opened, whatever the reason on disk:
+    the same for a folder that exists and one that does not (Markdown-safe)."""
+    return (f"Model refused: “{_shown(typed)}” is not a checkpoint folder or cached Hub id "
+            "that this server can open. Showing the bundled model instead.")
+
+
+def open_checkpoint(typed: str) -> str:
+    """The resolved folder for a typed folder or Hub id, inside the server's allowed folders
+    and holding a config.json; else ModelError(neutral_refusal), which says nothing about what
+    exists where."""
+    try:
+        folder = check_allowed_folder(locate_model(typed))
+        if not (folder / "config.json").is_file():
+            raise ModelError("no checkpoint")
+    except (ModelError, OSError, ValueError):
+        raise ModelError(neutral_refusal(typed)) from None
+    return str(folder)
+
+
+FALLBACK = " Showing the bundled model instead."
+
+
+def load_checkpoint(typed: str, device: str, fallback: str = FALLBACK) -> Model:
+    """The model a typed folder or Hub id names, loaded once per server; ModelError with a
+    Markdown-safe message (neutral, or the checkpoint's own reason once it is one), ending
+    with `fallback`."""
+    try:
+        folder = open_checkpoint(typed)
+    except ModelError as e:
+        raise ModelError(str(e).replace(FALLBACK, fallback)) from None
+    try:
+        with st.spinner("Loading the model (once per server)..."):
+            return cached_model(folder, device)
+    except ModelError as e:
+        reason = str(e).replace(folder, Path(folder).name)
+        raise ModelError(f"Model refused: {_shown(reason, 300)}.{fallback}") from None
+    except Exception as e:  # never a traceback on the page
+        raise ModelError(f"Model refused ({type(e).__name__}).{fallback}") from None
+
+
+KIND_EXAMPLES = {DECODER: "a decoder such as GPT-2 (gpt2)",
+                 ENCODER_DECODER: "an encoder-decoder such as BART (facebook/bart-base)",
+                 VISION: "a vision transformer such as ViT (google/vit-base-patch16-224)",
+                 "encoder": "an encoder such as BERT"}
+
+
+DEMO = {DECODER: ("gpt2", dict(layers=3)), ENCODER_DECODER: ("bart", dict(layers=2)),
+        VISION: ("vit", dict(layers=3, image_size=224, patch_size=16))}
+
+
+def demo_model(kind: str, device: str) -> Model:
+    """A small model of `kind` with random weights (engine.random_models), made once per
+    server: what a page shows when no trained one is at hand. Its masks, shapes and
+    tokenization are the family's; its attention patterns mean nothing."""
+    def build() -> Model:
+        import shutil
+        import tempfile
+
+        from attnviz.engine.random_models import save_random_checkpoint
+
+        family, sizes = DEMO[kind]
+        folder = Path(tempfile.mkdtemp(prefix="attnviz-demo-"))
+        try:
+            save_random_checkpoint(family, folder / family, seed=0, hidden=64, heads=4,
+                                   intermediate=128, positions=DEFAULT_MAX_TOKENS, **sizes)
+            model = load_model(folder / family, device=device, max_tokens=server_max_tokens())
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        model.name = f"random {model.title}"
+        return model
+
+    return cached("models", ("demo", kind, device), build, waiting=lambda: st.spinner(
+        "Making a small random model (once per server)..."))
+
+
+def family_model(ctx: Context, kind: str, label: str, key: str) -> tuple[Model, bool]:
+    """A model of one kind for a page's section, and whether it is the random demo: the
+    folder or Hub id in a box (filled with the sidebar's model when it is of that kind, else
+    the first cached one), or, when there is none or it cannot be opened, `demo_model`."""
+    from .model_picker import KIND_TYPES, cached_ids
+
+    device = st.session_state.get("device", "auto")
+    if key not in st.session_state:
+        if ctx.model is not None and ctx.model.kind == kind:
+            st.session_state[key] = _clean(st.session_state.get("model_dir")).strip()
+        else:
+            found = cached_ids(KIND_TYPES[kind])
+            st.session_state[key] = found[0][0] if found else ""
+    typed = _clean(st.text_input(
+        label, key=key, placeholder="empty: a random demo model; or a checkpoint folder, or a "
+        "Hub id in your Hugging Face cache",
+        help="Read offline (the sidebar lists your cached models); nothing is downloaded.",
+    )).strip()
+    if typed:
+        try:
+            model = load_checkpoint(typed, device, fallback=" Showing a random demo model "
+                                                             "instead.")
+            if model.kind == kind:
+                return model, False
+            st.warning(f"“{_shown(typed)}” is a {model.title} ({model.kind}); this part needs "
+                       f"{KIND_EXAMPLES[kind]}. Showing a random demo model instead.")
+        except ModelError as e:
+            st.warning(str(e))
+    model = demo_model(kind, device)
+    st.info(f"No trained {model.title} given, so this is a small {model.title} with random "
+            f"weights ({model.n_layers} layers, {model.n_heads} heads): its masks, shapes and "
+            f"tokens are {model.title}'s, its attention patterns mean nothing. For a trained "
+            f"one, type {KIND_EXAMPLES[kind]} above (a folder, or a Hub id in your Hugging Face "
+            "cache).")
+    return model, True
+
+
+def adapted_request(model: Model, text: str, pair: str | None) -> tuple[TraceRequest, tuple]:
+    """The sidebar's sentence(s) as this model's family takes them, and what was adapted."""
+    title = model.title
+    if model.kind == VISION:
+        return TraceRequest(image=_demo_image()), (
+            f"{title} reads an image, not the sentence: it sees attnviz's demo image.",)
+    if model.kind == ENCODER_DECODER:
+        note = (f"{title} is an encoder-decoder: the sentence is the source, the second "
+                "sentence the decoder's target." if pair else ())
+        return TraceRequest(text, target=pair), ((note,) if note else ())
+    if model.kind == DECODER and pair:
+        return TraceRequest(text), (f"{title} reads one text: the second sentence is left "
+                                    "out.",)
+    return TraceRequest(text, pair), ()
+
+
+def _demo_image():
+    return cached("results", ("demo_image",), demo_image)
+
+
 def context() -> Context:
     """The sentence, model and device chosen in the sidebar, read from the widgets' state."""
     ensure_router()
@@ -91,22 +265,21 @@ def context() -> Context:
     model, error = None, None
     if folder:
         try:
-            resolved = str(check_allowed_folder(folder))
-            with st.spinner("Loading the model (once per server)..."):
-                model = cached_model(resolved, device)
+            model = load_checkpoint(folder, device)
         except ModelError as e:
-            error = f"Model folder refused: {e}. Showing the bundled model instead."
-        except Exception as e:  # never a traceback on the page
-            error = f"Model folder refused ({type(e).__name__}). Showing the bundled model instead."
+            error = str(e)
     if model is None:
         try:
             with st.spinner("Loading the model (once per server)..."):
                 model = cached_model(None, device)
         except Exception as e:
-            error = f"The bundled model could not be loaded: {e}"
+            error = f"The bundled model could not be loaded: {literal(str(e))}"
     text = _clean(st.session_state.get("text", DEFAULT_TEXT))
     pair = _clean(st.session_state.get("pair")).strip() or None
-    return Context(model, TraceRequest(text, pair), error)
+    if model is None:
+        return Context(model, TraceRequest(text, pair), error, text)
+    request, notes = adapted_request(model, text, pair)
+    return Context(model, request, error, text, notes)
 
 
 def require_text(ctx: Context) -> bool:
@@ -114,10 +287,47 @@ def require_text(ctx: Context) -> bool:
     if ctx.model is None:
         st.error(ctx.error or "No model is loaded.")
         return False
-    if not ctx.text.strip():
+    if ctx.request.image is None and not ctx.text.strip():
         st.info("Type a sentence in the sidebar to begin, e.g. *I saw a saw*.")
         return False
     return True
+
+
+BERT_LIKE = "BERT, RoBERTa or DistilBERT"
+
+
+def bert_like(model: Model) -> bool:
+    """A bidirectional text encoder with BERT's post-LayerNorm layer: what the lessons on
+    positions, windows and the step-by-step recomputation are written for."""
+    caps = model.capabilities
+    return (model.kind == ENCODER and caps["input"] == "text" and caps["bidirectional"]
+            and not caps["pre_norm"])
+
+
+def why_not_bert_like(model: Model, what: str) -> str:
+    """One plain sentence: why `what` is not shown for this model."""
+    caps = model.capabilities
+    if caps["input"] == "image":
+        reason = "reads an image as patches on a 2-D grid, not a sentence"
+    elif not caps["bidirectional"] or model.kind == DECODER:
+        reason = ("is a decoder: each token sees only the tokens before it, so what this "
+                  "part shows about a bidirectional encoder does not hold")
+    elif model.kind == ENCODER_DECODER:
+        reason = "is an encoder-decoder"
+    else:
+        reason = "puts LayerNorm before attention (pre-LayerNorm), not after it as BERT does"
+    return (f"{what} is written for a bidirectional text encoder with BERT's layers "
+            f"({BERT_LIKE}). The loaded model, {literal(model.name)}, is a {model.title} that "
+            f"{reason}. Pick such a model in the sidebar, or see *Decoders, encoder-decoders, "
+            "images* for this one.")
+
+
+def require_bert_like(ctx: Context, what: str) -> bool:
+    """True when the loaded model is `bert_like`; else one sentence saying why not, False."""
+    if ctx.model is None or bert_like(ctx.model):
+        return True
+    st.info(why_not_bert_like(ctx.model, what))
+    return False
 
 
 def trace_or_message(ctx: Context, **options) -> Trace | None:
@@ -127,14 +337,27 @@ def trace_or_message(ctx: Context, **options) -> Trace | None:
     if ctx.error:
         st.warning(ctx.error)
     try:
-        with st.spinner("Running the encoder..."):
+        with st.spinner(f"Running {ctx.model.title}..."):
             t = ctx.trace(**options)
     except ValueError as e:
-        st.error(f"Cannot encode this input: {e}")
+        st.error(f"Cannot run {ctx.model.title} on this: {literal(str(e))}")
         return None
+    report(ctx.model, t, ctx.notes)
+    return t
+
+
+def report(model: Model, t: Trace, notes=()) -> None:
+    """What a page says with a trace: tokens dropped (a warning), then the notes."""
     if t.dropped:
         st.warning(
-            f"The input is longer than the model's {ctx.model.max_positions} positions: "
+            f"The input is longer than the model's {model.max_positions} positions: "
             f"{t.dropped} tokens at the end were dropped."
         )
-    return t
+    show_notes((*notes, *t.notes))
+
+
+def show_notes(notes) -> None:
+    """The engine's and the Context's plain sentences about this input (typed control tokens,
+    a decoder's causal mask, what a family does with the sidebar's input), as captions."""
+    for note in dict.fromkeys(notes):
+        st.caption(f":material/info: {literal(note)}")

@@ -1,25 +1,180 @@
-"""The lesson page's taggers: trained once per settings per server, with a progress bar."""
+"""The lesson page's Streamlit side: trained taggers and their numbers (once per settings per
+server, with a progress bar), the step and reveal state, keyboard navigation and the
+presentation mode.
+
+Navigation: `lesson_step` (1..N) lives in the session and in the URL (written here each run,
+read once when a session starts, so a link opens its step). "Next" reveals the step's answer
+first when it asks a question, then moves on; "Back" moves back. In presentation mode the keys
+a presenter's clicker sends do the same: Right, PageDown and Space go forward; Left and PageUp
+go back (Streamlit's button shortcuts: keys typed into a text field are left alone).
+
+What a URL can ask to train is limited to SEEDS x EPOCHS, so a shared server trains at most
+that many settings, each once (the cache registry).
+"""
 
 from __future__ import annotations
 
-from attnviz.analysis import taggers
+from dataclasses import dataclass
 
+import streamlit as st
+
+from attnviz.analysis import lesson, taggers
+
+from . import style
 from .cache import cached
 from .progress import with_progress
 
+SEEDS: tuple[int, ...] = (0, 1, 2)
+EPOCHS: tuple[int, ...] = (3, taggers.Settings.epochs, 12)
+N = len(lesson.STEPS)
+STEP_KEY = "lesson_step"
+FORWARD_KEYS = ("PageDown", "Space")  # besides the Next button's own Right
+BACK_KEYS = ("PageUp",)  # besides the Back button's own Left
 
+
+# ------------------------------------------------------------------ numbers
 def trained_taggers(settings: taggers.Settings) -> taggers.Trained:
     """The trained taggers for `settings`; trains them (with a progress bar) on first use."""
-    return with_progress("taggers", settings, "Training four taggers on the CPU (once per "
-                         "settings)...", lambda progress: taggers.train_all(settings, progress))
+    return with_progress("taggers", settings, f"Training {len(taggers.NAMES)} taggers on the "
+                         "CPU (once per settings, shared by every visitor)...",
+                         lambda progress: taggers.train_all(settings, progress))
 
 
-def held_out_scores(settings: taggers.Settings) -> tuple[dict[str, taggers.Scores], dict]:
-    """({tagger name: held-out Scores}, majority baselines) for `settings`, computed once per
-    server: they depend on the trained taggers only, not on the sentence or the session."""
-    def evaluate():
+@dataclass(frozen=True)
+class Numbers:
+    """Every tagger's held-out Scores and parameter count, and the majority-tag baselines."""
+
+    scores: dict[str, taggers.Scores]  # by tagger name (taggers.NAMES' keys)
+    parameters: dict[str, int]
+    baseline: dict
+    n_train: int
+    n_test: int
+
+
+def numbers(settings: taggers.Settings) -> Numbers:
+    """Numbers for `settings`, computed once per server: they depend on the trained taggers
+    only, not on the sentence or the session."""
+    def compute() -> Numbers:
         tr = trained_taggers(settings)
-        return ({taggers.NAMES[k]: taggers.evaluate(m, tr.corpus) for k, m in tr.models.items()},
-                taggers.majority_baseline(tr.corpus))
+        return Numbers({k: taggers.evaluate(m, tr.corpus) for k, m in tr.models.items()},
+                       {k: taggers.parameters(m) for k, m in tr.models.items()},
+                       taggers.majority_baseline(tr.corpus), len(tr.corpus.train),
+                       len(tr.corpus.test))
 
-    return cached("results", ("held_out_scores", settings), evaluate)
+    return cached("results", ("lesson_numbers", settings), compute)
+
+
+def sweep(settings: taggers.Settings) -> taggers.Sweep:
+    """The overfitting sweep for `settings` (retrained on smaller training sets), once per
+    server, with a progress bar."""
+    def compute(progress) -> taggers.Sweep:
+        return taggers.overfitting(settings, progress=progress,
+                                   trained=trained_taggers(settings))
+
+    return with_progress("results", ("lesson_sweep", settings),
+                         "Retraining on smaller training sets (once per settings)...", compute)
+
+
+# ------------------------------------------------------------------ settings
+def settings_from(seed, epochs) -> taggers.Settings:
+    """Settings for a (seed, epochs) choice; anything outside SEEDS x EPOCHS is refused."""
+    if seed not in SEEDS or epochs not in EPOCHS:
+        raise ValueError(f"the lesson trains seeds {SEEDS} and epochs {EPOCHS} only")
+    return taggers.Settings(seed=int(seed), epochs=int(epochs))
+
+
+def settings_widgets() -> taggers.Settings:
+    """Seed and epochs, each one of a few values (in the URL)."""
+    seed = st.segmented_control("Seed", SEEDS, default=0, key="lesson_seed",
+                                bind="query-params", required=True)
+    epochs = st.segmented_control("Epochs", EPOCHS, default=taggers.Settings.epochs,
+                                  key="lesson_epochs", bind="query-params", required=True)
+    return settings_from(seed, epochs)
+
+
+# ------------------------------------------------------------------ steps
+def _url_step() -> int:
+    raw = st.query_params.get(STEP_KEY, "1")
+    return int(raw) if raw.isdigit() and 1 <= int(raw) <= N else 1
+
+
+def current_step() -> int:
+    """The step shown (1..N): the session's, or the URL's when a session starts; written back
+    to the URL so the address always opens this step."""
+    if STEP_KEY not in st.session_state:
+        st.session_state[STEP_KEY] = _url_step()
+    step = st.session_state[STEP_KEY]
+    if not isinstance(step, int) or not 1 <= step <= N:
+        step = st.session_state[STEP_KEY] = 1
+    if st.query_params.get(STEP_KEY) != str(step):
+        st.query_params[STEP_KEY] = str(step)
+    return step
+
+
+def revealed(key: str) -> bool:
+    return bool(st.session_state.get(f"lesson_reveal_{key}", False))
+
+
+def reveal(key: str) -> None:
+    st.session_state[f"lesson_reveal_{key}"] = True
+
+
+def go_to(step: int) -> None:
+    st.session_state[STEP_KEY] = max(1, min(N, step))
+
+
+def forward() -> None:
+    """Reveal this step's answer if it asks a question and has not shown it; else next step."""
+    step = st.session_state.get(STEP_KEY, 1)
+    s = lesson.STEPS[step - 1]
+    if s.predict and not revealed(s.key):
+        reveal(s.key)
+    else:
+        go_to(step + 1)
+
+
+def back() -> None:
+    go_to(st.session_state.get(STEP_KEY, 1) - 1)
+
+
+def at_end(step: int) -> bool:
+    s = lesson.STEPS[step - 1]
+    return step == N and (not s.predict or revealed(s.key))
+
+
+def step_slider() -> None:
+    """A slider over the steps (outside presentation mode), kept on the current step."""
+    st.session_state["lesson_step_slider"] = st.session_state[STEP_KEY]
+    st.slider("Step", 1, N, key="lesson_step_slider", label_visibility="collapsed",
+              on_change=lambda: go_to(st.session_state["lesson_step_slider"]))
+
+
+def nav_buttons(step: int, present: bool, cols) -> None:
+    """Back and Next in the two given columns; in presentation mode also the clicker's keys."""
+    cols[0].button("◀ Back", on_click=back, disabled=step == 1, key="lesson_back",
+                   shortcut="Left" if present else None, width="stretch")
+    s = lesson.STEPS[step - 1]
+    label = "Answer ▶" if s.predict and not revealed(s.key) else "Next ▶"
+    cols[1].button(label, on_click=forward, disabled=at_end(step), key="lesson_next",
+                   type="primary", shortcut="Right" if present else None, width="stretch")
+    if present:
+        with st.container(key="lesson_hotkeys"):  # hidden: only their shortcuts matter
+            for k in FORWARD_KEYS:
+                st.button(f"Next ({k})", on_click=forward, disabled=at_end(step),
+                          key=f"lesson_key_{k.lower()}", shortcut=k)
+            for k in BACK_KEYS:
+                st.button(f"Back ({k})", on_click=back, disabled=step == 1,
+                          key=f"lesson_key_{k.lower()}", shortcut=k)
+
+
+# ------------------------------------------------------------------ presentation
+def presentation(present: bool) -> None:
+    """Page style (constant CSS, no user text): the clicker's buttons hidden; in presentation
+    mode larger text, less padding, and the sidebar collapsed when the mode is switched on."""
+    style.apply(*(("lesson", "lesson_present") if present else ("lesson",)))
+    was = st.session_state.get("lesson_present_was")
+    if present and not was:
+        st.set_page_config(initial_sidebar_state="collapsed")
+    elif was and not present:
+        st.set_page_config(initial_sidebar_state="expanded")
+    st.session_state["lesson_present_was"] = present

@@ -27,7 +27,15 @@ PAGES: list[tuple[str, str, str, str]] = [
     ("pages/layer_heads.py", "Heads of one layer", ":material/grid_view:", "Explore BERT"),
     ("pages/explore.py", "All heads, token lines", ":material/explore:", "Explore BERT"),
     ("pages/inside_score.py", "Inside one score", ":material/biotech:", "Explore BERT"),
-    ("pages/head_stats.py", "Head statistics and rollout", ":material/bar_chart:", "Explore BERT"),
+    ("pages/head_stats.py", "Head statistics, rollout and flow", ":material/bar_chart:",
+     "Explore BERT"),
+    ("pages/value_norms.py", "Weights vs value norms", ":material/straighten:", "Explore BERT"),
+    ("pages/compare.py", "Compare two sentences", ":material/difference:", "Explore BERT"),
+    ("pages/corpus_heads.py", "Heads across many sentences", ":material/scatter_plot:",
+     "Explore BERT"),
+    ("pages/similarity.py", "Why are two sentences similar?", ":material/compare_arrows:",
+     "Explore BERT"),
+    ("pages/families.py", "Decoders, encoder-decoders, images", ":material/hub:", "Beyond BERT"),
 ]
 DEFAULT_PAGE = "pages/layer_heads.py"  # served at "/"
 

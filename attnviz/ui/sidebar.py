@@ -10,6 +10,8 @@ from __future__ import annotations
 import streamlit as st
 
 from .context import DEFAULT_TEXT, Context, context
+from .model_picker import model_picker
+from .text import literal
 from .urlstate import URL_BUDGET, encoded_length, fits_in_link
 
 MAX_CHARS = 20_000  # more text than 512 tokens can hold; longer input is cut with a warning
@@ -48,7 +50,8 @@ def sidebar() -> Context:
         st.text_input(
             "Second sentence (optional)", value="", key="pair", max_chars=MAX_CHARS,
             bind="query-params" if pair_in_link else None,
-            help="Encoded as BERT does: [CLS] A [SEP] B [SEP].",
+            help="BERT-like encoders read [CLS] A [SEP] B [SEP]; BART takes it as the "
+            "decoder's target; GPT-2 and ViT leave it out (the page says so).",
         )
         for name, value in (("sentence", text), ("second sentence", pair)):
             if len(value) >= MAX_CHARS:
@@ -61,16 +64,19 @@ def sidebar() -> Context:
                     "it out: copy the text itself to share it.")
         with st.expander("Model and device"):
             st.text_input(
-                "Local BERT checkpoint folder", value="", key="model_dir",
+                "Checkpoint folder or Hub id", value="", key="model_dir",
                 placeholder="empty = bundled all-MiniLM-L6-v2",
-                help="A folder with config.json, weights and tokenizer. Nothing is downloaded.",
+                help="BERT, RoBERTa, DistilBERT, GPT-2, ViT or BART: a folder with config.json, "
+                     "weights and tokenizer, or a Hub id found in your local Hugging Face cache "
+                     "(e.g. gpt2). Read offline: nothing is downloaded.",
             )
+            model_picker()
             devices = ["auto", "cpu"] + (["cuda"] if _cuda() else [])
             st.selectbox("Device", devices, key="device")
     ctx = context()
     if ctx.model is not None:
         st.sidebar.caption(
-            f"{ctx.model.name}: {ctx.model.n_layers} layers x {ctx.model.n_heads} heads, "
+            f"{literal(ctx.model.name)}: {ctx.model.n_layers} layers x {ctx.model.n_heads} heads, "
             f"hidden {ctx.model.hidden}, on **{ctx.model.device.type.upper()}**"
         )
     if ctx.error:

@@ -87,7 +87,8 @@ def change_a_control(page) -> str:
                 options.nth(pick[0]).click()
                 return "selectbox"
         page.keyboard.press("Escape")
-    slider = main.locator("[role='slider']:visible")
+    # Streamlit draws a slider as a range <input> (older versions: a div with role=slider).
+    slider = main.locator("[data-testid='stSlider'] input:visible, [role='slider']:visible")
     if slider.count():
         slider.first.focus()
         slider.first.press("ArrowRight")

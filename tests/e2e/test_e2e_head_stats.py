@@ -20,7 +20,7 @@ def tall(browser):
 
 def test_head_stats_click_picks_a_head(tall, app_url):
     open_page(tall, app_url, "/head_stats?text=Hello%2C+world.+I+saw+a+saw!")
-    assert tall.locator(".js-plotly-plot").count() == 2
+    assert tall.locator(".js-plotly-plot").count() == 2  # statistics and the picked head
     assert not page_errors(tall)
     screenshot(tall, "head_stats")
 

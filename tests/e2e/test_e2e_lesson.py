@@ -1,22 +1,24 @@
-"""The lesson in a real browser: first step to last with Next, each result revealed."""
+"""The lesson in a real browser: every step with Next (answer first, then the next step), and
+presentation mode at 1280x720 driven by the keys a presenter's clicker sends."""
 
 import re
 
 import pytest
 
-from .conftest import page_errors, screenshot, wait_for_app
+from attnviz.analysis.lesson import STEPS
+
+from .conftest import SHOTS, page_errors, screenshot, wait_for_app
 
 pytestmark = pytest.mark.e2e
 
-N_STEPS = 8
+N_STEPS = len(STEPS)
+LONG = 600_000  # the first step that needs the taggers trains them (and step 5 the sweep)
+FORWARD = ("ArrowRight", "PageDown", "Space")
 
 
-def reveal(page) -> None:
-    box = page.locator("[data-testid='stCheckbox']").filter(has_text="Reveal")
-    if box.count():
-        box.first.locator("label").click()
-        page.wait_for_timeout(400)
-        wait_for_app(page, plots=False)
+def settle(page) -> None:
+    page.wait_for_timeout(600)
+    wait_for_app(page, plots=False, timeout_ms=LONG)
 
 
 @pytest.fixture
@@ -28,32 +30,89 @@ def app(page, app_url):
 
 
 def test_lesson_walks_from_first_to_last_step(page, app):
-    page.set_viewport_size({"width": 1400, "height": 2400})
+    log_path = SHOTS.parent / "streamlit.log"
+    start = log_path.stat().st_size  # the server is shared: read only this test's part
     page.goto(f"{app}/lesson")
-    wait_for_app(page, plots=False)
+    settle(page)
     assert not page_errors(page)
     for step in range(N_STEPS):
         progress = page.locator("[data-testid='stProgress']").last.inner_text()
         assert f"Step {step + 1} of {N_STEPS}" in progress
-        reveal(page)
+        if STEPS[step].predict:
+            page.get_by_role("button", name="Answer ▶").click()
+            settle(page)
+            assert re.search(rf"lesson_step={step + 1}\b", page.url), page.url
         assert not page_errors(page), step
         assert page.locator(".js-plotly-plot").count() >= 1, step
         screenshot(page, f"lesson_step{step + 1}")
         if step < N_STEPS - 1:
             page.get_by_role("button", name="Next ▶").click()
-            page.wait_for_timeout(500)
-            wait_for_app(page, plots=False)
+            settle(page)
             assert re.search(rf"lesson_step={step + 2}\b", page.url), page.url
     assert page.get_by_role("button", name="Next ▶").is_disabled()
+    with log_path.open(encoding="utf-8", errors="replace") as f:
+        f.seek(start)
+        log = f.read()
+    assert "set via the Session State API" not in log and "Traceback" not in log
+
+
+def inside(page, locator, what: str, step: int) -> None:
+    box = locator.bounding_box()
+    assert box is not None, (step, what)
+    view = page.viewport_size
+    assert box["y"] >= 0 and box["y"] + box["height"] <= view["height"] + 1, (step, what, box)
+    assert box["x"] >= 0 and box["x"] + box["width"] <= view["width"] + 1, (step, what, box)
+
+
+def test_presentation_mode_fits_a_projector_and_follows_the_clicker(page, app):
+    page.set_viewport_size({"width": 1280, "height": 720})
+    page.goto(f"{app}/lesson?lesson_present=true&lesson_step=1")
+    settle(page)
+    sidebar = page.locator("[data-testid='stSidebar']")
+    box = sidebar.bounding_box()
+    assert box is None or box["x"] + box["width"] <= 0, box  # collapsed
+    for step in range(N_STEPS):
+        assert re.search(rf"lesson_step={step + 1}\b", page.url), page.url
+        title = page.locator(".st-key-lesson_top h2").inner_text()
+        assert title.startswith(f"{step + 1}/{N_STEPS}"), title
+        if STEPS[step].predict:
+            page.keyboard.press(FORWARD[step % 3])  # reveals the answer, same step
+            settle(page)
+            assert re.search(rf"lesson_step={step + 1}\b", page.url), page.url
+            inside(page, page.locator(".st-key-lesson_question"), "question", step)
+            answer = page.locator(".st-key-lesson_answer, .st-key-lesson_notes p").first
+            inside(page, answer, "answer", step)
+        assert not page_errors(page), step
+        main = page.locator(".st-key-lesson_main .js-plotly-plot")
+        assert main.count() >= 1, step
+        inside(page, main.first, "main figure", step)
+        inside(page, page.locator(".st-key-lesson_next button"), "Next", step)
+        sizes = main.first.evaluate(
+            "el => [...el.querySelectorAll('.xtick text, .ytick text')]"
+            ".map(t => parseFloat(getComputedStyle(t).fontSize))")
+        assert all(s >= 18 for s in sizes), (step, sizes)  # ticks large, not only the bar
+        screenshot(page, f"lesson_present_step{step + 1}")
+        if step < N_STEPS - 1:
+            page.keyboard.press(FORWARD[(step + 1) % 3])
+            settle(page)
+    assert page.locator(".st-key-lesson_next button").is_disabled()
+    page.keyboard.press("ArrowLeft")
+    settle(page)
+    assert re.search(rf"lesson_step={N_STEPS - 1}\b", page.url), page.url
+    page.keyboard.press("PageUp")
+    settle(page)
+    assert re.search(rf"lesson_step={N_STEPS - 2}\b", page.url), page.url
 
 
 def test_a_link_opens_the_step_in_presentation_mode(page, app):
-    page.set_viewport_size({"width": 1400, "height": 2400})
-    page.goto(f"{app}/lesson?lesson_step=7&lesson_present=true"
+    page.set_viewport_size({"width": 1280, "height": 720})
+    page.goto(f"{app}/lesson?lesson_step=9&lesson_present=true"
               "&lesson_sentence=They+can+can+the+can")
-    wait_for_app(page, plots=False)
-    assert "Step 7 of 8" in page.locator("[data-testid='stProgress']").last.inner_text()
-    reveal(page)
+    settle(page)
+    assert page.locator(".st-key-lesson_top h2").inner_text().startswith(f"9/{N_STEPS}")
+    page.keyboard.press("PageDown")
+    settle(page)
     assert page.locator(".js-plotly-plot").count() >= 1
+    assert "can" in page.locator(".st-key-lesson_answer, .st-key-lesson_notes").first.inner_text()
     assert not page_errors(page)
     screenshot(page, "lesson_present_bert")

@@ -43,3 +43,21 @@ def test_windows_page_typed_sentence(page, app_url):
     wait_for_app(page)
     assert not page_errors(page)
     assert "<b>cat</b>" not in page.content()
+
+
+def test_cost_tab_has_one_window_and_w_survives_it(page, app_url):
+    """The page's w is drawn by the tabs that use it; the cost tab shows only its own window
+    (in frames), and w comes back unchanged (in the URL too) after a visit to the cost tab."""
+    open_windows(page, app_url, "?win_w=3&win_tab=Long+sequences%3A+cost")
+    wait_for_app(page)
+    assert not page_errors(page)
+    assert page.get_by_text("Window w: each token sees ±w tokens").count() == 0
+    assert page.get_by_text("Window for this timing (± frames)").count() == 1
+    page.get_by_role("tab", name="How much context?").click()
+    wait_for_app(page, plots=False)
+    page.wait_for_timeout(1500)
+    w = page.locator("[data-testid='stSlider'] input[type='range']").first  # w comes first
+    assert w.get_attribute("aria-label") == "Window w: each token sees ±w tokens"
+    assert w.input_value() == "3"
+    assert "win_w=3" in page.url
+    assert not page_errors(page)

@@ -1,0 +1,509 @@
+"""The transformer forward pass every family shares, written out so every intermediate can be
+recorded; one subclass per family in engine/families/ says where its weights are and what
+differs (embeddings, where the LayerNorms sit, which inputs it takes).
+
+Per layer, for each head h (queries, keys, values as in the seeds, row convention), with A the
+layer's input [tokens, hidden]:
+
+    a   = A                    (post-LayerNorm: BERT, RoBERTa, DistilBERT, BART)
+    a   = LayerNorm_1(A)       (pre-LayerNorm: GPT-2, ViT)
+    Q_h = a W^q_h + b,  K_h = a W^k_h + b,  V_h = a W^v_h + b       [tokens, head_dim]
+    S_h = Q_h K_h^T,  W_h = softmax(S_h / sqrt(d_k) where the mask allows),  Y_h = W_h V_h
+    Z   = concat_h(Y_h) W_O + b_O
+    post: A' = LayerNorm_1(A + Z);   A = LayerNorm_2(A' + FF(A'))
+    pre:  A' = A + Z;                A = A' + FF(LayerNorm_2(A'))
+    FF(x) = act(x W_1 + b_1) W_2 + b_2
+
+Weights come from a Hugging Face checkpoint (read by engine.load, never instantiated through
+transformers); the computation is ours and the tests check it against transformers' eager
+implementation of each family.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import threading
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from .attention import AttentionBuffers, attention, build_mask, causal_mask
+from .buffers import BufferPool
+from .images import ImageInput
+from .positions import POSITION_MODES, position_vectors
+from .request import TraceRequest
+from .tokens import WORDPIECE, control_token_note, display_tokens, typed_control_tokens
+from .trace import Trace
+
+ENCODER, DECODER, ENCODER_DECODER, VISION = "encoder", "decoder", "encoder-decoder", "vision"
+
+
+@dataclass
+class Layer:
+    """One layer's parameters (Linear weights stored [out, in] as in torch). ln1 is the
+    attention's LayerNorm (after the residual sum in post-LN families, before the attention in
+    pre-LN ones); ln2 is the feed-forward's."""
+
+    qkv_w: torch.Tensor  # [3 * hidden, hidden]  W^q, W^k, W^v stacked: one matrix product
+    qkv_b: torch.Tensor  # [3 * hidden]
+    out_w: torch.Tensor  # [hidden, hidden]      W_O
+    out_b: torch.Tensor
+    ln1_w: torch.Tensor
+    ln1_b: torch.Tensor
+    ff1_w: torch.Tensor  # [intermediate, hidden]
+    ff1_b: torch.Tensor
+    ff2_w: torch.Tensor  # [hidden, intermediate]
+    ff2_b: torch.Tensor
+    ln2_w: torch.Tensor
+    ln2_b: torch.Tensor
+
+    @property
+    def w_q(self) -> torch.Tensor:  # [hidden, hidden]
+        return self.qkv_w.chunk(3)[0]
+
+    @property
+    def w_k(self) -> torch.Tensor:
+        return self.qkv_w.chunk(3)[1]
+
+    @property
+    def w_v(self) -> torch.Tensor:
+        return self.qkv_w.chunk(3)[2]
+
+
+@dataclass
+class Encoded:
+    """Tensors from `Model.encode` (kept on the model's device, autograd-friendly)."""
+
+    hidden_states: list[torch.Tensor]  # layers + 1 of [tokens, hidden]
+    queries: torch.Tensor | None = None  # [layers, heads, tokens, head_dim]
+    keys: torch.Tensor | None = None
+    values: torch.Tensor | None = None
+    scores: torch.Tensor | None = None  # [layers, heads, tokens, tokens]
+    weights: torch.Tensor | None = None
+    outputs: torch.Tensor | None = None  # [layers, heads, tokens, head_dim]
+    stacked_states: torch.Tensor | None = None  # [layers + 1, tokens, hidden] when pooled
+    layer_inputs: torch.Tensor | None = None  # [layers, tokens, hidden] (pre-LN families)
+
+
+@dataclass(frozen=True)
+class Tokenized:
+    """A text as token ids, with what the page needs to know about how it was read."""
+
+    ids: list[int]
+    segments: list[int]
+    dropped: int  # tokens cut off at the model's positions
+    controls: tuple[str, ...] = ()  # control tokens the user typed ([SEP], [MASK], ...)
+
+
+class Model:
+    """A transformer checkpoint in the attnviz engine: parameters, tokenizer, and the forward
+    pass that records. Subclasses (engine/families/) fill the family's parameters and say what
+    differs; `load_model` picks the subclass from config.model_type."""
+
+    # --- what a family declares (class attributes) ---------------------------------------
+    model_types: ClassVar[tuple[str, ...]] = ()  # config.model_type values it reads
+    title: ClassVar[str] = "model"  # 'BERT', 'GPT-2': how pages name it
+    kind: ClassVar[str] = ENCODER
+    token_scheme: ClassVar[str] = WORDPIECE  # how its tokenizer marks word pieces
+    pre_norm: ClassVar[bool] = False  # LayerNorm before (GPT-2, ViT) or after each sublayer
+    takes_pair: ClassVar[bool] = True  # reads a second sentence (segment B)
+    base_prefixes: ClassVar[tuple[str, ...]] = ()  # task checkpoints' prefix ('bert.')
+    ignorable: ClassVar[tuple[str, ...]] = ()  # regexes: checkpoint keys it does not read
+    needs_tokenizer: ClassVar[bool] = True
+
+    def __init__(self, state: dict, config, tokenizer, name: str, device: torch.device,
+                 source: str = "", max_tokens: int | None = None):
+        self.config = config
+        self.source = source  # the checkpoint folder it came from
+        self.tokenizer = tokenizer
+        self.name = name
+        self.device = device
+        self.n_layers: int = 0
+        self.n_heads: int = 0
+        self.hidden: int = 0
+        self.eps: float = 1e-12
+        self.act = F.gelu
+        self.layers: list[Layer] = []
+        self.final_ln: tuple[torch.Tensor, torch.Tensor] | None = None  # in hidden_states[-1]
+        self.word_embeddings: torch.Tensor | None = None  # [vocab, hidden]
+        self.position_embeddings: torch.Tensor | None = None  # [positions, hidden]
+        self._cap = max_tokens  # a server's limit on tokens per trace (None: the model's)
+        self._tok_lock = threading.Lock()  # fast tokenizers are not safe across threads
+        self._pool = BufferPool()  # reuses big trace arrays once nothing references them
+        self._state = state
+        self.setup(config)
+        del self._state
+        self.head_dim: int = self.hidden // self.n_heads
+
+    # --- what a family implements ---------------------------------------------------------
+    @classmethod
+    def sizes(cls, config) -> dict[str, int]:
+        """The config's sizes (layers, heads, hidden, intermediate, positions, vocab), read
+        before anything is built so a server can refuse what is too big."""
+        raise NotImplementedError
+
+    @classmethod
+    def parameter_shapes(cls, config) -> dict[str, tuple[int, ...]]:
+        """Every tensor the family reads from a checkpoint (names without the task prefix)
+        and the shape the config implies."""
+        raise NotImplementedError
+
+    @classmethod
+    def aliases(cls, config) -> dict[str, tuple[str, ...]]:
+        """Other names under which a checkpoint may store a tensor (tied copies)."""
+        return {}
+
+    @classmethod
+    def refuse(cls, config: dict) -> str | None:
+        """A plain reason why this config.json cannot be run, or None."""
+        return None
+
+    def setup(self, config) -> None:
+        """Fill the parameters from `self._state` (a name -> float32 tensor dict)."""
+        raise NotImplementedError
+
+    def embed(self, ids, segments, positions: str = "learned",
+              seed: int = 0) -> tuple[torch.Tensor, np.ndarray]:
+        """The first layer's input vectors [tokens, hidden] and the position ids used."""
+        raise NotImplementedError
+
+    # --- shared ----------------------------------------------------------------------------
+    def param(self, key: str) -> torch.Tensor:
+        """One checkpoint tensor on the model's device, float32."""
+        return self._state[key].detach().to(device=self.device, dtype=torch.float32).contiguous()
+
+    @property
+    def key(self) -> str:
+        """A stable identity for caches: where the weights came from, the device (and a
+        server's token limit)."""
+        capped = self._cap is not None and self._cap < self.model_positions
+        return f"{self.source}|{self.device}" + (f"|max{self._cap}" if capped else "")
+
+    @property
+    def family(self) -> str:
+        return self.model_types[0]
+
+    @property
+    def model_positions(self) -> int:
+        """How many tokens the checkpoint's positions cover."""
+        return int(self.position_embeddings.shape[0])
+
+    @property
+    def max_positions(self) -> int:
+        """Tokens per trace: the model's positions, or a server's lower limit."""
+        n = self.model_positions
+        return n if self._cap is None else min(n, self._cap)
+
+    @property
+    def capabilities(self) -> dict:
+        """What this model takes and which options apply, for pages to ask before offering:
+        inputs ('text' or 'image'), pair, target, positions (modes), window, causal
+        ('option': a mask laid on a bidirectional model, 'always': a decoder)."""
+        return {"input": "text", "pair": self.takes_pair, "target": False,
+                "positions": POSITION_MODES, "window": True, "causal": "option",
+                "bidirectional": True, "pre_norm": self.pre_norm}
+
+    @functools.cached_property
+    def _special(self) -> frozenset[str]:
+        return frozenset(getattr(self.tokenizer, "all_special_tokens", ()) or ())
+
+    def special_pieces(self) -> frozenset[str]:
+        """The tokenizer's control tokens ([CLS], [SEP], <s>, <|endoftext|>, ...)."""
+        return self._special
+
+    # ------------------------------------------------------------------ tokens
+    def tokenize(self, text: str, text_pair: str | None = None) -> tuple[list[int], list[int], int]:
+        """Token ids with the tokenizer's own [CLS]/[SEP] (or <s>/</s>), segment ids, and how
+        many tokens were cut off (inputs longer than the model's positions are truncated,
+        longest sentence first)."""
+        t = self.tokenized(text, text_pair)
+        return t.ids, t.segments, t.dropped
+
+    def tokenized(self, text: str, text_pair: str | None = None) -> Tokenized:
+        """`tokenize`, plus the control tokens the user typed."""
+        if text_pair is not None and not self.takes_pair:
+            raise ValueError(f"{self.title} reads one text; a second sentence is not offered "
+                             "(clear it)")
+        with self._tok_lock:
+            full = self.tokenizer(text, text_pair, add_special_tokens=True,
+                                  return_special_tokens_mask=True)
+            enc = full
+            if len(full["input_ids"]) > self.max_positions:
+                enc = self.tokenizer(text, text_pair, add_special_tokens=True, truncation=True,
+                                     max_length=self.max_positions)
+            pieces = self.tokenizer.convert_ids_to_tokens(list(full["input_ids"]))
+        ids = list(enc["input_ids"])
+        if not ids:
+            raise ValueError(f"no tokens to encode: {self.title} adds no start token, so type "
+                             "some text")
+        unk = getattr(self.tokenizer, "unk_token", None)
+        controls = typed_control_tokens(pieces, full["special_tokens_mask"],
+                                        self.special_pieces() - {unk})
+        return Tokenized(ids, self.segments_of(enc, len(ids), text_pair is not None),
+                         len(full["input_ids"]) - len(ids), controls)
+
+    def segments_of(self, enc, n: int, has_pair: bool) -> list[int]:
+        """0 = sentence A, 1 = sentence B: the tokenizer's token_type_ids where it makes them,
+        else which sentence each token came from (special tokens go with the one before)."""
+        types = enc.get("token_type_ids")
+        if types is not None and (not has_pair or any(types)):
+            return list(types)
+        if not has_pair:
+            return [0] * n
+        try:
+            seq = enc.sequence_ids()
+        except (AttributeError, ValueError):  # a slow tokenizer: no record of the sentences
+            return [0] * n
+        out, last = [], 0
+        for s in seq:
+            last = last if s is None else s
+            out.append(last)
+        return out
+
+    def pieces_of(self, ids) -> list[str]:
+        """The tokenizer's own strings for ids ('##ing', 'Ġsaw')."""
+        with self._tok_lock:
+            return self.tokenizer.convert_ids_to_tokens(list(ids))
+
+    def tokens_of(self, ids) -> list[str]:
+        """Tokens as a reader sees them: the pieces without subword markers ('ing', 'saw')."""
+        return display_tokens(self.pieces_of(ids), self.token_scheme, self.special_pieces())
+
+    # ------------------------------------------------------------- embeddings
+    def position_table_vectors(self, positions: str, n: int,
+                               seed: int = 0) -> tuple[torch.Tensor | None, np.ndarray]:
+        """e^1..e^n from the family's position table (engine.positions), and the ids used
+        (-1 everywhere for positions="none")."""
+        e, pos_ids = position_vectors(positions, self.position_embeddings, n, seed)
+        return e, (pos_ids if pos_ids is not None else np.full(n, -1))
+
+    # ---------------------------------------------------------------- encoder
+    def encode(
+        self,
+        x: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        record: bool = True,
+        alloc=torch.empty,
+    ) -> Encoded:
+        """Run every layer on input vectors x [tokens, hidden]; record per-head intermediates.
+
+        Each layer calls `attention()` (engine.attention), the function the pages teach. With
+        record=True and no autograd, its results are written straight into [layers, heads, ...]
+        arrays made by `alloc` (the trace's buffer pool): nothing is copied afterwards. A
+        decoder's causal mask is always applied (combined with `mask`).
+        """
+        n, H, d = x.shape[0], self.n_heads, self.head_dim
+        if self.kind == DECODER:
+            c = causal_mask(n, x.device)
+            mask = c if mask is None else mask & c
+        scale = 1.0 / math.sqrt(d)
+        L = self.n_layers
+        pre = self.pre_norm
+        fast = record and not x.requires_grad
+        out = Encoded(hidden_states=[x])
+        if fast:
+            kw = dict(dtype=x.dtype)
+            states = _alloc(alloc, x.device, (L + 1, n, self.hidden), **kw)
+            out.hidden_states = [states[0].copy_(x)]
+            out.queries, out.keys, out.values, out.outputs = (
+                _alloc(alloc, x.device, (L, H, n, d), **kw) for _ in range(4))
+            out.scores = _alloc(alloc, x.device, (L, H, n, n), **kw)
+            out.weights = _alloc(alloc, x.device, (L, H, n, n), **kw)
+            if pre:
+                out.layer_inputs = _alloc(alloc, x.device, (L, n, self.hidden), **kw)
+        elif record:
+            rec: dict[str, list[torch.Tensor]] = {k: [] for k in
+                                                   ("queries", "keys", "values", "scores",
+                                                    "weights", "outputs", "layer_inputs")}
+        buffers = None
+        for li, layer in enumerate(self.layers):
+            # a: what Q, K, V are projected from (the LayerNorm of x in pre-LN families)
+            a = F.layer_norm(x, (self.hidden,), layer.ln1_w, layer.ln1_b, self.eps) if pre else x
+            qkv = F.linear(a, layer.qkv_w, layer.qkv_b)  # [n, 3 * hidden]
+            q, k, v = qkv.view(n, 3, H, d).permute(1, 2, 0, 3).unbind(0)  # 3 x [H, n, d]
+            if fast:  # the trace's arrays are the attention's own output buffers
+                q, k, v = out.queries[li].copy_(q), out.keys[li].copy_(k), out.values[li].copy_(v)
+                buffers = AttentionBuffers(out.scores[li], out.weights[li], out.outputs[li])
+                if pre:
+                    out.layer_inputs[li].copy_(a)
+            # S = Q K^T; W = softmax(S / sqrt(d_k)) where the mask allows; Y = W V
+            y, weights, scores = attention(q, k, v, mask, scale, out=buffers)  # [H, n, d] ...
+            if record and not fast:
+                for name, val in zip(rec, (q, k, v, scores, weights, y, a), strict=True):
+                    rec[name].append(val)
+            concat = y.transpose(0, 1).reshape(n, self.hidden)  # heads side by side
+            z = F.linear(concat, layer.out_w, layer.out_b)
+            if pre:
+                x = x + z
+                h = F.layer_norm(x, (self.hidden,), layer.ln2_w, layer.ln2_b, self.eps)
+                x = x + F.linear(self.act(F.linear(h, layer.ff1_w, layer.ff1_b)),
+                                 layer.ff2_w, layer.ff2_b)
+            else:
+                x = F.layer_norm(x + z, (self.hidden,), layer.ln1_w, layer.ln1_b, self.eps)
+                ff = F.linear(self.act(F.linear(x, layer.ff1_w, layer.ff1_b)),
+                              layer.ff2_w, layer.ff2_b)
+                x = F.layer_norm(x + ff, (self.hidden,), layer.ln2_w, layer.ln2_b, self.eps)
+            if self.final_ln is not None and li == L - 1:
+                x = F.layer_norm(x, (self.hidden,), *self.final_ln, self.eps)
+            if fast:
+                x = states[li + 1].copy_(x)
+            out.hidden_states.append(x)
+        if fast:
+            out.stacked_states = states
+        if record and not fast:
+            for name, vals in rec.items():
+                if name != "layer_inputs" or pre:
+                    setattr(out, name, torch.stack(vals))
+        return out
+
+    # ------------------------------------------------------------------ trace
+    def trace(self, request, pair: str | None = None, **options) -> Trace:
+        """Run the model on a request and record every intermediate.
+
+            model.trace(TraceRequest("I saw a saw", window=1))
+            model.trace("I saw a saw", window=1)          # the same request, made here
+            vit.trace(rgb_array)                          # an image (vision transformers)
+
+        A text is tokenized with the tokenizer's own special tokens (and a second sentence as
+        segment B); inputs longer than the model's positions are cut and `Trace.dropped` says
+        how many tokens. What a family cannot do is refused with a plain sentence (ValueError).
+        """
+        request = as_request(request, pair, options)
+        request = self.check_request(request)
+        return self.record(request)
+
+    def trace_ids(self, ids, segments=None, **options) -> Trace:
+        """Like `trace`, for token ids already made (e.g. a permuted sentence)."""
+        return self.trace(TraceRequest(ids=tuple(ids), segments=segments and tuple(segments),
+                                       **options))
+
+    def check_request(self, request: TraceRequest) -> TraceRequest:
+        """The request this family runs (a decoder's is always causal), or a ValueError that
+        says plainly what it cannot do."""
+        if request.image is not None:
+            raise ValueError(f"{self.title} reads text, not images: choose a vision "
+                             "transformer (ViT) for an image")
+        if request.target is not None:
+            raise ValueError(f"{self.title} has no decoder: a target text needs an "
+                             "encoder-decoder such as BART")
+        if request.pair is not None and not self.takes_pair:
+            raise ValueError(f"{self.title} reads one text; a second sentence is not offered "
+                             "(clear it)")
+        return request
+
+    def record(self, request: TraceRequest) -> Trace:
+        if request.ids is None:
+            tok = self.tokenized(request.text, request.pair)
+        else:
+            tok = Tokenized(list(request.ids), list(request.segments), 0)
+        return self._record(tok, request)
+
+    def notes(self, request: TraceRequest, tok: Tokenized) -> tuple[str, ...]:
+        """Plain sentences a page shows with the trace."""
+        return (control_token_note(tok.controls, self.title),) if tok.controls else ()
+
+    @torch.inference_mode()
+    def _record(self, tok: Tokenized, request: TraceRequest) -> Trace:
+        ids, segments = tok.ids, tok.segments
+        n = len(ids)
+        x, pos_ids = self.embed(ids, segments, request.positions, request.seed)
+        mask = build_mask(n, request.window, request.causal, self.device)
+        enc = self.encode(x, mask, record=True, alloc=self._pool.empty)
+        pieces = self.pieces_of(ids)
+        return self._make_trace(
+            enc, x, request, mask, pieces=pieces,
+            tokens=display_tokens(pieces, self.token_scheme, self.special_pieces()),
+            token_ids=np.asarray(ids, dtype=np.int64), segments=segments, pos_ids=pos_ids,
+            dropped=tok.dropped, controls=tok.controls, notes=self.notes(request, tok))
+
+    def _make_trace(self, enc: Encoded, x: torch.Tensor, request: TraceRequest, mask,
+                    *, tokens, pieces, token_ids, segments, pos_ids, dropped=0,
+                    controls=(), notes=(), **more) -> Trace:
+        n = x.shape[0]
+        cpu = self._to_numpy
+        if mask is None and self.kind == DECODER:
+            mask = causal_mask(n, self.device)
+        return Trace(
+            tokens=tokens,
+            token_ids=token_ids,
+            segments=np.asarray(segments, dtype=np.int64),
+            position_ids=np.asarray(pos_ids, dtype=np.int64),
+            embeddings=cpu(x),
+            queries=cpu(enc.queries),
+            keys=cpu(enc.keys),
+            values=cpu(enc.values),
+            scores=cpu(enc.scores),
+            weights=cpu(enc.weights),
+            outputs=cpu(enc.outputs),
+            hidden_states=cpu(enc.stacked_states if enc.stacked_states is not None
+                              else torch.stack(enc.hidden_states)),
+            mask=np.ones((n, n), dtype=bool) if mask is None else cpu(mask),
+            scale=1.0 / math.sqrt(self.head_dim),
+            request=request,
+            dropped=dropped,
+            model_name=self.name,
+            model_key=self.key,
+            device=str(self.device),
+            family=self.family,
+            kind=self.kind,
+            pieces=pieces,
+            typed_control_tokens=tuple(controls),
+            notes=tuple(notes),
+            layer_inputs=None if enc.layer_inputs is None else cpu(enc.layer_inputs),
+            **more,
+        )
+
+    def _to_numpy(self, t: torch.Tensor) -> np.ndarray:
+        """CPU NumPy view of a result; GPU results are copied into pooled CPU memory."""
+        t = t.detach()
+        if t.device.type != "cpu":
+            t = self._pool.empty(*t.shape, dtype=t.dtype).copy_(t)
+        return self._pool.to_numpy(t)
+
+    def __repr__(self) -> str:
+        return (f"Model({self.name!r}, {self.title}, layers={self.n_layers}, "
+                f"heads={self.n_heads}, hidden={self.hidden}, device={self.device})")
+
+
+def as_request(request, pair: str | None = None, options: dict | None = None) -> TraceRequest:
+    """A TraceRequest from what `Model.trace` was given: a request, a text or an image."""
+    options = options or {}
+    if isinstance(request, TraceRequest):
+        if pair is not None or options:
+            raise ValueError("put the second sentence and the options in the TraceRequest")
+        return request
+    if isinstance(request, (np.ndarray, ImageInput)) or (
+            hasattr(request, "convert") and hasattr(request, "size")):
+        if pair is not None:
+            raise ValueError("an image goes alone: no second sentence")
+        return TraceRequest(image=request, **options)
+    return TraceRequest(request, pair, **options)
+
+
+ACTIVATIONS = {
+    "gelu": F.gelu,  # exact erf GELU, as BERT
+    "gelu_new": lambda t: F.gelu(t, approximate="tanh"),
+    "gelu_pytorch_tanh": lambda t: F.gelu(t, approximate="tanh"),
+    "relu": F.relu,
+    "silu": F.silu,
+    "swish": F.silu,
+}
+
+
+def activation(name: str):
+    """The feed-forward's nonlinearity by its transformers name."""
+    if name not in ACTIVATIONS:
+        raise ValueError(f"unsupported activation {name!r} "
+                         f"(supported: {', '.join(ACTIVATIONS)})")
+    return ACTIVATIONS[name]
+
+
+def _alloc(alloc, device: torch.device, shape: tuple, dtype: torch.dtype) -> torch.Tensor:
+    """Trace buffers: from the CPU pool, or plain device memory on a GPU."""
+    if device.type == "cpu":
+        return alloc(*shape, dtype=dtype)
+    return torch.empty(*shape, dtype=dtype, device=device)

@@ -1,0 +1,269 @@
+"""Reading a checkpoint's weights, checked against its config before anything is built.
+
+A config.json is not trusted: it could ask for 300 layers when the file holds 6 (transformers
+would fill the rest with random numbers, silently) or for 100,000 (memory runs out before any
+check). So, in this order:
+
+1. the config's sizes against a server's caps (`Limits`), from the config alone;
+2. the tensors the family reads (names and shapes the config implies) against the file's
+   header, which lists every tensor's name, dtype and shape without reading the data:
+   a tensor missing, of another shape, or one of the model's own that the config does not
+   explain (an unexpected layer) refuses the folder;
+3. only then the tensors are read (as float32) and the model built.
+
+safetensors files (also sharded, with model.safetensors.index.json) are read by their header;
+a PyTorch .bin file is opened memory-mapped with weights_only=True (no code is run).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
+                "pytorch_model.bin.index.json")
+MAX_HEADER = 100 << 20  # a safetensors header larger than this is not a checkpoint's
+DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1,
+               "U8": 1, "BOOL": 1, "F8_E4M3": 1, "F8_E5M2": 1}
+
+
+class WeightsError(ValueError):
+    """The weights do not match the config, or a cap refuses them; the message says which."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What a server agrees to build. The byte cap is the float32 size of the tensors read;
+    ATTNVIZ_MAX_MODEL_MB sets it (default 4096 MB: GPT-2 large fits, GPT-2 XL does not)."""
+
+    max_bytes: int = 4096 << 20
+    max_layers: int = 128
+    max_heads: int = 256
+    max_hidden: int = 16384
+    max_intermediate: int = 65536
+    max_positions: int = 65536
+    max_vocab: int = 1 << 20
+
+    @classmethod
+    def from_env(cls) -> Limits:
+        mb = os.environ.get("ATTNVIZ_MAX_MODEL_MB", "").strip()
+        try:
+            value = float(mb) if mb else None
+        except ValueError:
+            value = None
+        if value is None or not math.isfinite(value) or value <= 0:
+            return cls()
+        return cls(max_bytes=int(value * (1 << 20)))
+
+    def check_sizes(self, sizes: dict[str, int]) -> None:
+        """Refuse a config whose sizes are not positive whole numbers or exceed the caps."""
+        caps = {"layers": self.max_layers, "decoder_layers": self.max_layers,
+                "heads": self.max_heads, "decoder_heads": self.max_heads,
+                "hidden": self.max_hidden, "intermediate": self.max_intermediate,
+                "decoder_intermediate": self.max_intermediate,
+                "positions": self.max_positions, "vocab": self.max_vocab}
+        for name, value in sizes.items():
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise WeightsError(f"config size {name} = {value!r} is not a whole number")
+            low = 0 if name in ("vocab",) else 1
+            if value < low:
+                raise WeightsError(f"config size {name} = {value} is not positive")
+            if name in caps and value > caps[name]:
+                raise WeightsError(f"the config asks for {value} {name.replace('_', ' ')}; "
+                                   f"this server loads at most {caps[name]}")
+        if sizes["hidden"] % sizes["heads"]:
+            raise WeightsError(f"hidden size {sizes['hidden']} is not a multiple of "
+                               f"{sizes['heads']} heads")
+
+    def check_total(self, shapes: dict[str, tuple[int, ...]]) -> int:
+        total = 4 * sum(math.prod(s) for s in shapes.values())
+        if total > self.max_bytes:
+            raise WeightsError(f"the model needs {total / (1 << 20):,.0f} MB of float32 "
+                               f"weights; this server loads at most "
+                               f"{self.max_bytes / (1 << 20):,.0f} MB (ATTNVIZ_MAX_MODEL_MB)")
+        return total
+
+
+# ------------------------------------------------------------------------- the file's header
+def weight_files(folder: Path) -> list[Path]:
+    """The weight files of a checkpoint folder (shards listed by an index), safetensors first."""
+    for name in WEIGHT_FILES:
+        path = folder / name
+        if not path.is_file():
+            continue
+        if not name.endswith(".index.json"):
+            return [path]
+        try:
+            index = json.loads(path.read_text(encoding="utf-8"))
+            shards = sorted(set(index["weight_map"].values()))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError,
+                AttributeError) as e:
+            raise WeightsError(f"{name} cannot be read: {e}") from e
+        files = []
+        for shard in shards:
+            if not isinstance(shard, str) or "/" in shard or "\\" in shard or shard in (".", ".."):
+                raise WeightsError(f"{name} names a shard outside the folder")
+            if not (folder / shard).is_file():
+                raise WeightsError(f"{name} names a missing shard {shard}")
+            files.append(folder / shard)
+        return files
+    raise WeightsError(f"no weights (expected {' or '.join(WEIGHT_FILES[::2])})")
+
+
+def _safetensors_header(path: Path) -> dict[str, tuple[int, ...]]:
+    size = path.stat().st_size
+    with open(path, "rb") as f:
+        head = f.read(8)
+        if len(head) < 8:
+            raise WeightsError(f"{path.name} is not a safetensors file")
+        (n,) = struct.unpack("<Q", head)
+        if n > min(MAX_HEADER, size - 8):
+            raise WeightsError(f"{path.name} is not a safetensors file (bad header)")
+        try:
+            header = json.loads(f.read(n))
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise WeightsError(f"{path.name} is not a safetensors file (bad header)") from e
+    if not isinstance(header, dict):
+        raise WeightsError(f"{path.name} is not a safetensors file (bad header)")
+    shapes, end = {}, 0
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        try:
+            shape = tuple(int(x) for x in info["shape"])
+            start, stop = (int(x) for x in info["data_offsets"])
+            need = math.prod(shape) * DTYPE_BYTES[info["dtype"]]
+        except (KeyError, TypeError, ValueError) as e:
+            raise WeightsError(f"{path.name}: tensor {name} has a bad header entry") from e
+        if stop - start != need or start < 0:
+            raise WeightsError(f"{path.name}: tensor {name}'s size does not match its shape")
+        shapes[name] = shape
+        end = max(end, stop)
+    if 8 + n + end > size:
+        raise WeightsError(f"{path.name} is cut short: its header lists "
+                           f"{8 + n + end:,} bytes, the file has {size:,}")
+    return shapes
+
+
+def _load_bin(path: Path) -> dict[str, torch.Tensor]:
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    except RuntimeError:  # an old (non-zip) file cannot be memory-mapped
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
+        raise WeightsError(f"{path.name} does not hold a dict of tensors")
+    return state
+
+
+def read_shapes(files: list[Path]) -> dict[str, tuple[int, ...]]:
+    """Every tensor's name and shape, without reading tensor data (safetensors) or with the
+    data memory-mapped, not read (.bin)."""
+    shapes: dict[str, tuple[int, ...]] = {}
+    for path in files:
+        if path.suffix == ".safetensors":
+            shapes |= _safetensors_header(path)
+        else:
+            shapes |= {k: tuple(v.shape) for k, v in _load_bin(path).items()}
+    return shapes
+
+
+def read_tensors(files: list[Path], names: dict[str, str]) -> dict[str, torch.Tensor]:
+    """The tensors {our name: file's name}, read as float32 CPU tensors."""
+    from safetensors import safe_open
+
+    wanted = {v: k for k, v in names.items()}
+    out: dict[str, torch.Tensor] = {}
+    for path in files:
+        if path.suffix == ".safetensors":
+            with safe_open(str(path), framework="pt") as f:
+                for key in f.keys():  # noqa: SIM118 - safe_open has no __iter__
+                    if key in wanted:
+                        out[wanted[key]] = f.get_tensor(key).to(torch.float32)
+        else:
+            for key, value in _load_bin(path).items():
+                if key in wanted:
+                    out[wanted[key]] = value.to(torch.float32)
+    return out
+
+
+# --------------------------------------------------------------------- matching to the config
+_RENAMES = ((re.compile(r"\.gamma$"), ".weight"), (re.compile(r"\.beta$"), ".bias"))
+
+
+def _canonical(key: str) -> str:
+    """Old checkpoints (TensorFlow conversions) call LayerNorm weights gamma and beta."""
+    for pattern, new in _RENAMES:
+        key = pattern.sub(new, key)
+    return key
+
+
+@dataclass(frozen=True)
+class Match:
+    names: dict[str, str]  # the family's name -> the file's name
+    prefix: str
+
+
+def match_weights(file_shapes: dict[str, tuple[int, ...]],
+                  expected: dict[str, tuple[int, ...]],
+                  aliases: dict[str, tuple[str, ...]],
+                  prefixes: tuple[str, ...],
+                  ignorable: tuple[str, ...]) -> Match:
+    """Pair the family's tensors with the file's; refuse missing, misshapen or unexpected ones.
+
+    A task checkpoint (e.g. BertForMaskedLM) stores the model under a prefix ('bert.') beside
+    its head ('cls.'): the prefix that names the most expected tensors is used; tensors outside
+    it are the head's and are not read. Inside it, a tensor in one of the model's own groups
+    (e.g. 'encoder.') that the config does not explain is unexpected.
+    """
+    canon = {}
+    for key in file_shapes:
+        canon.setdefault(_canonical(key), key)
+    best, best_hits = "", -1
+    for prefix in ("", *prefixes):
+        hits = sum(prefix + name in canon for name in expected)
+        if hits > best_hits:
+            best, best_hits = prefix, hits
+    names: dict[str, str] = {}
+    missing, wrong = [], []
+    for name, shape in expected.items():
+        found = next((canon[best + n] for n in (name, *aliases.get(name, ()))
+                      if best + n in canon), None)
+        if found is None:
+            missing.append(name)
+        elif tuple(file_shapes[found]) != tuple(shape):
+            wrong.append(f"{name} is {list(file_shapes[found])}, the config says {list(shape)}")
+        else:
+            names[name] = found
+    if missing:
+        raise WeightsError(
+            f"the weights do not cover the config: {len(missing)} of {len(expected)} tensors "
+            f"missing (e.g. {', '.join(missing[:3])})")
+    if wrong:
+        raise WeightsError(f"the weights do not match the config: {'; '.join(wrong[:3])}")
+    groups = {name.split(".")[0] for name in expected}
+    known = set(expected) | {a for alts in aliases.values() for a in alts}
+    skip = [re.compile(p) for p in ignorable]
+    unexpected = []
+    for key in canon:
+        if not key.startswith(best):
+            continue
+        inner = key[len(best):]
+        if inner.split(".")[0] in groups and inner not in known and not any(
+                p.search(inner) for p in skip):
+            unexpected.append(inner)
+    if unexpected:
+        raise WeightsError(
+            f"the weights hold {len(unexpected)} tensors the config does not explain "
+            f"(e.g. {', '.join(sorted(unexpected)[:3])}): config and weights disagree")
+    return Match(names, best)
+
+
+def all_finite(state: dict[str, torch.Tensor]) -> bool:
+    return all(bool(torch.isfinite(t).all()) for t in state.values())

@@ -1,0 +1,38 @@
+"""Attribution of a similarity score to tokens: one group of bars per token, one bar per
+method (integrated gradients, gradient x input, raw attention, rollout, flow). Each method is
+scaled so that its largest |value| is 1 (they live on different scales); the hover gives the
+unscaled number."""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.colors import qualitative
+
+from .common import FONT, axis_labels, escape
+
+
+def attribution_bars(tokens: list[str], series: dict[str, np.ndarray], title: str) -> go.Figure:
+    """series: {method: values [n]} (None values are skipped)."""
+    labels = axis_labels(tokens)
+    data = []
+    for k, (name, values) in enumerate(series.items()):
+        if values is None:
+            continue
+        v = np.asarray(values, dtype=np.float64)
+        top = float(np.abs(v).max()) or 1.0
+        data.append(dict(
+            type="bar", x=labels, y=v / top, name=name, customdata=v,
+            marker=dict(color=qualitative.D3[k % len(qualitative.D3)]),
+            hovertemplate=f"{escape(name)}<br>%{{x}}<br>value = %{{customdata:.5f}}"
+                          "<extra></extra>",
+        ))
+    return go.Figure(data=data, layout=dict(
+        title=dict(text=title, y=0.98, yanchor="top"), font=FONT, barmode="group", height=420,
+        xaxis=dict(type="category", categoryorder="array", categoryarray=labels,
+                   tickvals=labels, ticktext=[escape(t) for t in tokens], tickangle=-45),
+        yaxis=dict(title=dict(text="scaled to the method's largest |value|"), range=[-1.05, 1.05],
+                   zeroline=True),
+        legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0),
+        margin=dict(l=10, r=10, t=120, b=10),
+    ))

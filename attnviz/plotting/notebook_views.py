@@ -1,0 +1,134 @@
+"""The notebook views' figures (attnviz.head_view / model_view), one self-contained Plotly
+figure each, interactive without Python (a layer menu, a legend to hide heads), so a saved
+HTML file works offline.
+
+- `layer_lines`: bertviz's head view. Queries on the left, keys on the right (they may be
+  different tokens: cross-attention's decoder rows and encoder columns); one line per
+  (query, key) pair with opacity growing with the weight W_ij, a colour per head, a menu to
+  pick the layer. Lines of weight below `min_weight` are left out.
+- `mosaic`: bertviz's model view. Every layer (rows) x head (columns) weight matrix as tiles
+  of one heatmap; inputs longer than `max_cells` tokens are max-pooled into blocks.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.colors import qualitative
+
+from .common import FONT, WEIGHTS_SCALE, axis_labels, block_reduce, escape
+
+COLOURS = qualitative.D3 + qualitative.Dark24
+
+
+def _lines_of(w: np.ndarray, min_weight: float, levels: int):
+    """(level, x, y) polylines for one head's [m, n] weights: x in {0, 1}, y = row / column."""
+    qi, kj = np.nonzero(w >= min_weight)
+    vals = w[qi, kj]
+    level = np.clip(np.ceil(vals * levels), 1, levels).astype(int)
+    for lv in range(1, levels + 1):
+        sel = level == lv
+        if sel.any():
+            xs = np.tile([0.0, 1.0, np.nan], int(sel.sum()))
+            ys = np.column_stack([qi[sel], kj[sel], np.full(sel.sum(), np.nan)]).ravel()
+            yield lv, xs, ys
+
+
+def layer_lines(weights: np.ndarray, query_tokens: list[str], key_tokens: list[str],
+                layer: int = 0, heads: list[int] | None = None, min_weight: float = 0.02,
+                levels: int = 6, title: str = "") -> go.Figure:
+    """Token lines for weights [layers, heads, m, n], one layer shown at a time (a menu picks
+    it), the heads `heads` (default all) in distinct colours.
+
+    A line's opacity is 0.15 + 0.85 * ceil(W_ij * levels) / levels.
+    """
+    L, H, m, n = weights.shape
+    heads = list(range(H)) if heads is None else [int(h) for h in heads]
+    if not 0 <= layer < L or any(not 0 <= h < H for h in heads):
+        raise ValueError(f"layer must be 0..{L - 1} and heads 0..{H - 1}")
+    span = max(m, n)
+    # rows of the shorter side are spread over the same height as the longer one
+    y_q, y_k = np.linspace(0, span - 1, m) if m > 1 else np.zeros(1), (
+        np.linspace(0, span - 1, n) if n > 1 else np.zeros(1))
+    data: list[dict] = []
+    owner: list[int] = []  # the layer of each trace (-1: always shown)
+    for li in range(L):
+        for idx, h in enumerate(heads):
+            colour = COLOURS[idx % len(COLOURS)]
+            w = np.asarray(weights[li, h], dtype=np.float64)
+            for lv, xs, ys in _lines_of(w, min_weight, levels):
+                ys = ys.copy()
+                ys[0::3] = y_q[ys[0::3].astype(int)]
+                ys[1::3] = y_k[ys[1::3].astype(int)]
+                data.append(dict(type="scatter", x=xs, y=ys, mode="lines", hoverinfo="skip",
+                                 line=dict(color=colour, width=2), legendgroup=f"h{h}",
+                                 opacity=0.15 + 0.85 * lv / levels, showlegend=False,
+                                 visible=li == layer, name=f"head {h}"))
+                owner.append(li)
+    for idx, h in enumerate(heads):  # one legend entry per head: click to hide its lines
+        data.append(dict(type="scatter", x=[None], y=[None], mode="lines", name=f"head {h}",
+                         legendgroup=f"h{h}", line=dict(color=COLOURS[idx % len(COLOURS)],
+                                                        width=4)))
+        owner.append(-1)
+    for side, x, ys, toks, pos in (("query", 0.0, y_q, query_tokens, "middle left"),
+                                   ("key", 1.0, y_k, key_tokens, "middle right")):
+        data.append(dict(type="scatter", x=[x] * len(toks), y=ys, mode="markers+text",
+                         text=[escape(t) for t in toks], textposition=pos, showlegend=False,
+                         marker=dict(size=5, color="#555"), customdata=axis_labels(toks),
+                         hovertemplate=f"{side} %{{customdata}}<extra></extra>"))
+        owner.append(-1)
+    buttons = [dict(label=f"layer {li}", method="restyle",
+                    args=[{"visible": [o in (-1, li) for o in owner]}]) for li in range(L)]
+    height = int(min(2400, max(360, 22 * span + 140)))
+    return go.Figure(data=data, layout=dict(
+        title=title, font=FONT, height=height, plot_bgcolor="white", hovermode="closest",
+        xaxis=dict(visible=False, range=[-0.6, 1.6]),
+        yaxis=dict(visible=False, autorange="reversed"),
+        margin=dict(l=10, r=10, t=70, b=10),
+        legend=dict(orientation="h", y=1.0, x=1.0, xanchor="right", yanchor="bottom"),
+        updatemenus=[dict(buttons=buttons, active=layer, x=0.0, y=1.0, xanchor="left",
+                          yanchor="bottom", direction="down", showactive=True)],
+    ))
+
+
+def mosaic(weights: np.ndarray, query_tokens: list[str], key_tokens: list[str],
+           max_cells: int = 48, title: str = "") -> go.Figure:
+    """Every layer x head of weights [layers, heads, m, n] as tiles of one heatmap (rows =
+    layers, columns = heads), one blank cell between tiles. The hover names the layer, head,
+    query and key (a block of tokens when pooled)."""
+    L, H, m, n = weights.shape
+    tiles = [[block_reduce(np.asarray(weights[li, h], dtype=np.float32), max_cells)[0]
+              for h in range(H)] for li in range(L)]
+    r, c = tiles[0][0].shape
+    fr, fc = -(-m // r), -(-n // c)
+    z = np.full((L * (r + 1) - 1, H * (c + 1) - 1), np.nan, dtype=np.float32)
+    for li in range(L):
+        for h in range(H):
+            z[li * (r + 1):li * (r + 1) + r, h * (c + 1):h * (c + 1) + c] = tiles[li][h]
+
+    def names(toks: list[str], f: int, count: int) -> list[str]:
+        if f == 1:
+            return axis_labels(toks)
+        return [f"#{s}-{min(s + f, len(toks)) - 1}" for s in range(0, len(toks), f)][:count]
+
+    q_names, k_names = names(query_tokens, fr, r), names(key_tokens, fc, c)
+    ys = [f"layer {li} · query {q}" for li in range(L) for q in [*q_names, ""]][:-1]
+    xs = [f"head {h} · key {k}" for h in range(H) for k in [*k_names, ""]][:-1]
+    ys = [y if not y.endswith("query ") else f"gap {i}" for i, y in enumerate(ys)]
+    xs = [x if not x.endswith("key ") else f"gap {i}" for i, x in enumerate(xs)]
+    size = max(360, min(1600, 14 * z.shape[1] + 120))
+    return go.Figure(
+        data=[dict(type="heatmap", z=z, x=xs, y=ys, colorscale=WEIGHTS_SCALE, zmin=0, zmax=1,
+                   hovertemplate="%{y}<br>%{x}<br>weight = %{z:.4f}<extra></extra>",
+                   colorbar=dict(title=dict(text="weight"), thickness=12))],
+        layout=dict(
+            title=title, font=FONT, height=int(max(360, min(1600, size * z.shape[0]
+                                                            / z.shape[1] + 120))),
+            xaxis=dict(type="category", tickvals=[xs[h * (c + 1) + c // 2] for h in range(H)],
+                       ticktext=[f"head {h}" for h in range(H)], side="top"),
+            yaxis=dict(type="category", autorange="reversed",
+                       tickvals=[ys[li * (r + 1) + r // 2] for li in range(L)],
+                       ticktext=[f"layer {li}" for li in range(L)]),
+            margin=dict(l=10, r=10, t=70, b=10),
+        ),
+    )

@@ -1,0 +1,122 @@
+"""Every family's full trace vs transformers' eager model with attentions and hidden states,
+at 128 tokens (a 224 x 224 image for ViT; BART: a 128-token source and a 128-token target).
+
+The models have their base sizes (12 layers of 768, 12 heads; DistilBERT 6 layers; BART 6 + 6)
+with random weights (engine.random_models: no pretrained weights of these families can be
+installed here; speed does not depend on the values). BERT is the bundled MiniLM (6 x 384),
+as in bench_engine. Same weights, same input, the two peers run alternately; medians.
+"""
+
+from __future__ import annotations
+
+import shutil
+import statistics
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import torch
+
+import attnviz
+from attnviz.engine import bundled_model_dir
+from attnviz.engine.random_models import save_random_checkpoint
+
+from .bench_engine import machine, timed
+
+TOKENS = 128
+BASE = dict(hidden=768, heads=12, layers=12, intermediate=3072, positions=512)
+FAMILIES = {  # family: (HF class, sizes)
+    "bert": ("BertModel", None),
+    "roberta": ("RobertaModel", BASE),
+    "distilbert": ("DistilBertModel", dict(BASE, layers=6)),
+    "gpt2": ("GPT2Model", dict(BASE, positions=1024)),
+    "vit": ("ViTModel", dict(BASE, image_size=224, patch_size=16)),
+    "bart": ("BartModel", dict(BASE, layers=6)),
+}
+
+
+def median_ms(fns: dict, repeats: int, device: torch.device | None = None) -> dict[str, float]:
+    device = device or torch.device("cpu")
+    for f in fns.values():  # warm-up
+        f()
+        f()
+    times = {k: [] for k in fns}
+    for _ in range(repeats):
+        for k, f in fns.items():  # alternate so drift hits both peers alike
+            times[k].append(timed(f, device))
+    return {k: statistics.median(v) * 1e3 for k, v in times.items()}
+
+
+def peers(family: str, folder: Path, model) -> tuple[dict, str]:
+    import transformers
+
+    cls = getattr(transformers, FAMILIES[family][0])
+    dev = model.device
+    hf = cls.from_pretrained(folder, local_files_only=True,
+                             attn_implementation="eager").to(dev).eval()
+    rng = np.random.default_rng(0)
+    if family == "vit":
+        image = rng.integers(0, 256, (224, 224, 3), dtype=np.uint8)
+        request = attnviz.TraceRequest(image=image)
+        pixels = torch.from_numpy(model.processing.pixels(request.image))[None]
+        kwargs, what = dict(pixel_values=pixels.to(dev)), "224 x 224 image (197 tokens)"
+    else:
+        vocab = len(model.tokenizer)
+        ids = rng.integers(5, vocab, TOKENS).tolist()
+        request = attnviz.TraceRequest(ids=tuple(ids))
+        kwargs, what = dict(input_ids=torch.tensor([ids], device=dev)), f"{TOKENS} tokens"
+        if family == "bart":
+            dec = model.decoder_input(request, ids).ids
+            kwargs["decoder_input_ids"] = torch.tensor([dec], device=dev)
+            what = f"{TOKENS} + {len(dec)} tokens"
+
+    def ours():
+        model.trace(request)
+
+    def hf_eager():
+        with torch.inference_mode():
+            out = hf(**kwargs, output_attentions=True, output_hidden_states=True)
+            [v.cpu() for v in out.values() if isinstance(v, torch.Tensor)]
+
+    return {"attnviz": ours, "hf_eager": hf_eager}, what
+
+
+def run(device: str = "cpu", repeats: int = 10) -> list[dict]:
+    rows = []
+    tmp = Path(tempfile.mkdtemp(prefix="attnviz-bench-"))
+    try:
+        for family, (_, sizes) in FAMILIES.items():
+            if sizes is None:
+                folder = bundled_model_dir()
+            else:
+                folder = save_random_checkpoint(family, tmp / family, **sizes)
+            model = attnviz.load_model(folder, device=device)
+            fns, what = peers(family, folder, model)
+            med = median_ms(fns, repeats, model.device)
+            rows.append(dict(family=model.title, size=f"{model.n_layers} x {model.hidden}",
+                             input=what, **{f"{k}_ms": v for k, v in med.items()},
+                             ratio=med["attnviz"] / med["hf_eager"]))
+            if sizes is not None:
+                shutil.rmtree(tmp / family, ignore_errors=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(f"Every family's trace vs transformers {__import__('transformers').__version__} eager "
+          f"(attentions + hidden states) on {machine(torch.device(device))}; median of {repeats}, "
+          "alternating")
+    print("| family | layers x hidden | input | attnviz trace (ms) | HF eager + attentions (ms) "
+          "| ratio |")
+    print("|---|---|---|---:|---:|---:|")
+    for r in rows:
+        print(f"| {r['family']} | {r['size']} | {r['input']} | {r['attnviz_ms']:.1f} | "
+              f"{r['hf_eager_ms']:.1f} | {r['ratio']:.2f}x |")
+    return rows
+
+
+def main() -> None:
+    run("cpu")
+    if torch.cuda.is_available():
+        run("cuda")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,109 @@
+"""Heads across many sentences (Clark et al. 2019, sections 3 and 6): each head's statistics
+averaged over a corpus with their spread, the Jensen-Shannon distance between heads and a 2-D
+map of the heads coloured by behaviour; click a head to pick it and see it on a sentence.
+
+Numbers: analysis.corpus_heads (each sentence traced alone; classical MDS), computed once per
+server with a progress bar; figures: plotting.corpus and plotting.stats."""
+
+from collections import Counter
+
+import numpy as np
+import streamlit as st
+
+from attnviz import TraceRequest, ui
+from attnviz.analysis import corpus_heads as ch
+from attnviz.analysis.head_stats import CONVENTIONS, STATS
+from attnviz.plotting.corpus import head_map
+from attnviz.plotting.heatmaps import attention_heatmap
+from attnviz.plotting.stats import stats_heatmaps
+
+
+def pick_head(n_heads: int) -> None:
+    points = [p for p in st.session_state["ch_map"].selection.points
+              if p.get("curve_number", 0) == 0]
+    if points:
+        st.session_state["ch_layer"], st.session_state["ch_head"] = divmod(
+            int(points[0]["point_index"]), n_heads)
+
+
+def corpus_text(ctx) -> str:
+    src = st.radio("Sentences from (the sample: Lincoln and Carroll, public domain)",
+                   ["sidebar", "sample"], key="ch_src", horizontal=True, bind="query-params")
+    if src == "sample":
+        return ch.sample_text()
+    st.caption("Paste a paragraph or more into the sidebar's sentence box (up to 20,000 "
+               "characters); it is split into sentences at . ! ? and line breaks.")
+    return ctx.text
+
+
+def main() -> None:
+    st.title("Heads across many sentences")
+    st.markdown(
+        "One sentence shows what a head did once. Averaged over many sentences, the statistics "
+        "of *Head statistics* say what a head **usually** does (the hover gives the mean ± its "
+        "spread over sentences). The map places heads that attend alike near each other: "
+        "distance = square root of the Jensen-Shannon divergence of their rows, averaged over "
+        "queries and sentences; map = classical multidimensional scaling.")
+    ctx = ui.context()
+    if ctx.model is None:
+        st.error(ctx.error or "No model is loaded.")
+        return
+    text = corpus_text(ctx)
+    conv = st.radio("Conventions", list(CONVENTIONS), key="ch_conv", horizontal=True,
+                    bind="query-params")
+    sentences = ch.split_sentences(text)
+    if not sentences:
+        st.info("Type or paste a few sentences into the sidebar's box to begin, or pick the "
+                "sample.")
+        return
+    model = ctx.model
+    try:
+        c = ui.with_progress("results", ("corpus", model.key, tuple(sentences), conv),
+                             "Encoding the sentences...", lambda progress: ch.corpus_heads(
+                                 model, sentences, conv, progress))
+    except ValueError as e:
+        st.warning(f"Nothing to analyse: {e}. Longer sentences are left out because the "
+                   "distances between heads cost (heads² x tokens²) per sentence.")
+        return
+    st.caption(
+        f"{len(c.sentences)} sentences, {c.tokens:,} tokens, **{conv}** conventions "
+        f"({CONVENTIONS[conv]})" + (f"; {c.skipped} sentence(s) left out (longer than "
+                                     f"{ch.MAX_SENTENCE_TOKENS} tokens, or empty)" if c.skipped
+                                     else "") + f"; at most {ch.MAX_SENTENCES} sentences.")
+    c1, c2, c3 = st.columns([1, 1, 3])
+    layer = c1.selectbox("Layer", range(model.n_layers), key="ch_layer", bind="query-params")
+    head = c2.selectbox("Head", range(model.n_heads), key="ch_head", bind="query-params")
+    c3.page_link("pages/explore.py", label=f"Open layer {layer}, head {head} on the sidebar's "
+                 "sentence", icon=":material/explore:",
+                 query_params={"ex_layer": str(layer), "ex_head": str(head)})
+    share = ch.explained_share(c.eigenvalues)
+    ui.show_figure(head_map(c.coords, c.behaviour, (layer, head), title=(
+        f"Map of the {c.coords.shape[0]} heads (the two axes carry {share:.0%} of the "
+        "distances' variance)")), key="ch_map", on_select=lambda: pick_head(model.n_heads),
+        selection_mode="points")
+    counts = Counter(c.behaviour.ravel().tolist())
+    st.caption(
+        f"Layer {layer}, head {head}: **{c.behaviour[layer, head]}**. Behaviours: " + ", ".join(
+            f"{k} {counts[k]}" for k in ch.BEHAVIOURS if counts[k]) + f". A head is [CLS], "
+        f"[SEP], previous or next when its mean share there is at least "
+        f"{ch.BEHAVIOUR_SHARE:.0%}; otherwise broad when its mean row entropy is at least "
+        f"{ch.BROAD_ENTROPY:.0%} of ln n; otherwise mixed.")
+    sent = st.selectbox("The picked head on one sentence of the corpus",
+                        range(len(c.sentences)), key="ch_sent",
+                        format_func=lambda k: f"{k + 1}: {c.sentences[k][:90]}")
+    one = ui.cached_trace(model, TraceRequest(c.sentences[sent]))
+    ui.show_figure(attention_heatmap(one.weights[layer, head], one.tokens, "weights",
+                                     f"Layer {layer}, head {head}, sentence {sent + 1}"),
+                   key="ch_one")
+    ui.show_figure(stats_heatmaps(c.mean, STATS, selected=(layer, head), spread=c.spread),
+                   key="ch_stats")
+    ui.download_arrays("Download the corpus statistics (.npz)", lambda: {
+        "sentences": np.array(c.sentences), "conventions": conv,
+        **{f"mean_{k}": v for k, v in c.mean.items()},
+        **{f"spread_{k}": v for k, v in c.spread.items()},
+        "relative_entropy": c.relative_entropy, "js_divergence": c.js,
+        "distance": c.distance, "map": c.coords, "eigenvalues": c.eigenvalues,
+        "behaviour": c.behaviour}, file_name="attnviz_corpus_heads.npz", key="ch_download")
+
+
+main()

@@ -1,0 +1,31 @@
+"""The lesson's trained taggers and overfitting sweep for the default settings, computed once
+per test process and shared by the test modules that need them (training takes seconds to a
+minute on a busy CPU). `prefill_app_cache()` hands the same objects to the app's cache
+registry, so AppTest runs of the lesson page show exactly these taggers without retraining
+(the app computes them with the very same functions; tests/test_determinism.py runs the page
+with empty caches)."""
+
+from __future__ import annotations
+
+import functools
+
+from attnviz.analysis import taggers as T
+
+
+@functools.cache
+def trained(seed: int = 0) -> T.Trained:
+    return T.train_all(T.Settings(seed=seed))
+
+
+@functools.cache
+def sweep(seed: int = 0) -> T.Sweep:
+    return T.overfitting(T.Settings(seed=seed), trained=trained(seed))
+
+
+def prefill_app_cache(with_sweep: bool = True) -> None:
+    from attnviz.ui.cache import cached
+
+    settings = T.Settings()
+    cached("taggers", settings, trained)
+    if with_sweep:
+        cached("results", ("lesson_sweep", settings), sweep)

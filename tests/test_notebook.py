@@ -1,0 +1,112 @@
+"""attnviz.head_view / model_view: what they draw is the attention they were given (from a
+Trace or from transformers' outputs.attentions), and the HTML they write is self-contained."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+import torch
+
+import attnviz
+from attnviz.engine.random_models import save_random_checkpoint
+from attnviz.notebook import attention_arrays
+
+TEXT = "I saw a saw"
+
+
+@pytest.fixture(scope="module")
+def bart(tmp_path_factory):
+    return attnviz.load_model(save_random_checkpoint(
+        "bart", tmp_path_factory.mktemp("nb") / "bart", layers=2, heads=2), device="cpu")
+
+
+def visible_lines(fig, visible=None) -> dict[str, set[tuple[float, float]]]:
+    """(query y, key y) pairs of the visible line traces, per head (`visible`: a layer menu
+    button's visibility list instead of the figure's own)."""
+    out: dict[str, set] = {}
+    for i, tr in enumerate(fig.data):
+        shown = tr.visible is not False if visible is None else visible[i]
+        if tr.mode == "lines" and shown and tr.x[0] is not None:
+            ys = np.asarray(tr.y, dtype=float)
+            out.setdefault(tr.name, set()).update(zip(ys[0::3], ys[1::3], strict=True))
+    return out
+
+
+def expected_lines(weights) -> set[tuple[float, float]]:
+    return {(float(i), float(j)) for i, j in zip(*np.nonzero(weights >= 0.02), strict=True)}
+
+
+@pytest.mark.parametrize("layer", [0, 5])
+def test_head_view_draws_every_weight_above_the_cut(model, layer):
+    t = model.trace(TEXT)
+    fig = attnviz.head_view(t, layer=layer).figure
+    lines = visible_lines(fig)
+    for h in range(t.n_heads):
+        assert lines[f"head {h}"] == expected_lines(t.weights[layer, h])
+    # the menu's "layer 2" shows layer 2's lines and nothing else
+    button = fig.layout.updatemenus[0].buttons[2]
+    lines = visible_lines(fig, button.args[0]["visible"])
+    assert all(lines[f"head {h}"] == expected_lines(t.weights[2, h]) for h in range(t.n_heads))
+
+
+def test_hf_attentions_and_a_trace_give_the_same_views(model, hf_model):
+    t = model.trace(TEXT)
+    with torch.no_grad():
+        out = hf_model(torch.tensor([t.token_ids.tolist()]), output_attentions=True)
+    w, q, k = attention_arrays(out.attentions, t.tokens)
+    np.testing.assert_allclose(w, t.weights, atol=1e-5)
+    a = attnviz.model_view(out.attentions, t.tokens).figure.data[0].z
+    b = attnviz.model_view(t).figure.data[0].z
+    np.testing.assert_allclose(np.asarray(a, float), np.asarray(b, float), atol=1e-5)
+
+
+def test_model_view_tiles_are_the_weights(model):
+    t = model.trace(TEXT)
+    z = np.asarray(attnviz.model_view(t).figure.data[0].z, dtype=float)
+    n = t.n_tokens
+    for layer, head in ((0, 0), (3, 7), (5, 11)):
+        tile = z[layer * (n + 1):layer * (n + 1) + n, head * (n + 1):head * (n + 1) + n]
+        np.testing.assert_allclose(tile, t.weights[layer, head], atol=1e-6)
+    assert np.isnan(z[n]).all()  # a blank row between layers
+
+
+def test_cross_attention_views_have_decoder_rows_and_encoder_columns(bart):
+    t = bart.trace(TEXT, target="the saw")
+    w, q, k = attention_arrays(t, which="cross")
+    assert w.shape[-2:] == (len(t.decoder_tokens), t.n_tokens) and q == t.decoder_tokens
+    z = np.asarray(attnviz.model_view(t, which="cross").figure.data[0].z, dtype=float)
+    m, n = w.shape[-2:]
+    np.testing.assert_allclose(z[:m, :n], t.cross_weights[0, 0], atol=1e-6)
+    lines = visible_lines(attnviz.head_view(t, which="cross").figure)
+    m, n = t.cross_weights.shape[-2:]
+    y_q, y_k = np.linspace(0, max(m, n) - 1, m), np.linspace(0, max(m, n) - 1, n)
+    want = {(y_q[i], y_k[j]) for i, j in zip(*np.nonzero(t.cross_weights[0, 0] >= 0.02),
+                                              strict=True)}
+    assert lines["head 0"] == want
+    with pytest.raises(ValueError, match="encoder-decoder"):
+        attnviz.head_view(attnviz.load_model(device="cpu").trace(TEXT), which="cross")
+
+
+def test_bad_inputs_say_what_is_wrong():
+    with pytest.raises(ValueError, match="output_attentions"):
+        attnviz.head_view(())
+    with pytest.raises(ValueError, match="query and .* key tokens"):
+        attnviz.head_view(np.ones((1, 1, 3, 3)) / 3, ["a", "b"])
+
+
+EXTERNAL = re.compile(r"<(script|link|img|iframe)\b[^>]*(src|href)\s*=\s*[\"']?(https?:)?//",
+                      re.I)
+
+
+def test_the_html_is_self_contained(model, tmp_path):
+    t = model.trace(TEXT)
+    for view in (attnviz.head_view(t), attnviz.model_view(t)):
+        path = view.save(tmp_path / "view.html")
+        html = path.read_text(encoding="utf-8")
+        assert not EXTERNAL.search(html), EXTERNAL.search(html).group(0)
+        assert "<script>" in html and "Plotly.newPlot" in html
+        assert len(html) > 1_000_000  # plotly.js is inside
+        assert view._repr_html_().startswith("<div") and not EXTERNAL.search(
+            view._repr_html_())

@@ -1,0 +1,39 @@
+"""AppTest of Compare two sentences: the three panels come from analysis.compare."""
+
+import json
+
+import numpy as np
+import pytest
+
+from attnviz.analysis.compare import align_tokens, aligned_difference
+from tests.apptest import open_page
+from tests.plotly_json import decode
+
+
+@pytest.fixture
+def at():
+    return open_page("pages/compare.py", timeout=180, cmp_b="Yesterday I saw a dog")
+
+
+def test_aligned_panels(at, model):
+    ta, tb = model.trace("I saw a saw"), model.trace("Yesterday I saw a dog")
+    at.selectbox(key="cmp_layer").set_value(4).run()
+    at.selectbox(key="cmp_head").set_value(9).run()
+    pairs = align_tokens(ta.tokens, tb.tokens)
+    wa, wb, d = aligned_difference(ta.weights[4, 9], tb.weights[4, 9], pairs)
+    fig = json.loads(at.get("plotly_chart")[0].proto.spec)
+    heat = [tr for tr in fig["data"] if tr["type"] == "heatmap"]
+    for tr, ref in zip(heat, (wa, wb, d), strict=True):
+        np.testing.assert_allclose(decode(tr["z"]), ref, atol=1e-7)
+    assert any("5 aligned tokens" in m.value for m in at.markdown)
+    assert at.get("download_button")
+
+
+def test_long_and_hostile_inputs(at):
+    at.session_state["text"] = "saw " * 600
+    at.session_state["cmp_b"] = "<script>x</script> $a$ " * 3
+    at.run()
+    assert not at.exception
+    at.session_state["text"] = "Totally different words"
+    at.run()
+    assert not at.exception

@@ -1,0 +1,49 @@
+"""AppTest of Why are two sentences similar?: the cosine, the completeness line and the bars
+come from analysis.attribution (checked against HF in test_analysis_attribution)."""
+
+import json
+
+import numpy as np
+import pytest
+
+from attnviz.analysis.attribution import attribute, pooled_importance
+from attnviz.analysis.flow import attention_flow
+from tests.apptest import open_page
+from tests.plotly_json import decode
+
+A, B = "I saw a saw.", "A saw cuts wood."
+
+
+@pytest.fixture
+def at():
+    return open_page("pages/similarity.py", timeout=240, text=A, sim_b=B)
+
+
+def test_numbers_from_the_analysis(at, model):
+    res = attribute(model, A, B, steps=32)
+    assert at.metric[0].value == f"{res.score:.4f}"
+    text = " ".join(m.value for m in at.markdown)
+    assert f"completeness gap **{res.gap('a'):.3%}** (within 1%)" in text
+    assert f"completeness gap **{res.gap('b'):.3%}** (within 1%)" in text
+    bars_a, bars_b = (json.loads(c.proto.spec) for c in at.get("plotly_chart"))
+    names = [tr["name"] for tr in bars_a["data"]]
+    assert names == ["integrated gradients", "gradient × input", "raw attention (last layer)",
+                     "rollout", "flow"]
+    np.testing.assert_allclose(decode(bars_a["data"][0]["customdata"]), res.ig_a, atol=1e-6)
+    np.testing.assert_allclose(decode(bars_b["data"][1]["customdata"]), res.gxi_b, atol=1e-6)
+    t = model.trace(A)
+    np.testing.assert_allclose(decode(bars_a["data"][4]["customdata"]),
+                               pooled_importance(attention_flow(t.weights)), atol=1e-9)
+    assert "saw #2" in bars_a["data"][0]["x"] and "saw #4" in bars_a["data"][0]["x"]
+    assert at.get("download_button")
+
+
+def test_pair_from_the_sidebar_and_blank_b(at):
+    at.session_state["pair"] = "<b>bold</b> $x$"
+    at.session_state["sim_steps"] = 8
+    at.run()
+    assert not at.exception
+    assert any("second sentence" in c.value for c in at.caption)
+    at.session_state["pair"] = "   ?  "
+    at.run()
+    assert not at.exception

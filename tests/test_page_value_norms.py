@@ -1,0 +1,52 @@
+"""AppTest of Weights vs value norms: the summary, the per-head maps and the maps of one head
+come from analysis.norms (itself checked against the formula and HF in test_analysis_norms)."""
+
+import json
+
+import numpy as np
+import pytest
+
+from attnviz.analysis import norms
+from tests.apptest import open_page
+from tests.plotly_json import decode
+
+
+@pytest.fixture
+def at():
+    return open_page("pages/value_norms.py", timeout=180,
+                     text="The cat sat on the mat, and the dog slept.")
+
+
+def test_summary_and_maps(at, model):
+    t = model.trace("The cat sat on the mat, and the dog slept.")
+    vn = norms.value_norms(t.values, norms.output_projections(model))
+    c = norms.comparison(t.weights, vn, t.tokens)
+    metric = at.metric[0]
+    assert metric.value == f"{int(c['changed'].sum())} of 72 ({c['changed'].sum() / 72:.0%})"
+    stats_fig, maps_fig = (json.loads(x.proto.spec) for x in at.get("plotly_chart"))
+    heat = [tr for tr in stats_fig["data"] if tr["type"] == "heatmap"]
+    for tr in heat:
+        np.testing.assert_allclose(decode(tr["z"]), c[tr["name"]], atol=1e-12)
+    at.selectbox(key="vn_layer").set_value(2).run()
+    at.selectbox(key="vn_head").set_value(7).run()
+    maps = [tr for tr in json.loads(at.get("plotly_chart")[1].proto.spec)["data"]
+            if tr["type"] == "heatmap"]
+    w = t.weights[2, 7].astype(np.float64)
+    np.testing.assert_allclose(decode(maps[0]["z"]), w, atol=1e-7)
+    np.testing.assert_allclose(decode(maps[1]["z"]),
+                               norms.row_shares(norms.weighted_norms(w, vn[2, 7])), atol=1e-6)
+    whole = norms.layer_norms(t.weights, t.values, norms.output_projections(model))[2]
+    np.testing.assert_allclose(decode(maps[2]["z"]), norms.row_shares(whole), atol=1e-6)
+    assert at.get("download_button")
+
+
+def test_word_level_and_long_input(at):
+    at.session_state["text"] = "Transformers use embeddings."
+    at.toggle(key="vn_words").set_value(True).run()
+    assert not at.exception
+    maps = json.loads(at.get("plotly_chart")[1].proto.spec)
+    assert len(maps["data"][0]["x"]) < 8  # pieces merged
+    at.session_state["text"] = "saw, " * 300
+    at.toggle(key="vn_words").set_value(False).run()
+    assert not at.exception and any("dropped" in w.value for w in at.warning)
+    assert len(at.get("plotly_chart")[1].proto.spec) < 10_000_000
