@@ -30,7 +30,8 @@ NUMBER_WIDGETS = {"number_input", "slider", "select_slider"}
 
 # Choices that show widgets a page hides otherwise: {page: [extra URL params], ...}.
 STATES: dict[str, list[dict[str, str]]] = {
-    "pages/step_by_step.py": [{"sbs_step": "3"}, {"sbs_step": "7"}, {"sbs_mode": "real"}],
+    "pages/step_by_step.py": [{"sbs_step": "3"}, {"sbs_step": "4"}, {"sbs_step": "7"},
+                               {"sbs_mode": "real"}],
 }
 
 
