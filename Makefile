@@ -43,8 +43,12 @@ test-fast: setup
 bench: setup
 	$(PY) -m benchmarks $(BENCH)
 
+# A class (SESSIONS, default 30); then eight long pastes (memory) and a light session beside
+# three heavy links. With URL=..., only the class, against that running server.
 load: setup
 	$(PY) tests/load/run_load.py --sessions $(SESSIONS) $(if $(strip $(URL)),--url $(strip $(URL)))
+	$(if $(strip $(URL)),,$(PY) tests/load/memory.py)
+	$(if $(strip $(URL)),,$(PY) tests/load/heavy.py)
 
 lint: setup
 	$(VENV)/bin/ruff check attnviz pages tests app.py

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -24,3 +26,29 @@ def test_a_small_class(tmp_path):
     assert report["ok"] == report["reruns"] >= 3 * 5
     assert {"open", "type", "page"} <= set(report["by_action"])
     assert report["rss_mib"]["peak"] > report["rss_mib"]["start"] > 0
+
+
+@pytest.mark.slow
+def test_the_memory_and_heavy_scenarios_run(tmp_path):
+    """tests/load/memory.py and heavy.py in miniature: they connect, walk and report (their
+    goals are checked at full size by `make load`, not here)."""
+    mem = tmp_path / "memory.json"
+    run = subprocess.run(
+        [sys.executable, "tests/load/memory.py", "--sessions", "2", "--tokens", "60", "--after",
+         "2", "--json", str(mem)], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert mem.exists(), run.stdout[-2000:] + run.stderr[-2000:]
+    report = json.loads(mem.read_text())
+    assert report["errors"] == [] and report["server_alive"], report["errors"]
+    assert report["ok"] == report["reruns"] == 2 * 7
+    assert report["rss_mib"]["peak"] >= report["rss_mib"]["idle"] > 0
+    assert report["app_caches_bytes"]["at_close"]["traces"] > 0
+    heavy = tmp_path / "heavy.json"
+    run = subprocess.run(
+        [sys.executable, "tests/load/heavy.py", "--alone", "3", "--json", str(heavy)],
+        cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert heavy.exists(), run.stdout[-2000:] + run.stderr[-2000:]
+    report = json.loads(heavy.read_text())
+    assert run.returncode == 0 and report["server_alive"], run.stdout[-2000:]
+    assert report["light_alone"]["n"] > 0 and report["light_during_heavy"]["n"] > 0
+    assert len(report["heavy_links"]) == 3
+    assert any(h["told_to_wait"] for h in report["heavy_links"]), report["heavy_links"]

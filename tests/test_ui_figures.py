@@ -1,23 +1,121 @@
-"""The SVG export keeps the figure's on-screen shape (its height, a full-width chart's width)
-instead of kaleido's default 700 x 500. Needs a Chrome/Chromium for kaleido."""
+"""SVG export on a shared server (ui.figures.svg_bytes): kaleido starts a Chromium per call,
+so the server draws one SVG at a time, draws each figure once (its bytes are cached under a
+digest of the figure's JSON), and a request that cannot get its turn in time fails quickly
+instead of piling up browsers. Checked with concurrent requests and a stand-in renderer that
+records how many draw at once; one real kaleido export where a Chromium is installed."""
 
 from __future__ import annotations
 
-import re
+import threading
+import time
 
+import numpy as np
 import plotly.graph_objects as go
 import pytest
 
 from attnviz.ui import figures
+from attnviz.ui.cache import CACHES
+
+
+class Renderer:
+    """Stands in for kaleido: takes `seconds`, records calls and the most at once."""
+
+    def __init__(self, seconds: float = 0.2) -> None:
+        self.seconds, self.calls, self.now, self.most = seconds, 0, 0, 0
+        self._lock = threading.Lock()
+
+    def __call__(self, fig: go.Figure) -> bytes:
+        with self._lock:
+            self.calls += 1
+            self.now += 1
+            self.most = max(self.most, self.now)
+        time.sleep(self.seconds)
+        with self._lock:
+            self.now -= 1
+        return f"<svg>{fig.layout.title.text}</svg>".encode()
+
+
+def figure(title: str) -> go.Figure:
+    return go.Figure(go.Heatmap(z=np.arange(6.0).reshape(2, 3)), layout={"title": title})
+
+
+@pytest.fixture(autouse=True)
+def empty_exports():
+    CACHES["exports"].clear()
+    yield
+    CACHES["exports"].clear()
+
+
+def run_together(calls) -> list:
+    out = [None] * len(calls)
+    threads = [threading.Thread(target=lambda i=i, c=c: out.__setitem__(i, c()))
+               for i, c in enumerate(calls)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return out
+
+
+def test_six_requests_for_one_figure_draw_it_once():
+    render = Renderer()
+    fig = figure("same")
+    got = run_together([lambda: figures.svg_bytes(fig, render)] * 6)
+    assert render.calls == 1 and got == [b"<svg>same</svg>"] * 6
+    assert figures.svg_bytes(figure("same"), render) == b"<svg>same</svg>"  # equal figure: cached
+    assert render.calls == 1
+
+
+def test_different_figures_are_drawn_one_at_a_time():
+    render = Renderer(0.1)
+    got = run_together([lambda i=i: figures.svg_bytes(figure(f"f{i}"), render)
+                        for i in range(6)])
+    assert render.calls == 6 and render.most == 1
+    assert sorted(got) == sorted(f"<svg>f{i}</svg>".encode() for i in range(6))
+
+
+def test_a_request_that_cannot_get_a_turn_fails_quickly(monkeypatch):
+    monkeypatch.setattr(figures, "EXPORT_WAIT_S", 0.2)
+    assert figures._EXPORT_SLOT.acquire(timeout=5)  # another export is running
+    try:
+        render = Renderer()
+        with pytest.raises(figures.ExportBusy):
+            figures.svg_bytes(figure("busy"), render)
+        assert render.calls == 0
+    finally:
+        figures._EXPORT_SLOT.release()
+    assert figures.svg_bytes(figure("busy"), Renderer()) == b"<svg>busy</svg>"  # then it works
+
+
+def test_the_export_cache_is_bounded_by_bytes():
+    cache = CACHES["exports"]
+    render = lambda f: b"x" * (cache.max_size // 3)  # noqa: E731
+    for i in range(5):
+        figures.svg_bytes(figure(f"big{i}"), render)
+    assert cache.total <= cache.max_size and len(cache) <= 3
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not figures.svg_export_available(), reason="no Chromium for kaleido")
+def test_a_real_export_is_an_svg_of_the_figure():
+    fig = figure("I saw a saw")
+    svg = figures.svg_bytes(fig)
+    assert svg.lstrip().startswith(b"<svg") and b"I saw a saw" in svg
+    again = Renderer()
+    assert figures.svg_bytes(fig, again) == svg and again.calls == 0  # second click: no browser
 
 
 @pytest.mark.skipif(not figures.svg_export_available(), reason="no Chromium for kaleido")
 def test_svg_has_the_figure_shape():
+    """The SVG keeps the figure's on-screen shape (its height, a full-width chart's width)
+    instead of kaleido's default 700 x 500."""
+    import re
+
     fig = go.Figure(go.Heatmap(z=[[0.0, 1.0], [1.0, 0.0]]), layout=dict(height=333))
-    svg = figures.svg_bytes(fig).decode()
+    svg = figures.render_svg(fig).decode()
     w, h = re.search(r'<svg[^>]* width="(\d+)" height="(\d+)"', svg).groups()
     assert (int(w), int(h)) == (figures.SVG_WIDTH, 333)
     fig.update_layout(width=640, height=None)
-    svg = figures.svg_bytes(fig).decode()
+    svg = figures.svg_bytes(fig).decode()  # through the export slot and cache too
     assert re.search(r'<svg[^>]* width="640" height="(\d+)"', svg).group(1) == str(
         figures.SVG_HEIGHT)

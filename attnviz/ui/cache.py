@@ -1,11 +1,17 @@
 """The app's one cache registry: everything computed once per server and shared by sessions.
 
-    kind      key                                     bound
-    models    (folder, device)                        count (ATTNVIZ_MODELS, default 4)
-    traces    Trace.key = (model key, TraceRequest)   bytes (ATTNVIZ_TRACE_CACHE_MB, 1500)
-    results   (name, Trace.key or settings, ...)      bytes (ATTNVIZ_RESULT_CACHE_MB, 256)
-    figures   (name, Trace.key or settings, ...)      count (256)
+    kind      key                                     bound (environment variable, default)
+    models    (folder, device)                        count (ATTNVIZ_MODELS, 4)
+    traces    Trace.key = (model key, TraceRequest)   bytes (ATTNVIZ_TRACE_CACHE_MB, 640)
+    results   (name, Trace.key or settings, ...)      bytes (ATTNVIZ_RESULT_CACHE_MB, 128)
+    figures   (name, Trace.key or settings, ...)      bytes (ATTNVIZ_FIGURE_CACHE_MB, 128)
+    exports   (format, figure JSON digest)            bytes (ATTNVIZ_EXPORT_CACHE_MB, 32)
     taggers   taggers.Settings                        count (4)
+
+Figures and exports are sized by `footprint` (their arrays, lists and strings), the others by
+the bytes of their NumPy arrays (`nbytes`). The sizes held now are served, with each model's
+weights and its idle trace buffers, in Streamlit's /_stcore/metrics as
+`cache_memory_bytes{cache_type="attnviz",cache=KIND}` (`register_metrics`).
 
 Keys are plain values (strings, numbers, frozen requests and settings), never arrays. Each
 cache evicts its least recently used entries past its bound and computes a key once when
@@ -27,6 +33,8 @@ from contextlib import AbstractContextManager, nullcontext
 
 import numpy as np
 
+from .worklist import heavy_trace, release_leases
+
 
 def nbytes(value) -> int:
     """Bytes of the NumPy arrays inside a value (dicts, lists, tuples and dataclasses walked)."""
@@ -39,6 +47,27 @@ def nbytes(value) -> int:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return sum(nbytes(getattr(value, f.name)) for f in dataclasses.fields(value))
     return 0
+
+
+def footprint(value) -> int:
+    """Approximate bytes held by a value: NumPy arrays and tensors by their data, strings and
+    bytes by their length, containers by their items plus a pointer each (Python's own object
+    headers included roughly). A Plotly figure counts its data and layout."""
+    if isinstance(value, np.ndarray):
+        return value.nbytes
+    if isinstance(value, (str, bytes)):
+        return 50 + len(value)
+    if isinstance(value, dict):
+        return 64 + sum(footprint(v) + 8 for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return 56 + sum(footprint(v) + 8 for v in value)
+    if hasattr(value, "_data") and hasattr(value, "_layout"):  # a plotly Figure
+        return footprint(value._data) + footprint(value._layout)
+    if hasattr(value, "element_size") and hasattr(value, "numel"):  # a torch.Tensor
+        return value.numel() * value.element_size()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return sum(footprint(getattr(value, f.name)) for f in dataclasses.fields(value))
+    return 24
 
 
 def read_only(value):
@@ -61,11 +90,15 @@ class SharedCache:
     """Values shared by every session of a server, least recently used evicted once their
     total size passes `max_size` (the newest is always kept). `size(value)` is bytes, or 1 to
     bound by count. Concurrent requests for one key compute it once: later callers wait,
-    inside `waiting()` if given (a spinner), and get the same value."""
+    inside `waiting()` if given (a spinner), and get the same value, giving back any
+    heavy-work lease first (ui.worklist). `admit(key)`, if given, is called first on every get:
+    the trace cache's long inputs take a lease there, hit or miss."""
 
-    def __init__(self, max_size: int, size: Callable[[object], int] = lambda value: 1):
+    def __init__(self, max_size: int, size: Callable[[object], int] = lambda value: 1,
+                 admit: Callable[[Hashable], None] | None = None):
         self.max_size = max_size
         self._size = size
+        self._admit = admit  # called first on every get (the heavy-work line's lease)
         self._items: OrderedDict[Hashable, tuple[object, int]] = OrderedDict()
         self._total = 0
         self._lock = threading.Lock()
@@ -84,12 +117,15 @@ class SharedCache:
     def get(self, key: Hashable, compute: Callable[[], object],
             waiting: Callable[[], AbstractContextManager] | None = None):
         """The cached value for key, or compute() once (concurrent callers share it)."""
+        if self._admit is not None:
+            self._admit(key)
         found = self._hit(key)
         if found is not None:
             return found[0]
         with self._lock:
             key_lock = self._pending.setdefault(key, threading.Lock())
         if not key_lock.acquire(blocking=False):  # another caller is computing this key
+            release_leases()  # never wait while holding a heavy-work lease
             with waiting() if waiting else nullcontext():
                 key_lock.acquire()
         try:
@@ -128,15 +164,24 @@ class SharedCache:
         return len(self._items)
 
 
+def _admit_trace(key: Hashable) -> None:
+    """A page run reading a trace of a long input takes a BIG_TRACES lease (ui.worklist)."""
+    if heavy_trace(key):
+        from .progress import heavy_lease
+
+        heavy_lease("This page reads a long text.")
+
+
 def _mb(name: str, default: float) -> int:
     return int(float(os.environ.get(name, default)) * 2**20)
 
 
 CACHES: dict[str, SharedCache] = {
     "models": SharedCache(int(os.environ.get("ATTNVIZ_MODELS", 4))),
-    "traces": SharedCache(_mb("ATTNVIZ_TRACE_CACHE_MB", 1500), size=nbytes),
-    "results": SharedCache(_mb("ATTNVIZ_RESULT_CACHE_MB", 256), size=nbytes),
-    "figures": SharedCache(256),
+    "traces": SharedCache(_mb("ATTNVIZ_TRACE_CACHE_MB", 640), size=nbytes, admit=_admit_trace),
+    "results": SharedCache(_mb("ATTNVIZ_RESULT_CACHE_MB", 128), size=nbytes),
+    "figures": SharedCache(_mb("ATTNVIZ_FIGURE_CACHE_MB", 128), size=footprint),
+    "exports": SharedCache(_mb("ATTNVIZ_EXPORT_CACHE_MB", 32), size=footprint),
     "taggers": SharedCache(4),
 }
 
@@ -151,3 +196,52 @@ def clear_caches(*kinds: str) -> None:
     """Forget the cached values of these kinds (all but the models when none are named)."""
     for kind in kinds or [k for k in CACHES if k != "models"]:
         CACHES[kind].clear()
+
+
+def held_bytes() -> dict[str, int]:
+    """{name: bytes held now}: each cache, the models' weights and their idle trace buffers."""
+    out = {}
+    for kind, cache in CACHES.items():
+        with cache._lock:
+            values = [v for v, _ in cache._items.values()]
+        if kind == "models":
+            out[kind] = sum(footprint([t for t in vars(m).values() if hasattr(t, "numel")])
+                            + footprint(getattr(m, "layers", [])) for m in values)
+            out["trace_buffer_pool"] = sum(
+                getattr(getattr(m, "_pool", None), "free_bytes", 0) for m in values)
+        elif cache._size is nbytes or cache._size is footprint:
+            out[kind] = cache.total
+        else:
+            out[kind] = sum(footprint(v) for v in values)
+    return out
+
+
+class _Metrics:
+    """A Streamlit stats provider: the app's caches in /_stcore/metrics."""
+
+    stats_families = ("cache_memory_bytes",)
+
+    def get_stats(self, family_names=None):
+        from streamlit.runtime.stats import CacheStat
+
+        return {"cache_memory_bytes": [CacheStat("attnviz", name, size)
+                                       for name, size in held_bytes().items()]}
+
+
+_REGISTERED = threading.Event()
+_REGISTER_LOCK = threading.Lock()
+
+
+def register_metrics() -> None:
+    """Serve held_bytes() in Streamlit's /_stcore/metrics (once per server; the router calls
+    it on every run)."""
+    if _REGISTERED.is_set():
+        return
+    with _REGISTER_LOCK:
+        if _REGISTERED.is_set():
+            return
+        from streamlit.runtime import Runtime
+
+        if Runtime.exists():
+            Runtime.instance().stats_mgr.register_provider(_Metrics())
+            _REGISTERED.set()

@@ -1,8 +1,17 @@
-"""Drawing figures on a page: cached per server, with PNG (chart toolbar) and SVG downloads."""
+"""Drawing figures on a page: cached per server, with PNG (chart toolbar) and SVG downloads.
+
+The PNG is drawn by the student's browser. The SVG is drawn on the server by kaleido, whose
+headless Chromium (about 1 GB, a dozen processes) is started once per server and kept
+(`render_svg`): the server draws one SVG at a time (others wait in line up to EXPORT_WAIT_S
+seconds, then get an error), and keeps each figure's SVG bytes in the "exports" cache, keyed by
+a digest of the figure's JSON, so a repeated click, by anyone, costs a digest instead of a
+drawing.
+"""
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import shutil
 import threading
@@ -12,6 +21,13 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from .cache import cached
+
+EXPORT_WAIT_S = float(os.environ.get("ATTNVIZ_EXPORT_WAIT_S", 30))
+_EXPORT_SLOT = threading.BoundedSemaphore(1)  # one server-side browser at a time
+
+
+class ExportBusy(RuntimeError):
+    """The server is drawing other SVGs; the caller waited EXPORT_WAIT_S seconds."""
 
 # The modebar: PNG by default, and a second button for SVG (bertviz #33: users want images).
 PLOT_CONFIG = {
@@ -33,8 +49,9 @@ def cached_figure(key: Hashable, build: Callable[[], go.Figure]) -> go.Figure:
 def show_figure(fig: go.Figure, key: str | None = None, **kwargs):
     """Draw a Plotly figure: PNG from the chart toolbar (camera icon), SVG on a click below.
 
-    The SVG is rendered on the server by kaleido only when asked for (it needs a Chrome or
-    Chromium on the server; without one the button is not offered).
+    The SVG is rendered on the server by kaleido only when asked for, once per figure and
+    one at a time (`svg_bytes`); it needs a Chrome or Chromium on the server, without one the
+    button is not offered.
     """
     event = st.plotly_chart(fig, config=PLOT_CONFIG, key=key, **kwargs)
     if key is not None and svg_export_available():
@@ -48,6 +65,25 @@ def show_figure(fig: go.Figure, key: str | None = None, **kwargs):
     return event
 
 
+def svg_bytes(fig: go.Figure, render: Callable[[go.Figure], bytes] | None = None) -> bytes:
+    """The figure as SVG: from the exports cache when this figure (same JSON) was drawn before,
+    else drawn by `render` (kaleido) while holding the server's one export slot. Concurrent
+    requests for one figure draw it once; others wait EXPORT_WAIT_S at most (ExportBusy)."""
+    render = render or render_svg
+    digest = hashlib.sha256(fig.to_json().encode()).hexdigest()
+
+    def draw() -> bytes:
+        if not _EXPORT_SLOT.acquire(timeout=EXPORT_WAIT_S):
+            raise ExportBusy(f"the server is drawing other SVGs; try again in a moment "
+                             f"(waited {EXPORT_WAIT_S:.0f} s)")
+        try:
+            return bytes(render(fig))
+        finally:
+            _EXPORT_SLOT.release()
+
+    return cached("exports", ("svg", digest), draw)
+
+
 def file_stem(fig: go.Figure, key: str) -> str:
     """'attnviz_<figure title as letters, digits and underscores>' for a download's name."""
     title = fig.layout.title.text or key
@@ -59,7 +95,7 @@ SVG_WIDTH = 1000  # px: about a full-width chart in the app's wide layout
 SVG_HEIGHT = 450  # px: Plotly's usual height, for a figure that sets none
 
 
-def svg_bytes(fig: go.Figure) -> bytes:
+def render_svg(fig: go.Figure) -> bytes:
     """The figure as SVG in its on-screen shape: its own height (and width when it sets one,
     else a full-width chart's), not kaleido's default 700 x 500. The renderer (a headless
     Chrome) is started once per server and kept: started per export, each would wait for it."""

@@ -1,26 +1,91 @@
-"""Long work (training, sweeps, timings) computed once per server, with a progress bar.
+"""Long work (training, sweeps, timings, long traces) computed once per server, taking turns.
 
-The session that starts the work sees a bar; sessions asking for the same key meanwhile see
-a spinner and get the same result when it is done (the cache registry computes a key once).
+The session that starts the work waits for its turn in one of the server's heavy-work lines
+(ui.worklist: one computation at a time by default, light work never waits), seeing how many
+jobs are ahead of it, then sees a progress bar. Sessions asking for the same key meanwhile see a
+spinner and get the same result when it is done (the cache registry computes a key once).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator
+from contextlib import contextmanager
 
 import streamlit as st
 
 from .cache import cached
+from .worklist import BIG_TRACES, LONG_WORK, WorkLine
 
 Progress = Callable[[float, str], None]
 
 
+def waiting_message(label: str, ahead: int) -> str:
+    """What a session waiting in the heavy-work line reads."""
+    jobs = "1 heavy job is" if ahead == 1 else f"{ahead} heavy jobs are"
+    return (f"{label} Waiting for the server: {jobs} ahead of this one. Long texts, sweeps and "
+            "training take turns, so that everyone else's pages stay fast.")
+
+
+class _Box:
+    """The info box a waiting session reads, updated when its place in line changes; between
+    updates it lets Streamlit stop or rerun the script (leaving the page gives the place up)."""
+
+    def __init__(self, label: str) -> None:
+        from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+        self.label, self.ctx, self.box, self.shown = label, get_script_run_ctx(), None, None
+
+    def tell(self, ahead: int) -> None:
+        if self.ctx is None:
+            return
+        if ahead != self.shown:
+            self.box = self.box or st.empty()
+            self.box.info(waiting_message(self.label, ahead), icon=":material/hourglass_top:")
+            self.shown = ahead
+        elif callable(getattr(self.ctx, "yield_check", None)):
+            self.ctx.yield_check()  # a stop or rerun request ends the wait here
+
+    def clear(self) -> None:
+        if self.box is not None:
+            self.box.empty()
+            self.box = None
+
+
+@contextmanager
+def heavy_turn(label: str, line: WorkLine = LONG_WORK) -> Iterator[None]:
+    """Hold a turn in one of the server's heavy-work lines for the block, showing the place in
+    line while waiting (an info box, removed when the turn comes)."""
+    box = _Box(label)
+    try:
+        with line.turn(box.tell):
+            box.clear()
+            yield
+    finally:
+        box.clear()
+
+
+def heavy_lease(label: str, line: WorkLine = BIG_TRACES) -> None:
+    """Take this run's lease in a heavy-work line (kept until the run ends, see ui.worklist),
+    showing the place in line while waiting. Outside a Streamlit run it does nothing: only
+    page runs take turns."""
+    box = _Box(label)
+    if box.ctx is None:
+        return
+    try:
+        line.hold(box.tell)
+    finally:
+        box.clear()
+
+
 def with_progress(kind: str, key: Hashable, label: str, compute: Callable[[Progress], object]):
-    """cached(kind, key, ...) where compute(progress) reports (fraction done, message)."""
+    """cached(kind, key, ...) where compute(progress) reports (fraction done, message); the
+    computation takes its turn in the heavy-work line first."""
     def run():
-        bar = st.progress(0.0, text=label)
-        result = compute(lambda f, msg: bar.progress(min(1.0, max(0.0, f)), text=f"{label} {msg}"))
-        bar.empty()
+        with heavy_turn(label):
+            bar = st.progress(0.0, text=label)
+            result = compute(lambda f, msg: bar.progress(min(1.0, max(0.0, f)),
+                                                         text=f"{label} {msg}"))
+            bar.empty()
         return result
 
     return cached(kind, key, run, waiting=lambda: st.spinner(

@@ -2,6 +2,11 @@
 
 Importable (tests read PAGES from here); running it draws Streamlit's navigation and the
 shared sidebar, then the chosen page. Page files live in the repository's `pages/` folder.
+Before anything else on every run it drops URL values no widget can take (ui.urlstate), marks
+the run's start for the heavy-work line (ui.worklist), and, once per server, tunes malloc
+(ui.malloc) and puts the app's caches into /_stcore/metrics (ui.cache.register_metrics).
+The tab icon is a file shipped with the app: a Material icon name would make every browser
+fetch it from fonts.gstatic.com, and the app makes no outside request.
 """
 
 from __future__ import annotations
@@ -10,6 +15,8 @@ import runpy
 from pathlib import Path
 
 import streamlit as st
+
+FAVICON = "assets/favicon.png"  # relative to the app's folder
 
 # (file, title, icon, section), in teaching order.
 PAGES: list[tuple[str, str, str, str]] = [
@@ -37,10 +44,18 @@ DEFAULT_ALIAS = "layer_heads"  # a hidden page at /layer_heads showing the defau
 
 def run(root: Path) -> None:
     """Page config, navigation over the PAGES found under `root`, the sidebar, the page."""
+    from . import malloc, urlstate
+    from .cache import register_metrics
     from .sidebar import sidebar
+    from .worklist import end_run, new_run
 
+    urlstate.sanitize()
+    new_run()
+    malloc.tune()
+    register_metrics()
+    icon = root / FAVICON
     st.set_page_config(page_title="attnviz: see self-attention",
-                       page_icon=":material/visibility:", layout="wide")
+                       page_icon=str(icon) if icon.is_file() else None, layout="wide")
     sections: dict[str, list] = {}
     default = None
     for path, title, icon, section in PAGES:
@@ -59,8 +74,11 @@ def run(root: Path) -> None:
             lambda: runpy.run_path(page_file), title=default.title, url_path=DEFAULT_ALIAS,
             visibility="hidden"))
     nav = st.navigation(sections)
-    sidebar()
-    nav.run()
+    try:
+        sidebar()
+        nav.run()
+    finally:
+        end_run()  # this run's heavy-work lease, if it took one
 
 
 def ensure_router() -> None:

@@ -132,6 +132,9 @@ class Session:
         self.states: dict[str, object] = {}  # id -> WidgetState we set
         self.text_id: str | None = None
         self.tabs: tuple[str, list[str]] | None = None  # (tab group's widget id, labels)
+        self.notes: list[str] = []  # info and warning boxes seen (the last rerun's first)
+        self.downloads: list[tuple[str, str]] = []  # the last run's (label, deferred file id)
+        self.session_id = ""
 
     async def connect(self) -> None:
         import websockets
@@ -158,6 +161,7 @@ class Session:
         cs.widget_states.widgets.extend(self.states.values())
         self.widgets = {}
         self.tabs = None
+        self.downloads = []
         charts, errors = 0, []
         t0 = time.perf_counter()
         await self.ws.send(msg.SerializeToString())
@@ -181,6 +185,11 @@ class Session:
                         errors.append(f"exception: {el.exception.type}: {el.exception.message}")
                     elif etype == "alert" and el.alert.format == el.alert.ERROR:
                         errors.append(f"error box: {el.alert.body[:120]}")
+                    elif etype == "alert":
+                        self.notes.append(el.alert.body)
+                    elif etype == "download_button" and el.download_button.deferred_file_id:
+                        self.downloads.append((el.download_button.label,
+                                               el.download_button.deferred_file_id))
                     elif etype == "plotly_chart":
                         charts += 1
                     elif etype in ("text_area", "selectbox", "slider"):
@@ -188,6 +197,8 @@ class Session:
                         self.widgets[w.id] = (etype, w)
                         if etype == "text_area" and w.label == "Sentence":
                             self.text_id = w.id
+                elif kind == "new_session":
+                    self.session_id = fm.new_session.initialize.session_id or self.session_id
                 elif kind == "navigation":
                     self.pages = {p.url_pathname: p.page_script_hash
                                   for p in fm.navigation.app_pages}
@@ -249,6 +260,19 @@ class Session:
             return False
         wid, labels = self.tabs
         self.states[wid] = WidgetState(id=wid, string_value=rng.choice(labels[1:]))
+        return True
+
+    def open_tab_named(self, start: str) -> bool:
+        """Click the tab whose label starts with `start` (e.g. '2 ·'), if this page has it."""
+        from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+        if self.tabs is None:
+            return False
+        wid, labels = self.tabs
+        label = next((x for x in labels if x.startswith(start)), None)
+        if label is None:
+            return False
+        self.states[wid] = WidgetState(id=wid, string_value=label)
         return True
 
     def go_to(self, name: str) -> None:

@@ -1,0 +1,195 @@
+"""Heavy work takes turns on a shared server: two lines per server, light work never waits.
+
+One link can ask for seconds of CPU or hundreds of MB: a window sweep, a timing run or the
+lesson's training take seconds of full CPU; a 512-token trace is ~170 MB and a page may hold four
+of them while it draws. Run side by side for a class, such requests starve each other and their
+memory adds up with the number of students. So heavy work waits in one of two lines per server:
+
+    LONG_WORK    each `with_progress` computation (sweeps, timings, training) takes a turn:
+                 a slot for the computation (ATTNVIZ_HEAVY_SLOTS at once, default 1)
+    BIG_TRACES   a page run that reads a trace of a long input (`heavy_trace`), computed or
+                 cached, first takes a lease: a slot until the run ends (ATTNVIZ_TRACE_SLOTS
+                 at once, default 1). A page waiting for its lease holds no long trace yet, so
+                 the memory of long traces in use is bounded by the leases, not the class size.
+
+Two lines, so that a minute-long sweep never holds up a page of long traces. In each line: first
+come, first served, except that a script run which already had a turn goes ahead of runs that
+have not (`new_run()` marks a run's start). A thread that already holds a slot re-enters without
+waiting. Whoever waits, for a turn in any line or for a value another session is computing in
+the cache, first gives back its lease (`release_leases`), and takes it again, ahead of new runs,
+at its next long trace: a lease is never held while waiting, so the lines cannot deadlock with
+each other or with the cache's compute-once locks.
+
+    with LONG_WORK.turn(tell):       wait for a slot; tell(n) says how many are ahead
+        compute()
+    BIG_TRACES.hold(tell)            wait for a slot kept until end_run() or release()
+
+Light work (short sentences, cache hits of short traces) never enters a line: it stays fast
+while heavy work runs. When both lines fall idle, free memory goes back to the system
+(ui.malloc.trim).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Hashable, Iterator
+from contextlib import contextmanager
+
+from . import malloc
+
+HEAVY_CHARS = 500  # characters of text (+ second sentence): ~100-500 tokens and more
+HEAVY_TOKENS = 128  # token ids given directly
+
+
+class WorkLine:
+    """At most `slots` holders at once; the others wait in line, polled every `poll` s."""
+
+    def __init__(self, slots: int, poll: float = 1.0, on_idle: Callable[[], None] | None = None):
+        self.slots = max(1, int(slots))
+        self.poll = poll
+        self.on_idle = on_idle  # called when the last holder leaves and nobody waits
+        self._cond = threading.Condition()
+        self._waiting: list[tuple[bool, object]] = []  # (no turn yet this run, ticket)
+        self._holders: dict[int, int] = {}  # thread id -> depth (turns, plus 1 for a lease)
+        self._leases: set[int] = set()  # threads holding a lease
+        self._local = threading.local()
+        self.served = 0
+        self.most_waiting = 0
+
+    def new_run(self) -> None:
+        """A script run starts on this thread: it has had no turn yet."""
+        self._local.had_turn = False
+
+    @property
+    def running(self) -> int:
+        return len(self._holders)
+
+    @property
+    def waiting(self) -> int:
+        return len(self._waiting)
+
+    def holds(self) -> bool:
+        return threading.get_ident() in self._holders
+
+    @contextmanager
+    def turn(self, tell: Callable[[int], None] | None = None) -> Iterator[None]:
+        """Hold a slot for the block; wait first, calling tell(ahead) every poll while waiting
+        (it may raise, e.g. when Streamlit stops the script: the place in line is given up)."""
+        self._enter(tell)
+        try:
+            yield
+        finally:
+            self._leave()
+
+    def hold(self, tell: Callable[[int], None] | None = None) -> None:
+        """Take a lease: a slot kept by this thread until release() (no wait if it has one)."""
+        me = threading.get_ident()
+        with self._cond:
+            if me in self._leases:
+                return
+        self._enter(tell)
+        with self._cond:
+            self._leases.add(me)
+
+    def release(self) -> None:
+        """Give back this thread's lease, if it holds one."""
+        me = threading.get_ident()
+        with self._cond:
+            if me not in self._leases:
+                return
+            self._leases.discard(me)
+        self._leave()
+
+    def _enter(self, tell: Callable[[int], None] | None) -> None:
+        me = threading.get_ident()
+        with self._cond:
+            if me in self._holders:  # nested: already holding a slot
+                self._holders[me] += 1
+                return
+        self._wait_for_slot(me, tell)
+
+    def _leave(self) -> None:
+        me = threading.get_ident()
+        with self._cond:
+            self._holders[me] -= 1
+            if self._holders[me]:
+                return
+            del self._holders[me]
+            self._cond.notify_all()
+            idle = not self._holders and not self._waiting
+        if idle and self.on_idle is not None:
+            self.on_idle()
+
+    def _ahead(self, ticket: object) -> int:
+        """Holders plus tickets waiting before this one."""
+        return self.running + [t for _, t in self._waiting].index(ticket)
+
+    def _wait_for_slot(self, me: int, tell: Callable[[int], None] | None) -> None:
+        ticket = object()
+        first = not getattr(self._local, "had_turn", False)
+        with self._cond:
+            # Runs that already had a turn go before every run that has not (FIFO within).
+            at = len(self._waiting) if first else sum(not f for f, _ in self._waiting)
+            self._waiting.insert(at, (first, ticket))
+            self.most_waiting = max(self.most_waiting, len(self._waiting))
+        try:
+            released = False
+            while True:
+                with self._cond:
+                    ahead = self._ahead(ticket)
+                    if ahead < self.slots:
+                        self._waiting = [w for w in self._waiting if w[1] is not ticket]
+                        self._holders[me] = 1
+                        self.served += 1
+                        self._local.had_turn = True
+                        return
+                if not released:  # about to wait: never hold a lease meanwhile
+                    release_leases()
+                    released = True
+                if tell is not None:
+                    tell(ahead - self.slots + 1)
+                with self._cond:
+                    if self._ahead(ticket) >= self.slots:
+                        self._cond.wait(self.poll)
+        except BaseException:
+            with self._cond:
+                self._waiting = [w for w in self._waiting if w[1] is not ticket]
+                self._cond.notify_all()
+            raise
+
+
+def _trim_when_idle() -> None:
+    if all(line.running == 0 and line.waiting == 0 for line in (LONG_WORK, BIG_TRACES)):
+        malloc.trim()
+
+
+LONG_WORK = WorkLine(int(os.environ.get("ATTNVIZ_HEAVY_SLOTS", 1)), on_idle=_trim_when_idle)
+BIG_TRACES = WorkLine(int(os.environ.get("ATTNVIZ_TRACE_SLOTS", 1)), on_idle=_trim_when_idle)
+
+
+def release_leases() -> None:
+    """Give back every lease this thread holds (it is about to wait for something)."""
+    for line in (LONG_WORK, BIG_TRACES):
+        line.release()
+
+
+def new_run() -> None:
+    """A script run starts on this thread (the router calls this first on every run)."""
+    release_leases()
+    LONG_WORK.new_run()
+    BIG_TRACES.new_run()
+
+
+def end_run() -> None:
+    """The script run on this thread ended (the router calls this last, however it ended)."""
+    release_leases()
+
+
+def heavy_trace(key: Hashable) -> bool:
+    """Whether a trace cache key (model key, TraceRequest) asks for a long input."""
+    request = key[1] if isinstance(key, tuple) and len(key) == 2 else None
+    if getattr(request, "ids", None) is not None:
+        return len(request.ids) >= HEAVY_TOKENS
+    text = getattr(request, "text", None) or ""
+    return len(text) + len(getattr(request, "pair", None) or "") >= HEAVY_CHARS

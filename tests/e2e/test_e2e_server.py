@@ -1,0 +1,216 @@
+"""What any client may send the server, spoken directly in Streamlit's websocket protocol
+(as tests/load/run_load.py does), against the shared e2e server:
+
+- `clear_cache`: accepted from any client even though the menu hides it. It clears Streamlit's
+  st.cache_* (the app uses none) and the sender's own session state; the app's caches (models,
+  traces, results, figures, taggers: attnviz.ui.cache) are untouched, so no other session
+  loses or recomputes anything. Checked through /_stcore/metrics, where the app reports its
+  caches, and by the sender's next rerun, which draws as before.
+- `debug_shutdown_runtime`: refused outside Streamlit's development mode (the server lives).
+- SVG downloads: six concurrent requests for one figure start at most one server-side browser
+  and draw it once; asking again starts none (ui.figures.svg_bytes).
+
+The module starts its own server, to watch that server's child processes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from attnviz.ui.figures import svg_export_available
+from tests import serve
+from tests.load.run_load import Session
+
+from .conftest import SHOTS, free_port, start_server
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def server():
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    proc = start_server(port, SHOTS.parent / "streamlit_server_safety.log")
+    yield f"http://127.0.0.1:{port}", proc.pid
+    serve.stop_server(proc)
+
+
+@pytest.fixture(scope="module")
+def app_url(server):
+    return server[0]
+
+
+@pytest.fixture(scope="module")
+def app_pid(server):
+    return server[1]
+
+
+def ws_url(app_url: str) -> str:
+    return app_url.replace("http://", "ws://") + "/_stcore/stream"
+
+
+def app_caches(app_url: str) -> dict[str, int]:
+    with urllib.request.urlopen(f"{app_url}/_stcore/metrics", timeout=30) as r:
+        text = r.read().decode()
+    out = {}
+    for line in text.splitlines():
+        if line.startswith("cache_memory_bytes{") and 'cache_type="attnviz"' in line:
+            out[line.split('cache="', 1)[1].split('"', 1)[0]] = int(float(line.split()[-1]))
+    return out
+
+
+async def send(s: Session, **fields) -> None:
+    from streamlit.proto.BackMsg_pb2 import BackMsg
+
+    msg = BackMsg(**fields)
+    await s.ws.send(msg.SerializeToString())
+
+
+async def opened(app_url: str, text: str) -> Session:
+    s = Session(ws_url(app_url), 0, 300)
+    await s.connect()
+    assert (await s.rerun("open")).ok
+    s.type_sentence(text)
+    r = await s.rerun("type")
+    assert r.ok and r.charts, r.errors
+    return s
+
+
+def test_the_apps_caches_are_reported_in_the_metrics(app_url):
+    asyncio.run(_drawn(app_url, "The metrics count this sentence"))
+    caches = app_caches(app_url)
+    assert {"models", "traces", "results", "figures", "exports", "taggers",
+            "trace_buffer_pool"} <= set(caches)
+    assert caches["models"] > 10 * 2**20 and caches["traces"] > 0
+
+
+async def _drawn(app_url: str, text: str) -> None:
+    s = await opened(app_url, text)
+    await s.close()
+
+
+def test_clear_cache_from_any_client_does_not_reach_the_apps_caches(app_url):
+    async def scenario():
+        a = await opened(app_url, "Session A saw a saw")
+        before = app_caches(app_url)
+        b = await opened(app_url, "Session B sends clear_cache")
+        await send(b, clear_cache=True)
+        await asyncio.sleep(1.0)
+        after = app_caches(app_url)
+        again_b = await b.rerun("after clear_cache")
+        again_a = await a.rerun("after B's clear_cache")
+        await a.close()
+        await b.close()
+        return before, after, again_a, again_b
+
+    before, after, again_a, again_b = asyncio.run(scenario())
+    for kind in ("models", "traces", "figures"):
+        assert after[kind] >= before[kind] > 0, (kind, before, after)
+    assert again_b.ok and again_b.charts, again_b.errors  # the sender: its page draws as before
+    assert again_a.ok and again_a.charts, again_a.errors
+
+
+def test_debug_shutdown_is_refused(app_url):
+    async def scenario():
+        s = Session(ws_url(app_url), 0, 120)
+        await s.connect()
+        await s.rerun("open")
+        await send(s, debug_shutdown_runtime=True)
+        await asyncio.sleep(1.0)
+        r = await s.rerun("still there")
+        await s.close()
+        return r
+
+    assert asyncio.run(scenario()).ok
+    with urllib.request.urlopen(f"{app_url}/_stcore/health", timeout=10) as r:
+        assert r.read().strip() == b"ok"
+
+
+# ------------------------------------------------------------------------- SVG export
+def browsers_under(pid: int) -> int:
+    """Chromium browser processes (not their helpers) descended from process `pid`."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+        except (OSError, IndexError, ValueError):
+            continue
+    count, todo = 0, list(children.get(pid, []))
+    while todo:
+        p = todo.pop()
+        todo += children.get(p, [])
+        try:
+            cmd = Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"chrom" in cmd[0].lower() and not any(a.startswith(b"--type=") for a in cmd):
+            count += 1
+    return count
+
+
+class BrowserCount(threading.Thread):
+    def __init__(self, pid: int) -> None:
+        super().__init__(daemon=True)
+        self.pid, self.most, self.seen = pid, 0, 0
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.wait(0.1):
+            n = browsers_under(self.pid)
+            self.most, self.seen = max(self.most, n), self.seen + (n > 0)
+
+
+async def request_files(s: Session, file_ids: list[str], timeout: float = 240) -> list:
+    """Ask for each deferred file at once; the backend_operation_responses, in request order."""
+    from streamlit.proto.BackMsg_pb2 import BackMsg
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    for i, fid in enumerate(file_ids):
+        msg = BackMsg()
+        req = msg.backend_operation_request
+        req.request_id, req.session_id, req.deferred_file.file_id = f"r{i}", s.session_id, fid
+        await s.ws.send(msg.SerializeToString())
+    got: dict[str, object] = {}
+    end = time.time() + timeout
+    while len(got) < len(file_ids):
+        raw = await asyncio.wait_for(s.ws.recv(), timeout=max(1.0, end - time.time()))
+        fm = ForwardMsg()
+        fm.ParseFromString(raw)
+        if fm.WhichOneof("type") == "backend_operation_response":
+            got[fm.backend_operation_response.request_id] = fm.backend_operation_response
+    return [got[f"r{i}"] for i in range(len(file_ids))]
+
+
+@pytest.mark.skipif(not svg_export_available(), reason="no Chromium for kaleido")
+def test_concurrent_svg_requests_start_one_browser_and_repeat_for_free(app_url, app_pid):
+    async def scenario():
+        s = await opened(app_url, "I saw a saw and it cut")
+        svgs = [fid for label, fid in s.downloads if label == "SVG"]
+        assert len(svgs) >= 2, s.downloads
+        watch = BrowserCount(app_pid)
+        watch.start()
+        first = await request_files(s, [svgs[0]] * 6 + [svgs[1]] * 2)
+        watch.stop.set()
+        watch.join()
+        busy = (watch.most, watch.seen)
+        watch = BrowserCount(app_pid)
+        watch.start()
+        again = await request_files(s, [svgs[0]] * 6)
+        watch.stop.set()
+        watch.join()
+        await s.close()
+        return first, busy, again, (watch.most, watch.seen)
+
+    first, (most, seen), again, (most_again, seen_again) = asyncio.run(scenario())
+    assert all(r.deferred_file.url and not r.error_msg for r in first + again), \
+        [r.error_msg for r in first + again]
+    assert seen > 0, "no server-side browser was seen: did the export run?"
+    assert most == 1, f"{most} browsers at once"
+    assert most_again == 0 and seen_again == 0, "a repeated SVG request started a browser"

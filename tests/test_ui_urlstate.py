@@ -1,0 +1,165 @@
+"""URL values every page survives (ui.urlstate, run by the router before any widget).
+
+Streamlit 1.67 parses a bound number widget's URL value with float() then int(): `inf`, `-inf`,
+`1e999` or a 100,000-digit number raised OverflowError inside Streamlit on every rerun, and
+typing a new sentence did not recover. Here every parameter bound to a widget in pages/ (found
+by reading the pages' syntax trees, so a widget added later is covered) is opened with such
+values in AppTest, on every tab of its page, and the run must show no exception, then a new
+sentence must draw again. Finite numbers outside a widget's range (1e300, -99999) are Streamlit's
+to refuse; they are tried too. A check that every number widget was reached keeps the list of
+page states (STATES) honest when a page hides a widget behind another choice.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from attnviz.ui import urlstate
+from tests.apptest import APP
+from tests.pages_list import existing_pages
+
+ROOT = Path(__file__).resolve().parents[1]
+HUGE = "9" * 100_000
+NON_FINITE = ["inf", "-inf", "1e999", HUGE]
+OUT_OF_RANGE = ["1e300", "-99999"]
+NUMBER_WIDGETS = {"number_input", "slider", "select_slider"}
+
+# Choices that show widgets a page hides otherwise: {page: [extra URL params], ...}.
+STATES: dict[str, list[dict[str, str]]] = {
+    "pages/step_by_step.py": [{"sbs_step": "3"}, {"sbs_step": "4"}, {"sbs_step": "7"},
+                               {"sbs_mode": "real"}],
+}
+
+
+def bound_widgets(page: str) -> tuple[dict[str, str], list[str]]:
+    """({key: widget function} of every widget bound to the URL, [tab labels]) in a page."""
+    tree = ast.parse((ROOT / page).read_text(encoding="utf-8"))
+    keys, tabs = {}, []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        kw = {k.arg: k.value for k in node.keywords}
+        bind, key = kw.get("bind"), kw.get("key")
+        if not (isinstance(bind, ast.Constant) and bind.value == "query-params"
+                and isinstance(key, ast.Constant)):
+            continue
+        name = node.func.attr if isinstance(node.func, ast.Attribute) else ""
+        keys[key.value] = name
+        if name == "tabs" and node.args and isinstance(node.args[0], ast.List):
+            tabs += [e.value for e in node.args[0].elts if isinstance(e, ast.Constant)]
+    return keys, tabs
+
+
+def cases(values: list[str]) -> list:
+    out = []
+    for page in existing_pages():
+        keys, tabs = bound_widgets(page)
+        tab_key = next((k for k, f in keys.items() if f == "tabs"), None)
+        states = [{}, *({tab_key: label} for label in tabs[1:]), *STATES.get(page, [])]
+        for value in values:
+            for i, state in enumerate(states):
+                out.append(pytest.param(page, state, value,
+                                        id=f"{Path(page).stem}-{i}-{value[:8]}"))
+    return out
+
+
+REACHED: dict[str, set[str]] = {}
+
+
+def open_with(page: str, params: dict[str, str]) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=240)
+    for k, v in params.items():
+        at.query_params[k] = v
+    at.switch_page(page)
+    at.run()
+    return at
+
+
+def rendered_keys(at: AppTest) -> set[str]:
+    found = set()
+    for kind in ("number_input", "slider", "select_slider", "selectbox", "radio", "toggle",
+                 "checkbox", "multiselect"):
+        found |= {w.key for w in at.get(kind) if getattr(w, "key", None)}
+    return found
+
+
+def run_case(page: str, state: dict[str, str], value: str) -> None:
+    keys, _ = bound_widgets(page)
+    params = {k: value for k in keys if k not in state and keys[k] != "tabs"}
+    at = open_with(page, {**params, **state})
+    assert not at.exception, f"{page} {state} = {value[:20]}: {[e.value for e in at.exception]}"
+    REACHED.setdefault(page, set()).update(rendered_keys(at) & set(keys))
+    at.session_state["text"] = "A new sentence about a saw"
+    at.run()
+    assert not at.exception, f"{page} after a new sentence: {[e.value for e in at.exception]}"
+
+
+@pytest.mark.parametrize(("page", "state", "value"), cases(["inf", HUGE]))
+def test_non_finite_url_values_do_not_break_a_page(page, state, value):
+    run_case(page, state, value)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("page", "state", "value"),
+                         cases(["-inf", "1e999", *OUT_OF_RANGE]))
+def test_other_bad_url_numbers_do_not_break_a_page(page, state, value):
+    run_case(page, state, value)
+
+
+def test_every_number_widget_was_reached():
+    """The runs above opened every bound number widget (else STATES misses a choice)."""
+    if not REACHED:
+        pytest.skip("run with the page cases")
+    missed = {page: sorted(k for k, f in bound_widgets(page)[0].items()
+                           if f in NUMBER_WIDGETS and k not in REACHED.get(page, set()))
+              for page in existing_pages()}
+    missed = {p: k for p, k in missed.items() if k}
+    assert not missed, f"number widgets never shown by the fuzz runs: {missed}"
+
+
+def test_bound_widgets_are_found():
+    keys, tabs = bound_widgets("pages/positions.py")
+    assert keys["pos_seed"] == "number_input" and "pos_tab" in keys and len(tabs) >= 3
+    every = {k for p in existing_pages() for k in bound_widgets(p)[0]}
+    assert {"pos_seed", "sbs_seed", "sbs_query", "sbs_key", "img_row", "img_col",
+            "lesson_seed", "lesson_epochs"} <= every
+
+
+# ------------------------------------------------------------------- the rule itself
+@pytest.mark.parametrize("value", ["inf", "-inf", "+inf", "Infinity", "nan", "NaN", "1e999",
+                                   "-1e999", HUGE, "-" + HUGE, str(2**63), "1e300", "1e16",
+                                   "x" * 600])
+def test_unusable_values_are_dropped(value):
+    assert urlstate.unusable("pos_seed", value)
+    assert urlstate.unusable("layer", value)
+
+
+@pytest.mark.parametrize("value", ["0", "7", "-1", "0.5", "9999", str(2**52), "saw #2", "∞",
+                                   "2 · I saw a saw", "", "real", "true"])
+def test_usable_values_are_kept(value):
+    assert not urlstate.unusable("pos_seed", value)
+
+
+def test_free_text_may_be_anything_that_fits_a_link():
+    for text in ("inf", "1e999", "nan", "I saw a saw", "x" * 600):
+        assert not urlstate.unusable("text", text)
+        assert not urlstate.unusable("pair", text)
+    assert urlstate.unusable("text", "x" * (urlstate.URL_BUDGET + 1))
+    assert urlstate.unusable("text", "锯" * (urlstate.URL_BUDGET // 9 + 1))  # 9 bytes each
+    assert not urlstate.unusable("text", "锯" * (urlstate.URL_BUDGET // 9))
+
+
+def test_encoded_length_is_the_query_strings():
+    from urllib.parse import urlencode
+
+    for text in ("I saw a saw", "我看见了一把锯子", "a&b=c d+e%", "é" * 10):
+        assert urlstate.encoded_length(text) == len(urlencode({"": text})) - 1
+    assert urlstate.encoded_length("ab", None, "c") == 3
+
+
+def test_sanitize_outside_streamlit_does_nothing():
+    assert urlstate.sanitize() == []
