@@ -22,7 +22,8 @@ ui.text.literal(word)). No Streamlit here.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,7 +43,8 @@ from attnviz.analysis.corpus import (
 )
 from attnviz.i18n import N_, _
 
-__all__ = ["STEPS", "FormRow", "Step", "cosine_per_layer", "cost_claim", "far_claim",
+__all__ = ["STEPS", "ZH_SENTENCES", "is_chinese", "lesson_words", "repeated_word",
+           "unknown_words", "FormRow", "Step", "cosine_per_layer", "cost_claim", "far_claim",
            "form_table", "gold_tags", "max_abs_difference", "mlp_claim",
            "model_description", "positions_claim", "receptive_fields", "repeated_ambiguous",
            "roles_claim", "step_index", "token_positions", "top_key", "window_view"]
@@ -51,6 +53,13 @@ PAD_WORD = "·"  # what a window shows past either end of the sentence
 # The examples the lesson offers as its sentence: each repeats an ambiguous word (the far
 # pair is step 4's own example).
 SENTENCES: tuple[str, ...] = tuple(t for t in EXAMPLES if t not in FAR_PAIR)
+# Chinese examples: one character in two roles, as "saw" in the lecture. 上/下 are verbs
+# (go up/down) and then localisers (on/below the mountain); every character of the first two
+# is in the bundled model's vocabulary. The third is the lecture's own "I saw a saw" (锯 a
+# noun, then a verb), whose 锯 that vocabulary lacks: both copies are read as [UNK].
+ZH_SENTENCES: tuple[str, ...] = ("我上山，山上有花。", "我下山，山下有河。", "我用锯锯木头。")
+_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_CJK_SPLIT = re.compile(f"[{_CJK}]|[^{_CJK}]+")
 
 
 @dataclass(frozen=True)
@@ -152,6 +161,36 @@ def fill(text: str, word: str | None, **numbers) -> str:
     for name, value in numbers.items():
         out = out.replace("{" + name + "}", str(value))
     return out
+
+
+def lesson_words(text: str) -> list[str]:
+    """The corpus' words, with each Chinese character a word of its own (as BERT's tokenizer
+    reads them): "我上山，" -> 我, 上, 山, ，."""
+    return [piece for w in words(text) for piece in _CJK_SPLIT.findall(w)]
+
+
+def is_chinese(ws: Sequence[str]) -> bool:
+    """True when any word is a Chinese character."""
+    return any(re.fullmatch(f"[{_CJK}]", w) for w in ws)
+
+
+def repeated_word(ws: Sequence[str]) -> str | None:
+    """The word the lesson follows: the first ambiguous English word that occurs twice, else
+    the first Chinese character that occurs twice, else None."""
+    english = repeated_ambiguous(" ".join(ws))
+    if english:
+        return next(iter(english))
+    chinese = [w for w in ws if re.fullmatch(f"[{_CJK}]", w)]
+    return next((w for w in chinese if chinese.count(w) > 1), None)
+
+
+def unknown_words(ws: Sequence[str], pieces: Callable[[str], Sequence[str]],
+                  unk: str | None) -> list[str]:
+    """The distinct words the model's vocabulary has no entry for: those whose tokenizer
+    pieces (`pieces(word)`) include the unknown token `unk` ([UNK]), in order."""
+    if not unk:
+        return []
+    return list(dict.fromkeys(w for w in ws if unk in pieces(w)))
 
 
 def repeated_ambiguous(text: str, ambiguous=AMBIGUOUS) -> dict[str, list[int]]:

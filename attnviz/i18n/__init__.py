@@ -56,7 +56,8 @@ def messages(lang: str) -> dict[str, str]:
 @cache
 def translations(lang: str) -> _gettext.GNUTranslations:
     """The language's catalogue compiled to `.mo` and loaded by the standard library."""
-    return _gettext.GNUTranslations(io.BytesIO(po.compile_mo(messages(lang))))
+    table = {"": "Content-Type: text/plain; charset=UTF-8\n", **messages(lang)}
+    return _gettext.GNUTranslations(io.BytesIO(po.compile_mo(table)))
 
 
 def normalise(lang: object) -> str:

@@ -16,6 +16,7 @@ from .text import literal
 
 MAX_CHARS = 20_000  # more text than 512 tokens can hold; longer input is cut with a warning
 LANG_KEY = "lang"
+LANGUAGE_LABEL = "Language · 语言"  # in both languages on purpose: found whatever is shown
 
 
 def session_language() -> str:
@@ -38,7 +39,7 @@ def use_session_language() -> str:
 def language_switch() -> None:
     """English / 中文, kept in the URL as `lang` (English, the default, leaves it out)."""
     st.segmented_control(
-        "Language · 语言", list(i18n.LANGUAGES), default=i18n.DEFAULT, key=LANG_KEY,
+        LANGUAGE_LABEL, list(i18n.LANGUAGES), default=i18n.DEFAULT, key=LANG_KEY,
         format_func=i18n.LANGUAGES.get, bind="query-params", required=True,
         label_visibility="collapsed")
 
