@@ -290,12 +290,12 @@ def next_steps(v: View) -> None:
                  "{times}; total {total:.1f}").format(
         times=", ".join(f"{label(k)} {x:.1f}" for k, x in tr.seconds.items()),
         total=tr.total_seconds))
-    for path, label in (("pages/step_by_step.py", N_("Self-attention step by step")),
+    for path, title in (("pages/step_by_step.py", N_("Self-attention step by step")),
                         ("pages/positions.py", N_("Positional encoding")),
                         ("pages/windows.py", N_("Windows and receptive fields")),
                         ("pages/layer_heads.py", N_("Heads of one layer"))):
         if (ROOT / path).exists():
-            st.page_link(path, label=_(label))
+            st.page_link(path, label=_(title))
 
 
 VIEWS: dict[str, Callable[[View], None]] = {

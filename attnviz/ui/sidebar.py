@@ -31,15 +31,15 @@ def use_session_language() -> str:
     """Look strings up in this session's language for the rest of this run (per thread,
     so other sessions keep theirs). A `lang` the URL mistyped is set back to the default."""
     lang = session_language()
-    if st.session_state.get(LANG_KEY, lang) != lang:
-        st.session_state[LANG_KEY] = lang
+    if st.session_state.get(LANG_KEY) != lang:
+        st.session_state[LANG_KEY] = lang  # the switch starts from it (it has no default)
     return i18n.set_language(lang)
 
 
 def language_switch() -> None:
     """English / 中文, kept in the URL as `lang` (English, the default, leaves it out)."""
     st.segmented_control(
-        LANGUAGE_LABEL, list(i18n.LANGUAGES), default=i18n.DEFAULT, key=LANG_KEY,
+        LANGUAGE_LABEL, list(i18n.LANGUAGES), key=LANG_KEY,
         format_func=i18n.LANGUAGES.get, bind="query-params", required=True,
         label_visibility="collapsed")
 
