@@ -9,9 +9,9 @@ import pandas as pd
 import streamlit as st
 
 from attnviz import ui
-from attnviz.i18n import _
 from attnviz.analysis.views import inside_score
 from attnviz.analysis.words import merge_tokens, word_attention, word_groups
+from attnviz.i18n import _
 from attnviz.plotting.common import axis_labels
 from attnviz.plotting.neuron import score_steps, value_steps
 from attnviz.ui.text import literal
