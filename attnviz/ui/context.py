@@ -43,6 +43,7 @@ from attnviz.engine import (
     load_model,
     locate_model,
 )
+from attnviz.i18n import _
 
 from .cache import cached
 from .router import ensure_router
@@ -285,10 +286,10 @@ def context() -> Context:
 def require_text(ctx: Context) -> bool:
     """Show a friendly message and return False when there is nothing to encode."""
     if ctx.model is None:
-        st.error(ctx.error or "No model is loaded.")
+        st.error(ctx.error or _("No model is loaded."))
         return False
     if ctx.request.image is None and not ctx.text.strip():
-        st.info("Type a sentence in the sidebar to begin, e.g. *I saw a saw*.")
+        st.info(_("Type a sentence in the sidebar to begin, e.g. *I saw a saw*."))
         return False
     return True
 
@@ -308,18 +309,19 @@ def why_not_bert_like(model: Model, what: str) -> str:
     """One plain sentence: why `what` is not shown for this model."""
     caps = model.capabilities
     if caps["input"] == "image":
-        reason = "reads an image as patches on a 2-D grid, not a sentence"
+        reason = _("reads an image as patches on a 2-D grid, not a sentence")
     elif not caps["bidirectional"] or model.kind == DECODER:
-        reason = ("is a decoder: each token sees only the tokens before it, so what this "
-                  "part shows about a bidirectional encoder does not hold")
+        reason = _("is a decoder: each token sees only the tokens before it, so what this "
+                   "part shows about a bidirectional encoder does not hold")
     elif model.kind == ENCODER_DECODER:
-        reason = "is an encoder-decoder"
+        reason = _("is an encoder-decoder")
     else:
-        reason = "puts LayerNorm before attention (pre-LayerNorm), not after it as BERT does"
-    return (f"{what} is written for a bidirectional text encoder with BERT's layers "
-            f"({BERT_LIKE}). The loaded model, {literal(model.name)}, is a {model.title} that "
-            f"{reason}. Pick such a model in the sidebar, or see *Decoders, encoder-decoders, "
-            "images* for this one.")
+        reason = _("puts LayerNorm before attention (pre-LayerNorm), not after it as BERT does")
+    return _("{what} is written for a bidirectional text encoder with BERT's layers "
+             "({bert_like}). The loaded model, {name}, is a {title} that {reason}. Pick such a "
+             "model in the sidebar, or see *Decoders, encoder-decoders, images* for this "
+             "one.").format(what=what, bert_like=BERT_LIKE, name=literal(model.name),
+                            title=model.title, reason=reason)
 
 
 def require_bert_like(ctx: Context, what: str) -> bool:
@@ -337,10 +339,11 @@ def trace_or_message(ctx: Context, **options) -> Trace | None:
     if ctx.error:
         st.warning(ctx.error)
     try:
-        with st.spinner(f"Running {ctx.model.title}..."):
+        with st.spinner(_("Running {title}...").format(title=ctx.model.title)):
             t = ctx.trace(**options)
     except ValueError as e:
-        st.error(f"Cannot run {ctx.model.title} on this: {literal(str(e))}")
+        st.error(_("Cannot run {title} on this: {error}").format(title=ctx.model.title,
+                                                                 error=literal(str(e))))
         return None
     report(ctx.model, t, ctx.notes)
     return t
@@ -349,10 +352,8 @@ def trace_or_message(ctx: Context, **options) -> Trace | None:
 def report(model: Model, t: Trace, notes=()) -> None:
     """What a page says with a trace: tokens dropped (a warning), then the notes."""
     if t.dropped:
-        st.warning(
-            f"The input is longer than the model's {model.max_positions} positions: "
-            f"{t.dropped} tokens at the end were dropped."
-        )
+        st.warning(_("The input is longer than the model's {n} positions: {dropped} tokens "
+                     "at the end were dropped.").format(n=model.max_positions, dropped=t.dropped))
     show_notes((*notes, *t.notes))
 
 

@@ -198,7 +198,7 @@ def real_model_ok(v: View, what: str) -> bool:
 
 
 def attention(v: View) -> None:
-    if not real_model_ok(v, "This step's real-model part"):
+    if not real_model_ok(v, _("This step's real-model part")):
         return
     t = cached_trace(v.ctx.model, TraceRequest(v.text))
     twins = lesson.token_positions(t.tokens, v.word) if v.word else []
@@ -229,7 +229,7 @@ def no_positions(v: View) -> None:
     with v.notes:
         st.markdown(lesson.no_positions_claim(c.double_role, c.far, lesson.order_free_rule(
             v.trained.corpus.test)))
-    if real_model_ok(v, "The real-model part of this step"):
+    if real_model_ok(v, _("The real-model part of this step")):
         t_none = cached_trace(v.ctx.model, TraceRequest(v.text, positions="none"))
         twins = lesson.token_positions(t_none.tokens, v.word) if v.word else []
         if len(twins) > 1:
@@ -264,7 +264,7 @@ def tagger_heads(v: View, name: str) -> None:
 
 
 def bert(v: View) -> None:
-    if not real_model_ok(v, "This step"):
+    if not real_model_ok(v, _("This step")):
         return
     request = TraceRequest(v.text)
     t_pos = cached_trace(v.ctx.model, request)
