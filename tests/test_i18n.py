@@ -102,8 +102,10 @@ def test_each_thread_keeps_its_own_language():
 
 
 # ----------------------------------------------------------------- no untranslated literals
-CONVERTED = ["pages/lesson.py", "attnviz/ui/lesson.py", "attnviz/ui/lesson_steps.py",
-             "attnviz/ui/sidebar.py", "attnviz/ui/model_picker.py", "attnviz/ui/router.py"]
+CONVERTED = ["pages/lesson.py", "pages/inside_score.py", "pages/compare.py",
+             "pages/value_norms.py", "pages/similarity.py", "attnviz/ui/lesson.py",
+             "attnviz/ui/lesson_steps.py", "attnviz/ui/sidebar.py", "attnviz/ui/model_picker.py",
+             "attnviz/ui/router.py", "attnviz/ui/context.py"]
 SHOWN = {"title", "header", "subheader", "markdown", "caption", "info", "warning", "error",
          "success", "button", "toggle", "selectbox", "slider", "text_input", "text_area",
          "segmented_control", "popover", "progress", "download_button", "page_link",
@@ -138,7 +140,8 @@ def untranslated(path: Path) -> list[str]:
         name = getattr(node.func, "attr", getattr(node.func, "id", None))
         if name not in SHOWN:
             continue
-        values = node.args[:1] + [k.value for k in node.keywords if k.arg in TEXT_KEYWORDS]
+        first = [] if name in ("page_link", "Page") else node.args[:1]  # theirs is a path
+        values = first + [k.value for k in node.keywords if k.arg in TEXT_KEYWORDS]
         if name == "with_progress":
             values = node.args[2:3]
         for v in values:

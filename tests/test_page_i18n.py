@@ -109,3 +109,20 @@ def test_an_unknown_language_is_english():
     at = url_session("fr")
     assert at.session_state["lang"] == "en"
     assert at.text_area(key="text").label == "Sentence"
+
+
+@pytest.mark.parametrize("page, state, title", [
+    ("pages/inside_score.py", {}, "拆开一个注意力分数"),
+    ("pages/compare.py", {}, "比较两个句子"),
+    ("pages/value_norms.py", {}, "注意力权重与值向量范数"),
+    ("pages/similarity.py", {"sim_steps": 8}, "两个句子为何相似？"),
+])
+def test_converted_pages_in_chinese(zh, page, state, title):
+    """Each converted page in Chinese: no exception, no string missing from the catalogue, its
+    title and its figures' titles as the page passes them."""
+    i18n.MISSING.clear()
+    at = open_page(page, lang="zh", **state)
+    assert at.title[0].value == title
+    assert {m for m in i18n.MISSING if m[0] == "zh"} == set()
+    labels = [w.label for w in at.selectbox]
+    assert "层" in labels or page == "pages/similarity.py", labels

@@ -43,7 +43,7 @@ from attnviz.engine import (
     load_model,
     locate_model,
 )
-from attnviz.i18n import _
+from attnviz.i18n import N_, _
 
 from .cache import cached
 from .router import ensure_router
@@ -166,10 +166,10 @@ def load_checkpoint(typed: str, device: str, fallback: str = FALLBACK) -> Model:
         raise ModelError(f"Model refused ({type(e).__name__}).{fallback}") from None
 
 
-KIND_EXAMPLES = {DECODER: "a decoder such as GPT-2 (gpt2)",
-                 ENCODER_DECODER: "an encoder-decoder such as BART (facebook/bart-base)",
-                 VISION: "a vision transformer such as ViT (google/vit-base-patch16-224)",
-                 "encoder": "an encoder such as BERT"}
+KIND_EXAMPLES = {DECODER: N_("a decoder such as GPT-2 (gpt2)"),
+                 ENCODER_DECODER: N_("an encoder-decoder such as BART (facebook/bart-base)"),
+                 VISION: N_("a vision transformer such as ViT (google/vit-base-patch16-224)"),
+                 "encoder": N_("an encoder such as BERT")}  # shown translated
 
 
 DEMO = {DECODER: ("gpt2", dict(layers=3)), ENCODER_DECODER: ("bart", dict(layers=2)),
@@ -215,9 +215,9 @@ def family_model(ctx: Context, kind: str, label: str, key: str) -> tuple[Model, 
             found = cached_ids(KIND_TYPES[kind])
             st.session_state[key] = found[0][0] if found else ""
     typed = _clean(st.text_input(
-        label, key=key, placeholder="empty: a random demo model; or a checkpoint folder, or a "
-        "Hub id in your Hugging Face cache",
-        help="Read offline (the sidebar lists your cached models); nothing is downloaded.",
+        label, key=key, placeholder=_("empty: a random demo model; or a checkpoint folder, or "
+                                      "a Hub id in your Hugging Face cache"),
+        help=_("Read offline (the sidebar lists your cached models); nothing is downloaded."),
     )).strip()
     if typed:
         try:
@@ -225,16 +225,19 @@ def family_model(ctx: Context, kind: str, label: str, key: str) -> tuple[Model, 
                                                              "instead.")
             if model.kind == kind:
                 return model, False
-            st.warning(f"“{_shown(typed)}” is a {model.title} ({model.kind}); this part needs "
-                       f"{KIND_EXAMPLES[kind]}. Showing a random demo model instead.")
+            st.warning(_("“{typed}” is a {title} ({kind}); this part needs {example}. Showing "
+                         "a random demo model instead.").format(
+                typed=_shown(typed), title=model.title, kind=model.kind,
+                example=_(KIND_EXAMPLES[kind])))
         except ModelError as e:
             st.warning(str(e))
     model = demo_model(kind, device)
-    st.info(f"No trained {model.title} given, so this is a small {model.title} with random "
-            f"weights ({model.n_layers} layers, {model.n_heads} heads): its masks, shapes and "
-            f"tokens are {model.title}'s, its attention patterns mean nothing. For a trained "
-            f"one, type {KIND_EXAMPLES[kind]} above (a folder, or a Hub id in your Hugging Face "
-            "cache).")
+    st.info(_("No trained {title} given, so this is a small {title} with random weights "
+              "({layers} layers, {heads} heads): its masks, shapes and tokens are {title}'s, its "
+              "attention patterns mean nothing. For a trained one, type {example} above (a "
+              "folder, or a Hub id in your Hugging Face cache).").format(
+        title=model.title, layers=model.n_layers, heads=model.n_heads,
+        example=_(KIND_EXAMPLES[kind])))
     return model, True
 
 
@@ -243,14 +246,15 @@ def adapted_request(model: Model, text: str, pair: str | None) -> tuple[TraceReq
     title = model.title
     if model.kind == VISION:
         return TraceRequest(image=_demo_image()), (
-            f"{title} reads an image, not the sentence: it sees attnviz's demo image.",)
+            _("{title} reads an image, not the sentence: it sees attnviz's demo "
+              "image.").format(title=title),)
     if model.kind == ENCODER_DECODER:
-        note = (f"{title} is an encoder-decoder: the sentence is the source, the second "
-                "sentence the decoder's target." if pair else ())
+        note = (_("{title} is an encoder-decoder: the sentence is the source, the second "
+                  "sentence the decoder's target.").format(title=title) if pair else ())
         return TraceRequest(text, target=pair), ((note,) if note else ())
     if model.kind == DECODER and pair:
-        return TraceRequest(text), (f"{title} reads one text: the second sentence is left "
-                                    "out.",)
+        return TraceRequest(text), (_("{title} reads one text: the second sentence is left "
+                                      "out.").format(title=title),)
     return TraceRequest(text, pair), ()
 
 
