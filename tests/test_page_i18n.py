@@ -116,6 +116,7 @@ def test_an_unknown_language_is_english():
     ("pages/compare.py", {}, "比较两个句子"),
     ("pages/value_norms.py", {}, "注意力权重与值向量范数"),
     ("pages/similarity.py", {"sim_steps": 8}, "两个句子为何相似？"),
+    ("pages/corpus_heads.py", {}, "多个句子中的各个头"),
 ])
 def test_converted_pages_in_chinese(zh, page, state, title):
     """Each converted page in Chinese: no exception, no string missing from the catalogue, its
