@@ -104,7 +104,7 @@ def test_each_thread_keeps_its_own_language():
 # ----------------------------------------------------------------- no untranslated literals
 CONVERTED = ["pages/lesson.py", "pages/inside_score.py", "pages/compare.py",
              "pages/value_norms.py", "pages/similarity.py", "pages/corpus_heads.py",
-             "attnviz/ui/lesson.py",
+             "pages/head_stats.py", "attnviz/ui/lesson.py",
              "attnviz/ui/lesson_steps.py", "attnviz/ui/sidebar.py", "attnviz/ui/model_picker.py",
              "attnviz/ui/router.py", "attnviz/ui/context.py"]
 SHOWN = {"title", "header", "subheader", "markdown", "caption", "info", "warning", "error",

@@ -117,6 +117,8 @@ def test_an_unknown_language_is_english():
     ("pages/value_norms.py", {}, "注意力权重与值向量范数"),
     ("pages/similarity.py", {"sim_steps": 8}, "两个句子为何相似？"),
     ("pages/corpus_heads.py", {}, "多个句子中的各个头"),
+    ("pages/head_stats.py", {}, "头的统计、rollout 与 flow"),
+    ("pages/head_stats.py", {"hs_tab": "Rollout 与 flow"}, "头的统计、rollout 与 flow"),
 ])
 def test_converted_pages_in_chinese(zh, page, state, title):
     """Each converted page in Chinese: no exception, no string missing from the catalogue, its
