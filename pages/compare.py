@@ -61,7 +61,8 @@ def main() -> None:
         _("A, layer {layer} head {head}").format(layer=layer, head=head), _("B, same head"),
         "A - B")), key="cmp_fig")
     whole = aligned_difference(ta.weights, tb.weights, pairs)[2]
-    st.caption(_("Mean |A - B| over the aligned pairs, per layer (all heads):") + " " + ", ".join(
+    st.caption(_("Mean |A - B| over the aligned pairs, per layer (all heads):") + " "
+               + _(", ").join(
         _("layer {i}: {v:.3f}").format(i=i, v=v)
         for i, v in enumerate(np.abs(whole).mean(axis=(1, 2, 3)))))
     ui.download_arrays(_("Download the aligned weights and the difference (.npz)"), lambda: {
