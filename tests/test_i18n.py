@@ -161,3 +161,31 @@ def test_the_check_finds_a_bare_literal(tmp_path):
     f.write_text('import streamlit as st\nst.title("Hello")\nst.caption(f"{x} layers")\n'
                  'st.info(_("ok {n}").format(n=1))\nst.markdown(":material/help: " + _("x"))\n')
     assert [u.split(":")[1] for u in untranslated(f)] == ["2", "3"]
+
+
+# ----------------------------------------------------------------- the Chinese examples
+CJK_RANGE = re.compile(r"^[\u4e00-\u9fff]$")
+
+
+def test_the_bundled_vocabulary_and_the_chinese_examples(model):
+    """What the README and the lesson say about the bundled uncased English WordPiece
+    vocabulary: 244 single CJK ideographs; the first two Chinese examples are read whole, the
+    lecture's 我用锯锯木头 loses 用, 锯, 头 to [UNK]; each example repeats one character."""
+    from attnviz.analysis import lesson
+
+    vocab = model.tokenizer.get_vocab()
+    assert sum(1 for w in vocab if CJK_RANGE.match(w)) == 244
+    unk = model.tokenizer.unk_token
+
+    def pieces(w: str) -> list[str]:
+        return model.pieces_of(model.tokenized(w).ids)
+
+    found = {t: lesson.unknown_words(lesson.lesson_words(t), pieces, unk)
+             for t in lesson.ZH_SENTENCES}
+    assert found == {"我上山，山上有花。": [], "我下山，山下有河。": [],
+                     "我用锯锯木头。": ["用", "锯", "头"]}
+    assert [lesson.repeated_word(lesson.lesson_words(t)) for t in lesson.ZH_SENTENCES] == [
+        "上", "下", "锯"]
+    tokens = model.trace(lesson.ZH_SENTENCES[0]).tokens
+    assert tokens == ["[CLS]", "我", "上", "山", "，", "山", "上", "有", "花", "。", "[SEP]"]
+    assert lesson.unknown_words(["a"], pieces, None) == []
