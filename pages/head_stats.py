@@ -94,7 +94,8 @@ def statistics_tab(t, words: bool) -> None:
     one = _("Layer {layer}, head {head}").format(layer=layer, head=head)
     with st.expander(_("{head} on this sentence").format(head=one), expanded=t.n_tokens <= 40):
         ui.show_figure(attention_heatmap(w, toks, "weights", one), key="hs_one")
-    table = pd.DataFrame(stats_rows(stats)).rename(columns=names)
+    table = pd.DataFrame(stats_rows(stats)).rename(
+        columns={**names, "layer": _("layer"), "head": _("head")})
     n_heads = t.n_heads
     st.dataframe(table, hide_index=True, key="hs_table", on_select=lambda: pick_row(n_heads),
                  selection_mode="single-row", height=280,
