@@ -129,3 +129,16 @@ def test_converted_pages_in_chinese(zh, page, state, title):
     assert {m for m in i18n.MISSING if m[0] == "zh"} == set()
     labels = [w.label for w in at.selectbox]
     assert "层" in labels or page == "pages/similarity.py", labels
+
+
+def test_the_switch_changes_the_language_of_this_session_only(zh):
+    """Clicking 中文 in one session relabels its sidebar; another session stays English."""
+    at = open_page(None)
+    other = open_page(None)
+    switch = at.get("button_group")[0]
+    assert switch.key == "lang" and switch.options == ["English", "中文"]
+    switch.set_value("zh").run()
+    assert not at.exception
+    assert at.text_area(key="text").label == "句子"
+    other.run()
+    assert other.text_area(key="text").label == "Sentence"
