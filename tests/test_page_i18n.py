@@ -112,23 +112,24 @@ def test_an_unknown_language_is_english():
 
 
 @pytest.mark.parametrize("page, state, title", [
-    ("pages/inside_score.py", {}, "拆开一个注意力分数"),
-    ("pages/compare.py", {}, "比较两个句子"),
-    ("pages/value_norms.py", {}, "注意力权重与值向量范数"),
-    ("pages/similarity.py", {"sim_steps": 8}, "两个句子为何相似？"),
-    ("pages/corpus_heads.py", {}, "多个句子中的各个头"),
-    ("pages/head_stats.py", {}, "头的统计、rollout 与 flow"),
-    ("pages/head_stats.py", {"hs_tab": "Rollout 与 flow"}, "头的统计、rollout 与 flow"),
+    ("pages/inside_score.py", {}, "拆开一个注意力分数", "层"),
+    ("pages/compare.py", {}, "比较两个句子", "层"),
+    ("pages/value_norms.py", {}, "注意力权重与值向量范数", "层"),
+    ("pages/similarity.py", {"sim_steps": 8}, "两个句子为何相似？", "积分步数"),
+    ("pages/corpus_heads.py", {}, "多个句子中的各个头", "层"),
+    ("pages/head_stats.py", {}, "头的统计、rollout 与 flow", "层"),
+    ("pages/head_stats.py", {"hs_tab": "Rollout 与 flow"}, "头的统计、rollout 与 flow",
+     "截至第几层"),
 ])
-def test_converted_pages_in_chinese(zh, page, state, title):
+def test_converted_pages_in_chinese(zh, page, state, title, label):
     """Each converted page in Chinese: no exception, no string missing from the catalogue, its
     title and its figures' titles as the page passes them."""
     i18n.MISSING.clear()
     at = open_page(page, lang="zh", **state)
     assert at.title[0].value == title
     assert {m for m in i18n.MISSING if m[0] == "zh"} == set()
-    labels = [w.label for w in at.selectbox]
-    assert "层" in labels or page == "pages/similarity.py", labels
+    labels = [w.label for w in [*at.selectbox, *at.select_slider]]
+    assert label in labels, labels
 
 
 def test_the_switch_changes_the_language_of_this_session_only(zh):
