@@ -111,7 +111,7 @@ def test_an_unknown_language_is_english():
     assert at.text_area(key="text").label == "Sentence"
 
 
-@pytest.mark.parametrize("page, state, title", [
+@pytest.mark.parametrize("page, state, title, label", [
     ("pages/inside_score.py", {}, "拆开一个注意力分数", "层"),
     ("pages/compare.py", {}, "比较两个句子", "层"),
     ("pages/value_norms.py", {}, "注意力权重与值向量范数", "层"),
