@@ -13,9 +13,17 @@ import streamlit as st
 from attnviz import TraceRequest, ui
 from attnviz.analysis import corpus_heads as ch
 from attnviz.analysis.head_stats import CONVENTIONS, STATS
+from attnviz.i18n import N_, _
 from attnviz.plotting.corpus import head_map
 from attnviz.plotting.heatmaps import attention_heatmap
 from attnviz.plotting.stats import stats_heatmaps
+
+BEHAVIOUR_LABELS = {"previous": N_("previous"), "next": N_("next"), "broad": N_("broad"),
+                    "mixed": N_("mixed")}  # [CLS], [SEP] stay as they are
+
+
+def behaviour(name: str) -> str:
+    return _(BEHAVIOUR_LABELS[name]) if name in BEHAVIOUR_LABELS else name
 
 
 def pick_head(n_heads: int) -> None:
@@ -27,77 +35,85 @@ def pick_head(n_heads: int) -> None:
 
 
 def corpus_text(ctx) -> str:
-    src = st.radio("Sentences from (the sample: Lincoln and Carroll, public domain)",
-                   ["sidebar", "sample"], key="ch_src", horizontal=True, bind="query-params")
+    names = {"sidebar": _("sidebar"), "sample": _("sample")}
+    src = st.radio(_("Sentences from (the sample: Lincoln and Carroll, public domain)"),
+                   ["sidebar", "sample"], key="ch_src", horizontal=True, bind="query-params",
+                   format_func=names.get)
     if src == "sample":
         return ch.sample_text()
-    st.caption("Paste a paragraph or more into the sidebar's sentence box (up to 20,000 "
-               "characters); it is split into sentences at . ! ? and line breaks.")
+    st.caption(_("Paste a paragraph or more into the sidebar's sentence box (up to 20,000 "
+                 "characters); it is split into sentences at . ! ? and line breaks."))
     return ctx.text
 
 
 def main() -> None:
-    st.title("Heads across many sentences")
-    st.markdown(
+    st.title(_("Heads across many sentences"))
+    st.markdown(_(
         "One sentence shows what a head did once. Averaged over many sentences, the statistics "
         "of *Head statistics* say what a head **usually** does (the hover gives the mean ± its "
         "spread over sentences). The map places heads that attend alike near each other: "
         "distance = square root of the Jensen-Shannon divergence of their rows, averaged over "
-        "queries and sentences; map = classical multidimensional scaling.")
+        "queries and sentences; map = classical multidimensional scaling."))
     ctx = ui.context()
     if ctx.model is None:
-        st.error(ctx.error or "No model is loaded.")
+        st.error(ctx.error or _("No model is loaded."))
         return
     text = corpus_text(ctx)
-    conv = st.radio("Conventions", list(CONVENTIONS), key="ch_conv", horizontal=True,
+    conv = st.radio(_("Conventions"), list(CONVENTIONS), key="ch_conv", horizontal=True,
                     bind="query-params")
     sentences = ch.split_sentences(text)
     if not sentences:
-        st.info("Type or paste a few sentences into the sidebar's box to begin, or pick the "
-                "sample.")
+        st.info(_("Type or paste a few sentences into the sidebar's box to begin, or pick the "
+                  "sample."))
         return
     model = ctx.model
     try:
         c = ui.with_progress("results", ("corpus", model.key, tuple(sentences), conv),
-                             "Encoding the sentences...", lambda progress: ch.corpus_heads(
+                             _("Encoding the sentences..."), lambda progress: ch.corpus_heads(
                                  model, sentences, conv, progress))
     except ValueError as e:
-        st.warning(f"Nothing to analyse: {e}. Longer sentences are left out because the "
-                   "distances between heads cost (heads² x tokens²) per sentence.")
+        st.warning(_("Nothing to analyse: {error}. Longer sentences are left out because the "
+                     "distances between heads cost (heads² x tokens²) per sentence.").format(
+            error=e))
         return
     st.caption(
-        f"{len(c.sentences)} sentences, {c.tokens:,} tokens, **{conv}** conventions "
-        f"({CONVENTIONS[conv]})" + (f"; {c.skipped} sentence(s) left out (longer than "
-                                     f"{ch.MAX_SENTENCE_TOKENS} tokens, or empty)" if c.skipped
-                                     else "") + f"; at most {ch.MAX_SENTENCES} sentences.")
+        _("{n} sentences, {tokens:,} tokens, **{conv}** conventions ({about})").format(
+            n=len(c.sentences), tokens=c.tokens, conv=conv, about=_(CONVENTIONS[conv]))
+        + (_("; {k} sentence(s) left out (longer than {max} tokens, or empty)").format(
+            k=c.skipped, max=ch.MAX_SENTENCE_TOKENS) if c.skipped else "")
+        + _("; at most {n} sentences.").format(n=ch.MAX_SENTENCES))
     c1, c2, c3 = st.columns([1, 1, 3])
-    layer = c1.selectbox("Layer", range(model.n_layers), key="ch_layer", bind="query-params")
-    head = c2.selectbox("Head", range(model.n_heads), key="ch_head", bind="query-params")
-    c3.page_link("pages/explore.py", label=f"Open layer {layer}, head {head} on the sidebar's "
-                 "sentence", icon=":material/explore:",
+    layer = c1.selectbox(_("Layer"), range(model.n_layers), key="ch_layer", bind="query-params")
+    head = c2.selectbox(_("Head"), range(model.n_heads), key="ch_head", bind="query-params")
+    c3.page_link("pages/explore.py", label=_("Open layer {layer}, head {head} on the sidebar's "
+                                             "sentence").format(layer=layer, head=head),
+                 icon=":material/explore:",
                  query_params={"ex_layer": str(layer), "ex_head": str(head)})
     share = ch.explained_share(c.eigenvalues)
-    ui.show_figure(head_map(c.coords, c.behaviour, (layer, head), title=(
-        f"Map of the {c.coords.shape[0]} heads (the two axes carry {share:.0%} of the "
-        "distances' variance)")), key="ch_map", on_select=lambda: pick_head(model.n_heads),
-        selection_mode="points")
+    ui.show_figure(head_map(c.coords, c.behaviour, (layer, head), title=_(
+        "Map of the {n} heads (the two axes carry {share:.0%} of the distances' "
+        "variance)").format(n=c.coords.shape[0], share=share)), key="ch_map",
+        on_select=lambda: pick_head(model.n_heads), selection_mode="points")
     counts = Counter(c.behaviour.ravel().tolist())
-    st.caption(
-        f"Layer {layer}, head {head}: **{c.behaviour[layer, head]}**. Behaviours: " + ", ".join(
-            f"{k} {counts[k]}" for k in ch.BEHAVIOURS if counts[k]) + f". A head is [CLS], "
-        f"[SEP], previous or next when its mean share there is at least "
-        f"{ch.BEHAVIOUR_SHARE:.0%}; otherwise broad when its mean row entropy is at least "
-        f"{ch.BROAD_ENTROPY:.0%} of ln n; otherwise mixed.")
-    sent = st.selectbox("The picked head on one sentence of the corpus",
+    st.caption(_(
+        "Layer {layer}, head {head}: **{behaviour}**. Behaviours: {counts}. A head is [CLS], "
+        "[SEP], previous or next when its mean share there is at least {share:.0%}; otherwise "
+        "broad when its mean row entropy is at least {entropy:.0%} of ln n; otherwise "
+        "mixed.").format(layer=layer, head=head, behaviour=behaviour(c.behaviour[layer, head]),
+                         counts=", ".join(f"{behaviour(k)} {counts[k]}"
+                                          for k in ch.BEHAVIOURS if counts[k]),
+                         share=ch.BEHAVIOUR_SHARE, entropy=ch.BROAD_ENTROPY))
+    sent = st.selectbox(_("The picked head on one sentence of the corpus"),
                         range(len(c.sentences)), key="ch_sent",
                         format_func=lambda k: f"{k + 1}: {c.sentences[k][:90]}")
     one = ui.cached_trace(model, TraceRequest(c.sentences[sent]))
     ui.show_figure(attention_heatmap(one.weights[layer, head], one.tokens, "weights",
-                                     f"Layer {layer}, head {head}, sentence {sent + 1}"),
+                                     _("Layer {layer}, head {head}, sentence {k}").format(
+                                         layer=layer, head=head, k=sent + 1)),
                    key="ch_one")
-    ui.show_figure(stats_heatmaps(c.mean, STATS, selected=(layer, head), spread=c.spread),
-                   key="ch_stats")
-    ui.download_arrays("Download the corpus statistics (.npz)", lambda: {
+    ui.show_figure(stats_heatmaps(c.mean, {k: _(v) for k, v in STATS.items()},
+                                  selected=(layer, head), spread=c.spread), key="ch_stats")
+    ui.download_arrays(_("Download the corpus statistics (.npz)"), lambda: {
         "sentences": np.array(c.sentences), "conventions": conv,
         **{f"mean_{k}": v for k, v in c.mean.items()},
         **{f"spread_{k}": v for k, v in c.spread.items()},

@@ -21,6 +21,7 @@ from attnviz.analysis.head_stats import (
 )
 from attnviz.analysis.rollout import rollout
 from attnviz.analysis.words import merge_tokens, word_attention, word_groups, words_view
+from attnviz.i18n import _
 from attnviz.plotting.heatmaps import attention_heatmap
 from attnviz.plotting.stats import maps_side_by_side, stats_heatmaps
 
@@ -42,7 +43,7 @@ def maps_of(t, layer: int, words: bool) -> dict:
         if t.n_tokens <= flow.MAX_TOKENS:
             a = flow.residual_attention(t.weights)
             out["flow"] = flow.normalise_rows(ui.with_progress(
-                "results", ("flow", t.key, layer), "Computing attention flow (max-flows)...",
+                "results", ("flow", t.key, layer), _("Computing attention flow (max-flows)..."),
                 lambda progress: flow.max_flows(a, layer, progress)))
         if words:
             groups = word_groups(t.word_pieces)
@@ -65,105 +66,112 @@ def pick_row(n_heads: int) -> None:
 
 
 def statistics_tab(t, words: bool) -> None:
-    conv = st.radio("Conventions (clark: as in Clark et al.'s code, number for number)",
+    conv = st.radio(_("Conventions (clark: as in Clark et al.'s code, number for number)"),
                     list(CONVENTIONS), key="hs_conv", horizontal=True, bind="query-params")
-    st.caption(f"Shown: **{conv}** conventions: {CONVENTIONS[conv]}.")
+    st.caption(_("Shown: **{conv}** conventions: {about}.").format(
+        conv=conv, about=_(CONVENTIONS[conv])))
     if not any(tok in CLS_TOKENS | SEP_TOKENS for tok in t.tokens):
-        st.caption("This model adds no start or separator token ([CLS]/[SEP], <s>/</s>): "
-                   "the two columns for them are 0 by construction.")
+        st.caption(_("This model adds no start or separator token ([CLS]/[SEP], <s>/</s>): "
+                     "the two columns for them are 0 by construction."))
     stats = stats_of(t, conv, words)
+    names = {k: _(v) for k, v in STATS.items()}
     c1, c2, c3 = st.columns([1, 1, 3])
-    layer = c1.selectbox("Layer", range(t.n_layers), key="hs_layer", bind="query-params")
-    head = c2.selectbox("Head", range(t.n_heads), key="hs_head", bind="query-params")
+    layer = c1.selectbox(_("Layer"), range(t.n_layers), key="hs_layer", bind="query-params")
+    head = c2.selectbox(_("Head"), range(t.n_heads), key="hs_head", bind="query-params")
     with c3:
-        st.page_link("pages/explore.py", label=f"Open layer {layer}, head {head} in All heads",
+        st.page_link("pages/explore.py", label=_(
+            "Open layer {layer}, head {head} in All heads").format(layer=layer, head=head),
                      icon=":material/explore:",
                      query_params={"ex_layer": str(layer), "ex_head": str(head)})
-        st.page_link("pages/inside_score.py", label=f"Open layer {layer}, head {head} inside "
-                     "one score", icon=":material/biotech:",
+        st.page_link("pages/inside_score.py", label=_(
+            "Open layer {layer}, head {head} inside one score").format(layer=layer, head=head),
+                     icon=":material/biotech:",
                      query_params={"ins_layer": str(layer), "ins_head": str(head)})
-    ui.show_figure(stats_heatmaps(stats, STATS, selected=(layer, head)), key="hs_map",
+    ui.show_figure(stats_heatmaps(stats, names, selected=(layer, head)), key="hs_map",
                    on_select=pick_cell, selection_mode="points")
     w, toks = (words_view(t.weights[layer, head], t.tokens, t.word_pieces)[:2] if words
                else (t.weights[layer, head], t.tokens))
-    with st.expander(f"Layer {layer}, head {head} on this sentence", expanded=t.n_tokens <= 40):
-        ui.show_figure(attention_heatmap(w, toks, "weights", f"Layer {layer}, head {head}"),
-                       key="hs_one")
-    table = pd.DataFrame(stats_rows(stats)).rename(columns=STATS)
+    one = _("Layer {layer}, head {head}").format(layer=layer, head=head)
+    with st.expander(_("{head} on this sentence").format(head=one), expanded=t.n_tokens <= 40):
+        ui.show_figure(attention_heatmap(w, toks, "weights", one), key="hs_one")
+    table = pd.DataFrame(stats_rows(stats)).rename(
+        columns={**names, "layer": _("layer"), "head": _("head")})
     n_heads = t.n_heads
     st.dataframe(table, hide_index=True, key="hs_table", on_select=lambda: pick_row(n_heads),
                  selection_mode="single-row", height=280,
                  column_config={c: st.column_config.NumberColumn(format="%.4f")
-                                for c in STATS.values()})
-    st.caption("Sort by any column with a click on its header; the row picks that head. "
-               "Averaged over many sentences: *Heads across many sentences*.")
-    ui.download_arrays("Download the statistics (.npz)", {
+                                for c in names.values()})
+    st.caption(_("Sort by any column with a click on its header; the row picks that head. "
+                 "Averaged over many sentences: *Heads across many sentences*."))
+    ui.download_arrays(_("Download the statistics (.npz)"), {
         "tokens": np.array(t.tokens), "conventions": conv, "word_level": words, **stats},
         file_name="attnviz_head_stats.npz", key="hs_download")
 
 
 def flow_tab(t, words: bool) -> None:
-    st.markdown(
+    st.markdown(_(
         "Raw attention shows one layer. **Rollout** follows the flow through all of them: "
         "average the heads, add the identity for the residual connection, renormalise the "
         "rows, and multiply the layers, $R = \\hat A_{l} \\cdots \\hat A_0$ with "
         "$\\hat A_l = (\\bar W_l + I)/2$. **Attention flow** reads the same $\\hat A$ as pipe "
         "capacities: the flow from input $j$ to output $i$ is the maximum flow through the "
-        "layered graph, each row then divided by its sum (Abnar & Zuidema 2020).")
-    upto = st.select_slider("Up to layer", options=list(range(t.n_layers)),
+        "layered graph, each row then divided by its sum (Abnar & Zuidema 2020)."))
+    upto = st.select_slider(_("Up to layer"), options=list(range(t.n_layers)),
                             value=t.n_layers - 1, key="hs_roll", bind="query-params")
     maps = maps_of(t, upto, words)
     if "flow" not in maps:
-        st.info(f"Attention flow is computed up to {flow.MAX_TOKENS} tokens: it takes up to "
-                f"one max-flow per (output, input) pair, n² = {t.n_tokens ** 2:,} here, on a "
-                f"graph of {upto + 1} x n² edges (pairs whose bounds meet skip theirs). "
-                f"Rollout is shown instead.")
+        st.info(_("Attention flow is computed up to {max} tokens: it takes up to one max-flow "
+                  "per (output, input) pair, n² = {pairs:,} here, on a graph of {layers} x n² "
+                  "edges (pairs whose bounds meet skip theirs). Rollout is shown instead.").format(
+            max=flow.MAX_TOKENS, pairs=t.n_tokens ** 2, layers=upto + 1))
     toks = merge_tokens(t.tokens, word_groups(t.word_pieces)) if words else t.tokens
-    titles = [f"raw attention, layer {upto} (mean of heads)", f"rollout, layers 0-{upto}"]
+    titles = [_("raw attention, layer {layer} (mean of heads)").format(layer=upto),
+              _("rollout, layers 0-{layer}").format(layer=upto)]
     ui.show_figure(maps_side_by_side(list(maps.values()), titles + (
-        [f"flow, layers 0-{upto}"] if "flow" in maps else []), toks), key="hs_rollout")
-    st.caption("Rows are outputs (after the layer), columns are input tokens; every row sums "
-               "to 1. Each panel has its own colour scale (bar under it): flow is often much "
-               "flatter than rollout.")
+        [_("flow, layers 0-{layer}").format(layer=upto)] if "flow" in maps else []), toks),
+        key="hs_rollout")
+    st.caption(_("Rows are outputs (after the layer), columns are input tokens; every row sums "
+                 "to 1. Each panel has its own colour scale (bar under it): flow is often much "
+                 "flatter than rollout."))
     if t.n_tokens > 1 and not np.triu(t.mask, 1).any():
-        st.caption("This model is causal (a token sees only itself and the tokens before it), "
-                   "so every map here is 0 above the diagonal: output i can only come from "
-                   "inputs 0..i.")
-    ui.download_arrays("Download raw attention, rollout and flow (.npz)",
+        st.caption(_("This model is causal (a token sees only itself and the tokens before "
+                     "it), so every map here is 0 above the diagonal: output i can only come "
+                     "from inputs 0..i."))
+    ui.download_arrays(_("Download raw attention, rollout and flow (.npz)"),
                        {"tokens": np.array(toks), "layer": upto, "word_level": words,
                         **{f"{k}": v for k, v in maps.items()}},
                        file_name=f"attnviz_rollout_flow_l{upto}.npz", key="hs_download_flow")
 
 
 def main() -> None:
-    st.title("Head statistics, rollout and flow")
-    st.markdown(
+    st.title(_("Head statistics, rollout and flow"))
+    st.markdown(_(
         "Per head, averaged over the **queries** (rows) of its softmax weights: how spread out "
         "a row is (entropy, in nats; $\\ln n$ = uniform) and how much weight goes to [CLS], to "
         "[SEP], to punctuation, to the token itself, to the previous and to the next token "
         "(Clark et al. 2019). One cell = one head. **Click a cell or a table row** to pick a "
-        "head.")
+        "head."))
     ctx = ui.context()
     t = ui.trace_or_message(ctx)
     if t is None:
         return
-    words = st.toggle("Word level", key="hs_words", bind="query-params",
-                      help="Merge word pieces into words: attention to a word is the sum over "
-                           "its pieces, attention from a word the mean (Clark et al.).")
-    tabs = st.tabs(["Statistics", "Rollout and flow"], key="hs_tab", on_change="rerun",
-                   bind="query-params")
+    words = st.toggle(_("Word level"), key="hs_words", bind="query-params",
+                      help=_("Merge word pieces into words: attention to a word is the sum over "
+                             "its pieces, attention from a word the mean (Clark et al.)."))
+    tabs = st.tabs([_("Statistics"), _("Rollout and flow")], key="hs_tab", on_change="rerun",
+                   bind="query-params")  # labels (and so hs_tab in a URL) in the language
     for tab, draw in zip(tabs, (statistics_tab, flow_tab), strict=True):
         if tab.open:
             with tab:
                 draw(t, words)
-    st.info(
+    st.info(_(
         "Attention is not explanation by itself: a weight says where a head reads from, not "
         "how much it takes from there (see *Weights vs value norms*) nor why the model decides. "
         "Jain & Wallace (2019) found other weights that give the same output; Wiegreffe & "
         "Pinter (2019, \"Attention is not not Explanation\") answered that this alone does not "
         "show attention is meaningless and proposed tests of when it is faithful. Rollout and "
         "flow ignore the values, the feed-forward layers and LayerNorm. Read these maps as "
-        "hypotheses to test.")
+        "hypotheses to test."))
 
 
 main()

@@ -11,70 +11,76 @@ import streamlit as st
 from attnviz import ui
 from attnviz.analysis.views import inside_score
 from attnviz.analysis.words import merge_tokens, word_attention, word_groups
+from attnviz.i18n import _
 from attnviz.plotting.common import axis_labels
 from attnviz.plotting.neuron import score_steps, value_steps
 from attnviz.ui.text import literal
 
 
 def main() -> None:
-    st.title("Inside one score")
-    st.markdown(
+    st.title(_("Inside one score"))
+    st.markdown(_(
         "For one head and one **query** token $i$: multiply $q^i$ with each **key** $k^j$ "
         "component by component ($q^i \\circ k^j$), add up the components "
         "($s_j = q^i \\cdot k^j$), divide by $\\sqrt{d}$, and take the softmax over the keys: "
         "$w_j$. Then the head's **output** for token $i$ is $o^i = \\sum_j w_j v^j$."
-    )
+    ))
     ctx = ui.context()
     t = ui.trace_or_message(ctx)
     if t is None:
         return
     labels = t.labels
     c1, c2, c3 = st.columns([1, 1, 2])
-    layer = c1.selectbox("Layer", range(t.n_layers), key="ins_layer", bind="query-params")
-    head = c2.selectbox("Head", range(t.n_heads), key="ins_head", bind="query-params")
-    query = c3.selectbox("Query token", range(t.n_tokens), index=min(1, t.n_tokens - 1),
+    layer = c1.selectbox(_("Layer"), range(t.n_layers), key="ins_layer", bind="query-params")
+    head = c2.selectbox(_("Head"), range(t.n_heads), key="ins_head", bind="query-params")
+    query = c3.selectbox(_("Query token"), range(t.n_tokens), index=min(1, t.n_tokens - 1),
                          key="ins_query", bind="query-params", format_func=lambda i: labels[i])
 
     nb = inside_score(t.queries[layer, head], t.keys[layer, head], t.values[layer, head], query,
                       t.scale, t.mask)
     d = t.head_dim
     diff = float(np.abs(nb["output"] - t.outputs[layer, head, query]).max())
-    st.caption(f"d = {d} · 1/√d = {t.scale:.4f} · {t.n_tokens} keys · the output matches the "
-               f"engine's recorded output to {diff:.1e}")
+    st.caption(_("d = {d} · 1/√d = {scale:.4f} · {n} keys · the output matches the engine's "
+                 "recorded output to {diff:.1e}").format(d=d, scale=t.scale, n=t.n_tokens,
+                                                           diff=diff))
 
-    title = f"Layer {layer}, head {head}, query {axis_labels(t.tokens)[query]}"  # escaped
-    st.subheader("1 · From q and k to the weights")
+    title = _("Layer {layer}, head {head}, query {query}").format(
+        layer=layer, head=head, query=axis_labels(t.tokens)[query])  # escaped
+    st.subheader(_("1 · From q and k to the weights"))
     ui.show_figure(score_steps(nb, t.tokens, query, title=title), key="ins_scores")
-    st.subheader("2 · From the weights and the values to the output")
+    st.subheader(_("2 · From the weights and the values to the output"))
     ui.show_figure(value_steps(nb, t.tokens, query, title=title), key="ins_values")
 
-    st.subheader("The numbers, one row per key")
+    st.subheader(_("The numbers, one row per key"))
+    weight = _("weight")
     table = pd.DataFrame({
-        "key": labels, "q·k": nb["scores"], f"q·k/√{d}": nb["scaled"], "weight": nb["weights"],
+        _("key"): labels, "q·k": nb["scores"], f"q·k/√{d}": nb["scaled"], weight: nb["weights"],
         "|w v|": np.linalg.norm(nb["weighted"], axis=1),
     })
     st.dataframe(table, hide_index=True, column_config={
         c: st.column_config.NumberColumn(format="%.6f") for c in table.columns[1:]})
-    st.markdown(f"Output $o^i$ ({d} numbers): `" + " ".join(f"{x:+.4f}" for x in nb["output"])
-                + "`")
-    if st.toggle("Word level (the weights only)", key="ins_words", bind="query-params",
-                 help="q·k and the values belong to word pieces; only the weights merge into "
-                      "words: summed over a word's keys, averaged over its queries."):
+    st.markdown(_("Output $o^i$ ({d} numbers):").format(d=d) + " `"
+                + " ".join(f"{x:+.4f}" for x in nb["output"]) + "`")
+    if st.toggle(_("Word level (the weights only)"), key="ins_words", bind="query-params",
+                 help=_("q·k and the values belong to word pieces; only the weights merge into "
+                        "words: summed over a word's keys, averaged over its queries.")):
         groups = word_groups(t.word_pieces)
         word = next(u for u, g in enumerate(groups) if query in g)
         row = word_attention(t.weights[layer, head], groups)[word]
         names = merge_tokens(t.tokens, groups)
-        st.caption(f"The word {literal(names[word])} ({len(groups[word])} piece(s)) reads:")
-        st.dataframe(pd.DataFrame({"word": [f"{w} #{g[0]}" for w, g in zip(names, groups,
-                                                                           strict=True)],
-                                   "weight": row}), hide_index=True, column_config={
-            "weight": st.column_config.NumberColumn(format="%.6f")})
+        st.caption(_("The word {word} ({n} piece(s)) reads:").format(
+            word=literal(names[word]), n=len(groups[word])))
+        st.dataframe(pd.DataFrame({_("word"): [f"{w} #{g[0]}" for w, g in zip(names, groups,
+                                                                              strict=True)],
+                                   weight: row}), hide_index=True, column_config={
+            weight: st.column_config.NumberColumn(format="%.6f")})
 
-    st.page_link("pages/explore.py", label=f"See layer {layer}, head {head} among all heads",
+    st.page_link("pages/explore.py", label=_("See layer {layer}, head {head} among all "
+                                             "heads").format(layer=layer, head=head),
                  icon=":material/explore:",
                  query_params={"ex_layer": str(layer), "ex_head": str(head)})
     ui.download_arrays(
-        "Download these numbers (.npz)",
+        _("Download these numbers (.npz)"),
         {"tokens": np.array(t.tokens), "layer": layer, "head": head, "query": query, **nb},
         file_name=f"attnviz_inside_l{layer}_h{head}_q{query}.npz", key="ins_download",
     )

@@ -11,12 +11,14 @@ import streamlit as st
 
 from attnviz import ui
 from attnviz.analysis import lesson, taggers
-from attnviz.analysis.corpus import max_words, words
+from attnviz.analysis.corpus import max_words
+from attnviz.i18n import N_, _
 from attnviz.ui import lesson as nav
 from attnviz.ui import lesson_steps as views
 from attnviz.ui.text import literal
 
-SIDEBAR = "(the sidebar's sentence)"
+SIDEBAR = "(the sidebar's sentence)"  # the option's value (in URLs); shown translated
+SIDEBAR_LABEL = N_("(the sidebar's sentence)")
 NEEDS_TAGGERS = ("per_word", "window", "far", "cost", "no_positions", "positions", "next")
 
 
@@ -26,24 +28,27 @@ def controls(ctx: ui.Context, present: bool) -> tuple[str, taggers.Settings, boo
         st.session_state["lesson_sentence"] = SIDEBAR  # typing in the sidebar brings it here
     st.session_state["lesson_seen_text"] = ctx.text
     if present:
-        box = st.popover("Settings", icon=":material/tune:", width="stretch")
+        box = st.popover(_("Settings"), icon=":material/tune:", width="stretch")
         cols = (box, box, box)
     else:
         cols = st.columns([3, 3, 2], vertical_alignment="bottom")
-    choice = cols[0].selectbox("Lesson sentence", [SIDEBAR, *lesson.SENTENCES],
-                               key="lesson_sentence", bind="query-params")
-    with cols[1] if present else cols[1].popover("Training settings", icon=":material/tune:"):
+    choice = cols[0].selectbox(
+        _("Lesson sentence"), [SIDEBAR, *lesson.SENTENCES, *lesson.ZH_SENTENCES],
+        key="lesson_sentence", bind="query-params",
+        format_func=lambda o: _(SIDEBAR_LABEL) if o == SIDEBAR else o)
+    with cols[1] if present else cols[1].popover(_("Training settings"),
+                                                 icon=":material/tune:"):
         settings = nav.settings_widgets()
-    big = cols[2].toggle("Presentation mode", key="lesson_present", bind="query-params",
-                         help="Large type, one screen per step, sidebar closed. Right, "
-                              "PageDown or Space: forward; Left or PageUp: back.")
+    big = cols[2].toggle(_("Presentation mode"), key="lesson_present", bind="query-params",
+                         help=_("Large type, one screen per step, sidebar closed. Right, "
+                                "PageDown or Space: forward; Left or PageUp: back."))
     return (ctx.text if choice == SIDEBAR else choice), settings, big
 
 
 def main() -> None:
     ctx = ui.context()
     if ctx.model is None:
-        st.error(ctx.error or "No model is loaded.")
+        st.error(ctx.error or _("No model is loaded."))
         return
     present = bool(st.session_state.get("lesson_present",
                                         st.query_params.get("lesson_present") == "true"))
@@ -51,13 +56,14 @@ def main() -> None:
     step = nav.current_step()
     s = lesson.STEPS[step - 1]
     if not present:
-        st.title("I saw a saw: why self-attention needs positions")
+        st.title(_("I saw a saw: why self-attention needs positions"))
     top = st.columns([8, 2, 2, 2] if present else [6, 1, 1], vertical_alignment="center")
     with top[0].container(key="lesson_top"):
         if present:
-            st.markdown(f"## {step}/{nav.N} · {s.title}")
+            st.markdown(f"## {step}/{nav.N} · {_(s.title)}")
         else:
-            st.progress(step / nav.N, text=f"Step {step} of {nav.N}: {s.title}")
+            st.progress(step / nav.N, text=_("Step {step} of {n}: {title}").format(
+                step=step, n=nav.N, title=_(s.title)))
     nav.nav_buttons(step, present, top[1:3])
     with top[3] if present else st.container():
         text, settings, big = controls(ctx, present)
@@ -65,18 +71,37 @@ def main() -> None:
         st.rerun()  # the URL asked for the other mode: lay the page out again
     if not present:
         nav.step_slider()
-    ws = words(text)[: taggers.MAX_WORDS]
+    ws = lesson.lesson_words(text)[: taggers.MAX_WORDS]
     if not ws:
-        st.info("Type a sentence in the sidebar (or pick an example), e.g. *I saw a saw*.")
+        st.info(_("Type a sentence in the sidebar (or pick an example), e.g. *I saw a saw*."))
         return
-    if len(words(text)) > taggers.MAX_WORDS:
-        st.warning(f"The lesson uses the first {taggers.MAX_WORDS} words of this sentence.")
+    if len(lesson.lesson_words(text)) > taggers.MAX_WORDS:
+        st.warning(_("The lesson uses the first {n} words of this sentence.").format(
+            n=taggers.MAX_WORDS))
     show_step(ctx, s, settings, ws, present)
+
+
+def chinese_notes(ctx: ui.Context, s: lesson.Step, ws: list[str]) -> None:
+    """For a sentence with Chinese characters: which ones the model's vocabulary lacks
+    (read as [UNK]), and that the taggers, trained on English, cannot read any of them."""
+    if not lesson.is_chinese(ws):
+        return
+    unknown = views.unknown_words(ctx, ws)
+    if unknown:
+        st.warning(_("{model}'s vocabulary has no entry for {chars}: each is read as {unk}, "
+                     "one shared vector, so the model cannot tell them apart by their "
+                     "meaning.").format(model=literal(ctx.model.name),
+                                        chars="、".join(literal(w) for w in unknown),
+                                        unk=literal(ctx.model.tokenizer.unk_token)))
+    if s.key in NEEDS_TAGGERS:
+        st.info(_("The taggers learned from English sentences: every Chinese character is an "
+                  "unknown word to them, so their tags here say nothing. The steps with the real "
+                  "model (self-attention, a real pretrained model) read the Chinese."))
 
 
 def show_step(ctx: ui.Context, s: lesson.Step, settings: taggers.Settings, ws: list[str],
               big: bool) -> None:
-    word = next(iter(lesson.repeated_ambiguous(" ".join(ws))), None)
+    word = lesson.repeated_word(ws)
     word_md = literal(word) if word else None
     gold = lesson.gold_tags(" ".join(ws))
     trained = nav.trained_taggers(settings) if s.key in NEEDS_TAGGERS or gold is None else None
@@ -94,18 +119,22 @@ def show_step(ctx: ui.Context, s: lesson.Step, settings: taggers.Settings, ws: l
               **({"n_train": num.n_train, "n_test": num.n_test} if num else {})}
     with body:
         if not big:
-            st.header(s.title)
-        st.markdown(lesson.fill(s.text, word_md, **fields))
+            st.header(_(s.title))
+        st.markdown(lesson.fill(_(s.text), word_md, **fields))
         if word is None and s.key not in ("far", "cost", "next"):
-            st.info("This sentence has no ambiguous word that occurs twice. Pick an example "
-                    "such as *They can can the can*, or type a sentence that repeats one of: "
-                    f"{', '.join(literal(w) for w in lesson.AMBIGUOUS)}.")
+            st.info(_("This sentence has no ambiguous word that occurs twice. Pick an example "
+                      "such as *They can can the can* or *我上山，山上有花。*, or type a "
+                      "sentence that repeats one of: {words}.").format(
+                words=", ".join(literal(w) for w in lesson.AMBIGUOUS)))
+        chinese_notes(ctx, s, ws)
         if s.predict:
             st.container(border=True, key="lesson_question").markdown(
-                ":material/help: **Predict first:** " + lesson.fill(s.predict, word_md, **fields)
-                + ("" if shown else " *(Answer ▶ reveals it.)*"))
+                ":material/help: " + _("**Predict first:**") + " "
+                + lesson.fill(_(s.predict), word_md, **fields)
+                + ("" if shown else " " + _("*(Answer ▶ reveals it.)*")))
         if shown and s.reveal:
-            st.container(key="lesson_answer").markdown(lesson.fill(s.reveal, word_md, **fields))
+            st.container(key="lesson_answer").markdown(
+                lesson.fill(_(s.reveal), word_md, **fields))
     v = views.View(ctx, s, trained, num, ws, word, big, body,
                    body.container(key="lesson_notes"), main)
     tags = views.tags_of(v)

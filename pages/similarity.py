@@ -15,10 +15,13 @@ from attnviz import TraceRequest, ui
 from attnviz.analysis import attribution, flow
 from attnviz.analysis.common import special_mask
 from attnviz.analysis.rollout import rollout
+from attnviz.i18n import N_, _
 from attnviz.plotting.attribution import attribution_bars
 from attnviz.ui.text import literal
 
 DEFAULT_B = "She cut the wood with a saw."
+VIEW_LABELS = {"raw attention (last layer)": N_("raw attention (last layer)"),
+               "rollout": N_("rollout"), "flow": N_("flow")}  # shown translated; export keys stay
 
 
 def attention_views(t) -> dict:
@@ -36,77 +39,84 @@ def attention_views(t) -> dict:
 def sentence_panel(name: str, res, side: str, t) -> None:
     ig, gxi = (res.ig_a, res.gxi_a) if side == "a" else (res.ig_b, res.gxi_b)
     if len(ig) <= 2:
-        st.info(f"Sentence {name} has no words to credit (only [CLS] and [SEP]).")
+        st.info(_("Sentence {name} has no words to credit (only [CLS] and [SEP]).").format(
+            name=name))
         return
     base = res.baseline_a if side == "a" else res.baseline_b
     gap = res.gap(side)
-    st.markdown(f"**Sentence {name}.** Sum of IG = {ig.sum():+.5f}; score minus the score with "
-                f"{name} blanked = {res.score:.5f} - {base:.5f} = {res.score - base:+.5f}; "
-                f"completeness gap **{gap:.3%}** " + ("(within 1%)" if gap <= 0.01 else
-                                                      "(**over 1%: raise the steps**)"))
+    st.markdown(_("**Sentence {name}.** Sum of IG = {ig:+.5f}; score minus the score with "
+                  "{name} blanked = {score:.5f} - {base:.5f} = {drop:+.5f}; completeness gap "
+                  "**{gap:.3%}**").format(name=name, ig=ig.sum(), score=res.score, base=base,
+                                          drop=res.score - base, gap=gap)
+                + " " + (_("(within 1%)") if gap <= 0.01 else
+                         _("(**over 1%: raise the steps**)")))
     views = attention_views(t)
-    series = {"integrated gradients": ig, "gradient × input": gxi, **views}
+    ig_label = _("integrated gradients")
+    series = {ig_label: ig, _("gradient × input"): gxi,
+              **{_(VIEW_LABELS[k]): v for k, v in views.items()}}
     ui.show_figure(attribution_bars(res.tokens_a if side == "a" else res.tokens_b, series,
-                                    f"Sentence {name}: what each method credits to each token"),
+                                    _("Sentence {name}: what each method credits to each "
+                                      "token").format(name=name)),
                    key=f"sim_bars_{side}")
     words = ~special_mask(res.tokens_a if side == "a" else res.tokens_b)
-    rows = [{"method": m, "Spearman rank correlation with IG (words only)":
+    rows = [{_("method"): m, _("Spearman rank correlation with IG (words only)"):
              attribution.spearman(ig[words], np.asarray(v)[words])}
-            for m, v in series.items() if m != "integrated gradients"]
+            for m, v in series.items() if m != ig_label]
     st.dataframe(pd.DataFrame(rows), hide_index=True)
     if "flow" not in views:
-        st.caption(f"Flow is computed up to {flow.MAX_TOKENS} tokens; this sentence has "
-                   f"{t.n_tokens}.")
+        st.caption(_("Flow is computed up to {max} tokens; this sentence has {n}.").format(
+            max=flow.MAX_TOKENS, n=t.n_tokens))
 
 
 def main() -> None:
-    st.title("Why are two sentences similar?")
-    st.markdown(
+    st.title(_("Why are two sentences similar?"))
+    st.markdown(_(
         "all-MiniLM-L6-v2 turns a sentence into one vector: the mean of its tokens' last-layer "
         "vectors. Two sentences are similar when the **cosine** of their vectors is high. "
         "**Integrated gradients** credit that cosine to each token: how much it drops when the "
         "token's input vector fades to a blank ([PAD], same position), summed along the way "
         "(the credits add up to the drop: *completeness*). Beside them, what the attention "
-        "maps say mean pooling takes from each token.")
+        "maps say mean pooling takes from each token."))
     ctx = ui.context()
     if not ui.require_text(ctx):
         return
     if ctx.text_pair:
         text_b = ctx.text_pair
-        st.caption("Sentence B is the sidebar's second sentence (encoded alone here).")
+        st.caption(_("Sentence B is the sidebar's second sentence (encoded alone here)."))
     else:
-        text_b = st.text_input("Sentence B", value=DEFAULT_B, key="sim_b", bind="query-params",
+        text_b = st.text_input(_("Sentence B"), value=DEFAULT_B, key="sim_b", bind="query-params",
                                max_chars=2000) or DEFAULT_B
-    steps = st.select_slider("Integration steps", [8, 16, 32, 64], value=32, key="sim_steps",
+    steps = st.select_slider(_("Integration steps"), [8, 16, 32, 64], value=32, key="sim_steps",
                              bind="query-params")
     model = ctx.model
     try:
         ta = ui.cached_trace(model, TraceRequest(ctx.text))
         tb = ui.cached_trace(model, TraceRequest(text_b))
         res = ui.with_progress("results", ("ig", model.key, ctx.text, text_b, steps),
-                               "Integrated gradients...", lambda progress: attribution.attribute(
+                               _("Integrated gradients..."), lambda progress: attribution.attribute(
                                    model, ctx.text, text_b, steps, progress))
     except ValueError as e:
-        st.error(f"Cannot encode this input: {e}")
+        st.error(_("Cannot encode this input: {error}").format(error=e))
         return
     for name, tr in (("A", ta), ("B", tb)):
         if tr.dropped:
-            st.warning(f"Sentence {name} is longer than the model's {tr.n_tokens} positions: "
-                       f"{tr.dropped} tokens at the end were dropped.")
-    st.metric("Cosine similarity", f"{res.score:.4f}")
+            st.warning(_("Sentence {name} is longer than the model's {n} positions: {dropped} "
+                         "tokens at the end were dropped.").format(name=name, n=tr.n_tokens,
+                                                                   dropped=tr.dropped))
+    st.metric(_("Cosine similarity"), f"{res.score:.4f}")
     st.markdown(f"A: {literal(ctx.text)}  \nB: {literal(text_b)}")
     left, right = st.columns(2)
     with left:
         sentence_panel("A", res, "a", ta)
     with right:
         sentence_panel("B", res, "b", tb)
-    st.info("The bars of each method are scaled to its largest |value| (hover for the number). "
+    st.info(_("The bars of each method are scaled to its largest |value| (hover for the number). "
             "IG and gradient × input can be negative (a token that makes the sentences less "
             "alike); the attention views are shares and never negative, and they say where "
             "information can flow, not what it does to the cosine. [CLS] and [SEP] are part of "
             "the blank, so IG gives them 0 by construction; the rank correlations leave them "
-            "out.")
-    ui.download_arrays("Download the attributions (.npz)", lambda: {
+            "out."))
+    ui.download_arrays(_("Download the attributions (.npz)"), lambda: {
         "tokens_a": np.array(res.tokens_a), "tokens_b": np.array(res.tokens_b),
         "ig_a": res.ig_a, "ig_b": res.ig_b, "gxi_a": res.gxi_a, "gxi_b": res.gxi_b,
         "score": res.score, "baseline_a": res.baseline_a, "baseline_b": res.baseline_b,

@@ -11,11 +11,12 @@ import streamlit as st
 from attnviz import ui
 from attnviz.analysis import norms
 from attnviz.analysis.words import merge_tokens, word_attention, word_groups
+from attnviz.i18n import N_, _
 from attnviz.plotting.stats import maps_side_by_side, stats_heatmaps
 
-TITLES = {"special_weight": "[CLS]/[SEP] share of the weights",
-          "special_norm": "[CLS]/[SEP] share of the norms",
-          "top_changes": "queries whose top key changes"}
+TITLES = {"special_weight": N_("[CLS]/[SEP] share of the weights"),
+          "special_norm": N_("[CLS]/[SEP] share of the norms"),
+          "top_changes": N_("queries whose top key changes")}  # shown translated
 
 
 def numbers(ctx, t) -> dict:
@@ -34,35 +35,38 @@ def pick_cell() -> None:
 
 
 def main() -> None:
-    st.title("Weights vs value norms")
-    st.markdown(
+    st.title(_("Weights vs value norms"))
+    st.markdown(_(
         "A weight $\\alpha_{ij}$ says how much query $i$ reads from key $j$; what actually "
         "arrives is the vector $\\alpha_{ij} f(x_j)$ with $f(x_j) = v_j W_O^h$ (the head's "
         "value, through its slice of the output projection). Its size "
         "$\\lVert \\alpha_{ij} f(x_j) \\rVert$ is the **norm** picture (Kobayashi et al. 2020). "
-        "Heads often park their weight on [CLS] or [SEP] with vectors of small norm.")
+        "Heads often park their weight on [CLS] or [SEP] with vectors of small norm."))
     ctx = ui.context()
     t = ui.trace_or_message(ctx)
     if t is None:
         return
-    with st.spinner("Computing the value norms..."):
+    with st.spinner(_("Computing the value norms...")):
         nb = numbers(ctx, t)
     changed = int(nb["changed"].sum())
     total = t.n_layers * t.n_heads
-    st.metric("Heads whose picture changes", f"{changed} of {total} ({changed / total:.0%})",
-              help="For at least half of the head's queries, the key with the largest norm is "
-                   "not the key with the largest weight.")
-    st.caption(
-        f"Mean share on [CLS]/[SEP] over all heads: **{nb['special_weight'].mean():.1%}** of the "
-        f"weights, **{nb['special_norm'].mean():.1%}** of the norms (each row's norms divided "
-        "by their sum). **Click a cell** to open that head below.")
+    st.metric(_("Heads whose picture changes"),
+              _("{k} of {n} ({share:.0%})").format(k=changed, n=total, share=changed / total),
+              help=_("For at least half of the head's queries, the key with the largest norm is "
+                     "not the key with the largest weight."))
+    st.caption(_(
+        "Mean share on [CLS]/[SEP] over all heads: **{weights:.1%}** of the weights, "
+        "**{norms:.1%}** of the norms (each row's norms divided by their sum). **Click a cell** "
+        "to open that head below.").format(weights=nb["special_weight"].mean(),
+                                           norms=nb["special_norm"].mean()))
     c1, c2, c3 = st.columns([1, 1, 2])
-    layer = c1.selectbox("Layer", range(t.n_layers), key="vn_layer", bind="query-params")
-    head = c2.selectbox("Head", range(t.n_heads), key="vn_head", bind="query-params")
-    words = c3.toggle("Word level", key="vn_words", bind="query-params",
-                      help="Merge word pieces: shares summed over a word's keys, averaged over "
-                           "its queries (Clark et al.).")
-    ui.show_figure(stats_heatmaps({k: nb[k] for k in TITLES}, TITLES, cols=3,
+    layer = c1.selectbox(_("Layer"), range(t.n_layers), key="vn_layer", bind="query-params")
+    head = c2.selectbox(_("Head"), range(t.n_heads), key="vn_head", bind="query-params")
+    words = c3.toggle(_("Word level"), key="vn_words", bind="query-params",
+                      help=_("Merge word pieces: shares summed over a word's keys, averaged "
+                             "over its queries (Clark et al.)."))
+    titles = {k: _(v) for k, v in TITLES.items()}
+    ui.show_figure(stats_heatmaps({k: nb[k] for k in TITLES}, titles, cols=3,
                                   selected=(layer, head)),
                    key="vn_map", on_select=pick_cell, selection_mode="points")
     w = t.weights[layer, head].astype(np.float64)
@@ -75,12 +79,13 @@ def main() -> None:
         groups = word_groups(t.word_pieces)
         maps, toks = [word_attention(m, groups) for m in maps], merge_tokens(t.tokens, groups)
     ui.show_figure(maps_side_by_side(maps, [
-        f"weights, layer {layer} head {head}", "norm shares, this head",
-        f"norm shares, layer {layer} (all heads)"], toks), key="vn_maps")
-    st.caption(f"Changed top key for {nb['top_changes'][layer, head]:.0%} of this head's "
-               "queries. Rows are queries, columns keys; each row sums to 1; each panel has "
-               "its own colour scale.")
-    ui.download_arrays("Download weights, norms and the comparison (.npz)", lambda: {
+        _("weights, layer {layer} head {head}").format(layer=layer, head=head),
+        _("norm shares, this head"),
+        _("norm shares, layer {layer} (all heads)").format(layer=layer)], toks), key="vn_maps")
+    st.caption(_("Changed top key for {share:.0%} of this head's queries. Rows are queries, "
+                 "columns keys; each row sums to 1; each panel has its own colour "
+                 "scale.").format(share=nb["top_changes"][layer, head]))
+    ui.download_arrays(_("Download weights, norms and the comparison (.npz)"), lambda: {
         "tokens": np.array(t.tokens), "weights": t.weights, "value_norms": nb["value_norms"],
         "norm_shares_head": shares, "norm_shares_layer": whole, "layer": layer, "head": head,
         **{k: nb[k] for k in ("special_weight", "special_norm", "top_changes", "changed")}},

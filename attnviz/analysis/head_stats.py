@@ -32,15 +32,16 @@ import unicodedata
 import numpy as np
 
 from attnviz.analysis.common import entropy
+from attnviz.i18n import N_
 
-STATS = {
-    "entropy": "mean row entropy (nats)",
-    "cls": "weight on [CLS]",
-    "sep": "weight on [SEP]",
-    "punct": "weight on punctuation",
-    "self": "weight on itself",
-    "prev": "weight on the previous token",
-    "next": "weight on the next token",
+STATS = {  # names in English; pages show them through attnviz.i18n
+    "entropy": N_("mean row entropy (nats)"),
+    "cls": N_("weight on [CLS]"),
+    "sep": N_("weight on [SEP]"),
+    "punct": N_("weight on punctuation"),
+    "self": N_("weight on itself"),
+    "prev": N_("weight on the previous token"),
+    "next": N_("weight on the next token"),
 }
 
 # The start and separator tokens: BERT's [CLS]/[SEP], RoBERTa's and BART's <s>/</s> (the same
@@ -49,10 +50,10 @@ CLS_TOKENS = frozenset({"[CLS]", "<s>"})
 SEP_TOKENS = frozenset({"[SEP]", "</s>"})
 
 CONVENTIONS = {
-    "attnviz": "previous/next averaged over the n-1 queries that have one; punctuation = any "
-               "Unicode punctuation mark; entropy of the rows as they are",
-    "clark": "Clark et al.'s code: previous/next divided by n; punctuation = only '.' and ','; "
-             "entropy of the rows smoothed as 0.9999 W + 0.0001/n",
+    "attnviz": N_("previous/next averaged over the n-1 queries that have one; punctuation = "
+                  "any Unicode punctuation mark; entropy of the rows as they are"),
+    "clark": N_("Clark et al.'s code: previous/next divided by n; punctuation = only '.' and "
+                "','; entropy of the rows smoothed as 0.9999 W + 0.0001/n"),
 }
 CLARK_PUNCTUATION = frozenset({".", ","})
 CLARK_SMOOTHING = 1e-4

@@ -22,7 +22,8 @@ ui.text.literal(word)). No Streamlit here.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,8 +41,10 @@ from attnviz.analysis.corpus import (
     tag_counts,
     words,
 )
+from attnviz.i18n import N_, _
 
-__all__ = ["STEPS", "FormRow", "Step", "cosine_per_layer", "cost_claim", "far_claim",
+__all__ = ["STEPS", "ZH_SENTENCES", "is_chinese", "lesson_words", "repeated_word",
+           "unknown_words", "FormRow", "Step", "cosine_per_layer", "cost_claim", "far_claim",
            "form_table", "gold_tags", "max_abs_difference", "mlp_claim",
            "model_description", "positions_claim", "receptive_fields", "repeated_ambiguous",
            "roles_claim", "step_index", "token_positions", "top_key", "window_view"]
@@ -50,6 +53,13 @@ PAD_WORD = "·"  # what a window shows past either end of the sentence
 # The examples the lesson offers as its sentence: each repeats an ambiguous word (the far
 # pair is step 4's own example).
 SENTENCES: tuple[str, ...] = tuple(t for t in EXAMPLES if t not in FAR_PAIR)
+# Chinese examples: one character in two roles, as "saw" in the lecture. 上/下 are verbs
+# (go up/down) and then localisers (on/below the mountain); every character of the first two
+# is in the bundled model's vocabulary. The third is the lecture's own "I saw a saw" (锯 a
+# noun, then a verb), whose 锯 that vocabulary lacks: both copies are read as [UNK].
+ZH_SENTENCES: tuple[str, ...] = ("我上山，山上有花。", "我下山，山下有河。", "我用锯锯木头。")
+_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_CJK_SPLIT = re.compile(f"[{_CJK}]|[^{_CJK}]+")
 
 
 @dataclass(frozen=True)
@@ -66,71 +76,71 @@ class Step:
 
 
 STEPS: tuple[Step, ...] = (
-    Step("task", "The task: one tag per word",
-         "Part-of-speech tagging: one **tag** per word, as many outputs as inputs (PRON, VERB, "
-         "DET, NOUN, AUX, ...). The **gold** tags are the right answers, written by hand: "
-         "every tagger is scored against them.",
-         "Tag each word of the sentence yourself, then reveal the gold tags.",
-         ""),
-    Step("per_word", "(a) A classifier that sees one word",
-         "Feed each word alone to one fully connected network: $y^i = f(x^i)$. Each tagger "
-         "here learns from {n_train} tagged sentences and is scored on {n_test} **held-out** "
-         "ones: sentences it never saw while learning.",
-         "What will it say for the two *{word}*s?",
-         "Both *{word}*s are the same input $x$, so they **must** get the same output: "
-         "one of the two is wrong."),
-    Step("window", "(b) A window of neighbours",
-         "Give the network word $i$ with its neighbours: $y^i = f(x^{i-1}, x^i, x^{i+1})$, "
-         "a window of 3 words (a 1-D convolution: the same weights slide along the sentence).",
-         "Can a window of 3 words tell the two *{word}*s apart?",
-         "Yes: the two *{word}*s have different neighbours, so they are different inputs."),
-    Step("far", "Where a window of 3 is not enough",
-         "Lists: (1) *I watch the duck, fish, book and fly* (nouns), (2) *I can duck, fish, "
-         "book and fly* (verbs). Only the word before the list (*the*, *can*) settles the "
-         "role of its words: their **deciding word**, 1 to 11 words back in the training "
-         "lists.",
-         "What will windows of 3, 5 and 9 words say for *fly* in (1) and (2)?",
-         "A window of $k$ words sees $(k-1)/2$ on each side. Around *fly* the windows of 3, 5 "
-         "and 9 see the same words in (1) and (2), so *fly* gets one tag in both: one is "
-         "wrong. Its deciding word is {fly_distance} words back: only a window of "
-         "{fly_width} or more reaches it."),
-    Step("cost", "The cost of a wide window",
-         "To see every word of the longest training sentence ({longest} words) a window must "
-         "be {full} words wide, and each place in it has its own $d \\times d$ weights "
-         "($d$ = {dim}).",
-         "Will the window of {full} tag far words right? What happens when it has little "
-         "data to learn from?",
-         ""),
-    Step("attention", "Self-attention: each word looks at all",
-         "Each word makes a query $q^i$, a key $k^i$, a value $v^i$: scores $\\alpha_{i,j} = "
-         "q^i \\cdot k^j$, weights $\\alpha'_{i,j} = \\mathrm{softmax}_j(\\alpha_{i,j}/"
-         "\\sqrt{d_k})$, outputs $b^i = \\sum_j \\alpha'_{i,j} v^j$. Shown: one head of "
-         "{model_name}, rows = queries $i$, columns = keys $j$.",
-         "Which word will the second *{word}* look at most?",
-         ""),
-    Step("no_positions", "(c) Self-attention without positions",
-         "Tagger (c): two layers of self-attention (4 heads each) over the word vectors "
-         "alone, then a layer that picks the tag.",
-         "Can the two *{word}*s end up with different tags?",
-         "No. Without positions self-attention has no notion of order: shuffle the words and "
-         "every output is shuffled the same way. The two *{word}*s have the same $q, k, v$ "
-         "and see the same set of words, so their outputs are equal in every layer (up to "
-         "float rounding): the same tag."),
-    Step("positions", "(d) Self-attention with positions",
-         "Tagger (d): the same, plus a learned position vector $e^i$ added to each word "
-         "vector, $x^i + e^i \\to q^i, k^i, v^i$",
-         "Will it get both *{word}*s right? And list words far from their deciding word?",
-         "Yes: the two *{word}*s sit at different positions, so they are different inputs, "
-         "and attention can learn where to look, near or far."),
-    Step("bert", "A real pretrained model",
-         "The same question for {model}: the cosine of the two copies of the repeated word "
-         "after each layer, with the model's learned positions and with them removed.",
-         "After the last layer, how similar are the two copies (cosine; 1 = same direction)?",
-         ""),
-    Step("next", "What to try next",
-         "Try another sentence with a repeated ambiguous word, then follow the ideas further "
-         "on the other pages: the full computation step by step, positional encodings, "
-         "windows, and the heads of every layer.",
+    Step("task", N_("The task: one tag per word"),
+         N_("Part-of-speech tagging: one **tag** per word, as many outputs as inputs (PRON, VERB, "
+            "DET, NOUN, AUX, ...). The **gold** tags are the right answers, written by hand: "
+            "every tagger is scored against them."),
+         N_("Tag each word of the sentence yourself, then reveal the gold tags."),
+            ""),
+    Step("per_word", N_("(a) A classifier that sees one word"),
+         N_("Feed each word alone to one fully connected network: $y^i = f(x^i)$. Each tagger "
+            "here learns from {n_train} tagged sentences and is scored on {n_test} **held-out** "
+            "ones: sentences it never saw while learning."),
+         N_("What will it say for the two *{word}*s?"),
+         N_("Both *{word}*s are the same input $x$, so they **must** get the same output: "
+            "one of the two is wrong.")),
+    Step("window", N_("(b) A window of neighbours"),
+         N_("Give the network word $i$ with its neighbours: $y^i = f(x^{i-1}, x^i, x^{i+1})$, "
+            "a window of 3 words (a 1-D convolution: the same weights slide along the sentence)."),
+         N_("Can a window of 3 words tell the two *{word}*s apart?"),
+         N_("Yes: the two *{word}*s have different neighbours, so they are different inputs.")),
+    Step("far", N_("Where a window of 3 is not enough"),
+         N_("Lists: (1) *I watch the duck, fish, book and fly* (nouns), (2) *I can duck, fish, "
+            "book and fly* (verbs). Only the word before the list (*the*, *can*) settles the "
+            "role of its words: their **deciding word**, 1 to 11 words back in the training "
+            "lists."),
+         N_("What will windows of 3, 5 and 9 words say for *fly* in (1) and (2)?"),
+         N_("A window of $k$ words sees $(k-1)/2$ on each side. Around *fly* the windows of 3, 5 "
+            "and 9 see the same words in (1) and (2), so *fly* gets one tag in both: one is "
+            "wrong. Its deciding word is {fly_distance} words back: only a window of "
+            "{fly_width} or more reaches it.")),
+    Step("cost", N_("The cost of a wide window"),
+         N_("To see every word of the longest training sentence ({longest} words) a window must "
+            "be {full} words wide, and each place in it has its own $d \\times d$ weights "
+            "($d$ = {dim})."),
+         N_("Will the window of {full} tag far words right? What happens when it has little "
+            "data to learn from?"),
+            ""),
+    Step("attention", N_("Self-attention: each word looks at all"),
+         N_("Each word makes a query $q^i$, a key $k^i$, a value $v^i$: scores $\\alpha_{i,j} = "
+            "q^i \\cdot k^j$, weights $\\alpha'_{i,j} = \\mathrm{softmax}_j(\\alpha_{i,j}/"
+            "\\sqrt{d_k})$, outputs $b^i = \\sum_j \\alpha'_{i,j} v^j$. Shown: one head of "
+            "{model_name}, rows = queries $i$, columns = keys $j$."),
+         N_("Which word will the second *{word}* look at most?"),
+            ""),
+    Step("no_positions", N_("(c) Self-attention without positions"),
+         N_("Tagger (c): two layers of self-attention (4 heads each) over the word vectors "
+            "alone, then a layer that picks the tag."),
+         N_("Can the two *{word}*s end up with different tags?"),
+         N_("No. Without positions self-attention has no notion of order: shuffle the words and "
+            "every output is shuffled the same way. The two *{word}*s have the same $q, k, v$ "
+            "and see the same set of words, so their outputs are equal in every layer (up to "
+            "float rounding): the same tag.")),
+    Step("positions", N_("(d) Self-attention with positions"),
+         N_("Tagger (d): the same, plus a learned position vector $e^i$ added to each word "
+            "vector, $x^i + e^i \\to q^i, k^i, v^i$"),
+         N_("Will it get both *{word}*s right? And list words far from their deciding word?"),
+         N_("Yes: the two *{word}*s sit at different positions, so they are different inputs, "
+            "and attention can learn where to look, near or far.")),
+    Step("bert", N_("A real pretrained model"),
+         N_("The same question for {model}: the cosine of the two copies of the repeated word "
+            "after each layer, with the model's learned positions and with them removed."),
+         N_("After the last layer, how similar are the two copies (cosine; 1 = same direction)?"),
+            ""),
+    Step("next", N_("What to try next"),
+         N_("Try another sentence with a repeated ambiguous word, then follow the ideas further "
+            "on the other pages: the full computation step by step, positional encodings, "
+            "windows, and the heads of every layer."),
          None, ""),
 )
 # The numbers each step's text asks for (besides {word}), filled by the page.
@@ -147,10 +157,40 @@ def step_index(key: str) -> int:
 def fill(text: str, word: str | None, **numbers) -> str:
     """A step text with {word} and the step's {fields} filled in (format-style; the
     formulas' braces are LaTeX and stay as they are)."""
-    out = text.replace("{word}", word or "repeated word")
+    out = text.replace("{word}", word or _("repeated word"))
     for name, value in numbers.items():
         out = out.replace("{" + name + "}", str(value))
     return out
+
+
+def lesson_words(text: str) -> list[str]:
+    """The corpus' words, with each Chinese character a word of its own (as BERT's tokenizer
+    reads them): "我上山，" -> 我, 上, 山, ，."""
+    return [piece for w in words(text) for piece in _CJK_SPLIT.findall(w)]
+
+
+def is_chinese(ws: Sequence[str]) -> bool:
+    """True when any word is a Chinese character."""
+    return any(re.fullmatch(f"[{_CJK}]", w) for w in ws)
+
+
+def repeated_word(ws: Sequence[str]) -> str | None:
+    """The word the lesson follows: the first ambiguous English word that occurs twice, else
+    the first Chinese character that occurs twice, else None."""
+    english = repeated_ambiguous(" ".join(ws))
+    if english:
+        return next(iter(english))
+    chinese = [w for w in ws if re.fullmatch(f"[{_CJK}]", w)]
+    return next((w for w in chinese if chinese.count(w) > 1), None)
+
+
+def unknown_words(ws: Sequence[str], pieces: Callable[[str], Sequence[str]],
+                  unk: str | None) -> list[str]:
+    """The distinct words the model's vocabulary has no entry for: those whose tokenizer
+    pieces (`pieces(word)`) include the unknown token `unk` ([UNK]), in order."""
+    if not unk:
+        return []
+    return list(dict.fromkeys(w for w in ws if unk in pieces(w)))
 
 
 def repeated_ambiguous(text: str, ambiguous=AMBIGUOUS) -> dict[str, list[int]]:
@@ -172,19 +212,22 @@ def gold_tags(text: str) -> tuple[str, ...] | None:
 def roles_claim(ws: Sequence[str], gold: Sequence[str] | None, word_md: str | None) -> str:
     """The reveal of the first step: the roles the repeated word plays (from the gold tags)."""
     if gold is None:
-        return ("A typed sentence has no gold tags: the table shows what tagger (d) says. "
-                "Pick an example sentence to see the gold tags.")
+        return _("A typed sentence has no gold tags: the table shows what tagger (d) says. "
+                 "Pick an example sentence to see the gold tags.")
     if word_md is None:
-        return "No word of this sentence plays two roles."
+        return _("No word of this sentence plays two roles.")
     word = next(w for w in repeated_ambiguous(" ".join(ws)))
     tags = [gold[i] for i, w in enumerate(ws) if w == word]
     if len(set(tags)) < 2:
-        return f"Every *{word_md}* here plays the same role: **{tags[0]}**."
-    ordinal = ("first", "second", "third", "fourth")
-    roles = ", ".join(f"the {ordinal[k] if k < 4 else f'{k + 1}th'} a **{t}**"
-                      for k, t in enumerate(tags))
-    count = {2: "two", 3: "three"}.get(len(set(tags)), str(len(set(tags))))
-    return f"Of the *{word_md}*s, {roles}: the same word, {count} roles."
+        return _("Every *{word}* here plays the same role: **{tag}**.").format(
+            word=word_md, tag=tags[0])
+    ordinal = (_("the first"), _("the second"), _("the third"), _("the fourth"))
+    roles = _(", ").join(_("{ordinal} a **{tag}**").format(
+        ordinal=ordinal[k] if k < 4 else _("the {n}th").format(n=k + 1), tag=t)
+        for k, t in enumerate(tags))
+    count = {2: _("two"), 3: _("three")}.get(len(set(tags)), str(len(set(tags))))
+    return _("Of the *{word}*s, {roles}: the same word, {count} roles.").format(
+        word=word_md, roles=roles, count=count)
 
 
 def token_positions(tokens: list[str], word: str) -> list[int]:
@@ -229,15 +272,17 @@ def model_description(name: str, n_layers: int, n_heads: int, shown: str | None 
     recognised = "all-minilm-l6-v2" in name.lower()
     name = name if shown is None else shown
     if recognised:
-        return (f"{name}, a distilled sentence-embedding model with BERT's architecture "
-                f"({n_layers} layers, {n_heads} heads)")
-    return f"{name} ({n_layers} layers, {n_heads} heads)"
+        return _("{name}, a distilled sentence-embedding model with BERT's architecture "
+                 "({layers} layers, {heads} heads)").format(name=name, layers=n_layers,
+                                                           heads=n_heads)
+    return _("{name} ({layers} layers, {heads} heads)").format(name=name, layers=n_layers,
+                                                               heads=n_heads)
 
 
 # --------------------------------------------------------------- measured claims
 def pct(x: float) -> str:
     """A share as the page prints it: 0.5274 -> '52.7%'."""
-    return "n/a" if x != x else f"{100 * x:.1f}%"
+    return _("n/a") if x != x else f"{100 * x:.1f}%"
 
 
 @dataclass(frozen=True)
@@ -272,39 +317,45 @@ def mlp_claim(rows: Sequence[FormRow], ambiguous: float, baseline: float,
     split in training, so the tag it settles on for a form is close to a coin flip."""
     minority = [r for r in rows if r.predicted != r.majority]
     shares = [max(r.train.values()) / sum(r.train.values()) for r in rows]
-    text = (f"Held out it tags **{pct(ambiguous)}** of ambiguous words right. One tag per "
-            f"word can at best give each word its most frequent training tag: the "
-            f"**majority-tag baseline**, {pct(baseline)} ({pct(best_possible)} with the best "
-            f"tag for these very sentences). In training each word's commoner role has only "
-            f"{pct(min(shares))} to {pct(max(shares))} of its copies, so the tag it settles "
-            f"on is close to a coin flip")
+    text = _("Held out it tags **{ambiguous}** of ambiguous words right. One tag per word can "
+             "at best give each word its most frequent training tag: the **majority-tag "
+             "baseline**, {baseline} ({best} with the best tag for these very sentences). In "
+             "training each word's commoner role has only {low} to {high} of its copies, so the "
+             "tag it settles on is close to a coin flip").format(
+        ambiguous=pct(ambiguous), baseline=pct(baseline), best=pct(best_possible),
+        low=pct(min(shares)), high=pct(max(shares)))
     if not minority:
-        return text + ": here it chose every word's majority tag, so it sits on the baseline."
-    names = ", ".join(f"*{r.word}*" for r in minority)
-    where = "below" if ambiguous < baseline else "at"
-    return text + (f": for {len(minority)} of {len(rows)} words ({names}) it chose the rarer "
-                   f"tag, which puts it {where} the baseline.")
+        return text + _(": here it chose every word's majority tag, so it sits on the "
+                        "baseline.")
+    names = _(", ").join(f"*{r.word}*" for r in minority)
+    where = (_(": for {k} of {n} words ({names}) it chose the rarer tag, which puts it below "
+               "the baseline.") if ambiguous < baseline else
+             _(": for {k} of {n} words ({names}) it chose the rarer tag, which puts it at the "
+               "baseline."))
+    return text + where.format(k=len(minority), n=len(rows), names=names)
 
 
 def double_role_claim(tagger: float) -> str:
     """The score on double-role words, with the word explained where it first appears."""
-    return (f"On **double-role** words (one word in two roles in one sentence, like the two "
-            f"saws) it scores **{pct(tagger)}**: one tag per word is right on at most half "
-            "of them.")
+    return _("On **double-role** words (one word in two roles in one sentence, like the two "
+             "saws) it scores **{score}**: one tag per word is right on at most half of "
+             "them.").format(score=pct(tagger))
 
 
 def window_claim(double_role: float, mlp_double_role: float, ambiguous: float) -> str:
     """The window of 3 against the per-word tagger, and the teaser for the next step."""
-    return (f"Held out it tags **{pct(double_role)}** of double-role words right (per-word "
-            f"MLP: {pct(mlp_double_role)}), but only **{pct(ambiguous)}** of all ambiguous "
-            "words: the next step shows which ones it misses.")
+    return _("Held out it tags **{double_role}** of double-role words right (per-word MLP: "
+             "{mlp}), but only **{ambiguous}** of all ambiguous words: the next step shows "
+             "which ones it misses.").format(double_role=pct(double_role),
+                                             mlp=pct(mlp_double_role), ambiguous=pct(ambiguous))
 
 
 def far_claim(far: Mapping[int, float], baseline_far: float, n_far: int) -> str:
     """Held-out accuracy of each window on the far words (deciding word 2+ words away)."""
-    parts = ", ".join(f"{k}: **{pct(a)}**" for k, a in far.items())
-    return (f"Held out, on {n_far} ambiguous words whose deciding word is 2 or more words "
-            f"back, windows of {parts}. Majority tag per word: {pct(baseline_far)}.")
+    parts = _(", ").join(f"{k}: **{pct(a)}**" for k, a in far.items())
+    return _("Held out, on {n} ambiguous words whose deciding word is 2 or more words back, "
+             "windows of {parts}. Majority tag per word: {baseline}.").format(
+        n=n_far, parts=parts, baseline=pct(baseline_far))
 
 
 def cost_claim(full: int, params: Mapping[str, int], far_wide: float,
@@ -317,23 +368,26 @@ def cost_claim(full: int, params: Mapping[str, int], far_wide: float,
         return ", ".join(f"{100 * x:.1f}" for x in g)
 
     ratio = params["wide"] / params["attention"]
-    text = (f"Yes, **{pct(far_wide)}** of far words held out, with **{params['wide']:,}** "
-            f"parameters: {ratio:.1f} times self-attention's {params['attention']:,}. Training "
-            f"minus held-out accuracy, in points, for {', '.join(map(str, sizes))} training "
-            f"sentences: window of {full} **{gaps(gap_wide)}**, self-attention + positions "
-            f"**{gaps(gap_attention)}**. ")
+    text = _("Yes, **{far}** of far words held out, with **{wide:,}** parameters: {ratio:.1f} "
+             "times self-attention's {attention:,}. Training minus held-out accuracy, in "
+             "points, for {sizes} training sentences: window of {full} **{gap_wide}**, "
+             "self-attention + positions **{gap_attention}**. ").format(
+        far=pct(far_wide), wide=params["wide"], ratio=ratio, attention=params["attention"],
+        sizes=", ".join(map(str, sizes)), full=full, gap_wide=gaps(gap_wide),
+        gap_attention=gaps(gap_attention))
     more = [n for n, w, a in zip(sizes, gap_wide, gap_attention, strict=True)
             if w > a + tolerance]
     if len(more) == len(sizes):
-        return text + "The wide window overfits more at every size, as the lecture says."
+        return text + _("The wide window overfits more at every size, as the lecture says.")
     if more:
         rest = [n for n in sizes if n not in more]
-        return text + (f"With {' and '.join(map(str, more))} sentences the wide window "
-                       f"overfits more, as the lecture says; with {' and '.join(map(str, rest))}"
-                       f" it does not (the gaps are within {100 * tolerance:.0f} points, or "
-                       "self-attention's is larger).")
-    return text + ("Here the wide window does **not** overfit more than self-attention: this "
-                   "measurement does not show the lecture's claim.")
+        return text + _("With {more} sentences the wide window overfits more, as the lecture "
+                        "says; with {rest} it does not (the gaps are within {points:.0f} "
+                        "points, or self-attention's is larger).").format(
+            more=_(" and ").join(map(str, more)), rest=_(" and ").join(map(str, rest)),
+            points=100 * tolerance)
+    return text + _("Here the wide window does **not** overfit more than self-attention: this "
+                    "measurement does not show the lecture's claim.")
 
 
 def order_free_rule(sentences: Sequence[Sentence]) -> float:
@@ -353,27 +407,31 @@ def order_free_rule(sentences: Sequence[Sentence]) -> float:
 def no_positions_claim(double_role: float, far: float, order_free: float) -> str:
     """Tagger (c)'s held-out numbers: capped on double-role words, not on list words, where
     the set of words tells a lot (`order_free`: order_free_rule's accuracy)."""
-    return (f"Held out: **{pct(double_role)}** of double-role words (at most 50% with one "
-            f"tag for both copies). On list words far from their deciding word it scores "
-            f"{pct(far)}: the set of words alone often tells a noun list from a verb list (the "
-            f"order-free rule 'noun if the sentence holds a determiner and no auxiliary' is "
-            f"right on {pct(order_free)} of them).")
+    return _("Held out: **{double_role}** of double-role words (at most 50% with one tag for "
+             "both copies). On list words far from their deciding word it scores {far}: the "
+             "set of words alone often tells a noun list from a verb list (the order-free rule "
+             "'noun if the sentence holds a determiner and no auxiliary' is right on "
+             "{order_free} of them).").format(double_role=pct(double_role), far=pct(far),
+                                              order_free=pct(order_free))
 
 
 def positions_claim(near: float, far: float, double_role: float, params: int, wide: int,
                     full: int, max_words: int) -> str:
     """Tagger (d)'s held-out numbers and its parameters against the widest window's."""
-    return (f"Held out: **{pct(near)}** of ambiguous words whose deciding word is a "
-            f"neighbour, **{pct(far)}** of those farther away, **{pct(double_role)}** of "
-            f"double-role words. **{params:,}** parameters for any sentence up to {max_words} "
-            f"words; the window of {full} has {wide:,} and covers {(full + 1) // 2} words.")
+    return _("Held out: **{near}** of ambiguous words whose deciding word is a neighbour, "
+             "**{far}** of those farther away, **{double_role}** of double-role words. "
+             "**{params:,}** parameters for any sentence up to {max_words} words; the window "
+             "of {full} has {wide:,} and covers {covers} words.").format(
+        near=pct(near), far=pct(far), double_role=pct(double_role), params=params,
+        max_words=max_words, full=full, wide=wide, covers=(full + 1) // 2)
 
 
 def bert_claim(with_positions: float, without: float, word_md: str) -> str:
     """The two copies' cosine after the last layer, with and without positions."""
-    return (f"With positions the two *{word_md}* vectors end at cosine "
-            f"**{with_positions:.3f}**; without positions the cosine is **{without:.6f}** in "
-            "every layer: the same vector, up to float rounding.")
+    return _("With positions the two *{word}* vectors end at cosine **{with_positions:.3f}**; "
+             "without positions the cosine is **{without:.6f}** in every layer: the same "
+             "vector, up to float rounding.").format(word=word_md, with_positions=with_positions,
+                                                     without=without)
 
 
 def covering_width(distance: int) -> int:

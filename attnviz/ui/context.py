@@ -43,6 +43,7 @@ from attnviz.engine import (
     load_model,
     locate_model,
 )
+from attnviz.i18n import N_, _
 
 from .cache import cached
 from .router import ensure_router
@@ -165,10 +166,10 @@ def load_checkpoint(typed: str, device: str, fallback: str = FALLBACK) -> Model:
         raise ModelError(f"Model refused ({type(e).__name__}).{fallback}") from None
 
 
-KIND_EXAMPLES = {DECODER: "a decoder such as GPT-2 (gpt2)",
-                 ENCODER_DECODER: "an encoder-decoder such as BART (facebook/bart-base)",
-                 VISION: "a vision transformer such as ViT (google/vit-base-patch16-224)",
-                 "encoder": "an encoder such as BERT"}
+KIND_EXAMPLES = {DECODER: N_("a decoder such as GPT-2 (gpt2)"),
+                 ENCODER_DECODER: N_("an encoder-decoder such as BART (facebook/bart-base)"),
+                 VISION: N_("a vision transformer such as ViT (google/vit-base-patch16-224)"),
+                 "encoder": N_("an encoder such as BERT")}  # shown translated
 
 
 DEMO = {DECODER: ("gpt2", dict(layers=3)), ENCODER_DECODER: ("bart", dict(layers=2)),
@@ -214,9 +215,9 @@ def family_model(ctx: Context, kind: str, label: str, key: str) -> tuple[Model, 
             found = cached_ids(KIND_TYPES[kind])
             st.session_state[key] = found[0][0] if found else ""
     typed = _clean(st.text_input(
-        label, key=key, placeholder="empty: a random demo model; or a checkpoint folder, or a "
-        "Hub id in your Hugging Face cache",
-        help="Read offline (the sidebar lists your cached models); nothing is downloaded.",
+        label, key=key, placeholder=_("empty: a random demo model; or a checkpoint folder, or "
+                                      "a Hub id in your Hugging Face cache"),
+        help=_("Read offline (the sidebar lists your cached models); nothing is downloaded."),
     )).strip()
     if typed:
         try:
@@ -224,16 +225,19 @@ def family_model(ctx: Context, kind: str, label: str, key: str) -> tuple[Model, 
                                                              "instead.")
             if model.kind == kind:
                 return model, False
-            st.warning(f"“{_shown(typed)}” is a {model.title} ({model.kind}); this part needs "
-                       f"{KIND_EXAMPLES[kind]}. Showing a random demo model instead.")
+            st.warning(_("“{typed}” is a {title} ({kind}); this part needs {example}. Showing "
+                         "a random demo model instead.").format(
+                typed=_shown(typed), title=model.title, kind=model.kind,
+                example=_(KIND_EXAMPLES[kind])))
         except ModelError as e:
             st.warning(str(e))
     model = demo_model(kind, device)
-    st.info(f"No trained {model.title} given, so this is a small {model.title} with random "
-            f"weights ({model.n_layers} layers, {model.n_heads} heads): its masks, shapes and "
-            f"tokens are {model.title}'s, its attention patterns mean nothing. For a trained "
-            f"one, type {KIND_EXAMPLES[kind]} above (a folder, or a Hub id in your Hugging Face "
-            "cache).")
+    st.info(_("No trained {title} given, so this is a small {title} with random weights "
+              "({layers} layers, {heads} heads): its masks, shapes and tokens are {title}'s, its "
+              "attention patterns mean nothing. For a trained one, type {example} above (a "
+              "folder, or a Hub id in your Hugging Face cache).").format(
+        title=model.title, layers=model.n_layers, heads=model.n_heads,
+        example=_(KIND_EXAMPLES[kind])))
     return model, True
 
 
@@ -242,14 +246,15 @@ def adapted_request(model: Model, text: str, pair: str | None) -> tuple[TraceReq
     title = model.title
     if model.kind == VISION:
         return TraceRequest(image=_demo_image()), (
-            f"{title} reads an image, not the sentence: it sees attnviz's demo image.",)
+            _("{title} reads an image, not the sentence: it sees attnviz's demo "
+              "image.").format(title=title),)
     if model.kind == ENCODER_DECODER:
-        note = (f"{title} is an encoder-decoder: the sentence is the source, the second "
-                "sentence the decoder's target." if pair else ())
+        note = (_("{title} is an encoder-decoder: the sentence is the source, the second "
+                  "sentence the decoder's target.").format(title=title) if pair else ())
         return TraceRequest(text, target=pair), ((note,) if note else ())
     if model.kind == DECODER and pair:
-        return TraceRequest(text), (f"{title} reads one text: the second sentence is left "
-                                    "out.",)
+        return TraceRequest(text), (_("{title} reads one text: the second sentence is left "
+                                      "out.").format(title=title),)
     return TraceRequest(text, pair), ()
 
 
@@ -285,10 +290,10 @@ def context() -> Context:
 def require_text(ctx: Context) -> bool:
     """Show a friendly message and return False when there is nothing to encode."""
     if ctx.model is None:
-        st.error(ctx.error or "No model is loaded.")
+        st.error(ctx.error or _("No model is loaded."))
         return False
     if ctx.request.image is None and not ctx.text.strip():
-        st.info("Type a sentence in the sidebar to begin, e.g. *I saw a saw*.")
+        st.info(_("Type a sentence in the sidebar to begin, e.g. *I saw a saw*."))
         return False
     return True
 
@@ -308,18 +313,19 @@ def why_not_bert_like(model: Model, what: str) -> str:
     """One plain sentence: why `what` is not shown for this model."""
     caps = model.capabilities
     if caps["input"] == "image":
-        reason = "reads an image as patches on a 2-D grid, not a sentence"
+        reason = _("reads an image as patches on a 2-D grid, not a sentence")
     elif not caps["bidirectional"] or model.kind == DECODER:
-        reason = ("is a decoder: each token sees only the tokens before it, so what this "
-                  "part shows about a bidirectional encoder does not hold")
+        reason = _("is a decoder: each token sees only the tokens before it, so what this "
+                   "part shows about a bidirectional encoder does not hold")
     elif model.kind == ENCODER_DECODER:
-        reason = "is an encoder-decoder"
+        reason = _("is an encoder-decoder")
     else:
-        reason = "puts LayerNorm before attention (pre-LayerNorm), not after it as BERT does"
-    return (f"{what} is written for a bidirectional text encoder with BERT's layers "
-            f"({BERT_LIKE}). The loaded model, {literal(model.name)}, is a {model.title} that "
-            f"{reason}. Pick such a model in the sidebar, or see *Decoders, encoder-decoders, "
-            "images* for this one.")
+        reason = _("puts LayerNorm before attention (pre-LayerNorm), not after it as BERT does")
+    return _("{what} is written for a bidirectional text encoder with BERT's layers "
+             "({bert_like}). The loaded model, {name}, is a {title} that {reason}. Pick such a "
+             "model in the sidebar, or see *Decoders, encoder-decoders, images* for this "
+             "one.").format(what=what, bert_like=BERT_LIKE, name=literal(model.name),
+                            title=model.title, reason=reason)
 
 
 def require_bert_like(ctx: Context, what: str) -> bool:
@@ -337,10 +343,11 @@ def trace_or_message(ctx: Context, **options) -> Trace | None:
     if ctx.error:
         st.warning(ctx.error)
     try:
-        with st.spinner(f"Running {ctx.model.title}..."):
+        with st.spinner(_("Running {title}...").format(title=ctx.model.title)):
             t = ctx.trace(**options)
     except ValueError as e:
-        st.error(f"Cannot run {ctx.model.title} on this: {literal(str(e))}")
+        st.error(_("Cannot run {title} on this: {error}").format(title=ctx.model.title,
+                                                                 error=literal(str(e))))
         return None
     report(ctx.model, t, ctx.notes)
     return t
@@ -349,10 +356,8 @@ def trace_or_message(ctx: Context, **options) -> Trace | None:
 def report(model: Model, t: Trace, notes=()) -> None:
     """What a page says with a trace: tokens dropped (a warning), then the notes."""
     if t.dropped:
-        st.warning(
-            f"The input is longer than the model's {model.max_positions} positions: "
-            f"{t.dropped} tokens at the end were dropped."
-        )
+        st.warning(_("The input is longer than the model's {n} positions: {dropped} tokens "
+                     "at the end were dropped.").format(n=model.max_positions, dropped=t.dropped))
     show_notes((*notes, *t.notes))
 
 

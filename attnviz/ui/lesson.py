@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from attnviz.analysis import lesson, taggers
+from attnviz.i18n import _
 
 from . import style
 from .cache import cached
@@ -35,8 +36,9 @@ BACK_KEYS = ("PageUp",)  # besides the Back button's own Left
 # ------------------------------------------------------------------ numbers
 def trained_taggers(settings: taggers.Settings) -> taggers.Trained:
     """The trained taggers for `settings`; trains them (with a progress bar) on first use."""
-    return with_progress("taggers", settings, f"Training {len(taggers.NAMES)} taggers on the "
-                         "CPU (once per settings, shared by every visitor)...",
+    return with_progress("taggers", settings, _(
+        "Training {n} taggers on the CPU (once per settings, shared by every visitor)..."
+    ).format(n=len(taggers.NAMES)),
                          lambda progress: taggers.train_all(settings, progress))
 
 
@@ -72,7 +74,8 @@ def sweep(settings: taggers.Settings) -> taggers.Sweep:
                                    trained=trained_taggers(settings))
 
     return with_progress("results", ("lesson_sweep", settings),
-                         "Retraining on smaller training sets (once per settings)...", compute)
+                         _("Retraining on smaller training sets (once per settings)..."),
+                         compute)
 
 
 # ------------------------------------------------------------------ settings
@@ -85,9 +88,9 @@ def settings_from(seed, epochs) -> taggers.Settings:
 
 def settings_widgets() -> taggers.Settings:
     """Seed and epochs, each one of a few values (in the URL)."""
-    seed = st.segmented_control("Seed", SEEDS, default=0, key="lesson_seed",
+    seed = st.segmented_control(_("Seed"), SEEDS, default=0, key="lesson_seed",
                                 bind="query-params", required=True)
-    epochs = st.segmented_control("Epochs", EPOCHS, default=taggers.Settings.epochs,
+    epochs = st.segmented_control(_("Epochs"), EPOCHS, default=taggers.Settings.epochs,
                                   key="lesson_epochs", bind="query-params", required=True)
     return settings_from(seed, epochs)
 
@@ -145,25 +148,25 @@ def at_end(step: int) -> bool:
 def step_slider() -> None:
     """A slider over the steps (outside presentation mode), kept on the current step."""
     st.session_state["lesson_step_slider"] = st.session_state[STEP_KEY]
-    st.slider("Step", 1, N, key="lesson_step_slider", label_visibility="collapsed",
+    st.slider(_("Step"), 1, N, key="lesson_step_slider", label_visibility="collapsed",
               on_change=lambda: go_to(st.session_state["lesson_step_slider"]))
 
 
 def nav_buttons(step: int, present: bool, cols) -> None:
     """Back and Next in the two given columns; in presentation mode also the clicker's keys."""
-    cols[0].button("◀ Back", on_click=back, disabled=step == 1, key="lesson_back",
+    cols[0].button(_("◀ Back"), on_click=back, disabled=step == 1, key="lesson_back",
                    shortcut="Left" if present else None, width="stretch")
     s = lesson.STEPS[step - 1]
-    label = "Answer ▶" if s.predict and not revealed(s.key) else "Next ▶"
+    label = _("Answer ▶") if s.predict and not revealed(s.key) else _("Next ▶")
     cols[1].button(label, on_click=forward, disabled=at_end(step), key="lesson_next",
                    type="primary", shortcut="Right" if present else None, width="stretch")
     if present:
         with st.container(key="lesson_hotkeys"):  # hidden: only their shortcuts matter
             for k in FORWARD_KEYS:
-                st.button(f"Next ({k})", on_click=forward, disabled=at_end(step),
+                st.button(_("Next ({key})").format(key=k), on_click=forward, disabled=at_end(step),
                           key=f"lesson_key_{k.lower()}", shortcut=k)
             for k in BACK_KEYS:
-                st.button(f"Back ({k})", on_click=back, disabled=step == 1,
+                st.button(_("Back ({key})").format(key=k), on_click=back, disabled=step == 1,
                           key=f"lesson_key_{k.lower()}", shortcut=k)
 
 

@@ -21,8 +21,10 @@ from attnviz import plotting
 from attnviz.analysis import lesson, taggers
 from attnviz.analysis.corpus import EXAMPLES, FAR_PAIR, Sentence, deciding_distances, words
 from attnviz.engine import TraceRequest
+from attnviz.i18n import N_, _
 from attnviz.plotting import lesson as plots
 
+from .cache import cached
 from .context import Context, bert_like, cached_trace, why_not_bert_like
 from .downloads import download_arrays
 from .figures import show_figure
@@ -34,6 +36,23 @@ WIDE = taggers.window_name(taggers.FULL_WIDTH)
 ONE = {"per_word": "mlp", "window": "window3", "no_positions": "attention",
        "positions": "attention_pos"}  # the tagger a step is about
 ROOT = Path(__file__).resolve().parents[2]
+LABELS = {"mlp": N_("(a) per-word MLP"), "attention": N_("(c) self-attention, no positions"),
+          "attention_pos": N_("(d) self-attention + positions")}  # taggers.NAMES, translated
+SHORT_LABELS = {"mlp": N_("(a) per word"), "attention": N_("(c) attention"),
+                "attention_pos": N_("(d) attention + positions")}  # taggers.SHORT_NAMES
+
+
+def label(key: str, short: bool = False) -> str:
+    """A tagger's name (taggers.NAMES, or SHORT_NAMES when `short`) in the session's
+    language."""
+    if key.startswith("window"):
+        w = int(key.removeprefix("window"))
+        if short:
+            return _("(b) window {w}").format(w=w)
+        whole = w == taggers.FULL_WIDTH
+        return (_("(b) window of {w} (whole sentence)") if whole
+                else _("(b) window of {w}")).format(w=w)
+    return _((SHORT_LABELS if short else LABELS)[key])
 
 
 @dataclass(frozen=True)
@@ -58,6 +77,17 @@ class View:
         return " ".join(self.ws)
 
 
+def unknown_words(ctx: Context, ws: list[str]) -> list[str]:
+    """The sentence's words the loaded model's vocabulary lacks (each read as [UNK]), once
+    per model and words."""
+    def compute() -> list[str]:
+        unk = getattr(ctx.model.tokenizer, "unk_token", None)
+        return lesson.unknown_words(
+            ws, lambda w: ctx.model.pieces_of(ctx.model.tokenized(w).ids), unk)
+
+    return cached("results", ("unknown_words", ctx.model.key, tuple(ws)), compute)
+
+
 def fly_distance() -> int:
     """How far back the deciding word of 'fly' lies in the lesson's noun list."""
     text = FAR_PAIR[0]
@@ -78,13 +108,13 @@ def tag_table(v: View, tags: dict[str, list[str]], shown: bool) -> None:
     hide = [plots.HIDDEN] * len(v.ws)
     key = v.step.key
     if key == "next":
-        rows = {SHORT[k]: t for k, t in tags.items()}
+        rows = {label(k, short=True): t for k, t in tags.items()}
     elif key in ONE:
-        rows = {NAMES[ONE[key]]: tags[ONE[key]] if shown else hide}
+        rows = {label(ONE[key]): tags[ONE[key]] if shown else hide}
     else:
         rows = {}
     if gold is None and not rows:
-        rows = {NAMES["attention_pos"] + ": no gold tags for this sentence":
+        rows = {label("attention_pos") + _(": no gold tags for this sentence"):
                 tags["attention_pos"] if shown or key != "task" else hide}
     show_gold = gold if gold is None or shown or key != "task" else hide
     with v.body if key == "positions" else v.main:
@@ -136,12 +166,12 @@ def far(v: View) -> None:
             taggers.WIDTHS, windows, strict=True)}, num.baseline["far"],
             num.scores["window3"].n_far))
     with v.main:
-        show_figure(plots.far_table(["(1) nouns: fly", "(2) verbs: fly"],
+        show_figure(plots.far_table([_("(1) nouns: fly"), _("(2) verbs: fly")],
                                     [EXAMPLES[t][-1] for t in FAR_PAIR], far_tags(v), v.big),
                     key="lesson_fig_far_pair")
         counts = {d: n for d, _, n in num.scores["window3"].by_distance}
         show_figure(plots.accuracy_by_distance(
-            {SHORT[n]: num.scores[n].at_distance() for n in windows},
+            {label(n, short=True): num.scores[n].at_distance() for n in windows},
             num.baseline["by_distance"], counts, v.big), key="lesson_fig_distance")
 
 
@@ -152,8 +182,8 @@ def cost(v: View) -> None:
         st.markdown(lesson.cost_claim(taggers.FULL_WIDTH, params, num.scores[WIDE].far,
                                       sw.sizes, sw.gap(WIDE), sw.gap("attention_pos")))
     with v.main:
-        show_figure(plots.cost_figure({SHORT[n]: num.parameters[n] for n in sw.train},
-                                      sw.sizes, {SHORT[n]: sw.gap(n) for n in sw.train},
+        show_figure(plots.cost_figure({label(n, short=True): num.parameters[n] for n in sw.train},
+                                      sw.sizes, {label(n, short=True): sw.gap(n) for n in sw.train},
                                       v.big), key="lesson_fig_cost")
 
 
@@ -168,25 +198,29 @@ def real_model_ok(v: View, what: str) -> bool:
 
 
 def attention(v: View) -> None:
-    if not real_model_ok(v, "This step's real-model part"):
+    if not real_model_ok(v, _("This step's real-model part")):
         return
     t = cached_trace(v.ctx.model, TraceRequest(v.text))
     twins = lesson.token_positions(t.tokens, v.word) if v.word else []
     with v.notes:
         c1, c2 = st.columns(2)
-        layer = c1.selectbox("Layer", range(t.n_layers), key="lesson_layer",
+        layer = c1.selectbox(_("Layer"), range(t.n_layers), key="lesson_layer",
                              bind="query-params")
-        head = c2.selectbox("Head", range(t.n_heads), key="lesson_head", bind="query-params")
+        head = c2.selectbox(_("Head"), range(t.n_heads), key="lesson_head",
+                            bind="query-params")
         if len(twins) > 1:
             j, tok, w = lesson.top_key(t.weights[layer, head, twins[1]], t.tokens)
-            st.markdown(f"The second *{v.word_md}* (token {twins[1]}) puts its largest weight, "
-                        f"**{w:.3f}**, on *{literal(tok)}* (token {j}).")
+            st.markdown(_("The second *{word}* (token {i}) puts its largest weight, **{w:.3f}**, "
+                          "on *{token}* (token {j}).").format(
+                word=v.word_md, i=twins[1], w=w, token=literal(tok), j=j))
     with v.main:
         show_figure(plots.projector(plotting.attention_heatmap(
             t.weights[layer, head], t.tokens, "weights",
-            f"layer {layer}, head {head}: weights α′"), v.big), key="lesson_fig_weights")
+            _("layer {layer}, head {head}: weights α′").format(layer=layer, head=head)), v.big),
+            key="lesson_fig_weights")
     show_figure(plots.projector(plotting.attention_heatmap(
-        t.scores[layer, head], t.tokens, "scores", f"layer {layer}, head {head}: scores α = q·k"),
+        t.scores[layer, head], t.tokens, "scores",
+        _("layer {layer}, head {head}: scores α = q·k").format(layer=layer, head=head)),
         v.big), key="lesson_fig_scores")
 
 
@@ -195,15 +229,16 @@ def no_positions(v: View) -> None:
     with v.notes:
         st.markdown(lesson.no_positions_claim(c.double_role, c.far, lesson.order_free_rule(
             v.trained.corpus.test)))
-    if real_model_ok(v, "The real-model part of this step"):
+    if real_model_ok(v, _("The real-model part of this step")):
         t_none = cached_trace(v.ctx.model, TraceRequest(v.text, positions="none"))
         twins = lesson.token_positions(t_none.tokens, v.word) if v.word else []
         if len(twins) > 1:
             cos = lesson.cosine_per_layer(t_none.hidden_states, *twins[:2])
             diff = lesson.max_abs_difference(t_none.hidden_states, *twins[:2])
-            v.notes.markdown(f"BERT without positions: cosine of the two *{v.word_md}* vectors "
-                             f"in every layer = **{cos.min():.6f}**, max |difference| = "
-                             f"**{diff:.2g}**: equal up to float rounding.")
+            v.notes.markdown(_("BERT without positions: cosine of the two *{word}* vectors in "
+                               "every layer = **{cos:.6f}**, max |difference| = **{diff:.2g}**: "
+                               "equal up to float rounding.").format(
+                word=v.word_md, cos=cos.min(), diff=diff))
     tagger_heads(v, "attention")
 
 
@@ -214,7 +249,7 @@ def positions(v: View) -> None:
                                            num.parameters["attention_pos"], num.parameters[WIDE],
                                            taggers.FULL_WIDTH, taggers.MAX_WORDS))
     with v.main:
-        show_figure(plots.accuracy_grid({SHORT[k]: s for k, s in num.scores.items()},
+        show_figure(plots.accuracy_grid({label(k, short=True): s for k, s in num.scores.items()},
                                         num.baseline, v.big), key="lesson_fig_accuracy")
     tagger_heads(v, "attention_pos")
 
@@ -222,13 +257,14 @@ def positions(v: View) -> None:
 def tagger_heads(v: View, name: str) -> None:
     grid = taggers.tagger_weights(v.trained.models[name], v.trained.corpus, v.ws)[0]
     with v.main if name == "attention" else st.container():
-        show_figure(plots.projector(plotting.heads_grid(grid, v.ws, "weights", title=(
-            f"tagger {NAMES[name][:3]}, layer 0: softmax weights (rows = queries)")), v.big),
+        show_figure(plots.projector(plotting.heads_grid(grid, v.ws, "weights", title=_(
+            "tagger {name}, layer 0: softmax weights (rows = queries)").format(
+                name=NAMES[name][:3])), v.big),
             key="lesson_fig_tagger_heads")  # layer 0: [heads, n, n]
 
 
 def bert(v: View) -> None:
-    if not real_model_ok(v, "This step"):
+    if not real_model_ok(v, _("This step")):
         return
     request = TraceRequest(v.text)
     t_pos = cached_trace(v.ctx.model, request)
@@ -236,11 +272,11 @@ def bert(v: View) -> None:
     twins = lesson.token_positions(t_pos.tokens, v.word) if v.word else []
     if len(twins) < 2:
         return
-    curves = {"learned positions": lesson.cosine_per_layer(t_pos.hidden_states, *twins[:2]),
-              "no positions": lesson.cosine_per_layer(t_none.hidden_states, *twins[:2])}
+    learned, none = _("learned positions"), _("no positions")
+    curves = {learned: lesson.cosine_per_layer(t_pos.hidden_states, *twins[:2]),
+              none: lesson.cosine_per_layer(t_none.hidden_states, *twins[:2])}
     with v.notes:
-        st.markdown(lesson.bert_claim(curves["learned positions"][-1],
-                                      curves["no positions"].min(), v.word_md))
+        st.markdown(lesson.bert_claim(curves[learned][-1], curves[none].min(), v.word_md))
     with v.main:
         show_figure(plots.cosine_by_layer(curves, v.word, v.big, tuple(twins[:2])),
                     key="lesson_fig_cosine")
@@ -248,17 +284,18 @@ def bert(v: View) -> None:
 
 def next_steps(v: View) -> None:
     tr = v.trained
-    show_figure(plots.loss_curves({SHORT[k]: x for k, x in tr.losses.items()}, v.big),
+    show_figure(plots.loss_curves({label(k, short=True): x for k, x in tr.losses.items()}, v.big),
                 key="lesson_fig_loss")
-    st.caption("Training time (s) on this server, taken while it served other work: "
-               + ", ".join(f"{NAMES[k]} {x:.1f}" for k, x in tr.seconds.items())
-               + f"; total {tr.total_seconds:.1f}")
-    for path, label in (("pages/step_by_step.py", "Self-attention step by step"),
-                        ("pages/positions.py", "Positional encoding"),
-                        ("pages/windows.py", "Windows and receptive fields"),
-                        ("pages/layer_heads.py", "Heads of one layer")):
+    st.caption(_("Training time (s) on this server, taken while it served other work: "
+                 "{times}; total {total:.1f}").format(
+        times=", ".join(f"{label(k)} {x:.1f}" for k, x in tr.seconds.items()),
+        total=tr.total_seconds))
+    for path, title in (("pages/step_by_step.py", N_("Self-attention step by step")),
+                        ("pages/positions.py", N_("Positional encoding")),
+                        ("pages/windows.py", N_("Windows and receptive fields")),
+                        ("pages/layer_heads.py", N_("Heads of one layer"))):
         if (ROOT / path).exists():
-            st.page_link(path, label=label)
+            st.page_link(path, label=_(title))
 
 
 VIEWS: dict[str, Callable[[View], None]] = {
@@ -273,7 +310,7 @@ def download(v: View, tags: dict[str, list[str]]) -> None:
     if num is None:
         return
     names = list(num.scores)
-    download_arrays("Download the lesson's numbers (.npz)", {
+    download_arrays(_("Download the lesson's numbers (.npz)"), {
         "words": np.array(v.ws), "taggers": np.array(names),
         "tags": np.array([tags[k] for k in names]),
         "parameters": np.array([num.parameters[k] for k in names]),

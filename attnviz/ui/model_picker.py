@@ -18,6 +18,7 @@ from attnviz.engine import (
     hub_cache_dir,
     supported_types,
 )
+from attnviz.i18n import _
 
 from .cache import cached
 from .text import literal
@@ -57,14 +58,15 @@ def model_picker() -> None:
     """A selectbox of the cached Hub ids; picking one sets the sidebar's model box."""
     found = cached_ids()
     if not found:
-        st.caption(f"No supported model in your Hugging Face cache "
-                   f"({literal(str(hub_cache_dir()))}). Set HF_HOME before starting attnviz "
-                   "to use another cache.")
+        st.caption(_("No supported model in your Hugging Face cache ({folder}). Set HF_HOME "
+                     "before starting attnviz to use another cache.").format(
+                         folder=literal(str(hub_cache_dir()))))
         return
     types = dict(found)
     st.selectbox(
-        "Models in your Hugging Face cache", [BUNDLED, *types], key="model_pick",
+        _("Models in your Hugging Face cache"), [BUNDLED, *types], key="model_pick",
         on_change=_choose,
-        format_func=lambda i: "bundled all-MiniLM-L6-v2" if i == BUNDLED else f"{i} ({types[i]})",
-        help="Read offline from the Hugging Face cache (HF_HOME); nothing is downloaded.",
+        format_func=lambda i: _("bundled all-MiniLM-L6-v2") if i == BUNDLED
+        else f"{i} ({types[i]})",
+        help=_("Read offline from the Hugging Face cache (HF_HOME); nothing is downloaded."),
     )

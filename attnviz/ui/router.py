@@ -16,27 +16,31 @@ from pathlib import Path
 
 import streamlit as st
 
+from attnviz.i18n import N_, _
+
 FAVICON = "assets/favicon.png"  # relative to the app's folder
 
-# (file, title, icon, section), in teaching order.
+# (file, title, icon, section), in teaching order. Titles and sections are English msgids,
+# shown in the session's language (attnviz.i18n).
+LEARN, EXPLORE, BEYOND = N_("Learn"), N_("Explore BERT"), N_("Beyond BERT")
 PAGES: list[tuple[str, str, str, str]] = [
-    ("pages/lesson.py", "I saw a saw: the lesson", ":material/school:", "Learn"),
-    ("pages/step_by_step.py", "Self-attention step by step", ":material/calculate:", "Learn"),
-    ("pages/positions.py", "Positional encoding", ":material/pin_drop:", "Learn"),
-    ("pages/windows.py", "Windows and receptive fields", ":material/width:", "Learn"),
-    ("pages/images.py", "Images: attention vs convolution", ":material/image:", "Learn"),
-    ("pages/layer_heads.py", "Heads of one layer", ":material/grid_view:", "Explore BERT"),
-    ("pages/explore.py", "All heads, token lines", ":material/explore:", "Explore BERT"),
-    ("pages/inside_score.py", "Inside one score", ":material/biotech:", "Explore BERT"),
-    ("pages/head_stats.py", "Head statistics, rollout and flow", ":material/bar_chart:",
-     "Explore BERT"),
-    ("pages/value_norms.py", "Weights vs value norms", ":material/straighten:", "Explore BERT"),
-    ("pages/compare.py", "Compare two sentences", ":material/difference:", "Explore BERT"),
-    ("pages/corpus_heads.py", "Heads across many sentences", ":material/scatter_plot:",
-     "Explore BERT"),
-    ("pages/similarity.py", "Why are two sentences similar?", ":material/compare_arrows:",
-     "Explore BERT"),
-    ("pages/families.py", "Decoders, encoder-decoders, images", ":material/hub:", "Beyond BERT"),
+    ("pages/lesson.py", N_("I saw a saw: the lesson"), ":material/school:", LEARN),
+    ("pages/step_by_step.py", N_("Self-attention step by step"), ":material/calculate:", LEARN),
+    ("pages/positions.py", N_("Positional encoding"), ":material/pin_drop:", LEARN),
+    ("pages/windows.py", N_("Windows and receptive fields"), ":material/width:", LEARN),
+    ("pages/images.py", N_("Images: attention vs convolution"), ":material/image:", LEARN),
+    ("pages/layer_heads.py", N_("Heads of one layer"), ":material/grid_view:", EXPLORE),
+    ("pages/explore.py", N_("All heads, token lines"), ":material/explore:", EXPLORE),
+    ("pages/inside_score.py", N_("Inside one score"), ":material/biotech:", EXPLORE),
+    ("pages/head_stats.py", N_("Head statistics, rollout and flow"), ":material/bar_chart:",
+     EXPLORE),
+    ("pages/value_norms.py", N_("Weights vs value norms"), ":material/straighten:", EXPLORE),
+    ("pages/compare.py", N_("Compare two sentences"), ":material/difference:", EXPLORE),
+    ("pages/corpus_heads.py", N_("Heads across many sentences"), ":material/scatter_plot:",
+     EXPLORE),
+    ("pages/similarity.py", N_("Why are two sentences similar?"), ":material/compare_arrows:",
+     EXPLORE),
+    ("pages/families.py", N_("Decoders, encoder-decoders, images"), ":material/hub:", BEYOND),
 ]
 DEFAULT_PAGE = "pages/layer_heads.py"  # served at "/"
 DEFAULT_ALIAS = "layer_heads"  # a hidden page at /layer_heads showing the default page
@@ -46,15 +50,16 @@ def run(root: Path) -> None:
     """Page config, navigation over the PAGES found under `root`, the sidebar, the page."""
     from . import malloc, urlstate
     from .cache import register_metrics
-    from .sidebar import sidebar
+    from .sidebar import sidebar, use_session_language
     from .worklist import end_run, new_run
 
     urlstate.sanitize()
     new_run()
     malloc.tune()
     register_metrics()
+    use_session_language()  # before any text: titles below are in the session's language
     icon = root / FAVICON
-    st.set_page_config(page_title="attnviz: see self-attention",
+    st.set_page_config(page_title=_("attnviz: see self-attention"),
                        page_icon=str(icon) if icon.is_file() else None, layout="wide")
     sections: dict[str, list] = {}
     default = None
@@ -65,8 +70,8 @@ def run(root: Path) -> None:
             # and /layer_heads becomes a hidden page that runs the same file (its URL's
             # settings apply: switch_page cannot carry parameters bound to widgets).
             extra = dict(default=True, url_path="start") if path == DEFAULT_PAGE else {}
-            page = st.Page(path, title=title, icon=icon, **extra)
-            sections.setdefault(section, []).append(page)
+            page = st.Page(path, title=_(title), icon=icon, **extra)
+            sections.setdefault(_(section), []).append(page)
             default = page if path == DEFAULT_PAGE else default
     if default is not None:  # /layer_heads, the default page's own name, shows that page too
         page_file = str(root / DEFAULT_PAGE)

@@ -1,13 +1,17 @@
-"""The shared sidebar (sentence, second sentence, model folder, device), drawn by app.py's
-router on every rerun so it is the same on every page. The sentences live in the URL
-(`bind="query-params"`), so a link reproduces what the class sees, as long as they fit in a
-link that can be reloaded (ui.urlstate.URL_BUDGET): a longer sentence is left out of the link,
-and the sidebar says so. The boxes hold MAX_CHARS characters; text cut there is said to be cut.
-Pages read the sentences through `context()`."""
+"""The shared sidebar (language, sentence, second sentence, model folder, device), drawn by
+app.py's router on every rerun so it is the same on every page. The language and the sentences
+live in the URL (`bind="query-params"`: `?lang=zh&text=...`), so a link reproduces what the
+class sees, as long as the sentences fit in a link that can be reloaded (ui.urlstate.URL_BUDGET):
+a longer sentence is left out of the link, and the sidebar says so. The boxes hold MAX_CHARS
+characters; text cut there is said to be cut. Pages read the sentences through `context()`, the
+language through attnviz.i18n."""
 
 from __future__ import annotations
 
 import streamlit as st
+
+from attnviz import i18n
+from attnviz.i18n import _
 
 from .context import DEFAULT_TEXT, Context, context
 from .model_picker import model_picker
@@ -15,6 +19,33 @@ from .text import literal
 from .urlstate import URL_BUDGET, encoded_length, fits_in_link
 
 MAX_CHARS = 20_000  # more text than 512 tokens can hold; longer input is cut with a warning
+LANG_KEY = "lang"
+LANGUAGE_LABEL = "Language · 语言"  # in both languages on purpose: found whatever is shown
+
+
+def session_language() -> str:
+    """The session's language: the switch's value once drawn, else the URL's `lang`
+    (a first visit from a shared link), else English. Anything unknown is English."""
+    if LANG_KEY in st.session_state:
+        return i18n.normalise(st.session_state[LANG_KEY])
+    return i18n.normalise(st.query_params.get(LANG_KEY, i18n.DEFAULT))
+
+
+def use_session_language() -> str:
+    """Look strings up in this session's language for the rest of this run (per thread,
+    so other sessions keep theirs). A `lang` the URL mistyped is set back to the default."""
+    lang = session_language()
+    if st.session_state.get(LANG_KEY) != lang:
+        st.session_state[LANG_KEY] = lang  # the switch starts from it (it has no default)
+    return i18n.set_language(lang)
+
+
+def language_switch() -> None:
+    """English / 中文, kept in the URL as `lang` (English, the default, leaves it out)."""
+    st.segmented_control(
+        LANGUAGE_LABEL, list(i18n.LANGUAGES), key=LANG_KEY,
+        format_func=i18n.LANGUAGES.get, bind="query-params", required=True,
+        label_visibility="collapsed")
 
 
 def _current(key: str, default: str) -> str:
@@ -35,50 +66,57 @@ def _back_in_link(key: str, value: str, default: str, in_link: bool) -> None:
 
 
 def sidebar() -> Context:
-    """Draw the shared sidebar (sentence, second sentence, model folder, device)."""
+    """Draw the shared sidebar (language, sentence, second sentence, model folder, device)."""
     text, pair = _current("text", DEFAULT_TEXT), _current("pair", "")
     text_in_link = fits_in_link(text)
     pair_in_link = text_in_link and fits_in_link(text, pair)
     _back_in_link("text", text, DEFAULT_TEXT, text_in_link)
     _back_in_link("pair", pair, "", pair_in_link)
     with st.sidebar:
+        language_switch()
         st.text_area(
-            "Sentence", value=DEFAULT_TEXT, key="text", height=80, max_chars=MAX_CHARS,
+            _("Sentence"), value=DEFAULT_TEXT, key="text", height=80, max_chars=MAX_CHARS,
             bind="query-params" if text_in_link else None,
-            help="Any text; long inputs are cut at the model's 512 tokens.",
+            help=_("Any text; long inputs are cut at the model's 512 tokens."),
         )
         st.text_input(
-            "Second sentence (optional)", value="", key="pair", max_chars=MAX_CHARS,
-            bind="query-params" if pair_in_link else None,
-            help="BERT-like encoders read [CLS] A [SEP] B [SEP]; BART takes it as the "
-            "decoder's target; GPT-2 and ViT leave it out (the page says so).",
+            _("Second sentence (optional)"), value="", key="pair", max_chars=MAX_CHARS,
+            bind="query-params" if pair_in_link else None, help=_(
+                "BERT-like encoders read [CLS] A [SEP] B [SEP]; BART takes it as the decoder's "
+                "target; GPT-2 and ViT leave it out (the page says so)."),
         )
-        for name, value in (("sentence", text), ("second sentence", pair)):
-            if len(value) >= MAX_CHARS:
-                st.warning(f"The {name} box holds {MAX_CHARS:,} characters: the text was cut "
-                           "there.")
+        if len(text) >= MAX_CHARS:
+            st.warning(_("The sentence box holds {n} characters: the text was cut there.")
+                       .format(n=f"{MAX_CHARS:,}"))
+        if len(pair) >= MAX_CHARS:
+            st.warning(_("The second sentence box holds {n} characters: the text was cut "
+                         "there.").format(n=f"{MAX_CHARS:,}"))
         if not pair_in_link:
-            which = "This sentence is" if not text_in_link else "The second sentence is"
-            st.info(f"{which} too long for the page's link ({encoded_length(text, pair):,} "
-                    f"bytes once encoded; a link carries {URL_BUDGET:,}), so the link leaves "
-                    "it out: copy the text itself to share it.")
-        with st.expander("Model and device"):
+            message = (_("This sentence is too long for the page's link ({size} bytes once "
+                         "encoded; a link carries {budget}), so the link leaves it out: copy "
+                         "the text itself to share it.") if not text_in_link else
+                       _("The second sentence is too long for the page's link ({size} bytes "
+                         "once encoded; a link carries {budget}), so the link leaves it out: "
+                         "copy the text itself to share it."))
+            st.info(message.format(size=f"{encoded_length(text, pair):,}",
+                                   budget=f"{URL_BUDGET:,}"))
+        with st.expander(_("Model and device")):
             st.text_input(
-                "Checkpoint folder or Hub id", value="", key="model_dir",
-                placeholder="empty = bundled all-MiniLM-L6-v2",
-                help="BERT, RoBERTa, DistilBERT, GPT-2, ViT or BART: a folder with config.json, "
-                     "weights and tokenizer, or a Hub id found in your local Hugging Face cache "
-                     "(e.g. gpt2). Read offline: nothing is downloaded.",
+                _("Checkpoint folder or Hub id"), value="", key="model_dir",
+                placeholder=_("empty = bundled all-MiniLM-L6-v2"),
+                help=_("BERT, RoBERTa, DistilBERT, GPT-2, ViT or BART: a folder with "
+                       "config.json, weights and tokenizer, or a Hub id found in your local "
+                       "Hugging Face cache (e.g. gpt2). Read offline: nothing is downloaded."),
             )
             model_picker()
             devices = ["auto", "cpu"] + (["cuda"] if _cuda() else [])
-            st.selectbox("Device", devices, key="device")
+            st.selectbox(_("Device"), devices, key="device")
     ctx = context()
     if ctx.model is not None:
-        st.sidebar.caption(
-            f"{literal(ctx.model.name)}: {ctx.model.n_layers} layers x {ctx.model.n_heads} heads, "
-            f"hidden {ctx.model.hidden}, on **{ctx.model.device.type.upper()}**"
-        )
+        st.sidebar.caption(_(
+            "{name}: {layers} layers x {heads} heads, hidden {hidden}, on **{device}**").format(
+            name=literal(ctx.model.name), layers=ctx.model.n_layers, heads=ctx.model.n_heads,
+            hidden=ctx.model.hidden, device=ctx.model.device.type.upper()))
     if ctx.error:
         st.sidebar.error(ctx.error)
     return ctx

@@ -1,6 +1,8 @@
 """End-to-end fixtures: `streamlit run app.py` on loopback, driven by headless Chromium.
 
-Chromium comes from Debian (`apt-get install chromium`), installed here when missing;
+Chromium comes from Debian (`apt-get install chromium`), installed here when missing, and so
+does a font with Chinese glyphs (`fonts-noto-cjk`: without one, headless Chromium draws the
+Chinese pages' characters as boxes);
 Playwright's Python package drives it through executable_path (no browser download).
 Screenshots go to test-output/screenshots/ (the test run's output folder).
 """
@@ -23,13 +25,22 @@ CHROME_ARGS = serve.CHROME_ARGS
 free_port = serve.free_port
 
 
+def has_cjk_font() -> bool:
+    """True when fontconfig knows a font covering Chinese (`fc-list :lang=zh`)."""
+    if not shutil.which("fc-list"):
+        return False
+    out = subprocess.run(["fc-list", ":lang=zh"], capture_output=True, text=True, check=False)
+    return bool(out.stdout.strip())
+
+
 def ensure_chromium() -> str:
-    if Path(CHROMIUM).exists():
-        return CHROMIUM
-    if shutil.which("apt-get") and os.geteuid() == 0:
+    """Debian's chromium and a CJK font, installed with apt-get (as root) when missing."""
+    missing = ([] if Path(CHROMIUM).exists() else ["chromium"]) + (
+        [] if has_cjk_font() else ["fonts-noto-cjk"])
+    if missing and shutil.which("apt-get") and os.geteuid() == 0:
         env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
         subprocess.run(["apt-get", "update", "-qq"], check=False, env=env)
-        subprocess.run(["apt-get", "install", "-y", "-qq", "chromium"], check=True, env=env)
+        subprocess.run(["apt-get", "install", "-y", "-qq", *missing], check=True, env=env)
     if not Path(CHROMIUM).exists():
         pytest.fail("Debian's chromium is missing and could not be installed")
     return CHROMIUM

@@ -1,0 +1,110 @@
+"""English and Chinese: every user-facing string is looked up in a gettext catalogue.
+
+    from attnviz.i18n import _, N_
+    st.title(_("Positional encoding"))          # looked up now, in the session's language
+    TITLE = N_("Heads of one layer")            # marked for the catalogue, looked up later
+    _(TITLE)
+
+Catalogues: `locales/<lang>/LC_MESSAGES/attnviz.po`, keyed by the English text (gettext's
+convention), one per language in LANGUAGES. The `.po` text is compiled to `.mo` bytes at
+first use (`po.compile_mo`) and read by the standard library's `gettext.GNUTranslations`:
+no extra dependency and no build step. `scripts/i18n_extract.py` lists the strings the code
+marks (`_("...")`, `N_("...")`) and adds new ones to the catalogues.
+
+The language is per session, never per process: Streamlit runs every session's script in a
+thread of one server process, a teacher in Chinese beside a student in English. The language
+lives in a `contextvars.ContextVar`, which each thread sees separately; app.py's router sets it
+at the start of every run from the session (ui.sidebar.language). Outside Streamlit it is
+English unless `use("zh")` says otherwise. No Streamlit here: analysis/ may call `_`.
+
+A string the catalogue lacks is shown in English and recorded in MISSING (tests assert it
+stays empty after a page runs in each language).
+"""
+
+from __future__ import annotations
+
+import gettext as _gettext
+import io
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from functools import cache
+from pathlib import Path
+
+from . import po
+
+LANGUAGES: dict[str, str] = {"en": "English", "zh": "中文"}
+DEFAULT = "en"
+DOMAIN = "attnviz"
+LOCALES = Path(__file__).parent / "locales"
+MISSING: set[tuple[str, str]] = set()  # (language, msgid) looked up but not in the catalogue
+
+_language: ContextVar[str] = ContextVar("attnviz_language", default=DEFAULT)
+
+
+def catalogue_path(lang: str) -> Path:
+    return LOCALES / lang / "LC_MESSAGES" / f"{DOMAIN}.po"
+
+
+def messages(lang: str) -> dict[str, str]:
+    """{msgid: msgstr} of a language's catalogue, without the header entry."""
+    out = po.parse(catalogue_path(lang).read_text(encoding="utf-8"), str(catalogue_path(lang)))
+    out.pop("", None)
+    return out
+
+
+@cache
+def translations(lang: str) -> _gettext.GNUTranslations:
+    """The language's catalogue compiled to `.mo` and loaded by the standard library."""
+    table = {"": "Content-Type: text/plain; charset=UTF-8\n", **messages(lang)}
+    return _gettext.GNUTranslations(io.BytesIO(po.compile_mo(table)))
+
+
+def normalise(lang: object) -> str:
+    """A language code from LANGUAGES; anything else (a typo in a URL) is the default."""
+    return lang if isinstance(lang, str) and lang in LANGUAGES else DEFAULT
+
+
+def set_language(lang: object) -> str:
+    """Set this thread's (this session's run's) language; returns the code used."""
+    code = normalise(lang)
+    _language.set(code)
+    return code
+
+
+def language() -> str:
+    """The language of the current session's run."""
+    return _language.get()
+
+
+@contextmanager
+def use(lang: str) -> Iterator[None]:
+    """Within the block, look strings up in `lang` (tests, the command line)."""
+    token = _language.set(normalise(lang))
+    try:
+        yield
+    finally:
+        _language.reset(token)
+
+
+def gettext(msgid: str) -> str:
+    """`msgid` in the current language; the English text (and a MISSING entry) when the
+    catalogue has no translation for it."""
+    lang = _language.get()
+    table = translations(lang)._catalog  # {msgid: msgstr}
+    text = table.get(msgid)
+    if not text:
+        MISSING.add((lang, msgid))
+        return msgid
+    return text
+
+
+def N_(msgid: str) -> str:  # noqa: N802 - gettext's conventional name
+    """Mark a constant for the catalogue without looking it up (looked up where shown)."""
+    return msgid
+
+
+_ = gettext
+
+__all__ = ["DEFAULT", "LANGUAGES", "MISSING", "N_", "_", "gettext", "language", "messages",
+           "normalise", "set_language", "translations", "use"]

@@ -1,0 +1,95 @@
+"""GNU gettext catalogues: read a `.po` file and compile it to `.mo` bytes in memory.
+
+The catalogues are kept as `.po` text (reviewable, diffable); Python's `gettext` module reads
+only the binary `.mo` format, so `compile_mo` writes that format (GNU gettext manual, "The
+Format of GNU MO Files") and `attnviz.i18n` loads the bytes with `gettext.GNUTranslations`.
+No build step and no compiled file in the repository: the `.mo` is made at import.
+
+Supported `.po` subset (what the project's catalogues use): `#` comments, `msgid` /
+`msgstr` with continued string lines, C escapes (\\n \\t \\" \\\\). No `msgctxt`, no plurals.
+"""
+
+from __future__ import annotations
+
+import ast
+import struct
+
+
+def _unquote(line: str, where: str) -> str:
+    line = line.strip()
+    if len(line) < 2 or line[0] != '"' or line[-1] != '"':
+        raise ValueError(f"{where}: expected a quoted string, got {line!r}")
+    return ast.literal_eval(line)  # a C-style string literal is also a Python one
+
+
+def parse(text: str, name: str = "<po>") -> dict[str, str]:
+    """{msgid: msgstr} of a `.po` text, the header entry (msgid "") included. A repeated
+    msgid or a keyword outside the supported subset raises ValueError naming the line."""
+    out: dict[str, str] = {}
+    msgid: list[str] | None = None
+    msgstr: list[str] | None = None
+    current: list[str] | None = None
+
+    def flush(lineno: int) -> None:
+        nonlocal msgid, msgstr
+        if msgid is None:
+            return
+        if msgstr is None:
+            raise ValueError(f"{name}:{lineno}: msgid without msgstr")
+        key = "".join(msgid)
+        if key in out:
+            raise ValueError(f"{name}:{lineno}: repeated msgid {key!r}")
+        out[key] = "".join(msgstr)
+        msgid = msgstr = None
+
+    for n, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        where = f"{name}:{n}"
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("msgid "):
+            flush(n)
+            msgid, current = [_unquote(line[6:], where)], None
+            current = msgid
+        elif line.startswith("msgstr "):
+            if msgid is None or msgstr is not None:
+                raise ValueError(f"{where}: msgstr without msgid")
+            msgstr = [_unquote(line[7:], where)]
+            current = msgstr
+        elif line.startswith('"'):
+            if current is None:
+                raise ValueError(f"{where}: string outside an entry")
+            current.append(_unquote(line, where))
+        else:
+            raise ValueError(f"{where}: unsupported line {line!r}")
+    flush(len(text.splitlines()) + 1)
+    return out
+
+
+def compile_mo(messages: dict[str, str]) -> bytes:
+    """The `.mo` bytes of {msgid: msgstr}: magic 0x950412de, revision 0, N, the offsets of
+    the two tables of (length, offset) pairs, then the NUL-terminated UTF-8 strings; ids
+    sorted (gettext's lookup does not need the hash table, whose size is written as 0)."""
+    ids = sorted(messages)
+    bid = [k.encode("utf-8") for k in ids]
+    bstr = [messages[k].encode("utf-8") for k in ids]
+    n = len(ids)
+    header = 7 * 4
+    start = header + 2 * n * 8  # the strings follow the two tables
+    table_ids, table_strs, blob = [], [], b""
+    for b in bid:
+        table_ids.append((len(b), start + len(blob)))
+        blob += b + b"\0"
+    for b in bstr:
+        table_strs.append((len(b), start + len(blob)))
+        blob += b + b"\0"
+    out = struct.pack("<7I", 0x950412DE, 0, n, header, header + n * 8, 0, 0)
+    out += b"".join(struct.pack("<2I", *p) for p in table_ids)
+    out += b"".join(struct.pack("<2I", *p) for p in table_strs)
+    return out + blob
+
+
+def quote(s: str) -> str:
+    """`s` as a `.po` string literal (one line; escapes \\, ", newline, tab)."""
+    return '"' + (s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+                  .replace("\t", "\\t")) + '"'
