@@ -2,26 +2,12 @@
 
 from __future__ import annotations
 
-import io
 from collections.abc import Callable
 
 import numpy as np
 import streamlit as st
 
-
-def npz_bytes(arrays: dict) -> bytes:
-    """Named arrays (and token lists) as the bytes of one compressed .npz file."""
-    buf = io.BytesIO()
-    np.savez_compressed(buf, **{k: np.asarray(v) for k, v in arrays.items()})
-    return buf.getvalue()
-
-
-def csv_text(columns: dict) -> str:
-    """Equal-length columns {name: values} as CSV text with a header row (numbers in %.6g)."""
-    names = list(columns)
-    fmt = lambda v: f"{v:.6g}" if isinstance(v, (float, np.floating)) else str(v)  # noqa: E731
-    rows = zip(*(columns[n] for n in names), strict=True)
-    return "\n".join([",".join(names), *(",".join(fmt(v) for v in row) for row in rows)]) + "\n"
+from ..export.html import csv_text, npz_bytes
 
 
 def _unpinned(value, max_copy: int = 16 * 2**20):
