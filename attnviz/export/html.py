@@ -192,7 +192,8 @@ def _cell(value) -> str:
     return str(value)
 
 
-def _slug(text: str) -> str:
+def slug(text: str) -> str:
+    """Letters, digits and '-' from `text` (lower case), for a file name."""
     s = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
     return s[:60] or "view"
 
@@ -378,12 +379,12 @@ def unique_slugs(views: Iterable[View]) -> None:
     """Give each view a distinct file-safe slug (from its title when it has none)."""
     seen: set[str] = set()
     for v in views:
-        base = _slug(v.slug if v.slug != "view" else v.title)
-        slug, n = base, 2
-        while slug in seen or slug == "index":
-            slug, n = f"{base}-{n}", n + 1
-        seen.add(slug)
-        v.slug = slug
+        base = slug(v.slug if v.slug != "view" else v.title)
+        name, n = base, 2
+        while name in seen or name == "index":
+            name, n = f"{base}-{n}", n + 1
+        seen.add(name)
+        v.slug = name
 
 
 def write_site(out_dir: Path | str, views: Sequence[View], title: str,

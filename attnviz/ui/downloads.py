@@ -8,6 +8,7 @@ import numpy as np
 import streamlit as st
 
 from ..export.html import csv_text, npz_bytes
+from .recorder import note_numbers
 
 
 def _unpinned(value, max_copy: int = 16 * 2**20):
@@ -31,11 +32,13 @@ def download_arrays(label: str, arrays: dict | Callable[[], dict], file_name: st
     else:
         kept = {k: _unpinned(v) for k, v in arrays.items()}
         make = lambda: kept  # noqa: E731
+    note_numbers(label, make, file_name, "npz")  # also in the page's HTML view
     st.download_button(label, lambda: npz_bytes(make()), file_name=file_name,
                        mime="application/octet-stream", key=key, on_click="ignore")
 
 
 def download_csv(label: str, columns: dict, file_name: str, key: str | None = None) -> None:
     """Offer equal-length columns as a .csv download, made when it is clicked."""
+    note_numbers(label, lambda: columns, file_name, "csv")  # also in the page's HTML view
     st.download_button(label, lambda: csv_text(columns), file_name, "text/csv", key=key,
                        on_click="ignore")

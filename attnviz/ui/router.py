@@ -35,6 +35,7 @@ DEFAULT_PAGE = "pages/layer_heads.py"  # served at "/"
 
 def run(root: Path) -> None:
     """Page config, navigation over the PAGES found under `root`, the sidebar, the page."""
+    from . import recorder
     from .sidebar import sidebar
 
     st.set_page_config(page_title="attnviz: see self-attention",
@@ -46,7 +47,9 @@ def run(root: Path) -> None:
             sections.setdefault(section, []).append(page)
     nav = st.navigation(sections)
     sidebar()
-    nav.run()
+    with recorder.recording(nav.title):  # what the page shows, for "Download this view"
+        nav.run()
+    recorder.offer_download()
 
 
 def ensure_router() -> None:
