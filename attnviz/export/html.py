@@ -68,10 +68,14 @@ class Code:
 
 @dataclass(frozen=True)
 class Figure:
-    """A Plotly figure as its JSON (plotly.io.to_json: {"data": [...], "layout": {...}})."""
+    """A Plotly figure as its JSON (plotly.io.to_json: {"data": [...], "layout": {...}}).
+
+    `app_template`: the spec carries Streamlit's theme template, whose placeholder colours
+    only Streamlit's frontend fills in: it is left out (plotly.js's defaults apply)."""
 
     spec: str
     config: dict = field(default_factory=dict)
+    app_template: bool = False
 
 
 @dataclass(frozen=True)
@@ -177,12 +181,16 @@ def _markdown():
 _MD = None
 
 
+_ICON = re.compile(r"(?<![\\\w]):material/[a-z_]+:")  # Streamlit's icon shortcodes
+
+
 def markdown_html(text: str, inline: bool = False) -> str:
     """Markdown as HTML with raw HTML shown as text (markdown-it, html off; links only to
-    the safe schemes markdown-it allows)."""
+    the safe schemes markdown-it allows). Streamlit's `:material/name:` icons are left out."""
     global _MD
     if _MD is None:
         _MD = _markdown()
+    text = _ICON.sub("", text)
     return _MD.renderInline(text) if inline else _MD.render(text)
 
 
@@ -251,7 +259,12 @@ class _Writer:
         if isinstance(b, Figure):
             self.figures += 1
             config = {**b.config, "displaylogo": False, "responsive": True}
-            payload = f'{{"figure": {b.spec}, "config": {json.dumps(config)}}}'
+            spec = b.spec
+            if b.app_template:
+                fig = json.loads(spec)
+                fig.get("layout", {}).pop("template", None)
+                spec = json.dumps(fig)
+            payload = f'{{"figure": {spec}, "config": {json.dumps(config)}}}'
             payload = (payload.replace("&", "\\u0026").replace("<", "\\u003c")
                        .replace(">", "\\u003e"))
             return f'<script type="application/json" class="attnviz-figure">{payload}</script>'
@@ -299,7 +312,7 @@ nav {display: flex; gap: 1rem; flex-wrap: wrap; font-size: 0.95rem; margin-botto
 .success {background: #e6f6ea;}
 .tex {font-family: "Latin Modern Math", "Cambria Math", serif; color: #223; white-space: pre-wrap;}
 pre.tex {background: #f6f7f9; padding: 0.5rem; overflow-x: auto;}
-.figure {width: 100%; min-height: 300px; margin: 0.8rem 0;}
+.figure {width: 100%; margin: 0.8rem 0;}
 .table {overflow-x: auto; margin: 0.6rem 0;}
 table {border-collapse: collapse; font-size: 0.9rem;}
 td, th {border: 1px solid #ddd; padding: 0.2rem 0.5rem; text-align: right; white-space: pre;}
@@ -319,11 +332,16 @@ DRAW = """
     return;
   }
   specs.forEach(function (s) {
-    var f = JSON.parse(s.textContent);
+    var f = JSON.parse(s.textContent), layout = f.figure.layout || {};
+    Object.keys(layout).forEach(function (k) {  // room for tick labels, as the app gives
+      if (/^[xy]axis[0-9]*$/.test(k) && layout[k].automargin === undefined) {
+        layout[k].automargin = true;
+      }
+    });
     var div = document.createElement("div");
     div.className = "figure";
     s.parentNode.insertBefore(div, s);
-    Plotly.newPlot(div, f.figure.data || [], f.figure.layout || {}, f.config);
+    Plotly.newPlot(div, f.figure.data || [], layout, f.config);
   });
 })();
 """

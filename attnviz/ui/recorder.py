@@ -89,7 +89,8 @@ def blocks_of(msg) -> list:
         return [export.Table({el.metric.label: [el.metric.body]})]
     if kind == "plotly_chart":
         config = json.loads(el.plotly_chart.config) if el.plotly_chart.config else {}
-        return [export.Figure(el.plotly_chart.spec, config)]
+        return [export.Figure(el.plotly_chart.spec, config,
+                              app_template=True)]  # every figure has the app theme
     if kind in ("dataframe", "table"):
         data = getattr(el, kind).arrow_data.data
         return [table_of(data)] if data else []
