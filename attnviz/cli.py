@@ -1,5 +1,6 @@
 """Command line: `python -m attnviz export --text "I saw a saw" --out trace.npz`, `python -m
-attnviz info`, and `python -m attnviz lesson --json [--seed S]`.
+attnviz info`, `python -m attnviz lesson --json [--seed S]` and `python -m attnviz html --text
+"I saw a saw" --out DIR` (a static site of the lesson's views: attnviz.export.site).
 
 The NPZ's arrays carry the engine's names and shapes (see attnviz.engine.trace.ARRAY_FIELDS).
 `lesson` trains the lesson's taggers (analysis.taggers) and prints, per tagger, its parameters
@@ -62,6 +63,12 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--causal", action="store_true", help="each token sees only earlier tokens")
     e.add_argument("--seed", type=int, default=0, help="seed for --positions shuffled")
     e.add_argument("--device", default=None, help="cpu, cuda or auto (default)")
+    h = sub.add_parser("html", help="write the lesson's views as a static site (no server, "
+                       "no network needed to open it)")
+    h.add_argument("--text", required=True, help="the sentence to encode")
+    h.add_argument("--pair", default=None, help="optional second sentence (segment B)")
+    h.add_argument("--out", required=True, help="output folder (created if missing)")
+    h.add_argument("--model", default=None, help=MODEL_HELP)
     i = sub.add_parser("info", help="describe a model folder (default: the bundled model)")
     i.add_argument("--model", default=None, help=MODEL_HELP)
     n = sub.add_parser("lesson", help="train the lesson's taggers; print their held-out numbers")
@@ -99,6 +106,26 @@ def lesson(args: argparse.Namespace) -> int:
     return 0
 
 
+def html(args: argparse.Namespace) -> int:
+    """Run the lesson's views headless and write them as a static site in --out."""
+    from .engine import ModelError
+    from .export import site
+
+    try:
+        if not args.text.strip():
+            raise ValueError("--text is empty")
+        out = Path(args.out)
+        if out.exists() and not out.is_dir():
+            raise ValueError(f"--out is a file, not a folder: {out}")
+        written = site.build(out, args.text, args.pair, args.model,
+                             progress=lambda line: print(line, flush=True))
+    except (ModelError, ValueError, OSError, RuntimeError) as err:
+        print(f"attnviz: error: {err}", file=sys.stderr)
+        return 2
+    print(f"wrote {len(written)} files to {out}: open {out / 'index.html'}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "lesson":
@@ -107,6 +134,8 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as err:
             print(f"attnviz: error: {err}", file=sys.stderr)
             return 2
+    if args.command == "html":
+        return html(args)
     from .engine import ModelError, TraceRequest, load_model
 
     try:

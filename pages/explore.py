@@ -88,7 +88,7 @@ def main() -> None:
     one_head(ctx, hide, renorm, seg, words)
 
 
-@st.fragment
+@ui.fragment
 def one_head(ctx: ui.Context, hide: bool, renorm: bool, seg: str, words: bool) -> None:
     """Head, token and line choices rerun only this part of the page."""
     t = ctx.trace()

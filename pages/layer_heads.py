@@ -29,7 +29,7 @@ def main() -> None:
     layer_view(ctx, t.key)
 
 
-@st.fragment  # changing the layer or head reruns only this part of the page
+@ui.fragment  # changing the layer or head reruns only this part of the page
 def layer_view(ctx: ui.Context, key: tuple) -> None:
     t = ctx.trace()  # from the cache: the fragment keeps no trace of its own between reruns
     c1, _ = st.columns([1, 3])

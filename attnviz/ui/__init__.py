@@ -8,6 +8,7 @@
     figures     drawing a figure with its PNG/SVG downloads; the figure cache
     downloads   a page's numbers as .npz or .csv, made on click
     lesson      the lesson's trained taggers; lesson_steps: each step's view
+    recorder    what a page shows, recorded for "Download this view (HTML)"; fragment()
     text        literal(): typed text shown as typed in Markdown
     model_picker  the sidebar's list of cached models
 """
@@ -27,12 +28,13 @@ from .context import (
 from .downloads import download_arrays, download_csv
 from .figures import cached_figure, show_figure
 from .progress import with_progress
+from .recorder import fragment
 from .router import ensure_router
 from .sidebar import sidebar
 
 __all__ = [
     "DEFAULT_TEXT", "Context", "bert_like", "cached", "cached_figure", "cached_model",
     "cached_trace", "clear_caches", "context", "download_arrays", "download_csv",
-    "ensure_router", "require_bert_like", "require_text", "show_figure", "sidebar",
+    "ensure_router", "fragment", "require_bert_like", "require_text", "show_figure", "sidebar",
     "trace_or_message", "with_progress",
 ]

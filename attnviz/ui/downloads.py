@@ -2,26 +2,13 @@
 
 from __future__ import annotations
 
-import io
 from collections.abc import Callable
 
 import numpy as np
 import streamlit as st
 
-
-def npz_bytes(arrays: dict) -> bytes:
-    """Named arrays (and token lists) as the bytes of one compressed .npz file."""
-    buf = io.BytesIO()
-    np.savez_compressed(buf, **{k: np.asarray(v) for k, v in arrays.items()})
-    return buf.getvalue()
-
-
-def csv_text(columns: dict) -> str:
-    """Equal-length columns {name: values} as CSV text with a header row (numbers in %.6g)."""
-    names = list(columns)
-    fmt = lambda v: f"{v:.6g}" if isinstance(v, (float, np.floating)) else str(v)  # noqa: E731
-    rows = zip(*(columns[n] for n in names), strict=True)
-    return "\n".join([",".join(names), *(",".join(fmt(v) for v in row) for row in rows)]) + "\n"
+from ..export.html import csv_text, npz_bytes
+from .recorder import note_numbers
 
 
 def _unpinned(value, max_copy: int = 16 * 2**20):
@@ -45,11 +32,13 @@ def download_arrays(label: str, arrays: dict | Callable[[], dict], file_name: st
     else:
         kept = {k: _unpinned(v) for k, v in arrays.items()}
         make = lambda: kept  # noqa: E731
+    note_numbers(label, make, file_name, "npz")  # also in the page's HTML view
     st.download_button(label, lambda: npz_bytes(make()), file_name=file_name,
                        mime="application/octet-stream", key=key, on_click="ignore")
 
 
 def download_csv(label: str, columns: dict, file_name: str, key: str | None = None) -> None:
     """Offer equal-length columns as a .csv download, made when it is clicked."""
+    note_numbers(label, lambda: columns, file_name, "csv")  # also in the page's HTML view
     st.download_button(label, lambda: csv_text(columns), file_name, "text/csv", key=key,
                        on_click="ignore")

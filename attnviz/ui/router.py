@@ -48,7 +48,7 @@ DEFAULT_ALIAS = "layer_heads"  # a hidden page at /layer_heads showing the defau
 
 def run(root: Path) -> None:
     """Page config, navigation over the PAGES found under `root`, the sidebar, the page."""
-    from . import malloc, urlstate
+    from . import malloc, recorder, urlstate
     from .cache import register_metrics
     from .sidebar import sidebar, use_session_language
     from .worklist import end_run, new_run
@@ -81,7 +81,9 @@ def run(root: Path) -> None:
     nav = st.navigation(sections)
     try:
         sidebar()
-        nav.run()
+        with recorder.recording(nav.title):  # what the page shows, for "Download this view"
+            nav.run()
+        recorder.offer_download()
     finally:
         end_run()  # this run's heavy-work lease, if it took one
 

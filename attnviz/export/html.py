@@ -1,0 +1,433 @@
+"""A view of the app as HTML that needs no server and no network: figures (Plotly, with their
+hover), the explanatory text, tables and the numbers behind them.
+
+A view is a list of blocks (Heading, Markdown, Tex, Code, Figure, Table, Numbers). Two ways
+to write it:
+
+    page_html(view)                        one self-contained file: plotly.js inside it once,
+                                           the numbers as data: links (the app's per-page
+                                           "Download this view (HTML)")
+    write_site(out_dir, views)             a static site: index.html, one page per view,
+                                           plotly.min.js written ONCE beside them (pages load
+                                           it by a relative path), numbers as .npz/.csv files
+
+Plotly's JavaScript comes from the installed plotly package (never a CDN URL). Everything a
+user typed is escaped: headings and table cells with html.escape, Markdown rendered by
+markdown-it with raw HTML off (so `<script>` shows as text), TeX shown as its source, figure
+JSON with `<`, `>` and `&` written as JSON escapes so it cannot close its <script> element.
+No Streamlit here: the app and the command line both call these functions.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+INLINE = "inline"  # page_html's script_src: embed plotly.js in the page
+MAX_TABLE_ROWS = 200  # a table longer than this shows its first rows (the file has them all)
+MAX_ARRAY_CELLS = 400  # arrays up to this many values (1-D or 2-D) are also shown as tables
+MAX_EMBEDDED_BYTES = 32 << 20  # numbers larger than this are not inlined as a data: link
+
+
+# ------------------------------------------------------------------ blocks
+@dataclass(frozen=True)
+class Heading:
+    """A title or heading; `text` is inline Markdown (as st.title/st.header take it)."""
+
+    text: str
+    level: int = 2
+
+
+@dataclass(frozen=True)
+class Markdown:
+    """Markdown text; `style` is "" (body), "caption", "info", "warning", "error" or "success"."""
+
+    text: str
+    style: str = ""
+
+
+@dataclass(frozen=True)
+class Tex:
+    """A displayed formula, shown as its TeX source (no math renderer is loaded offline)."""
+
+    source: str
+
+
+@dataclass(frozen=True)
+class Code:
+    text: str
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A Plotly figure as its JSON (plotly.io.to_json: {"data": [...], "layout": {...}}).
+
+    `app_template`: the spec carries Streamlit's theme template, whose placeholder colours
+    only Streamlit's frontend fills in: it is left out (plotly.js's defaults apply)."""
+
+    spec: str
+    config: dict = field(default_factory=dict)
+    app_template: bool = False
+
+
+@dataclass(frozen=True)
+class Table:
+    """Equal-length columns {header: values}."""
+
+    columns: dict
+
+
+@dataclass(frozen=True)
+class Numbers:
+    """A page's numbers: named arrays (an .npz) or equal-length columns (a .csv); `make`
+    returns the dict and is called only when the file is written."""
+
+    label: str
+    make: Callable[[], dict]
+    file_name: str
+    kind: str = "npz"  # "npz" | "csv"
+
+
+Block = Heading | Markdown | Tex | Code | Figure | Table | Numbers
+
+
+@dataclass
+class View:
+    """One page of the export: a title, a line of settings, the blocks in the order shown."""
+
+    title: str
+    blocks: list = field(default_factory=list)
+    settings: dict = field(default_factory=dict)  # shown as "name: value" (e.g. sentence)
+    slug: str = "view"  # the site's file name (letters, digits, '-')
+
+
+# ------------------------------------------------------------------ plotly.js
+def plotly_js_path() -> Path:
+    """plotly.min.js shipped inside the installed plotly package."""
+    import plotly
+
+    path = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+    if not path.is_file():  # pragma: no cover - a broken plotly install
+        raise FileNotFoundError(f"plotly.min.js not found in {path.parent}")
+    return path
+
+
+def plotly_js() -> str:
+    return plotly_js_path().read_text(encoding="utf-8")
+
+
+def figure_spec(fig) -> str:
+    """A plotly Figure as the JSON a Figure block carries."""
+    import plotly.io as pio
+
+    return pio.to_json(fig, validate=False)
+
+
+# ------------------------------------------------------------------ numbers
+def npz_bytes(arrays: dict) -> bytes:
+    """Named arrays (and token lists) as the bytes of one compressed .npz file."""
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **{k: np.asarray(v) for k, v in arrays.items()})
+    return buf.getvalue()
+
+
+def csv_text(columns: dict) -> str:
+    """Equal-length columns {name: values} as CSV text with a header row (numbers in %.6g)."""
+    names = list(columns)
+    fmt = lambda v: f"{v:.6g}" if isinstance(v, (float, np.floating)) else str(v)  # noqa: E731
+    rows = zip(*(columns[n] for n in names), strict=True)
+    return "\n".join([",".join(names), *(",".join(fmt(v) for v in row) for row in rows)]) + "\n"
+
+
+# ------------------------------------------------------------------ text
+def _math_rule(state, silent: bool) -> bool:
+    """Inline `$...$` and `$$...$$`: kept as TeX source (an unescaped '$' opens it)."""
+    src, pos = state.src, state.pos
+    if src[pos] != "$":
+        return False
+    delim = "$$" if src.startswith("$$", pos) else "$"
+    start = pos + len(delim)
+    end = src.find(delim, start)
+    while end != -1 and src[end - 1] == "\\":
+        end = src.find(delim, end + 1)
+    if end == -1 or end == start:
+        return False
+    if not silent:
+        token = state.push("math_inline", "", 0)
+        token.content = src[start:end]
+        token.markup = delim
+    state.pos = end + len(delim)
+    return True
+
+
+def _markdown():
+    from markdown_it import MarkdownIt
+
+    md = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table")
+    md.inline.ruler.before("escape", "math", _math_rule)
+    md.add_render_rule("math_inline", lambda self, tokens, idx, options, env: (
+        f'<span class="tex">{html.escape(tokens[idx].content)}</span>'))
+    return md
+
+
+_MD = None
+
+
+_ICON = re.compile(r"(?<![\\\w]):material/[a-z_]+:")  # Streamlit's icon shortcodes
+
+
+def markdown_html(text: str, inline: bool = False) -> str:
+    """Markdown as HTML with raw HTML shown as text (markdown-it, html off; links only to
+    the safe schemes markdown-it allows). Streamlit's `:material/name:` icons are left out."""
+    global _MD
+    if _MD is None:
+        _MD = _markdown()
+    text = _ICON.sub("", text)
+    return _MD.renderInline(text) if inline else _MD.render(text)
+
+
+def _cell(value) -> str:
+    if isinstance(value, (float, np.floating)):
+        return f"{value:.6g}"
+    return str(value)
+
+
+def slug(text: str) -> str:
+    """Letters, digits and '-' from `text` (lower case), for a file name."""
+    s = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+    return s[:60] or "view"
+
+
+# ------------------------------------------------------------------ one block
+def _table_html(columns: dict, note: str = "") -> str:
+    names = list(columns)
+    values = [list(np.asarray(columns[n]).tolist()) if isinstance(columns[n], np.ndarray)
+              else list(columns[n]) for n in names]
+    rows = max((len(v) for v in values), default=0)
+    shown = min(rows, MAX_TABLE_ROWS)
+    head = "".join(f"<th>{html.escape(str(n))}</th>" for n in names)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(_cell(v[r]) if r < len(v) else '')}</td>"
+                         for v in values) + "</tr>" for r in range(shown))
+    more = (f'<p class="caption">First {shown} of {rows} rows{note}.</p>'
+            if shown < rows else "")
+    return f'<div class="table"><table><tr>{head}</tr>{body}</table>{more}</div>'
+
+
+def _array_tables(arrays: dict) -> str:
+    """Small 1-D/2-D arrays as tables; every array's name, shape and dtype in a list."""
+    out, items = [], []
+    for name, value in arrays.items():
+        a = np.asarray(value)
+        items.append(f"<li><code>{html.escape(str(name))}</code> "
+                     f"{html.escape(str(a.dtype))} {html.escape(str(tuple(a.shape)))}</li>")
+        if a.size and a.size <= MAX_ARRAY_CELLS and a.ndim in (1, 2):
+            cols = ({str(name): a} if a.ndim == 1 else
+                    {f"{name}[:, {j}]": a[:, j] for j in range(a.shape[1])})
+            out.append(_table_html(cols))
+    return f'<ul class="arrays">{"".join(items)}</ul>' + "".join(out)
+
+
+class _Writer:
+    """Renders blocks; `files` collects the numbers' files a site writes beside its page."""
+
+    def __init__(self, embed_numbers: bool, stem: str):
+        self.embed = embed_numbers
+        self.stem = stem
+        self.files: dict[str, bytes] = {}
+        self.figures = 0
+
+    def block(self, b) -> str:
+        if isinstance(b, Heading):
+            level = min(max(int(b.level), 1), 4)
+            return f"<h{level}>{markdown_html(b.text, inline=True)}</h{level}>"
+        if isinstance(b, Markdown):
+            body = markdown_html(b.text)
+            return f'<div class="{b.style or "text"}">{body}</div>' if b.style else body
+        if isinstance(b, Tex):
+            return f'<pre class="tex">{html.escape(b.source)}</pre>'
+        if isinstance(b, Code):
+            return f"<pre><code>{html.escape(b.text)}</code></pre>"
+        if isinstance(b, Figure):
+            self.figures += 1
+            config = {**b.config, "displaylogo": False, "responsive": True}
+            spec = b.spec
+            if b.app_template:
+                fig = json.loads(spec)
+                fig.get("layout", {}).pop("template", None)
+                spec = json.dumps(fig)
+            payload = f'{{"figure": {spec}, "config": {json.dumps(config)}}}'
+            payload = (payload.replace("&", "\\u0026").replace("<", "\\u003c")
+                       .replace(">", "\\u003e"))
+            return f'<script type="application/json" class="attnviz-figure">{payload}</script>'
+        if isinstance(b, Table):
+            return _table_html(b.columns)
+        if isinstance(b, Numbers):
+            return self.numbers(b)
+        raise TypeError(f"not a block: {type(b).__name__}")
+
+    def numbers(self, b: Numbers) -> str:
+        try:
+            data = b.make()
+        except Exception as err:  # noqa: BLE001 - a view is still written without them
+            return (f'<p class="warning">{html.escape(b.label)}: not available '
+                    f"({html.escape(type(err).__name__)}).</p>")
+        payload = (npz_bytes(data) if b.kind == "npz" else csv_text(data).encode())
+        name = re.sub(r"[^A-Za-z0-9._-]+", "_", b.file_name) or f"numbers.{b.kind}"
+        shown = _array_tables(data) if b.kind == "npz" else _table_html(data)
+        label = html.escape(b.label.replace("(.npz)", "").replace("(.csv)", "").strip())
+        if not self.embed:
+            name = f"{self.stem}_{name}"
+            self.files[name] = payload
+            link = f'<a href="{html.escape(name)}" download>{html.escape(name)}</a>'
+        elif len(payload) <= MAX_EMBEDDED_BYTES:
+            mime = "application/octet-stream" if b.kind == "npz" else "text/csv"
+            href = f"data:{mime};base64,{base64.b64encode(payload).decode()}"
+            link = f'<a href="{href}" download="{html.escape(name)}">{html.escape(name)}</a>'
+        else:
+            link = (f"{html.escape(name)} ({len(payload) >> 20} MiB: too large to embed; "
+                    "download it from the app)")
+        return (f'<div class="numbers"><p><b>{label}</b>: {link} '
+                f"({len(payload):,} bytes)</p>{shown}</div>")
+
+
+# ------------------------------------------------------------------ pages
+STYLE = """
+body {font-family: system-ui, -apple-system, "Segoe UI", sans-serif; max-width: 1200px;
+  margin: 1.5rem auto; padding: 0 1rem; color: #1f2430; line-height: 1.5;}
+nav {display: flex; gap: 1rem; flex-wrap: wrap; font-size: 0.95rem; margin-bottom: 1rem;}
+.settings {color: #555; font-size: 0.95rem;}
+.settings span {white-space: pre-wrap;}
+.caption {color: #666; font-size: 0.9rem;}
+.info, .warning, .error, .success {padding: 0.5rem 1rem; border-radius: 0.4rem; margin: 0.6rem 0;}
+.info {background: #e8f0fe;} .warning {background: #fff6d8;} .error {background: #fde8e8;}
+.success {background: #e6f6ea;}
+.tex {font-family: "Latin Modern Math", "Cambria Math", serif; color: #223; white-space: pre-wrap;}
+pre.tex {background: #f6f7f9; padding: 0.5rem; overflow-x: auto;}
+.figure {width: 100%; margin: 0.8rem 0;}
+.table {overflow-x: auto; margin: 0.6rem 0;}
+table {border-collapse: collapse; font-size: 0.9rem;}
+td, th {border: 1px solid #ddd; padding: 0.2rem 0.5rem; text-align: right; white-space: pre;}
+th {background: #f3f4f6;}
+.numbers {border-top: 1px solid #eee; margin-top: 1rem; padding-top: 0.5rem;}
+footer {margin-top: 2rem; color: #777; font-size: 0.85rem;}
+"""
+
+DRAW = """
+(function () {
+  var specs = document.querySelectorAll("script.attnviz-figure");
+  if (!window.Plotly) {
+    var p = document.createElement("p");
+    p.className = "error";
+    p.textContent = "plotly.min.js did not load: keep it in the same folder as this page.";
+    document.body.insertBefore(p, document.body.firstChild);
+    return;
+  }
+  specs.forEach(function (s) {
+    var f = JSON.parse(s.textContent), layout = f.figure.layout || {};
+    Object.keys(layout).forEach(function (k) {  // room for tick labels, as the app gives
+      if (/^[xy]axis[0-9]*$/.test(k) && layout[k].automargin === undefined) {
+        layout[k].automargin = true;
+      }
+    });
+    var div = document.createElement("div");
+    div.className = "figure";
+    s.parentNode.insertBefore(div, s);
+    Plotly.newPlot(div, f.figure.data || [], layout, f.config);
+  });
+})();
+"""
+
+
+def _settings_html(settings: dict) -> str:
+    if not settings:
+        return ""
+    items = " · ".join(f"{html.escape(str(k))}: <span>{html.escape(str(v))}</span>"
+                       for k, v in settings.items())
+    return f'<p class="settings">{items}</p>'
+
+
+def page_html(view: View, script_src: str = INLINE, nav: str = "",
+              files: dict[str, bytes] | None = None) -> str:
+    """The view as one HTML document.
+
+    script_src=INLINE embeds plotly.js once and the numbers as data: links (one file);
+    otherwise it is the relative path of plotly.min.js and the numbers' files are added to
+    `files` ({file name: bytes}) for the caller to write beside the page.
+    """
+    embed = script_src == INLINE
+    w = _Writer(embed_numbers=embed, stem=view.slug)
+    body = "\n".join(w.block(b) for b in view.blocks)
+    if files is not None:
+        files.update(w.files)
+    if embed:  # plotly.min.js holds no "</script" (checked by the tests)
+        script = f"<script>{plotly_js()}</script>"
+    else:
+        script = f'<script src="{html.escape(script_src)}"></script>'
+    title = html.escape(view.title)
+    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">\n'
+            f'<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+            f"<title>{title} · attnviz</title>\n<style>{STYLE}</style>\n{script}\n</head>\n"
+            f"<body>\n{nav}\n<h1>{title}</h1>\n{_settings_html(view.settings)}\n{body}\n"
+            f"<footer>Exported by attnviz: opens without a server or a network. Figures "
+            f"keep their hover; their toolbar saves a PNG.</footer>\n"
+            f"<script>{DRAW}</script>\n</body></html>\n")
+
+
+def _nav(views: Sequence[View], i: int) -> str:
+    links = ['<a href="index.html">Contents</a>']
+    if i > 0:
+        links.append(f'<a href="{views[i - 1].slug}.html">◀ '
+                     f"{html.escape(views[i - 1].title)}</a>")
+    if i + 1 < len(views):
+        links.append(f'<a href="{views[i + 1].slug}.html">{html.escape(views[i + 1].title)}'
+                     " ▶</a>")
+    return "<nav>" + "".join(links) + "</nav>"
+
+
+def unique_slugs(views: Iterable[View]) -> None:
+    """Give each view a distinct file-safe slug (from its title when it has none)."""
+    seen: set[str] = set()
+    for v in views:
+        base = slug(v.slug if v.slug != "view" else v.title)
+        name, n = base, 2
+        while name in seen or name == "index":
+            name, n = f"{base}-{n}", n + 1
+        seen.add(name)
+        v.slug = name
+
+
+def write_site(out_dir: Path | str, views: Sequence[View], title: str,
+               intro: Sequence[str] = (), settings: dict | None = None) -> list[Path]:
+    """index.html, one page per view and plotly.min.js (once) in `out_dir`; the paths written.
+
+    `intro`: Markdown paragraphs on the index page (escaped like any Markdown here).
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    unique_slugs(views)
+    written = [out / "plotly.min.js"]
+    written[0].write_bytes(plotly_js_path().read_bytes())
+    for i, v in enumerate(views):
+        files: dict[str, bytes] = {}
+        page = out / f"{v.slug}.html"
+        page.write_text(page_html(v, "plotly.min.js", _nav(views, i), files), encoding="utf-8")
+        written.append(page)
+        for name, data in files.items():
+            (out / name).write_bytes(data)
+            written.append(out / name)
+    items = "".join(f'<li><a href="{v.slug}.html">{html.escape(v.title)}</a></li>'
+                    for v in views)
+    index = View(title, [Markdown(p) for p in intro], settings or {}, "index")
+    doc = page_html(index, "plotly.min.js").replace(
+        "<footer>", f'<ol class="contents">{items}</ol>\n<footer>', 1)
+    (out / "index.html").write_text(doc, encoding="utf-8")
+    return [out / "index.html", *written]

@@ -1,0 +1,219 @@
+""""Download this view (HTML)": what a page showed, recorded while it ran, written on click.
+
+The router wraps each page's run in `recording(title)`. For the length of that run, the
+session's own ScriptRunContext passes every message it sends to the browser through the
+recording first: of the elements in the page's main area, headings, Markdown, captions,
+alerts, TeX, code, tables and Plotly charts become blocks of an attnviz.export.html.View, in
+the order the page drew them (widgets and the sidebar are left out). `ui.download_arrays` and
+`ui.download_csv` add the page's numbers through `note_numbers` (made only when the HTML is).
+Then `offer_download` puts one button in the sidebar; its file is built when clicked.
+
+Nothing is global: the wrapper sits on this session's context only and is removed when the run
+ends; the recording lives in this thread (while the page runs) and in this session's state
+(for the button and for fragments). A page's `@ui.fragment` (Streamlit's st.fragment) that
+reruns alone replaces its own part of the recorded view, so the file shows what is on screen.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+from ..export import html as export
+from ..i18n import _
+
+STATE_KEY = "attnviz_view"  # this session's Recorded (the last full run, fragments spliced)
+_LOCAL = threading.local()  # the recording of the page running in this thread, if any
+_ALERTS = {1: "error", 2: "warning", 3: "info", 4: "success"}
+
+
+@dataclass
+class Recorded:
+    """A page's blocks in order, each tagged with the fragment that drew it (None: the page)."""
+
+    title: str
+    entries: list[tuple[str | None, object]] = field(default_factory=list)
+    settings: dict = field(default_factory=dict)
+    tag: str | None = None  # the fragment running now
+
+    def add(self, block) -> None:
+        self.entries.append((self.tag, block))
+
+    def view(self) -> export.View:
+        return export.View(self.title, [b for _, b in list(self.entries)], dict(self.settings))
+
+    def splice(self, tag: str, new: list) -> None:
+        """Replace the blocks `tag` drew before with `new` (where they were, else at the end)."""
+        at = [i for i, (t, _) in enumerate(self.entries) if t == tag]
+        rest = [e for e in self.entries if e[0] != tag]
+        pos = at[0] if at else len(rest)
+        self.entries = rest[:pos] + [(tag, b) for b in new] + rest[pos:]
+
+
+def blocks_of(msg) -> list:
+    """The blocks one ForwardMsg adds to the page's main area ([] for anything else)."""
+    if msg.WhichOneof("type") != "delta" or msg.delta.WhichOneof("type") != "new_element":
+        return []
+    path = list(msg.metadata.delta_path)
+    if not path or path[0] != 0:  # 0: the main area; 1: the sidebar
+        return []
+    el = msg.delta.new_element
+    kind = el.WhichOneof("type")
+    if kind == "heading":
+        tag = el.heading.tag or "h2"
+        level = int(tag[1]) + 1 if tag[1:].isdigit() else 3  # the view's title is <h1>
+        return [export.Heading(el.heading.body, level)]
+    if kind == "markdown":
+        m = el.markdown
+        t = type(m).Type
+        if m.element_type == t.LATEX:
+            return [export.Tex(m.body.strip().removeprefix("$$").removesuffix("$$").strip())]
+        if m.element_type == t.CODE:
+            return [export.Code(m.body)]
+        if m.element_type == t.DIVIDER:
+            return []
+        return [export.Markdown(m.body, "caption" if m.element_type == t.CAPTION else "")]
+    if kind == "alert":
+        return [export.Markdown(el.alert.body, _ALERTS.get(el.alert.format, "info"))]
+    if kind == "code":
+        return [export.Code(el.code.code_text)]
+    if kind == "text":
+        return [export.Code(el.text.body)]
+    if kind == "metric":
+        return [export.Table({el.metric.label: [el.metric.body]})]
+    if kind == "plotly_chart":
+        config = json.loads(el.plotly_chart.config) if el.plotly_chart.config else {}
+        return [export.Figure(el.plotly_chart.spec, config,
+                              app_template=True)]  # every figure has the app theme
+    if kind in ("dataframe", "table"):
+        data = getattr(el, kind).arrow_data.data
+        return [table_of(data)] if data else []
+    return []
+
+
+def table_of(arrow_bytes: bytes) -> export.Table:
+    """A table Streamlit sent (Arrow IPC bytes) as columns (its index left out)."""
+    import pyarrow as pa
+
+    table = pa.ipc.open_stream(arrow_bytes).read_all()
+    meta = json.loads((table.schema.metadata or {}).get(b"pandas", b"{}"))
+    index = {c for c in meta.get("index_columns", []) if isinstance(c, str)}
+    return export.Table({n: table.column(n).to_pylist() for n in table.column_names
+                         if n not in index and not n.startswith("__index_level_")})
+
+
+@contextmanager
+def _capturing(rec: Recorded) -> Iterator[Recorded]:
+    """Record the blocks this session's context sends while the body runs (this thread)."""
+    ctx = get_script_run_ctx()
+    previous = getattr(_LOCAL, "recorded", None)
+    _LOCAL.recorded = rec
+    original = None
+    if ctx is not None and "enqueue" not in vars(ctx):
+        original = ctx.enqueue
+
+        def enqueue(msg) -> None:
+            current = getattr(_LOCAL, "recorded", None)
+            if current is not None:
+                try:
+                    for block in blocks_of(msg):
+                        current.add(block)
+                except Exception:  # noqa: BLE001 - recording never breaks the page
+                    pass
+            original(msg)
+
+        ctx.enqueue = enqueue  # this session's context only
+    try:
+        yield rec
+    finally:
+        _LOCAL.recorded = previous
+        if original is not None:
+            del ctx.enqueue
+
+
+@contextmanager
+def recording(title: str) -> Iterator[Recorded]:
+    """Record the page that runs inside (the router's `nav.run()`); kept in session state."""
+    rec = Recorded(title)
+    st.session_state[STATE_KEY] = rec
+    with _capturing(rec):
+        yield rec
+    rec.settings = settings()
+
+
+def active() -> Recorded | None:
+    """The recording of the page running in this thread (None outside a recorded run)."""
+    return getattr(_LOCAL, "recorded", None)
+
+
+def note_numbers(label: str, make: Callable[[], dict], file_name: str, kind: str) -> None:
+    """A page offers numbers: include them in its HTML view (made when the file is)."""
+    rec = active()
+    if rec is not None:
+        rec.add(export.Numbers(label, make, file_name, kind))
+
+
+def fragment(func: Callable) -> Callable:
+    """st.fragment that keeps the recorded view current when it reruns alone."""
+    tag = f"{func.__module__}.{func.__qualname__}"
+
+    @functools.wraps(func)
+    def body(*args, **kwargs):
+        rec = active()
+        if rec is not None:  # inside the page's full run: tag what the fragment draws
+            before, rec.tag = rec.tag, tag
+            try:
+                return func(*args, **kwargs)
+            finally:
+                rec.tag = before
+        saved = st.session_state.get(STATE_KEY)
+        if not isinstance(saved, Recorded):
+            return func(*args, **kwargs)
+        part = Recorded(saved.title)
+        with _capturing(part):
+            out = func(*args, **kwargs)
+        saved.splice(tag, [b for _, b in part.entries])
+        saved.settings = settings()
+        return out
+
+    return st.fragment(body)
+
+
+def settings() -> dict:
+    """The view's state as the URL holds it (sentence first), for the file's settings line."""
+    params = st.query_params.to_dict()
+    out = {"sentence": st.session_state.get("text", params.get("text", ""))}
+    pair = st.session_state.get("pair", params.get("pair", ""))
+    if pair:
+        out["second sentence"] = pair
+    out.update({k: v for k, v in params.items() if k not in ("text", "pair")})
+    return out
+
+
+def file_name(title: str) -> str:
+    return "attnviz_" + export.slug(title).replace("-", "_") + ".html"
+
+
+def html_of(rec: Recorded) -> str:
+    """The self-contained HTML file of a recorded view."""
+    return export.page_html(rec.view())
+
+
+def offer_download(rec: Recorded | None = None) -> None:
+    """The sidebar's "Download this view (HTML)" for the view just recorded (built on click)."""
+    rec = rec if rec is not None else st.session_state.get(STATE_KEY)
+    if not isinstance(rec, Recorded):
+        return
+    st.sidebar.download_button(
+        _("Download this view (HTML)"), data=lambda: html_of(rec),
+        file_name=file_name(rec.title), mime="text/html", key="view_html", on_click="ignore",
+        icon=":material/download:",
+        help=_("This page as one HTML file: its figures (with hover), text and numbers. Opens "
+               "from disk with no server and no network."))
