@@ -35,10 +35,30 @@ STATES: dict[str, list[dict[str, str]]] = {
 }
 
 
+# Modules that draw a page's widgets besides the page file itself.
+HELPERS: dict[str, tuple[str, ...]] = {
+    "pages/lesson.py": ("attnviz/ui/lesson.py", "attnviz/ui/lesson_steps.py"),
+}
+
+
+def _label(node: ast.AST) -> str | None:
+    """A tab label written as a constant or as _("constant") (attnviz.i18n, English msgid)."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "_" \
+            and node.args:
+        node = node.args[0]
+    return node.value if isinstance(node, ast.Constant) else None
+
+
 def bound_widgets(page: str) -> tuple[dict[str, str], list[str]]:
     """({key: widget function} of every widget bound to the URL, [tab labels]) in a page."""
-    tree = ast.parse((ROOT / page).read_text(encoding="utf-8"))
     keys, tabs = {}, []
+    for file in (page, *HELPERS.get(page, ())):
+        tree = ast.parse((ROOT / file).read_text(encoding="utf-8"))
+        _collect(tree, keys, tabs)
+    return keys, tabs
+
+
+def _collect(tree: ast.AST, keys: dict[str, str], tabs: list[str]) -> None:
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
@@ -50,8 +70,7 @@ def bound_widgets(page: str) -> tuple[dict[str, str], list[str]]:
         name = node.func.attr if isinstance(node.func, ast.Attribute) else ""
         keys[key.value] = name
         if name == "tabs" and node.args and isinstance(node.args[0], ast.List):
-            tabs += [e.value for e in node.args[0].elts if isinstance(e, ast.Constant)]
-    return keys, tabs
+            tabs += [x for x in map(_label, node.args[0].elts) if x is not None]
 
 
 def cases(values: list[str]) -> list:

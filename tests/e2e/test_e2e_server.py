@@ -32,6 +32,25 @@ from .conftest import SHOTS, free_port, start_server
 pytestmark = pytest.mark.e2e
 
 
+def run_async(coro):
+    """asyncio.run in a thread of its own: in the full suite, Playwright's sync API may already
+    run an event loop in this thread, where asyncio.run refuses to start another."""
+    out: dict = {}
+
+    def target() -> None:
+        try:
+            out["value"] = asyncio.run(coro)
+        except BaseException as e:  # noqa: BLE001 - re-raised in the caller's thread
+            out["error"] = e
+
+    worker = threading.Thread(target=target)
+    worker.start()
+    worker.join()
+    if "error" in out:
+        raise out["error"]
+    return out["value"]
+
+
 @pytest.fixture(scope="module")
 def server():
     SHOTS.mkdir(parents=True, exist_ok=True)
@@ -83,7 +102,7 @@ async def opened(app_url: str, text: str) -> Session:
 
 
 def test_the_apps_caches_are_reported_in_the_metrics(app_url):
-    asyncio.run(_drawn(app_url, "The metrics count this sentence"))
+    run_async(_drawn(app_url, "The metrics count this sentence"))
     caches = app_caches(app_url)
     assert {"models", "traces", "results", "figures", "exports", "taggers",
             "trace_buffer_pool"} <= set(caches)
@@ -109,7 +128,7 @@ def test_clear_cache_from_any_client_does_not_reach_the_apps_caches(app_url):
         await b.close()
         return before, after, again_a, again_b
 
-    before, after, again_a, again_b = asyncio.run(scenario())
+    before, after, again_a, again_b = run_async(scenario())
     for kind in ("models", "traces", "figures"):
         assert after[kind] >= before[kind] > 0, (kind, before, after)
     assert again_b.ok and again_b.charts, again_b.errors  # the sender: its page draws as before
@@ -127,14 +146,14 @@ def test_debug_shutdown_is_refused(app_url):
         await s.close()
         return r
 
-    assert asyncio.run(scenario()).ok
+    assert run_async(scenario()).ok
     with urllib.request.urlopen(f"{app_url}/_stcore/health", timeout=10) as r:
         assert r.read().strip() == b"ok"
 
 
 # ------------------------------------------------------------------------- SVG export
-def browsers_under(pid: int) -> int:
-    """Chromium browser processes (not their helpers) descended from process `pid`."""
+def browsers_under(pid: int) -> set[int]:
+    """Pids of the Chromium browser processes (not their helpers) descended from `pid`."""
     children: dict[int, list[int]] = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
@@ -142,7 +161,7 @@ def browsers_under(pid: int) -> int:
             children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
         except (OSError, IndexError, ValueError):
             continue
-    count, todo = 0, list(children.get(pid, []))
+    found, todo = set(), list(children.get(pid, []))
     while todo:
         p = todo.pop()
         todo += children.get(p, [])
@@ -150,21 +169,23 @@ def browsers_under(pid: int) -> int:
             cmd = Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if b"chrom" in cmd[0].lower() and not any(a.startswith(b"--type=") for a in cmd):
-            count += 1
-    return count
+        # a helper (zygote, renderer, gpu...) names its --type; chromium may rewrite its whole
+        # command line into argv[0], so the flag is looked for in the joined line
+        if b"chrom" in cmd[0].lower() and b" --type=" not in b" ".join(cmd):
+            found.add(p)
+    return found
 
 
 class BrowserCount(threading.Thread):
     def __init__(self, pid: int) -> None:
         super().__init__(daemon=True)
-        self.pid, self.most, self.seen = pid, 0, 0
+        self.pid, self.most, self.pids = pid, 0, set()
         self.stop = threading.Event()
 
     def run(self) -> None:
         while not self.stop.wait(0.1):
-            n = browsers_under(self.pid)
-            self.most, self.seen = max(self.most, n), self.seen + (n > 0)
+            now = browsers_under(self.pid)
+            self.most, self.pids = max(self.most, len(now)), self.pids | now
 
 
 async def request_files(s: Session, file_ids: list[str], timeout: float = 240) -> list:
@@ -190,27 +211,31 @@ async def request_files(s: Session, file_ids: list[str], timeout: float = 240) -
 
 @pytest.mark.skipif(not svg_export_available(), reason="no Chromium for kaleido")
 def test_concurrent_svg_requests_start_one_browser_and_repeat_for_free(app_url, app_pid):
+    """Six requests at once for a figure's SVG: one server-side browser at most (the renderer is
+    started once per server and kept), every request answered; the same requests again start
+    no new browser (the SVG comes from the exports cache)."""
     async def scenario():
         s = await opened(app_url, "I saw a saw and it cut")
         svgs = [fid for label, fid in s.downloads if label == "SVG"]
-        assert len(svgs) >= 2, s.downloads
+        assert svgs, s.downloads
         watch = BrowserCount(app_pid)
         watch.start()
-        first = await request_files(s, [svgs[0]] * 6 + [svgs[1]] * 2)
+        first = await request_files(s, [svgs[0]] * 6)
         watch.stop.set()
         watch.join()
-        busy = (watch.most, watch.seen)
+        busy = (watch.most, watch.pids)
         watch = BrowserCount(app_pid)
         watch.start()
         again = await request_files(s, [svgs[0]] * 6)
         watch.stop.set()
         watch.join()
         await s.close()
-        return first, busy, again, (watch.most, watch.seen)
+        return first, busy, again, (watch.most, watch.pids)
 
-    first, (most, seen), again, (most_again, seen_again) = asyncio.run(scenario())
+    first, (most, pids), again, (most_again, pids_again) = run_async(scenario())
     assert all(r.deferred_file.url and not r.error_msg for r in first + again), \
         [r.error_msg for r in first + again]
-    assert seen > 0, "no server-side browser was seen: did the export run?"
+    assert pids, "no server-side browser was seen: did the export run?"
     assert most == 1, f"{most} browsers at once"
-    assert most_again == 0 and seen_again == 0, "a repeated SVG request started a browser"
+    assert most_again <= 1 and pids_again <= pids, "a repeated SVG request started a browser"
+    assert app_caches(app_url).get("exports", 0) > 0  # the SVG's bytes are kept
