@@ -119,3 +119,16 @@ def test_svg_has_the_figure_shape():
     svg = figures.svg_bytes(fig).decode()  # through the export slot and cache too
     assert re.search(r'<svg[^>]* width="640" height="(\d+)"', svg).group(1) == str(
         figures.SVG_HEIGHT)
+
+
+def test_pandas_is_imported_whole_before_any_chart():
+    """plotly finds pandas through sys.modules without importing it; a session drawing a chart
+    while another thread is half-way through importing pandas crashed (seen under load).
+    Importing the figures module must import pandas completely first."""
+    import subprocess
+    import sys
+
+    code = ("import sys, attnviz.ui.figures; m = sys.modules.get('pandas'); "
+            "print(m is not None and hasattr(m, 'Series') and hasattr(m, 'DataFrame'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "True"

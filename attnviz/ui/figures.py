@@ -17,6 +17,7 @@ import shutil
 import threading
 from collections.abc import Callable, Hashable
 
+import pandas  # noqa: F401 - imported whole before any chart is drawn (see below)
 import plotly.graph_objects as go
 import streamlit as st
 
@@ -35,6 +36,13 @@ PLOT_CONFIG = {
     "toImageButtonOptions": {"format": "png", "scale": 2},
     "modeBarButtonsToAdd": ["toImage"],
 }
+
+
+# plotly looks pandas up in sys.modules without importing it (plotly's get_module): while one
+# session's thread is still importing pandas, another session's chart would find a partially
+# initialised module ("module 'pandas' has no attribute 'Series'", seen under load). This
+# module's import statement above finishes the import, under Python's import lock, before any
+# page can call show_figure.
 
 
 def cached_figure(key: Hashable, build: Callable[[], go.Figure]) -> go.Figure:
