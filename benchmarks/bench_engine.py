@@ -39,6 +39,20 @@ def timed(fn, device) -> float:
     return time.perf_counter() - t0
 
 
+def median_ms(fns: dict, repeats: int, device: torch.device | None = None) -> dict[str, float]:
+    """Median milliseconds of each function: two warm-up calls each, then `repeats` rounds that
+    call the peers alternately, so drift (clocks, other work) hits every peer alike."""
+    device = device or torch.device("cpu")
+    for f in fns.values():
+        f()
+        f()
+    times = {k: [] for k in fns}
+    for _ in range(repeats):
+        for k, f in fns.items():
+            times[k].append(timed(f, device))
+    return {k: statistics.median(v) * 1e3 for k, v in times.items()}
+
+
 def run(device_name: str | None = None, repeats: int = 20) -> list[dict]:
     from transformers import BertModel
 
@@ -68,14 +82,7 @@ def run(device_name: str | None = None, repeats: int = 20) -> list[dict]:
                 sdpa(x).last_hidden_state.cpu()
 
         fns = {"attnviz": ours, "hf_eager": hf_eager, "hf_sdpa": hf_sdpa}
-        for f in fns.values():  # warm-up
-            f()
-            f()
-        times = {k: [] for k in fns}
-        for _ in range(repeats):
-            for k, f in fns.items():  # alternate so drift hits every peer alike
-                times[k].append(timed(f, dev))
-        med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
+        med = median_ms(fns, repeats, dev)
         rows.append(dict(tokens=n, **{f"{k}_ms": v for k, v in med.items()},
                          vs_eager=med["attnviz"] / med["hf_eager"],
                          vs_sdpa=med["attnviz"] / med["hf_sdpa"]))

@@ -10,7 +10,6 @@ as in bench_engine. Same weights, same input, the two peers run alternately; med
 from __future__ import annotations
 
 import shutil
-import statistics
 import tempfile
 from pathlib import Path
 
@@ -21,7 +20,7 @@ import attnviz
 from attnviz.engine import bundled_model_dir
 from attnviz.engine.random_models import save_random_checkpoint
 
-from .bench_engine import machine, timed
+from .bench_engine import machine, median_ms
 
 TOKENS = 128
 BASE = dict(hidden=768, heads=12, layers=12, intermediate=3072, positions=512)
@@ -33,18 +32,6 @@ FAMILIES = {  # family: (HF class, sizes)
     "vit": ("ViTModel", dict(BASE, image_size=224, patch_size=16)),
     "bart": ("BartModel", dict(BASE, layers=6)),
 }
-
-
-def median_ms(fns: dict, repeats: int, device: torch.device | None = None) -> dict[str, float]:
-    device = device or torch.device("cpu")
-    for f in fns.values():  # warm-up
-        f()
-        f()
-    times = {k: [] for k in fns}
-    for _ in range(repeats):
-        for k, f in fns.items():  # alternate so drift hits both peers alike
-            times[k].append(timed(f, device))
-    return {k: statistics.median(v) * 1e3 for k, v in times.items()}
 
 
 def peers(family: str, folder: Path, model) -> tuple[dict, str]:
