@@ -15,13 +15,11 @@ import torch
 
 import attnviz
 from attnviz.engine.random_models import save_random_checkpoint
+from tests.test_engine_families import check, hf_model, random_ids, stack
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 
-TOL = 1e-5
 CPU_TOL = 1e-4  # the same trace on two devices: different kernels, different summation orders
-HF_CLASSES = {"bert": "BertModel", "roberta": "RobertaModel", "distilbert": "DistilBertModel",
-              "gpt2": "GPT2Model", "bart": "BartModel", "vit": "ViTModel"}
 SIZES = {  # the bundled model's shape for BERT; small ones for the rest
     "bert": dict(hidden=384, heads=12, layers=6, intermediate=1536, positions=512),
     "roberta": dict(hidden=64, heads=4, layers=3, intermediate=128, positions=128),
@@ -47,34 +45,11 @@ def folders(tmp_path_factory):
             for i, f in enumerate(SIZES)}
 
 
-def hf_model(folder, family):
-    import transformers
-
-    cls = getattr(transformers, HF_CLASSES[family])
-    return cls.from_pretrained(folder, local_files_only=True,
-                               attn_implementation="eager").to("cuda").eval()
-
-
-def stack(tensors) -> np.ndarray:
-    return torch.stack(tensors)[:, 0].float().cpu().numpy()
-
-
-def check(ours: np.ndarray, ref: np.ndarray, what: str, tol: float = TOL) -> None:
-    assert ours.shape == ref.shape, (what, ours.shape, ref.shape)
-    np.testing.assert_allclose(ours, ref, atol=tol, rtol=0, err_msg=what)
-
-
-def random_ids(model, n: int, seed: int = 0) -> list[int]:
-    special = set(model.tokenizer.all_special_ids)
-    pool = [i for i in range(len(model.tokenizer)) if i not in special]
-    return [int(i) for i in np.random.default_rng(seed).choice(pool, n)]
-
-
 @pytest.mark.parametrize("family", ["bert", "roberta", "distilbert", "gpt2"])
 def test_text_families_on_cuda_match_hf_eager_and_the_cpu(folders, family):
     model = attnviz.load_model(folders[family], device="cuda")
     assert model.device.type == "cuda"
-    ref = hf_model(folders[family], family)
+    ref = hf_model(folders[family], family, "cuda")
     n = min(model.max_positions, 512)
     ids = random_ids(model, n, seed=n)
     t = model.trace_ids(ids)
@@ -92,7 +67,7 @@ def test_text_families_on_cuda_match_hf_eager_and_the_cpu(folders, family):
 
 def test_bart_on_cuda_matches_hf_eager(folders):
     model = attnviz.load_model(folders["bart"], device="cuda")
-    ref = hf_model(folders["bart"], "bart")
+    ref = hf_model(folders["bart"], "bart", "cuda")
     t = model.trace_ids(random_ids(model, 100, seed=1))
     with torch.no_grad():
         out = ref(torch.tensor([t.token_ids.tolist()], device="cuda"),
@@ -107,7 +82,7 @@ def test_vit_on_cuda_matches_hf_eager(folders):
     from transformers import ViTImageProcessorPil
 
     model = attnviz.load_model(folders["vit"], device="cuda")
-    ref = hf_model(folders["vit"], "vit")
+    ref = hf_model(folders["vit"], "vit", "cuda")
     proc = ViTImageProcessorPil.from_pretrained(folders["vit"], local_files_only=True)
     img = np.random.default_rng(1).integers(0, 256, (61, 45, 3), dtype=np.uint8)
     t = model.trace(img)

@@ -38,20 +38,22 @@ HF_CLASSES = {"bert": "BertModel", "roberta": "RobertaModel", "distilbert": "Dis
               "gpt2": "GPT2Model", "bart": "BartModel", "vit": "ViTModel"}
 
 
-def hf_model(folder, family):
+def hf_model(folder, family, device: str = "cpu"):
     import transformers
 
     cls = getattr(transformers, HF_CLASSES[family])
-    return cls.from_pretrained(folder, local_files_only=True, attn_implementation="eager").eval()
+    return cls.from_pretrained(folder, local_files_only=True,
+                               attn_implementation="eager").to(device).eval()
 
 
 def stack(tensors) -> np.ndarray:
-    return torch.stack(tensors)[:, 0].numpy()
+    """[layers, ...] host array of one batch item from per-layer tensors on any device."""
+    return torch.stack(tensors)[:, 0].float().cpu().numpy()
 
 
-def check(ours: np.ndarray, ref: np.ndarray, what: str) -> None:
+def check(ours: np.ndarray, ref: np.ndarray, what: str, tol: float = TOL) -> None:
     assert ours.shape == ref.shape, (what, ours.shape, ref.shape)
-    np.testing.assert_allclose(ours, ref, atol=TOL, rtol=0, err_msg=what)
+    np.testing.assert_allclose(ours, ref, atol=tol, rtol=0, err_msg=what)
 
 
 def random_ids(model, n: int, seed: int = 0) -> list[int]:
