@@ -189,3 +189,20 @@ def test_the_bundled_vocabulary_and_the_chinese_examples(model):
     tokens = model.trace(lesson.ZH_SENTENCES[0]).tokens
     assert tokens == ["[CLS]", "我", "上", "山", "，", "山", "上", "有", "花", "。", "[SEP]"]
     assert lesson.unknown_words(["a"], pieces, None) == []
+
+
+def test_a_cached_figure_is_built_once_per_language():
+    """Figure text is translated when the figure is built: the figure cache keeps one figure
+    per language, so a Chinese session never draws an English session's cached figure."""
+    import plotly.graph_objects as go
+
+    from attnviz.ui.figures import cached_figure
+
+    def build() -> go.Figure:
+        return go.Figure(layout={"title": {"text": i18n._("Layer")}})
+
+    key = ("test_a_cached_figure_is_built_once_per_language",)
+    assert cached_figure(key, build).layout.title.text == "Layer"
+    with i18n.use("zh"):
+        assert cached_figure(key, build).layout.title.text == "层"
+    assert cached_figure(key, build).layout.title.text == "Layer"

@@ -21,6 +21,7 @@ import pandas  # noqa: F401 - imported whole before any chart is drawn (see belo
 import plotly.graph_objects as go
 import streamlit as st
 
+from ..i18n import language
 from .cache import cached
 
 EXPORT_WAIT_S = float(os.environ.get("ATTNVIZ_EXPORT_WAIT_S", 30))
@@ -50,8 +51,10 @@ def cached_figure(key: Hashable, build: Callable[[], go.Figure]) -> go.Figure:
 
     Building a 12-panel Plotly figure costs more than drawing it; a class typing the same
     sentence and flipping through layers shares the work. Figures are treated as read-only.
+    The session's language is part of the key: titles and axis labels are translated when the
+    figure is built, so a Chinese session never gets an English session's figure.
     """
-    return cached("figures", key, build)
+    return cached("figures", (language(), key), build)
 
 
 def show_figure(fig: go.Figure, key: str | None = None, **kwargs):
