@@ -83,3 +83,36 @@ def test_spearman_and_pooling():
     m = rng.dirichlet(np.ones(5), size=5)
     np.testing.assert_allclose(pooled_importance(m), m.sum(0) / 5)
     assert pooled_importance(m).sum() == pytest.approx(1.0)
+
+
+def test_a_batch_of_path_points_is_encoded_as_each_point_alone(model, hf_model):
+    """IG encodes its path points in batches: each point's sentence embedding equals Hugging
+    Face's encoder run on that point alone, and the batch's gradient holds each point's own."""
+    from attnviz.analysis.attribution import _grad, sentence_embedding
+
+    xa, xa0 = hf_inputs(hf_model, model.tokenizer, A)
+    alphas = torch.tensor([0.0, 0.3, 0.7, 1.0])[:, None, None]
+    path = xa0 + alphas * (xa - xa0)  # [4, n, hidden]
+    with torch.no_grad():
+        ours = sentence_embedding(model, path)
+        for k in range(len(path)):
+            ref = hf_model.encoder(path[k][None]).last_hidden_state[0].mean(0)
+            np.testing.assert_allclose(ours[k].numpy(), ref.numpy(), atol=1e-5)
+    other = ours[-1]
+    _, g = _grad(model, path, other)
+    for k in (1, 2):
+        xi = path[k].clone().requires_grad_(True)
+        (ref,) = torch.autograd.grad(hf_similarity(hf_model, xi, other), xi)
+        np.testing.assert_allclose(g[k].numpy(), ref.numpy(), atol=1e-5)
+    with pytest.raises(ValueError):
+        model.encode(path, record=True)
+
+
+def test_ig_is_the_same_in_batches_of_any_size(model, monkeypatch):
+    from attnviz.analysis import attribution
+
+    whole = attribution.attribute(model, A, B, steps=8)
+    monkeypatch.setattr(attribution, "points_per_batch", lambda model, n: 3)  # 3 + 3 + 2
+    parts = attribution.attribute(model, A, B, steps=8)
+    np.testing.assert_allclose(parts.ig_a, whole.ig_a, atol=1e-6)
+    np.testing.assert_allclose(parts.ig_b, whole.ig_b, atol=1e-6)

@@ -75,33 +75,51 @@ def _inputs(model, text: str) -> tuple[torch.Tensor, torch.Tensor, list[str]]:
 
 
 def sentence_embedding(model, x: torch.Tensor) -> torch.Tensor:
-    """e = mean_i h_L(x)_i for input vectors x [n, hidden] (full attention)."""
-    return model.encode(x, None, record=False).hidden_states[-1].mean(dim=0)
+    """e = mean_i h_L(x)_i for input vectors x [..., n, hidden] (full attention): [..., hidden]."""
+    return model.encode(x, None, record=False).hidden_states[-1].mean(dim=-2)
 
 
 def _cos(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    return torch.nn.functional.cosine_similarity(a, b, dim=0)
+    return torch.nn.functional.cosine_similarity(a, b, dim=-1)
 
 
-def _grad(model, x: torch.Tensor, other: torch.Tensor) -> tuple[float, torch.Tensor]:
-    """(s, ds/dx) for s = cos(e(x), other)."""
+def _grad(model, x: torch.Tensor, other: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(s, ds/dx) for s = cos(e(x), other); x [..., n, hidden] -> s [...], ds/dx like x. The
+    points of a batch are encoded independently, so the gradient of sum(s) holds each point's
+    own gradient."""
     x = x.detach().clone().requires_grad_(True)
     with torch.enable_grad():
         s = _cos(sentence_embedding(model, x), other)
-        (g,) = torch.autograd.grad(s, x)
-    return float(s.detach()), g
+        (g,) = torch.autograd.grad(s.sum(), x)
+    return s.detach(), g
+
+
+MEMORY_PER_BATCH = 256 * 2**20  # bytes the autograd graph of one batch of path points may hold
+
+
+def points_per_batch(model, n: int) -> int:
+    """How many path points of an n-token input are encoded at once: what the backward pass
+    keeps per point (each layer's scores and weights [H, n, n], and ~20 vectors per token)
+    within MEMORY_PER_BATCH."""
+    per_point = 4 * model.n_layers * (3 * model.n_heads * n * n + 20 * n * model.hidden)
+    return max(1, MEMORY_PER_BATCH // per_point)
 
 
 def integrated_gradients(model, x: torch.Tensor, x0: torch.Tensor, other: torch.Tensor,
                          steps: int, tick: Callable[[], None] = lambda: None) -> np.ndarray:
     """IG_i = sum_c (x - x0)_ic sum_k w_k ds/dx_ic(x0 + a_k (x - x0)), Gauss-Legendre (a_k, w_k)
-    on [0, 1]: [n] float64."""
+    on [0, 1]: [n] float64. The path points are encoded in batches (points_per_batch)."""
     nodes, weights = np.polynomial.legendre.leggauss(steps)  # on [-1, 1]
+    alphas = torch.tensor((nodes + 1) / 2, dtype=x.dtype, device=x.device)
+    w = torch.tensor(weights / 2, dtype=torch.float64, device=x.device)
     acc = torch.zeros_like(x, dtype=torch.float64)
-    for a, w in zip((nodes + 1) / 2, weights / 2, strict=True):
-        _, g = _grad(model, x0 + float(a) * (x - x0), other)
-        acc += float(w) * g.double()
-        tick()
+    size = points_per_batch(model, x.shape[0])
+    for start in range(0, steps, size):
+        a = alphas[start:start + size, None, None]  # [b, 1, 1]
+        _, g = _grad(model, x0 + a * (x - x0), other)  # [b, n, hidden]
+        acc += (w[start:start + size, None, None] * g.double()).sum(dim=0)
+        for _ in range(len(a)):
+            tick()
     return ((x - x0).double() * acc).sum(dim=-1).cpu().numpy()
 
 
@@ -126,6 +144,7 @@ def attribute(model, text_a: str, text_b: str, steps: int = DEFAULT_STEPS,
     ig_a = integrated_gradients(model, xa, xa0, eb, steps, tick)
     ig_b = integrated_gradients(model, xb, xb0, ea, steps, tick)
     score, ga = _grad(model, xa, eb)
+    score = float(score)
     tick()
     _, gb = _grad(model, xb, ea)
     tick()

@@ -290,13 +290,18 @@ class Model:
         alloc=torch.empty,
     ) -> Encoded:
         """Run every layer on input vectors x [tokens, hidden]; record per-head intermediates.
+        Without recording, x may carry leading batch dimensions [..., tokens, hidden] (each
+        sequence is encoded on its own: integrated gradients' path points in one batch).
 
         Each layer calls `attention()` (engine.attention), the function the pages teach. With
         record=True and no autograd, its results are written straight into [layers, heads, ...]
         arrays made by `alloc` (the trace's buffer pool): nothing is copied afterwards. A
         decoder's causal mask is always applied (combined with `mask`).
         """
-        n, H, d = x.shape[0], self.n_heads, self.head_dim
+        n, H, d = x.shape[-2], self.n_heads, self.head_dim
+        batch = x.shape[:-2]
+        if batch and record:
+            raise ValueError("a batch of sequences is encoded without recording")
         if self.kind == DECODER:
             c = causal_mask(n, x.device)
             mask = c if mask is None else mask & c
@@ -324,7 +329,8 @@ class Model:
             # a: what Q, K, V are projected from (the LayerNorm of x in pre-LN families)
             a = F.layer_norm(x, (self.hidden,), layer.ln1_w, layer.ln1_b, self.eps) if pre else x
             qkv = F.linear(a, layer.qkv_w, layer.qkv_b)  # [n, 3 * hidden]
-            q, k, v = qkv.view(n, 3, H, d).permute(1, 2, 0, 3).unbind(0)  # 3 x [H, n, d]
+            # 3 x [..., H, n, d]
+            q, k, v = qkv.view(*batch, n, 3, H, d).movedim(-3, 0).transpose(-3, -2).unbind(0)
             if fast:  # the trace's arrays are the attention's own output buffers
                 q, k, v = out.queries[li].copy_(q), out.keys[li].copy_(k), out.values[li].copy_(v)
                 buffers = AttentionBuffers(out.scores[li], out.weights[li], out.outputs[li])
@@ -335,7 +341,7 @@ class Model:
             if record and not fast:
                 for name, val in zip(rec, (q, k, v, scores, weights, y, a), strict=True):
                     rec[name].append(val)
-            concat = y.transpose(0, 1).reshape(n, self.hidden)  # heads side by side
+            concat = y.transpose(-3, -2).reshape(*batch, n, self.hidden)  # heads side by side
             z = F.linear(concat, layer.out_w, layer.out_b)
             if pre:
                 x = x + z
