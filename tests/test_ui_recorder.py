@@ -103,3 +103,32 @@ def test_a_recording_belongs_to_its_thread():
     done.set()
     t.join()
     assert seen == [None]
+
+
+def test_tables_are_decoded_only_when_a_file_is_made():
+    import pyarrow as pa
+
+    table = pa.table({"token": ["saw", "saw"], "w": [1, 2]})
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    data = sink.getvalue().to_pybytes()
+    msg = ForwardMsg()
+    msg.metadata.delta_path[:] = [0, 1]
+    msg.delta.new_element.dataframe.arrow_data.data = data
+    blocks = recorder.blocks_of(msg)
+    assert blocks == [recorder.ArrowTable(data)]  # kept as sent, not decoded on every rerun
+    rec = recorder.Recorded("t")
+    rec.add(blocks[0])
+    assert rec.view().blocks == [export.Table({"token": ["saw", "saw"], "w": [1, 2]})]
+
+
+def test_a_view_over_the_size_limit_leaves_figures_out_and_says_so():
+    rec = recorder.Recorded("t", limit=1000)
+    rec.add(export.Figure("x" * 600))
+    rec.add(export.Markdown("text is always kept"))
+    rec.add(export.Figure("y" * 600))  # 1200 > 1000: left out
+    blocks = rec.view().blocks
+    assert blocks[0] == export.Figure("x" * 600) and blocks[1].text == "text is always kept"
+    assert "left out of the file" in blocks[2].text and "ATTNVIZ_VIEW_MAX_MB" in blocks[2].text
+    assert rec.held() == 600

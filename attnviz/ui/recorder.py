@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -30,6 +31,10 @@ from ..export import html as export
 from ..i18n import _
 
 STATE_KEY = "attnviz_view"  # this session's Recorded (the last full run, fragments spliced)
+# What one session's recorded view may hold (figures' JSON and tables' bytes): every session
+# keeps its last page until it leaves, so a class of long pastes must not hold a copy each of
+# hundreds of MB. Past the limit a figure is left out of the file, which says so.
+MAX_BYTES = int(float(os.environ.get("ATTNVIZ_VIEW_MAX_MB", "24")) * 2**20)
 _LOCAL = threading.local()  # the recording of the page running in this thread, if any
 _ALERTS = {1: "error", 2: "warning", 3: "info", 4: "success"}
 
@@ -42,12 +47,27 @@ class Recorded:
     entries: list[tuple[str | None, object]] = field(default_factory=list)
     settings: dict = field(default_factory=dict)
     tag: str | None = None  # the fragment running now
+    limit: int = MAX_BYTES
+
+    def held(self) -> int:
+        """Bytes of figures' JSON and tables' Arrow data held now."""
+        return sum(size_of(b) for _, b in self.entries)
 
     def add(self, block) -> None:
+        size = size_of(block)
+        if size and self.held() + size > self.limit:
+            block = export.Markdown(_(
+                "*A figure or table of this view was left out of the file: the view passed the "
+                "server's limit of {mb} MB per session (ATTNVIZ_VIEW_MAX_MB).*").format(
+                    mb=round(self.limit / 2**20)), "caption")
         self.entries.append((self.tag, block))
 
     def view(self) -> export.View:
-        return export.View(self.title, [b for _, b in list(self.entries)], dict(self.settings))
+        """The export's view; tables are decoded from their Arrow bytes only now."""
+        blocks = [table_of(b.data) if isinstance(b, ArrowTable) else b
+                  for _, b in list(self.entries)]
+        return export.View(self.title, blocks, dict(self.settings))
+
 
     def splice(self, tag: str, new: list) -> None:
         """Replace the blocks `tag` drew before with `new` (where they were, else at the end)."""
@@ -55,6 +75,21 @@ class Recorded:
         rest = [e for e in self.entries if e[0] != tag]
         pos = at[0] if at else len(rest)
         self.entries = rest[:pos] + [(tag, b) for b in new] + rest[pos:]
+
+
+@dataclass(frozen=True)
+class ArrowTable:
+    """A table as Streamlit sent it (Arrow IPC bytes), decoded when a file is made."""
+
+    data: bytes
+
+
+def size_of(block) -> int:
+    if isinstance(block, export.Figure):
+        return len(block.spec)
+    if isinstance(block, ArrowTable):
+        return len(block.data)
+    return 0
 
 
 def blocks_of(msg) -> list:
@@ -94,7 +129,7 @@ def blocks_of(msg) -> list:
                               app_template=True)]  # every figure has the app theme
     if kind in ("dataframe", "table"):
         data = getattr(el, kind).arrow_data.data
-        return [table_of(data)] if data else []
+        return [ArrowTable(data)] if data else []
     return []
 
 
