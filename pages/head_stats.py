@@ -25,6 +25,8 @@ from attnviz.i18n import _
 from attnviz.plotting.heatmaps import attention_heatmap
 from attnviz.plotting.stats import maps_side_by_side, stats_heatmaps
 
+QUICK_FLOW_TOKENS = 32  # flow up to this length is short work (see benchmarks/bench_flow.py)
+
 
 def stats_of(t, conventions: str, words: bool) -> dict:
     """{statistic: [layers, heads]} of a trace, once per server."""
@@ -44,7 +46,8 @@ def maps_of(t, layer: int, words: bool) -> dict:
             a = flow.residual_attention(t.weights)
             out["flow"] = flow.normalise_rows(ui.with_progress(
                 "results", ("flow", t.key, layer), _("Computing attention flow (max-flows)..."),
-                lambda progress: flow.max_flows(a, layer, progress)))
+                lambda progress: flow.max_flows(a, layer, progress),
+                quick=t.n_tokens <= QUICK_FLOW_TOKENS))
         if words:
             groups = word_groups(t.word_pieces)
             out = {k: word_attention(v, groups) for k, v in out.items()}

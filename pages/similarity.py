@@ -17,6 +17,7 @@ from attnviz.analysis.common import special_mask
 from attnviz.analysis.rollout import rollout
 from attnviz.i18n import N_, _
 from attnviz.plotting.attribution import attribution_bars
+from attnviz.ui import worklist
 from attnviz.ui.text import literal
 
 DEFAULT_B = "She cut the wood with a saw."
@@ -94,7 +95,8 @@ def main() -> None:
         tb = ui.cached_trace(model, TraceRequest(text_b))
         res = ui.with_progress("results", ("ig", model.key, ctx.text, text_b, steps),
                                _("Integrated gradients..."), lambda progress: attribution.attribute(
-                                   model, ctx.text, text_b, steps, progress))
+                                   model, ctx.text, text_b, steps, progress),
+                               quick=len(ctx.text) + len(text_b) < worklist.HEAVY_CHARS)
     except ValueError as e:
         st.error(_("Cannot encode this input: {error}").format(error=e))
         return

@@ -230,3 +230,46 @@ def test_heavy_lease_outside_a_streamlit_run_does_nothing():
     line = WorkLine(1)
     heavy_lease("x", line)
     assert not line.holds() and line.running == 0
+
+
+def test_quick_work_never_waits_behind_long_work(monkeypatch):
+    """A class's short computations (a short sentence's attribution or flow) have their own
+    line: while a long job holds the only long-work slot, a quick one starts at once; a second
+    long one waits. A computation nested in a turn never waits in the other line."""
+    from attnviz.ui import progress
+
+    long_line, quick_line = WorkLine(1, poll=0.01), WorkLine(2, poll=0.01)
+    monkeypatch.setattr(worklist, "LONG_WORK", long_line)
+    monkeypatch.setattr(worklist, "QUICK_WORK", quick_line)
+    monkeypatch.setattr(progress, "LONG_WORK", long_line)
+    monkeypatch.setattr(progress, "QUICK_WORK", quick_line)
+    holding, release = threading.Event(), threading.Event()
+
+    def long_job() -> None:
+        with progress.heavy_turn("long", long_line):
+            holding.set()
+            release.wait(10)
+
+    job = threading.Thread(target=long_job)
+    job.start()
+    assert holding.wait(5)
+    t0 = time.perf_counter()
+    with progress.heavy_turn("quick", quick_line):
+        assert quick_line.running == 1 and long_line.running == 1
+        with progress.heavy_turn("nested long", long_line):  # nested: no second wait
+            pass
+    assert time.perf_counter() - t0 < 1.0
+    second = {}
+
+    def second_long() -> None:
+        with progress.heavy_turn("second long", long_line):
+            second["at"] = time.perf_counter()
+
+    late = threading.Thread(target=second_long)
+    late.start()
+    time.sleep(0.2)
+    assert "at" not in second and long_line.waiting == 1  # the long line keeps its turns
+    release.set()
+    job.join(5)
+    late.join(5)
+    assert "at" in second

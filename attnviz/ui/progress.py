@@ -14,7 +14,7 @@ from contextlib import contextmanager
 import streamlit as st
 
 from .cache import cached
-from .worklist import BIG_TRACES, LONG_WORK, WorkLine
+from .worklist import BIG_TRACES, LONG_WORK, QUICK_WORK, WorkLine, holds_turn
 
 Progress = Callable[[float, str], None]
 
@@ -55,6 +55,9 @@ class _Box:
 def heavy_turn(label: str, line: WorkLine = LONG_WORK) -> Iterator[None]:
     """Hold a turn in one of the server's heavy-work lines for the block, showing the place in
     line while waiting (an info box, removed when the turn comes)."""
+    if holds_turn() and not line.holds():  # nested in a turn: no second line
+        yield
+        return
     box = _Box(label)
     try:
         with line.turn(box.tell):
@@ -77,11 +80,13 @@ def heavy_lease(label: str, line: WorkLine = BIG_TRACES) -> None:
         box.clear()
 
 
-def with_progress(kind: str, key: Hashable, label: str, compute: Callable[[Progress], object]):
+def with_progress(kind: str, key: Hashable, label: str, compute: Callable[[Progress], object],
+                  quick: bool = False):
     """cached(kind, key, ...) where compute(progress) reports (fraction done, message); the
-    computation takes its turn in the heavy-work line first."""
+    computation takes its turn in the heavy-work line first (quick=True: the line of short
+    computations, which never waits behind long ones)."""
     def run():
-        with heavy_turn(label):
+        with heavy_turn(label, QUICK_WORK if quick else LONG_WORK):
             bar = st.progress(0.0, text=label)
             result = compute(lambda f, msg: bar.progress(min(1.0, max(0.0, f)),
                                                          text=f"{label} {msg}"))

@@ -1,4 +1,4 @@
-"""Heavy work takes turns on a shared server: two lines per server, light work never waits.
+"""Heavy work takes turns on a shared server: three lines per server, light work never waits.
 
 One link can ask for seconds of CPU or hundreds of MB: a window sweep, a timing run or the
 lesson's training take seconds of full CPU; a 512-token trace is ~170 MB and a page may hold four
@@ -12,13 +12,20 @@ memory adds up with the number of students. So heavy work waits in one of two li
                  at once, default 1). A page waiting for its lease holds no long trace yet, so
                  the memory of long traces in use is bounded by the leases, not the class size.
 
-Two lines, so that a minute-long sweep never holds up a page of long traces. In each line: first
-come, first served, except that a script run which already had a turn goes ahead of runs that
-have not (`new_run()` marks a run's start). A thread that already holds a slot re-enters without
-waiting. Whoever waits, for a turn in any line or for a value another session is computing in
-the cache, first gives back its lease (`release_leases`), and takes it again, ahead of new runs,
-at its next long trace: a lease is never held while waiting, so the lines cannot deadlock with
-each other or with the cache's compute-once locks.
+    QUICK_WORK   a `with_progress` computation the page knows is short (`quick=True`: a
+                 short sentence's attribution, flow or sweep, well under a second or two):
+                 ATTNVIZ_QUICK_SLOTS at once (default: the machine's cores), so it never
+                 waits behind a long training or a corpus (a class's many small requests
+                 were waiting tens of seconds behind one long job in a single line).
+
+Separate lines, so that a minute-long sweep never holds up a page of long traces or a student's
+short computation; a computation nested in another's turn never waits in the other line. In
+each line: first come, first served, except that a script run which already had a turn goes
+ahead of runs that have not (`new_run()` marks a run's start). A thread that already holds a
+slot re-enters without waiting. Whoever waits, for a turn in any line or for a value another
+session is computing in the cache, first gives back its lease (`release_leases`), and takes it
+again, ahead of new runs, at its next long trace: a lease is never held while waiting, so the
+lines cannot deadlock with each other or with the cache's compute-once locks.
 
     with LONG_WORK.turn(tell):       wait for a slot; tell(n) says how many are ahead
         compute()
@@ -160,25 +167,37 @@ class WorkLine:
 
 
 def _trim_when_idle() -> None:
-    if all(line.running == 0 and line.waiting == 0 for line in (LONG_WORK, BIG_TRACES)):
+    if all(line.running == 0 and line.waiting == 0 for line in lines()):
         malloc.trim()
 
 
 LONG_WORK = WorkLine(int(os.environ.get("ATTNVIZ_HEAVY_SLOTS", 1)), on_idle=_trim_when_idle)
 BIG_TRACES = WorkLine(int(os.environ.get("ATTNVIZ_TRACE_SLOTS", 1)), on_idle=_trim_when_idle)
+QUICK_WORK = WorkLine(int(os.environ.get("ATTNVIZ_QUICK_SLOTS", os.cpu_count() or 1)),
+                      on_idle=_trim_when_idle)
+
+
+def lines() -> tuple[WorkLine, ...]:
+    return LONG_WORK, BIG_TRACES, QUICK_WORK
+
+
+def holds_turn() -> bool:
+    """Whether this thread holds a computation's turn (LONG_WORK or QUICK_WORK): a
+    computation nested in another never waits in the other line."""
+    return LONG_WORK.holds() or QUICK_WORK.holds()
 
 
 def release_leases() -> None:
     """Give back every lease this thread holds (it is about to wait for something)."""
-    for line in (LONG_WORK, BIG_TRACES):
+    for line in lines():
         line.release()
 
 
 def new_run() -> None:
     """A script run starts on this thread (the router calls this first on every run)."""
     release_leases()
-    LONG_WORK.new_run()
-    BIG_TRACES.new_run()
+    for line in lines():
+        line.new_run()
 
 
 def end_run() -> None:
