@@ -227,7 +227,7 @@ def test_positions_in_chinese_every_tab(zh, tab):
     if tab == POS_TABS[0]:
         assert "**没有位置编码时**它们是相同的向量" in said
         bars = figs["pos_fig_equi"]
-        assert [d["name"] for d in bars["data"]] == ["没有位置编码", "学到的位置编码（BERT）"]
+        assert [d["name"] for d in bars["data"]] == ["无位置编码", "学到的位置编码（BERT）"]
     elif tab == POS_TABS[1]:
         assert "'saw' #2 与 'saw' #4 的余弦相似度，逐层" in said
     elif tab == POS_TABS[3]:
@@ -251,7 +251,7 @@ def test_windows_in_chinese_every_tab(zh, tab):
         assert "掩码：全注意力" in titles and "注意力权重：窗口 ±1" in titles
         assert at.selectbox(key="win_layer").value == 0
     elif tab == WIN_TABS[1]:
-        assert "全注意力 覆盖 #0..#5" in said and "At depth" not in said
+        assert "深度 6 时：全注意力 覆盖 #0..#" in said and "At depth" not in said
         assert at.radio(key="win_rf_text").options == ["一段较长的文字", "侧栏中的句子"]
     elif tab == WIN_TABS[2]:
         assert "它们充当休息处" in said
