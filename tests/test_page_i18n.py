@@ -273,3 +273,30 @@ def test_converted_pages_stay_english(page, state, title):
     assert at.title[0].value == title
     assert not CJK.search(shown(at))
     assert i18n.MISSING == set()
+
+
+def test_the_less_common_branches_in_chinese(zh):
+    """Messages the default sentence never shows, in Chinese: the toy's cut sentence, a tie at
+    low temperature, no repeated word, the same token twice, no pair to follow."""
+    i18n.MISSING.clear()
+    long = "one two three four five six seven eight nine ten"
+    at = open_page("pages/step_by_step.py", timeout=600, lang="zh", text=long, sbs_step=1)
+    assert "最后 2 个词被舍去" in "\n".join(w.value for w in at.warning)
+    for key, value in dict(text="I saw a saw", sbs_step=4, sbs_seed=3, sbs_query=1).items():
+        at.session_state[key] = value
+    at.run()
+    assert "T → 0 时 saw #1, saw #3 各得 0.5（并列）" in texts(at)
+    no_missing_and_chinese(at)
+
+    at = open_page("pages/positions.py", timeout=600, lang="zh", text="Dogs bark loudly",
+                   pos_tab=POS_TABS[1])
+    assert any("没有重复的词" in i.value for i in at.info)
+    assert "本身不同" in texts(at)
+    at.selectbox(key="pos_j").set_value("dogs #1").run()
+    assert any("同一个 token" in i.value for i in at.info)
+    no_missing_and_chinese(at)
+
+    at = open_page("pages/windows.py", timeout=600, lang="zh", text="Dogs bark loudly",
+                   win_tab=WIN_TABS[2])
+    assert any("没有出现两次的 token" in i.value for i in at.info)
+    no_missing_and_chinese(at)
