@@ -4,6 +4,8 @@ catalogue, Chinese text where English was; the lesson with its Chinese example s
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -11,6 +13,7 @@ from attnviz import i18n
 from attnviz.analysis import lesson as L
 from tests.apptest import APP, open_page
 from tests.lesson_trained import prefill_app_cache
+from tests.plotly_json import figures_by_key
 
 N = len(L.STEPS)
 
@@ -143,3 +146,157 @@ def test_the_switch_changes_the_language_of_this_session_only(zh):
     assert at.text_area(key="text").label == "句子"
     other.run()
     assert other.text_area(key="text").label == "Sentence"
+
+
+# ------------------------------------------- step by step, positions, windows in Chinese
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+def shown(at) -> str:
+    """Every text the page shows, widget labels and figure titles included."""
+    figs = figures_by_key(at)
+    titles = [f["layout"].get("title", {}).get("text", "") for f in figs.values()]
+    labels = [w.label for w in [*at.radio, *at.selectbox, *at.slider, *at.number_input,
+                                *at.select_slider, *at.checkbox, *at.toggle]]
+    return "\n".join([texts(at), *[s.value for s in at.subheader], *titles, *labels])
+
+
+def no_missing_and_chinese(at, figure_titles: bool = True) -> dict:
+    """No exception, no Chinese string missing from the catalogue, and the figures titled in
+    Chinese (math-only titles such as 'I (4 × 3)' aside, at least one is); the figures."""
+    assert not at.exception, [e.value for e in at.exception]
+    assert {m for m in i18n.MISSING if m[0] == "zh"} == set()
+    figs = figures_by_key(at)
+    titles = [f["layout"].get("title", {}).get("text", "") or "" for f in figs.values()]
+    if figure_titles:
+        assert any(CJK.search(t) for t in titles), titles
+    return figs
+
+
+SBS_STEPS = range(1, 9)
+
+
+@pytest.mark.parametrize("mode", ["toy", "real"])
+def test_step_by_step_in_chinese_every_step(zh, mode):
+    """Every step in both modes: Chinese labels, sentences and figure titles, no string missing
+    (toy step 7 measures its 40 seeds too)."""
+    i18n.MISSING.clear()
+    at = open_page("pages/step_by_step.py", timeout=600, lang="zh", text="I saw a saw",
+                   sbs_mode=mode)
+    assert at.title[0].value == "自注意力逐步演示"
+    assert at.radio(key="sbs_step").label == "步骤"
+    for step in SBS_STEPS:
+        at.session_state["sbs_step"] = step
+        at.run()
+        figs = no_missing_and_chinese(at, figure_titles=step > 2)  # 1, 2: math titles
+        said = shown(at)
+        assert f"第 {step} 步：" in said
+    # step 8 is open: its two figures carry the translated titles
+    assert figs["s8_S"]["layout"]["title"]["text"] == "同一组 q、k 上的两种相似度"
+    at.session_state["sbs_step"] = 4
+    at.run()
+    said = shown(at)
+    assert "T → 0 时" in said and "温度 T" in said
+    assert "Temperature" not in said and "largest weight" not in said
+
+
+def test_step_by_step_keys_radio_in_chinese(zh):
+    """The rows radio shows 查询/键 while its values (the URL's) stay queries/keys."""
+    i18n.MISSING.clear()
+    at = open_page("pages/step_by_step.py", timeout=600, lang="zh", text="I saw a saw",
+                   sbs_step=3, sbs_conv="keys")
+    figs = no_missing_and_chinese(at)
+    rows = at.radio(key="sbs_conv")
+    assert rows.options == ["查询", "键"] and rows.value == "keys"
+    assert "（行 = 键）" in figs["s3_S"]["layout"]["title"]["text"]
+
+
+POS_TABS = ["1 · 打乱词序", "2 · I saw a saw", "3 · 位置编码本身", "4 · 比较各种选择"]
+
+
+@pytest.mark.parametrize("tab", POS_TABS)
+def test_positions_in_chinese_every_tab(zh, tab):
+    i18n.MISSING.clear()
+    at = open_page("pages/positions.py", timeout=600, lang="zh", text="I saw a saw",
+                   pos_tab=tab)
+    figs = no_missing_and_chinese(at)
+    assert at.title[0].value == "位置编码的作用"
+    assert [t.label for t in at.tabs] == POS_TABS
+    said = shown(at)
+    assert "自注意力中没有位置信息" in said
+    if tab == POS_TABS[0]:
+        assert "**没有位置编码时**它们是相同的向量" in said
+        bars = figs["pos_fig_equi"]
+        assert [d["name"] for d in bars["data"]] == ["无位置编码", "学到的位置编码（BERT）"]
+    elif tab == POS_TABS[1]:
+        assert "'saw' #2 与 'saw' #4 的余弦相似度，逐层" in said
+    elif tab == POS_TABS[3]:
+        assert "各头平均：" in said and "Mean over heads" not in said
+
+
+WIN_TABS = ["掩码与注意力权重", "感受野", "需要多少上下文？", "长序列：代价"]
+
+
+@pytest.mark.parametrize("tab", WIN_TABS)
+def test_windows_in_chinese_every_tab(zh, tab):
+    i18n.MISSING.clear()
+    at = open_page("pages/windows.py", timeout=600, lang="zh", text="I saw a saw",
+                   win_tab=tab, win_maxlen=1024, win_cost_w=16)
+    figs = no_missing_and_chinese(at)
+    assert at.title[0].value == "窗口与感受野"
+    assert [t.label for t in at.tabs] == WIN_TABS
+    said = shown(at)
+    if tab == WIN_TABS[0]:
+        titles = [a["text"] for a in figs["win_masks"]["layout"]["annotations"]]
+        assert "掩码：全注意力" in titles and "注意力权重：窗口 ±1" in titles
+        assert at.selectbox(key="win_layer").value == 0
+    elif tab == WIN_TABS[1]:
+        assert "深度 6 时：全注意力 覆盖 #0..#" in said and "At depth" not in said
+        assert at.radio(key="win_rf_text").options == ["一段较长的文字", "侧栏中的句子"]
+    elif tab == WIN_TABS[2]:
+        assert "它们充当休息处" in said
+    else:
+        assert "测量设备：" in figs["win_cost"]["layout"]["title"]["text"]
+        assert "线程" in figs["win_cost"]["layout"]["title"]["text"]
+
+
+@pytest.mark.parametrize("page, state, title", [
+    ("pages/step_by_step.py", {"sbs_step": 4}, "Self-attention step by step"),
+    ("pages/positions.py", {}, "What positional encoding does"),
+    ("pages/windows.py", {}, "Windows and receptive fields"),
+])
+def test_converted_pages_stay_english(page, state, title):
+    """The English run of the newly converted pages: English titles and figures, no lookup
+    missing (the catalogue keys are the English text)."""
+    i18n.MISSING.clear()
+    at = open_page(page, timeout=600, text="I saw a saw", **state)
+    assert at.title[0].value == title
+    assert not CJK.search(shown(at))
+    assert i18n.MISSING == set()
+
+
+def test_the_less_common_branches_in_chinese(zh):
+    """Messages the default sentence never shows, in Chinese: the toy's cut sentence, a tie at
+    low temperature, no repeated word, the same token twice, no pair to follow."""
+    i18n.MISSING.clear()
+    long = "one two three four five six seven eight nine ten"
+    at = open_page("pages/step_by_step.py", timeout=600, lang="zh", text=long, sbs_step=1)
+    assert "最后 2 个词被舍去" in "\n".join(w.value for w in at.warning)
+    for key, value in dict(text="I saw a saw", sbs_step=4, sbs_seed=3, sbs_query=1).items():
+        at.session_state[key] = value
+    at.run()
+    assert "T → 0 时 saw #1, saw #3 各得 0.5（并列）" in texts(at)
+    no_missing_and_chinese(at)
+
+    at = open_page("pages/positions.py", timeout=600, lang="zh", text="Dogs bark loudly",
+                   pos_tab=POS_TABS[1])
+    assert any("没有重复的词" in i.value for i in at.info)
+    assert "本身不同" in texts(at)
+    at.selectbox(key="pos_j").set_value("dogs #1").run()
+    assert any("同一个 token" in i.value for i in at.info)
+    no_missing_and_chinese(at)
+
+    at = open_page("pages/windows.py", timeout=600, lang="zh", text="Dogs bark loudly",
+                   win_tab=WIN_TABS[2])
+    assert any("没有出现两次的 token" in i.value for i in at.info)
+    no_missing_and_chinese(at)

@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from attnviz.engine.attention import attention, window_mask, windowed_attention
+from attnviz.i18n import N_, _
 
 
 @dataclass
@@ -50,7 +51,7 @@ def device_name(device: torch.device | str) -> str:
             cpu = next(ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name"))
     except (OSError, StopIteration):
         pass
-    return f"CPU {cpu}, {torch.get_num_threads()} threads"
+    return _("CPU {cpu}, {n} threads").format(cpu=cpu, n=torch.get_num_threads())
 
 
 def _attention_fn(method: str, n: int, window: int, device) -> Callable:
@@ -65,6 +66,10 @@ def _attention_fn(method: str, n: int, window: int, device) -> Callable:
 
 _PROFILER_LOCK = threading.Lock()
 _MARKER = "attnviz.peak_memory"
+# How peak memory was measured: cached with the measurement, so marked here and looked up
+# with _() where shown (plotting.windows.cost_chart).
+CUDA_PEAK = N_("torch.cuda.max_memory_allocated")
+PROFILER_PEAK = N_("torch profiler allocation records (CPU)")
 
 
 def peak_memory(fn: Callable[[], object], device: torch.device) -> tuple[int, str]:
@@ -83,7 +88,7 @@ def peak_memory(fn: Callable[[], object], device: torch.device) -> tuple[int, st
         torch.cuda.synchronize(device)
         peak = torch.cuda.max_memory_allocated(device) - base
         del result
-        return int(peak), "torch.cuda.max_memory_allocated"
+        return int(peak), CUDA_PEAK
     from torch.profiler import ProfilerActivity, profile, record_function
 
     # The profiler is one per process and records every thread: concurrent sessions (a class
@@ -103,10 +108,10 @@ def peak_memory(fn: Callable[[], object], device: torch.device) -> tuple[int, st
         for e in events if e.self_cpu_memory_usage and e.thread in mine and e.name != _MARKER
     )
     live = peak = 0
-    for _, b in changes:
+    for _start, b in changes:
         live += b
         peak = max(peak, live)
-    return int(peak), "torch profiler allocation records (CPU)"
+    return int(peak), PROFILER_PEAK
 
 
 def measure_attention(

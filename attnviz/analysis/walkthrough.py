@@ -34,6 +34,7 @@ import torch.nn.functional as F
 
 from attnviz.analysis.common import entropy, softmax_rows
 from attnviz.engine.attention import attention
+from attnviz.i18n import _
 
 MIN_DIM, MAX_DIM = 2, 8  # toy sizes m, d_k, p
 MAX_TOY_TOKENS = 8  # toy sentences are cut to this many words (matrices stay printable)
@@ -350,23 +351,25 @@ def real_multihead(model, trace, layer: int) -> MultiHead:
 
 
 def multihead_shapes(m: int, n: int, h: int) -> list[dict[str, str]]:
-    """{what, formula (the lecture's column layout), shape} for every matrix of multi-head."""
+    """{what, formula (the lecture's column layout), shape} for every matrix of multi-head,
+    in the session's language (a table the page shows)."""
     d = m // h
     rows = [
-        ("inputs", "I = (a^1 ... a^n)", f"{m} x {n}"),
-        ("all queries", "Q = W^Q I,  W^Q: " + f"{m} x {m}", f"{m} x {n}"),
-        ("split into heads", f"Q_g = rows g*{d}..(g+1)*{d}-1 of Q, g = 0..{h - 1}",
-         f"{h} x ({d} x {n})"),
-        ("scores per head", "A_g = K_g^T Q_g (rows = keys; attnviz draws A_g^T)",
+        (_("inputs"), "I = (a^1 ... a^n)", f"{m} x {n}"),
+        (_("all queries"), f"Q = W^Q I,  W^Q: {m} x {m}", f"{m} x {n}"),
+        (_("split into heads"), _("Q_g = rows g*{d}..(g+1)*{d}-1 of Q, g = 0..{last}").format(
+            d=d, last=h - 1), f"{h} x ({d} x {n})"),
+        (_("scores per head"), _("A_g = K_g^T Q_g (rows = keys; attnviz draws A_g^T)"),
          f"{h} x ({n} x {n})"),
-        ("weights per head", f"A'_g = softmax of each column of A_g / sqrt({d})",
-         f"{h} x ({n} x {n})"),
-        ("head outputs", "O_g = V_g A'_g", f"{h} x ({d} x {n})"),
-        ("concatenation", "O = (O_0; ...; O_{h-1}) stacked", f"{m} x {n}"),
-        ("attention block output", "B = W^O O (+ b^O),  W^O: " + f"{m} x {m}", f"{m} x {n}"),
-        ("then, in BERT", "LayerNorm(I + B), feed-forward, LayerNorm: the layer's output",
+        (_("weights per head"), _("A'_g = softmax of each column of A_g / sqrt({d})").format(
+            d=d), f"{h} x ({n} x {n})"),
+        (_("head outputs"), "O_g = V_g A'_g", f"{h} x ({d} x {n})"),
+        (_("concatenation"), _("O = (O_0; ...; O_{h-1}) stacked"), f"{m} x {n}"),
+        (_("attention block output"), f"B = W^O O (+ b^O),  W^O: {m} x {m}", f"{m} x {n}"),
+        (_("then, in BERT"), _("LayerNorm(I + B), feed-forward, LayerNorm: the layer's output"),
          f"{m} x {n}"),
-        ("parameters", "W^Q, W^K, W^V, W^O", f"4 x {m} x {m} = {4 * m * m}, whatever h is"),
+        (_("parameters"), "W^Q, W^K, W^V, W^O",
+         _("4 x {m} x {m} = {count}, whatever h is").format(m=m, count=4 * m * m)),
     ]
     return [dict(what=a, formula=b, shape=c) for a, b, c in rows]
 

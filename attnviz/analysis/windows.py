@@ -27,6 +27,7 @@ import torch
 
 from attnviz.analysis.common import cosine, first_repeated_pair, special_mask
 from attnviz.engine.attention import window_mask
+from attnviz.i18n import _
 
 
 @dataclass
@@ -79,7 +80,7 @@ def context_sweep(
     n = len(ids)
     segments = [0] * n if segments is None else list(segments)
     windows = list(range(1, max(n, 2))) if windows is None else [int(w) for w in windows]
-    x, _ = model.embed(ids, segments, positions)
+    x, _extra = model.embed(ids, segments, positions)
     full = model.encode(x, None, record=False).hidden_states[-1]  # [n, hidden]
     tokens = model.tokens_of(ids)
     visible = special_mask(tokens) if keep_special else None
@@ -94,7 +95,7 @@ def context_sweep(
         if pair is not None:
             pair_cos.append(float(cosine(h[pair[0]], h[pair[1]])))
         if progress:
-            progress((k + 1) / len(windows), f"window w = {w}")
+            progress((k + 1) / len(windows), _("window w = {w}").format(w=w))
     cosines = np.stack(cos)
     full_pair = float(cosine(full[pair[0]], full[pair[1]])) if pair is not None else None
     return ContextSweep(

@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from attnviz.i18n import N_, _
+
 from .common import (
     DISTANCE_SCALE,
     FONT,
@@ -24,13 +26,13 @@ from .common import (
     tick_labels,
 )
 
-MODE_NAMES = {
-    "learned": "learned positions (BERT)",
-    "none": "no positions",
-    "sinusoidal": "sinusoids (scaled)",
-    "shuffled": "learned, shuffled",
+MODE_NAMES = {  # marked for the catalogue; looked up with _() where shown
+    "learned": N_("learned positions (BERT)"),
+    "none": N_("no positions"),
+    "sinusoidal": N_("sinusoids (scaled)"),
+    "shuffled": N_("learned, shuffled"),
 }
-TOY_NAMES = {"none": "no positions", "sinusoidal": "a^i + sinusoid e^i"}  # the toy is untrained
+TOY_NAMES = {"none": N_("no positions"), "sinusoidal": N_("a^i + sinusoid e^i")}  # untrained
 MODE_COLORS = {"learned": OKABE_ITO[0], "none": OKABE_ITO[3], "sinusoidal": OKABE_ITO[2],
                "shuffled": OKABE_ITO[5]}
 MODE_PATTERNS = {"learned": "", "none": "/", "sinusoidal": ".", "shuffled": "x"}  # not colour alone
@@ -44,6 +46,11 @@ def _layout(title: str, height: int, **more) -> dict:
     """
     return dict(title=title, height=height, font=FONT, margin=dict(l=10, r=10, t=60, b=10),
                 **more)
+
+
+def mode_name(mode: str) -> str:
+    """A position mode's name in the session's language (the mode itself if unknown)."""
+    return _(MODE_NAMES[mode]) if mode in MODE_NAMES else escape(mode)
 
 
 def _sym(m: np.ndarray) -> float:
@@ -71,17 +78,17 @@ def permutation_figure(tokens: list[str], perm: np.ndarray, title: str | None = 
     data.append(dict(
         type="scatter", x=np.arange(n), y=np.ones(n), mode=mode, text=toks,
         textposition="top center", marker=dict(size=9, color=NEUTRAL), showlegend=False,
-        hovertemplate="original position %{x}: %{text}<extra></extra>"))
+        hovertemplate=_("original position %{x}: %{text}") + "<extra></extra>"))
     data.append(dict(
         type="scatter", x=np.arange(n), y=np.zeros(n), mode=mode, text=[toks[o] for o in perm],
         textposition="bottom center", marker=dict(size=9, color=NEUTRAL), showlegend=False,
-        customdata=perm, hovertemplate="shuffled position %{x}: %{text} (was #%{customdata})"
-        "<extra></extra>"))
+        customdata=perm, hovertemplate=_("shuffled position %{x}: %{text} (was #%{customdata})")
+        + "<extra></extra>"))
     return go.Figure(data=data, layout=_layout(
-        title or "The shuffle: token perm[i] moves to position i", 260,
-        yaxis=dict(tickvals=[0, 1], ticktext=["shuffled", "original"], range=[-0.6, 1.6],
+        title or _("The shuffle: token perm[i] moves to position i"), 260,
+        yaxis=dict(tickvals=[0, 1], ticktext=[_("shuffled"), _("original")], range=[-0.6, 1.6],
                    zeroline=False, showgrid=False),
-        xaxis=dict(title=dict(text="position"), showgrid=False, zeroline=False)))
+        xaxis=dict(title=dict(text=_("position")), showgrid=False, zeroline=False)))
 
 
 def equivariance_figure(diffs: dict[str, np.ndarray], title: str | None = None) -> go.Figure:
@@ -99,21 +106,22 @@ def equivariance_figure(diffs: dict[str, np.ndarray], title: str | None = None) 
     top = float(positive.max()) * 5 if positive.size else 1.0
     for k, (mode, d) in enumerate(diffs.items()):
         d = np.asarray(d, dtype=np.float64)
-        x = [f"layer {i}" if i else "embeddings" for i in range(len(d))]
+        x = [_("layer {i}").format(i=i) if i else _("embeddings") for i in range(len(d))]
         data.append(dict(
             type="bar", x=x, y=np.where(d > 0, d, np.nan),
-            name=MODE_NAMES.get(mode, mode), marker_color=MODE_COLORS.get(mode),
+            name=mode_name(mode), marker_color=MODE_COLORS.get(mode),
             marker_pattern_shape=MODE_PATTERNS.get(mode, ""),
             text=[f"{v:.2g}" for v in d], textposition="outside", offsetgroup=str(k),
-            hovertemplate="%{x}: max |difference| = %{y:.3g}<extra></extra>"))
+            hovertemplate=_("%{x}: max |difference| = %{y:.3g}") + "<extra></extra>"))
         notes += [dict(x=x[i], y=np.log10(floor), xref="x", yref="y", text="0",
                        showarrow=False, yanchor="bottom", font=dict(
                            color=MODE_COLORS.get(mode)), xshift=(k - (len(diffs) - 1) / 2) * 30)
                   for i in np.flatnonzero(d == 0)]
     return go.Figure(data=data, layout=_layout(
-        title or "Outputs of the shuffled sentence vs the original outputs, shuffled the same "
-        "way", 380, barmode="group", legend=dict(orientation="h", y=-0.2), annotations=notes,
-        yaxis=dict(title=dict(text="max |difference| (log scale)"), type="log",
+        title or _("Outputs of the shuffled sentence vs the original outputs, shuffled the "
+                   "same way"), 380, barmode="group", legend=dict(orientation="h", y=-0.2),
+        annotations=notes,
+        yaxis=dict(title=dict(text=_("max |difference| (log scale)")), type="log",
                    range=[np.log10(floor), np.log10(top)], exponentformat="power")))
 
 
@@ -126,16 +134,17 @@ def cosine_curve(curves: dict[str, np.ndarray], pair_label: str,
         c = np.asarray(c, dtype=np.float64)
         data.append(dict(
             type="scatter", x=np.arange(len(c)), y=c, mode="lines+markers",
-            name=MODE_NAMES.get(mode, mode),
+            name=mode_name(mode),
             line=dict(color=MODE_COLORS.get(mode), width=3 if mode == "none" else 2,
                       dash="dash" if mode == "none" else None),
-            hovertemplate="layer %{x}: cosine = %{y:.6f}<extra></extra>"))
+            hovertemplate=_("layer %{x}: cosine = %{y:.6f}") + "<extra></extra>"))
     n = len(next(iter(curves.values())))
     return go.Figure(data=data, layout=_layout(
-        title or f"Cosine similarity of {pair_label}, layer by layer", 400,
-        xaxis=dict(title=dict(text="layer (0 = embeddings, before any attention)"),
-                   tickvals=list(range(n)), ticktext=["emb"] + [str(i) for i in range(1, n)]),
-        yaxis=dict(title=dict(text="cosine similarity"), range=[min(-0.05, _lo(curves)), 1.05]),
+        title or _("Cosine similarity of {pair}, layer by layer").format(pair=pair_label), 400,
+        xaxis=dict(title=dict(text=_("layer (0 = embeddings, before any attention)")),
+                   tickvals=list(range(n)), ticktext=[_("emb")] + [str(i) for i in range(1, n)]),
+        yaxis=dict(title=dict(text=_("cosine similarity")),
+                   range=[min(-0.05, _lo(curves)), 1.05]),
         legend=dict(orientation="h", y=-0.25)))
 
 
@@ -148,22 +157,22 @@ def attention_rows(rows: dict[str, np.ndarray], tokens: list[str], i: int, j: in
     """For each mode, the weight rows of queries i and j ([2, n]) as grouped bars over keys."""
     modes = list(rows)
     g = Grid(rows=1, cols=len(modes), shared_yaxes=True,
-             subplot_titles=[MODE_NAMES.get(m, m) for m in modes])
+             subplot_titles=[mode_name(m) for m in modes])
     labels = axis_labels(tokens)
     xv, xt = tick_labels(tokens)
     for c, mode in enumerate(modes, start=1):
         for r, (q, color) in enumerate(((i, OKABE_ITO[1]), (j, OKABE_ITO[4]))):
             g.add(dict(
                 type="bar", x=labels, y=np.asarray(rows[mode][r], dtype=np.float32),
-                name=f"query {labels[q]}", marker_color=color, showlegend=c == 1,
-                legendgroup=str(r),
-                hovertemplate=f"query {labels[q]}<br>key %{{x}}<br>weight = %{{y:.4f}}"
-                "<extra></extra>"), 1, c)
+                name=_("query {token}").format(token=labels[q]), marker_color=color,
+                showlegend=c == 1, legendgroup=str(r),
+                hovertemplate=_("query {token}<br>key %{{x}}<br>weight = %{{y:.4f}}").format(
+                    token=labels[q]) + "<extra></extra>"), 1, c)
         g.xaxis(1, c).update(type="category", categoryorder="array", categoryarray=labels,
                              tickvals=xv, ticktext=xt, tickangle=-45)
-    g.yaxis(1, 1).update(title=dict(text="weight"), range=[0, 1])
+    g.yaxis(1, 1).update(title=dict(text=_("weight")), range=[0, 1])
     return g.figure(**_layout(
-        title or "Their attention rows (each sums to 1)", 420, barmode="group",
+        title or _("Their attention rows (each sums to 1)"), 420, barmode="group",
         legend=dict(orientation="h", y=-0.3, x=0.5, xanchor="center")))
 
 
@@ -171,27 +180,28 @@ def weights_comparison(w_with: np.ndarray, w_without: np.ndarray, tokens: list[s
                        title: str | None = None) -> go.Figure:
     """Three heatmaps of one head: weights with positions, without, and their difference."""
     g = Grid(rows=1, cols=3, horizontal_spacing=0.07, subplot_titles=[
-        "with learned positions", "without positions", "difference (with - without)"])
+        _("with learned positions"), _("without positions"),
+        _("difference (with - without)")])
     labels = axis_labels(tokens)
     diff = np.asarray(w_with, np.float32) - np.asarray(w_without, np.float32)
-    for c, (m, axis, name) in enumerate(((w_with, "coloraxis", "weight"),
-                                         (w_without, "coloraxis", "weight"),
-                                         (diff, "coloraxis2", "difference")), start=1):
+    for c, (m, axis, name) in enumerate(((w_with, "coloraxis", _("weight")),
+                                         (w_without, "coloraxis", _("weight")),
+                                         (diff, "coloraxis2", _("difference"))), start=1):
         g.add(dict(
             type="heatmap", z=np.asarray(m, dtype=np.float32), x=labels, y=labels,
             coloraxis=axis,
-            hovertemplate=f"query %{{y}}<br>key %{{x}}<br>{name} = %{{z:.4f}}<extra></extra>"),
+            hovertemplate=_("query %{y}<br>key %{x}") + f"<br>{name} = %{{z:.4f}}<extra></extra>"),
             1, c)
         _token_axes(g, tokens, row=1, col=c, yticks=c == 1)
     lim = _sym(diff)
     n = max(len(tokens), 6)
     return g.figure(**_layout(
-        title or "One head's weights", int(min(700, max(330, 24 * n + 160))),
+        title or _("One head's weights"), int(min(700, max(330, 24 * n + 160))),
         # both colour bars on the right, stacked: none covers a panel
         coloraxis=dict(colorscale=WEIGHTS_SCALE, cmin=0, cmax=1, colorbar=dict(
-            title=dict(text="weight"), thickness=10, x=1.01, y=0.78, len=0.45)),
+            title=dict(text=_("weight")), thickness=10, x=1.01, y=0.78, len=0.45)),
         coloraxis2=dict(colorscale=SCORES_SCALE, cmid=0, cmin=-lim, cmax=lim, colorbar=dict(
-            title=dict(text="diff"), thickness=10, x=1.01, y=0.22, len=0.45))))
+            title=dict(text=_("diff")), thickness=10, x=1.01, y=0.22, len=0.45))))
 
 
 def _token_axes(g: Grid, tokens: list[str], row: int, col: int, yticks: bool = True) -> None:
@@ -217,24 +227,26 @@ def encoding_heatmap(pe: np.ndarray, title: str, clip: float | None = None) -> g
         lim = float(np.percentile(np.abs(pe), clip)) or lim
     return go.Figure(data=[dict(
         type="heatmap", z=pe, colorscale=SCORES_SCALE, zmid=0, zmin=-lim, zmax=lim,
-        colorbar=dict(title=dict(text="value"), thickness=10),
-        hovertemplate="position %{y}<br>dimension %{x}<br>value = %{z:.4f}<extra></extra>")],
-        layout=_layout(title, 380, yaxis=dict(title=dict(text="position p"),
+        colorbar=dict(title=dict(text=_("value")), thickness=10),
+        hovertemplate=_("position %{y}<br>dimension %{x}<br>value = %{z:.4f}")
+        + "<extra></extra>")],
+        layout=_layout(title, 380, yaxis=dict(title=dict(text=_("position p")),
                                               autorange="reversed"),
-                       xaxis=dict(title=dict(text="dimension"))))
+                       xaxis=dict(title=dict(text=_("dimension")))))
 
 
-def position_matrix(m: np.ndarray, title: str, name: str = "cosine") -> go.Figure:
+def position_matrix(m: np.ndarray, title: str, name: str | None = None) -> go.Figure:
     """A [positions, positions] matrix (dot products or cosines of position vectors)."""
     m = np.asarray(m, dtype=np.float32)
     lim = _sym(m)
+    name = _("cosine") if name is None else name
     return go.Figure(data=[dict(
         type="heatmap", z=m, colorscale=SCORES_SCALE, zmid=0, zmin=-lim, zmax=lim,
         colorbar=dict(title=dict(text=name), thickness=10),
-        hovertemplate=f"position %{{y}} vs %{{x}}<br>{name} = %{{z:.4f}}<extra></extra>")],
-        layout=_layout(title, 420, yaxis=dict(title=dict(text="position p"),
+        hovertemplate=_("position %{y} vs %{x}") + f"<br>{name} = %{{z:.4f}}<extra></extra>")],
+        layout=_layout(title, 420, yaxis=dict(title=dict(text=_("position p")),
                                               autorange="reversed", scaleanchor="x"),
-                       xaxis=dict(title=dict(text="position q"))))
+                       xaxis=dict(title=dict(text=_("position q")))))
 
 
 def pca_scatter(coords: np.ndarray, ratio: np.ndarray, title: str | None = None,
@@ -248,12 +260,14 @@ def pca_scatter(coords: np.ndarray, ratio: np.ndarray, title: str | None = None,
         dict(type="scatter", x=coords[:, 0], y=coords[:, 1], mode="markers", customdata=idx,
              showlegend=False,
              marker=dict(color=idx, colorscale="Viridis", size=6,
-                         colorbar=dict(title=dict(text="position"), thickness=10)),
-             hovertemplate="position %{customdata}<br>PC1 %{x:.3f}, PC2 %{y:.3f}"
-             "<extra></extra>"),
-    ], layout=_layout(title or "Learned positions, 2-D projection (PCA)", 420,
-                      xaxis=dict(title=dict(text=f"PC1 ({100 * ratio[0]:.1f}% of variance)")),
-                      yaxis=dict(title=dict(text=f"PC2 ({100 * ratio[1]:.1f}% of variance)"))))
+                         colorbar=dict(title=dict(text=_("position")), thickness=10)),
+             hovertemplate=_("position %{customdata}<br>PC1 %{x:.3f}, PC2 %{y:.3f}")
+             + "<extra></extra>"),
+    ], layout=_layout(title or _("Learned positions, 2-D projection (PCA)"), 420,
+                      xaxis=dict(title=dict(text=_("PC1 ({share:.1f}% of variance)").format(
+                          share=100 * ratio[0]))),
+                      yaxis=dict(title=dict(text=_("PC2 ({share:.1f}% of variance)").format(
+                          share=100 * ratio[1])))))
 
 
 # ------------------------------------------------------- 4. how much each mode changes
@@ -262,23 +276,23 @@ def mode_divergence_grid(divergences: dict[str, np.ndarray], reference: str = "l
     """One layers x heads heatmap per mode: mean JS divergence of weight rows vs the reference."""
     modes = list(divergences)
     g = Grid(rows=1, cols=len(modes), horizontal_spacing=0.04,
-             subplot_titles=[MODE_NAMES.get(m, m) for m in modes])
+             subplot_titles=[mode_name(m) for m in modes])
     vmax = max(float(np.max(d)) for d in divergences.values()) or 1.0
     for c, mode in enumerate(modes, start=1):
         d = np.asarray(divergences[mode], dtype=np.float32)  # [L, H]
         g.add(dict(
             type="heatmap", z=d, coloraxis="coloraxis",
-            hovertemplate=f"{escape(mode)}<br>layer %{{y}}, head %{{x}}<br>"
-            "mean JS = %{z:.4f} bits<extra></extra>"), 1, c)
+            hovertemplate=f"{mode_name(mode)}<br>"
+            + _("layer %{y}, head %{x}<br>mean JS = %{z:.4f} bits") + "<extra></extra>"), 1, c)
         g.yaxis(1, c).update(autorange="reversed", dtick=1,
-                             title=dict(text="layer") if c == 1 else None)
-        g.xaxis(1, c).update(title=dict(text="head"), dtick=2)
-    ref = MODE_NAMES.get(reference, reference)
+                             title=dict(text=_("layer")) if c == 1 else None)
+        g.xaxis(1, c).update(title=dict(text=_("head")), dtick=2)
+    ref = mode_name(reference)
     return g.figure(**_layout(
-        title or f"How much each head's weights move, compared with {ref} (mean "
-        "Jensen-Shannon divergence of rows)", 340,
+        title or _("How much each head's weights move, compared with {ref} (mean "
+                   "Jensen-Shannon divergence of rows)").format(ref=ref), 340,
         coloraxis=dict(colorscale=DISTANCE_SCALE, cmin=0, cmax=vmax,
-                       colorbar=dict(title=dict(text="bits"), thickness=10))))
+                       colorbar=dict(title=dict(text=_("bits")), thickness=10))))
 
 
 def final_change_figure(cosines: dict[str, np.ndarray], tokens: list[str],
@@ -287,16 +301,17 @@ def final_change_figure(cosines: dict[str, np.ndarray], tokens: list[str],
     labels = axis_labels(tokens)
     xv, xt = tick_labels(tokens)
     data = [dict(type="bar", x=labels, y=np.asarray(c, dtype=np.float64),
-                 name=MODE_NAMES.get(mode, mode), marker_color=MODE_COLORS.get(mode),
+                 name=mode_name(mode), marker_color=MODE_COLORS.get(mode),
                  marker_pattern_shape=MODE_PATTERNS.get(mode, ""),
-                 hovertemplate=f"{escape(mode)}<br>%{{x}}: cosine = %{{y:.4f}}<extra></extra>")
+                 hovertemplate=f"{mode_name(mode)}<br>"
+                 + _("%{x}: cosine = %{y:.4f}") + "<extra></extra>")
             for mode, c in cosines.items()]
-    ref = MODE_NAMES.get(reference, reference)
+    ref = mode_name(reference)
     return go.Figure(data=data, layout=_layout(
-        title or f"Final vectors: how close each mode stays to {ref}", 380,
+        title or _("Final vectors: how close each mode stays to {ref}").format(ref=ref), 380,
         xaxis=dict(type="category", categoryorder="array", categoryarray=labels, tickvals=xv,
                    ticktext=xt, tickangle=-45),
-        yaxis=dict(title=dict(text="cosine with the reference"),
+        yaxis=dict(title=dict(text=_("cosine with the reference")),
                    range=[min(0.0, _lo(cosines)), 1.05]),
         barmode="group", legend=dict(orientation="h", y=1.08)))
 
@@ -306,19 +321,20 @@ def toy_outputs(toy: dict[str, dict], words: list[str], title: str | None = None
     """The toy layer's outputs b^i ([n, d]) without and with positions, side by side."""
     modes = list(toy)
     g = Grid(rows=1, cols=len(modes), horizontal_spacing=0.08,
-             subplot_titles=[f"outputs b^i, {TOY_NAMES.get(m, m)}" for m in modes])
+             subplot_titles=[_("outputs b^i, {mode}").format(
+                 mode=_(TOY_NAMES[m]) if m in TOY_NAMES else escape(m)) for m in modes])
     lim = max(_sym(v["outputs"]) for v in toy.values())
     labels = axis_labels(words)
     v, t = tick_labels(words)
     for c, mode in enumerate(modes, start=1):
         y = np.asarray(toy[mode]["outputs"], dtype=np.float64)
         g.add(dict(
-            type="heatmap", z=y, y=labels, x=[f"dim {k}" for k in range(y.shape[1])],
+            type="heatmap", z=y, y=labels, x=[_("dim {k}").format(k=k) for k in range(y.shape[1])],
             coloraxis="coloraxis", text=np.round(y, 3), texttemplate="%{text}",
             hovertemplate="%{y}, %{x}: %{z:.6f}<extra></extra>"), 1, c)
         g.yaxis(1, c).update(type="category", categoryorder="array", categoryarray=labels,
                              tickvals=v, ticktext=t, autorange="reversed")
     return g.figure(**_layout(
-        title or "Toy self-attention on 4-dimensional vectors", 300,
+        title or _("Toy self-attention on 4-dimensional vectors"), 300,
         coloraxis=dict(colorscale=SCORES_SCALE, cmid=0, cmin=-lim, cmax=lim,
                        colorbar=dict(thickness=10))))

@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from attnviz.i18n import _
+
 from .common import (
     FONT,
     NEUTRAL,
@@ -77,15 +79,15 @@ def _heatmap(z, rows, cols, kind, decimals, numbers, showscale=False, name="") -
         custom = np.empty(z.shape + (2,), dtype=object)
         custom[..., 0] = np.asarray(rows, dtype=object)[:, None]
         custom[..., 1] = np.asarray(cols, dtype=object)[None, :]
-        where = "row %{customdata[0]}<br>column %{customdata[1]}"
+        where = _("row %{customdata[0]}<br>column %{customdata[1]}")
     else:  # big matrices (W_O 384 x 384): plain indices keep the page light
-        custom, where = None, "row %{y}<br>column %{x}"
+        custom, where = None, _("row %{y}<br>column %{x}")
     return dict(
         type="heatmap", z=z.astype(np.float32) if z.size > MAX_LABELLED_CELLS else z,
         x=list(range(z.shape[1])), y=list(range(z.shape[0])), customdata=custom,
         texttemplate=f"%{{z:.{decimals}f}}" if printed else None,
         textfont=dict(size=12), showscale=showscale, name=name,
-        hovertemplate=f"{name}<br>{where}<br>value = %{{z:.6g}}<extra></extra>",
+        hovertemplate=f"{name}<br>{where}<br>{_('value')} = %{{z:.6g}}<extra></extra>",
         colorbar=dict(thickness=10), **_colors(kind, z),
     )
 
@@ -185,8 +187,9 @@ def dot_terms_figure(terms: np.ndarray, title: str) -> go.Figure:
     return go.Figure(
         data=[dict(type="bar", x=list(range(1, len(terms) + 1)), y=terms, marker_color=colors,
                    hovertemplate="t = %{x}<br>q_t k_t = %{y:.6g}<extra></extra>")],
-        layout=dict(title=f"{title}: sum = {terms.sum():.4f}", font=FONT, height=300,
-                    xaxis=dict(title=dict(text="coordinate t"), dtick=1),
+        layout=dict(title=_("{title}: sum = {sum:.4f}").format(title=title, sum=terms.sum()),
+                    font=FONT, height=300,
+                    xaxis=dict(title=dict(text=_("coordinate t")), dtick=1),
                     yaxis=dict(title=dict(text="q_t · k_t")), margin=MARGIN))
 
 
@@ -199,10 +202,11 @@ def weights_bar_figure(rows: dict[str, np.ndarray], tokens: list[str], title: st
         data=[dict(type="bar", x=x, y=np.asarray(w, dtype=np.float64), name=escape(name),
                    customdata=labels, marker=dict(color=category_colour(k),
                                                   pattern=dict(shape=PATTERNS[k % 6])),
-                   hovertemplate="key %{customdata}<br>weight = %{y:.4f}<extra></extra>")
+                   hovertemplate=_("key %{customdata}<br>weight = %{y:.4f}")
+                   + "<extra></extra>")
               for k, (name, w) in enumerate(rows.items())],
         layout=dict(title=title, font=FONT, height=320, barmode="group",
-                    yaxis=dict(range=[0, 1.02], title=dict(text="weight")),
+                    yaxis=dict(range=[0, 1.02], title=dict(text=_("weight"))),
                     xaxis=dict(tickvals=xv, ticktext=xt), margin=MARGIN,
                     legend=dict(orientation="h", y=-0.25)))
 
@@ -215,14 +219,14 @@ def temperature_figure(sweep: dict, current: float, n: int) -> go.Figure:
     one = _vline(1.0, "T = 1", position="bottom right", log=True, color=NEUTRAL, width=1)
     return go.Figure(
         data=[dict(type="scatter", x=t, y=sweep["max_weight"],
-                   name="largest weight (1 = all on one key)",
+                   name=_("largest weight (1 = all on one key)"),
                    line=dict(color=category_colour(0), dash=category_dash(0))),
               dict(type="scatter", x=t, y=sweep["entropy"] / norm,
-                   name="entropy / ln n (1 = uniform)",
+                   name=_("entropy / ln n (1 = uniform)"),
                    line=dict(color=category_colour(1), dash=category_dash(1)))],
-        layout=dict(title="Temperature: softmax(s / (T·sqrt(d_k)))", font=FONT, height=320,
+        layout=dict(title=_("Temperature: softmax(s / (T·sqrt(d_k)))"), font=FONT, height=320,
                     shapes=[now[0], one[0]], annotations=[now[1], one[1]],
-                    xaxis=dict(type="log", title=dict(text="temperature T")),
+                    xaxis=dict(type="log", title=dict(text=_("temperature T"))),
                     yaxis=dict(range=[0, 1.05]), margin=MARGIN,
                     legend=dict(orientation="h", y=-0.3)))
 
@@ -231,7 +235,7 @@ def dk_figure(sweep: dict, d_k: int | None = None) -> go.Figure:
     """Why sqrt(d_k): spread of the scores and the largest softmax weight, raw vs scaled."""
     d = sweep["d_k"]
     g = Grid(rows=1, cols=2, subplot_titles=[
-        "spread (std) of the scores", "mean largest softmax weight (8 keys)"])
+        _("spread (std) of the scores"), _("mean largest softmax weight (8 keys)")])
     for k, (tag, name) in enumerate((("raw", "q·k"), ("scaled", "q·k / sqrt(d_k)"))):
         line = dict(color=category_colour(3 * k), dash=category_dash(k))
         marker = dict(symbol=category_marker(k))
@@ -247,7 +251,7 @@ def dk_figure(sweep: dict, d_k: int | None = None) -> go.Figure:
             shapes.append(shape)
             g.layout["annotations"].append(note)
     g.yaxis(1, 2)["range"] = [0, 1.02]
-    return g.figure(title="As d_k grows, raw scores spread like sqrt(d_k); scaled ones do not",
+    return g.figure(title=_("As d_k grows, raw scores spread like sqrt(d_k); scaled ones do not"),
                     shapes=shapes, font=FONT, height=340, margin=dict(l=10, r=10, t=70, b=10),
                     legend=dict(orientation="h", y=-0.3))
 
@@ -260,13 +264,14 @@ def weighted_sum_figure(contrib: np.ndarray, tokens: list[str], query: int,
     starts = ends - c
     labels = token_axis(tokens)
     data = [dict(type="scatter", x=[starts[j, 0], ends[j, 0]], y=[starts[j, 1], ends[j, 1]],
-                 mode="lines+markers", name=f"α'·v of {labels[j]}",
+                 mode="lines+markers", name=_("α'·v of {token}").format(token=labels[j]),
                  line=dict(color=category_colour(j), width=3, dash=category_dash(j)),
                  marker=dict(symbol="arrow", angleref="previous", size=12),
                  hovertemplate="(%{x:.4f}, %{y:.4f})")  # the name shows in the <extra>
             for j in range(len(c))]
     data.append(dict(type="scatter", x=[0, ends[-1, 0]], y=[0, ends[-1, 1]],
-                     mode="lines+markers", name=f"b<sup>{query + 1}</sup> (the sum)",
+                     mode="lines+markers",
+                     name=_("b<sup>{k}</sup> (the sum)").format(k=query + 1),
                      line=dict(color=NEUTRAL, width=3, dash="dash"),
                      marker=dict(symbol="arrow", angleref="previous", size=14)))
     a, b = dims
@@ -278,10 +283,12 @@ def weighted_sum_figure(contrib: np.ndarray, tokens: list[str], query: int,
         return [lo - pad, hi + pad]
 
     return go.Figure(data=data, layout=dict(
-        title=f"Weighted values adding up to b<sup>{query + 1}</sup> (coordinates {a + 1}, "
-              f"{b + 1}; each axis to its own scale)", font=FONT, height=420,
-        xaxis=dict(title=dict(text=f"coordinate {a + 1}"), range=span(0)),
-        yaxis=dict(title=dict(text=f"coordinate {b + 1}"), range=span(1)), margin=MARGIN))
+        title=_("Weighted values adding up to b<sup>{k}</sup> (coordinates {a}, {b}; each "
+                "axis to its own scale)").format(k=query + 1, a=a + 1, b=b + 1),
+        font=FONT, height=420,
+        xaxis=dict(title=dict(text=_("coordinate {t}").format(t=a + 1)), range=span(0)),
+        yaxis=dict(title=dict(text=_("coordinate {t}").format(t=b + 1)), range=span(1)),
+        margin=MARGIN))
 
 
 def contributions_figure(contrib: np.ndarray, tokens: list[str], query: int) -> go.Figure:
@@ -289,7 +296,7 @@ def contributions_figure(contrib: np.ndarray, tokens: list[str], query: int) -> 
     c = np.asarray(contrib, dtype=np.float64)  # [n, p]
     labels = token_axis(tokens)
     x = list(range(1, c.shape[1] + 1))
-    data = [dict(type="bar", x=x, y=c[j], name=f"α'·v of {labels[j]}",
+    data = [dict(type="bar", x=x, y=c[j], name=_("α'·v of {token}").format(token=labels[j]),
                  marker=dict(color=category_colour(j), pattern=dict(shape=PATTERNS[j % 6])),
                  hovertemplate="t = %{x}<br>%{y:.5f}")  # the name shows beside
             for j in range(c.shape[0])]
@@ -298,8 +305,9 @@ def contributions_figure(contrib: np.ndarray, tokens: list[str], query: int) -> 
                      marker=dict(symbol="diamond", size=11, color=NEUTRAL,
                                  line=dict(width=1.5, color=OKABE_ITO[3]))))
     return go.Figure(data=data, layout=dict(
-        barmode="relative", title=f"b<sup>{query + 1}</sup>, coordinate by coordinate",
-        font=FONT, height=360, xaxis=dict(title=dict(text="coordinate t"), dtick=1),
+        barmode="relative",
+        title=_("b<sup>{k}</sup>, coordinate by coordinate").format(k=query + 1),
+        font=FONT, height=360, xaxis=dict(title=dict(text=_("coordinate t")), dtick=1),
         margin=MARGIN, legend=dict(orientation="h", y=-0.3)))
 
 
@@ -310,13 +318,14 @@ def heads_figure(weights: np.ndarray, tokens: list[str], title: str, decimals: i
     cols = min(h, 4)
     rows = -(-h // cols)
     labels = token_axis(tokens)
-    g = Grid(rows=rows, cols=cols, subplot_titles=[f"head {k}" for k in range(h)],
+    names = [_("head {k}").format(k=k) for k in range(h)]
+    g = Grid(rows=rows, cols=cols, subplot_titles=names,
              horizontal_spacing=0.05, vertical_spacing=0.12)
     x, y = _axes(labels, labels)
     for k in range(h):
         r, c = k // cols + 1, k % cols + 1
         g.add(_heatmap(weights[k], labels, labels, "weights", decimals, numbers,
-                       name=f"head {k}"), r, c)
+                       name=names[k]), r, c)
         g.xaxis(r, c).update(x)
         # one set of query labels per row of panels, so panels never overlap them
         g.yaxis(r, c).update(y, **({} if c == 1 else dict(showticklabels=False)))
@@ -328,13 +337,13 @@ def entropy_by_heads_figure(sweep: dict) -> go.Figure:
     """Mean entropy of the weights and mean largest weight for each number of heads."""
     heads = [str(h) for h in sweep["heads"]]
     return go.Figure(
-        data=[dict(type="bar", x=heads, y=sweep["max_weight"], name="mean largest weight",
+        data=[dict(type="bar", x=heads, y=sweep["max_weight"], name=_("mean largest weight"),
                    marker=dict(color=category_colour(0))),
-              dict(type="bar", x=heads, y=sweep["entropy_norm"], name="mean entropy / ln n",
+              dict(type="bar", x=heads, y=sweep["entropy_norm"], name=_("mean entropy / ln n"),
                    marker=dict(color=category_colour(1), pattern=dict(shape=PATTERNS[1])))],
-        layout=dict(title="Same parameters, different numbers of heads (this seed only)",
+        layout=dict(title=_("Same parameters, different numbers of heads (this seed only)"),
                     font=FONT, height=300,
-                    xaxis=dict(title=dict(text="heads h (d_h = m / h)"), type="category"),
+                    xaxis=dict(title=dict(text=_("heads h (d_h = m / h)")), type="category"),
                     yaxis=dict(range=[0, 1.02]), barmode="group", margin=MARGIN,
                     legend=dict(orientation="h", y=-0.35)))
 
@@ -360,7 +369,8 @@ def projection_figure(walk, name: str, decimals: int = 2) -> go.Figure:
         panels.append((np.asarray(b)[:, None], rows, [f"b<sup>{name}</sup>"],
                        f"b<sup>{name}</sup> ({len(b)} × 1)", "values"))
         ops.append("+")
-        title += f" + b<sup>{name}</sup> (the bias is added to every column)"
+        title = _("{out} = W<sup>{name}</sup> I + b<sup>{name}</sup> (the bias is added to every "
+                  "column)").format(out=big, name=name)
     panels.append((out.T, rows, labels, f"{big} ({out.shape[1]} × {walk.n})", "values"))
     return matrices_figure(panels, [*ops, "="], title, decimals=decimals)
 
@@ -385,8 +395,10 @@ def scores_figure(walk, rows: str = "queries", decimals: int = 2,
         (left[0], labels, left[1], f"{left[2]} ({n} × {d})", "values"),
         (right[0].T, right[1], labels, f"{right[2]} ({d} × {n})", "values"),
         (s, labels, labels, f"{name} ({n} × {n})", "scores")],
-        ["·", "="], f"All scores at once: {name} = {left[2]} {right[2]} (rows = {rows})",
-        decimals=decimals)
+        ["·", "="], (_("All scores at once: {name} = {left} {right} (rows = queries)")
+                     if rows == "queries" else
+                     _("All scores at once: {name} = {left} {right} (rows = keys)")).format(
+            name=name, left=left[2], right=right[2]), decimals=decimals)
     if fig.data[2].texttemplate:  # scores carry twice the decimals of q and k
         fig.data[2].texttemplate = f"%{{z:.{score_decimals}f}}"
     return fig
@@ -398,8 +410,8 @@ def outputs_figure(walk, decimals: int = 3) -> go.Figure:
     labels, v_rows = token_axis(walk.tokens), dim_labels("v", walk.p)
     n, p = walk.n, walk.p
     return matrices_figure([(walk.values.T, v_rows, labels, f"V ({p} × {n})", "values"),
-                            (walk.weights.T, labels, labels, f"A' ({n} × {n}, rows = keys)",
-                             "weights"),
+                            (walk.weights.T, labels, labels,
+                             _("A' ({n} × {n}, rows = keys)").format(n=n), "weights"),
                             (walk.outputs.T, v_rows, labels, f"O ({p} × {n})", "values")],
                            ["·", "="], "O = V A'", decimals=decimals)
 
@@ -411,7 +423,9 @@ def output_projection_figure(mh, decimals: int = 2) -> go.Figure:
     labels, o_rows, b_rows = token_axis(mh.tokens), dim_labels("o", m), dim_labels("b", m)
     bias = " + b<sup>O</sup>" if np.any(np.asarray(mh.b_o) != 0) else ""
     return matrices_figure([(mh.w_o, b_rows, o_rows, f"W<sup>O</sup> ({m} × {m})", "values"),
-                            (mh.concat.T, o_rows, labels, f"concat O ({m} × {n})", "values"),
+                            (mh.concat.T, o_rows, labels,
+                             _("concat O ({m} × {n})").format(m=m, n=n), "values"),
                             (mh.projected.T, b_rows, labels, f"B ({m} × {n})", "values")],
-                           ["·", "="], f"B = W<sup>O</sup> O{bias}: the attention block's "
-                           "output, not yet the layer's", decimals=decimals)
+                           ["·", "="], _("B = W<sup>O</sup> O{bias}: the attention block's "
+                                         "output, not yet the layer's").format(bias=bias),
+                           decimals=decimals)

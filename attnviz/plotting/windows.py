@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from attnviz.i18n import N_, _
+
 from .common import (
     FONT,
     INFLUENCE_SCALE,
@@ -29,20 +31,27 @@ from .common import (
     tick_labels,
 )
 
-FIELD_TITLES = {
-    "full": "full attention",
-    "window": "window ±{w}",
-    "causal": "causal (decoder)",
-    "conv": "1-D CNN, kernel {k}",
+FIELD_TITLES = {  # marked for the catalogue; field_title looks them up
+    "full": N_("full attention"),
+    "window": N_("window ±{w}"),
+    "causal": N_("causal (decoder)"),
+    "conv": N_("1-D CNN, kernel {k}"),
 }
-METHOD_STYLE = {
-    "full": dict(name="full attention (L×L)", color=OKABE_ITO[3], dash="solid",
+METHOD_STYLE = {  # names marked for the catalogue; looked up with _() where drawn
+    "full": dict(name=N_("full attention (L×L)"), color=OKABE_ITO[3], dash="solid",
                  symbol="square"),
-    "masked": dict(name="full matrix + window mask", color=OKABE_ITO[1], dash="dot",
+    "masked": dict(name=N_("full matrix + window mask"), color=OKABE_ITO[1], dash="dot",
                    symbol="diamond"),
-    "windowed": dict(name="windowed (blocks, L·w)", color=OKABE_ITO[0], dash="dash",
+    "windowed": dict(name=N_("windowed (blocks, L·w)"), color=OKABE_ITO[0], dash="dash",
                      symbol="circle"),
 }
+
+
+def field_title(kind: str, window: int) -> str:
+    """The name of a receptive-field kind in the session's language ('window ±2')."""
+    if kind not in FIELD_TITLES:
+        return escape(kind)
+    return _(FIELD_TITLES[kind]).format(w=window, k=2 * window + 1)
 
 
 def masks_and_weights(
@@ -58,7 +67,8 @@ def masks_and_weights(
     names = list(masks)
     g = Grid(
         rows=2, cols=len(names), vertical_spacing=0.08, horizontal_spacing=0.05,
-        subplot_titles=[f"mask: {k}" for k in names] + [f"weights: {k}" for k in names],
+        subplot_titles=[_("mask: {name}").format(name=k) for k in names]
+        + [_("weights: {name}").format(name=k) for k in names],
     )
     labels = axis_labels(list(tokens))
     tv, tt = tick_labels(list(tokens))
@@ -69,14 +79,14 @@ def masks_and_weights(
         g.add(dict(
             type="heatmap", z=m, x=labels, y=labels, colorscale=MASK_SCALE, zmin=0, zmax=1,
             showscale=False,
-            hovertemplate=f"{name}<br>query %{{y}}<br>key %{{x}}<br>may attend = %{{z}}"
-                          "<extra></extra>",
+            hovertemplate=f"{name}<br>" + _("query %{y}<br>key %{x}<br>may attend = %{z}")
+            + "<extra></extra>",
         ), 1, c)
         g.add(dict(
             type="heatmap", z=np.asarray(weights[name], dtype=np.float32), x=labels, y=labels,
             coloraxis="coloraxis",
-            hovertemplate=f"{name}<br>query %{{y}}<br>key %{{x}}<br>weight = %{{z:.4f}}"
-                          "<extra></extra>",
+            hovertemplate=f"{name}<br>" + _("query %{y}<br>key %{x}<br>weight = %{z:.4f}")
+            + "<extra></extra>",
         ), 2, c)
         for r in (1, 2):
             g.yaxis(r, c).update(category, autorange="reversed", showticklabels=(c == 1))
@@ -87,7 +97,8 @@ def masks_and_weights(
     return g.figure(
         title=title, height=2 * cell + 120, font=FONT, margin=dict(l=10, r=10, t=70, b=10),
         coloraxis=dict(colorscale=WEIGHTS_SCALE, cmin=0, cmax=1,
-                       colorbar=dict(title=dict(text="weight"), thickness=12, len=0.45, y=0.22)),
+                       colorbar=dict(title=dict(text=_("weight")), thickness=12, len=0.45,
+                                     y=0.22)),
     )
 
 
@@ -116,7 +127,7 @@ def receptive_fields(
     """
     names = list(fields)
     n = len(tokens)
-    titles = [FIELD_TITLES.get(k, k).format(w=window, k=2 * window + 1) for k in names]
+    titles = [field_title(k, window) for k in names]
     g = Grid(rows=1, cols=len(names), subplot_titles=titles, horizontal_spacing=0.03,
               shared_yaxes=True)
     tick = tick_labels(list(tokens), max_ticks=max(6, 40 // max(1, len(fields))))
@@ -130,9 +141,9 @@ def receptive_fields(
         g.add(dict(
             type="heatmap", z=relative_log_field(f), x=np.arange(n), y=np.arange(depth + 1),
             customdata=np.dstack([custom, f]), coloraxis="coloraxis",
-            hovertemplate=(f"{name}<br>depth %{{y}}<br>input %{{customdata[0]}}<br>"
-                           "|gradient| = %{customdata[1]:.3e}<br>log10 relative = %{z:.2f}"
-                           "<extra></extra>"),
+            hovertemplate=(f"{titles[c - 1]}<br>" + _(
+                "depth %{y}<br>input %{customdata[0]}<br>|gradient| = %{customdata[1]:.3e}<br>"
+                "log10 relative = %{z:.2f}") + "<extra></extra>"),
         ), 1, c)
         layers = np.arange(depth + 1)
         show = c == next((i for i, k in enumerate(names, 1) if k in ("window", "conv")), 0)
@@ -140,29 +151,30 @@ def receptive_fields(
             for sign in (-1, 1):
                 g.add(dict(
                     type="scatter", x=token + sign * (layers * window + 0.5), y=layers,
-                    mode="lines", line=edge, name="analytic t ± l·w", legendgroup="lw",
+                    mode="lines", line=edge, name=_("analytic t ± l·w"), legendgroup="lw",
                     showlegend=show and sign == 1, hoverinfo="skip",
                 ), 1, c)
         elif name == "causal":
             g.add(dict(
                 type="scatter", x=[token + 0.5, token + 0.5], y=[0.5, depth + 0.5],
-                mode="lines", line=edge, name="causal edge j = t", showlegend=True,
+                mode="lines", line=edge, name=_("causal edge j = t"), showlegend=True,
                 hoverinfo="skip",
             ), 1, c)
         g.add(dict(
             type="scatter", x=[token], y=[0], mode="markers",
             marker=dict(symbol="x", size=10, color=ON_IMAGE, line=dict(width=1, color=NEUTRAL)),
-            name=f"output token t = {escape(tokens[token])} #{token}", legendgroup="t",
+            name=_("output token t = {token} #{t}").format(token=escape(tokens[token]), t=token),
+            legendgroup="t",
             showlegend=c == 1, hoverinfo="skip",
         ), 1, c)
         g.xaxis(1, c).update(range=[-0.5, n - 0.5], tickvals=tickvals, ticktext=tick[1],
                              tickangle=-45)
         g.yaxis(1, c).update(range=[-0.5, depth + 0.5], dtick=1)
-    g.yaxis(1, 1)["title"] = dict(text="depth l (layers)")
+    g.yaxis(1, 1)["title"] = dict(text=_("depth l (layers)"))
     return g.figure(
         title=title, height=430, font=FONT, margin=dict(l=10, r=10, t=80, b=10),
         coloraxis=dict(colorscale=INFLUENCE_SCALE, cmin=-6, cmax=0,
-                       colorbar=dict(title=dict(text="log10 |grad| / max"), thickness=12)),
+                       colorbar=dict(title=dict(text=_("log10 |grad| / max")), thickness=12)),
         legend=dict(orientation="h", y=-0.3, x=0),
     )
 
@@ -191,25 +203,27 @@ def context_curve(
         style = dict(dash="solid" if is_main else "dash", width=2.5 if is_main else 1.5)
         mode = "lines+markers" if is_main else "lines"
         label = escape(name)
-        for part, text in (("mean", "mean over tokens"), ("worst", "worst token"),
-                           ("pair", f"{pair_label} with each other")):
+        for part, text in (("mean", _("mean over tokens")), ("worst", _("worst token")),
+                           ("pair", _("{pair} with each other").format(pair=pair_label))):
             y = c.get(part)
             if y is None or (part == "worst" and not is_main):
                 continue
             data.append(dict(
                 type="scatter", x=windows, y=np.asarray(y, dtype=np.float64), mode=mode,
-                name=f"{text}, {label}", opacity=1.0 if is_main else 0.75,
+                name=_("{curve}, {mask}").format(curve=text, mask=label),
+                opacity=1.0 if is_main else 0.75,
                 line=dict(color=CURVE_COLORS[part],
                           **({**style, "dash": "dot"} if part == "worst" else style)),
-                hovertemplate=f"{text}, {label}<br>w = %{{x}}<br>cosine = %{{y:.4f}}"
-                              "<extra></extra>"))
+                hovertemplate=_("{curve}, {mask}").format(curve=text, mask=label)
+                + "<br>w = %{x}<br>" + _("cosine = %{y:.4f}") + "<extra></extra>"))
     shapes, notes = [], []
     if full_pair_cosine is not None:
         # what fig.add_hline(annotation_position="bottom right") draws, as layout dicts
         y = full_pair_cosine
         shapes.append(dict(type="line", xref="x domain", x0=0, x1=1, yref="y", y0=y, y1=y,
                            line=dict(dash="dash", color=NEUTRAL, width=1)))
-        notes.append(dict(text=f"{pair_label}, full attention: {y:.3f}", showarrow=False,
+        notes.append(dict(text=_("{pair}, full attention: {cos:.3f}").format(
+                              pair=pair_label, cos=y), showarrow=False,
                           xref="x domain", x=1, xanchor="right", yref="y", y=y,
                           yanchor="top"))
     if current is not None:
@@ -219,9 +233,9 @@ def context_curve(
                           xanchor="left", yref="y domain", y=1, yanchor="top"))
     return go.Figure(data=data, layout=dict(
         shapes=shapes, annotations=notes,
-        xaxis=dict(title=dict(text="window w (each token sees ±w neighbours)"),
+        xaxis=dict(title=dict(text=_("window w (each token sees ±w neighbours)")),
                    dtick=max(1, len(windows) // 12)),
-        yaxis=dict(title=dict(text="cosine similarity")),
+        yaxis=dict(title=dict(text=_("cosine similarity"))),
         title=title, height=460, font=FONT, margin=dict(l=10, r=10, t=60, b=10),
         legend=dict(orientation="h", y=-0.22, x=0),
     ))
@@ -231,28 +245,31 @@ def cost_chart(table: Mapping[str, np.ndarray], device: str, memory_method: str,
                title: str = "") -> go.Figure:
     """Measured time (ms, table["seconds"]) and peak memory (MiB) against length L, log-log."""
     g = Grid(rows=1, cols=2, horizontal_spacing=0.1,
-              subplot_titles=["time per call (best of repeats)",
-                              f"peak memory ({memory_method})"])
+              subplot_titles=[_("time per call (best of repeats)"),
+                              _("peak memory ({method})").format(method=_(memory_method))])
     method = np.asarray(table["method"])
     length = np.asarray(table["length"])
     methods = [m for m in METHOD_STYLE if m in set(method.tolist())]
     for m in methods:
         sel = method == m
         st = METHOD_STYLE[m]
+        name = _(st["name"])
         L = length[sel]
         for col, y, unit in ((1, np.asarray(table["seconds"])[sel] * 1e3, "ms"),
                              (2, np.asarray(table["peak_bytes"])[sel] / 2**20, "MiB")):
             g.add(dict(
-                type="scatter", x=L, y=y, mode="lines+markers", name=st["name"],
+                type="scatter", x=L, y=y, mode="lines+markers", name=name,
                 legendgroup=m, showlegend=col == 1, line=dict(color=st["color"], dash=st["dash"]),
                 marker=dict(symbol=st["symbol"]),
-                hovertemplate=f"{st['name']}<br>L = %{{x}}<br>%{{y:.3g}} {unit}<extra></extra>",
+                hovertemplate=f"{name}<br>L = %{{x}}<br>%{{y:.3g}} {unit}<extra></extra>",
             ), 1, col)
     lengths = sorted(set(length.tolist()))
-    for col, unit in ((1, "milliseconds"), (2, "MiB")):
-        g.xaxis(1, col).update(type="log", title=dict(text="sequence length L (frames / tokens)"),
+    for col, unit in ((1, _("milliseconds")), (2, "MiB")):
+        g.xaxis(1, col).update(type="log",
+                               title=dict(text=_("sequence length L (frames / tokens)")),
                                tickvals=lengths)
         g.yaxis(1, col).update(type="log", title=dict(text=unit))
-    return g.figure(title=title or f"Measured on {device}", height=440, font=FONT,
+    return g.figure(title=title or _("Measured on {device}").format(device=device), height=440,
+                    font=FONT,
                     margin=dict(l=10, r=10, t=80, b=10),
                     legend=dict(orientation="h", y=-0.25, x=0))
