@@ -34,8 +34,8 @@ def main() -> None:
                  "count from 1 like the lecture; axis labels count tokens from #0."))
     ctx = ui.context()
     c1, c2 = st.columns([1, 4])
-    # The URL holds the shown option: ?sbs_mode=real in English, the Chinese name in a Chinese
-    # session (as translated tab labels do); steps are numbers, their names go in the captions.
+    # The URL holds the shown option (?sbs_mode=real in English, the Chinese name in Chinese);
+    # ui.urlstate reads either in either language. Steps are numbers, named in the captions.
     mode = c1.radio(_("Numbers"), list(MODES), key="sbs_mode", bind="query-params",
                     format_func=lambda m: _(MODES[m]),
                     captions=[_("small, to redo on paper"), _("a head of the bundled BERT")])

@@ -182,3 +182,30 @@ def test_encoded_length_is_the_query_strings():
 
 def test_sanitize_outside_streamlit_does_nothing():
     assert urlstate.sanitize() == []
+
+
+@pytest.mark.parametrize("lang,given,shown", [("zh", "real", "真实"), ("en", "真实", "real"),
+                                              ("zh", "真实", "真实"), ("en", "real", "real")])
+def test_a_link_opens_the_same_option_in_either_language(lang, given, shown):
+    """Streamlit writes a radio's or tab's shown label into the link: a link made in English
+    (sbs_mode=real) opens real mode in a Chinese session, and a Chinese link in English."""
+    from attnviz import i18n
+
+    params = {"sbs_mode": given} if lang == "en" else {"sbs_mode": given, "lang": lang}
+    at = open_with("pages/step_by_step.py", params)
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.radio(key="sbs_mode").value == "real"
+    assert at.query_params["sbs_mode"] == shown
+    with i18n.use(lang):
+        assert i18n.in_this_language(given) == shown
+
+
+def test_tokens_and_typed_text_are_never_translated():
+    """A sentence's token that is also a catalogue word ("key", "head") stays as typed."""
+    from attnviz import i18n
+    from attnviz.ui import urlstate
+
+    with i18n.use("zh"):
+        assert i18n.in_this_language("Head") == "头"  # a catalogue text is translated...
+        assert i18n.in_this_language("saw #2") == "saw #2"  # ... anything else is not
+    assert {"text", "pair", "sim_b", "win_token", "ins_query", "lang"} <= urlstate.NOT_TRANSLATED

@@ -99,6 +99,29 @@ def gettext(msgid: str) -> str:
     return text
 
 
+@cache
+def _any_language() -> dict[str, str]:
+    """{text in any language: msgid} over every catalogue (a text shared by two msgids keeps
+    the first; English texts are their own msgids)."""
+    out: dict[str, str] = {}
+    for lang in LANGUAGES:
+        for msgid, text in translations(lang)._catalog.items():
+            if msgid and isinstance(msgid, str) and text:
+                out.setdefault(msgid, msgid)
+                out.setdefault(text, msgid)
+    return out
+
+
+def in_this_language(text: str) -> str:
+    """A catalogue text written in any language, as the current language writes it; any other
+    text unchanged. Links carry translated option labels (a radio's or a tab's label), so a link
+    made in Chinese opens the same option in English and the other way round."""
+    msgid = _any_language().get(text)
+    if msgid is None:
+        return text
+    return translations(_language.get())._catalog.get(msgid) or msgid
+
+
 def N_(msgid: str) -> str:  # noqa: N802 - gettext's conventional name
     """Mark a constant for the catalogue without looking it up (looked up where shown)."""
     return msgid
@@ -106,5 +129,6 @@ def N_(msgid: str) -> str:  # noqa: N802 - gettext's conventional name
 
 _ = gettext
 
-__all__ = ["DEFAULT", "LANGUAGES", "MISSING", "N_", "_", "gettext", "language", "messages",
+__all__ = ["DEFAULT", "LANGUAGES", "MISSING", "N_", "_", "gettext", "in_this_language",
+           "language", "messages",
            "normalise", "set_language", "translations", "use"]

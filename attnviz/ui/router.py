@@ -53,11 +53,11 @@ def run(root: Path) -> None:
     from .sidebar import sidebar, use_session_language
     from .worklist import end_run, new_run
 
-    urlstate.sanitize()
+    use_session_language()  # before any text: titles below are in the session's language
+    urlstate.sanitize()  # after it: options from a link in another language read in this one
     new_run()
     malloc.tune()
     register_metrics()
-    use_session_language()  # before any text: titles below are in the session's language
     icon = root / FAVICON
     st.set_page_config(page_title=_("attnviz: see self-attention"),
                        page_icon=str(icon) if icon.is_file() else None, layout="wide")

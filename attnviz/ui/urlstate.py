@@ -3,13 +3,19 @@
 Widgets with `bind="query-params"` take their first value from the URL. Streamlit parses a
 number widget's value with float() and then int(), so `inf`, `-inf`, `1e999` or a 100,000-digit
 number raises OverflowError inside Streamlit on every rerun of the page, and typing a new
-sentence does not recover. The router calls `sanitize()` first on every run, so no widget ever
-sees such a value:
+sentence does not recover. The router calls `sanitize()` first on every run (after the
+session's language is set), so no widget ever sees such a value, and an option written in
+another language reads in this one:
 
     a value is dropped when   it reads as a number that is not finite or beyond +-2**53
                               (no widget of the app has such a value; JavaScript numbers
                               stop being exact integers there), or it is longer than
                               MAX_VALUE_CHARS (no option label, number or tab name is)
+
+    a value is translated     when it is a catalogue text (an option's or tab's label) in
+                              another language: Streamlit writes a radio's or tab's shown
+                              label into the link, so `sbs_mode=real` from an English link
+                              becomes 真实 in a Chinese session (i18n.in_this_language)
 
 Finite numbers outside a widget's own range are left to Streamlit, which checks them against
 the range the page declared and falls back to the widget's default (tests/test_ui_urlstate.py
@@ -25,7 +31,15 @@ from __future__ import annotations
 import math
 from urllib.parse import quote_plus
 
-FREE_TEXT = frozenset({"text", "pair"})  # the sidebar's sentence boxes: any text
+from ..i18n import in_this_language
+
+# Text boxes bound to the URL (the sidebar's sentences, the second sentence of the similarity
+# and compare pages, the encoder-decoder's target): any text, never translated.
+FREE_TEXT = frozenset({"text", "pair", "sim_b", "cmp_b", "fam_target"})
+# Widgets whose link holds a token of the sentence (a word such as "key" or "head" is also a
+# catalogue text, and must stay as typed) or the language itself: never translated.
+NOT_TRANSLATED = FREE_TEXT | {"lang", "ins_query", "win_token", "pos_ref", "pos_i", "pos_j",
+                              "lesson_sentence"}
 MAX_NUMBER = 2.0**53
 MAX_VALUE_CHARS = 512
 URL_BUDGET = 6000  # bytes of percent-encoded sentence + second sentence in one link
@@ -80,4 +94,13 @@ def sanitize() -> list[str]:
         for key in dropped:
             initial.pop(key, None)
             qp.remove_param(key)  # tells the browser, when the URL had it
+        for key, value in list(initial.items()):  # {key: [values]}: what widgets start from
+            if key not in NOT_TRANSLATED and key not in dropped:
+                initial[key] = [in_this_language(v) for v in _values(value)]
+        for key, value in live.items():
+            if key in NOT_TRANSLATED or key in dropped or isinstance(value, (list, tuple)):
+                continue
+            shown = in_this_language(str(value))
+            if shown != value:
+                qp[key] = shown  # tells the browser
     return sorted(dropped)
