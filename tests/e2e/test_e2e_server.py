@@ -238,4 +238,8 @@ def test_concurrent_svg_requests_start_one_browser_and_repeat_for_free(app_url, 
     assert pids, "no server-side browser was seen: did the export run?"
     assert most == 1, f"{most} browsers at once"
     assert most_again <= 1 and pids_again <= pids, "a repeated SVG request started a browser"
-    assert app_caches(app_url).get("exports", 0) > 0  # the SVG's bytes are kept
+    caches = app_caches(app_url)
+    log = (SHOTS.parent / "streamlit_server_safety.log")
+    assert caches.get("exports", 0) > 0, (  # the SVG's bytes are kept
+        caches, [r.deferred_file.url for r in first + again],
+        log.read_text()[-3000:] if log.exists() else "no server log")
