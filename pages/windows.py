@@ -110,13 +110,16 @@ def fields_tab(ctx: ui.Context) -> None:
                        file_name="attnviz_receptive_fields.npz", key="win_dl_r")
 
 
+QUICK_SWEEP_TOKENS = 24  # a sweep this short is ~2n encoder passes of n tokens: short work
+
+
 def context_sweeps(ctx: ui.Context) -> dict:
     """{KEPT: sweep, PLAIN: sweep} over w = 0 .. n - 1 (thinned for long inputs), computed once
     per (model, sentence) with a progress bar."""
     model, request = ctx.model, ctx.request
+    ids, segments, _offsets = model.tokenize(request.text, request.pair)
 
     def compute(progress):
-        ids, segments, _offsets = model.tokenize(request.text, request.pair)
         windows = [0, *win.sweep_windows(len(ids))]
         return {name: win.context_sweep(
             model, ids, segments, windows, keep_special=(name == KEPT),
@@ -124,7 +127,8 @@ def context_sweeps(ctx: ui.Context) -> dict:
             for k, name in enumerate((KEPT, PLAIN))}
 
     return ui.with_progress("results", ("win_sweep", model.key, request),
-                            _("Running the encoder for each window:"), compute)
+                            _("Running the encoder for each window:"), compute,
+                            quick=len(ids) <= QUICK_SWEEP_TOKENS)
 
 
 def context_tab(ctx: ui.Context, t) -> None:

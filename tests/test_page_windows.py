@@ -174,3 +174,26 @@ def test_cost_url_cannot_ask_for_other_windows_or_lengths():
     assert not at.exception and not at.error
     assert at.select_slider(key="win_cost_w").value == 64
     assert at.select_slider(key="win_maxlen").value == 2048
+
+
+def test_a_short_sentences_sweep_takes_the_quick_line(monkeypatch):
+    """The context sweep of a short sentence (~2n encoder passes of n tokens) is short work:
+    it waits in the quick line, never behind a class's long sweeps; a longer text's does not."""
+    from attnviz import ui
+    from attnviz.ui import progress
+
+    seen: dict[tuple, bool] = {}
+    real = progress.with_progress
+
+    def spy(kind, key, label, compute, quick=False):
+        seen[key[:1] + (key[2].text,)] = quick
+        return real(kind, key, label, compute, quick)
+
+    monkeypatch.setattr(ui, "with_progress", spy)
+    long_text = "the quick brown fox jumps over the lazy dog " * 4  # 38 tokens with [CLS], [SEP]
+    for text in ("I saw a saw", long_text):
+        at = open_page("pages/windows.py", run=False, text=text, win_tab=TABS[2])
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+    assert seen[("win_sweep", "I saw a saw")] is True
+    assert seen[("win_sweep", long_text)] is False
