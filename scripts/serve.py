@@ -246,6 +246,7 @@ class Cluster:
         env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
         # Each worker's torch gets its share of the cores, so N workers don't oversubscribe.
         env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // self.workers)))
+        env.setdefault("ATTNVIZ_PRELOAD", "class")  # the lesson, corpus sample: ui.preload
         try:
             for i, p in enumerate(self.worker_ports, 1):
                 self._spawn([sys.executable, str(ROOT / "scripts" / "run_app.py"), str(self.app),
