@@ -365,13 +365,20 @@ class Cluster:
                     slot.pause = 0.0  # it had run a while: a fresh failure, replace it at once
                 slot.due = now + slot.pause
                 when = f" in {slot.pause:.0f} s" if slot.pause else ""
+                others = ", the other workers serve meanwhile" if len(self.slots) > 1 else ""
                 log(f"worker {i + 1} (pid {proc.pid}, port {port}) exited "
-                    f"({_exit_reason(proc.returncode)}); replacing it{when}, the other "
-                    f"workers serve meanwhile")
+                    f"({_exit_reason(proc.returncode)}); replacing it{when}{others}")
                 slot.pause = min(MAX_PAUSE_S, max(1.0, slot.pause * 2))
             if slot.due is not None:
                 if now >= slot.due:
-                    new = self._start_worker(i)
+                    try:
+                        new = self._start_worker(i)
+                    except OSError as e:  # e.g. out of processes or memory: try again later
+                        slot.due = now + slot.pause
+                        log(f"worker {i + 1} could not be started ({e}); trying again in "
+                            f"{slot.pause:.0f} s")
+                        slot.pause = min(MAX_PAUSE_S, max(1.0, slot.pause * 2))
+                        continue
                     slot.due, slot.started, slot.announced = None, now, False
                     slot.count += 1
                     log(f"worker {i + 1} restarted: pid {new.pid} on port {port}")

@@ -181,3 +181,30 @@ def test_a_worker_that_keeps_dying_is_restarted_after_a_doubling_pause(nginx, tm
     finally:
         cluster.stop(grace_s=5)
     assert group_members(cluster.pgid) == []
+
+
+def test_a_worker_that_cannot_be_started_is_tried_again_later(nginx, tmp_path, capsys):
+    cluster = serve.Cluster(workers=2, port=serve._free_port(), log_dir=tmp_path,
+                            runner=ROOT / "tests" / "fake_worker.py")
+    cluster.start(timeout_s=60)
+    try:
+        cluster._worker_argv = lambda port: [str(tmp_path / "no-such-program")]
+        dead = cluster.procs[0]
+        os.kill(dead.pid, signal.SIGKILL)
+        dead.wait(10)
+        now = time.monotonic()
+        cluster.supervise(now=now)  # the launcher keeps running, nginx and worker 2 serve
+        assert "worker 1 could not be started" in capsys.readouterr().err
+        assert cluster.procs[0] is dead and cluster.procs[-1].poll() is None
+        assert worker_for(cluster.port, "any browser") == "2"
+        cluster.supervise(now=now + 0.5)  # not before its pause
+        assert "could not" not in capsys.readouterr().err
+        cluster._worker_argv = lambda port: [sys.executable, str(ROOT / "tests" /
+                                                                 "fake_worker.py"),
+                                             "--server.port", str(port)]
+        cluster.supervise(now=now + 1.0)
+        assert "worker 1 restarted" in capsys.readouterr().err
+        assert cluster.procs[0].poll() is None
+    finally:
+        cluster.stop(grace_s=5)
+    assert group_members(cluster.pgid) == []
