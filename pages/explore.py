@@ -81,24 +81,25 @@ def main() -> None:
     with st.spinner("Drawing every head..."):
         fig = mosaic(t, hide, renorm, seg, words)
         shown = open_head(t)
-        st.session_state["ex_marked"] = shown
         fig = ui.cached_figure(("ex_overview_marked", t.key, hide, renorm, seg, words, shown),
                                lambda: mark_head(fig, *shown))
     ui.show_figure(fig, key="ex_overview", on_select=open_clicked, selection_mode="points")
-    one_head(ctx, hide, renorm, seg, words)
+    # Layer and head rerun the whole page (the mosaic outlines the open head) in one run;
+    # inside the fragment they would cost a fragment run and then the page's run.
+    c1, c2, _ = st.columns([1, 1, 3])
+    layer = c1.selectbox("Layer", range(t.n_layers), key="ex_layer", bind="query-params")
+    head = c2.selectbox("Head", range(t.n_heads), key="ex_head", bind="query-params")
+    one_head(ctx, hide, renorm, seg, words, layer, head)
 
 
 @ui.fragment
-def one_head(ctx: ui.Context, hide: bool, renorm: bool, seg: str, words: bool) -> None:
-    """Head, token and line choices rerun only this part of the page."""
+def one_head(ctx: ui.Context, hide: bool, renorm: bool, seg: str, words: bool, layer: int,
+             head: int) -> None:
+    """Token and line choices rerun only this part of the page."""
     t = ctx.trace()
-    c1, c2, c3 = st.columns([1, 1, 3])
-    layer = c1.selectbox("Layer", range(t.n_layers), key="ex_layer", bind="query-params")
-    head = c2.selectbox("Head", range(t.n_heads), key="ex_head", bind="query-params")
-    extra = c3.multiselect("More heads as lines, in colours", range(t.n_heads), key="ex_more",
+    e1, e2 = st.columns([3, 2])
+    extra = e1.multiselect("More heads as lines, in colours", range(t.n_heads), key="ex_more",
                            bind="query-params")
-    if (layer, head) != st.session_state.get("ex_marked"):
-        st.rerun()  # the whole page: the mosaic outlines the newly opened head
     w, toks, idx = views.shown_weights(t.weights[layer], t.tokens, t.segments, hide, renorm, seg,
                                        words, t.word_pieces)
     labels = token_labels(toks, idx)
@@ -109,7 +110,7 @@ def one_head(ctx: ui.Context, hide: bool, renorm: bool, seg: str, words: bool) -
     if "ex_token" in st.session_state and ((kept is None and long) or
                                            (kept is not None and kept >= len(toks))):
         del st.session_state["ex_token"]  # not an option for this sentence: back to the default
-    pick = st.selectbox("Token lines for one query token",
+    pick = e2.selectbox("Token lines for one query token",
                         [*([] if long else [None]), *range(len(toks))],
                         index=min(1 if hide else 2, len(toks) - 1) if long else 0, key="ex_token",
                         format_func=lambda i: "all tokens" if i is None else labels[i])

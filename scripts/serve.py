@@ -14,6 +14,13 @@ one worker.) A request without the cookie (the first page load, a bare websocket
 is hashed on nginx's random request id, so such clients spread evenly. When a worker stops
 answering, nginx's hash moves its clients to the next worker; their pages reconnect there.
 
+The launcher supervises its workers: one that exits (killed, crashed) is noticed within a
+second, logged on stderr, and replaced by a fresh process on the same port, so nginx's
+upstream names a living server again (nginx retries a failed server after its fail_timeout);
+the other workers serve meanwhile. A worker that keeps dying soon after it starts is restarted
+after a doubling pause (1 s, 2 s, ... at most a minute). Nothing is restarted once the
+launcher is stopping.
+
     python scripts/serve.py --workers 2 --port 8501     # Ctrl-C (or SIGTERM) stops all
     python scripts/serve.py --stop --port 8501          # from another shell
     make serve WORKERS=2 [PORT=8501]                    # the same; `make stop` stops it
@@ -47,6 +54,10 @@ ROOT = Path(__file__).resolve().parents[1]  # the checkout: app.py, .streamlit/c
 COOKIE = "attnviz_worker"
 NGINX_CANDIDATES = ("/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/local/nginx/sbin/nginx")
 GRACE_S = 10.0  # seconds a process may take to stop after SIGTERM before SIGKILL
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+POLL_S = 0.5  # how often the launcher looks at its processes
+SETTLED_S = 30.0  # a worker that ran this long is replaced at once when it dies
+MAX_PAUSE_S = 60.0  # the longest pause before restarting a worker that keeps dying
 
 
 def find_nginx() -> str | None:
@@ -201,6 +212,33 @@ def _healthy(port: int, timeout: float = 2) -> bool:
         return False
 
 
+def _exit_reason(code: int) -> str:
+    """'exit code 3' or 'killed by SIGKILL' for a Popen returncode."""
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"
+
+
+def log(message: str) -> None:
+    """One line on the launcher's stderr, with the time."""
+    print(f"{time.strftime('%H:%M:%S')} serve.py: {message}", file=sys.stderr, flush=True)
+
+
+@dataclass
+class Restart:
+    """Supervision state of one worker slot (its port stays; its process may change)."""
+
+    started: float = 0.0  # time.monotonic() of the current process's start
+    due: float | None = None  # when a replacement is to start (the worker is dead till then)
+    pause: float = 0.0  # the pause before its next restart: 0, then 1, 2, 4 ... s while it
+    # keeps dying within SETTLED_S of its start
+    count: int = 0  # replacements started so far
+    announced: bool = True  # its "answers again" line was logged
+
+
 @dataclass
 class Cluster:
     """N Streamlit workers and nginx, all in one process group led by the first worker."""
@@ -210,25 +248,59 @@ class Cluster:
     address: str = "127.0.0.1"
     app: Path = ROOT / "app.py"
     log_dir: Path | None = None  # default: the temporary folder made by start()
+    runner: Path = ROOT / "scripts" / "run_app.py"  # a worker: python runner app --server...
     worker_ports: list[int] = field(default_factory=list)
     procs: list[subprocess.Popen] = field(default_factory=list)  # workers..., nginx last
     folder: Path | None = None
     pgid: int | None = None
+    stopping: bool = False  # set by stop(): from then on nothing is (re)started
+    slots: list[Restart] = field(default_factory=list)  # one per worker
+    env: dict | None = None
 
-    def _spawn(self, argv: list[str], log: Path, env: dict | None = None) -> subprocess.Popen:
+    def _spawn(self, argv: list[str], log_path: Path, env: dict | None = None
+               ) -> subprocess.Popen:
+        """Start argv in the cluster's process group, its output appended to `log`.
+
+        The stop signals are blocked in the launcher while it forks (a Ctrl-C then arrives
+        once the new process is known, so stop() reaches it) and unblocked in the child."""
+        if self.stopping:
+            raise RuntimeError("the launcher is stopping")
         pgid = self.pgid
 
         def before_exec() -> None:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
             os.setpgid(0, pgid or 0)  # the first child leads a new group; the rest join it
             _die_with_parent()
 
-        out = open(log, "ab")  # noqa: SIM115 - the child holds it; closed when we exit
-        proc = subprocess.Popen(argv, cwd=self.app.parent, stdout=out, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, env=env, preexec_fn=before_exec)
-        out.close()
-        if self.pgid is None:
-            self.pgid = proc.pid
-        self.procs.append(proc)
+        out = open(log_path, "ab")  # noqa: SIM115 - the child holds it; closed when we exit
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+        try:
+            proc = subprocess.Popen(argv, cwd=self.app.parent, stdout=out,
+                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                                    preexec_fn=before_exec)
+            if self.pgid is None:
+                self.pgid = proc.pid
+            self.procs.append(proc)
+        finally:
+            out.close()
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        return proc
+
+    @property
+    def logs(self) -> Path:
+        return self.log_dir or self.folder or Path(tempfile.gettempdir())
+
+    def _worker_argv(self, port: int) -> list[str]:
+        return [sys.executable, str(self.runner), str(self.app), "--server.port", str(port),
+                "--server.address", "127.0.0.1", "--server.headless", "true"]
+
+    def _start_worker(self, i: int) -> subprocess.Popen:
+        """Start worker i (0-based) on its port; a replacement takes the dead one's place in
+        procs (nginx stays last)."""
+        proc = self._spawn(self._worker_argv(self.worker_ports[i]),
+                           self.logs / f"worker{i + 1}.log", self.env)
+        if i < len(self.procs) - 1:  # a replacement: move it from the end to its slot
+            self.procs[i] = self.procs.pop()
         return proc
 
     @property
@@ -240,19 +312,18 @@ class Cluster:
         nginx = ensure_nginx()
         self.folder = Path(tempfile.mkdtemp(prefix=f"attnviz-serve-{self.port}-"))
         self.folder.chmod(0o755)  # nginx's workers run as another user when started as root
-        logs = self.log_dir or self.folder
+        logs = self.logs
         logs.mkdir(parents=True, exist_ok=True)
         self.worker_ports = [_free_port() for _ in range(self.workers)]
         env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
         # Each worker's torch gets its share of the cores, so N workers don't oversubscribe.
         env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // self.workers)))
         env.setdefault("ATTNVIZ_PRELOAD", "class")  # the lesson, corpus sample: ui.preload
+        self.env = env
         try:
-            for i, p in enumerate(self.worker_ports, 1):
-                self._spawn([sys.executable, str(ROOT / "scripts" / "run_app.py"), str(self.app),
-                             "--server.port", str(p), "--server.address", "127.0.0.1",
-                             "--server.headless", "true"],
-                            logs / f"worker{i}.log", env)
+            for i in range(self.workers):
+                self._start_worker(i)
+                self.slots.append(Restart(started=time.monotonic()))
             (self.folder / "nginx.conf").write_text(
                 nginx_config(self.port, self.worker_ports, self.folder, self.address,
                              connections=max(256, min(4096, open_files_limit() - 64))))
@@ -281,8 +352,46 @@ class Cluster:
                                   for f in sorted(logs.glob("*.log")))
                 raise RuntimeError(f"a process exited ({proc.args[0]} ...):\n{tails}")
 
+    def supervise(self, now: float | None = None) -> None:
+        """One look at the workers: log each that exited and start its replacement on the same
+        port (at once, or after its pause when it keeps dying); log a replacement once it
+        answers /_stcore/health."""
+        now = time.monotonic() if now is None else now
+        for i, slot in enumerate(self.slots):
+            if self.stopping:
+                return
+            proc, port = self.procs[i], self.worker_ports[i]
+            if slot.due is None and proc.poll() is not None:
+                if now - slot.started >= SETTLED_S:
+                    slot.pause = 0.0  # it had run a while: a fresh failure, replace it at once
+                slot.due = now + slot.pause
+                when = f" in {slot.pause:.0f} s" if slot.pause else ""
+                others = ", the other workers serve meanwhile" if len(self.slots) > 1 else ""
+                log(f"worker {i + 1} (pid {proc.pid}, port {port}) exited "
+                    f"({_exit_reason(proc.returncode)}); replacing it{when}{others}")
+                slot.pause = min(MAX_PAUSE_S, max(1.0, slot.pause * 2))
+            if slot.due is not None:
+                if now >= slot.due:
+                    try:
+                        new = self._start_worker(i)
+                    except OSError as e:  # e.g. out of processes or memory: try again later
+                        slot.due = now + slot.pause
+                        log(f"worker {i + 1} could not be started ({e}); trying again in "
+                            f"{slot.pause:.0f} s")
+                        slot.pause = min(MAX_PAUSE_S, max(1.0, slot.pause * 2))
+                        continue
+                    slot.due, slot.started, slot.announced = None, now, False
+                    slot.count += 1
+                    log(f"worker {i + 1} restarted: pid {new.pid} on port {port}")
+            elif not slot.announced and proc.poll() is None and _healthy(port, timeout=0.5):
+                slot.announced = True
+                log(f"worker {i + 1} (pid {proc.pid}, port {port}) answers again, "
+                    f"{now - slot.started:.1f} s after its restart")
+
     def stop(self, grace_s: float = GRACE_S) -> None:
-        """SIGTERM to the whole group, SIGKILL to what is left after grace_s; reap all."""
+        """SIGTERM to the whole group, SIGKILL to what is left after grace_s; reap all.
+        Nothing is restarted from here on."""
+        self.stopping = True
         if self.pgid is not None:
             _signal_group(self.pgid, signal.SIGTERM)
             deadline = time.time() + grace_s
@@ -301,11 +410,13 @@ class Cluster:
             shutil.rmtree(self.folder, ignore_errors=True)
 
     def wait(self) -> int:
-        """Block until a signal asks us to stop or nginx exits; 0 on a requested stop."""
+        """Supervise the workers until a signal asks us to stop (it raises in this thread) or
+        nginx exits (then 1)."""
         while True:
             if self.procs[-1].poll() is not None:
                 return 1
-            time.sleep(0.5)
+            self.supervise()
+            time.sleep(POLL_S)
 
 
 def _signal_group(pgid: int, sig: int) -> None:
@@ -363,14 +474,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.workers < 1:
         ap.error("--workers must be at least 1")
 
-    def on_signal(signum, frame):
-        raise _Stop
-
-    signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGHUP, on_signal)
     cluster = Cluster(workers=args.workers, port=args.port, address=args.address,
                       app=args.app.resolve(), log_dir=args.logs)
+
+    def on_signal(signum, frame):
+        cluster.stopping = True  # no replacement from here on, wherever the signal lands
+        raise _Stop
+
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, on_signal)
     pid_file(args.port).write_text(f"{os.getpid()}\n")
     code = 0
     try:
@@ -388,8 +500,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"serve.py: {e}", file=sys.stderr)
         code = 1
     finally:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, signal.SIG_IGN)
         cluster.stop()
         pid_file(args.port).unlink(missing_ok=True)
         if code == 0 or args.logs:

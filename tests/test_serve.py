@@ -5,6 +5,10 @@ missing as `make serve` does); the affinity is a consistent hash of a cookie ngi
 ip_hash, which puts every client behind one address on one worker); websockets get the Upgrade
 and Connection headers and long timeouts; every path (/, /_stcore/, /media/, /static/) goes
 through the one sticky location. `--stop` never signals a process that is not a launcher.
+The supervisor (with stand-in workers, tests/fake_worker.py, behind a real nginx): a worker
+killed with SIGKILL is logged and replaced on its port while nginx sends its students to the
+other worker; nginx then serves the replacement; stop() leaves no process of the group and
+starts no replacement.
 """
 
 from __future__ import annotations
@@ -12,8 +16,11 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -69,3 +76,135 @@ def test_stop_ignores_a_stale_pid_file(tmp_path, monkeypatch):
     assert serve.stop_running(18998) is False
     assert not path.exists()
     assert serve.stop_running(18997) is False  # no file at all
+
+
+def group_members(pgid: int) -> list[int]:
+    """Pids of the processes in process group pgid (from /proc/*/stat)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid:  # after "pid (comm)": state, ppid, pgrp
+            found.append(int(stat.parent.name))
+    return found
+
+
+def worker_for(port: int, key: str) -> str:
+    """Which worker nginx on `port` gives a browser whose affinity cookie is `key`."""
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/_stcore/health",
+                                 headers={"Cookie": f"{serve.COOKIE}={key}"})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        assert r.read() == b"ok"
+        return r.headers["X-Attnviz-Worker"]
+
+
+def test_a_killed_worker_is_replaced_on_its_port(nginx, tmp_path, capsys):
+    cluster = serve.Cluster(workers=2, port=serve._free_port(), log_dir=tmp_path,
+                            runner=ROOT / "tests" / "fake_worker.py")
+    cluster.start(timeout_s=60)
+    seen: set[int] = set()
+    try:
+        seen.update(group_members(cluster.pgid))
+        keys = {}
+        for i in range(64):
+            keys.setdefault(worker_for(cluster.port, f"key{i}"), f"key{i}")
+        assert set(keys) == {"1", "2"}, keys
+        dead = cluster.procs[0]
+        p1, p2 = cluster.worker_ports
+        os.kill(dead.pid, signal.SIGKILL)
+        dead.wait(10)
+        # Worker 1's students are answered at once by worker 2, before any restart.
+        assert worker_for(cluster.port, keys["1"]) == "2"
+        assert worker_for(cluster.port, "a new browser") in ("1", "2")
+        cluster.supervise()
+        err = capsys.readouterr().err
+        assert f"worker 1 (pid {dead.pid}, port {p1}) exited (killed by SIGKILL)" in err, err
+        assert "worker 1 restarted: pid" in err, err
+        new = cluster.procs[0]
+        assert new.pid != dead.pid and new.poll() is None
+        assert cluster.procs[-1].args[0] == nginx and len(cluster.procs) == 3
+        assert new.pid in group_members(cluster.pgid)
+        deadline = time.monotonic() + 30
+        while "answers again" not in err and time.monotonic() < deadline:
+            time.sleep(0.1)
+            cluster.supervise()
+            err += capsys.readouterr().err
+        assert f"worker 1 (pid {new.pid}, port {p1}) answers again" in err, err
+        assert serve._healthy(p1) and serve._healthy(p2)
+        # nginx tries the failed server again after its fail_timeout: worker 1 serves again.
+        deadline = time.monotonic() + 30
+        while worker_for(cluster.port, keys["1"]) != "1" and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert worker_for(cluster.port, keys["1"]) == "1"
+        assert worker_for(cluster.port, keys["2"]) == "2"
+        seen.update(group_members(cluster.pgid))
+    finally:
+        cluster.stop(grace_s=5)
+    # Stopped: nothing of the group is left and nothing is restarted any more.
+    cluster.supervise()
+    assert "restarted" not in capsys.readouterr().err
+    assert all(p.poll() is not None for p in cluster.procs)
+    assert group_members(cluster.pgid) == []
+    assert [p for p in seen if Path(f"/proc/{p}").exists()] == []
+
+
+def test_a_worker_that_keeps_dying_is_restarted_after_a_doubling_pause(nginx, tmp_path,
+                                                                       capsys):
+    """Dead on arrival (its runner exits at once): restarts 0, 1, 2, 4 s apart, not a
+    busy loop; the launcher keeps serving with the other worker."""
+    cluster = serve.Cluster(workers=2, port=serve._free_port(), log_dir=tmp_path,
+                            runner=ROOT / "tests" / "fake_worker.py")
+    cluster.start(timeout_s=60)
+    try:
+        now = time.monotonic()
+        starts = []
+        cluster._worker_argv = lambda port: [sys.executable, "-c", "raise SystemExit(3)"]
+        os.kill(cluster.procs[0].pid, signal.SIGKILL)
+        cluster.procs[0].wait(10)
+        for step in range(80):  # 8 s of supervision in 0.1 s steps, on a simulated clock
+            t = now + step * 0.1
+            before = cluster.procs[0].pid
+            cluster.supervise(now=t)
+            if cluster.procs[0].pid != before:
+                starts.append(round(t - now, 1))
+                cluster.procs[0].wait(10)
+        err = capsys.readouterr().err
+        # Each death is seen 0.1 s after its start (the next look), then paused 1, 2, 4 s.
+        gaps = [b - a for a, b in zip(starts, starts[1:], strict=False)]
+        assert starts[0] == 0.0 and len(gaps) == 3, (starts, err)
+        for gap, pause in zip(gaps, (1, 2, 4), strict=True):
+            assert pause + 0.05 < gap < pause + 0.25, (starts, err)
+        assert "(exit code 3); replacing it in 2 s" in err, err
+        assert serve._healthy(cluster.worker_ports[1])
+    finally:
+        cluster.stop(grace_s=5)
+    assert group_members(cluster.pgid) == []
+
+
+def test_a_worker_that_cannot_be_started_is_tried_again_later(nginx, tmp_path, capsys):
+    cluster = serve.Cluster(workers=2, port=serve._free_port(), log_dir=tmp_path,
+                            runner=ROOT / "tests" / "fake_worker.py")
+    cluster.start(timeout_s=60)
+    try:
+        cluster._worker_argv = lambda port: [str(tmp_path / "no-such-program")]
+        dead = cluster.procs[0]
+        os.kill(dead.pid, signal.SIGKILL)
+        dead.wait(10)
+        now = time.monotonic()
+        cluster.supervise(now=now)  # the launcher keeps running, nginx and worker 2 serve
+        assert "worker 1 could not be started" in capsys.readouterr().err
+        assert cluster.procs[0] is dead and cluster.procs[-1].poll() is None
+        assert worker_for(cluster.port, "any browser") == "2"
+        cluster.supervise(now=now + 0.5)  # not before its pause
+        assert "could not" not in capsys.readouterr().err
+        cluster._worker_argv = lambda port: [sys.executable, str(ROOT / "tests" /
+                                                                 "fake_worker.py"),
+                                             "--server.port", str(port)]
+        cluster.supervise(now=now + 1.0)
+        assert "worker 1 restarted" in capsys.readouterr().err
+        assert cluster.procs[0].poll() is None
+    finally:
+        cluster.stop(grace_s=5)
+    assert group_members(cluster.pgid) == []

@@ -184,3 +184,50 @@ def _grid_layout_of(rows: int, cols: int, args_json: str) -> dict:
     # itself for free, while copying and re-validating it costs time on every figure.
     layout.pop("template", None)
     return layout
+
+
+# Room for labels, reserved up front. Plotly's automargin draws a figure, measures its labels,
+# and when they need more margin than the layout gives, draws the whole figure a second time
+# (for a 512 x 512 heatmap that second pass is as long as the first). A margin that already
+# holds the labels is drawn once; automargin stays on, so a label longer than estimated still
+# gets its room (one more pass), never clipped.
+_EM_NARROW = 0.66  # an upper estimate of a Latin character's width, in em (digits ~0.56)
+_EM_WIDE = 1.05  # a CJK (East Asian wide or full-width) character
+TICK_PAD = 8  # px between an axis and its tick labels, tick length included
+TITLE_ROOM = 24  # px of an axis title beside its tick labels (one line of FONT)
+LEGEND_ROW = 32  # px of one row of a horizontal legend below a figure
+
+
+def text_width(text: str, size: float = FONT["size"]) -> float:
+    """An upper estimate of `text`'s width in px at font size `size` (px): the sum over its
+    characters of 0.66 em (1.05 em for a wide CJK character). HTML entities of escaped labels
+    count as their source characters (an over-estimate)."""
+    import unicodedata
+
+    return size * sum(_EM_WIDE if unicodedata.east_asian_width(c) in "WF" else _EM_NARROW
+                      for c in text)
+
+
+def label_room(labels, angle: float = 0.0, size: float = FONT["size"], titled: bool = True,
+               across: bool = True) -> int:
+    """px a category axis's tick labels (and its title when `titled`) take from the figure's
+    edge: for labels beside the axis (`across`: a y axis's, or an x axis's rotated by
+    `angle` degrees) the longest label's extent w|cos a| + h|sin a| (h = one line), for
+    unrotated x labels one line; plus TICK_PAD and TITLE_ROOM."""
+    import math
+
+    longest = max((text_width(str(t), size) for t in labels), default=0.0)
+    a = math.radians(angle)
+    if across:  # y axis: the label's run is horizontal (angle 0)
+        extent = longest * abs(math.cos(a)) + size * abs(math.sin(a))
+    else:  # x axis: the run is vertical only as far as the label is rotated
+        extent = longest * abs(math.sin(a)) + size * abs(math.cos(a))
+    return int(math.ceil(extent + TICK_PAD + (TITLE_ROOM if titled else 0)))
+
+
+def colorbar_room(title: str, ticks: str = "0.00", size: float = FONT["size"],
+                  thickness: int = 12) -> int:
+    """px a vertical colour bar on the right takes: its offset and pads (60 px), then the
+    wider of its title (Plotly writes it above the bar) and the bar with tick labels like
+    `ticks`."""
+    return int(60 + max(text_width(title, size), thickness + TICK_PAD + text_width(ticks, size)))

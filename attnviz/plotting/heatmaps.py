@@ -5,7 +5,17 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import FONT, SCORES_SCALE, WEIGHTS_SCALE, Grid, axis_labels, block_reduce, tick_labels
+from .common import (
+    FONT,
+    SCORES_SCALE,
+    WEIGHTS_SCALE,
+    Grid,
+    axis_labels,
+    block_reduce,
+    colorbar_room,
+    label_room,
+    tick_labels,
+)
 
 MAX_X_TICKS = 30  # slanted key labels of one head's heatmap
 SQUARE_FROM = 40  # tokens from which one head's heatmap keeps square cells
@@ -65,7 +75,10 @@ def attention_heatmap(
         layout=dict(
             xaxis={**x, "title": dict(text="keys")}, yaxis={**y, "title": dict(text="queries")},
             title=title or KINDS[kind]["title"], height=size, font=FONT,
-            margin=dict(l=10, r=10, t=50, b=10),
+            # Room for the labels and the colour bar up front: drawn once, not twice.
+            margin=dict(l=10 + label_room(y["ticktext"]), t=50,
+                        r=colorbar_room(kind, ticks="-0.00" if kind == "scores" else "0.00"),
+                        b=10 + label_room(x["ticktext"], angle=x["tickangle"], across=False)),
         ),
     )
 

@@ -21,7 +21,15 @@ import re
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import FONT, OKABE_ITO, WEIGHTS_SCALE, axis_labels, block_reduce
+from .common import (
+    FONT,
+    OKABE_ITO,
+    WEIGHTS_SCALE,
+    axis_labels,
+    block_reduce,
+    colorbar_room,
+    label_room,
+)
 
 MEAN = "mean"
 OPEN_COLOUR = OKABE_ITO[3]  # vermillion: the open head's outline, seen on every Viridis shade
@@ -102,15 +110,18 @@ def overview_mosaic(
     fig.update_xaxes(type="category", categoryorder="array", categoryarray=x, tickvals=cx,
                      ticktext=[str(h) for h in range(H)] + [MEAN], side="top",
                      showgrid=False)
+    rows = [f"layer {i}" for i in range(L)] + [MEAN]
     fig.update_yaxes(type="category", categoryorder="array", categoryarray=y, tickvals=cy,
-                     ticktext=[f"layer {i}" for i in range(L)] + [MEAN], autorange="reversed",
+                     ticktext=rows, autorange="reversed",
                      showgrid=False, scaleanchor="x", constrain="domain")
     note = "" if factor == 1 else f" (blocks of {factor}x{factor} tokens, max)"
     fig.update_layout(
         title=(title or "Layers x heads: softmax weights (in each tile rows = queries, "
                "columns = keys)") + note, font=FONT,
         height=int(min(1100, max(420, 70 * (L + 1) + 140))),
-        margin=dict(l=10, r=10, t=90, b=10), clickmode="event+select",
+        # Room for the row labels and the colour bar up front: drawn once, not twice.
+        margin=dict(l=10 + label_room(rows, titled=False), r=colorbar_room("weight", "0.2"),
+                    t=90, b=10), clickmode="event+select",
         meta=dict(tile=c, step=step, layers=L, heads=H),  # read by mark_head
     )
     return fig

@@ -17,6 +17,7 @@ import plotly.graph_objects as go
 
 from .common import (
     FONT,
+    LEGEND_ROW,
     NEUTRAL,
     OKABE_ITO,
     axis_labels,
@@ -108,7 +109,8 @@ def token_lines(
         xaxis=dict(visible=False, range=[-0.45, 1.45]),
         yaxis=dict(visible=False, autorange="reversed"),
         title=title, font=FONT, height=int(min(1500, max(320, px * n + 120))),
-        margin=dict(l=10, r=10, t=60, b=10), hovermode="closest",
+        # b: one row of the legend below, reserved up front (drawn once, not twice).
+        margin=dict(l=10, r=10, t=60, b=10 + LEGEND_ROW), hovermode="closest",
         legend=dict(orientation="h", y=0, x=0.5, xanchor="center", yanchor="top"),
         annotations=[dict(x=0, y=1.0, xref="x", yref="paper", text="queries", showarrow=False,
                           yanchor="bottom"),

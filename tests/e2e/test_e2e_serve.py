@@ -6,9 +6,12 @@ nginx with cookie affinity), driven the way `make serve` runs it.
 - Two websocket sessions held by two different workers both get answers (a full rerun with
   figures, then another after typing a sentence).
 - One worker killed (SIGKILL): the other keeps answering its session, and a browser whose
-  cookie named the dead worker is served by the living one.
-- Ctrl-C (SIGINT) to the launcher: every process it started (by pid, and every member of its
-  process group, nginx's own worker included) is gone, and the port is closed.
+  cookie named the dead worker is served by the living one at once. The launcher logs the
+  death and starts a replacement on the same port: both ports answer /_stcore/health again,
+  nginx sends the dead worker's cookie there again, and a session on it gets answers.
+- Ctrl-C (SIGINT) to the launcher: every process it started (by pid, the replacement too,
+  and every member of its process group, nginx's own worker included) is gone, the port is
+  closed, and no replacement was started during the shutdown.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import sys
 import threading
 import time
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -34,6 +37,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "load"))
 import run_load  # noqa: E402
 
+from tests.test_serve import group_members, worker_for  # noqa: E402
+
 COOKIE = "attnviz_worker"
 
 
@@ -43,19 +48,19 @@ class Hall:
     port: int
     proc: subprocess.Popen
     pids: list[int]  # worker 1, worker 2, nginx's master (as the launcher printed them)
+    ports: list[int]  # worker 1's and worker 2's
+    lines: list[str]  # the launcher's output so far (stdout and stderr)
+    replacements: list[int] = field(default_factory=list)  # pids of restarted workers
 
-
-def group_members(pgid: int) -> list[int]:
-    """Pids of the processes in process group pgid (from /proc/*/stat)."""
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == pgid:  # after "pid (comm)": state, ppid, pgrp
-            found.append(int(stat.parent.name))
-    return found
+    def wait_for(self, pattern: str, timeout_s: float) -> re.Match:
+        """The first match of `pattern` in the launcher's output, waiting for it."""
+        deadline = time.time() + timeout_s
+        while time.time() < deadline:
+            found = re.search(pattern, "".join(self.lines))
+            if found:
+                return found
+            time.sleep(0.2)
+        pytest.fail(f"no {pattern!r} in the launcher's output:\n" + "".join(self.lines)[-3000:])
 
 
 @pytest.fixture(scope="module")
@@ -79,8 +84,11 @@ def hall(tmp_path_factory):
     if not ready.wait(300):
         proc.kill()
         pytest.fail("serve.py did not start:\n" + "".join(lines)[-3000:])
-    pids = [int(p) for p in re.search(r"pids ([\d ]+);", "".join(lines)).group(1).split()]
-    yield Hall(f"http://127.0.0.1:{port}", port, proc, pids)
+    out = "".join(lines)
+    pids = [int(p) for p in re.search(r"pids ([\d ]+);", out).group(1).split()]
+    ports = [int(p) for p in re.search(r"on 127\.0\.0\.1:([\d,]+) behind", out).group(1)
+             .split(",")]
+    yield Hall(f"http://127.0.0.1:{port}", port, proc, pids, ports, lines)
     if proc.poll() is None:
         proc.send_signal(signal.SIGINT)
         proc.wait(60)
@@ -155,6 +163,33 @@ def test_two_workers_answer_and_one_survives_the_other(hall):
             await s.close()
 
     run_in_thread(scenario)
+    # The launcher saw it, and worker 1 is back on its port.
+    hall.wait_for(rf"worker 1 \(pid {hall.pids[0]}, port {hall.ports[0]}\) exited "
+                  r"\(killed by SIGKILL\)", 10)
+    new = int(hall.wait_for(rf"worker 1 \(pid (\d+), port {hall.ports[0]}\) answers again",
+                            240).group(1))
+    assert new != hall.pids[0]
+    hall.replacements.append(new)
+    assert all(_health(p) for p in hall.ports)
+    # nginx retries the failed server after its fail_timeout: worker 1's cookie goes home.
+    deadline = time.time() + 30
+    while worker_for(hall.port, keys["1"]) != "1" and time.time() < deadline:
+        time.sleep(0.5)
+    assert worker_for(hall.port, keys["1"]) == "1"
+
+    async def back() -> None:
+        s4, w4 = await session_on(hall, keys["1"])
+        assert w4 == "1"
+        r = await s4.rerun("open")
+        assert r.ok and r.charts >= 1, r.errors
+        await s4.close()
+
+    run_in_thread(back)
+
+
+def _health(port: int) -> bool:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=10) as r:
+        return r.read().strip() == b"ok"
 
 
 def run_in_thread(coroutine_function) -> None:
@@ -177,14 +212,17 @@ def run_in_thread(coroutine_function) -> None:
 def test_ctrl_c_leaves_nothing_running(hall):
     members = group_members(hall.pids[0])  # the group is led by worker 1's pid, even dead
     assert hall.pids[1] in members and hall.pids[2] in members
+    assert all(p in members for p in hall.replacements)
     assert len(members) >= 3  # worker 2, nginx's master and its worker process
     hall.proc.send_signal(signal.SIGINT)
     assert hall.proc.wait(60) == 0
+    restarts = "".join(hall.lines).count(" restarted: pid ")
+    assert restarts == len(hall.replacements)  # none during the shutdown
     deadline = time.time() + 5
     while time.time() < deadline and any(Path(f"/proc/{p}").exists()
-                                         for p in hall.pids + members):
+                                         for p in hall.pids + hall.replacements + members):
         time.sleep(0.2)
-    left = [p for p in hall.pids + members if Path(f"/proc/{p}").exists()]
+    left = [p for p in hall.pids + hall.replacements + members if Path(f"/proc/{p}").exists()]
     assert left == [], left
     assert group_members(hall.pids[0]) == []
     with pytest.raises(OSError):

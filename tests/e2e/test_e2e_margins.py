@@ -1,0 +1,97 @@
+"""Figures that reserve their labels' room up front are drawn once: in Chromium with the same
+plotly.js the app ships, the margins Plotly's automargin ends up with equal the ones the
+figure asked for (no label pushed a margin, so no second draw), and they waste little.
+
+Checked for the explore page's figures (the mosaic, one head and its token lines at 512
+tokens, the readable
+"I saw a saw" head, a Chinese sentence's wider labels, raw scores). Offline: the page is a
+file with plotly.js inlined; no server, no network.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import plotly
+import plotly.io as pio
+import pytest
+
+from attnviz.analysis import views
+from attnviz.plotting.heatmaps import attention_heatmap
+from attnviz.plotting.overview import mark_head, overview_mosaic
+from attnviz.plotting.token_lines import token_lines
+
+pytestmark = pytest.mark.e2e
+LONG = ("The quick brown fox jumps over the lazy dog near the river bank, and I saw a saw. "
+        * 40)
+SLACK = 60  # px: the most a reserved margin may exceed what the labels needed
+
+
+@pytest.fixture(scope="module")
+def figures(cpu_model) -> dict:
+    long = cpu_model.trace(LONG)
+    short = cpu_model.trace("I saw a saw")
+    zh = cpu_model.trace("我看见一把锯子，锯子很旧。")
+    mosaic = overview_mosaic(long.weights, views.mean_maps(long.weights), long.tokens)
+    return {
+        "mosaic, 512 tokens": mark_head(mosaic, 0, 3),
+        "one head, 512 tokens": attention_heatmap(long.weights[0, 3], long.tokens, "weights",
+                                                  "Layer 0, head 3",
+                                                  zmax=float(long.weights[0, 3].max())),
+        "one head, I saw a saw": attention_heatmap(short.weights[1, 2], short.tokens),
+        "scores, I saw a saw": attention_heatmap(short.scores[1, 2], short.tokens, "scores"),
+        "one head, Chinese": attention_heatmap(zh.weights[0, 0], zh.tokens),
+        "token lines, 512 tokens": token_lines(long.weights[0, [3, 5]], [3, 5], long.tokens,
+                                               list(range(long.n_tokens)), query=2),
+    }
+
+
+@pytest.mark.parametrize("width", [940, 420])  # the app's main column; a phone
+def test_labels_fit_in_the_reserved_margins(browser, figures, tmp_path, width):
+    js = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+    specs = {name: pio.to_json(fig, validate=False) for name, fig in figures.items()}
+    html = tmp_path / "margins.html"
+    html.write_text(f"<html><body><div id=g style='width:{width}px'></div><script>"
+                    + js.read_text() + "</script></body></html>")
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(
+        "file://") else route.abort())
+    page.goto(html.as_uri())
+    for name, spec in specs.items():
+        got = page.evaluate("""async spec => {
+            const g = document.getElementById('g'); Plotly.purge(g);
+            const f = JSON.parse(spec); await Plotly.newPlot(g, f.data, f.layout, {});
+            const s = g._fullLayout._size;
+            return {l: s.l, r: s.r, t: s.t, b: s.b}; }""", spec)
+        asked = json.loads(spec)["layout"]["margin"]
+        for side in "lrtb":
+            # Equal: nothing pushed (automargin would have drawn the figure a second time).
+            assert got[side] == pytest.approx(asked[side], abs=0.5), (name, side, got, asked)
+    page.close()
+
+
+def test_reserved_margins_waste_little(browser, figures, tmp_path):
+    """With automargin alone (margins of 10 px), Plotly pushes each margin to what its labels
+    need; the reserved margins exceed that by at most SLACK px."""
+    js = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+    html = tmp_path / "needed.html"
+    html.write_text("<html><body><div id=g style='width:940px'></div><script>"
+                    + js.read_text() + "</script></body></html>")
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(html.as_uri())
+    for name, fig in figures.items():
+        spec = json.loads(pio.to_json(fig, validate=False))
+        asked = dict(spec["layout"]["margin"])
+        spec["layout"]["margin"] = {side: 10 for side in "lrtb"} | {"t": asked["t"]}
+        need = page.evaluate("""async f => {
+            const g = document.getElementById('g'); Plotly.purge(g);
+            await Plotly.newPlot(g, f.data, f.layout, {});
+            const s = g._fullLayout._size; return {l: s.l, r: s.r, t: s.t, b: s.b}; }""", spec)
+        for side in "lrb":
+            assert asked[side] >= need[side] - 0.5, (name, side, asked, need)
+            # Square cells at 512 tokens: the plot is as large as its height allows and the
+            # domain's slack holds the labels, so what automargin needs says nothing of waste.
+            if not name.startswith(("one head, 512", "mosaic, 512")):
+                assert asked[side] - need[side] <= SLACK, (name, side, asked, need)
+    page.close()
