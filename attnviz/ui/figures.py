@@ -1,4 +1,6 @@
-"""Drawing figures on a page: cached per server, with PNG (chart toolbar) and SVG downloads.
+"""Drawing figures on a page: cached per server, with PNG (chart toolbar) and SVG downloads,
+and each figure's key numbers as text beside it (plotting.summary) for keyboard and screen
+reader users.
 
 The PNG is drawn by the student's browser. The SVG is drawn on the server by kaleido, whose
 headless Chromium (about 1 GB, a dozen processes) is started once per server and kept
@@ -17,12 +19,14 @@ import shutil
 import threading
 from collections.abc import Callable, Hashable
 
-import pandas  # noqa: F401 - imported whole before any chart is drawn (see below)
+import pandas  # imported whole before any chart is drawn (see below)
 import plotly.graph_objects as go
 import streamlit as st
 
-from ..i18n import language
+from ..i18n import _, language
+from ..plotting.summary import Summary, Table, plain, summarise
 from .cache import cached
+from .text import literal
 
 EXPORT_WAIT_S = float(os.environ.get("ATTNVIZ_EXPORT_WAIT_S", 30))
 _EXPORT_SLOT = threading.BoundedSemaphore(1)  # one server-side browser at a time
@@ -57,23 +61,64 @@ def cached_figure(key: Hashable, build: Callable[[], go.Figure]) -> go.Figure:
     return cached("figures", (language(), key), build)
 
 
-def show_figure(fig: go.Figure, key: str | None = None, **kwargs):
-    """Draw a Plotly figure: PNG from the chart toolbar (camera icon), SVG on a click below.
+def show_figure(fig: go.Figure, key: str | None = None,
+                summary: Summary | str | pandas.DataFrame | bool | None = None, **kwargs):
+    """Draw a Plotly figure: PNG from the chart toolbar (camera icon), SVG on a click below,
+    and its key numbers as text under it (`show_numbers`).
 
-    The SVG is rendered on the server by kaleido only when asked for, once per figure and
-    one at a time (`svg_bytes`); it needs a Chrome or Chromium on the server, without one the
-    button is not offered.
+    `summary`: None (default) reads the numbers out of the figure (plotting.summary); a
+    Summary, a DataFrame or a Markdown string shows the page's own instead; False shows none
+    (a figure whose numbers the page already shows as text). The SVG is rendered on the
+    server by kaleido only when asked for, once per figure and one at a time (`svg_bytes`); it
+    needs a Chrome or Chromium on the server, without one the button is not offered.
     """
-    event = st.plotly_chart(fig, config=PLOT_CONFIG, key=key, **kwargs)
+    if summary is None or summary is True:
+        summary = summarise(fig)
+    alt = summary.text if isinstance(summary, Summary) else _title_of(fig)
+    event = st.plotly_chart(fig, config=PLOT_CONFIG, key=key, alt=alt or None, **kwargs)
     if key is not None and svg_export_available():
         st.download_button(
             "SVG", data=lambda: svg_bytes(fig), file_name=f"{file_stem(fig, key)}.svg",
             mime="image/svg+xml", key=f"svg_{key}", type="tertiary",
             icon=":material/download:",
-            help="Download this figure as SVG (vector). The server's first SVG takes a few "
-                 "seconds (it starts a renderer); later ones are quick.",
+            help=_("Download this figure as SVG (vector). The server's first SVG takes a few "
+                   "seconds (it starts a renderer); later ones are quick."),
         )
+    if summary is not False:
+        show_numbers(summary, key)
     return event
+
+
+def show_numbers(summary: Summary | str | pandas.DataFrame, key: str | None = None) -> None:
+    """A collapsed "Numbers in this figure" expander (a keyboard-reachable <details>) holding
+    the summary's sentence and its tables as HTML tables (st.table: read cell by cell by a
+    screen reader, with the first column as row headers)."""
+    with st.expander(_("Numbers in this figure"), icon=":material/table_view:",
+                     key=None if key is None else f"numbers_{key}"):
+        if isinstance(summary, str):
+            st.markdown(summary)
+        elif isinstance(summary, pandas.DataFrame):
+            st.table(summary)
+        else:
+            if summary.text:
+                st.caption(literal(summary.text))
+            for table in summary.tables:
+                if table.title:
+                    st.markdown(f"**{literal(table.title)}**")
+                if table.rows:
+                    st.table(table_frame(table))
+                if table.note:
+                    st.caption(literal(table.note))
+
+
+def table_frame(table: Table) -> pandas.DataFrame:
+    """A summary table as a DataFrame whose index is its first column (row headers)."""
+    frame = pandas.DataFrame([list(r) for r in table.rows], columns=list(table.columns))
+    return frame.set_index(frame.columns[0])
+
+
+def _title_of(fig: go.Figure) -> str:
+    return plain(fig.layout.title.text)
 
 
 def svg_bytes(fig: go.Figure, render: Callable[[go.Figure], bytes] | None = None) -> bytes:
