@@ -133,6 +133,17 @@ def test_bars_and_lines():
                              "#198")
 
 
+def test_points_on_a_category_axis_are_named():
+    fig = go.Figure(go.Scatter(x=[0.5, 0.25], y=["query saw #2", "query a"], mode="markers",
+                               name="picked"))
+    (table,) = summary.summarise(fig).tables
+    assert table.rows == (("#0.5", "query saw #2"), ("#0.25", "query a"))
+    many = go.Figure([go.Scatter(x=np.arange(30), y=[f"t{i}" for i in range(30)], name=n)
+                      for n in "abcd"])
+    rows = summary.summarise(many).tables[0].rows
+    assert rows[0] == ("a", 30, "—", "", "—", "", "—", "")
+
+
 def test_tables_images_and_the_cap_on_tables():
     fig = go.Figure(go.Table(header=dict(values=["<b>word</b>", "tag"]),
                              cells=dict(values=[["I", "saw"], ["PRON", "VERB"]])))

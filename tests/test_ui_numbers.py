@@ -6,9 +6,12 @@ default page, whose first table must name head 0's top keys as the trace has the
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from streamlit.testing.v1 import AppTest
 
+from attnviz.ui import figures
 from tests.apptest import open_page
+from tests.pages_list import existing_pages
 
 LABEL = "Numbers in this figure"
 
@@ -56,3 +59,17 @@ def test_the_default_page_lists_each_heads_top_keys(model):
         got = table.loc[label, ["value 1", "value 2", "value 3"]].astype(float).to_numpy()
         np.testing.assert_allclose(got, w[r, top], rtol=5e-4)
     assert len(first.table) == 12  # one per head
+
+
+@pytest.mark.parametrize("page", existing_pages())
+def test_every_figure_of_every_page_has_its_numbers(page):
+    """Each chart a page draws (on its first view) comes with a "Numbers in this figure"
+    expander holding text, and no figure's numbers failed to be read."""
+    figures.SUMMARY_FAILURES.clear()
+    at = open_page(page, timeout=600, text="I saw a saw")
+    charts = at.get("plotly_chart")
+    numbers = [e for e in at.expander if e.label == LABEL]
+    assert len(numbers) == len(charts)
+    for e in numbers:
+        assert e.caption or e.markdown or e.table
+    assert figures.SUMMARY_FAILURES == []

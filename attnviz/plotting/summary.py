@@ -116,6 +116,16 @@ def _array(values) -> np.ndarray | None:
         return np.asarray(values, dtype=object)
 
 
+def _floats(arr: np.ndarray | None) -> np.ndarray | None:
+    """An array as float64, or None when it holds text."""
+    if arr is None:
+        return None
+    try:
+        return arr.astype(np.float64)
+    except (TypeError, ValueError):
+        return None
+
+
 def _has_text(values) -> bool:
     """Whether an array holds text (looked at its first elements only: arrays are uniform)."""
     return any(isinstance(v, str) for v in itertools.islice(_flat(values), 64))
@@ -239,7 +249,7 @@ def top_keys(z: np.ndarray, k: int = TOP_K) -> tuple[np.ndarray, np.ndarray]:
 def heatmap_table(trace: dict, layout: dict, title: str, k: int = TOP_K,
                   max_rows: int = MAX_ROWS) -> Table | None:
     """Each row's k largest cells of a heatmap trace, named by the axes' labels."""
-    z = _array(trace.get("z"))
+    z = _floats(_array(trace.get("z")))
     if z is None or z.ndim != 2 or z.size == 0:
         return None
     n_rows, n_cols = z.shape
@@ -270,8 +280,8 @@ def _xy(trace: dict, layout: dict) -> tuple[list[str], np.ndarray, str]:
     """(category labels, values, category axis title) of a bar trace, either orientation."""
     horizontal = trace.get("orientation") == "h"
     cat, val = ("y", "x") if horizontal else ("x", "y")
-    values = _array(trace.get(val))
-    values = np.zeros(0) if values is None else values.astype(np.float64).ravel()
+    values = _floats(_array(trace.get(val)))
+    values = np.zeros(0) if values is None else values.ravel()
     axis = _axis(layout, trace.get(f"{cat}axis"), cat)
     return labels(trace.get(cat), len(values), axis), values, _title(axis.get("title"))
 
@@ -302,39 +312,43 @@ def _name(trace: dict, i: int) -> str:
 def line_tables(traces: list[dict], layout: dict, title: str,
                 few: int = FEW_POINTS) -> list[Table]:
     """Lines and points of one panel: every point when there are few (traces sharing x side
-    by side), else per trace its number of points, min, max (where) and last value."""
+    by side), else per trace its number of points, min, max (where) and last value. Points
+    placed on a category axis (text y) are named, not measured."""
     parts = []
     for i, t in enumerate(traces):
         y = _array(t.get("y"))
-        if y is None or y.size == 0:
+        if y is None or y.size == 0 or y.ndim != 1:
             continue
-        y = y.astype(np.float64).ravel()
         axis = _axis(layout, t.get("xaxis"), "x")
         xs = labels(t.get("x"), len(y), axis)
         text = _array(t.get("text"))
         if text is not None and text.ndim == 1 and len(text) == len(y) and "text" in str(
                 t.get("mode") or ""):
             xs = [f"{plain(s)} ({x})" for s, x in zip(text, xs, strict=True)]
-        parts.append((_name(t, i) or _("line {i}").format(i=i + 1), xs, y,
+        if y.dtype == object:  # a category axis: the points' names are the numbers
+            values, cells = None, labels(y, len(y), _axis(layout, t.get("yaxis"), "y"))
+        else:
+            values = y.astype(np.float64)
+            cells = [number(v) for v in values]
+        parts.append((_name(t, i) or _("line {i}").format(i=i + 1), xs, values, cells,
                       _title(axis.get("title"))))
     if not parts:
         return []
-    x_title = parts[0][3] or "x"
-    if all(len(p[2]) <= few for p in parts) and all(p[1] == parts[0][1] for p in parts):
+    x_title = parts[0][4] or "x"
+    if all(len(p[3]) <= few for p in parts) and all(p[1] == parts[0][1] for p in parts):
         cols = (x_title, *(p[0] for p in parts))
-        rows = tuple((x, *(number(p[2][i]) for p in parts)) for i, x in enumerate(parts[0][1]))
+        rows = tuple((x, *(p[3][i] for p in parts)) for i, x in enumerate(parts[0][1]))
         return [Table(title, cols, rows)]
-    if all(len(p[2]) <= few for p in parts) and len(parts) <= 3:
+    if all(len(p[3]) <= few for p in parts) and len(parts) <= 3:
         return [Table(" · ".join(filter(None, [title, p[0]])), (x_title, p[0]),
-                      tuple((x, number(v)) for x, v in zip(p[1], p[2], strict=True)))
-                for p in parts]
+                      tuple(zip(p[1], p[3], strict=True))) for p in parts]
     cols = (_("line"), _("points"), _("min"), _("min at"), _("max"), _("max at"), _("last"),
             _("last at"))
     rows = []
-    for name, xs, y, _t in parts[:MAX_ROWS]:
-        ok = ~np.isnan(y)
-        if not ok.any():
-            rows.append((name, len(y), "—", "", "—", "", "—", ""))
+    for name, xs, y, _cells, _t in parts[:MAX_ROWS]:
+        ok = np.zeros(len(xs), bool) if y is None else ~np.isnan(y)
+        if y is None or not ok.any():
+            rows.append((name, len(xs), "—", "", "—", "", "—", ""))
             continue
         lo = int(np.nanargmin(y))
         hi = int(np.nanargmax(y))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import logging
 import os
 import shutil
 import threading
@@ -28,6 +29,7 @@ from ..plotting.summary import Summary, Table, plain, summarise
 from .cache import cached
 from .text import literal
 
+log = logging.getLogger(__name__)
 EXPORT_WAIT_S = float(os.environ.get("ATTNVIZ_EXPORT_WAIT_S", 30))
 _EXPORT_SLOT = threading.BoundedSemaphore(1)  # one server-side browser at a time
 
@@ -73,7 +75,7 @@ def show_figure(fig: go.Figure, key: str | None = None,
     needs a Chrome or Chromium on the server, without one the button is not offered.
     """
     if summary is None or summary is True:
-        summary = summarise(fig)
+        summary = figure_summary(fig)
     alt = summary.text if isinstance(summary, Summary) else _title_of(fig)
     event = st.plotly_chart(fig, config=PLOT_CONFIG, key=key, alt=alt or None, **kwargs)
     if key is not None and svg_export_available():
@@ -87,6 +89,21 @@ def show_figure(fig: go.Figure, key: str | None = None,
     if summary is not False:
         show_numbers(summary, key)
     return event
+
+
+SUMMARY_FAILURES: list[str] = []  # figures whose numbers could not be read (tests: empty)
+
+
+def figure_summary(fig: go.Figure) -> Summary:
+    """plotting.summary.summarise(fig); a figure it cannot read gets its title only (logged
+    and recorded in SUMMARY_FAILURES) instead of taking the page down."""
+    try:
+        return summarise(fig)
+    except Exception as e:  # noqa: BLE001 - the chart matters more than its text
+        title = _title_of(fig)
+        SUMMARY_FAILURES.append(f"{title!r}: {type(e).__name__}: {e}")
+        log.warning("no summary for figure %r", title, exc_info=True)
+        return Summary(title)
 
 
 def show_numbers(summary: Summary | str | pandas.DataFrame, key: str | None = None) -> None:
