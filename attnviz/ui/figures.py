@@ -39,6 +39,7 @@ class ExportBusy(RuntimeError):
 
 # The modebar: PNG by default, and a second button for SVG (bertviz #33: users want images).
 PLOT_CONFIG = {
+    "displayModeBar": "hover",  # shown while the pointer is on the chart (a tap on a phone)
     "displaylogo": False,
     "toImageButtonOptions": {"format": "png", "scale": 2},
     "modeBarButtonsToAdd": ["toImage"],

@@ -5,11 +5,25 @@ computed at run time. tests/test_config.py allows `st.html` in this file only.""
 import streamlit as st
 
 STYLES: dict[str, str] = {
+    # Every page, on a phone (up to 640 px wide, e.g. 390 x 844): a chart keeps at least
+    # 520 px (a 12-head grid's titles and token labels stay apart) and scrolls sideways inside
+    # its own frame, never the page; the chart toolbar keeps only its first group (the PNG
+    # camera), so on a touch it cannot cover a title (pinch zooms instead); tables scroll
+    # inside their frame too. Streamlit itself collapses the sidebar and stacks columns there.
+    "phone": """
+@media (max-width: 640px) {
+  .stElementContainer:has(.stPlotlyChart) {overflow-x: auto; overflow-y: hidden;}
+  .stElementContainer:has(.stPlotlyChart) > [data-testid="stFullScreenFrame"] {min-width: 520px;}
+  .stPlotlyChart .modebar-group:not(:first-child) {display: none;}
+  [data-testid="stTable"], [data-testid="stDataFrame"] {overflow-x: auto;}
+}
+""",
     # The clicker's hidden buttons: only their keyboard shortcuts matter.
     "lesson": """
 .st-key-lesson_hotkeys {display: none;}
 """,
-    # Presentation mode: larger text, less padding, no SVG download buttons.
+    # Presentation mode: larger text, less padding, no SVG download buttons, no figure-number
+    # expanders (the projector shows the pictures; a student's own view keeps them).
     "lesson_present": """
 [data-testid="stMainBlockContainer"] {padding-top: 3.9rem; padding-bottom: 1rem;}
 .st-key-lesson_body p, .st-key-lesson_body li {font-size: 1.3rem; line-height: 1.35;}
@@ -17,7 +31,7 @@ STYLES: dict[str, str] = {
 .st-key-lesson_question p {font-size: 1.4rem;}
 .st-key-lesson_top h2 {font-size: 1.75rem; padding: 0.1rem 0;}
 .st-key-lesson_body [data-testid="stVerticalBlock"] {gap: 0.6rem;}
-[class*="st-key-svg_lesson_"] {display: none;}
+[class*="st-key-svg_lesson_"], [class*="st-key-numbers_lesson_"] {display: none;}
 """,
 }
 
