@@ -13,7 +13,7 @@ STYLES: dict[str, str] = {
     "phone": """
 @media (max-width: 640px) {
   .stElementContainer:has(.stPlotlyChart) {overflow-x: auto; overflow-y: hidden;}
-  .stElementContainer:has(.stPlotlyChart) > [data-testid="stFullScreenFrame"] {min-width: 520px;}
+  .stElementContainer:has(.stPlotlyChart) [data-testid="stFullScreenFrame"] {min-width: 520px;}
   .stPlotlyChart .modebar-group:not(:first-child) {display: none;}
   [data-testid="stTable"], [data-testid="stDataFrame"] {overflow-x: auto;}
 }
