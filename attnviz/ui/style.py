@@ -9,16 +9,16 @@ STYLES: dict[str, str] = {
     # 520 px (a 12-head grid's titles and token labels stay apart) and scrolls sideways inside
     # its own frame, never the page; the chart toolbar keeps only its first group (the PNG
     # camera), so on a touch it cannot cover a title (pinch zooms instead); tables scroll
-    # inside their frame too, a token label ('saw #2') on one line. Streamlit itself collapses
-    # the sidebar and stacks columns there.
+    # inside their frame too, a row's token label ('saw #2') on one line (headers may wrap).
+    # Streamlit itself collapses the sidebar and stacks columns there.
     "phone": """
 @media (max-width: 640px) {
-  .stElementContainer:has(.stPlotlyChart) {overflow-x: auto; overflow-y: hidden;}
+  .stElementContainer:has(.stPlotlyChart) {overflow-x: auto; overflow-y: hidden;
+                                           scrollbar-width: thin;}
   .stElementContainer:has(.stPlotlyChart) [data-testid="stFullScreenFrame"] {min-width: 520px;}
   .stPlotlyChart .modebar-group:not(:first-child) {display: none;}
-  .stElementContainer:has(.stPlotlyChart) {scrollbar-width: thin;}
   [data-testid="stTable"], [data-testid="stDataFrame"] {overflow-x: auto;}
-  [data-testid="stTable"] td, [data-testid="stTable"] th {white-space: nowrap;}
+  [data-testid="stTable"] td, [data-testid="stTable"] tbody th {white-space: nowrap;}
 }
 """,
     # The clicker's hidden buttons: only their keyboard shortcuts matter.
