@@ -149,6 +149,10 @@ def test_tables_images_and_the_cap_on_tables():
                              cells=dict(values=[["I", "saw"], ["PRON", "VERB"]])))
     (table,) = summary.summarise(fig).tables
     assert table.columns == ("word", "tag") and table.rows == (("I", "PRON"), ("saw", "VERB"))
+    words = go.Figure(go.Table(header=dict(values=["", "I", "saw", "a", "saw"]),
+                               cells=dict(values=[["gold"], ["PRON"], ["VERB"], ["DET"],
+                                                  ["NOUN"]])))
+    assert summary.summarise(words).tables[0].columns == ("", "I", "saw #1", "a", "saw #3")
     img = go.Figure(go.Image(z=np.zeros((20, 30, 3), dtype=np.uint8)))
     assert "30 × 20" in summary.summarise(img).text
     many = heads_grid(np.random.default_rng(1).random((20, 4, 4)), list("abcd"), cols=5)

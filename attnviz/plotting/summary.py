@@ -369,12 +369,24 @@ def table_table(trace: dict, title: str, max_rows: int = MAX_ROWS) -> Table | No
     columns_data = [list(_flat([c])) if not isinstance(c, (list, tuple, np.ndarray))
                     else list(c) for c in cells]
     n = max((len(c) for c in columns_data), default=0)
-    head = tuple(plain(h) for h in (header or [""] * len(columns_data)))
+    head = _numbered_header([plain(h) for h in (header or [""] * len(columns_data))])
     rows = tuple(tuple(plain(c[i]) if i < len(c) else "" for c in columns_data)
                  for i in range(min(n, max_rows)))
     note = (_("First {shown} of {total} rows; the page's download has all of them.").format(
         shown=min(n, max_rows), total=n) if n > max_rows else "")
     return Table(title, head, rows, note)
+
+
+def _numbered_header(names: list[str]) -> tuple[str, ...]:
+    """A table's header with each repeated name numbered by its column's place, as the axes
+    name tokens ('saw #1', 'saw #3' for the words of "I saw a saw"); places count from the
+    first column after an empty one (the column naming the rows)."""
+    offset = 1 if names and names[0] == "" else 0
+    count: dict[str, int] = {}
+    for name in names:
+        count[name] = count.get(name, 0) + 1
+    return tuple(f"{name} #{i - offset}" if name and count[name] > 1 else name
+                 for i, name in enumerate(names))
 
 
 # -------------------------------------------------------------------------------- figures
