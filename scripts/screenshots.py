@@ -6,25 +6,26 @@ assets/screenshots/<page>.png (the visible window, 1400x1000):
 
     .venv/bin/python scripts/screenshots.py [--text "I saw a saw"] [--out assets/screenshots]
 
-The check (--matrix): every page in each theme (the browser's preferred colour scheme, which
-the app follows), each language (the `lang` URL parameter) and each window size, saved as
-OUT/<width>x<height>/<theme>/<lang>/<page>.png, plus one contact sheet per (size, theme,
-language), OUT/sheets/<width>x<height>_<theme>_<lang>.png: all pages on one image, so a person
-can look at everything in a few pictures. OUT/report.txt lists what a picture cannot show well:
-a page that scrolls sideways (wider than the window), an error box on a page, a page that never
-finished drawing.
+The check (--matrix, `make screenshots`): every page in each window size (a phone 390x844, a
+laptop 1366x768, a projector 1920x1080), each theme (the browser's preferred colour scheme,
+which the app follows) and each language (the `lang` URL parameter), saved as
+OUT/<width>x<height>/<theme>/<lang>/<page>.png, plus one contact sheet per size,
+OUT/sheets/<width>x<height>.png: every page (rows) in every theme and language (columns) on
+one image, so a person can look at everything in three pictures. OUT/report.txt lists what a
+picture cannot show well: a page that scrolls sideways (wider than the window), an error box
+on a page, a page that never finished drawing.
 
     .venv/bin/python scripts/screenshots.py --matrix --out /tmp/attnviz-check
-        [--sizes 1400x1000,1280x720,390x844] [--themes light,dark] [--langs en,zh]
+        [--sizes 390x844,1366x768,1920x1080] [--themes light,dark] [--langs en,zh]
         [--pages lesson,explore] [--full-page]
 
 --full-page captures the page's length (up to FULL_PAGE_SCREENS windows) instead of its window.
-"""
+It needs only the project's venv (`make setup`: playwright, Pillow through streamlit) and a
+Chromium (tests/e2e/conftest.ensure_chromium)."""
 
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import urllib.parse
 from dataclasses import dataclass
@@ -37,12 +38,12 @@ from tests.e2e.conftest import ensure_chromium, wait_for_app  # noqa: E402
 from tests.pages_list import existing_pages, url_path  # noqa: E402
 from tests.serve import CHROME_ARGS, free_port, start_server, stop_server  # noqa: E402
 
-SIZES = ((1400, 1000), (1280, 720), (390, 844))
+SIZES = ((390, 844), (1366, 768), (1920, 1080))  # phone, laptop, projector
 THEMES = ("light", "dark")
 LANGS = ("en", "zh")
 FULL_PAGE_SCREENS = 4  # a --full-page shot is at most this many windows tall
-SHEET_COLUMNS = 7  # pictures per row of a contact sheet
-CELL_WIDTH = {"wide": 400, "phone": 200}  # px of one picture on a contact sheet
+PAGES_PER_ROW = {"wide": 1, "phone": 2}  # pages side by side on a contact sheet's row
+CELL_WIDTH = {"wide": 360, "phone": 195}  # px of one picture on a contact sheet
 PAGE_WAIT_MS = 90_000  # a page that has not drawn by then is reported and shot as it is
 
 # Streamlit scrolls inside its main section, not the document: both are measured.
@@ -98,10 +99,12 @@ def main(argv: list[str] | None = None) -> int:
     shots = shoot(pages, out, sizes, themes, langs, args.text, flat=False,
                   full_page=args.full_page)
     lines = []
+    for size in dict.fromkeys(size for size, _theme, _lang in shots):
+        variants = {f"{theme} · {lang}": group for (sz, theme, lang), group in shots.items()
+                    if sz == size}
+        print(contact_sheet(variants, out / "sheets" / f"{size}.png", size,
+                            phone=int(size.split("x")[0]) < 700))
     for (size, theme, lang), group in shots.items():
-        sheet = contact_sheet(group, out / "sheets" / f"{size}_{theme}_{lang}.png",
-                              f"{size} · {theme} · {lang}", phone=int(size.split("x")[0]) < 700)
-        print(sheet)
         lines += [f"{size} {theme} {lang} {s.page}: {p}" for s in group for p in s.problems]
     (out / "report.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
     print(f"{sum(len(g) for g in shots.values())} screenshots in {out}; "
@@ -175,41 +178,55 @@ def capture(page, target: Path, width: int, height: int, full_page: bool) -> Non
         page.set_viewport_size({"width": width, "height": height})
 
 
-def contact_sheet(shots: list[Shot], target: Path, title: str, phone: bool) -> Path:
-    """All pictures of one (size, theme, language) on one image: a grid of SHEET_COLUMNS
-    columns, each picture scaled to CELL_WIDTH px and named (a problem marks it in red)."""
+def contact_sheet(variants: dict[str, list[Shot]], target: Path, title: str,
+                  phone: bool) -> Path:
+    """Every picture of one window size on one image: a row per page (PAGES_PER_ROW pages
+    side by side on a phone sheet), a column per variant (theme · language), each picture
+    scaled to CELL_WIDTH px and named; a picture with a problem is named in red."""
     from PIL import Image, ImageDraw, ImageFont
 
     cell_w = CELL_WIDTH["phone" if phone else "wide"]
-    images = [Image.open(s.path).convert("RGB") for s in shots]
-    thumbs = [im.resize((cell_w, max(1, round(im.height * cell_w / im.width))),
-                        Image.Resampling.LANCZOS) for im in images]
-    cols = min(SHEET_COLUMNS, max(1, len(thumbs)))
-    rows = math.ceil(len(thumbs) / cols)
-    label_h, pad, head = 22, 8, 34
-    row_h = [max((t.height for t in thumbs[r * cols:(r + 1) * cols]), default=0)
-             for r in range(rows)]
-    sheet = Image.new("RGB", (cols * (cell_w + pad) + pad,
-                              head + sum(h + label_h + pad for h in row_h) + pad), "#808080")
+    per_row = PAGES_PER_ROW["phone" if phone else "wide"]
+    names = list(variants)
+    pages = list(dict.fromkeys(s.page for group in variants.values() for s in group))
+    found = {(v, s.page): s for v, group in variants.items() for s in group}
+    thumbs: dict[tuple[str, str], Image.Image] = {}
+    for key, shot in found.items():
+        with Image.open(shot.path) as im:
+            im = im.convert("RGB")
+            thumbs[key] = im.resize((cell_w, max(1, round(im.height * cell_w / im.width))),
+                                    Image.Resampling.LANCZOS)
+    label_h, pad, head, gap = 20, 6, 56, 14
+    cols = per_row * len(names)
+    rows = [pages[i:i + per_row] for i in range(0, len(pages), per_row)]
+    row_h = [max((thumbs[k].height for p in row for v in names if (k := (v, p)) in thumbs),
+                 default=0) for row in rows]
+    width = cols * (cell_w + pad) + (per_row - 1) * gap + pad
+    sheet = Image.new("RGB", (width, head + sum(h + label_h + pad for h in row_h) + pad),
+                      "#808080")
     draw = ImageDraw.Draw(sheet)
-    font = ImageFont.load_default(size=14)
-    draw.text((pad, 8), title, fill="#000000", font=ImageFont.load_default(size=18))
+    font = ImageFont.load_default(size=13)
+    draw.text((pad, 6), title, fill="#000000", font=ImageFont.load_default(size=18))
+    for j in range(per_row):
+        for i, name in enumerate(names):
+            x = pad + j * (len(names) * (cell_w + pad) + gap) + i * (cell_w + pad)
+            draw.text((x, 34), name, fill="#000000", font=font)
     y = head
-    for r in range(rows):
-        for c in range(cols):
-            i = r * cols + c
-            if i >= len(thumbs):
-                break
-            x = pad + c * (cell_w + pad)
-            bad = bool(shots[i].problems)
-            draw.text((x, y + 3), shots[i].page + (" (!)" if bad else ""),
-                      fill="#B00000" if bad else "#000000", font=font)
-            sheet.paste(thumbs[i], (x, y + label_h))
-        y += row_h[r] + label_h + pad
+    for row, h in zip(rows, row_h, strict=True):
+        for j, page in enumerate(row):
+            for i, name in enumerate(names):
+                x = pad + j * (len(names) * (cell_w + pad) + gap) + i * (cell_w + pad)
+                shot = found.get((name, page))
+                if shot is None:
+                    continue
+                bad = bool(shot.problems)
+                draw.text((x, y + 3), page + (" (!)" if bad else ""),
+                          fill="#B00000" if bad else "#000000", font=font)
+                sheet.paste(thumbs[(name, page)], (x, y + label_h))
+        y += h + label_h + pad
     target.parent.mkdir(parents=True, exist_ok=True)
     sheet.save(target, optimize=True)
     return target
-
 
 if __name__ == "__main__":
     raise SystemExit(main())
