@@ -6,16 +6,27 @@ import streamlit as st
 
 STYLES: dict[str, str] = {
     # Every page, on a phone (up to 640 px wide, e.g. 390 x 844): a chart keeps at least
-    # 520 px (a 12-head grid's titles and token labels stay apart) and scrolls sideways inside
-    # its own frame, never the page; the chart toolbar keeps only its first group (the PNG
-    # camera), so on a touch it cannot cover a title (pinch zooms instead); tables scroll
-    # inside their frame too, a row's token label ('saw #2') on one line (headers may wrap).
-    # Streamlit itself collapses the sidebar and stacks columns there.
+    # 520 px, a figure of three panels or more 760 px (the head statistics' and the value
+    # norms' panel titles ran into each other at 520), and scrolls sideways inside its own
+    # frame, never the page; the chart toolbar keeps only its first group (the PNG camera), so
+    # on a touch it cannot cover a title (pinch zooms instead); tables scroll inside their
+    # frame too, a row's token label ('saw #2') on one line (headers may wrap). Titles shrink
+    # (Streamlit's title took three lines of an 844 px screen) and the empty band above them
+    # narrows to the header's height; a large number (st.metric) wraps instead of ending in
+    # '...'. Streamlit itself collapses the sidebar and stacks columns there.
     "phone": """
 @media (max-width: 640px) {
+  [data-testid="stMainBlockContainer"] {padding-top: 3.75rem;}
+  .stMain .stHeading h1 {font-size: 1.9rem; padding-top: 0.5rem;}
+  .stMain .stHeading h2 {font-size: 1.45rem;}
+  .stMain .stHeading h3 {font-size: 1.2rem;}
+  [data-testid="stMetricValue"] {font-size: 1.9rem;}
+  [data-testid="stMetricValue"] div {white-space: normal;}
   .stElementContainer:has(.stPlotlyChart) {overflow-x: auto; overflow-y: hidden;
                                            scrollbar-width: thin;}
   .stElementContainer:has(.stPlotlyChart) [data-testid="stFullScreenFrame"] {min-width: 520px;}
+  .stElementContainer:has(.stPlotlyChart .subplot.x3y3) [data-testid="stFullScreenFrame"] {
+    min-width: 760px;}
   .stPlotlyChart .modebar-group:not(:first-child) {display: none;}
   [data-testid="stTable"], [data-testid="stDataFrame"] {overflow-x: auto;}
   [data-testid="stTable"] td, [data-testid="stTable"] tbody th {white-space: nowrap;}
