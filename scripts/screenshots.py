@@ -19,6 +19,9 @@ on a page, a page that never finished drawing.
         [--sizes 390x844,1366x768,1920x1080] [--themes light,dark] [--langs en,zh]
         [--pages lesson,explore] [--full-page]
 
+--languages: the README's pictures in Chinese and in the dark theme (LANGUAGE_SHOTS), into
+assets/screenshots/ (or --out).
+
 --full-page captures the page's length (up to FULL_PAGE_SCREENS windows) instead of its window.
 It needs only the project's venv (`make setup`: playwright, Pillow through streamlit) and a
 Chromium (tests/e2e/conftest.ensure_chromium)."""
@@ -44,6 +47,15 @@ LANGS = ("en", "zh")
 FULL_PAGE_SCREENS = 4  # a --full-page shot is at most this many windows tall
 PAGES_PER_ROW = {"wide": 1, "phone": 2}  # pages side by side on a contact sheet's row
 CELL_WIDTH = {"wide": 360, "phone": 195}  # px of one picture on a contact sheet
+# The README's "English and 中文" pictures (--languages): (file, page stem, window, theme,
+# language, full page, size saved as (scaled), or the height it is cropped to). Each under
+# 300 KB.
+LANGUAGE_SHOTS = (
+    ("lesson_zh_dark.png", "lesson", (1366, 768), "dark", "zh", False, (1366, 768), 0),
+    ("heads_dark.png", "layer_heads", (1920, 1080), "dark", "en", False, (1366, 768), 0),
+    ("head_stats_zh.png", "head_stats", (1366, 768), "light", "zh", False, (1366, 768), 0),
+    ("phone_zh.png", "lesson", (390, 844), "light", "zh", True, (390, 1060), 1060),
+)
 PAGE_WAIT_MS = 90_000  # a page that has not drawn by then is reported and shot as it is
 
 # Streamlit scrolls inside its main section, not the document: both are measured.
@@ -81,7 +93,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--langs", default=",".join(LANGS))
     ap.add_argument("--pages", default="", help="page stems to shoot (default: all)")
     ap.add_argument("--full-page", action="store_true")
+    ap.add_argument("--languages", action="store_true",
+                    help="the README's English and Chinese, light and dark pictures "
+                         "(LANGUAGE_SHOTS) into --out (default assets/screenshots)")
     args = ap.parse_args(argv)
+    if args.languages:
+        return language_shots(args.out or ROOT / "assets" / "screenshots", args.text)
 
     pages = existing_pages()
     if args.pages:
@@ -109,6 +126,30 @@ def main(argv: list[str] | None = None) -> int:
     (out / "report.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
     print(f"{sum(len(g) for g in shots.values())} screenshots in {out}; "
           f"{len(lines)} problems listed in {out / 'report.txt'}")
+    return 0
+
+
+def language_shots(out: Path, text: str) -> int:
+    """LANGUAGE_SHOTS: each shot in its own window, theme and language, scaled (LANCZOS) or
+    cropped to its saved size, written as an optimised PNG."""
+    import tempfile
+
+    from PIL import Image
+
+    pages = {Path(p).stem: p for p in existing_pages()}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, stem, size, theme, lang, full, saved, crop in LANGUAGE_SHOTS:
+            folder = Path(tmp) / Path(name).stem
+            ((shot,),) = shoot([pages[stem]], folder, [size], [theme], [lang], text, flat=True,
+                               full_page=full).values()
+            with Image.open(shot.path) as im:
+                im = im.convert("RGB")
+                if crop:
+                    im = im.crop((0, 0, im.width, min(crop, im.height)))
+                elif im.size != saved:
+                    im = im.resize(saved, Image.Resampling.LANCZOS)
+                im.save(out / name, optimize=True)
+            print(out / name, "" if not shot.problems else shot.problems)
     return 0
 
 
