@@ -12,7 +12,7 @@ WORKERS ?= 2
 SESSIONS ?= 30
 URL ?=
 
-.PHONY: setup run serve stop test test-fast bench load lint clean
+.PHONY: setup run serve stop test test-fast bench load lint screenshots clean
 
 setup: $(VENV)/.installed
 
@@ -49,6 +49,12 @@ load: setup
 	$(PY) tests/load/run_load.py --sessions $(SESSIONS) $(if $(strip $(URL)),--url $(strip $(URL)))
 	$(if $(strip $(URL)),,$(PY) tests/load/memory.py)
 	$(if $(strip $(URL)),,$(PY) tests/load/heavy.py)
+
+# Every page at a phone's, a laptop's and a projector's size, light and dark, English and
+# Chinese, with one contact sheet per size: $(SHOTS)/sheets/*.png (scripts/screenshots.py).
+SHOTS ?= /tmp/attnviz-screenshots
+screenshots: setup
+	$(PY) scripts/screenshots.py --matrix --out $(SHOTS)
 
 lint: setup
 	$(VENV)/bin/ruff check attnviz pages tests app.py

@@ -1,4 +1,6 @@
-"""Drawing figures on a page: cached per server, with PNG (chart toolbar) and SVG downloads.
+"""Drawing figures on a page: cached per server, with PNG (chart toolbar) and SVG downloads,
+and each figure's key numbers as text beside it (plotting.summary) for keyboard and screen
+reader users.
 
 The PNG is drawn by the student's browser. The SVG is drawn on the server by kaleido, whose
 headless Chromium (about 1 GB, a dozen processes) is started once per server and kept
@@ -12,18 +14,22 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import logging
 import os
 import shutil
 import threading
 from collections.abc import Callable, Hashable
 
-import pandas  # noqa: F401 - imported whole before any chart is drawn (see below)
+import pandas  # imported whole before any chart is drawn (see below)
 import plotly.graph_objects as go
 import streamlit as st
 
-from ..i18n import language
+from ..i18n import _, language
+from ..plotting.summary import Summary, Table, plain, summarise
 from .cache import cached
+from .text import literal
 
+log = logging.getLogger(__name__)
 EXPORT_WAIT_S = float(os.environ.get("ATTNVIZ_EXPORT_WAIT_S", 30))
 _EXPORT_SLOT = threading.BoundedSemaphore(1)  # one server-side browser at a time
 
@@ -33,6 +39,7 @@ class ExportBusy(RuntimeError):
 
 # The modebar: PNG by default, and a second button for SVG (bertviz #33: users want images).
 PLOT_CONFIG = {
+    "displayModeBar": "hover",  # shown while the pointer is on the chart (a tap on a phone)
     "displaylogo": False,
     "toImageButtonOptions": {"format": "png", "scale": 2},
     "modeBarButtonsToAdd": ["toImage"],
@@ -57,23 +64,82 @@ def cached_figure(key: Hashable, build: Callable[[], go.Figure]) -> go.Figure:
     return cached("figures", (language(), key), build)
 
 
-def show_figure(fig: go.Figure, key: str | None = None, **kwargs):
-    """Draw a Plotly figure: PNG from the chart toolbar (camera icon), SVG on a click below.
+def show_figure(fig: go.Figure, key: str | None = None,
+                summary: Summary | str | pandas.DataFrame | bool | None = None, **kwargs):
+    """Draw a Plotly figure: PNG from the chart toolbar (camera icon), SVG on a click below,
+    and its key numbers as text under it (`show_numbers`).
 
-    The SVG is rendered on the server by kaleido only when asked for, once per figure and
-    one at a time (`svg_bytes`); it needs a Chrome or Chromium on the server, without one the
-    button is not offered.
+    `summary`: None (default) reads the numbers out of the figure (plotting.summary); a
+    Summary, a DataFrame or a Markdown string shows the page's own instead; False shows none
+    (a figure whose numbers the page already shows as text). The SVG is rendered on the
+    server by kaleido only when asked for, once per figure and one at a time (`svg_bytes`); it
+    needs a Chrome or Chromium on the server, without one the button is not offered.
     """
-    event = st.plotly_chart(fig, config=PLOT_CONFIG, key=key, **kwargs)
+    if summary is None or summary is True:
+        summary = figure_summary(fig)
+    alt = summary.text if isinstance(summary, Summary) else _title_of(fig)
+    event = st.plotly_chart(fig, config=PLOT_CONFIG, key=key, alt=alt or None, **kwargs)
     if key is not None and svg_export_available():
         st.download_button(
             "SVG", data=lambda: svg_bytes(fig), file_name=f"{file_stem(fig, key)}.svg",
             mime="image/svg+xml", key=f"svg_{key}", type="tertiary",
             icon=":material/download:",
-            help="Download this figure as SVG (vector). The server's first SVG takes a few "
-                 "seconds (it starts a renderer); later ones are quick.",
+            help=_("Download this figure as SVG (vector). The server's first SVG takes a few "
+                   "seconds (it starts a renderer); later ones are quick."),
         )
+    if summary is not False:
+        show_numbers(summary, key)
     return event
+
+
+SUMMARY_FAILURES: list[str] = []  # figures whose numbers could not be read (tests: empty)
+
+
+def figure_summary(fig: go.Figure) -> Summary:
+    """plotting.summary.summarise(fig); a figure it cannot read gets its title only (logged
+    and recorded in SUMMARY_FAILURES) instead of taking the page down."""
+    try:
+        return summarise(fig)
+    except Exception as e:  # noqa: BLE001 - the chart matters more than its text
+        title = _title_of(fig)
+        SUMMARY_FAILURES.append(f"{title!r}: {type(e).__name__}: {e}")
+        log.warning("no summary for figure %r", title, exc_info=True)
+        return Summary(title)
+
+
+def show_numbers(summary: Summary | str | pandas.DataFrame, key: str | None = None) -> None:
+    """A collapsed "Numbers in this figure" expander (a keyboard-reachable <details>) holding
+    the summary's sentence and its tables as HTML tables (st.table: read cell by cell by a
+    screen reader, with the first column as row headers)."""
+    with st.expander(_("Numbers in this figure"), icon=":material/table_view:",
+                     key=None if key is None else f"numbers_{key}"):
+        if isinstance(summary, str):
+            st.markdown(summary)
+        elif isinstance(summary, pandas.DataFrame):
+            st.table(summary)
+        else:
+            if summary.text:
+                st.caption(literal(summary.text))
+            for table in summary.tables:
+                if table.title:
+                    st.markdown(f"**{literal(table.title)}**")
+                if table.rows:
+                    st.table(table_frame(table))
+                if table.note:
+                    st.caption(literal(table.note))
+
+
+def table_frame(table: Table) -> pandas.DataFrame:
+    """A summary table as a DataFrame whose index is its first column (row headers)."""
+    columns = list(zip(*table.rows, strict=True)) or [()] * len(table.columns)
+    return pandas.DataFrame(  # column by column: half the time of rows, then set_index
+        {name: list(values) for name, values in zip(table.columns[1:], columns[1:],
+                                                      strict=True)},
+        index=pandas.Index(columns[0], name=table.columns[0]))
+
+
+def _title_of(fig: go.Figure) -> str:
+    return plain(fig.layout.title.text)
 
 
 def svg_bytes(fig: go.Figure, render: Callable[[go.Figure], bytes] | None = None) -> bytes:

@@ -48,7 +48,7 @@ DEFAULT_ALIAS = "layer_heads"  # a hidden page at /layer_heads showing the defau
 
 def run(root: Path) -> None:
     """Page config, navigation over the PAGES found under `root`, the sidebar, the page."""
-    from . import malloc, recorder, urlstate
+    from . import malloc, recorder, style, urlstate
     from .cache import register_metrics
     from .sidebar import sidebar, use_session_language
     from .worklist import end_run, new_run
@@ -61,6 +61,7 @@ def run(root: Path) -> None:
     icon = root / FAVICON
     st.set_page_config(page_title=_("attnviz: see self-attention"),
                        page_icon=str(icon) if icon.is_file() else None, layout="wide")
+    style.apply("phone")  # constant CSS: charts and tables fit a 390 px phone (ui.style)
     sections: dict[str, list] = {}
     default = None
     for path, title, icon, section in PAGES:
