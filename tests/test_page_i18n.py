@@ -4,6 +4,9 @@ catalogue, Chinese text where English was; the lesson with its Chinese example s
 
 from __future__ import annotations
 
+import json
+import re
+
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -143,3 +146,75 @@ def test_the_switch_changes_the_language_of_this_session_only(zh):
     assert at.text_area(key="text").label == "句子"
     other.run()
     assert other.text_area(key="text").label == "Sentence"
+
+
+# ------------------------------------------- heads, all heads, images, beyond BERT in Chinese
+CJK = re.compile(r"[\u4e00-\u9fff]")
+HEADS_TABS = ["Weights, all heads", "Scores, all heads", "One head, exact"]
+IMAGE_TABS = ["Attention map vs conv window", "Convolution as attention"]
+FAMILY_TABS = ["Decoder vs encoder", "Encoder-decoder: cross-attention",
+               "Vision: [CLS] over the image"]
+VIEWS = [  # page, tab key, tab (English), more state, title (English, Chinese)
+    *[("pages/layer_heads.py", "lh_tab", tab, {}, "Heads of one layer", "一层中的各个头")
+      for tab in HEADS_TABS],
+    ("pages/explore.py", None, None, {}, "All heads, token lines", "所有头的 token 连线"),
+    ("pages/explore.py", None, None,
+     {"pair": "It cut the wood", "ex_seg": "A->B", "ex_hide": True, "ex_more": [1]},
+     "All heads, token lines", "所有头的 token 连线"),
+    *[("pages/images.py", "img_tab", tab, {"img_size": 16, "img_row": 5, "img_col": 7},
+       "Images: attention vs convolution", "图像：注意力与卷积") for tab in IMAGE_TABS],
+    *[("pages/families.py", "fam_tab", tab, {}, "Beyond BERT: decoders, encoder-decoders, "
+       "images", "BERT 之外：解码器、编码器-解码器与图像") for tab in FAMILY_TABS],
+]
+
+
+def figure_titles(at) -> list[str]:
+    """Each chart's title, else its subplot titles (a row of images has only those)."""
+    out = []
+    for chart in at.get("plotly_chart"):
+        layout = json.loads(chart.proto.spec)["layout"]
+        title = (layout.get("title") or {}).get("text") or " ".join(
+            a.get("text", "") for a in layout.get("annotations", []))
+        out.append(title)
+    return out
+
+
+def open_view(page, tab_key, tab, state, lang):
+    tabs = {tab_key: i18n._(tab)} if tab_key else {}
+    return open_page(page, lang=lang, **state, **tabs)
+
+
+@pytest.mark.parametrize("page, tab_key, tab, state, title_en, title_zh", VIEWS)
+def test_heads_images_and_families_pages_in_chinese(zh, page, tab_key, tab, state, title_en,
+                                                    title_zh):
+    """Every tab of the four pages in Chinese: no exception, no string missing, the title,
+    text and every figure's title in Chinese (tokens typed by the user stay as typed)."""
+    i18n.MISSING.clear()
+    at = open_view(page, tab_key, tab, state, "zh")
+    assert not at.exception and not at.error, [e.value for e in [*at.exception, *at.error]]
+    assert {m for m in i18n.MISSING if m[0] == "zh"} == set()
+    assert at.title[0].value == title_zh
+    said = texts(at)
+    assert CJK.search(said) and "Download" not in said
+    titles = figure_titles(at)
+    assert titles and all(CJK.search(t) for t in titles), titles
+    if tab_key:
+        assert [t.label for t in at.tabs if t.label == i18n._(tab)]
+
+
+@pytest.mark.parametrize("page, tab_key, tab, state, title_en, title_zh",
+                         [VIEWS[2], VIEWS[4], VIEWS[6], VIEWS[9]])
+def test_the_same_pages_in_english_stay_english(page, tab_key, tab, state, title_en, title_zh):
+    i18n.MISSING.clear()
+    at = open_view(page, tab_key, tab, state, "en")
+    assert not at.exception
+    assert i18n.MISSING == set()
+    assert at.title[0].value == title_en
+    assert not CJK.search(" ".join(figure_titles(at)))
+
+
+def test_the_pair_shares_caption_names_the_filters_in_chinese(zh):
+    at = open_view(*VIEWS[4][:4], "zh")
+    shares = [c.value for c in at.caption if c.value.startswith("此头注意力权重的份额")]
+    assert shares and "A 内部" in shares[0] and "跨句" in shares[0]
+    assert at.radio(key="ex_seg").options == ["全部", "A 内部", "B 内部", "A->B", "B->A", "跨句"]

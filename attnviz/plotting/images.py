@@ -191,7 +191,7 @@ def images_row(images: list[np.ndarray], titles: list[str], difference: np.ndarr
             zmin=0.0, zmax=max(float(np.max(difference)), 1e-6),  # all-zero stays white
             hovertemplate=_pixel_hover() + "<br>" + _("|difference|")
             + " = %{z:.2e}<extra></extra>",
-            colorbar=dict(title=dict(text="|diff|"), thickness=12, exponentformat="e")), 1, n)
+            colorbar=dict(title=dict(text=_("|diff|")), thickness=12, exponentformat="e")), 1, n)
         h, w = np.asarray(difference).shape
         g.yaxis(1, n)["range"] = [h - 0.5, -0.5]
         g.xaxis(1, n)["range"] = [-0.5, w - 0.5]
