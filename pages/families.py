@@ -9,6 +9,7 @@ on later tokens, strongest sources, the [CLS] map); figures: plotting.heatmaps,
 plotting.families."""
 
 import io
+from dataclasses import replace
 
 import numpy as np
 import streamlit as st
@@ -19,7 +20,8 @@ from attnviz.engine import DECODER, ENCODER_DECODER, VISION, TraceRequest, demo_
 from attnviz.i18n import N_, _
 from attnviz.plotting import attention_heatmap
 from attnviz.plotting import families as fam_plots
-from attnviz.ui.context import family_model, report
+from attnviz.ui.context import family_model
+from attnviz.ui.context import report as report_notes
 from attnviz.ui.text import literal
 
 KINDS = {"encoder": N_("encoder"), "decoder": N_("decoder"),
@@ -46,6 +48,13 @@ def layer_head(t, prefix: str, layers: int | None = None, mean: bool = False,
                        format_func=lambda h: _("mean of the heads") if h == "mean"
                        else _("head {head}").format(head=h))
     return layer, head
+
+
+def report(model, t) -> None:
+    """What the page says with a trace (ui.context.report), the engine's notes in the session's
+    language: a trace is shared by every session, so its notes (marked with N_ in the engine)
+    are looked up when shown. A note written with the input in it stays English."""
+    report_notes(model, replace(t, notes=tuple(_(note) for note in t.notes)))
 
 
 def encoder_model(ctx: ui.Context):

@@ -200,6 +200,9 @@ def test_heads_images_and_families_pages_in_chinese(zh, page, tab_key, tab, stat
     assert titles and all(CJK.search(t) for t in titles), titles
     if tab_key:
         assert [t.label for t in at.tabs if t.label == i18n._(tab)]
+    if page == "pages/families.py" and tab != FAMILY_TABS[2]:  # the engine's notes too
+        notes = [c.value for c in at.caption if c.value.startswith(":material/info:")]
+        assert notes and all(CJK.search(n) for n in notes), notes
 
 
 @pytest.mark.parametrize("page, tab_key, tab, state, title_en, title_zh",
