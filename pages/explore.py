@@ -99,7 +99,7 @@ def one_head(ctx: ui.Context, hide: bool, renorm: bool, seg: str, words: bool) -
     layer = c1.selectbox(_("Layer"), range(t.n_layers), key="ex_layer", bind="query-params")
     head = c2.selectbox(_("Head"), range(t.n_heads), key="ex_head", bind="query-params")
     extra = c3.multiselect(_("More heads as lines, in colours"), range(t.n_heads), key="ex_more",
-                           bind="query-params")
+                           bind="query-params", placeholder=_("Choose heads"))
     if (layer, head) != st.session_state.get("ex_marked"):
         st.rerun()  # the whole page: the mosaic outlines the newly opened head
     w, toks, idx = views.shown_weights(t.weights[layer], t.tokens, t.segments, hide, renorm, seg,

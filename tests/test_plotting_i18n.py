@@ -113,7 +113,7 @@ def test_english_figures_keep_their_words():
     assert [a.text for a in figs["grid"].layout.annotations][:3] == ["head 0", "head 1", "head 2"]
     assert "blocks of 3 tokens" in figs["grid_pooled"].layout.title.text
     assert {tr.name for tr in figs["lines"].data if tr.showlegend is not False} >= {"head 0"}
-    assert figs["mosaic"].data[0].colorbar.title.text == "weight"
+    assert figs["mosaic"].data[0].colorbar.title.text == "weights"
     assert "blocks of" in figs["mosaic_pooled"].layout.title.text
     assert figs["later"].layout.yaxis.title.text == "mean weight on later tokens"
     assert figs["value_steps"].layout.xaxis6.title.text.startswith("output o")

@@ -96,7 +96,7 @@ def map_figure(values: np.ndarray, pick: tuple[int, int], title: str, kind: str 
     height, width = values.shape
     if kind == "weights":
         z, colour = values, dict(colorscale=WEIGHTS_SCALE, zmin=0.0, zmax=float(values.max()))
-        hover, bar = _("weight") + " = %{z:.3g}", _("weight")
+        hover, bar = _("weight = %{z:.3g}"), _("weights")  # a window's or a softmax's
     elif kind == "influence":
         top = float(values.max()) or 1.0
         with np.errstate(divide="ignore"):
@@ -162,7 +162,7 @@ def head_maps_figure(maps: np.ndarray, shifts: np.ndarray, pick: tuple[int, int]
         shapes=shapes, title=title, height=150 * k + 80, font=FONT,
         margin=dict(l=10, r=10, t=70, b=10),
         coloraxis=dict(colorscale=WEIGHTS_SCALE, cmin=0.0, cmax=1.0,
-                       colorbar=dict(title=dict(text=_("weight")), thickness=12)),
+                       colorbar=dict(title=dict(text=_("weights")), thickness=12)),
         plot_bgcolor=IMAGE_BACKGROUND,
     )
 

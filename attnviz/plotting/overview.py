@@ -87,7 +87,7 @@ def overview_mosaic(
     fig = go.Figure(go.Heatmap(
         z=z, x=x, y=y, colorscale=WEIGHTS_SCALE, zmin=0.0, zmax=1.0, hoverongaps=False,
         hovertemplate=f"%{{y}}<br>%{{x}}<br>{value} = %{{z:.4f}}<extra></extra>",
-        colorbar=dict(title=dict(text=gettext("weight")), thickness=12),
+        colorbar=dict(title=dict(text=gettext("weights")), thickness=12),
     ))
     mid = c // 2
     # Plotly cannot select heatmap cells, so each tile gets a clickable point at its centre
