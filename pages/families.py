@@ -17,6 +17,7 @@ import streamlit as st
 from attnviz import ui
 from attnviz.analysis import families as fam
 from attnviz.engine import DECODER, ENCODER_DECODER, VISION, TraceRequest, demo_image
+from attnviz.engine.load import BUNDLED_NAME
 from attnviz.i18n import N_, _
 from attnviz.plotting import attention_heatmap
 from attnviz.plotting import families as fam_plots
@@ -63,12 +64,21 @@ def encoder_model(ctx: ui.Context):
     return ui.cached_model(None, st.session_state.get("device", "auto"))
 
 
+def legend_name(model, demo: bool) -> str:
+    """A model as a legend names it, '<family>: <name>': the bundled model's name and the
+    random demo in the session's language, any other name as its folder or Hub id says."""
+    if demo:
+        return _("{model}: random demo weights").format(model=model.title)
+    return _("{model}: {name}").format(
+        model=model.title, name=_(model.name) if model.name == BUNDLED_NAME else model.name)
+
+
 def decoder_tab(ctx: ui.Context) -> None:
     st.markdown(_("A decoder predicts the next token, so token $i$ may only look at tokens "
                   "$j \\le i$: its scores above the diagonal become $-\\infty$ before the "
                   "softmax (the *causal mask*), and those weights are exactly 0. An encoder such "
                   "as BERT looks both ways."))
-    gpt = family_model(ctx, DECODER, _("Decoder (GPT-2)"), "fam_dec_model")[0]
+    gpt, demo = family_model(ctx, DECODER, _("Decoder (GPT-2)"), "fam_dec_model")
     enc = encoder_model(ctx)
     te, td = (ui.cached_trace(m, TraceRequest(ctx.sentence)) for m in (enc, gpt))
     report(enc, te)
@@ -87,8 +97,8 @@ def decoder_tab(ctx: ui.Context) -> None:
                 title=_("{model} ({kind}), layer {layer}, head {head}").format(
                     model=m.title, kind=_(KINDS.get(m.kind, m.kind)), layer=lh[0], head=lh[1]))),
                 key=f"{prefix}_fig")
-    later = {f"{m.title}: {m.name}": fam.later_weight(t.weights).mean(axis=1)
-             for m, t in ((enc, te), (gpt, td))}
+    later = {legend_name(m, random): fam.later_weight(t.weights).mean(axis=1)
+             for m, t, random in ((enc, te, False), (gpt, td, demo))}
     ui.show_figure(fam_plots.later_weight_chart(
         later, _("How much of each row's weight goes to later tokens (mean over heads)")),
         key="fam_later")

@@ -152,6 +152,7 @@ def exact_tab(size: int, row: int, col: int, k: int) -> None:
     alpha_text = e2.select_slider(
         _("α (sharpness of each head)"), ["0.5", "1", "2", "4", "8", "16", "64", "hard"],
         value="64", key="img_alpha", bind="query-params",
+        format_func=lambda a: _("hard") if a == "hard" else a,
         help=_("'hard' = a mask that allows exactly one key per head (weights exactly 0 or "
                "1)."))
     alpha = None if alpha_text == "hard" else float(alpha_text)

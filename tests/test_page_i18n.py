@@ -221,3 +221,18 @@ def test_the_pair_shares_caption_names_the_filters_in_chinese(zh):
     shares = [c.value for c in at.caption if c.value.startswith("此头注意力权重的份额")]
     assert shares and "A 内部" in shares[0] and "跨句" in shares[0]
     assert at.radio(key="ex_seg").options == ["全部", "A 内部", "B 内部", "A->B", "B->A", "跨句"]
+
+
+def legend_names(at) -> list[str]:
+    return [d.get("name", "") for c in at.get("plotly_chart")
+            for d in json.loads(c.proto.spec)["data"] if d.get("type") == "scatter"]
+
+
+def test_the_later_weight_legend_names_the_models_in_the_language(zh):
+    """The bundled model and the random demo are named in the session's language."""
+    at = open_view(*VIEWS[7][:4], "zh")
+    assert {"BERT：all-MiniLM-L6-v2（内置）", "GPT-2：随机权重的演示模型"} <= set(legend_names(at))
+    with i18n.use("en"):
+        at = open_view(*VIEWS[7][:4], "en")
+        assert {"BERT: all-MiniLM-L6-v2 (bundled)", "GPT-2: random demo weights"} <= set(
+            legend_names(at))

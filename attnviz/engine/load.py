@@ -28,7 +28,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import torch  # noqa: E402
 
-from ..i18n import _  # noqa: E402 - messages in the language of the session that loads
+from ..i18n import N_, _  # noqa: E402 - messages in the language of the session that loads
 from .families import family_for, supported_titles, supported_types  # noqa: E402
 from .hub import hub_cache_dir, looks_like_hub_id, resolve_hub_id  # noqa: E402
 from .model import Model  # noqa: E402
@@ -48,6 +48,9 @@ TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json")
 
 class ModelError(ValueError):
     """A model folder that cannot be used; the message says why, in plain words."""
+
+
+BUNDLED_NAME = N_("all-MiniLM-L6-v2 (bundled)")  # Model.name of the default; shown as _(name)
 
 
 def bundled_model_dir() -> Path:
@@ -216,7 +219,7 @@ def load_model(path: str | os.PathLike | None = None, device: str | None = None,
     if not all_finite(state):
         raise ModelError(_("the weights in {folder} contain NaN or infinite values").format(
             folder=folder))
-    name = "all-MiniLM-L6-v2 (bundled)" if path is None else _display_name(folder)
+    name = BUNDLED_NAME if path is None else _display_name(folder)
     try:
         return family(state, config, tokenizer, name=name, device=dev, source=str(folder),
                       max_tokens=max_tokens)
