@@ -110,10 +110,15 @@ def map_figure(values: np.ndarray, pick: tuple[int, int], title: str, kind: str 
     return go.Figure(
         data=[dict(type="heatmap", z=z,
                    hovertemplate=f"{_pixel_hover()}<br>{hover}<extra></extra>",
-                   colorbar=dict(title=dict(text=bar), thickness=12), **colour)],
+                   colorbar=dict(title=dict(text=bar), thickness=12, **TOP_CLEAR), **colour)],
         layout=dict(shapes=shapes, **_pixel_axes(height, width), title=title, height=380,
                     font=FONT, margin=MARGIN, plot_bgcolor=IMAGE_BACKGROUND),
     )
+
+
+# A colour bar whose top tick is its end (0 of log10 I/max, the |diff| floor): labels hang below
+# their ticks, so the top one clears the bar's title in either language.
+TOP_CLEAR = dict(ticklabelposition="outside bottom")
 
 
 def head_maps_figure(maps: np.ndarray, shifts: np.ndarray, pick: tuple[int, int], pad: int,
@@ -191,7 +196,8 @@ def images_row(images: list[np.ndarray], titles: list[str], difference: np.ndarr
             zmin=0.0, zmax=max(float(np.max(difference)), 1e-6),  # all-zero stays white
             hovertemplate=_pixel_hover() + "<br>" + _("|difference|")
             + " = %{z:.2e}<extra></extra>",
-            colorbar=dict(title=dict(text=_("|diff|")), thickness=12, exponentformat="e")), 1, n)
+            colorbar=dict(title=dict(text=_("|diff|")), thickness=12, exponentformat="e",
+                          **TOP_CLEAR)), 1, n)
         h, w = np.asarray(difference).shape
         g.yaxis(1, n)["range"] = [h - 0.5, -0.5]
         g.xaxis(1, n)["range"] = [-0.5, w - 0.5]
