@@ -204,7 +204,7 @@ def vision_tab(ctx: ui.Context) -> None:
         key="fam_vit_fig")
     R, C = t.patch_grid
     rows = t.weights[layer].mean(axis=0) if head == "mean" else t.weights[layer, head]
-    best = ", ".join(f"({r},{c}) {w:.3f}" for r, c, w in fam.top_patches(grid, 5))
+    best = _(", ").join(f"({r},{c}) {w:.3f}" for r, c, w in fam.top_patches(grid, 5))
     st.markdown(_("{R} x {C} patches of {p} x {p} pixels, {n} tokens. [CLS] keeps "
                   "**{own:.3f}** of its weight on itself; the patches it weighs most (row, "
                   "column): {best}.").format(R=R, C=C, p=vit.patch, n=t.n_tokens,
