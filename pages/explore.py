@@ -11,6 +11,7 @@ import streamlit as st
 from attnviz import ui
 from attnviz.analysis import views
 from attnviz.engine import token_labels
+from attnviz.i18n import _
 from attnviz.plotting.heatmaps import SQUARE_FROM, attention_heatmap
 from attnviz.plotting.overview import mark_head, overview_mosaic, pick_head
 from attnviz.plotting.token_lines import token_lines
@@ -50,35 +51,37 @@ def open_clicked() -> None:
 
 
 def main() -> None:
-    st.title("All heads, token lines")
-    st.markdown(
+    st.title(_("All heads, token lines"))
+    st.markdown(_(
         "Every tile is one head's softmax weights $w_{ij}$: rows are **queries** $i$ (who "
         "looks), columns are **keys** $j$ (who is looked at). The last column is the mean over "
         "the heads of a layer, the last row the mean over all layers. **Click a tile** (near "
         "its centre; the hover says which) to open that head below: the open head is outlined."
-    )
+    ))
     ctx = ui.context()
     t = ui.trace_or_message(ctx)
     if t is None:
         return
     o1, o2, o3 = st.columns(3)
-    hide = o1.toggle("Hide [CLS] and [SEP]", key="ex_hide", bind="query-params")
-    renorm = o2.toggle("Renormalise rows", key="ex_renorm", bind="query-params",
-                       help="Rescale each shown row to sum to 1 over the keys still shown.")
-    words = o3.toggle("Word level", key="ex_words", bind="query-params",
-                      help="Merge word pieces into words: attention to a word is the sum over "
-                           "its pieces, attention from a word the mean (Clark et al. 2019).")
+    hide = o1.toggle(_("Hide [CLS] and [SEP]"), key="ex_hide", bind="query-params")
+    renorm = o2.toggle(_("Renormalise rows"), key="ex_renorm", bind="query-params",
+                       help=_("Rescale each shown row to sum to 1 over the keys still shown."))
+    words = o3.toggle(_("Word level"), key="ex_words", bind="query-params",
+                      help=_("Merge word pieces into words: attention to a word is the sum over "
+                             "its pieces, attention from a word the mean (Clark et al. 2019)."))
     seg = "all"
     if ctx.text_pair:
-        seg = st.radio("Pairs shown (sentence A, sentence B)", views.SEGMENT_FILTERS,
+        seg = st.radio(_("Pairs shown (sentence A, sentence B)"), views.SEGMENT_FILTERS,
                        key="ex_seg", horizontal=True, bind="query-params",
-                       help="A->B: queries in sentence A reading keys in B; B->A: the reverse; "
-                            "across: both directions.")
+                       format_func=lambda f: _(views.FILTER_LABELS[f]),
+                       help=_("A->B: queries in sentence A reading keys in B; B->A: the "
+                              "reverse; across: both directions."))
     if hide or seg != "all":
-        st.caption("Rows **are renormalised**: each shown row sums to 1 over the shown keys."
-                   if renorm else "Rows are **not** renormalised: these are the model's own "
-                   "weights, so a row sums to less than 1 where keys are hidden.")
-    with st.spinner("Drawing every head..."):
+        st.caption(_("Rows **are renormalised**: each shown row sums to 1 over the shown keys.")
+                   if renorm else _("Rows are **not** renormalised: these are the model's own "
+                                    "weights, so a row sums to less than 1 where keys are "
+                                    "hidden."))
+    with st.spinner(_("Drawing every head...")):
         fig = mosaic(t, hide, renorm, seg, words)
         shown = open_head(t)
         fig = ui.cached_figure(("ex_overview_marked", t.key, hide, renorm, seg, words, shown),
@@ -86,9 +89,9 @@ def main() -> None:
     ui.show_figure(fig, key="ex_overview", on_select=open_clicked, selection_mode="points")
     # Layer and head rerun the whole page (the mosaic outlines the open head) in one run;
     # inside the fragment they would cost a fragment run and then the page's run.
-    c1, c2, _ = st.columns([1, 1, 3])
-    layer = c1.selectbox("Layer", range(t.n_layers), key="ex_layer", bind="query-params")
-    head = c2.selectbox("Head", range(t.n_heads), key="ex_head", bind="query-params")
+    c1, c2 = st.columns([1, 1, 3])[:2]
+    layer = c1.selectbox(_("Layer"), range(t.n_layers), key="ex_layer", bind="query-params")
+    head = c2.selectbox(_("Head"), range(t.n_heads), key="ex_head", bind="query-params")
     one_head(ctx, hide, renorm, seg, words, layer, head)
 
 
@@ -98,8 +101,8 @@ def one_head(ctx: ui.Context, hide: bool, renorm: bool, seg: str, words: bool, l
     """Token and line choices rerun only this part of the page."""
     t = ctx.trace()
     e1, e2 = st.columns([3, 2])
-    extra = e1.multiselect("More heads as lines, in colours", range(t.n_heads), key="ex_more",
-                           bind="query-params")
+    extra = e1.multiselect(_("More heads as lines, in colours"), range(t.n_heads), key="ex_more",
+                           bind="query-params", placeholder=_("Choose heads"))
     w, toks, idx = views.shown_weights(t.weights[layer], t.tokens, t.segments, hide, renorm, seg,
                                        words, t.word_pieces)
     labels = token_labels(toks, idx)
@@ -110,34 +113,39 @@ def one_head(ctx: ui.Context, hide: bool, renorm: bool, seg: str, words: bool, l
     if "ex_token" in st.session_state and ((kept is None and long) or
                                            (kept is not None and kept >= len(toks))):
         del st.session_state["ex_token"]  # not an option for this sentence: back to the default
-    pick = e2.selectbox("Token lines for one query token",
+    pick = e2.selectbox(_("Token lines for one query token"),
                         [*([] if long else [None]), *range(len(toks))],
                         index=min(1 if hide else 2, len(toks) - 1) if long else 0, key="ex_token",
-                        format_func=lambda i: "all tokens" if i is None else labels[i])
+                        format_func=lambda i: _("all tokens") if i is None else labels[i])
     if long:
-        st.caption(f"{len(toks)} tokens: lines are drawn for one query token at a time (all "
-                   f"tokens at once only up to {ALL_LINES_MAX}).")
+        st.caption(_("{n} tokens: lines are drawn for one query token at a time (all tokens at "
+                     "once only up to {max}).").format(n=len(toks), max=ALL_LINES_MAX))
     # Past SQUARE_FROM tokens one head gets the page's width (square cells), lines below it.
     left, right = ((st.container(), st.container()) if len(toks) > SQUARE_FROM
                    else st.columns(2))
     with left:
-        ui.show_figure(attention_heatmap(w[head], toks, "weights", f"Layer {layer}, head {head}",
+        one = _("Layer {layer}, head {head}").format(layer=layer, head=head)
+        ui.show_figure(attention_heatmap(w[head], toks, "weights", one,
                                          indices=idx, zmax=float(w[head].max())),
                        key="ex_one")
     with right:
         heads = [head] + [h for h in extra if h != head]
         ui.show_figure(token_lines(w[heads], heads, toks, idx, query=pick,
-                                   title=f"Layer {layer}: token lines (opacity = weight)"),
+                                   title=_("Layer {layer}: token lines (opacity = weight)")
+                                   .format(layer=layer)),
                        key="ex_lines")
     if ctx.text_pair:
         shares = views.segment_shares(t.weights[layer, head], t.segments)
-        st.caption("Share of this head's weight (mean over queries, tokens): " + ", ".join(
-            f"{views.FILTER_NAMES[k].split(' (')[0]} {float(v):.1%}" for k, v in shares.items()))
-    st.page_link("pages/inside_score.py", label=f"Inside one score: layer {layer}, head {head}",
+        st.caption(_("Share of this head's weight (mean over queries, tokens): {shares}").format(
+            shares=_(", ").join(f"{_(views.FILTER_NAMES[k])} {float(v):.1%}"
+                                for k, v in shares.items())))
+    st.page_link("pages/inside_score.py",
+                 label=_("Inside one score: layer {layer}, head {head}").format(
+                     layer=layer, head=head),
                  icon=":material/biotech:",
                  query_params={"ins_layer": str(layer), "ins_head": str(head)})
     ui.download_arrays(
-        "Download this head's shown weights (.npz)",
+        _("Download this head's shown weights (.npz)"),
         {"tokens": np.array(toks), "indices": idx, "weights": w[head],
          "layer_mean": w.mean(axis=0), "hidden_special": hide, "renormalised": renorm,
          "segment_filter": seg, "word_level": words},

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import attnviz
+from attnviz import i18n
 from attnviz.engine import ModelError, bundled_model_dir, check_model_dir, pick_device
 
 
@@ -40,6 +41,25 @@ def test_refused_folders(tmp_path, config, files, message):
     d = make_dir(tmp_path, config, files)
     with pytest.raises(ModelError, match=message):
         check_model_dir(d)
+
+
+@pytest.mark.parametrize("config,files,english,chinese", [
+    (None, ("model.safetensors", "vocab.txt"), "no config.json in .*: not a Hugging Face",
+     "中没有 config.json：不是 Hugging Face 检查点文件夹"),
+    ({"model_type": "bert"}, ("vocab.txt",), "no weights in .* \\(expected model.safetensors",
+     "中没有权重文件（应有 model.safetensors"),
+])
+def test_refusals_are_in_the_language_of_the_session(tmp_path, config, files, english,
+                                                     chinese):
+    """The engine's refusals read in the session's language; outside a session (tests, the
+    command line) they stay English."""
+    d = make_dir(tmp_path, config, files)
+    with i18n.use("zh"), pytest.raises(ModelError, match=chinese):
+        check_model_dir(d)
+    with pytest.raises(ModelError, match=english):
+        check_model_dir(d)
+    with i18n.use("zh"), pytest.raises(ModelError, match="找不到文件夹：/definitely/missing"):
+        check_model_dir("/definitely/missing")
 
 
 def test_broken_weights_are_refused_with_a_message(tmp_path):
@@ -184,6 +204,9 @@ def test_a_vocabulary_larger_than_the_embedding_table_is_refused(tiny, tmp_path,
     save_file(state, d / "model.safetensors")
     never_built(monkeypatch)
     with pytest.raises(ModelError, match="30,522 tokens but the embedding table only 1,000 rows"):
+        attnviz.load_model(d, device="cpu")
+    with i18n.use("zh"), pytest.raises(ModelError,
+                                       match="有 30,522 个 token，但嵌入表只有 1,000 行"):
         attnviz.load_model(d, device="cpu")
 
 

@@ -4,6 +4,7 @@ catalogue, Chinese text where English was; the lesson with its Chinese example s
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -300,3 +301,92 @@ def test_the_less_common_branches_in_chinese(zh):
                    win_tab=WIN_TABS[2])
     assert any("没有出现两次的 token" in i.value for i in at.info)
     no_missing_and_chinese(at)
+
+
+# ------------------------------------------- heads, all heads, images, beyond BERT in Chinese
+HEADS_TABS = ["Weights, all heads", "Scores, all heads", "One head, exact"]
+IMAGE_TABS = ["Attention map vs conv window", "Convolution as attention"]
+FAMILY_TABS = ["Decoder vs encoder", "Encoder-decoder: cross-attention",
+               "Vision: [CLS] over the image"]
+VIEWS = [  # page, tab key, tab (English), more state, title (English, Chinese)
+    *[("pages/layer_heads.py", "lh_tab", tab, {}, "Heads of one layer", "一层中的各个头")
+      for tab in HEADS_TABS],
+    ("pages/explore.py", None, None, {}, "All heads, token lines", "所有头的 token 连线"),
+    ("pages/explore.py", None, None,
+     {"pair": "It cut the wood", "ex_seg": "A->B", "ex_hide": True, "ex_more": [1]},
+     "All heads, token lines", "所有头的 token 连线"),
+    *[("pages/images.py", "img_tab", tab, {"img_size": 16, "img_row": 5, "img_col": 7},
+       "Images: attention vs convolution", "图像：注意力与卷积") for tab in IMAGE_TABS],
+    *[("pages/families.py", "fam_tab", tab, {}, "Beyond BERT: decoders, encoder-decoders, "
+       "images", "BERT 之外：解码器、编码器-解码器与图像") for tab in FAMILY_TABS],
+]
+
+
+def figure_titles(at) -> list[str]:
+    """Each chart's title, else its subplot titles (a row of images has only those)."""
+    out = []
+    for chart in at.get("plotly_chart"):
+        layout = json.loads(chart.proto.spec)["layout"]
+        title = (layout.get("title") or {}).get("text") or " ".join(
+            a.get("text", "") for a in layout.get("annotations", []))
+        out.append(title)
+    return out
+
+
+def open_view(page, tab_key, tab, state, lang):
+    tabs = {tab_key: i18n._(tab)} if tab_key else {}
+    return open_page(page, lang=lang, **state, **tabs)
+
+
+@pytest.mark.parametrize("page, tab_key, tab, state, title_en, title_zh", VIEWS)
+def test_heads_images_and_families_pages_in_chinese(zh, page, tab_key, tab, state, title_en,
+                                                    title_zh):
+    """Every tab of the four pages in Chinese: no exception, no string missing, the title,
+    text and every figure's title in Chinese (tokens typed by the user stay as typed)."""
+    i18n.MISSING.clear()
+    at = open_view(page, tab_key, tab, state, "zh")
+    assert not at.exception and not at.error, [e.value for e in [*at.exception, *at.error]]
+    assert {m for m in i18n.MISSING if m[0] == "zh"} == set()
+    assert at.title[0].value == title_zh
+    said = texts(at)
+    assert CJK.search(said) and "Download" not in said
+    titles = figure_titles(at)
+    assert titles and all(CJK.search(t) for t in titles), titles
+    if tab_key:
+        assert [t.label for t in at.tabs if t.label == i18n._(tab)]
+    if page == "pages/families.py" and tab != FAMILY_TABS[2]:  # the engine's notes too
+        notes = [c.value for c in at.caption if c.value.startswith(":material/info:")]
+        assert notes and all(CJK.search(n) for n in notes), notes
+
+
+@pytest.mark.parametrize("page, tab_key, tab, state, title_en, title_zh",
+                         [VIEWS[2], VIEWS[4], VIEWS[6], VIEWS[9]])
+def test_the_same_pages_in_english_stay_english(page, tab_key, tab, state, title_en, title_zh):
+    i18n.MISSING.clear()
+    at = open_view(page, tab_key, tab, state, "en")
+    assert not at.exception
+    assert i18n.MISSING == set()
+    assert at.title[0].value == title_en
+    assert not CJK.search(" ".join(figure_titles(at)))
+
+
+def test_the_pair_shares_caption_names_the_filters_in_chinese(zh):
+    at = open_view(*VIEWS[4][:4], "zh")
+    shares = [c.value for c in at.caption if c.value.startswith("此头注意力权重的份额")]
+    assert shares and "A 内部" in shares[0] and "跨句" in shares[0]
+    assert at.radio(key="ex_seg").options == ["全部", "A 内部", "B 内部", "A->B", "B->A", "跨句"]
+
+
+def legend_names(at) -> list[str]:
+    return [d.get("name", "") for c in at.get("plotly_chart")
+            for d in json.loads(c.proto.spec)["data"] if d.get("type") == "scatter"]
+
+
+def test_the_later_weight_legend_names_the_models_in_the_language(zh):
+    """The bundled model and the random demo are named in the session's language."""
+    at = open_view(*VIEWS[7][:4], "zh")
+    assert {"BERT：all-MiniLM-L6-v2（内置）", "GPT-2：随机权重的演示模型"} <= set(legend_names(at))
+    with i18n.use("en"):
+        at = open_view(*VIEWS[7][:4], "en")
+        assert {"BERT: all-MiniLM-L6-v2 (bundled)", "GPT-2: random demo weights"} <= set(
+            legend_names(at))

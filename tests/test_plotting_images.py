@@ -43,6 +43,7 @@ def test_influence_map_is_log_relative_and_blank_at_zero():
     assert np.isnan(z[0, 0]) and z[2, 2] == 0.0 and z[1, 1] == pytest.approx(-1.0)
     field = fig.layout.shapes[0]
     assert (field.x0, field.x1, field.y0, field.y1) == (0.5, 3.5, 0.5, 3.5)
+    assert fig.data[0].colorbar.ticklabelposition == "outside bottom"  # 0 is the top tick
     with pytest.raises(ValueError):
         plots.map_figure(vals, (0, 0), "x", kind="nope")
 
@@ -72,3 +73,5 @@ def test_images_row_normalises_together_and_shows_the_difference():
     assert len(fig.data) == 3
     assert fig.data[0].z.max() == 0 and fig.data[1].z.min() == 255
     assert fig.data[2].zmax == 1e-6 and fig.data[2].zmin == 0  # all-zero difference stays white
+    # its top tick is the bar's end: the labels hang below the ticks, clear of the bar's title
+    assert fig.data[2].colorbar.ticklabelposition == "outside bottom"

@@ -29,13 +29,15 @@ import numpy as np
 
 from attnviz.analysis.common import special_mask
 from attnviz.analysis.words import words_view
+from attnviz.i18n import N_
 
 SEGMENT_FILTERS = ("all", "within A", "within B", "A->B", "B->A", "across")
-FILTER_NAMES = {
-    "all": "all", "within A": "within A", "within B": "within B",
-    "A->B": "A → B (queries in A, keys in B)", "B->A": "B → A (queries in B, keys in A)",
-    "across": "across (both directions)",
-}
+# What a page shows for each filter (looked up with _() where shown): the radio's labels
+# (in English the filters themselves, so a URL reads ?ex_seg=A->B) and short names for shares.
+FILTER_LABELS = {"all": N_("all"), "within A": N_("within A"), "within B": N_("within B"),
+                 "A->B": N_("A->B"), "B->A": N_("B->A"), "across": N_("across")}
+FILTER_NAMES = {"all": N_("all"), "within A": N_("within A"), "within B": N_("within B"),
+                "A->B": N_("A → B"), "B->A": N_("B → A"), "across": N_("across")}
 
 
 def hide_special(

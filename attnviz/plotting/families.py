@@ -9,6 +9,8 @@ from collections.abc import Mapping
 import numpy as np
 import plotly.graph_objects as go
 
+from attnviz.i18n import _
+
 from .common import (
     FONT,
     IMAGE_BACKGROUND,
@@ -29,13 +31,14 @@ def later_weight_chart(curves: Mapping[str, np.ndarray], title: str = "") -> go.
                          name=escape(name),
                          line=dict(color=category_colour(i), width=3, dash=category_dash(i)),
                          marker=dict(symbol=category_marker(i), size=8),
-                         hovertemplate=f"{escape(name)}<br>layer %{{x}}<br>weight on later "
-                                       "tokens = %{y:.6f}<extra></extra>"))
+                         hovertemplate="<br>".join([
+                             escape(name), _("layer") + " %{x}",
+                             _("weight on later tokens") + " = %{y:.6f}<extra></extra>"])))
     top = max([float(np.max(c)) for c in curves.values()] + [0.05])
     return go.Figure(data=data, layout=dict(
         title=title, font=FONT, height=340, margin=dict(l=10, r=10, t=60, b=10),
-        xaxis=dict(title=dict(text="layer"), dtick=1),
-        yaxis=dict(title=dict(text="mean weight on later tokens"), range=[-0.02, top * 1.1],
+        xaxis=dict(title=dict(text=_("layer")), dtick=1),
+        yaxis=dict(title=dict(text=_("mean weight on later tokens")), range=[-0.02, top * 1.1],
                    rangemode="tozero"),
         legend=dict(orientation="h", y=1.02, x=1, xanchor="right", yanchor="bottom")))
 
@@ -49,15 +52,15 @@ def image_attention(image: np.ndarray, grid_map: np.ndarray, title: str = "",
     R, C = grid_map.shape
     ph, pw = H / R, W / C
     z = np.asarray(grid_map, dtype=np.float32)
-    text = [[f"patch {r},{c}" for c in range(C)] for r in range(R)]
+    text = [[_("patch {row},{col}").format(row=r, col=c) for c in range(C)] for r in range(R)]
     return go.Figure(
         data=[
             dict(type="image", z=np.asarray(image, dtype=np.uint8), hoverinfo="skip"),
             dict(type="heatmap", z=z, x0=pw / 2 - 0.5, dx=pw, y0=ph / 2 - 0.5, dy=ph,
                  colorscale=WEIGHTS_SCALE, zmin=0.0, zmax=float(z.max()) or 1.0,
-                 opacity=opacity, text=text, colorbar=dict(title=dict(text="weight"),
+                 opacity=opacity, text=text, colorbar=dict(title=dict(text=_("weights")),
                                                            thickness=12),
-                 hovertemplate="%{text}<br>weight = %{z:.6f}<extra></extra>"),
+                 hovertemplate="%{text}<br>" + _("weight") + " = %{z:.6f}<extra></extra>"),
         ],
         layout=dict(title=title, font=FONT, height=520, margin=dict(l=10, r=10, t=60, b=10),
                     xaxis=dict(visible=False, range=[-0.5, W - 0.5], constrain="domain"),

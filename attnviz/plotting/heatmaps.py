@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from attnviz.i18n import N_, _
+
 from .common import (
     FONT,
     SCORES_SCALE,
@@ -22,9 +24,20 @@ SQUARE_FROM = 40  # tokens from which one head's heatmap keeps square cells
 GRID_TICKS = 12  # token labels per panel of a heads grid past 24 tokens
 
 KINDS = {
-    "scores": dict(title="Q·K similarity (raw scores)", scale=SCORES_SCALE, fmt=".3f"),
-    "weights": dict(title="softmax weights", scale=WEIGHTS_SCALE, fmt=".6f"),
-}
+    "scores": dict(title=N_("Q·K similarity (raw scores)"), scale=SCORES_SCALE, fmt=".3f"),
+    "weights": dict(title=N_("softmax weights"), scale=WEIGHTS_SCALE, fmt=".6f"),
+}  # titles looked up with _() where drawn
+# colour bar title and the hover's value name of each kind, looked up where drawn
+KIND_NAMES = {"scores": N_("scores"), "weights": N_("weights")}
+VALUE_NAMES = {"scores": N_("score"), "weights": N_("weight")}
+
+
+def _cell_hover(kind: str, head: int | None = None) -> str:
+    """A heatmap cell's hover: (head,) query, key and the value with its exact digits."""
+    lines = [] if head is None else [_("head {head}").format(head=head)]
+    lines += [_("query") + " %{y}", _("key") + " %{x}",
+              f"{_(VALUE_NAMES[kind])} = %{{z:{KINDS[kind]['fmt']}}}"]
+    return "<br>".join(lines) + "<extra></extra>"
 
 
 def _color_args(kind: str, matrix: np.ndarray) -> dict:
@@ -67,14 +80,14 @@ def attention_heatmap(
     return go.Figure(
         data=[dict(
             type="heatmap", z=np.asarray(matrix, dtype=np.float32), x=cols, y=rows,
-            hovertemplate=(f"query %{{y}}<br>key %{{x}}<br>"
-                           f"{kind[:-1]} = %{{z:{KINDS[kind]['fmt']}}}<extra></extra>"),
-            colorbar=dict(title=dict(text=kind), thickness=12),
+            hovertemplate=_cell_hover(kind),
+            colorbar=dict(title=dict(text=_(KIND_NAMES[kind])), thickness=12),
             **colors,
         )],
         layout=dict(
-            xaxis={**x, "title": dict(text="keys")}, yaxis={**y, "title": dict(text="queries")},
-            title=title or KINDS[kind]["title"], height=size, font=FONT,
+            xaxis={**x, "title": dict(text=_("keys"))},
+            yaxis={**y, "title": dict(text=_("queries"))},
+            title=title or _(KINDS[kind]["title"]), height=size, font=FONT,
             # Room for the labels and the colour bar up front: drawn once, not twice.
             margin=dict(l=10 + label_room(y["ticktext"]), t=50,
                         r=colorbar_room(kind, ticks="-0.00" if kind == "scores" else "0.00"),
@@ -113,7 +126,8 @@ def heads_grid(
     """
     H, n = matrices.shape[0], matrices.shape[-1]
     rows = -(-H // cols)
-    g = Grid(rows=rows, cols=cols, subplot_titles=[f"head {h}" for h in range(H)],
+    g = Grid(rows=rows, cols=cols,
+             subplot_titles=[_("head {head}").format(head=h) for h in range(H)],
              horizontal_spacing=0.03, vertical_spacing=0.06 if rows > 1 else 0.1)
     reduced = [block_reduce(np.asarray(m, dtype=np.float32), max_cells) for m in matrices]
     factor = reduced[0][1]
@@ -122,13 +136,12 @@ def heads_grid(
     # a panel is ~250 px: all labels up to 24 tokens, then GRID_TICKS of them (thinned ticks
     # name their index), so a 52-token grid keeps its token labels
     per_panel = n if n <= 24 else GRID_TICKS
-    for h, (m, _) in enumerate(reduced):
+    for h, (m, _factor) in enumerate(reduced):
         r, c = h // cols + 1, h % cols + 1
         if factor == 1:
             g.add(dict(
                 type="heatmap", z=m, x=labels, y=labels, coloraxis="coloraxis",
-                hovertemplate=(f"head {h}<br>query %{{y}}<br>key %{{x}}<br>"
-                               f"{kind[:-1]} = %{{z:{KINDS[kind]['fmt']}}}<extra></extra>"),
+                hovertemplate=_cell_hover(kind, h),
             ), r, c)
             x, y = _axis_props(tokens, tokens, show_x=h + cols >= H, show_y=c == 1,
                                max_x=per_panel, max_y=per_panel)
@@ -138,16 +151,19 @@ def heads_grid(
             starts = np.arange(m.shape[0]) * factor
             g.add(dict(
                 type="heatmap", z=m, x=starts, y=starts, coloraxis="coloraxis",
-                hovertemplate=(f"head {h}<br>queries from #%{{y}}<br>keys from #%{{x}}<br>"
-                               f"block max = %{{z:{KINDS[kind]['fmt']}}}<extra></extra>"),
+                hovertemplate="<br>".join([
+                    _("head {head}").format(head=h), _("queries from") + " #%{y}",
+                    _("keys from") + " #%{x}",
+                    _("block max") + f" = %{{z:{KINDS[kind]['fmt']}}}<extra></extra>"]),
             ), r, c)
             # position numbers on the outer panels only: inner ones would run into neighbours
             g.yaxis(r, c).update(autorange="reversed", showticklabels=c == 1)
             g.xaxis(r, c).update(showticklabels=h + cols >= H)
     return g.figure(
         coloraxis=dict(colorscale=ca["colorscale"], cmin=ca["zmin"], cmax=ca["zmax"],
-                       colorbar=dict(title=dict(text=kind), thickness=12)),
+                       colorbar=dict(title=dict(text=_(KIND_NAMES[kind])), thickness=12)),
         height=int(260 * rows + 80), font=FONT, margin=dict(l=10, r=10, t=70, b=10),
-        title=(title or KINDS[kind]["title"])
-        + (f" (overview: blocks of {factor} tokens, max)" if factor > 1 else ""),
+        title=(_("{title} (overview: blocks of {factor} tokens, max)").format(
+            title=title or _(KINDS[kind]["title"]), factor=factor) if factor > 1
+            else title or _(KINDS[kind]["title"])),
     )

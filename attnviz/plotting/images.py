@@ -14,6 +14,8 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from attnviz.i18n import _
+
 from .common import (
     FONT,
     IMAGE_BACKGROUND,
@@ -47,6 +49,11 @@ def _outline(r0: float, r1: float, c0: float, c1: float, line: dict,
     return shape
 
 
+def _pixel_hover() -> str:
+    """A pixel's place in a hover: its row %{y} and column %{x}."""
+    return _("row %{y}, col %{x}")
+
+
 def _pixel_axes(height: int, width: int) -> dict:
     """Layout axes of a one-plot pixel map: square cells, row 0 at the top."""
     common = dict(constrain="domain", showgrid=False, zeroline=False)
@@ -58,9 +65,9 @@ def image_figure(image: np.ndarray, pick: tuple[int, int] | None = None, title: 
                  clickable: bool = True) -> go.Figure:
     """The picture, one cell per pixel; click a pixel to pick it (an invisible marker per pixel
     carries its (row, col) for point selection)."""
-    height, width, _ = image.shape
+    height, width = image.shape[:2]
     rgb = _rgb(image)
-    data = [dict(type="image", z=rgb, hovertemplate="row %{y}, col %{x}<extra></extra>",
+    data = [dict(type="image", z=rgb, hovertemplate=_pixel_hover() + "<extra></extra>",
                  **(dict(hoverinfo="skip") if clickable else {}))]
     if clickable:  # the markers take the hover and the click (the Image trace cannot select)
         rows, cols = np.divmod(np.arange(height * width), width)
@@ -69,8 +76,9 @@ def image_figure(image: np.ndarray, pick: tuple[int, int] | None = None, title: 
             customdata=rgb.reshape(-1, 3),
             marker=dict(size=max(4, 360 // max(height, width)), opacity=0.0, symbol="square"),
             selected=dict(marker=dict(opacity=0.0)), unselected=dict(marker=dict(opacity=0.0)),
-            hovertemplate="row %{y}, col %{x}<br>RGB %{customdata[0]}, %{customdata[1]}, "
-                          "%{customdata[2]}<extra>click to pick</extra>", showlegend=False,
+            hovertemplate=_pixel_hover() + "<br>RGB %{customdata[0]}, %{customdata[1]}, "
+                          "%{customdata[2]}<extra>" + _("click to pick") + "</extra>",
+            showlegend=False,
         ))
     shapes = [] if pick is None else [_outline(pick[0], pick[0], pick[1], pick[1], PICK)]
     # clickmode/dragmode left unset: Streamlit sets "event+select" when selection is on
@@ -88,24 +96,29 @@ def map_figure(values: np.ndarray, pick: tuple[int, int], title: str, kind: str 
     height, width = values.shape
     if kind == "weights":
         z, colour = values, dict(colorscale=WEIGHTS_SCALE, zmin=0.0, zmax=float(values.max()))
-        hover, bar = "weight = %{z:.3g}", "weight"
+        hover, bar = _("weight = %{z:.3g}"), _("weights")  # a window's or a softmax's
     elif kind == "influence":
         top = float(values.max()) or 1.0
         with np.errstate(divide="ignore"):
             z = np.where(values > 0, np.log10(values / top), np.nan)
         colour = dict(colorscale=INFLUENCE_SCALE, zmin=INFLUENCE_FLOOR, zmax=0.0)
-        hover, bar = "log10 influence / max = %{z:.2f}", "log10 I/max"
+        hover, bar = _("log10 influence / max") + " = %{z:.2f}", "log10 I/max"
     else:
         raise ValueError("kind must be 'weights' or 'influence'")
     shapes = [] if field is None else [_outline(*field, FIELD)]
     shapes.append(_outline(pick[0], pick[0], pick[1], pick[1], PICK))
     return go.Figure(
         data=[dict(type="heatmap", z=z,
-                   hovertemplate=f"row %{{y}}, col %{{x}}<br>{hover}<extra></extra>",
-                   colorbar=dict(title=dict(text=bar), thickness=12), **colour)],
+                   hovertemplate=f"{_pixel_hover()}<br>{hover}<extra></extra>",
+                   colorbar=dict(title=dict(text=bar), thickness=12, **TOP_CLEAR), **colour)],
         layout=dict(shapes=shapes, **_pixel_axes(height, width), title=title, height=380,
                     font=FONT, margin=MARGIN, plot_bgcolor=IMAGE_BACKGROUND),
     )
+
+
+# A colour bar whose top tick is its end (0 of log10 I/max, the |diff| floor): labels hang below
+# their ticks, so the top one clears the bar's title in either language.
+TOP_CLEAR = dict(ticklabelposition="outside bottom")
 
 
 def head_maps_figure(maps: np.ndarray, shifts: np.ndarray, pick: tuple[int, int], pad: int,
@@ -141,8 +154,10 @@ def head_maps_figure(maps: np.ndarray, shifts: np.ndarray, pick: tuple[int, int]
         r, c = h // k + 1, h % k + 1
         g.add(dict(
             type="heatmap", z=crops[h], x=col + span, y=row + span, coloraxis="coloraxis",
-            hovertemplate=(f"head {h} (Δ {titles[h][4:]})<br>key row %{{y}}, col %{{x}}<br>"
-                           "weight = %{z:.3g}<extra></extra>")), r, c)
+            hovertemplate="<br>".join([
+                _("head {head}").format(head=h) + f" (Δ {titles[h][4:]})",
+                _("key pixel: row %{y}, col %{x}"),
+                _("weight") + " = %{z:.3g}<extra></extra>"])), r, c)
         shapes += [_outline(row, row, col, col, PICK, ref=g.ref(r, c)),
                    _outline(0, height - 1, 0, width - 1, BORDER, ref=g.ref(r, c))]
         g.xaxis(r, c).update(range=[col - radius - 0.5, col + radius + 0.5], **hidden)
@@ -152,19 +167,20 @@ def head_maps_figure(maps: np.ndarray, shifts: np.ndarray, pick: tuple[int, int]
         shapes=shapes, title=title, height=150 * k + 80, font=FONT,
         margin=dict(l=10, r=10, t=70, b=10),
         coloraxis=dict(colorscale=WEIGHTS_SCALE, cmin=0.0, cmax=1.0,
-                       colorbar=dict(title=dict(text="weight"), thickness=12)),
+                       colorbar=dict(title=dict(text=_("weights")), thickness=12)),
         plot_bgcolor=IMAGE_BACKGROUND,
     )
 
 
 def images_row(images: list[np.ndarray], titles: list[str], difference: np.ndarray | None = None,
-               difference_title: str = "|difference|", normalise: bool = True) -> go.Figure:
+               difference_title: str | None = None, normalise: bool = True) -> go.Figure:
     """Images side by side ([H, W, 3] each), optionally with a heatmap of a difference [H, W].
 
     normalise=True maps all images with one common (min, max) to [0, 1], so a filter whose
     outputs leave [0, 1] (edges, a random kernel) can be seen and compared fairly.
     """
     n = len(images) + (difference is not None)
+    difference_title = _("|difference|") if difference_title is None else difference_title
     g = Grid(1, n, subplot_titles=[*titles, difference_title][:n],
              horizontal_spacing=0.04)
     lo = min(float(np.min(im)) for im in images) if normalise else 0.0
@@ -172,14 +188,16 @@ def images_row(images: list[np.ndarray], titles: list[str], difference: np.ndarr
     span = hi - lo or 1.0
     for i, im in enumerate(images):
         g.add(dict(type="image", z=_rgb((np.asarray(im) - lo) / span),
-                   hovertemplate="row %{y}, col %{x}<extra></extra>"), 1, i + 1)
+                   hovertemplate=_pixel_hover() + "<extra></extra>"), 1, i + 1)
     shapes = []
     if difference is not None:
         g.add(dict(
             type="heatmap", z=np.asarray(difference, dtype=np.float64), colorscale="Greys",
             zmin=0.0, zmax=max(float(np.max(difference)), 1e-6),  # all-zero stays white
-            hovertemplate="row %{y}, col %{x}<br>|difference| = %{z:.2e}<extra></extra>",
-            colorbar=dict(title=dict(text="|diff|"), thickness=12, exponentformat="e")), 1, n)
+            hovertemplate=_pixel_hover() + "<br>" + _("|difference|")
+            + " = %{z:.2e}<extra></extra>",
+            colorbar=dict(title=dict(text=_("|diff|")), thickness=12, exponentformat="e",
+                          **TOP_CLEAR)), 1, n)
         h, w = np.asarray(difference).shape
         g.yaxis(1, n)["range"] = [h - 0.5, -0.5]
         g.xaxis(1, n)["range"] = [-0.5, w - 0.5]

@@ -15,6 +15,8 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from attnviz.i18n import _
+
 from .common import FONT, SCORES_SCALE, WEIGHTS_SCALE, Grid, axis_labels
 
 TEXT_MAX_KEYS = 40  # print numbers in the per-key columns up to this many keys
@@ -28,7 +30,8 @@ def _vec(z: np.ndarray, y: list[str], name: str, fmt: str = ".4f") -> dict:
     return dict(
         type="heatmap", z=z, y=y, x=list(range(z.shape[1])), colorscale=SCORES_SCALE,
         zmin=-lim, zmax=lim, showscale=False, name=name,
-        hovertemplate=f"{name}<br>%{{y}}<br>component %{{x}}<br>%{{z:{fmt}}}<extra></extra>",
+        hovertemplate=(f"{name}<br>%{{y}}<br>{_('component')} %{{x}}<br>%{{z:{fmt}}}"
+                       "<extra></extra>"),
     )
 
 
@@ -42,7 +45,7 @@ def _col(z: np.ndarray, y: list[str], name: str, scale=SCORES_SCALE, fmt: str = 
         type="heatmap", z=z, y=y, x=[name], colorscale=scale, showscale=False, name=name,
         **rng,
         texttemplate=f"%{{z:{fmt}}}" if len(y) <= TEXT_MAX_KEYS else None,
-        hovertemplate=f"{name}<br>key %{{y}}<br>%{{z:.6f}}<extra></extra>",
+        hovertemplate=f"{name}<br>{_('key')} %{{y}}<br>%{{z:.6f}}<extra></extra>",
     )
 
 
@@ -60,17 +63,17 @@ def score_steps(numbers: dict, tokens: list[str], query: int, indices=None,
     g = Grid(
         rows=2, cols=5, row_heights=_row_heights(n), vertical_spacing=0.02,
         horizontal_spacing=0.02, column_widths=[0.32, 0.32, 0.12, 0.12, 0.12],
-        subplot_titles=[f"query q of {labels[query]}", "", "", "", ""],
+        subplot_titles=[_("query q of {token}").format(token=labels[query]), "", "", "", ""],
     )
-    g.add(_vec(numbers["q"], [labels[query]], "query q"), 1, 1)
-    g.add(_vec(numbers["keys"], labels, "key k"), 2, 1)
+    g.add(_vec(numbers["q"], [labels[query]], _("query q")), 1, 1)
+    g.add(_vec(numbers["keys"], labels, _("key k")), 2, 1)
     g.add(_vec(numbers["products"], labels, "q ∘ k", fmt=".5f"), 2, 2)
     g.add(_col(numbers["scores"], labels, "q·k", fmt=".2f"), 2, 3)
     g.add(_col(numbers["scaled"], labels, "q·k/√d", fmt=".2f"), 2, 4)
-    g.add(_col(numbers["weights"], labels, "weight", WEIGHTS_SCALE, fmt=".3f", weights=True),
+    g.add(_col(numbers["weights"], labels, _("weight"), WEIGHTS_SCALE, fmt=".3f", weights=True),
           2, 5)
-    for c, name in enumerate(["keys k<sup>j</sup>", "q ∘ k<sup>j</sup> (elementwise)",
-                              "q·k<sup>j</sup> (sum)", f"÷ √{d}", "softmax w<sub>j</sub>"], 1):
+    for c, name in enumerate([_("keys k<sup>j</sup>"), _("q ∘ k<sup>j</sup> (elementwise)"),
+                              _("q·k<sup>j</sup> (sum)"), f"÷ √{d}", "softmax w<sub>j</sub>"], 1):
         g.xaxis(2, c)["title"] = dict(text=name)
     return _finish(g, labels, title)
 
@@ -83,16 +86,17 @@ def value_steps(numbers: dict, tokens: list[str], query: int, indices=None,
     g = Grid(
         rows=2, cols=3, row_heights=_row_heights(n)[::-1], vertical_spacing=0.02,
         horizontal_spacing=0.02, column_widths=[0.12, 0.44, 0.44],
-        subplot_titles=["weight w<sub>j</sub>", "values v<sup>j</sup>",
-                        "w<sub>j</sub> v<sup>j</sup> (each value scaled by its weight)"],
+        subplot_titles=[_("weight w<sub>j</sub>"), _("values v<sup>j</sup>"),
+                        _("w<sub>j</sub> v<sup>j</sup> (each value scaled by its weight)")],
     )
-    g.add(_col(numbers["weights"], labels, "weight", WEIGHTS_SCALE, fmt=".3f", weights=True),
+    g.add(_col(numbers["weights"], labels, _("weight"), WEIGHTS_SCALE, fmt=".3f", weights=True),
           1, 1)
-    g.add(_vec(numbers["values"], labels, "value v"), 1, 2)
+    g.add(_vec(numbers["values"], labels, _("value v")), 1, 2)
     g.add(_vec(numbers["weighted"], labels, "w v", fmt=".5f"), 1, 3)
-    g.add(_vec(numbers["output"], [labels[query]], "output o"), 2, 3)
-    g.xaxis(2, 3)["title"] = dict(text=f"output o = Σ<sub>j</sub> w<sub>j</sub> v<sup>j</sup> "
-                                       f"of {labels[query]} (the column sums above)")
+    g.add(_vec(numbers["output"], [labels[query]], _("output o")), 2, 3)
+    g.xaxis(2, 3)["title"] = dict(text=_(
+        "output o = Σ<sub>j</sub> w<sub>j</sub> v<sup>j</sup> of {token} (the column sums "
+        "above)").format(token=labels[query]))
     return _finish(g, labels, title)
 
 

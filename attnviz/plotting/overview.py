@@ -21,6 +21,8 @@ import re
 import numpy as np
 import plotly.graph_objects as go
 
+from attnviz.i18n import gettext  # `_` is a throwaway name in this module
+
 from .common import (
     FONT,
     OKABE_ITO,
@@ -31,7 +33,7 @@ from .common import (
     label_room,
 )
 
-MEAN = "mean"
+_TILE_NUMBER = r"[^\d·]*(\d+)[^\d·]* ·"  # the number in a cell name's tile part
 OPEN_COLOUR = OKABE_ITO[3]  # vermillion: the open head's outline, seen on every Viridis shade
 
 
@@ -80,16 +82,20 @@ def overview_mosaic(
     k_side = _axis_labels(n, factor, tokens, indices)
     x, y = [], []
     for col in range(H + 1):
-        name = f"head {col}" if col < H else f"{MEAN} of heads"
-        x += [f"{name} · key {lab}" for lab in k_side] + ([f"gap {col}"] if col < H else [])
+        name = (gettext("head {head}").format(head=col) if col < H
+                else gettext("mean of heads"))
+        x += [gettext("{name} · key {key}").format(name=name, key=lab) for lab in k_side] + (
+            [f"gap {col}"] if col < H else [])
     for row in range(L + 1):
-        name = f"layer {row}" if row < L else f"{MEAN} of layers"
-        y += [f"{name} · query {lab}" for lab in q_side] + ([f"gap {row}"] if row < L else [])
-    value = "weight" if factor == 1 else "block max"
+        name = (gettext("layer {layer}").format(layer=row) if row < L
+                else gettext("mean of layers"))
+        y += [gettext("{name} · query {query}").format(name=name, query=lab) for lab in q_side] + (
+            [f"gap {row}"] if row < L else [])
+    value = gettext("weight") if factor == 1 else gettext("block max")
     fig = go.Figure(go.Heatmap(
         z=z, x=x, y=y, colorscale=WEIGHTS_SCALE, zmin=0.0, zmax=1.0, hoverongaps=False,
         hovertemplate=f"%{{y}}<br>%{{x}}<br>{value} = %{{z:.4f}}<extra></extra>",
-        colorbar=dict(title=dict(text="weight"), thickness=12),
+        colorbar=dict(title=dict(text=gettext("weights")), thickness=12),
     ))
     mid = c // 2
     # Plotly cannot select heatmap cells, so each tile gets a clickable point at its centre
@@ -100,24 +106,27 @@ def overview_mosaic(
     fig.add_trace(go.Scatter(
         x=[a for _ in cy for a in cx], y=[b for b in cy for _ in cx], mode="markers",
         marker=dict(size=22, symbol="square", color="rgba(0,0,0,0)", opacity=0),
-        customdata=[f"layer {r}" if r < L else "mean of layers" for r in range(L + 1)
-                    for _ in range(H + 1)],
-        text=[f"head {h}" if h < H else "mean of heads" for _ in range(L + 1)
-              for h in range(H + 1)],
-        hovertemplate="%{customdata}, %{text}: click to open<extra></extra>",
+        customdata=[gettext("layer {layer}").format(layer=r) if r < L
+                    else gettext("mean of layers") for r in range(L + 1) for _ in range(H + 1)],
+        text=[gettext("head {head}").format(head=h) if h < H else gettext("mean of heads")
+              for _ in range(L + 1) for h in range(H + 1)],
+        hovertemplate=gettext("%{customdata}, %{text}: click to open") + "<extra></extra>",
         showlegend=False, name="open",
     ))
     fig.update_xaxes(type="category", categoryorder="array", categoryarray=x, tickvals=cx,
-                     ticktext=[str(h) for h in range(H)] + [MEAN], side="top",
+                     ticktext=[str(h) for h in range(H)] + [gettext("mean")], side="top",
                      showgrid=False)
-    rows = [f"layer {i}" for i in range(L)] + [MEAN]
+    rows = [gettext("layer {layer}").format(layer=i) for i in range(L)] + [gettext("mean")]
     fig.update_yaxes(type="category", categoryorder="array", categoryarray=y, tickvals=cy,
                      ticktext=rows, autorange="reversed",
                      showgrid=False, scaleanchor="x", constrain="domain")
-    note = "" if factor == 1 else f" (blocks of {factor}x{factor} tokens, max)"
+    title = title or gettext(
+        "Layers x heads: softmax weights (in each tile rows = queries, columns = keys)")
+    if factor > 1:
+        title = gettext("{title} (blocks of {factor}x{factor} tokens, max)").format(
+            title=title, factor=factor)
     fig.update_layout(
-        title=(title or "Layers x heads: softmax weights (in each tile rows = queries, "
-               "columns = keys)") + note, font=FONT,
+        title=title, font=FONT,
         height=int(min(1100, max(420, 70 * (L + 1) + 140))),
         # Room for the row labels and the colour bar up front: drawn once, not twice.
         margin=dict(l=10 + label_room(rows, titled=False), r=colorbar_room("weight", "0.2"),
@@ -139,12 +148,14 @@ def mark_head(fig: go.Figure, layer: int, head: int, colour: str = OPEN_COLOUR) 
     out.add_shape(type="rect", xref="x", yref="y", x0=head * step - 0.5,
                   x1=head * step + c - 0.5, y0=layer * step - 0.5, y1=layer * step + c - 0.5,
                   line=dict(color=colour, width=3), fillcolor="rgba(0,0,0,0)",
-                  name=f"open: layer {layer}, head {head}")
+                  name=gettext("open: layer {layer}, head {head}").format(layer=layer, head=head))
     return out
 
 
 def pick_head(point: dict) -> tuple[int | None, int | None]:
-    """(layer, head) of a clicked mosaic cell; None on a 'mean' margin."""
-    ly = re.match(r"layer (\d+) ·", str(point.get("y", "")))
-    hx = re.match(r"head (\d+) ·", str(point.get("x", "")))
+    """(layer, head) of a clicked mosaic cell; None on a 'mean' margin. A cell's name starts
+    with its tile's name, the one number before " ·" in either language ('layer 3 · query
+    saw #2', '第 3 层 · 查询 saw #2'; 'mean of layers · ...' has none)."""
+    ly = re.match(_TILE_NUMBER, str(point.get("y", "")))
+    hx = re.match(_TILE_NUMBER, str(point.get("x", "")))
     return (int(ly.group(1)) if ly else None, int(hx.group(1)) if hx else None)

@@ -15,6 +15,8 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from attnviz.i18n import _
+
 from .common import (
     FONT,
     LEGEND_ROW,
@@ -48,12 +50,13 @@ def token_lines(
     query: a row index to show only that token's lines (None: every token's lines); then its
     `top` strongest lines are drawn even when they fall below `min_weight`.
     """
-    k, n, _ = matrices.shape
+    n = matrices.shape[1]
     labels = axis_labels(tokens, indices)
     rows = range(n) if query is None else [query]
     data: list[dict] = []  # trace dicts, validated once by go.Figure (not one add_trace each)
     hx, hy, hdata = [], [], []
     for idx, head in enumerate(heads):
+        name = _("head {head}").format(head=head)
         colour, dash = category_colour(idx), category_dash(idx)  # two cues, not colour alone
         w = np.asarray(matrices[idx], dtype=np.float64)
         cut = min_weight
@@ -73,26 +76,28 @@ def token_lines(
                 type="scatter", x=xs, y=ys, mode="lines",
                 line=dict(color=colour, width=2, dash=dash),
                 opacity=line_opacity(lv, levels), hoverinfo="skip", legendgroup=f"h{head}",
-                name=f"head {head}", showlegend=False,
+                name=name, showlegend=False,
             ))
         hx += [0.5] * len(vals)
         hy += list((qi + kj) / 2.0)
-        hdata += [[f"head {head}", labels[a], labels[b], float(v)] for a, b, v in
+        hdata += [[name, labels[a], labels[b], float(v)] for a, b, v in
                   zip(qi, kj, vals, strict=True)]
-        data.append(dict(type="scatter", x=[None], y=[None], mode="lines", name=f"head {head}",
+        data.append(dict(type="scatter", x=[None], y=[None], mode="lines", name=name,
                          line=dict(color=colour, width=4, dash=dash),
                          legendgroup=f"h{head}"))
     data.append(dict(
         type="scatter", x=hx, y=hy, mode="markers", marker=dict(size=6, opacity=0),
         customdata=hdata,
-        hovertemplate="%{customdata[0]}<br>query %{customdata[1]}<br>key %{customdata[2]}"
-                      "<br>weight = %{customdata[3]:.6f}<extra></extra>",
+        hovertemplate="<br>".join([
+            "%{customdata[0]}", _("query") + " %{customdata[1]}", _("key") + " %{customdata[2]}",
+            _("weight") + " = %{customdata[3]:.6f}<extra></extra>"]),
         showlegend=False, name="lines",
     ))
     px = max(2.5, min(24.0, 1400 / max(n, 1)))
     show_text = px >= 11
     names = tick_labels(tokens, max_ticks=n, indices=indices)[1]  # repeated: 'saw #2'
-    for side, x, pos in (("queries", 0.0, "middle left"), ("keys", 1.0, "middle right")):
+    for side, x, pos, one in (("queries", 0.0, "middle left", _("query")),
+                              ("keys", 1.0, "middle right", _("key"))):
         chosen = [query] if (query is not None and side == "queries") else None
         data.append(dict(
             type="scatter", x=[x] * n, y=list(range(n)),
@@ -103,7 +108,7 @@ def token_lines(
                                 for i in range(n)],
                         color=[OKABE_ITO[3] if chosen and i in chosen else NEUTRAL
                                for i in range(n)]),
-            customdata=labels, hovertemplate=f"{side[:-1]} %{{customdata}}<extra></extra>",
+            customdata=labels, hovertemplate=f"{one} %{{customdata}}<extra></extra>",
         ))
     return go.Figure(data=data, layout=dict(
         xaxis=dict(visible=False, range=[-0.45, 1.45]),
@@ -112,8 +117,8 @@ def token_lines(
         # b: one row of the legend below, reserved up front (drawn once, not twice).
         margin=dict(l=10, r=10, t=60, b=10 + LEGEND_ROW), hovermode="closest",
         legend=dict(orientation="h", y=0, x=0.5, xanchor="center", yanchor="top"),
-        annotations=[dict(x=0, y=1.0, xref="x", yref="paper", text="queries", showarrow=False,
+        annotations=[dict(x=0, y=1.0, xref="x", yref="paper", text=_("queries"), showarrow=False,
                           yanchor="bottom"),
-                     dict(x=1, y=1.0, xref="x", yref="paper", text="keys", showarrow=False,
+                     dict(x=1, y=1.0, xref="x", yref="paper", text=_("keys"), showarrow=False,
                           yanchor="bottom")],
     ))

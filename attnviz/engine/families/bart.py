@@ -26,6 +26,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from ...i18n import N_
 from ..attention import attention, causal_mask
 from ..model import ENCODER_DECODER, Layer, Model, Tokenized, activation
 from ..positions import position_vectors
@@ -248,12 +249,12 @@ class Bart(Model):
     def notes(self, request, tok) -> tuple[str, ...]:
         notes = list(super().notes(request, tok))
         if request.target is None:
-            notes.append("No target text given: BART's decoder reads the source sentence "
-                         "itself (its pre-training task is to rebuild its input).")
+            notes.append(N_("No target text given: BART's decoder reads the source sentence "
+                            "itself (its pre-training task is to rebuild its input)."))
         if request.window is not None or request.causal:
-            notes.append("The window and causal options apply to the encoder; the decoder "
-                         "keeps its causal mask and its cross-attention sees every encoder "
-                         "token.")
+            notes.append(N_("The window and causal options apply to the encoder; the decoder "
+                            "keeps its causal mask and its cross-attention sees every encoder "
+                            "token."))
         return tuple(notes)
 
     @torch.inference_mode()

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from ...i18n import N_
 from ..model import DECODER, Layer, Model, activation
 from ..request import TraceRequest
 from ..tokens import BYTE_BPE
@@ -97,8 +98,8 @@ class Gpt2(Model):
 
     def notes(self, request, tok) -> tuple[str, ...]:
         return (*super().notes(request, tok),
-                "GPT-2 is a decoder: each token attends only to itself and the tokens before "
-                "it (a causal mask, always on).")
+                N_("GPT-2 is a decoder: each token attends only to itself and the tokens "
+                   "before it (a causal mask, always on)."))  # translated where shown
 
     def embed(self, ids, segments, positions: str = "learned",
               seed: int = 0) -> tuple[torch.Tensor, np.ndarray]:
