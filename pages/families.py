@@ -17,11 +17,10 @@ import streamlit as st
 from attnviz import ui
 from attnviz.analysis import families as fam
 from attnviz.engine import DECODER, ENCODER_DECODER, VISION, TraceRequest, demo_image
-from attnviz.engine.load import BUNDLED_NAME
 from attnviz.i18n import N_, _
 from attnviz.plotting import attention_heatmap
 from attnviz.plotting import families as fam_plots
-from attnviz.ui.context import family_model
+from attnviz.ui.context import family_model, shown_name
 from attnviz.ui.context import report as report_notes
 from attnviz.ui.text import literal
 
@@ -70,7 +69,7 @@ def legend_name(model, demo: bool) -> str:
     if demo:
         return _("{model}: random demo weights").format(model=model.title)
     return _("{model}: {name}").format(
-        model=model.title, name=_(model.name) if model.name == BUNDLED_NAME else model.name)
+        model=model.title, name=shown_name(model))
 
 
 def decoder_tab(ctx: ui.Context) -> None:

@@ -15,6 +15,7 @@ from attnviz.analysis.corpus import max_words
 from attnviz.i18n import N_, _
 from attnviz.ui import lesson as nav
 from attnviz.ui import lesson_steps as views
+from attnviz.ui.context import shown_name
 from attnviz.ui.text import literal
 
 SIDEBAR = "(the sidebar's sentence)"  # the option's value (in URLs); shown translated
@@ -90,7 +91,7 @@ def chinese_notes(ctx: ui.Context, s: lesson.Step, ws: list[str]) -> None:
     if unknown:
         st.warning(_("{model}'s vocabulary has no entry for {chars}: each is read as {unk}, "
                      "one shared vector, so the model cannot tell them apart by their "
-                     "meaning.").format(model=literal(ctx.model.name),
+                     "meaning.").format(model=literal(shown_name(ctx.model)),
                                         chars="、".join(literal(w) for w in unknown),
                                         unk=literal(ctx.model.tokenizer.unk_token)))
     if s.key in NEEDS_TAGGERS:
@@ -109,7 +110,7 @@ def show_step(ctx: ui.Context, s: lesson.Step, settings: taggers.Settings, ws: l
     body, main = st.columns([5, 6], gap="medium") if big else (st.container(),) * 2
     body, main = body.container(key="lesson_body"), main.container(key="lesson_main")
     shown = s.predict is None or nav.revealed(s.key)
-    name = literal(ctx.model.name)  # a folder's name: shown as typed
+    name = literal(shown_name(ctx.model))  # a folder's name: shown as typed
     fields = {"model": lesson.model_description(ctx.model.name, ctx.model.n_layers,
                                                 ctx.model.n_heads, shown=name),
               "model_name": name, "longest": max_words(),

@@ -15,6 +15,7 @@ from attnviz.engine.positions import sinusoid_scale
 from attnviz.i18n import _
 from attnviz.plotting import positions as positions_plots
 from attnviz.plotting.common import escape
+from attnviz.ui.context import shown_name
 from attnviz.ui.text import literal
 
 MODE_NAMES = positions_plots.MODE_NAMES
@@ -192,7 +193,7 @@ def encodings_tab(ctx: ui.Context) -> None:
             key="pos_fig_sindot")
     st.markdown(_("**Learned from data**: {model}'s own table of {count} vectors, one per "
                   "position, trained with the model. Nobody told it to, yet neighbouring "
-                  "positions end up similar.").format(model=literal(model.name),
+                  "positions end up similar.").format(model=literal(shown_name(model)),
                                                       count=model.max_positions))
     c1, c2 = st.columns(2)
     with c1:

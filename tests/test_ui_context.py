@@ -86,3 +86,20 @@ def test_typed_control_tokens_are_said_on_the_page():
     shown = captions[0].replace("\\", "")
     assert "You typed [MASK], [SEP]: BERT's tokenizer reads each as its own control token" in shown
     assert "<" not in RENDER.render(captions[0]).replace("<p>", "").replace("</p>", "")
+
+
+def test_a_chinese_session_names_the_model_and_refuses_in_chinese():
+    """The sidebar names the bundled model in the session's language, and a refused folder's
+    message is Chinese from end to end (not a Chinese reason inside an English sentence)."""
+    from attnviz import i18n
+    from attnviz.engine.load import BUNDLED_NAME
+
+    at = open_page(lang="zh")
+    from attnviz.ui.text import literal
+
+    name = literal(i18n.messages("zh")[BUNDLED_NAME])
+    assert "内置" in name and any(name in c.value for c in at.sidebar.caption)
+    with i18n.use("zh"):
+        refusal = neutral_refusal("/definitely/missing")
+        assert refusal.startswith("模型被拒绝") and refusal.endswith("改为显示内置模型。")
+    assert neutral_refusal("/definitely/missing").startswith("Model refused")

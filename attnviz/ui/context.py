@@ -43,6 +43,7 @@ from attnviz.engine import (
     load_model,
     locate_model,
 )
+from attnviz.engine.load import BUNDLED_NAME
 from attnviz.i18n import N_, _
 
 from .cache import cached
@@ -125,14 +126,29 @@ def _shown(text: str, limit: int = 80) -> str:
     return literal(text)
 
 
-def neutral_refusal(typed: str) -> str:
+BUNDLED_INSTEAD = N_("Showing the bundled model instead.")
+DEMO_INSTEAD = N_("Showing a random demo model instead.")
+
+
+def neutral_refusal(typed: str, fallback: str = BUNDLED_INSTEAD) -> str:
     """The one message for a model name that cannot be opened, whatever the reason on disk:
-    the same for a folder that exists and one that does not (Markdown-safe)."""
-    return (f"Model refused: “{_shown(typed)}” is not a checkpoint folder or cached Hub id "
-            "that this server can open. Showing the bundled model instead.")
+    the same for a folder that exists and one that does not (Markdown-safe); `fallback` says
+    what is shown instead."""
+    return _("Model refused: “{name}” is not a checkpoint folder or cached Hub id that this "
+             "server can open.").format(name=_shown(typed)) + " " + _(fallback)
 
 
-def open_checkpoint(typed: str) -> str:
+def shown_name(model: Model) -> str:
+    """The model's name in the session's language: the bundled model and the random demos
+    are named by the app (translated), a checkpoint by its folder or Hub id (as it is)."""
+    if model.name == BUNDLED_NAME:
+        return _(BUNDLED_NAME)
+    if model.name == f"random {model.title}":
+        return _("random {title}").format(title=model.title)
+    return model.name
+
+
+def open_checkpoint(typed: str, fallback: str = BUNDLED_INSTEAD) -> str:
     """The resolved folder for a typed folder or Hub id, inside the server's allowed folders
     and holding a config.json; else ModelError(neutral_refusal), which says nothing about what
     exists where."""
@@ -141,29 +157,25 @@ def open_checkpoint(typed: str) -> str:
         if not (folder / "config.json").is_file():
             raise ModelError("no checkpoint")
     except (ModelError, OSError, ValueError):
-        raise ModelError(neutral_refusal(typed)) from None
+        raise ModelError(neutral_refusal(typed, fallback)) from None
     return str(folder)
 
 
-FALLBACK = " Showing the bundled model instead."
-
-
-def load_checkpoint(typed: str, device: str, fallback: str = FALLBACK) -> Model:
+def load_checkpoint(typed: str, device: str, fallback: str = BUNDLED_INSTEAD) -> Model:
     """The model a typed folder or Hub id names, loaded once per server; ModelError with a
     Markdown-safe message (neutral, or the checkpoint's own reason once it is one), ending
-    with `fallback`."""
+    with `fallback` (an N_-marked sentence, shown translated)."""
+    folder = open_checkpoint(typed, fallback)
     try:
-        folder = open_checkpoint(typed)
-    except ModelError as e:
-        raise ModelError(str(e).replace(FALLBACK, fallback)) from None
-    try:
-        with st.spinner("Loading the model (once per server)..."):
+        with st.spinner(_("Loading the model (once per server)...")):
             return cached_model(folder, device)
     except ModelError as e:
         reason = str(e).replace(folder, Path(folder).name)
-        raise ModelError(f"Model refused: {_shown(reason, 300)}.{fallback}") from None
+        raise ModelError(_("Model refused: {reason}.").format(reason=_shown(reason, 300))
+                         + " " + _(fallback)) from None
     except Exception as e:  # never a traceback on the page
-        raise ModelError(f"Model refused ({type(e).__name__}).{fallback}") from None
+        raise ModelError(_("Model refused ({error}).").format(error=type(e).__name__)
+                         + " " + _(fallback)) from None
 
 
 KIND_EXAMPLES = {DECODER: N_("a decoder such as GPT-2 (gpt2)"),
@@ -221,8 +233,7 @@ def family_model(ctx: Context, kind: str, label: str, key: str) -> tuple[Model, 
     )).strip()
     if typed:
         try:
-            model = load_checkpoint(typed, device, fallback=" Showing a random demo model "
-                                                             "instead.")
+            model = load_checkpoint(typed, device, fallback=DEMO_INSTEAD)
             if model.kind == kind:
                 return model, False
             st.warning(_("“{typed}” is a {title} ({kind}); this part needs {example}. Showing "
@@ -275,10 +286,11 @@ def context() -> Context:
             error = str(e)
     if model is None:
         try:
-            with st.spinner("Loading the model (once per server)..."):
+            with st.spinner(_("Loading the model (once per server)...")):
                 model = cached_model(None, device)
         except Exception as e:
-            error = f"The bundled model could not be loaded: {literal(str(e))}"
+            error = _("The bundled model could not be loaded: {error}").format(
+                error=literal(str(e)))
     text = _clean(st.session_state.get("text", DEFAULT_TEXT))
     pair = _clean(st.session_state.get("pair")).strip() or None
     if model is None:

@@ -13,7 +13,7 @@ import streamlit as st
 from attnviz import i18n
 from attnviz.i18n import _
 
-from .context import DEFAULT_TEXT, Context, context
+from .context import DEFAULT_TEXT, Context, context, shown_name
 from .model_picker import model_picker
 from .text import literal
 from .urlstate import URL_BUDGET, encoded_length, fits_in_link
@@ -115,7 +115,7 @@ def sidebar() -> Context:
     if ctx.model is not None:
         st.sidebar.caption(_(
             "{name}: {layers} layers x {heads} heads, hidden {hidden}, on **{device}**").format(
-            name=literal(ctx.model.name), layers=ctx.model.n_layers, heads=ctx.model.n_heads,
+            name=literal(shown_name(ctx.model)), layers=ctx.model.n_layers, heads=ctx.model.n_heads,
             hidden=ctx.model.hidden, device=ctx.model.device.type.upper()))
     if ctx.error:
         st.sidebar.error(ctx.error)
