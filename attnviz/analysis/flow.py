@@ -39,7 +39,9 @@ for the rest:
   2n small max-flows per w bound all n^2 pairs. Where L[i, j] = U[i, j] (as integers) the bounds
   meet and F[i, j] = U[i, j] exactly; no max-flow is solved for that pair.
 - The other pairs (and every pair at l = 2): one graph of 2n + (l - 1) n^2 edges, built once,
-  whose source and sink edges are overwritten per pair and solved with scipy's Dinic algorithm.
+  whose source and sink edges are overwritten per pair and solved with scipy's Dinic algorithm,
+  in one worker process per core when there are enough pairs (analysis.flow_workers: scipy
+  holds the GIL, so threads would not help). The values are the same wherever a pair is solved.
 
 Like rollout, flow ignores the values, the feed-forward blocks and LayerNorm.
 """
@@ -52,11 +54,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .flow_workers import default_workers, solve_in_workers, solve_values
 from .rollout import residual_attention
 
 SCALE = 2**30  # capacities become integers: each row of Â sums to exactly SCALE
 MAX_TOKENS = 128  # the longest input whose full flow matrix a page computes (see README)
 MIXES = (0.1, 0.2)  # candidate middle vectors w: (1 - mix) * sinks' demand + mix * rollout
+PARALLEL_PAIRS = 512  # fewer pairs than this are solved in-process (starting workers costs more)
 
 
 @dataclass
@@ -69,6 +73,8 @@ class FlowStats:
     bound_flows: int = 0  # the small max-flows of the lower-bound pass
     bound_seconds: float = 0.0
     solver_seconds: float = 0.0
+    workers: int = 1  # worker processes asked to solve the pairs (1: none, all in this process)
+    solved_in_workers: int = 0  # of `solved`, the pairs a worker process answered
 
 
 def integer_capacities(attention: np.ndarray) -> np.ndarray:
@@ -174,10 +180,13 @@ def lower_bounds(cap: np.ndarray, a: np.ndarray, layer: int, stats: FlowStats,
 
 def max_flows_stats(attention: np.ndarray, layer: int,
                     progress: Callable[[float, str], None] | None = None,
-                    certify: bool = True) -> tuple[np.ndarray, FlowStats]:
+                    certify: bool = True,
+                    workers: int | None = None) -> tuple[np.ndarray, FlowStats]:
     """F_layer[i, j] (the maximum flow from output i after `layer` to input j, [n, n] float64)
     and how it was computed. `progress(fraction, message)` is called as the work advances;
-    certify=False skips the bounds and solves every pair (the same values, for comparison)."""
+    certify=False skips the bounds and solves every pair (the same values, for comparison).
+    workers: processes for the per-pair max-flows (default: flow_workers.default_workers(),
+    used from PARALLEL_PAIRS pairs on; 1: in this process)."""
     a = np.asarray(attention, dtype=np.float64)
     n = a.shape[-1]
     stats = FlowStats(pairs=n * n)
@@ -208,13 +217,25 @@ def max_flows_stats(attention: np.ndarray, layer: int,
     stats.bound_seconds = time.perf_counter() - t0
     t0 = time.perf_counter()
     graph, sink = chain_graph([cap[lay] for lay in range(layer - 1, 0, -1)])
-    pairs = np.argwhere(todo)
+    pairs = np.argwhere(todo)  # [m, 2]: (output i, input j)
+    sources = cap[layer][pairs[:, 0]]  # [m, n]: the output's edges
+    sinks = cap[0].T[pairs[:, 1]]  # [m, n]: the input's edges
     start = 0.1 if certify else 0.0
-    for number, (i, j) in enumerate(pairs):
-        out[i, j] = solve(graph, sink, cap[layer, i], cap[0, :, j])
-        if progress is not None and (number + 1) % n == 0:
-            progress(start + (1 - start) * (number + 1) / len(pairs),
-                     f"max-flow {number + 1} of {len(pairs)}")
+    if workers is None:
+        workers = default_workers() if len(pairs) >= PARALLEL_PAIRS else 1
+    if workers > 1 and len(pairs) > 0:
+        stats.workers = workers
+        results = solve_in_workers(graph, sink, sources, sinks, workers)
+    else:
+        results = ((part, solve_values(graph, sink, sources[part], sinks[part]), False)
+                   for part in (slice(s, s + n) for s in range(0, len(pairs), n)))
+    done = 0
+    for part, values, in_worker in results:
+        out[pairs[part, 0], pairs[part, 1]] = values
+        done += len(values)
+        stats.solved_in_workers += len(values) if in_worker else 0
+        if progress is not None:
+            progress(start + (1 - start) * done / len(pairs), f"max-flow {done} of {len(pairs)}")
     stats.solved = len(pairs)
     stats.solver_seconds = time.perf_counter() - t0
     if progress is not None:
