@@ -230,12 +230,16 @@ def max_flows_stats(attention: np.ndarray, layer: int,
         results = ((part, solve_values(graph, sink, sources[part], sinks[part]), False)
                    for part in (slice(s, s + n) for s in range(0, len(pairs), n)))
     done = 0
-    for part, values, in_worker in results:
-        out[pairs[part, 0], pairs[part, 1]] = values
-        done += len(values)
-        stats.solved_in_workers += len(values) if in_worker else 0
-        if progress is not None:
-            progress(start + (1 - start) * done / len(pairs), f"max-flow {done} of {len(pairs)}")
+    try:
+        for part, values, in_worker in results:
+            out[pairs[part, 0], pairs[part, 1]] = values
+            done += len(values)
+            stats.solved_in_workers += len(values) if in_worker else 0
+            if progress is not None:  # may raise (a page rerun): the jobs not started are dropped
+                progress(start + (1 - start) * done / len(pairs),
+                         f"max-flow {done} of {len(pairs)}")
+    finally:
+        results.close()
     stats.solved = len(pairs)
     stats.solver_seconds = time.perf_counter() - t0
     if progress is not None:

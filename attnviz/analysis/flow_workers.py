@@ -32,7 +32,7 @@ from collections.abc import Iterator
 import numpy as np
 
 WORKERS_ENV = "ATTNVIZ_FLOW_WORKERS"  # how many worker processes; 0 or 1: solve in-process
-MAX_WORKERS = 8
+MAX_WORKERS = 16  # a worker holds numpy and scipy (tens of MB): no more than this, or the cores
 CHUNK = 32  # pairs per job: small enough for steady progress, large enough to hide the pipe
 
 # -c runs the worker with the current directory off sys.path (a file there must not shadow a
@@ -56,8 +56,14 @@ def solve_values(graph, sink: int, source_caps: np.ndarray, sink_caps: np.ndarra
 
 
 def _serve() -> None:
-    """The worker's loop: one job in, its values out, until stdin closes."""
+    """The worker's loop: one job in, its values out, until stdin closes (the parent closed it
+    or ended). Ctrl-C in the server's terminal reaches the whole process group: the worker
+    ignores it and ends with its parent instead."""
+    import signal
+
     from scipy.sparse import csr_array
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
     jobs = sys.stdin.buffer
     answers = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
@@ -110,6 +116,7 @@ class _Worker:
             self.process.wait(timeout=2)
         except Exception:  # noqa: BLE001 (closing: it may be gone already)
             self.process.kill()
+            self.process.wait()
 
 
 _lock = threading.Lock()
@@ -118,12 +125,19 @@ _started = 0
 _graph_ids = iter(range(1, 1 << 62))
 
 
+def cores() -> int:
+    """The cores this process may run on (its CPU affinity where the system tells it)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def default_workers() -> int:
-    """ATTNVIZ_FLOW_WORKERS if set, else the machine's cores (at most MAX_WORKERS)."""
+    """ATTNVIZ_FLOW_WORKERS if set, else the cores; never more than the cores or MAX_WORKERS."""
     value = os.environ.get(WORKERS_ENV, "").strip()
-    if value.isdigit():
-        return min(int(value), MAX_WORKERS)
-    return min(os.cpu_count() or 1, MAX_WORKERS)
+    wanted = int(value) if value.isdigit() else cores()
+    return max(1, min(wanted, cores(), MAX_WORKERS))
 
 
 def _take(wanted: int) -> _Worker:
@@ -202,9 +216,12 @@ def solve_in_workers(graph, sink: int, source_caps: np.ndarray, sink_caps: np.nd
             return solve_values(own[0], sink, source_caps[part], sink_caps[part])
 
     parts = [slice(s, s + CHUNK) for s in range(0, len(source_caps), CHUNK)]
-    with ThreadPoolExecutor(max_workers=workers) as pool:
+    pool = ThreadPoolExecutor(max_workers=workers)
+    try:
         for done in as_completed([pool.submit(job, part) for part in parts]):
             yield done.result()
+    finally:  # also when the caller stops early (a page rerun): drop the jobs not started
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def running_workers() -> int:
