@@ -2,6 +2,8 @@
 Edmonds-Karp max-flow per (output, input) pair on the layered attention graph, each output's
 row divided by its sum (Abnar & Zuidema 2020, samiraabnar/attention_flow)."""
 
+import threading
+
 import networkx as nx
 import numpy as np
 import pytest
@@ -187,13 +189,18 @@ def test_worker_processes_give_the_same_values():
     a = residual_attention(rng.dirichlet(np.full(6, 0.3), size=(5, 2, 6)))
     exact = scipy_pair_flows(integer_capacities(a), 4)
     here, here_stats = max_flows_stats(a, 4, workers=1)
-    seen = []
-    there, stats = max_flows_stats(a, 4, workers=2, progress=lambda f, _: seen.append(f))
+    seen, threads = [], set()
+
+    def progress(fraction: float, _: str) -> None:  # a Streamlit bar needs the script's thread
+        seen.append(fraction)
+        threads.add(threading.get_ident())
+
+    there, stats = max_flows_stats(a, 4, workers=2, progress=progress)
     np.testing.assert_array_equal(there, here)
     np.testing.assert_array_equal(np.rint(there * SCALE).astype(np.int64), exact)
     assert here_stats.workers == 1 and here_stats.solved_in_workers == 0
     assert stats.workers == 2 and stats.solved_in_workers == stats.solved > 0
-    assert seen == sorted(seen) and seen[-1] == 1.0
+    assert seen == sorted(seen) and seen[-1] == 1.0 and threads == {threading.get_ident()}
     assert 1 <= flow_workers.running_workers() <= 2
     # A second matrix reuses the running workers (each is sent the new graph).
     b = residual_attention(rng.dirichlet(np.full(6, 0.3), size=(5, 2, 6)))

@@ -106,7 +106,7 @@ CONVERTED = ["pages/lesson.py", "pages/inside_score.py", "pages/compare.py",
              "pages/value_norms.py", "pages/similarity.py", "pages/corpus_heads.py",
              "pages/head_stats.py", "attnviz/ui/lesson.py",
              "attnviz/ui/lesson_steps.py", "attnviz/ui/sidebar.py", "attnviz/ui/model_picker.py",
-             "attnviz/ui/router.py", "attnviz/ui/context.py"]
+             "attnviz/ui/router.py", "attnviz/ui/context.py", "attnviz/ui/flow.py"]
 SHOWN = {"title", "header", "subheader", "markdown", "caption", "info", "warning", "error",
          "success", "button", "toggle", "selectbox", "slider", "text_input", "text_area",
          "segmented_control", "popover", "progress", "download_button", "page_link",
