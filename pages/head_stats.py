@@ -26,6 +26,7 @@ from attnviz.i18n import _
 from attnviz.plotting.heatmaps import attention_heatmap
 from attnviz.plotting.stats import maps_side_by_side, stats_heatmaps
 from attnviz.ui.flow import flow_of
+from attnviz.ui.flow import prepare as prepare_flow
 
 
 def stats_of(t, conventions: str, words: bool) -> dict:
@@ -155,6 +156,7 @@ def main() -> None:
     t = ui.trace_or_message(ctx)
     if t is None:
         return
+    prepare_flow(t)  # the flow tab's worker processes start while the statistics show
     words = st.toggle(_("Word level"), key="hs_words", bind="query-params",
                       help=_("Merge word pieces into words: attention to a word is the sum over "
                              "its pieces, attention from a word the mean (Clark et al.)."))

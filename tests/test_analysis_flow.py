@@ -336,3 +336,20 @@ def test_the_workers_end_with_their_server(ending):
     for p in still:  # do not leave them behind should the test fail
         os.kill(p, signal.SIGKILL)
     assert not still
+
+
+def test_prestarted_workers_are_the_ones_used():
+    # A page starts the workers before its flow is asked for; the flow then uses them (no
+    # more are started) and asking again starts none.
+    from attnviz.analysis import flow_workers
+
+    flow_workers.close_workers()
+    assert flow_workers.prestart(2) == 2 and flow_workers.prestart(2) == 0
+    pids = sorted(w.process.pid for w in list(flow_workers._idle.queue))
+    rng = np.random.default_rng(4)
+    a = residual_attention(rng.dirichlet(np.ones(8), size=(4, 1, 8)))
+    flows, stats = max_flows_stats(a, 3, certify=False, workers=2)
+    assert stats.solved_in_workers == stats.solved == 64
+    np.testing.assert_array_equal(flows, max_flows_stats(a, 3, certify=False, workers=1)[0])
+    assert sorted(w.process.pid for w in list(flow_workers._idle.queue)) == pids
+    flow_workers.close_workers()

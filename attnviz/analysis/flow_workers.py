@@ -12,8 +12,9 @@ graph = (indptr, indices, data, sink) of flow.chain_graph's CSR matrix, sent onl
 worker does not hold that graph yet; each value is the max-flow of that graph with the source's
 n edges set to source_caps[p] and the sink's n edges to sink_caps[p] (solve_values below, the
 same function the parent uses when it solves in-process: the values do not depend on where
-they were computed). The workers start on first use, stay for the life of the parent, and exit
-when their stdin closes. A worker that fails is dropped and its pairs are solved in-process.
+they were computed). The workers start on first use (or prestart()), stay for the life of the
+parent, and exit when their stdin closes. A worker that fails is dropped and its pairs are
+solved in-process.
 
 This file must not import attnviz (it runs outside the package): numpy and scipy only.
 """
@@ -161,6 +162,25 @@ def _take(wanted: int) -> _Worker:
             return _idle.get(timeout=0.05)
         except queue.Empty:
             continue  # a worker may have been dropped meanwhile: look again
+
+
+def prestart(wanted: int) -> int:
+    """Start workers until `wanted` run (none if as many run already), without waiting for
+    them: a worker imports numpy and scipy (about a second) while the caller goes on, so a
+    page can start them before its flow is asked for. Returns how many were started."""
+    global _started
+    with _lock:
+        missing = max(0, wanted - _started)
+        _started += missing
+    started = 0
+    for _ in range(missing):
+        try:
+            _idle.put(_Worker())
+            started += 1
+        except Exception:  # noqa: BLE001 (no process: the flow solves in-process)
+            with _lock:
+                _started -= 1
+    return started
 
 
 def _drop(worker: _Worker) -> None:

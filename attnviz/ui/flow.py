@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attnviz.analysis import flow
+from attnviz.analysis import flow, flow_workers
 from attnviz.i18n import _
 
 from .progress import with_progress
@@ -27,3 +27,12 @@ def flow_of(t, layer: int | None = None) -> np.ndarray | None:
     return with_progress("results", ("flow", t.key, layer),
                          _("Computing attention flow (max-flows)..."),
                          lambda progress: flow.normalise_rows(flow.max_flows(a, layer, progress)))
+
+
+def prepare(t) -> None:
+    """Start the flow workers now (without waiting) when t's flow would use them, so that they
+    are ready when the flow is asked for; once per server: later calls find them running."""
+    if flow.PARALLEL_PAIRS <= t.n_tokens ** 2 and t.n_tokens <= flow.MAX_TOKENS:
+        wanted = flow_workers.default_workers()
+        if wanted > 1:
+            flow_workers.prestart(wanted)
