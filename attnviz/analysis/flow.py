@@ -54,6 +54,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from attnviz.i18n import _
+
 from .flow_workers import default_workers, solve_in_workers, solve_values
 from .rollout import residual_attention
 
@@ -207,7 +209,7 @@ def max_flows_stats(attention: np.ndarray, layer: int,
         def tick() -> None:
             done[0] += 1
             if progress is not None and done[0] % n == 0:
-                progress(0.1 * done[0] / bound_units, "bounding every pair")
+                progress(0.1 * done[0] / bound_units, _("bounding every pair"))
 
         lower = lower_bounds(cap, a, layer, stats, tick)
         certified = lower == upper
@@ -237,13 +239,16 @@ def max_flows_stats(attention: np.ndarray, layer: int,
             stats.solved_in_workers += len(values) if in_worker else 0
             if progress is not None:  # may raise (a page rerun): the jobs not started are dropped
                 progress(start + (1 - start) * done / len(pairs),
-                         f"max-flow {done} of {len(pairs)}")
+                         _("max-flow {done:,} of {todo:,} ({certified:,} of {pairs:,} pairs "
+                           "certified by the bounds)").format(
+                             done=done, todo=len(pairs), certified=stats.certified,
+                             pairs=stats.pairs))
     finally:
         results.close()
     stats.solved = len(pairs)
     stats.solver_seconds = time.perf_counter() - t0
     if progress is not None:
-        progress(1.0, "done")
+        progress(1.0, _("done"))
     return out / SCALE, stats
 
 
