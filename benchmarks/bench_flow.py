@@ -3,7 +3,7 @@ one max-flow per (output, input) pair), on the same inputs: the bundled model's 
 text cut to 17, 32, 64 and 128 tokens, the last layer's n x n flow matrix.
 
 attnviz is timed three ways: the default (the bound-and-certify pass, then the per-pair
-max-flows left in one worker process per core, flow_workers.default_workers(), from
+max-flows left, both in one worker process per core, flow_workers.default_workers(), from
 flow.PARALLEL_PAIRS pairs on), the same in this process only (workers=1) and solving every pair
 in this process (certify=False, workers=1: the method before the bounds), with the split: the
 bounds' small max-flows, the pairs they certify, the per-pair max-flows left. The workers are

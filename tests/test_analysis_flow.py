@@ -150,7 +150,7 @@ def test_certified_pairs_equal_their_own_max_flow(seed):
     assert stats.certified + stats.solved == stats.pairs == 36
     np.testing.assert_array_equal(np.rint(flows * SCALE).astype(np.int64), exact)
     upper = np.minimum(cap[4].sum(axis=1)[:, None], cap[0].sum(axis=0)[None, :])
-    lower = lower_bounds(cap, a, 4, FlowStats(), lambda: None)
+    lower = lower_bounds(cap, a, 4, FlowStats())
     assert (lower <= exact).all() and (exact <= upper).all()
     assert ((lower == upper) == (exact == upper) & (lower == exact)).all()
 
@@ -224,7 +224,7 @@ def test_a_dead_worker_is_replaced_by_solving_here():
     for worker in idle:
         worker.process.kill()
         worker.process.wait()
-    got, stats = max_flows_stats(a, 3, workers=len(idle))
+    got, stats = max_flows_stats(a, 3, certify=False, workers=len(idle))  # one job: a dead one
     np.testing.assert_array_equal(got, want)
     assert stats.solved > 0 and stats.solved_in_workers < stats.solved
     flow_workers.close_workers()
@@ -353,3 +353,45 @@ def test_prestarted_workers_are_the_ones_used():
     np.testing.assert_array_equal(flows, max_flows_stats(a, 3, certify=False, workers=1)[0])
     assert sorted(w.process.pid for w in list(flow_workers._idle.queue)) == pids
     flow_workers.close_workers()
+
+
+def test_the_bounds_in_workers_equal_the_bounds_here():
+    # The bounds' small max-flows (the halves' flows on their source or sink edges, not only
+    # values) give the same lower bounds in two worker processes as in this process, and the
+    # same certified pairs and flows.
+    from attnviz.analysis import flow_workers
+
+    rng = np.random.default_rng(8)
+    a = residual_attention(rng.dirichlet(np.full(9, 0.3), size=(5, 2, 9)))
+    cap = integer_capacities(a)
+    here_stats, there_stats = FlowStats(), FlowStats()
+    here = lower_bounds(cap, a, 4, here_stats)
+    counts = []
+    there = lower_bounds(cap, a, 4, there_stats, counts.append, workers=2)
+    np.testing.assert_array_equal(there, here)
+    assert here.max() > 0 and sum(counts) == there_stats.bound_flows == here_stats.bound_flows
+    flows, stats = max_flows_stats(a, 4, workers=2)
+    np.testing.assert_array_equal(flows, max_flows_stats(a, 4, workers=1)[0])
+    assert stats.certified > 0 and stats.solved_in_workers == stats.solved
+    flow_workers.close_workers()
+
+
+def test_solve_batch_edges_are_a_flow():
+    # The flows solve_batch reports on the source's and the sink's edges are within their
+    # capacities and each sums to the max-flow's value.
+    from attnviz.analysis.flow import chain_graph
+    from attnviz.analysis.flow_workers import solve_batch
+
+    rng = np.random.default_rng(6)
+    cap = integer_capacities(residual_attention(rng.dirichlet(np.ones(5), size=(4, 1, 5))))
+    graph, sink = chain_graph([cap[2], cap[1]])
+    sources, sinks = cap[3], cap[0].T
+    values = solve_batch(graph, sink, sources, sinks, "value")
+    out = solve_batch(graph, sink, sources, sinks, "out_of_source")
+    into = solve_batch(graph, sink, sources, sinks, "into_sink")
+    np.testing.assert_array_equal(out.sum(1), values)
+    np.testing.assert_array_equal(into.sum(1), values)
+    assert (0 <= out).all() and (out <= sources).all() and (0 <= into).all()
+    assert (into <= sinks).all()
+    with pytest.raises(ValueError, match="want"):
+        solve_batch(graph, sink, sources, sinks, "cut")

@@ -6,15 +6,16 @@ attnviz package, which would import torch, and without forking the parent, which
 a threaded server such as Streamlit's). It reads pickled jobs on stdin and writes the values on
 stdout:
 
-    job = (graph_id, graph or None, source_caps [m, n], sink_caps [m, n])  ->  values [m]
+    job = (graph_id, graph or None, source_caps [m, n], sink_caps [m, n], want)
+          ->  values [m], or flows on the source's or the sink's edges [m, n]
 
 graph = (indptr, indices, data, sink) of flow.chain_graph's CSR matrix, sent only when the
-worker does not hold that graph yet; each value is the max-flow of that graph with the source's
-n edges set to source_caps[p] and the sink's n edges to sink_caps[p] (solve_values below, the
-same function the parent uses when it solves in-process: the values do not depend on where
-they were computed). The workers start on first use (or prestart()), stay for the life of the
-parent, and exit when their stdin closes. A worker that fails is dropped and its pairs are
-solved in-process.
+worker does not hold that graph yet (it keeps the last GRAPHS); each value is the max-flow of
+that graph with the source's n edges set to source_caps[p] and the sink's n edges to
+sink_caps[p] (solve_batch below, the same function the parent uses when it solves in-process:
+the results do not depend on where they were computed). The workers start on first use (or
+prestart()), stay for the life of the parent, and exit when their stdin closes. A worker that
+fails is dropped and its pairs are solved in-process.
 
 This file must not import attnviz (it runs outside the package): numpy and scipy only.
 """
@@ -35,6 +36,7 @@ import numpy as np
 WORKERS_ENV = "ATTNVIZ_FLOW_WORKERS"  # how many worker processes; 0 or 1: solve in-process
 MAX_WORKERS = 16  # a worker holds numpy and scipy (tens of MB): no more than this, or the cores
 CHUNK = 32  # pairs per job: small enough for steady progress, large enough to hide the pipe
+GRAPHS = 4  # graphs a worker keeps (the bounds' two halves, the full graph), oldest dropped
 
 # -c runs the worker with the current directory off sys.path (a file there must not shadow a
 # module), then this file as __main__.
@@ -45,15 +47,38 @@ _BOOT = ("import sys; del sys.path[0]; import runpy; "
 def solve_values(graph, sink: int, source_caps: np.ndarray, sink_caps: np.ndarray) -> np.ndarray:
     """values[p] = max-flow of a chain_graph (its source's n edges first in .data, its sink's n
     edges last) with those edges set to source_caps[p] and sink_caps[p], [m] int64."""
+    return solve_batch(graph, sink, source_caps, sink_caps, "value")
+
+
+WANTS = ("value", "out_of_source", "into_sink")
+
+
+def solve_batch(graph, sink: int, source_caps: np.ndarray, sink_caps: np.ndarray,
+                want: str) -> np.ndarray:
+    """solve_values's max-flows, returning per pair (`want`): "value" [m] int64, or the flow on
+    each of the source's n edges ("out_of_source") or of the sink's n edges ("into_sink"),
+    [m, n] int64, of the max-flow scipy found."""
     from scipy.sparse.csgraph import maximum_flow
 
-    n = source_caps.shape[1]
-    values = np.empty(len(source_caps), dtype=np.int64)
-    for p in range(len(source_caps)):
+    if want not in WANTS:
+        raise ValueError(f"want must be one of {WANTS}; got {want!r}")
+    m, n = source_caps.shape
+    out = np.zeros((m,) if want == "value" else (m, n), dtype=np.int64)
+    for p in range(m):
         graph.data[:n] = source_caps[p]
         graph.data[-n:] = sink_caps[p]
-        values[p] = maximum_flow(graph, 0, sink).flow_value
-    return values
+        result = maximum_flow(graph, 0, sink)
+        if want == "value":
+            out[p] = result.flow_value
+            continue
+        f = result.flow  # antisymmetric: f[u, v] = -f[v, u]
+        if want == "out_of_source":  # the source is node 0, its heads nodes 1..n
+            row = slice(f.indptr[0], f.indptr[1])
+            out[p, f.indices[row] - 1] = f.data[row]
+        else:  # the sink's tails are its n predecessors sink - n .. sink - 1
+            row = slice(f.indptr[sink], f.indptr[sink + 1])
+            out[p, f.indices[row] - (sink - n)] = -f.data[row]
+    return out
 
 
 def _serve() -> None:
@@ -69,21 +94,22 @@ def _serve() -> None:
     jobs = sys.stdin.buffer
     answers = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # stray prints go to stderr, not the pipe
-    graphs: dict[int, tuple] = {}
+    graphs: dict[int, tuple] = {}  # the last GRAPHS graphs sent, oldest first
     while True:
         try:
-            graph_id, arrays, source_caps, sink_caps = pickle.load(jobs)
+            graph_id, arrays, source_caps, sink_caps, want = pickle.load(jobs)
         except EOFError:
             return
         try:
             if arrays is not None:
                 indptr, indices, data, sink = arrays
-                graphs.clear()
+                while len(graphs) >= GRAPHS:
+                    del graphs[next(iter(graphs))]
                 size = len(indptr) - 1
                 graphs[graph_id] = (csr_array((data.copy(), indices, indptr),
                                               shape=(size, size)), sink)
             graph, sink = graphs[graph_id]
-            answer = solve_values(graph, sink, source_caps, sink_caps)
+            answer = solve_batch(graph, sink, source_caps, sink_caps, want)
         except Exception as error:  # noqa: BLE001 (sent back: the parent solves in-process)
             answer = RuntimeError(f"flow worker: {error!r}")
         pickle.dump(answer, answers, protocol=pickle.HIGHEST_PROTOCOL)
@@ -91,24 +117,24 @@ def _serve() -> None:
 
 
 class _Worker:
-    """One worker process and the graph it holds."""
+    """One worker process and the graphs it holds (the same last GRAPHS ids as the worker)."""
 
     def __init__(self) -> None:
         self.process = subprocess.Popen([sys.executable, "-c", _BOOT, os.path.abspath(__file__)],
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-        self.graph_id: int | None = None
+        self.graph_ids: list[int] = []
 
     def solve(self, graph_id: int, arrays: tuple, source_caps: np.ndarray,
-              sink_caps: np.ndarray) -> np.ndarray:
-        send = None if self.graph_id == graph_id else arrays
-        self.graph_id = None  # unknown until the worker answers
-        pickle.dump((graph_id, send, source_caps, sink_caps), self.process.stdin,
+              sink_caps: np.ndarray, want: str = "value") -> np.ndarray:
+        send = None if graph_id in self.graph_ids else arrays
+        if send is not None:
+            self.graph_ids = (self.graph_ids + [graph_id])[-GRAPHS:]
+        pickle.dump((graph_id, send, source_caps, sink_caps, want), self.process.stdin,
                     protocol=pickle.HIGHEST_PROTOCOL)
         self.process.stdin.flush()
         answer = pickle.load(self.process.stdout)
-        if isinstance(answer, Exception):
+        if isinstance(answer, Exception):  # the caller drops this worker
             raise answer
-        self.graph_id = graph_id
         return answer
 
     def close(self) -> None:
@@ -209,36 +235,51 @@ def solve_in_workers(graph, sink: int, source_caps: np.ndarray, sink_caps: np.nd
     """solve_values for every pair, in `workers` processes: yields (slice of pairs, values,
     whether a worker answered) as the jobs finish (in any order), so the caller can report
     progress from its own thread. A job whose worker fails is solved here instead."""
+    for _, part, values, in_worker in solve_batches_in_workers(
+            [(graph, sink, source_caps, sink_caps, "value")], workers):
+        yield part, values, in_worker
+
+
+def solve_batches_in_workers(batches: list[tuple], workers: int
+                             ) -> Iterator[tuple[int, slice, np.ndarray, bool]]:
+    """solve_batch for each batch (graph, sink, source_caps, sink_caps, want), all batches'
+    jobs in `workers` processes at once: yields (batch index, slice of its pairs, result,
+    whether a worker answered) as the jobs finish, in any order. A job whose worker fails is
+    solved here instead; the jobs not started are dropped when the caller stops reading."""
     from concurrent.futures import ThreadPoolExecutor, as_completed
 
-    graph_id = next(_graph_ids)
-    arrays = (graph.indptr, graph.indices, graph.data.copy(), sink)
-    own: list = []  # the caller's copy of the graph, for pairs solved in-process
+    ids: dict[int, int] = {}  # one id per graph object: batches on the same graph share it
+    graph_ids = [ids.setdefault(id(g), next(_graph_ids)) for g, *_ in batches]
+    arrays = [(g.indptr, g.indices, g.data.copy(), sink) for g, sink, *_ in batches]
+    own: dict[int, object] = {}  # the caller's copies of the graphs, for jobs solved here
     own_lock = threading.Lock()
 
-    def job(part: slice) -> tuple[slice, np.ndarray, bool]:
+    def job(b: int, part: slice) -> tuple[int, slice, np.ndarray, bool]:
+        _, _, sources, sinks, want = batches[b]
         try:
             worker = _take(workers)
         except Exception:  # noqa: BLE001 (no process could start: solve here)
-            return part, solve_here(part), False
+            return b, part, solve_here(b, part), False
         try:
-            values = worker.solve(graph_id, arrays, source_caps[part], sink_caps[part])
+            result = worker.solve(graph_ids[b], arrays[b], sources[part], sinks[part], want)
         except Exception:  # noqa: BLE001 (a failed worker: drop it and solve here)
             _drop(worker)
-            return part, solve_here(part), False
+            return b, part, solve_here(b, part), False
         _idle.put(worker)
-        return part, values, True
+        return b, part, result, True
 
-    def solve_here(part: slice) -> np.ndarray:
-        with own_lock:  # one copy of the graph, its edges overwritten per pair
-            if not own:
-                own.append(graph.copy())
-            return solve_values(own[0], sink, source_caps[part], sink_caps[part])
+    def solve_here(b: int, part: slice) -> np.ndarray:
+        graph, sink, sources, sinks, want = batches[b]
+        with own_lock:  # one copy of each graph, its edges overwritten per pair
+            if graph_ids[b] not in own:
+                own[graph_ids[b]] = graph.copy()
+            return solve_batch(own[graph_ids[b]], sink, sources[part], sinks[part], want)
 
-    parts = [slice(s, s + CHUNK) for s in range(0, len(source_caps), CHUNK)]
+    parts = [(b, slice(s, s + CHUNK)) for b, batch in enumerate(batches)
+             for s in range(0, len(batch[2]), CHUNK)]
     pool = ThreadPoolExecutor(max_workers=workers)
     try:
-        for done in as_completed([pool.submit(job, part) for part in parts]):
+        for done in as_completed([pool.submit(job, b, part) for b, part in parts]):
             yield done.result()
     finally:  # also when the caller stops early (a page rerun): drop the jobs not started
         pool.shutdown(wait=True, cancel_futures=True)
