@@ -7,11 +7,11 @@ max-flows left, both in one worker process per core, flow_workers.default_worker
 flow.PARALLEL_PAIRS pairs on), the same in this process only (workers=1) and solving every pair
 in this process (certify=False, workers=1: the method before the bounds), with the split: the
 bounds' small max-flows, the pairs they certify, the per-pair max-flows left. The workers are
-started (and timed) once before the table, as a server keeps them. CPU is this process's CPU
-time (the workers' is not in it). networkx runs the whole matrix at 17 tokens; beyond, it runs a
-sample of pairs (8; 2 at 128 tokens) and the full time is extrapolated (marked "~"). Values are
-compared where both ran (max |difference| of the row-normalised flows, or raw on the sample).
-`python benchmarks/bench_flow.py 64` runs one size.
+started (and timed) once before the table, as a server keeps them. CPU: this process's CPU
+time, for the default plus the workers' (from /proc). networkx runs the whole matrix at 17
+tokens; beyond, it runs a sample of pairs (8; 2 at 128 tokens) and the full time is extrapolated
+(marked "~"). Values are compared where both ran (max |difference| of the row-normalised flows,
+or raw on the sample). `python -m benchmarks.bench_flow 64 128` runs those sizes.
 """
 
 from __future__ import annotations
@@ -69,9 +69,10 @@ def main() -> None:
         t = model.trace_ids(ids[:n - 1] + [ids[-1]])
         a = residual_attention(t.weights)
         layer = a.shape[0] - 1
-        t0 = time.perf_counter()
+        t0, c0, w0 = time.perf_counter(), time.process_time(), flow_workers.workers_cpu_seconds()
         ours, stats = max_flows_stats(a, layer)
         ours_s = time.perf_counter() - t0
+        ours_cpu = time.process_time() - c0 + flow_workers.workers_cpu_seconds() - w0
         t0, c0 = time.perf_counter(), time.process_time()
         here, here_stats = max_flows_stats(a, layer, workers=1)
         here_s, here_cpu = time.perf_counter() - t0, time.process_time() - c0
@@ -95,7 +96,8 @@ def main() -> None:
             nx_s, mark = (time.perf_counter() - t0) / len(pairs) * n * n, "~"
             diff = f"{max(abs(v - ours[i, j]) for v, (i, j) in zip(vals, pairs, strict=True)):.1e}"
             diff += " (raw, sampled pairs)"
-        print(f"{n:6d} | {ours_s:7.2f} s ({stats.bound_seconds:.2f} s bounds, "
+        print(f"{n:6d} | {ours_s:7.2f} s (CPU {ours_cpu:.2f} s here and in the workers; "
+              f"{stats.bound_seconds:.2f} s bounds, "
               f"{stats.bound_flows} small max-flows + {stats.solver_seconds:.2f} s, "
               f"{stats.solved} max-flows, {stats.solved_in_workers} in {stats.workers} workers) | "
               f"{here_s:7.2f} s ({here_cpu:.2f} s; solver {here_stats.solver_seconds:.2f} s) | "

@@ -352,7 +352,9 @@ def test_prestarted_workers_are_the_ones_used():
     assert stats.solved_in_workers == stats.solved == 64
     np.testing.assert_array_equal(flows, max_flows_stats(a, 3, certify=False, workers=1)[0])
     assert sorted(w.process.pid for w in list(flow_workers._idle.queue)) == pids
+    assert flow_workers.workers_cpu_seconds() > 0  # the bench's CPU column reads this
     flow_workers.close_workers()
+    assert flow_workers.workers_cpu_seconds() == 0.0
 
 
 def test_the_bounds_in_workers_equal_the_bounds_here():

@@ -285,6 +285,20 @@ def solve_batches_in_workers(batches: list[tuple], workers: int
         pool.shutdown(wait=True, cancel_futures=True)
 
 
+def workers_cpu_seconds() -> float:
+    """CPU seconds (user + system) that the idle workers have used so far, for benchmarks
+    (from /proc on Linux; 0.0 where it cannot be read)."""
+    total = 0
+    for worker in list(_idle.queue):
+        try:
+            with open(f"/proc/{worker.process.pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()  # fields[0] is the state (field 3)
+            total += int(fields[11]) + int(fields[12])  # utime, stime: fields 14 and 15
+        except (OSError, IndexError, ValueError):
+            continue
+    return total / os.sysconf("SC_CLK_TCK") if total else 0.0
+
+
 def running_workers() -> int:
     """How many worker processes run now."""
     return _started
