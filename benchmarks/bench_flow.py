@@ -2,17 +2,23 @@
 one max-flow per (output, input) pair), on the same inputs: the bundled model's attention for a
 text cut to 17, 32, 64 and 128 tokens, the last layer's n x n flow matrix.
 
-attnviz is timed twice: with its bound-and-certify pass (the default) and solving every pair
-(certify=False, the method before the bounds), with the split: the bounds' small max-flows, the
-pairs they certify, the per-pair max-flows left. networkx runs the whole matrix at 17 tokens;
-beyond, it runs a sample of pairs and the full time is extrapolated (marked "~"). Values are
-compared where both ran (max |difference| of the row-normalised flows, or raw on the sample).
+attnviz is timed three ways: the default (the bound-and-certify pass, then the per-pair
+max-flows left, both in one worker process per core, flow_workers.default_workers(), from
+flow.PARALLEL_PAIRS pairs on), the same in this process only (workers=1) and solving every pair
+in this process (certify=False, workers=1: the method before the bounds), with the split: the
+bounds' small max-flows, the pairs they certify, the per-pair max-flows left. The workers are
+started (and timed) once before the table, as a server keeps them. CPU: this process's CPU
+time, for the default plus the workers' (from /proc). networkx runs the whole matrix at 17
+tokens; beyond, it runs a sample of pairs (8; 2 at 128 tokens) and the full time is extrapolated
+(marked "~"). Values are compared where both ran (max |difference| of the row-normalised flows,
+or raw on the sample). `python -m benchmarks.bench_flow 64 128` runs those sizes.
 """
 
 from __future__ import annotations
 
 import os
 import random
+import sys
 import time
 
 import networkx as nx
@@ -21,6 +27,7 @@ import scipy.sparse.csgraph  # noqa: F401  (imported before any timing)
 import torch
 
 import attnviz
+from attnviz.analysis import flow_workers
 from attnviz.analysis.flow import max_flows_stats, normalise_rows
 from attnviz.analysis.rollout import residual_attention, rollout
 
@@ -44,24 +51,35 @@ def nx_flow(g: nx.DiGraph, layer: int, i: int, j: int) -> float:
 
 
 def main() -> None:
+    workers = flow_workers.default_workers()
     print(f"CPU, {os.cpu_count()} cores, torch {torch.__version__}, networkx {nx.__version__}, "
-          f"load average {os.getloadavg()[0]:.1f}")
+          f"load average {os.getloadavg()[0]:.1f}, {workers} flow workers")
     model = attnviz.load_model(device="cpu")
     ids, _, _ = model.tokenize(TEXT)
     rng = random.Random(0)
-    print("tokens | attnviz flow, last layer (bounds + per-pair) | certified pairs | "
-          "every pair solved | speed-up | networkx | max |diff| | rollout, all layers")
-    for n in (17, 32, 64, 128):
+    warm = residual_attention(np.random.default_rng(0).dirichlet(np.ones(8), size=(4, 1, 8)))
+    t0 = time.perf_counter()
+    max_flows_stats(warm, 3, workers=workers)
+    print(f"starting {flow_workers.running_workers()} workers: {time.perf_counter() - t0:.2f} s")
+    print("tokens | attnviz flow, last layer (bounds + per-pair in workers) | in this process "
+          "(CPU) | certified pairs | every pair solved here (CPU) | networkx | max |diff| | "
+          "rollout, all layers")
+    sizes = [int(a) for a in sys.argv[1:] if a.isdigit()] if __name__ == "__main__" else []
+    for n in sizes or (17, 32, 64, 128):
         t = model.trace_ids(ids[:n - 1] + [ids[-1]])
         a = residual_attention(t.weights)
         layer = a.shape[0] - 1
-        t0 = time.perf_counter()
+        t0, c0, w0 = time.perf_counter(), time.process_time(), flow_workers.workers_cpu_seconds()
         ours, stats = max_flows_stats(a, layer)
         ours_s = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        every, _ = max_flows_stats(a, layer, certify=False)
-        every_s = time.perf_counter() - t0
-        assert np.array_equal(every, ours)
+        ours_cpu = time.process_time() - c0 + flow_workers.workers_cpu_seconds() - w0
+        t0, c0 = time.perf_counter(), time.process_time()
+        here, here_stats = max_flows_stats(a, layer, workers=1)
+        here_s, here_cpu = time.perf_counter() - t0, time.process_time() - c0
+        t0, c0 = time.perf_counter(), time.process_time()
+        every, _ = max_flows_stats(a, layer, certify=False, workers=1)
+        every_s, every_cpu = time.perf_counter() - t0, time.process_time() - c0
+        assert np.array_equal(every, ours) and np.array_equal(here, ours)
         t0 = time.perf_counter()
         rollout(t.weights)
         roll_ms = (time.perf_counter() - t0) * 1e3
@@ -72,18 +90,20 @@ def main() -> None:
             nx_s, mark = time.perf_counter() - t0, ""
             diff = f"{np.abs(normalise_rows(ref) - normalise_rows(ours)).max():.1e}"
         else:
-            pairs = [(rng.randrange(n), rng.randrange(n)) for _ in range(8)]
+            pairs = [(rng.randrange(n), rng.randrange(n)) for _ in range(8 if n <= 64 else 2)]
             t0 = time.perf_counter()
             vals = [nx_flow(g, layer, i, j) for i, j in pairs]
             nx_s, mark = (time.perf_counter() - t0) / len(pairs) * n * n, "~"
             diff = f"{max(abs(v - ours[i, j]) for v, (i, j) in zip(vals, pairs, strict=True)):.1e}"
             diff += " (raw, sampled pairs)"
-        print(f"{n:6d} | {ours_s:7.2f} s ({stats.bound_seconds:.2f} s bounds, "
+        print(f"{n:6d} | {ours_s:7.2f} s (CPU {ours_cpu:.2f} s here and in the workers; "
+              f"{stats.bound_seconds:.2f} s bounds, "
               f"{stats.bound_flows} small max-flows + {stats.solver_seconds:.2f} s, "
-              f"{stats.solved} max-flows) | {stats.certified} of {stats.pairs} "
-              f"({stats.certified / stats.pairs:.0%}) | {every_s:7.2f} s | "
-              f"{every_s / ours_s:.2f}x | {mark}{nx_s:9.1f} s | {diff} | {roll_ms:.2f} ms",
-              flush=True)
+              f"{stats.solved} max-flows, {stats.solved_in_workers} in {stats.workers} workers) | "
+              f"{here_s:7.2f} s ({here_cpu:.2f} s; solver {here_stats.solver_seconds:.2f} s) | "
+              f"{stats.certified} of {stats.pairs} ({stats.certified / stats.pairs:.0%}) | "
+              f"{every_s:7.2f} s ({every_cpu:.2f} s) | {mark}{nx_s:9.1f} s | {diff} | "
+              f"{roll_ms:.2f} ms | load {os.getloadavg()[0]:.1f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -2,8 +2,9 @@
 box, in either their exact conventions or attnviz's, and attention rollout and attention flow
 (Abnar & Zuidema 2020) next to the raw attention of a layer.
 
-Numbers: analysis.head_stats, analysis.rollout and analysis.flow on the cached Trace's weights
-(analysis.words for the word-level option), computed once per server; figures: plotting.stats."""
+Numbers: analysis.head_stats, analysis.rollout and analysis.flow (through ui.flow, with a
+progress bar) on the cached Trace's weights (analysis.words for the word-level option), computed
+once per server; figures: plotting.stats."""
 
 import numpy as np
 import pandas as pd
@@ -24,8 +25,8 @@ from attnviz.analysis.words import merge_tokens, word_attention, word_groups, wo
 from attnviz.i18n import _
 from attnviz.plotting.heatmaps import attention_heatmap
 from attnviz.plotting.stats import maps_side_by_side, stats_heatmaps
-
-QUICK_FLOW_TOKENS = 32  # flow up to this length is short work (see benchmarks/bench_flow.py)
+from attnviz.ui.flow import flow_of
+from attnviz.ui.flow import prepare as prepare_flow
 
 
 def stats_of(t, conventions: str, words: bool) -> dict:
@@ -42,12 +43,9 @@ def maps_of(t, layer: int, words: bool) -> dict:
     def compute():
         out = {"raw": t.weights[layer].astype(np.float64).mean(0),
                "rollout": rollout(t.weights)[layer]}
-        if t.n_tokens <= flow.MAX_TOKENS:
-            a = flow.residual_attention(t.weights)
-            out["flow"] = flow.normalise_rows(ui.with_progress(
-                "results", ("flow", t.key, layer), _("Computing attention flow (max-flows)..."),
-                lambda progress: flow.max_flows(a, layer, progress),
-                quick=t.n_tokens <= QUICK_FLOW_TOKENS))
+        flows = flow_of(t, layer)
+        if flows is not None:
+            out["flow"] = flows
         if words:
             groups = word_groups(t.word_pieces)
             out = {k: word_attention(v, groups) for k, v in out.items()}
@@ -158,6 +156,7 @@ def main() -> None:
     t = ui.trace_or_message(ctx)
     if t is None:
         return
+    prepare_flow(t)  # the flow tab's worker processes start while the statistics show
     words = st.toggle(_("Word level"), key="hs_words", bind="query-params",
                       help=_("Merge word pieces into words: attention to a word is the sum over "
                              "its pieces, attention from a word the mean (Clark et al.)."))

@@ -4,8 +4,8 @@ compared by the cosine. Integrated gradients and gradient x input attribute that
 each token, beside what raw attention, rollout and flow say about the same tokens.
 
 Numbers: analysis.attribution (IG with a progress bar, once per server) on the model;
-analysis.rollout and analysis.flow on each sentence's cached Trace; figures:
-plotting.attribution."""
+analysis.rollout and analysis.flow (ui.flow: a progress bar, shared with Head statistics) on
+each sentence's cached Trace; figures: plotting.attribution."""
 
 import numpy as np
 import pandas as pd
@@ -18,6 +18,7 @@ from attnviz.analysis.rollout import rollout
 from attnviz.i18n import N_, _
 from attnviz.plotting.attribution import attribution_bars
 from attnviz.ui import worklist
+from attnviz.ui.flow import flow_of
 from attnviz.ui.text import literal
 
 DEFAULT_B = "She cut the wood with a saw."
@@ -31,8 +32,9 @@ def attention_views(t) -> dict:
         out = {"raw attention (last layer)": attribution.pooled_importance(
             t.weights[-1].astype(np.float64).mean(0)),
             "rollout": attribution.pooled_importance(rollout(t.weights)[-1])}
-        if t.n_tokens <= flow.MAX_TOKENS:
-            out["flow"] = attribution.pooled_importance(flow.attention_flow(t.weights))
+        flows = flow_of(t)  # the last layer's, shared with Head statistics' flow tab
+        if flows is not None:
+            out["flow"] = attribution.pooled_importance(flows)
         return out
     return ui.cached("results", ("pooled_views", t.key), compute)
 

@@ -2,6 +2,8 @@
 Edmonds-Karp max-flow per (output, input) pair on the layered attention graph, each output's
 row divided by its sum (Abnar & Zuidema 2020, samiraabnar/attention_flow)."""
 
+import threading
+
 import networkx as nx
 import numpy as np
 import pytest
@@ -148,7 +150,7 @@ def test_certified_pairs_equal_their_own_max_flow(seed):
     assert stats.certified + stats.solved == stats.pairs == 36
     np.testing.assert_array_equal(np.rint(flows * SCALE).astype(np.int64), exact)
     upper = np.minimum(cap[4].sum(axis=1)[:, None], cap[0].sum(axis=0)[None, :])
-    lower = lower_bounds(cap, a, 4, FlowStats(), lambda: None)
+    lower = lower_bounds(cap, a, 4, FlowStats())
     assert (lower <= exact).all() and (exact <= upper).all()
     assert ((lower == upper) == (exact == upper) & (lower == exact)).all()
 
@@ -176,3 +178,222 @@ def test_every_pair_is_certified_or_solved():
             assert stats.certified + stats.solved == stats.pairs == 25
         if layer == 2:  # no middle boundary to meet at: every pair solved
             assert stats.certified == 0 and stats.bound_flows == 0
+
+
+def test_worker_processes_give_the_same_values():
+    # The per-pair max-flows solved in two worker processes equal those solved in-process and
+    # a per-pair max-flow built in the test; every pair was answered by a worker.
+    from attnviz.analysis import flow_workers
+
+    rng = np.random.default_rng(8)
+    a = residual_attention(rng.dirichlet(np.full(6, 0.3), size=(5, 2, 6)))
+    exact = scipy_pair_flows(integer_capacities(a), 4)
+    here, here_stats = max_flows_stats(a, 4, workers=1)
+    seen, threads = [], set()
+
+    def progress(fraction: float, _: str) -> None:  # a Streamlit bar needs the script's thread
+        seen.append(fraction)
+        threads.add(threading.get_ident())
+
+    there, stats = max_flows_stats(a, 4, workers=2, progress=progress)
+    np.testing.assert_array_equal(there, here)
+    np.testing.assert_array_equal(np.rint(there * SCALE).astype(np.int64), exact)
+    assert here_stats.workers == 1 and here_stats.solved_in_workers == 0
+    assert stats.workers == 2 and stats.solved_in_workers == stats.solved > 0
+    assert seen == sorted(seen) and seen[-1] == 1.0 and threads == {threading.get_ident()}
+    assert 1 <= flow_workers.running_workers() <= 2
+    # A second matrix reuses the running workers (each is sent the new graph).
+    b = residual_attention(rng.dirichlet(np.full(6, 0.3), size=(5, 2, 6)))
+    np.testing.assert_array_equal(max_flows_stats(b, 4, workers=2)[0],
+                                  max_flows_stats(b, 4, workers=1)[0])
+    flow_workers.close_workers()
+    assert flow_workers.running_workers() == 0
+
+
+def test_a_dead_worker_is_replaced_by_solving_here():
+    # Workers killed between two matrices: their pairs are solved in this process instead,
+    # with the same values, and the stats say no worker answered them.
+    from attnviz.analysis import flow_workers
+
+    rng = np.random.default_rng(3)
+    a = residual_attention(rng.dirichlet(np.full(5, 0.3), size=(4, 2, 5)))
+    want = max_flows_stats(a, 3, workers=1)[0]
+    max_flows_stats(a, 3, workers=2)
+    idle = list(flow_workers._idle.queue)
+    assert idle
+    for worker in idle:
+        worker.process.kill()
+        worker.process.wait()
+    got, stats = max_flows_stats(a, 3, certify=False, workers=len(idle))  # one job: a dead one
+    np.testing.assert_array_equal(got, want)
+    assert stats.solved > 0 and stats.solved_in_workers < stats.solved
+    flow_workers.close_workers()
+
+
+def test_a_worker_imports_neither_attnviz_nor_torch():
+    # The worker runs this file outside the package: no torch import (seconds) per worker.
+    import subprocess
+    import sys
+
+    from attnviz.analysis import flow_workers
+
+    code = ("import runpy, sys; runpy.run_path(sys.argv[1]); "
+            "print(sorted(m for m in ('attnviz', 'torch') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code, flow_workers.__file__],
+                         capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_stopping_early_leaves_the_workers_idle():
+    # A page rerun stops reading the results: the jobs not started are dropped and every
+    # worker goes back to the idle pool, ready for the next matrix.
+    from attnviz.analysis import flow_workers
+    from attnviz.analysis.flow import chain_graph, solve_values
+
+    rng = np.random.default_rng(1)
+    cap = integer_capacities(residual_attention(rng.dirichlet(np.ones(4), size=(4, 1, 4))))
+    graph, sink = chain_graph([cap[2], cap[1]])
+    sources = np.repeat(cap[3], 64, axis=0)  # [256, 4]: 8 jobs of 32 pairs
+    sinks = np.tile(cap[0].T, (64, 1))
+    results = flow_workers.solve_in_workers(graph, sink, sources, sinks, 2)
+    part, values, _ = next(results)
+    np.testing.assert_array_equal(values, solve_values(graph.copy(), sink, sources[part],
+                                                       sinks[part]))
+    results.close()
+    assert flow_workers._idle.qsize() == flow_workers.running_workers() <= 2
+    flow_workers.close_workers()
+
+
+def test_a_progress_that_raises_leaves_the_workers_idle():
+    # Streamlit stops a script by raising from inside a widget call (here: the progress bar):
+    # the error reaches the caller, the jobs not started are dropped, every worker is idle.
+    from attnviz.analysis import flow_workers
+
+    class Stop(Exception):
+        pass
+
+    def progress(fraction: float, _: str) -> None:
+        if 0 < fraction < 1:
+            raise Stop
+
+    rng = np.random.default_rng(2)
+    a = residual_attention(rng.dirichlet(np.ones(12), size=(4, 1, 12)))
+    with pytest.raises(Stop):
+        max_flows_stats(a, 3, progress=progress, certify=False, workers=2)
+    assert flow_workers._idle.qsize() == flow_workers.running_workers() <= 2
+    flow_workers.close_workers()
+
+
+def test_never_more_workers_than_cores(monkeypatch):
+    from attnviz.analysis import flow_workers
+
+    monkeypatch.setenv(flow_workers.WORKERS_ENV, "999")
+    assert flow_workers.default_workers() == min(flow_workers.cores(), flow_workers.MAX_WORKERS)
+    monkeypatch.setenv(flow_workers.WORKERS_ENV, "0")
+    assert flow_workers.default_workers() == 1
+    monkeypatch.delenv(flow_workers.WORKERS_ENV)
+    assert 1 <= flow_workers.default_workers() <= flow_workers.cores()
+
+
+@pytest.mark.parametrize("ending", ["exits", "is killed"])
+def test_the_workers_end_with_their_server(ending):
+    # A server process that used the workers and then exits (atexit) or is killed (SIGKILL:
+    # the workers read the end of their input): no worker outlives it.
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    code = ("import sys, numpy as np\n"
+            "from attnviz.analysis import flow_workers\n"
+            "from attnviz.analysis.flow import max_flows_stats, residual_attention\n"
+            "a = residual_attention(np.random.default_rng(0).dirichlet(np.ones(8), (4, 1, 8)))\n"
+            "max_flows_stats(a, 3, certify=False, workers=2)\n"
+            "print(*[w.process.pid for w in list(flow_workers._idle.queue)], flush=True)\n"
+            "sys.stdin.read()\n")
+    server = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    pids = [int(p) for p in server.stdout.readline().split()]
+    assert 1 <= len(pids) <= 2
+    if ending == "exits":
+        server.stdin.close()
+    else:
+        server.kill()
+    server.wait(timeout=30)
+
+    def alive(pid: int) -> bool:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                return f.read().split(") ")[-1][0] != "Z"  # a zombie has ended
+        except FileNotFoundError:
+            return False
+
+    deadline = time.monotonic() + 20
+    while any(alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    still = [p for p in pids if alive(p)]
+    for p in still:  # do not leave them behind should the test fail
+        os.kill(p, signal.SIGKILL)
+    assert not still
+
+
+def test_prestarted_workers_are_the_ones_used():
+    # A page starts the workers before its flow is asked for; the flow then uses them (no
+    # more are started) and asking again starts none.
+    from attnviz.analysis import flow_workers
+
+    flow_workers.close_workers()
+    assert flow_workers.prestart(2) == 2 and flow_workers.prestart(2) == 0
+    pids = sorted(w.process.pid for w in list(flow_workers._idle.queue))
+    rng = np.random.default_rng(4)
+    a = residual_attention(rng.dirichlet(np.ones(8), size=(4, 1, 8)))
+    flows, stats = max_flows_stats(a, 3, certify=False, workers=2)
+    assert stats.solved_in_workers == stats.solved == 64
+    np.testing.assert_array_equal(flows, max_flows_stats(a, 3, certify=False, workers=1)[0])
+    assert sorted(w.process.pid for w in list(flow_workers._idle.queue)) == pids
+    assert flow_workers.workers_cpu_seconds() > 0  # the bench's CPU column reads this
+    flow_workers.close_workers()
+    assert flow_workers.workers_cpu_seconds() == 0.0
+
+
+def test_the_bounds_in_workers_equal_the_bounds_here():
+    # The bounds' small max-flows (the halves' flows on their source or sink edges, not only
+    # values) give the same lower bounds in two worker processes as in this process, and the
+    # same certified pairs and flows.
+    from attnviz.analysis import flow_workers
+
+    rng = np.random.default_rng(8)
+    a = residual_attention(rng.dirichlet(np.full(9, 0.3), size=(5, 2, 9)))
+    cap = integer_capacities(a)
+    here_stats, there_stats = FlowStats(), FlowStats()
+    here = lower_bounds(cap, a, 4, here_stats)
+    counts = []
+    there = lower_bounds(cap, a, 4, there_stats, counts.append, workers=2)
+    np.testing.assert_array_equal(there, here)
+    assert here.max() > 0 and sum(counts) == there_stats.bound_flows == here_stats.bound_flows
+    flows, stats = max_flows_stats(a, 4, workers=2)
+    np.testing.assert_array_equal(flows, max_flows_stats(a, 4, workers=1)[0])
+    assert stats.certified > 0 and stats.solved_in_workers == stats.solved
+    flow_workers.close_workers()
+
+
+def test_solve_batch_edges_are_a_flow():
+    # The flows solve_batch reports on the source's and the sink's edges are within their
+    # capacities and each sums to the max-flow's value.
+    from attnviz.analysis.flow import chain_graph
+    from attnviz.analysis.flow_workers import solve_batch
+
+    rng = np.random.default_rng(6)
+    cap = integer_capacities(residual_attention(rng.dirichlet(np.ones(5), size=(4, 1, 5))))
+    graph, sink = chain_graph([cap[2], cap[1]])
+    sources, sinks = cap[3], cap[0].T
+    values = solve_batch(graph, sink, sources, sinks, "value")
+    out = solve_batch(graph, sink, sources, sinks, "out_of_source")
+    into = solve_batch(graph, sink, sources, sinks, "into_sink")
+    np.testing.assert_array_equal(out.sum(1), values)
+    np.testing.assert_array_equal(into.sum(1), values)
+    assert (0 <= out).all() and (out <= sources).all() and (0 <= into).all()
+    assert (into <= sinks).all()
+    with pytest.raises(ValueError, match="want"):
+        solve_batch(graph, sink, sources, sinks, "cut")

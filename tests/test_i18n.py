@@ -112,7 +112,7 @@ CONVERTED = ["pages/lesson.py", "pages/inside_score.py", "pages/compare.py",
              "attnviz/plotting/windows.py", "attnviz/analysis/walkthrough.py",
              "attnviz/analysis/positions.py", "attnviz/analysis/windows.py",
              "attnviz/analysis/cost.py", "attnviz/analysis/receptive.py", "pages/layer_heads.py",
-             "pages/explore.py", "pages/images.py", "pages/families.py"]
+             "pages/explore.py", "pages/images.py", "pages/families.py", "attnviz/ui/flow.py"]
 SHOWN = {"title", "header", "subheader", "markdown", "caption", "info", "warning", "error",
          "success", "button", "toggle", "selectbox", "slider", "text_input", "text_area",
          "segmented_control", "popover", "progress", "download_button", "page_link",

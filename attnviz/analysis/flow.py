@@ -40,6 +40,9 @@ for the rest:
   meet and F[i, j] = U[i, j] exactly; no max-flow is solved for that pair.
 - The other pairs (and every pair at l = 2): one graph of 2n + (l - 1) n^2 edges, built once,
   whose source and sink edges are overwritten per pair and solved with scipy's Dinic algorithm.
+- From PARALLEL_PAIRS pairs on, the bounds' small max-flows and the per-pair ones run in one
+  worker process per core (analysis.flow_workers: scipy holds the GIL, so threads would not
+  help). The results are the same wherever a max-flow is solved.
 
 Like rollout, flow ignores the values, the feed-forward blocks and LayerNorm.
 """
@@ -52,11 +55,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from attnviz.i18n import _
+
+from .flow_workers import (
+    default_workers,
+    solve_batch,
+    solve_batches_in_workers,
+    solve_in_workers,
+    solve_values,
+)
 from .rollout import residual_attention
 
 SCALE = 2**30  # capacities become integers: each row of Â sums to exactly SCALE
 MAX_TOKENS = 128  # the longest input whose full flow matrix a page computes (see README)
 MIXES = (0.1, 0.2)  # candidate middle vectors w: (1 - mix) * sinks' demand + mix * rollout
+PARALLEL_PAIRS = 512  # n² below this: solved in-process (a job's round trip costs more)
 
 
 @dataclass
@@ -69,6 +82,8 @@ class FlowStats:
     bound_flows: int = 0  # the small max-flows of the lower-bound pass
     bound_seconds: float = 0.0
     solver_seconds: float = 0.0
+    workers: int = 1  # worker processes asked to solve the pairs (1: none, all in this process)
+    solved_in_workers: int = 0  # of `solved`, the pairs a worker process answered
 
 
 def integer_capacities(attention: np.ndarray) -> np.ndarray:
@@ -108,29 +123,6 @@ def chain_graph(transitions: list[np.ndarray]):
                         shape=(sink + 1, sink + 1)), sink
 
 
-def solve(graph, sink: int, source_caps: np.ndarray, sink_caps: np.ndarray,
-          edges: bool = False):
-    """Max-flow of a chain_graph with these source and sink edges (integers [n] each).
-    Returns the value, or with edges=True (value, flow on each source edge [n], flow on each
-    sink edge [n])."""
-    from scipy.sparse.csgraph import maximum_flow
-
-    n = len(source_caps)
-    graph.data[:n] = source_caps
-    graph.data[-n:] = sink_caps
-    result = maximum_flow(graph, 0, sink)
-    if not edges:
-        return int(result.flow_value)
-    f = result.flow  # antisymmetric: f[u, v] = -f[v, u]
-    out_of_source = np.zeros(n, dtype=np.int64)
-    row = slice(f.indptr[0], f.indptr[1])
-    out_of_source[f.indices[row] - 1] = f.data[row]
-    into_sink = np.zeros(n, dtype=np.int64)
-    row = slice(f.indptr[sink], f.indptr[sink + 1])
-    into_sink[f.indices[row] - (sink - n)] = -f.data[row]
-    return int(result.flow_value), out_of_source, into_sink
-
-
 def middle_vectors(a: np.ndarray, layer: int, b: int) -> list[np.ndarray]:
     """The candidate vectors w over boundary b (float, each sums to 1), one per MIXES entry.
 
@@ -149,35 +141,50 @@ def middle_vectors(a: np.ndarray, layer: int, b: int) -> list[np.ndarray]:
 
 
 def lower_bounds(cap: np.ndarray, a: np.ndarray, layer: int, stats: FlowStats,
-                 tick: Callable[[], None]) -> np.ndarray:
+                 tick: Callable[[int], None] | None = None, workers: int = 1) -> np.ndarray:
     """L[i, j] (integers [n, n]): flows from output i to input j built from two halves that
-    meet at boundary b through a common vector w (see the module docstring)."""
+    meet at boundary b through a common vector w (see the module docstring). tick(count) is
+    called as the small max-flows finish; workers > 1: they run in that many processes."""
     b = layer // 2 + 1
     top, top_sink = chain_graph([cap[lay] for lay in range(layer - 1, b - 1, -1)])
     bottom, bottom_sink = chain_graph([cap[lay] for lay in range(b - 1, 0, -1)])
     n = cap.shape[-1]
-    best = np.zeros((n, n), dtype=np.int64)
+    batches = []  # per w: the outputs' top halves into w, then w into the inputs' bottom halves
     for w in middle_vectors(a, layer, b):
-        w = integer_capacities(w[None])[0]
-        delivered = np.empty((n, n), dtype=np.int64)  # [i, k]
-        absorbed = np.empty((n, n), dtype=np.int64)  # [j, k]
-        for i in range(n):
-            delivered[i] = solve(top, top_sink, cap[layer, i], w, edges=True)[2]
-            tick()
-        for j in range(n):
-            absorbed[j] = solve(bottom, bottom_sink, w, cap[0, :, j], edges=True)[1]
-            tick()
-        stats.bound_flows += 2 * n
+        w = np.tile(integer_capacities(w[None]), (n, 1))  # [n, n]: the same w for every pair
+        batches.append((top, top_sink, cap[layer], w, "into_sink"))  # -> delivered [i, k]
+        batches.append((bottom, bottom_sink, w, cap[0].T, "out_of_source"))  # -> absorbed [j, k]
+    results = [np.zeros((n, n), dtype=np.int64) for _ in batches]
+    if workers > 1:
+        done = solve_batches_in_workers(batches, workers)
+    else:
+        done = ((k, part, solve_batch(g, sink, src[part], snk[part], want), False)
+                for k, (g, sink, src, snk, want) in enumerate(batches)
+                for part in (slice(s, s + 8) for s in range(0, n, 8)))
+    try:
+        for k, part, result, _ in done:
+            results[k][part] = result
+            if tick is not None:
+                tick(len(result))
+    finally:
+        if workers > 1:
+            done.close()
+    stats.bound_flows += len(batches) * n
+    best = np.zeros((n, n), dtype=np.int64)
+    for delivered, absorbed in zip(results[::2], results[1::2], strict=True):
         best = np.maximum(best, np.minimum(delivered[:, None, :], absorbed[None, :, :]).sum(-1))
     return best
 
 
 def max_flows_stats(attention: np.ndarray, layer: int,
                     progress: Callable[[float, str], None] | None = None,
-                    certify: bool = True) -> tuple[np.ndarray, FlowStats]:
+                    certify: bool = True,
+                    workers: int | None = None) -> tuple[np.ndarray, FlowStats]:
     """F_layer[i, j] (the maximum flow from output i after `layer` to input j, [n, n] float64)
     and how it was computed. `progress(fraction, message)` is called as the work advances;
-    certify=False skips the bounds and solves every pair (the same values, for comparison)."""
+    certify=False skips the bounds and solves every pair (the same values, for comparison).
+    workers: processes for the per-pair max-flows (default: flow_workers.default_workers(),
+    used from PARALLEL_PAIRS pairs on; 1: in this process)."""
     a = np.asarray(attention, dtype=np.float64)
     n = a.shape[-1]
     stats = FlowStats(pairs=n * n)
@@ -191,16 +198,18 @@ def max_flows_stats(attention: np.ndarray, layer: int,
     out = np.zeros((n, n), dtype=np.int64)
     todo = np.ones((n, n), dtype=bool)
     certify = certify and layer >= 3
+    if workers is None:
+        workers = default_workers() if n * n >= PARALLEL_PAIRS else 1
     if certify:
         bound_units = 2 * n * len(MIXES)
         done = [0]
 
-        def tick() -> None:
-            done[0] += 1
-            if progress is not None and done[0] % n == 0:
-                progress(0.1 * done[0] / bound_units, "bounding every pair")
+        def tick(count: int) -> None:
+            done[0] += count
+            if progress is not None:
+                progress(0.1 * done[0] / bound_units, _("bounding every pair"))
 
-        lower = lower_bounds(cap, a, layer, stats, tick)
+        lower = lower_bounds(cap, a, layer, stats, tick, workers)
         certified = lower == upper
         out[certified] = upper[certified]
         todo = ~certified
@@ -208,17 +217,34 @@ def max_flows_stats(attention: np.ndarray, layer: int,
     stats.bound_seconds = time.perf_counter() - t0
     t0 = time.perf_counter()
     graph, sink = chain_graph([cap[lay] for lay in range(layer - 1, 0, -1)])
-    pairs = np.argwhere(todo)
+    pairs = np.argwhere(todo)  # [m, 2]: (output i, input j)
+    sources = cap[layer][pairs[:, 0]]  # [m, n]: the output's edges
+    sinks = cap[0].T[pairs[:, 1]]  # [m, n]: the input's edges
     start = 0.1 if certify else 0.0
-    for number, (i, j) in enumerate(pairs):
-        out[i, j] = solve(graph, sink, cap[layer, i], cap[0, :, j])
-        if progress is not None and (number + 1) % n == 0:
-            progress(start + (1 - start) * (number + 1) / len(pairs),
-                     f"max-flow {number + 1} of {len(pairs)}")
+    if workers > 1 and len(pairs) > 0:
+        stats.workers = workers
+        results = solve_in_workers(graph, sink, sources, sinks, workers)
+    else:
+        results = ((part, solve_values(graph, sink, sources[part], sinks[part]), False)
+                   for part in (slice(s, s + n) for s in range(0, len(pairs), n)))
+    done = 0
+    try:
+        for part, values, in_worker in results:
+            out[pairs[part, 0], pairs[part, 1]] = values
+            done += len(values)
+            stats.solved_in_workers += len(values) if in_worker else 0
+            if progress is not None:  # may raise (a page rerun): the jobs not started are dropped
+                progress(start + (1 - start) * done / len(pairs),
+                         _("max-flow {done:,} of {todo:,} ({certified:,} of {pairs:,} pairs "
+                           "certified by the bounds)").format(
+                             done=done, todo=len(pairs), certified=stats.certified,
+                             pairs=stats.pairs))
+    finally:
+        results.close()
     stats.solved = len(pairs)
     stats.solver_seconds = time.perf_counter() - t0
     if progress is not None:
-        progress(1.0, "done")
+        progress(1.0, _("done"))
     return out / SCALE, stats
 
 
