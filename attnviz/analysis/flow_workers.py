@@ -235,9 +235,12 @@ def solve_in_workers(graph, sink: int, source_caps: np.ndarray, sink_caps: np.nd
     """solve_values for every pair, in `workers` processes: yields (slice of pairs, values,
     whether a worker answered) as the jobs finish (in any order), so the caller can report
     progress from its own thread. A job whose worker fails is solved here instead."""
-    for _, part, values, in_worker in solve_batches_in_workers(
-            [(graph, sink, source_caps, sink_caps, "value")], workers):
-        yield part, values, in_worker
+    inner = solve_batches_in_workers([(graph, sink, source_caps, sink_caps, "value")], workers)
+    try:
+        for _, part, values, in_worker in inner:
+            yield part, values, in_worker
+    finally:  # closed now, not when garbage collected: its workers are idle when this returns
+        inner.close()
 
 
 def solve_batches_in_workers(batches: list[tuple], workers: int
