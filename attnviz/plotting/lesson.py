@@ -35,6 +35,8 @@ HIDDEN = "?"  # a tag the class predicts before it is revealed
 METRICS = (("near", N_("neighbour<br>decides")), ("far", N_("decided 2+<br>words back")),
            ("double_role", N_("double-role<br>words")))  # column labels of the accuracy grid
 BASELINE_COLOUR = GREY
+FIELD_NAMES = {"per word": N_("per word"), "window": N_("window"),
+               "self-attention": N_("self-attention")}  # analysis.lesson.receptive_fields
 SMALL, LARGE = 14, 22  # font sizes: screen, projector
 
 
@@ -140,8 +142,9 @@ def receptive_field(words: Sequence[str], fields: Mapping[str, np.ndarray],
     """Side by side: which words (columns) each word's tag (rows) can depend on."""
     labels = axis_labels(list(words))
     text = [escape(w) for w in words]
-    g = Grid(rows=1, cols=len(fields), subplot_titles=list(fields), horizontal_spacing=0.06)
-    for c, (name, mask) in enumerate(fields.items(), start=1):
+    names = [_(FIELD_NAMES[k]) if k in FIELD_NAMES else k for k in fields]
+    g = Grid(rows=1, cols=len(fields), subplot_titles=names, horizontal_spacing=0.06)
+    for c, (name, mask) in enumerate(zip(names, fields.values(), strict=True), start=1):
         g.add(dict(
             type="heatmap", z=np.asarray(mask, dtype=np.float32), x=labels, y=labels, zmin=0,
             zmax=1, colorscale=MASK_SCALE, showscale=False, xgap=2,
