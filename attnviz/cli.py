@@ -69,6 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
     h.add_argument("--pair", default=None, help="optional second sentence (segment B)")
     h.add_argument("--out", required=True, help="output folder (created if missing)")
     h.add_argument("--model", default=None, help=MODEL_HELP)
+    h.add_argument("--lang", default="en", choices=("en", "zh"),
+                   help="the site's language: en (English, default) or zh (Chinese)")
     i = sub.add_parser("info", help="describe a model folder (default: the bundled model)")
     i.add_argument("--model", default=None, help=MODEL_HELP)
     n = sub.add_parser("lesson", help="train the lesson's taggers; print their held-out numbers")
@@ -118,7 +120,7 @@ def html(args: argparse.Namespace) -> int:
         if out.exists() and not out.is_dir():
             raise ValueError(f"--out is a file, not a folder: {out}")
         written = site.build(out, args.text, args.pair, args.model,
-                             progress=lambda line: print(line, flush=True))
+                             progress=lambda line: print(line, flush=True), lang=args.lang)
     except (ModelError, ValueError, OSError, RuntimeError) as err:
         print(f"attnviz: error: {err}", file=sys.stderr)
         return 2

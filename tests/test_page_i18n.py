@@ -38,6 +38,60 @@ def texts(at) -> str:
     return "\n".join(parts)
 
 
+CJK = re.compile(r"[\u4e00-\u9fff]")
+WORD = re.compile(r"[A-Za-z]{2,}")
+# names that stay as they are in Chinese (the lecture keeps them): methods, special tokens
+KEPT = {"rollout", "flow", "MDS", "CLS", "SEP", "softmax", "nats"}
+TOKENS = {"saw", "dog"}  # the default sentences' words, typed text (never translated)
+
+
+def figure_texts(fig: dict) -> list[str]:
+    """The words a figure shows around its data: title, subplot titles (annotations), axis
+    titles, colour bar and legend titles, the names of legend entries, the words of hovers,
+    a table's header and first column (tokens, the data, are left out: ticks, cells)."""
+    lay, out = fig.get("layout", {}), []
+
+    def add(x) -> None:
+        x = x.get("text") if isinstance(x, dict) else x
+        if isinstance(x, str) and x:
+            out.append(x)
+
+    add(lay.get("title"))
+    add(lay.get("legend", {}).get("title"))
+    for note in lay.get("annotations", []):
+        add(note)
+    for name, value in lay.items():
+        if name.startswith(("xaxis", "yaxis")):
+            add(value.get("title"))
+        if name.startswith("coloraxis"):
+            add(value.get("colorbar", {}).get("title"))
+    for tr in fig.get("data", []):
+        add(tr.get("colorbar", {}).get("title"))
+        if tr.get("showlegend") is not False and tr.get("type") in ("scatter", "bar"):
+            add(tr.get("name"))
+        hover = re.sub(r"%\{[^}]*\}|<extra>.*?</extra>", " ", tr.get("hovertemplate") or "")
+        add(hover)
+        if tr.get("type") == "table":
+            out += [v for v in tr["header"]["values"] if isinstance(v, str)]
+            out += [v for v in tr["cells"]["values"][0] if isinstance(v, str)]
+    return out
+
+
+def english_in(fig: dict, tokens: set[str] = frozenset()) -> list[str]:
+    """The figure texts still in English: words outside KEPT and the sentence's tokens, in
+    a text with no Chinese character."""
+    return [t for t in figure_texts(fig) if not CJK.search(t)
+            and set(WORD.findall(re.sub(r"<[^>]*>", " ", t))) - KEPT - set(tokens)]
+
+
+def test_the_figure_check_finds_english():
+    fig = {"layout": {"title": {"text": "层"}, "xaxis": {"title": {"text": "head"}},
+                      "coloraxis": {"colorbar": {"title": {"text": "A - B"}}}},
+           "data": [{"type": "heatmap", "hovertemplate": "第 %{y} 层<extra>weight</extra>"},
+                    {"type": "scatter", "name": "saw", "hovertemplate": "query %{y}"}]}
+    assert english_in(fig, {"saw"}) == ["head", "query  "]
+
+
 def step(at, k: int):
     at.session_state["lesson_step"] = k + 1
     at.run()

@@ -31,6 +31,9 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import i18n
+from ..i18n import _
+
 INLINE = "inline"  # page_html's script_src: embed plotly.js in the page
 MAX_TABLE_ROWS = 200  # a table longer than this shows its first rows (the file has them all)
 MAX_ARRAY_CELLS = 400  # arrays up to this many values (1-D or 2-D) are also shown as tables
@@ -217,8 +220,8 @@ def _table_html(columns: dict, note: str = "") -> str:
     body = "".join(
         "<tr>" + "".join(f"<td>{html.escape(_cell(v[r]) if r < len(v) else '')}</td>"
                          for v in values) + "</tr>" for r in range(shown))
-    more = (f'<p class="caption">First {shown} of {rows} rows{note}.</p>'
-            if shown < rows else "")
+    more = ('<p class="caption">' + _("First {shown} of {rows} rows{note}.").format(
+        shown=shown, rows=rows, note=note) + "</p>" if shown < rows else "")
     return f'<div class="table"><table><tr>{head}</tr>{body}</table>{more}</div>'
 
 
@@ -278,8 +281,8 @@ class _Writer:
         try:
             data = b.make()
         except Exception as err:  # noqa: BLE001 - a view is still written without them
-            return (f'<p class="warning">{html.escape(b.label)}: not available '
-                    f"({html.escape(type(err).__name__)}).</p>")
+            return ('<p class="warning">' + html.escape(_("{label}: not available ({error}).")
+                    .format(label=b.label, error=type(err).__name__)) + "</p>")
         payload = (npz_bytes(data) if b.kind == "npz" else csv_text(data).encode())
         name = re.sub(r"[^A-Za-z0-9._-]+", "_", b.file_name) or f"numbers.{b.kind}"
         shown = _array_tables(data) if b.kind == "npz" else _table_html(data)
@@ -293,10 +296,10 @@ class _Writer:
             href = f"data:{mime};base64,{base64.b64encode(payload).decode()}"
             link = f'<a href="{href}" download="{html.escape(name)}">{html.escape(name)}</a>'
         else:
-            link = (f"{html.escape(name)} ({len(payload) >> 20} MiB: too large to embed; "
-                    "download it from the app)")
+            link = html.escape(_("{name} ({mib} MiB: too large to embed; download it from "
+                                 "the app)").format(name=name, mib=len(payload) >> 20))
         return (f'<div class="numbers"><p><b>{label}</b>: {link} '
-                f"({len(payload):,} bytes)</p>{shown}</div>")
+                + _("({n} bytes)").format(n=f"{len(payload):,}") + f"</p>{shown}</div>")
 
 
 # ------------------------------------------------------------------ pages
@@ -347,6 +350,12 @@ DRAW = """
 """
 
 
+def footer_text() -> str:
+    """The line under every exported page, in the current language."""
+    return _("Exported by attnviz: opens without a server or a network. Figures keep their "
+             "hover; their toolbar saves a PNG.")
+
+
 def _settings_html(settings: dict) -> str:
     if not settings:
         return ""
@@ -373,17 +382,17 @@ def page_html(view: View, script_src: str = INLINE, nav: str = "",
     else:
         script = f'<script src="{html.escape(script_src)}"></script>'
     title = html.escape(view.title)
-    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">\n'
+    lang = "zh-Hans" if i18n.language() == "zh" else i18n.language()
+    return (f'<!DOCTYPE html>\n<html lang="{lang}"><head><meta charset="utf-8">\n'
             f'<meta name="viewport" content="width=device-width, initial-scale=1">\n'
             f"<title>{title} · attnviz</title>\n<style>{STYLE}</style>\n{script}\n</head>\n"
             f"<body>\n{nav}\n<h1>{title}</h1>\n{_settings_html(view.settings)}\n{body}\n"
-            f"<footer>Exported by attnviz: opens without a server or a network. Figures "
-            f"keep their hover; their toolbar saves a PNG.</footer>\n"
+            f"<footer>{html.escape(footer_text())}</footer>\n"
             f"<script>{DRAW}</script>\n</body></html>\n")
 
 
 def _nav(views: Sequence[View], i: int) -> str:
-    links = ['<a href="index.html">Contents</a>']
+    links = [f'<a href="index.html">{html.escape(_("Contents"))}</a>']
     if i > 0:
         links.append(f'<a href="{views[i - 1].slug}.html">◀ '
                      f"{html.escape(views[i - 1].title)}</a>")

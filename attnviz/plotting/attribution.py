@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from ..i18n import _
 from .common import FONT, PATTERNS, axis_labels, category_colour, escape
 
 
@@ -23,15 +24,15 @@ def attribution_bars(tokens: list[str], series: dict[str, np.ndarray], title: st
         data.append(dict(
             type="bar", x=labels, y=v / top, name=name, customdata=v,
             marker=dict(color=category_colour(k), pattern=dict(shape=PATTERNS[k % len(PATTERNS)])),
-            hovertemplate=f"{escape(name)}<br>%{{x}}<br>value = %{{customdata:.5f}}"
-                          "<extra></extra>",
+            hovertemplate=f"{escape(name)}<br>%{{x}}<br>" + _("value = %{customdata:.5f}")
+                          + "<extra></extra>",
         ))
     return go.Figure(data=data, layout=dict(
         title=dict(text=title, y=0.98, yanchor="top"), font=FONT, barmode="group", height=420,
         xaxis=dict(type="category", categoryorder="array", categoryarray=labels,
                    tickvals=labels, ticktext=[escape(t) for t in tokens], tickangle=-45),
-        yaxis=dict(title=dict(text="scaled to the method's largest |value|"), range=[-1.05, 1.05],
-                   zeroline=True),
+        yaxis=dict(title=dict(text=_("scaled to the method's largest |value|")),
+                   range=[-1.05, 1.05], zeroline=True),
         legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0),
         margin=dict(l=10, r=10, t=120, b=10),
     ))

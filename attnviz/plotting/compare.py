@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from ..i18n import _
 from .common import FONT, SCORES_SCALE, WEIGHTS_SCALE, Grid, escape
 
 
@@ -18,19 +19,19 @@ def compare_figure(wa: np.ndarray, wb: np.ndarray, diff: np.ndarray, tokens: lis
     lim = float(np.abs(diff).max(initial=0)) or 1.0
     axis = dict(type="category", categoryorder="array", categoryarray=labels, tickvals=labels,
                 ticktext=[escape(t) for t in tokens])
-    for c, (m, ca, name) in enumerate(((wa, "coloraxis", "weight in A"),
-                                       (wb, "coloraxis", "weight in B"),
+    for c, (m, ca, name) in enumerate(((wa, "coloraxis", _("weight in A")),
+                                       (wb, "coloraxis", _("weight in B")),
                                        (diff, "coloraxis2", "A - B")), start=1):
         g.add(dict(type="heatmap", z=np.asarray(m, np.float32), x=labels, y=labels,
                    coloraxis=ca, name=name,
-                   hovertemplate=f"query %{{y}}<br>key %{{x}}<br>{name} = %{{z:.5f}}"
+                   hovertemplate=_("query %{y}<br>key %{x}") + f"<br>{name} = %{{z:.5f}}"
                                  "<extra></extra>"), 1, c)
         g.yaxis(1, c).update(autorange="reversed", showticklabels=c == 1, **axis)
         g.xaxis(1, c).update(tickangle=-45, **axis)
     n = len(tokens)
     return g.figure(
         coloraxis=dict(colorscale=WEIGHTS_SCALE, cmin=0.0, cmax=top,
-                       colorbar=dict(title=dict(text="weight"), thickness=12, x=1.0, len=0.42,
+                       colorbar=dict(title=dict(text=_("weight")), thickness=12, x=1.0, len=0.42,
                                      y=0.78)),
         coloraxis2=dict(colorscale=SCORES_SCALE, cmin=-lim, cmax=lim,
                         colorbar=dict(title=dict(text="A - B"), thickness=12, x=1.0, len=0.42,

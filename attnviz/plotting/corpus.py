@@ -10,9 +10,18 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from ..i18n import N_, _
 from .common import FONT, NEUTRAL, OKABE_ITO, ON_IMAGE, category_colour, category_marker
 
 BEHAVIOURS = ("[CLS]", "[SEP]", "previous", "next", "broad", "mixed")
+# the behaviours' names as shown (the keys above stay English: the analysis' labels)
+SHOWN = {"previous": N_("previous"), "next": N_("next"), "broad": N_("broad"),
+         "mixed": N_("mixed")}
+
+
+def shown(kind: str) -> str:
+    """A behaviour's name in the session's language ([CLS], [SEP] stay as they are)."""
+    return _(SHOWN[kind]) if kind in SHOWN else kind
 # one colour AND one marker shape per behaviour ("mixed" grey): never colour alone
 # (palette entries 0-3 and 5: sky blue, entry 4, sits too close to [CLS]'s blue)
 COLOURS = {k: (NEUTRAL if k == "mixed" else category_colour(c))
@@ -33,14 +42,14 @@ def head_map(coords: np.ndarray, behaviour: np.ndarray, selected: tuple[int, int
         marker=dict(size=11, color=[COLOURS.get(k, NEUTRAL) for k in kinds],
                     symbol=[SYMBOLS.get(k, "circle") for k in kinds],
                     line=dict(width=1, color=ON_IMAGE)),
-        customdata=np.stack([layers, heads, kinds], axis=1),
-        hovertemplate="layer %{customdata[0]}, head %{customdata[1]}<br>%{customdata[2]}"
-                      "<br>click to pick<extra></extra>",
+        customdata=np.stack([layers, heads, [shown(k) for k in kinds]], axis=1),
+        hovertemplate=_("layer %{customdata[0]}, head %{customdata[1]}") + "<br>%{customdata[2]}"
+                      "<br>" + _("click to pick") + "<extra></extra>",
         showlegend=False, name="heads",
     )]
     for kind, colour in COLOURS.items():
         if kind in set(kinds):
-            data.append(dict(type="scatter", x=[None], y=[None], mode="markers", name=kind,
+            data.append(dict(type="scatter", x=[None], y=[None], mode="markers", name=shown(kind),
                              marker=dict(size=11, color=colour, symbol=SYMBOLS[kind])))
     shapes = []
     if selected is not None:
@@ -51,8 +60,8 @@ def head_map(coords: np.ndarray, behaviour: np.ndarray, selected: tuple[int, int
                            line=dict(color=OKABE_ITO[3], width=2)))
     return go.Figure(data=data, layout=dict(
         title=title, font=FONT, height=560, shapes=shapes, clickmode="event+select",
-        xaxis=dict(title=dict(text="MDS axis 1"), zeroline=False),
-        yaxis=dict(title=dict(text="MDS axis 2"), zeroline=False, scaleanchor="x"),
-        legend=dict(title=dict(text="behaviour")), margin=dict(l=10, r=10, t=50, b=10),
+        xaxis=dict(title=dict(text=_("MDS axis 1")), zeroline=False),
+        yaxis=dict(title=dict(text=_("MDS axis 2")), zeroline=False, scaleanchor="x"),
+        legend=dict(title=dict(text=_("behaviour"))), margin=dict(l=10, r=10, t=50, b=10),
         hovermode="closest",
     ))

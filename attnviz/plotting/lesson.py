@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from ..i18n import N_, _
 from .common import (
     ACCURACY_SCALE,
     CELL_TEXT,
@@ -31,9 +32,11 @@ from .common import NEUTRAL as GREY
 
 RIGHT, WRONG, NEUTRAL = TABLE_FILLS["right"], TABLE_FILLS["wrong"], TABLE_FILLS["neutral"]
 HIDDEN = "?"  # a tag the class predicts before it is revealed
-METRICS = (("near", "neighbour<br>decides"), ("far", "decided 2+<br>words back"),
-           ("double_role", "double-role<br>words"))  # column labels of the accuracy grid
+METRICS = (("near", N_("neighbour<br>decides")), ("far", N_("decided 2+<br>words back")),
+           ("double_role", N_("double-role<br>words")))  # column labels of the accuracy grid
 BASELINE_COLOUR = GREY
+FIELD_NAMES = {"per word": N_("per word"), "window": N_("window"),
+               "self-attention": N_("self-attention")}  # analysis.lesson.receptive_fields
 SMALL, LARGE = 14, 22  # font sizes: screen, projector
 
 
@@ -86,7 +89,7 @@ def tag_table(words: Sequence[str], rows: Mapping[str, Sequence[str]],
     width relative to a word column.
     """
     labels = ["", *[escape(w) for w in words]]
-    names = (["gold"] if gold is not None else []) + list(rows)
+    names = ([_("gold")] if gold is not None else []) + list(rows)
     tag_rows = ([list(gold)] if gold is not None else []) + [list(t) for t in rows.values()]
     cells = [[escape(n) for n in names]] + [[r[i] for r in tag_rows] for i in range(len(words))]
     colours = [[NEUTRAL] * len(names)]
@@ -124,7 +127,7 @@ def far_table(labels: Sequence[str], gold: Sequence[str], tags: Mapping[str, Seq
     size = _size(big)
     return go.Figure(data=[dict(
         type="table", columnwidth=[2.2, 1] + [1] * len(tags),
-        header=dict(values=["", "gold", *[escape(k) for k in tags]],
+        header=dict(values=["", _("gold"), *[escape(k) for k in tags]],
                     fill_color=TABLE_FILLS["header"],
                     font=dict(size=size, weight="bold", color=CELL_TEXT),
                     height=int(size * 2.2)),
@@ -139,13 +142,15 @@ def receptive_field(words: Sequence[str], fields: Mapping[str, np.ndarray],
     """Side by side: which words (columns) each word's tag (rows) can depend on."""
     labels = axis_labels(list(words))
     text = [escape(w) for w in words]
-    g = Grid(rows=1, cols=len(fields), subplot_titles=list(fields), horizontal_spacing=0.06)
-    for c, (name, mask) in enumerate(fields.items(), start=1):
+    names = [_(FIELD_NAMES[k]) if k in FIELD_NAMES else k for k in fields]
+    g = Grid(rows=1, cols=len(fields), subplot_titles=names, horizontal_spacing=0.06)
+    for c, (name, mask) in enumerate(zip(names, fields.values(), strict=True), start=1):
         g.add(dict(
             type="heatmap", z=np.asarray(mask, dtype=np.float32), x=labels, y=labels, zmin=0,
             zmax=1, colorscale=MASK_SCALE, showscale=False, xgap=2,
             ygap=2,
-            hovertemplate="tag of %{y}<br>sees %{x}: %{z}<extra>" + escape(name) + "</extra>",
+            hovertemplate=_("tag of %{y}<br>sees %{x}: %{z}") + "<extra>" + escape(name)
+            + "</extra>",
         ), 1, c)
         g.yaxis(1, c).update(type="category", autorange="reversed", ticktext=text,
                              tickvals=labels, showticklabels=(c == 1))
@@ -154,7 +159,7 @@ def receptive_field(words: Sequence[str], fields: Mapping[str, np.ndarray],
         note["font"] = {**note.get("font", {}), "size": _size(big)}
     return projector(g.figure(
         font=_font(big), height=380 if big else 340,
-        title="What each word's tag can see (rows: the word tagged)",
+        title=_("What each word's tag can see (rows: the word tagged)"),
         margin=dict(l=10, r=10, t=80, b=10)), big)
 
 
@@ -166,21 +171,23 @@ def accuracy_by_distance(curves: Mapping[str, Mapping[int, float]],
     dist = sorted(counts)
     ticks = [f"{d}<br>({counts[d]})" for d in dist]
     data = [dict(type="scatter", x=dist, y=[100 * float(baseline[d]) for d in dist],
-                 mode="lines", name="majority tag", line=dict(dash="dash", width=3,
-                                                              color=BASELINE_COLOUR),
-                 hovertemplate="majority tag<br>distance %{x}: %{y:.1f}%<extra></extra>")]
+                 mode="lines", name=_("majority tag"), line=dict(dash="dash", width=3,
+                                                                 color=BASELINE_COLOUR),
+                 hovertemplate=_("majority tag") + "<br>" + _("distance %{x}: %{y:.1f}%")
+                 + "<extra></extra>")]
     for k, (name, acc) in enumerate(curves.items()):  # a tagger: colour, dash and marker
         data.append(dict(
             type="scatter", x=dist, y=[100 * float(acc[d]) for d in dist],
             mode="lines+markers", name=escape(name),
             line=dict(width=3, color=category_colour(k), dash=category_dash(k)),
             marker=dict(size=9, symbol=category_marker(k)),
-            hovertemplate=escape(name) + "<br>distance %{x}: %{y:.1f}%<extra></extra>"))
+            hovertemplate=escape(name) + "<br>" + _("distance %{x}: %{y:.1f}%")
+            + "<extra></extra>"))
     return projector(go.Figure(data=data, layout=dict(
         font=_font(big), height=420 if big else 420, margin=dict(l=10, r=10, t=10, b=10),
-        xaxis=dict(title=dict(text="words back to the deciding word (held-out words)"),
+        xaxis=dict(title=dict(text=_("words back to the deciding word (held-out words)")),
                    tickvals=dist, ticktext=ticks),
-        yaxis=dict(title=dict(text="held-out accuracy (%)"), range=[0, 104]),
+        yaxis=dict(title=dict(text=_("held-out accuracy (%)")), range=[0, 104]),
         legend=dict(orientation="h", y=1.02, x=0, yanchor="bottom"))), big)
 
 
@@ -193,12 +200,12 @@ def accuracy_grid(scores: Mapping[str, object], baseline: Mapping[str, float] | 
     `scores` maps a tagger's name to an object with .near, .far, .double_role. `baseline`
     (the same groups for always giving each word its majority tag) is the last row.
     """
-    names = list(scores) + (["majority tag per word"] if baseline is not None else [])
-    z = [[100 * float(getattr(scores[n], a)) for a, _ in METRICS] for n in scores]
+    names = list(scores) + ([_("majority tag per word")] if baseline is not None else [])
+    z = [[100 * float(getattr(scores[n], a)) for a, _m in METRICS] for n in scores]
     if baseline is not None:
-        z.append([100 * float(baseline[a]) for a, _ in METRICS])
+        z.append([100 * float(baseline[a]) for a, _m in METRICS])
     return projector(go.Figure(data=[dict(
-        type="heatmap", z=z, x=[label for _, label in METRICS],
+        type="heatmap", z=z, x=[_(label) for _m, label in METRICS],
         y=[escape(n) for n in names], zmin=40, zmax=100, xgap=3, ygap=3,
         colorscale=ACCURACY_SCALE, showscale=False,
         texttemplate="%{z:.1f}%", textfont=dict(size=_size(big)),
@@ -216,28 +223,29 @@ def cost_figure(parameters: Mapping[str, int], sizes: Sequence[int],
     training minus held-out accuracy on ambiguous words (points) when trained on each number
     of sentences in `sizes`, one bar per size: how much it overfits."""
     names = list(gaps)
-    rows = [f"{escape(n)}<br>{parameters[n]:,} parameters" for n in names]
+    rows = [escape(n) + "<br>" + _("{count} parameters").format(count=f"{parameters[n]:,}")
+            for n in names]
     shades = ORDERED_SHADES
     data = []
     for k, n in enumerate(sizes):
         vals = [100 * float(gaps[name][k]) for name in names]
         data.append(dict(
-            type="bar", orientation="h", y=rows, x=vals, name=f"{n} sentences",
+            type="bar", orientation="h", y=rows, x=vals, name=_("{n} sentences").format(n=n),
             marker=dict(color=shades[k % len(shades)]), text=[f"{v:.1f}" for v in vals],
             textposition="outside", textfont=dict(size=_size(big) - 2), cliponaxis=False,
             constraintext="none",
-            hovertemplate="%{y}<br>" + f"{n} training sentences: " + "%{x:.1f} points"
-                          "<extra></extra>"))
+            hovertemplate="%{y}<br>" + _("{n} training sentences: %{{x:.1f}} points").format(n=n)
+                          + "<extra></extra>"))
     values = [100 * float(v) for gap in gaps.values() for v in gap]
     return projector(go.Figure(data=data, layout=dict(
         barmode="group", bargap=0.25, font=_font(big),
         height=(115 if big else 100) * len(names) + 150,
-        xaxis=dict(title=dict(text="training minus held-out (points)"),
+        xaxis=dict(title=dict(text=_("training minus held-out (points)")),
                    range=[min(0.0, min(values) - 0.15 * max(values)) - 1,
                           1.2 * max(values) + 3]),
         yaxis=dict(autorange="reversed", automargin=True),
         legend=dict(orientation="h", y=1.0, x=0, yanchor="bottom", traceorder="normal",
-                    title=dict(text="trained on")),
+                    title=dict(text=_("trained on"))),
         margin=dict(l=10, r=10, t=10, b=10))), big)
 
 
@@ -256,18 +264,21 @@ def cosine_by_layer(curves: Mapping[str, np.ndarray], word: str, big: bool = Fal
             marker=dict(symbol=category_marker(k)),
             name=escape(name), text=[""] * (len(cos) - 1) + [f"{cos[-1]:.3f}"],
             textposition="middle right", cliponaxis=False,
-            hovertemplate="after layer %{x}<br>cosine %{y:.6f}<extra>" + escape(name) + "</extra>",
+            hovertemplate=_("after layer %{x}<br>cosine %{y:.6f}") + "<extra>" + escape(name)
+            + "</extra>",
         ))
     n = max(len(c) for c in curves.values())
     low = min(float(np.min(c)) for c in curves.values())
     low = min(0.9, low - 0.1 * (1.0 - low) - 0.02)
     return projector(go.Figure(data=data, layout=dict(
         font=_font(big), height=440 if big else 380, margin=dict(l=10, r=70, t=50, b=10),
-        title=(f"cosine of '{escape(word)}' #{pair[0]} and '{escape(word)}' #{pair[1]}"
-               if pair else f"cosine of the two '{escape(word)}' vectors") + ", layer by layer",
-        xaxis=dict(title=dict(text="layer (0 = embeddings)"), tickmode="array",
+        title=(_("cosine of '{word}' #{a} and '{word}' #{b}, layer by layer").format(
+            word=escape(word), a=pair[0], b=pair[1]) if pair else
+            _("cosine of the two '{word}' vectors, layer by layer").format(word=escape(word))),
+        xaxis=dict(title=dict(text=_("layer (0 = embeddings)")), tickmode="array",
                    tickvals=list(range(n)), range=[-0.3, n - 0.2]),
-        yaxis=dict(title=dict(text="cosine" if big else "cosine similarity (1 = same direction)"),
+        yaxis=dict(title=dict(text=_("cosine") if big
+                              else _("cosine similarity (1 = same direction)")),
                    range=[low, 1.02]),
         legend=dict(orientation="h", y=-0.2),
     )), big)
@@ -282,6 +293,6 @@ def loss_curves(losses: Mapping[str, Sequence[float]], big: bool = False) -> go.
                    marker=dict(symbol=category_marker(k)))
               for k, (name, ls) in enumerate(losses.items())],
         layout=dict(font=_font(big), height=380, margin=dict(l=10, r=10, t=40, b=10),
-                    title="training loss per epoch", xaxis=dict(title=dict(text="epoch")),
-                    yaxis=dict(title=dict(text="cross-entropy")),
+                    title=_("training loss per epoch"), xaxis=dict(title=dict(text=_("epoch"))),
+                    yaxis=dict(title=dict(text=_("cross-entropy"))),
                     legend=dict(orientation="h", y=-0.25))), big)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from ..i18n import _
 from .common import (
     FONT,
     NEUTRAL,
@@ -59,7 +60,7 @@ def layer_lines(weights: np.ndarray, query_tokens: list[str], key_tokens: list[s
     owner: list[int] = []  # the layer of each trace (-1: always shown)
     for li in range(L):
         for idx, h in enumerate(heads):
-            colour = category_colour(idx)
+            colour, head_name = category_colour(idx), _("head {head}").format(head=h)
             w = np.asarray(weights[li, h], dtype=np.float64)
             for lv, xs, ys in _lines_of(w, min_weight, levels):
                 ys = ys.copy()
@@ -68,21 +69,22 @@ def layer_lines(weights: np.ndarray, query_tokens: list[str], key_tokens: list[s
                 data.append(dict(type="scatter", x=xs, y=ys, mode="lines", hoverinfo="skip",
                                  line=dict(color=colour, width=2), legendgroup=f"h{h}",
                                  opacity=0.15 + 0.85 * lv / levels, showlegend=False,
-                                 visible=li == layer, name=f"head {h}"))
+                                 visible=li == layer, name=head_name))
                 owner.append(li)
     for idx, h in enumerate(heads):  # one legend entry per head: click to hide its lines
-        data.append(dict(type="scatter", x=[None], y=[None], mode="lines", name=f"head {h}",
+        data.append(dict(type="scatter", x=[None], y=[None], mode="lines",
+                         name=_("head {head}").format(head=h),
                          legendgroup=f"h{h}", line=dict(color=category_colour(idx),
                                                         width=4)))
         owner.append(-1)
-    for side, x, ys, toks, pos in (("query", 0.0, y_q, query_tokens, "middle left"),
-                                   ("key", 1.0, y_k, key_tokens, "middle right")):
+    for side, x, ys, toks, pos in ((_("query"), 0.0, y_q, query_tokens, "middle left"),
+                                   (_("key"), 1.0, y_k, key_tokens, "middle right")):
         data.append(dict(type="scatter", x=[x] * len(toks), y=ys, mode="markers+text",
                          text=[escape(t) for t in toks], textposition=pos, showlegend=False,
                          marker=dict(size=5, color=NEUTRAL), customdata=axis_labels(toks),
                          hovertemplate=f"{side} %{{customdata}}<extra></extra>"))
         owner.append(-1)
-    buttons = [dict(label=f"layer {li}", method="restyle",
+    buttons = [dict(label=_("layer {layer}").format(layer=li), method="restyle",
                     args=[{"visible": [o in (-1, li) for o in owner]}]) for li in range(L)]
     height = int(min(2400, max(360, 22 * span + 140)))
     return go.Figure(data=data, layout=dict(
@@ -117,23 +119,24 @@ def mosaic(weights: np.ndarray, query_tokens: list[str], key_tokens: list[str],
         return [f"#{s}-{min(s + f, len(toks)) - 1}" for s in range(0, len(toks), f)][:count]
 
     q_names, k_names = names(query_tokens, fr, r), names(key_tokens, fc, c)
-    ys = [f"layer {li} · query {q}" for li in range(L) for q in [*q_names, ""]][:-1]
-    xs = [f"head {h} · key {k}" for h in range(H) for k in [*k_names, ""]][:-1]
-    ys = [y if not y.endswith("query ") else f"gap {i}" for i, y in enumerate(ys)]
-    xs = [x if not x.endswith("key ") else f"gap {i}" for i, x in enumerate(xs)]
+    row, col = _("layer {layer} · query {query}"), _("head {head} · key {key}")
+    ys = [row.format(layer=li, query=q) if q is not None else f"· {i}"
+          for i, (li, q) in enumerate((li, q) for li in range(L) for q in [*q_names, None])][:-1]
+    xs = [col.format(head=h, key=k) if k is not None else f"· {i}"
+          for i, (h, k) in enumerate((h, k) for h in range(H) for k in [*k_names, None])][:-1]
     size = max(360, min(1600, 14 * z.shape[1] + 120))
     return go.Figure(
         data=[dict(type="heatmap", z=z, x=xs, y=ys, colorscale=WEIGHTS_SCALE, zmin=0, zmax=1,
-                   hovertemplate="%{y}<br>%{x}<br>weight = %{z:.4f}<extra></extra>",
-                   colorbar=dict(title=dict(text="weight"), thickness=12))],
+                   hovertemplate="%{y}<br>%{x}<br>" + _("weight") + " = %{z:.4f}<extra></extra>",
+                   colorbar=dict(title=dict(text=_("weight")), thickness=12))],
         layout=dict(
             title=title, font=FONT, height=int(max(360, min(1600, size * z.shape[0]
                                                             / z.shape[1] + 120))),
             xaxis=dict(type="category", tickvals=[xs[h * (c + 1) + c // 2] for h in range(H)],
-                       ticktext=[f"head {h}" for h in range(H)], side="top"),
+                       ticktext=[_("head {head}").format(head=h) for h in range(H)], side="top"),
             yaxis=dict(type="category", autorange="reversed",
                        tickvals=[ys[li * (r + 1) + r // 2] for li in range(L)],
-                       ticktext=[f"layer {li}" for li in range(L)]),
+                       ticktext=[_("layer {layer}").format(layer=li) for li in range(L)]),
             margin=dict(l=10, r=10, t=70, b=10),
         ),
     )

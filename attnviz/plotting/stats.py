@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from ..i18n import _
 from .common import (
     FONT,
     OKABE_ITO,
@@ -57,12 +58,12 @@ def stats_heatmaps(stats: dict[str, np.ndarray], titles: dict[str, str], cols: i
         g.add(dict(
             type="scatter", x=heads, y=layers, mode="markers", customdata=custom, name=name,
             marker=dict(size=14, opacity=0, color=ON_IMAGE), showlegend=False,
-            hovertemplate=(f"layer %{{y}}, head %{{x}}<br>{titles.get(name, name)} = "
+            hovertemplate=(_("layer %{y}, head %{x}") + f"<br>{titles.get(name, name)} = "
                            f"{value}{extra}<extra></extra>"),
         ), r, c)
         g.yaxis(r, c).update(range=[L - 0.5, -0.5], dtick=1,
-                             title=dict(text="layer") if c == 1 else None)
-        g.xaxis(r, c).update(range=[-0.5, H - 0.5], dtick=2, title=dict(text="head"))
+                             title=dict(text=_("layer")) if c == 1 else None)
+        g.xaxis(r, c).update(range=[-0.5, H - 0.5], dtick=2, title=dict(text=_("head")))
         if selected is not None:
             layer, head = selected
             sub = str(i + 1) if i else ""  # the panel's axes: x, x2, ... (row by row)
@@ -72,10 +73,10 @@ def stats_heatmaps(stats: dict[str, np.ndarray], titles: dict[str, str], cols: i
     return g.figure(
         shapes=shapes,
         coloraxis=dict(colorscale=WEIGHTS_SCALE, cmin=0.0, cmax=1.0,
-                       colorbar=dict(title=dict(text="share"), thickness=12, x=1.0, len=0.45,
+                       colorbar=dict(title=dict(text=_("share")), thickness=12, x=1.0, len=0.45,
                                      y=0.78)),
         coloraxis2=dict(colorscale=STAT_SCALE,
-                        colorbar=dict(title=dict(text="entropy"), thickness=12, x=1.0,
+                        colorbar=dict(title=dict(text=_("entropy")), thickness=12, x=1.0,
                                       len=0.45, y=0.22)),
         font=FONT, height=int(300 * rows + 60), margin=dict(l=10, r=60, t=50, b=10),
         clickmode="event+select", hovermode="closest",
@@ -91,13 +92,14 @@ def rollout_pair(raw: np.ndarray, rolled: np.ndarray, tokens: list[str],
     g = Grid(rows=1, cols=2, subplot_titles=[raw_title, rolled_title], horizontal_spacing=0.2)
     common = dict(type="category", categoryorder="array", categoryarray=labels,
                   tickvals=labels[::step], ticktext=[escape(t) for t in tokens[::step]])
-    for c, (m, name, x) in enumerate(((raw, "weight", 0.41), (rolled, "rollout", 1.0)), start=1):
+    for c, (m, name, x) in enumerate(((raw, _("weight"), 0.41), (rolled, _("rollout"), 1.0)),
+                                     start=1):
         m = np.asarray(m, dtype=np.float32)
         g.add(dict(
             type="heatmap", z=m, x=labels, y=labels, colorscale=WEIGHTS_SCALE, zmin=0.0,
             zmax=float(m.max()) or 1.0, name=name,
             colorbar=dict(title=dict(text=name), thickness=10, x=x),
-            hovertemplate=f"query %{{y}}<br>key %{{x}}<br>{name} = %{{z:.6f}}<extra></extra>",
+            hovertemplate=_("query %{y}<br>key %{x}") + f"<br>{name} = %{{z:.6f}}<extra></extra>",
         ), 1, c)
         g.yaxis(1, c).update(autorange="reversed", **common)
         g.xaxis(1, c).update(tickangle=-45, **common)
@@ -124,14 +126,16 @@ def colour_top(m: np.ndarray) -> tuple[float, bool]:
 
 
 def maps_side_by_side(matrices: list[np.ndarray], titles: list[str], tokens: list[str],
-                      indices=None, value: str = "share") -> go.Figure:
+                      indices=None, value: str | None = None) -> go.Figure:
     """Several [output/query, input/key] maps of the same tokens in one row, each on its own
     colour scale (a flat map such as attention flow would vanish on a shared one), with its
     colour bar under it; exact hover.
 
     Each scale runs from 0 to `colour_top(m)`: the largest value for short inputs, the
     CLIP_PERCENTILE-th percentile past CLIP_FROM tokens, where a few large cells (the
-    diagonal, [CLS]) would otherwise leave every other cell of n^2 at the bottom colour."""
+    diagonal, [CLS]) would otherwise leave every other cell of n^2 at the bottom colour.
+    `value`: the name of the numbers in hover and colour bars ("share" when None)."""
+    value = _("share") if value is None else value
     n = len(tokens)
     labels = axis_labels(tokens, indices)
     tickvals, ticktext = tick_labels(tokens, max_ticks=40, indices=indices)
@@ -147,8 +151,8 @@ def maps_side_by_side(matrices: list[np.ndarray], titles: list[str], tokens: lis
         g.add(dict(
             type="heatmap", z=np.asarray(m, dtype=np.float32), x=labels, y=labels,
             coloraxis=ca, name=titles[c - 1],
-            hovertemplate=(f"{escape(titles[c - 1])}<br>output %{{y}}<br>input %{{x}}<br>"
-                           f"{value} = %{{z:.6f}}<extra></extra>"),
+            hovertemplate=(f"{escape(titles[c - 1])}<br>" + _("output %{y}<br>input %{x}")
+                           + f"<br>{value} = %{{z:.6f}}<extra></extra>"),
         ), 1, c)
         g.yaxis(1, c).update(autorange="reversed", showticklabels=c == 1, tickvals=tickvals,
                              ticktext=ticktext, **axis)
@@ -158,9 +162,10 @@ def maps_side_by_side(matrices: list[np.ndarray], titles: list[str], tokens: lis
                         colorbar=dict(orientation="h", thickness=10, len=width * 0.9,
                                       x=(c - 1) * (width + gap) + width / 2, xanchor="center",
                                       y=-0.32, yanchor="top", title=dict(
-                                          text=value + (f" (top {100 - CLIP_PERCENTILE}% of "
-                                                        "cells at the top colour; hover: exact)"
-                                                        if clipped else ""), side="top")))
+                                          text=_("{value} (top {share}% of cells at the top "
+                                                 "colour; hover: exact)").format(
+                                              value=value, share=100 - CLIP_PERCENTILE)
+                                          if clipped else value, side="top")))
     side = max(300, min(560, 18 * n + 140))
     return g.figure(font=FONT, height=int(side + 110), margin=dict(l=10, r=10, t=50, b=110),
                     **axes)

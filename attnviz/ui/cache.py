@@ -33,6 +33,7 @@ from contextlib import AbstractContextManager, nullcontext
 
 import numpy as np
 
+from ..i18n import _
 from .worklist import heavy_trace, release_leases
 
 
@@ -169,7 +170,7 @@ def _admit_trace(key: Hashable) -> None:
     if heavy_trace(key):
         from .progress import heavy_lease
 
-        heavy_lease("This page reads a long text.")
+        heavy_lease(_("This page reads a long text."))
 
 
 def _mb(name: str, default: float) -> int:

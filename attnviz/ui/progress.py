@@ -13,6 +13,7 @@ from contextlib import contextmanager
 
 import streamlit as st
 
+from ..i18n import _
 from .cache import cached
 from .worklist import BIG_TRACES, LONG_WORK, QUICK_WORK, WorkLine, holds_turn
 
@@ -21,9 +22,13 @@ Progress = Callable[[float, str], None]
 
 def waiting_message(label: str, ahead: int) -> str:
     """What a session waiting in the heavy-work line reads."""
-    jobs = "1 heavy job is" if ahead == 1 else f"{ahead} heavy jobs are"
-    return (f"{label} Waiting for the server: {jobs} ahead of this one. Long texts, sweeps and "
-            "training take turns, so that everyone else's pages stay fast.")
+    if ahead == 1:
+        return _("{label} Waiting for the server: 1 heavy job is ahead of this one. Long texts, "
+                 "sweeps and training take turns, so that everyone else's pages stay fast."
+                 ).format(label=label)
+    return _("{label} Waiting for the server: {n} heavy jobs are ahead of this one. Long texts, "
+             "sweeps and training take turns, so that everyone else's pages stay fast."
+             ).format(label=label, n=ahead)
 
 
 class _Box:
@@ -94,4 +99,4 @@ def with_progress(kind: str, key: Hashable, label: str, compute: Callable[[Progr
         return result
 
     return cached(kind, key, run, waiting=lambda: st.spinner(
-        f"{label} another session started this; it is shared when done."))
+        _("{label} another session started this; it is shared when done.").format(label=label)))

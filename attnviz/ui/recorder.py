@@ -224,10 +224,10 @@ def fragment(func: Callable) -> Callable:
 def settings() -> dict:
     """The view's state as the URL holds it (sentence first), for the file's settings line."""
     params = st.query_params.to_dict()
-    out = {"sentence": st.session_state.get("text", params.get("text", ""))}
+    out = {_("sentence"): st.session_state.get("text", params.get("text", ""))}
     pair = st.session_state.get("pair", params.get("pair", ""))
     if pair:
-        out["second sentence"] = pair
+        out[_("second sentence")] = pair
     out.update({k: v for k, v in params.items() if k not in ("text", "pair")})
     return out
 
