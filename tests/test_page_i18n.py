@@ -444,3 +444,19 @@ def test_the_later_weight_legend_names_the_models_in_the_language(zh):
         at = open_view(*VIEWS[7][:4], "en")
         assert {"BERT: all-MiniLM-L6-v2 (bundled)", "GPT-2: random demo weights"} <= set(
             legend_names(at))
+
+
+FORMULAS = {"log10 I/max"}  # a colour bar's formula, the same in both languages
+
+
+@pytest.mark.parametrize("page", [p[0] for p in __import__(
+    "attnviz.ui.router", fromlist=["PAGES"]).PAGES])
+def test_every_pages_figures_in_chinese(page):
+    """Every page as it opens, in Chinese: no figure title, axis, colour bar, legend or hover
+    word left in English (tokens of the sentence, method names and formulas aside)."""
+    at = open_page(page, timeout=600, lang="zh")
+    figs = figures_by_key(at)
+    assert figs or page in ("pages/inside_score.py",), "the page draws figures"
+    left = {key: [t for t in english_in(fig, {"saw", "I", "a"}) if t not in FORMULAS]
+            for key, fig in figs.items()}
+    assert not {k: v for k, v in left.items() if v}
