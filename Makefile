@@ -50,7 +50,7 @@ load: setup
 	$(if $(strip $(URL)),,$(PY) tests/load/memory.py)
 	$(if $(strip $(URL)),,$(PY) tests/load/heavy.py)
 
-# Every page at a phone's, a laptop's and a projector's size, light and dark, English and
+# Every page at 390x844 (a phone), 1280x720 (a laptop, a projector) and 1400x1000, light and dark, English and
 # Chinese, with one contact sheet per size: $(SHOTS)/sheets/*.png (scripts/screenshots.py).
 SHOTS ?= /tmp/attnviz-screenshots
 screenshots: setup
