@@ -69,8 +69,30 @@ def _collect(tree: ast.AST, keys: dict[str, str], tabs: list[str]) -> None:
             continue
         name = node.func.attr if isinstance(node.func, ast.Attribute) else ""
         keys[key.value] = name
-        if name == "tabs" and node.args and isinstance(node.args[0], ast.List):
-            tabs += [x for x in map(_label, node.args[0].elts) if x is not None]
+        if name == "tabs" and node.args:
+            tabs += _tab_labels(tree, node.args[0])
+
+
+def _tab_labels(tree: ast.AST, arg: ast.AST) -> list[str]:
+    """The labels of st.tabs([...]) or st.tabs([_(tab) for tab in NAME]), NAME a list or tuple
+    assigned at the module's top level (N_-marked constants)."""
+    if isinstance(arg, ast.ListComp) and isinstance(arg.generators[0].iter, ast.Name):
+        name = arg.generators[0].iter.id
+        for node in getattr(tree, "body", []):
+            if (isinstance(node, ast.Assign) and any(
+                    isinstance(t, ast.Name) and t.id == name for t in node.targets)
+                    and isinstance(node.value, (ast.List, ast.Tuple))):
+                arg = node.value
+    if not isinstance(arg, (ast.List, ast.Tuple)):
+        return []
+    out = []
+    for elt in arg.elts:
+        if isinstance(elt, ast.Call) and isinstance(elt.func, ast.Name) and elt.func.id == "N_":
+            elt = elt.args[0]
+        label = _label(elt)
+        if label is not None:
+            out.append(label)
+    return out
 
 
 def cases(values: list[str]) -> list:

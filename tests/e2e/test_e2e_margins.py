@@ -26,6 +26,18 @@ pytestmark = pytest.mark.e2e
 LONG = ("The quick brown fox jumps over the lazy dog near the river bank, and I saw a saw. "
         * 40)
 SLACK = 60  # px: the most a reserved margin may exceed what the labels needed
+# The margins once Plotly is done: automargin may redraw after newPlot's promise resolves
+# (under load it did, and a read right after newPlot saw the 10 px it started from), so the
+# size is read until it holds still for three reads 50 ms apart (3 s at most).
+SETTLED = """async g => {
+    const read = () => { const s = g._fullLayout._size; return {l: s.l, r: s.r, t: s.t, b: s.b}; };
+    let last = JSON.stringify(read()), same = 0;
+    for (let i = 0; i < 60 && same < 3; i++) {
+        await new Promise(r => setTimeout(r, 50));
+        const now = JSON.stringify(read());
+        same = now === last ? same + 1 : 0; last = now;
+    }
+    return JSON.parse(last); }"""
 
 
 @pytest.fixture(scope="module")
@@ -59,11 +71,10 @@ def test_labels_fit_in_the_reserved_margins(browser, figures, tmp_path, width):
         "file://") else route.abort())
     page.goto(html.as_uri())
     for name, spec in specs.items():
-        got = page.evaluate("""async spec => {
+        page.evaluate("""async spec => {
             const g = document.getElementById('g'); Plotly.purge(g);
-            const f = JSON.parse(spec); await Plotly.newPlot(g, f.data, f.layout, {});
-            const s = g._fullLayout._size;
-            return {l: s.l, r: s.r, t: s.t, b: s.b}; }""", spec)
+            const f = JSON.parse(spec); await Plotly.newPlot(g, f.data, f.layout, {}); }""", spec)
+        got = page.evaluate(f"({SETTLED})(document.getElementById('g'))")
         asked = json.loads(spec)["layout"]["margin"]
         for side in "lrtb":
             # Equal: nothing pushed (automargin would have drawn the figure a second time).
@@ -84,10 +95,10 @@ def test_reserved_margins_waste_little(browser, figures, tmp_path):
         spec = json.loads(pio.to_json(fig, validate=False))
         asked = dict(spec["layout"]["margin"])
         spec["layout"]["margin"] = {side: 10 for side in "lrtb"} | {"t": asked["t"]}
-        need = page.evaluate("""async f => {
+        page.evaluate("""async f => {
             const g = document.getElementById('g'); Plotly.purge(g);
-            await Plotly.newPlot(g, f.data, f.layout, {});
-            const s = g._fullLayout._size; return {l: s.l, r: s.r, t: s.t, b: s.b}; }""", spec)
+            await Plotly.newPlot(g, f.data, f.layout, {}); }""", spec)
+        need = page.evaluate(f"({SETTLED})(document.getElementById('g'))")
         for side in "lrb":
             assert asked[side] >= need[side] - 0.5, (name, side, asked, need)
             # Square cells at 512 tokens: the plot is as large as its height allows and the
