@@ -132,3 +132,28 @@ def test_pandas_is_imported_whole_before_any_chart():
             "print(m is not None and hasattr(m, 'Series') and hasattr(m, 'DataFrame'))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "True"
+
+
+def test_a_figure_is_summarised_once(monkeypatch):
+    """A cached figure (the same object on every rerun) is read once; another figure, even an
+    equal one, is read on its own; the entry goes with its figure."""
+    import gc
+
+    import plotly.graph_objects as go
+
+    from attnviz.ui import figures
+
+    calls = []
+    real = figures.summarise
+    monkeypatch.setattr(figures, "summarise", lambda fig: calls.append(fig) or real(fig))
+    fig = go.Figure(go.Bar(x=["a", "b"], y=[1, 2]), layout=dict(title="bars"))
+    first = figures.figure_summary(fig)
+    assert figures.figure_summary(fig) is first and len(calls) == 1
+    other = go.Figure(fig)
+    figures.figure_summary(other)
+    assert len(calls) == 2
+    key = id(other)
+    del other
+    calls.clear()
+    gc.collect()
+    assert key not in figures._SUMMARIES

@@ -18,6 +18,7 @@ import logging
 import os
 import shutil
 import threading
+import weakref
 from collections.abc import Callable, Hashable
 
 import pandas  # imported whole before any chart is drawn (see below)
@@ -95,7 +96,32 @@ def show_figure(fig: go.Figure, key: str | None = None,
 SUMMARY_FAILURES: list[str] = []  # figures whose numbers could not be read (tests: empty)
 
 
+_SUMMARIES: dict[int, tuple[weakref.ref, Summary]] = {}  # id(figure): (the figure, its summary)
+_SUMMARIES_LOCK = threading.Lock()
+
+
 def figure_summary(fig: go.Figure) -> Summary:
+    """The figure's summary, read once per figure object: a figure from the figure cache (the
+    same object on every rerun of every session, in one language) is summarised once, not on
+    every rerun; the entry goes when the figure does."""
+    with _SUMMARIES_LOCK:
+        found = _SUMMARIES.get(id(fig))
+    if found is not None and found[0]() is fig:
+        return found[1]
+    summary = _summarise(fig)
+    key = id(fig)
+
+    def forget(_ref, key=key) -> None:
+        with _SUMMARIES_LOCK:
+            if _SUMMARIES.get(key, (None,))[0] is _ref:
+                del _SUMMARIES[key]
+
+    with _SUMMARIES_LOCK:
+        _SUMMARIES[key] = (weakref.ref(fig, forget), summary)
+    return summary
+
+
+def _summarise(fig: go.Figure) -> Summary:
     """plotting.summary.summarise(fig); a figure it cannot read gets its title only (logged
     and recorded in SUMMARY_FAILURES) instead of taking the page down."""
     try:
