@@ -95,6 +95,10 @@ def test_reserved_margins_waste_little(browser, figures, tmp_path):
         spec = json.loads(pio.to_json(fig, validate=False))
         asked = dict(spec["layout"]["margin"])
         spec["layout"]["margin"] = {side: 10 for side in "lrtb"} | {"t": asked["t"]}
+        for name_ in [k for k in spec["layout"] if k.startswith(("xaxis", "yaxis"))]:
+            # automargin on whatever template the figure carries (plotly.js's default is off;
+            # an earlier test may have changed plotly's default template)
+            spec["layout"][name_]["automargin"] = True
         page.evaluate("""async f => {
             const g = document.getElementById('g'); Plotly.purge(g);
             await Plotly.newPlot(g, f.data, f.layout, {}); }""", spec)
