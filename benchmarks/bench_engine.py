@@ -21,6 +21,11 @@ from attnviz.engine import bundled_model_dir
 LENGTHS = (16, 128, 512)
 
 
+
+def random_ids(rng: np.random.Generator, n: int) -> list[int]:
+    """n BERT ids: [CLS], n - 2 random word-piece ids, [SEP] (the benchmarks' inputs)."""
+    return [101] + rng.integers(1000, 30000, n - 2).tolist() + [102]
+
 def machine(device: torch.device) -> str:
     if device.type == "cuda":
         return f"{torch.cuda.get_device_name(device)} (CUDA {torch.version.cuda})"
@@ -66,7 +71,7 @@ def run(device_name: str | None = None, repeats: int = 20) -> list[dict]:
     rng = np.random.default_rng(0)
     rows = []
     for n in LENGTHS:
-        ids = [101] + rng.integers(1000, 30000, n - 2).tolist() + [102]
+        ids = random_ids(rng, n)
         x = torch.tensor([ids], device=dev)
 
         def ours(ids=ids):

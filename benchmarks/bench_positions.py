@@ -17,6 +17,7 @@ import torch
 
 import attnviz
 from attnviz.analysis import positions as P
+from benchmarks.bench_engine import random_ids
 
 LENGTHS = (16, 128, 512)
 MODES = ("learned", "none", "sinusoidal", "shuffled")
@@ -36,7 +37,7 @@ def run(repeats: int = 5) -> list[dict]:
     rng = np.random.default_rng(0)
     rows = []
     for n in LENGTHS:
-        ids = [101] + rng.integers(1000, 30000, n - 2).tolist() + [102]
+        ids = random_ids(rng, n)
         text = " ".join(model.tokens_of(ids[1:-1])).replace(" ##", "")
         traces = {m: model.trace_ids(ids, positions=m) for m in MODES}
         perm, shuffled = P.shuffled_run(model, text, positions="none")

@@ -17,7 +17,7 @@ from attnviz.plotting import heads_grid
 from attnviz.plotting.heatmaps import attention_heatmap
 from attnviz.plotting.summary import summarise
 from attnviz.ui.figures import table_frame
-from benchmarks.bench_engine import median_ms
+from benchmarks.bench_engine import median_ms, random_ids
 
 LENGTHS = (16, 128, 512)
 
@@ -27,7 +27,7 @@ def run(repeats: int = 10) -> list[dict]:
     rng = np.random.default_rng(0)
     rows = []
     for n in LENGTHS:
-        ids = [101] + rng.integers(1000, 30000, n - 2).tolist() + [102]
+        ids = random_ids(rng, n)
         rows.append({"tokens": n, **measure(model.trace_ids(ids), repeats)})
     return rows
 
