@@ -93,6 +93,10 @@ def test_a_class_server_warms_the_lessons_and_the_samples_slow_first_work(monkey
 
     monkeypatch.setattr(taggers, "train_all", refuse)
     monkeypatch.setattr(taggers, "overfitting", refuse)
+    monkeypatch.setattr(corpus_heads, "corpus_heads", refuse)
+    at = open_page("pages/corpus_heads.py", ch_src="sample")  # the warmed sample, same key
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.get("plotly_chart")
     at = open_page("pages/lesson.py", lesson_step=5)  # "The cost of a wide window": the sweep
     if lesson.lesson.STEPS[4].predict:  # its answer (and figures) after the Answer button
         at.button(key="lesson_next").click().run()
