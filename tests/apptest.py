@@ -29,3 +29,20 @@ def open_page(page: str | None = None, timeout: int = 240, run: bool = True,
             at.run()
     assert not at.exception, [e.value for e in at.exception]
     return at
+
+
+NUMBERS = "Numbers in this figure"
+
+
+def open_numbers(at: AppTest, label: str = NUMBERS) -> AppTest:
+    """Open every "Numbers in this figure" expander of the page and rerun: their tables are
+    made only while they are open (ui.figures.show_numbers), as a click in a browser does."""
+    from streamlit.elements.lib.utils import user_key_from_element_id
+
+    keys = [user_key_from_element_id(e.proto.id) for e in at.expander if e.label == label]
+    assert keys and all(keys), keys  # each tracks its state under a key
+    for key in keys:
+        at.session_state[key] = True
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at

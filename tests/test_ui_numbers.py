@@ -10,7 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from attnviz.ui import figures
-from tests.apptest import open_page
+from tests.apptest import open_numbers, open_page
 from tests.pages_list import existing_pages
 
 LABEL = "Numbers in this figure"
@@ -33,6 +33,8 @@ def test_a_figure_gets_its_numbers_unless_the_page_says_otherwise():
     at = AppTest.from_function(script, default_timeout=60).run()
     assert not at.exception
     assert [e.label for e in at.expander] == [LABEL] * 3  # "none" opted out
+    assert not at.table and not at.caption and not at.markdown  # closed: nothing made yet
+    open_numbers(at)
     auto, own, frame = at.expander
     assert auto.table[0].value.to_dict() == {"value": {"a": "1", "b": "2"}}
     assert "two bars" in auto.caption[0].value
@@ -43,7 +45,7 @@ def test_a_figure_gets_its_numbers_unless_the_page_says_otherwise():
 
 
 def test_the_default_page_lists_each_heads_top_keys(model):
-    at = open_page(text="I saw a saw")
+    at = open_numbers(open_page(text="I saw a saw"))
     t = model.trace("I saw a saw")
     numbers = [e for e in at.expander if e.label == LABEL]
     assert numbers, [e.label for e in at.expander]
@@ -70,6 +72,9 @@ def test_every_figure_of_every_page_has_its_numbers(page):
     charts = at.get("plotly_chart")
     numbers = [e for e in at.expander if e.label == LABEL]
     assert len(numbers) == len(charts)
+    open_numbers(at)
+    assert len(at.get("plotly_chart")) == len(charts)
+    numbers = [e for e in at.expander if e.label == LABEL]
     for e in numbers:
-        assert e.caption or e.markdown or e.table
+        assert e.proto.expanded and (e.caption or e.markdown or e.table)
     assert figures.SUMMARY_FAILURES == []

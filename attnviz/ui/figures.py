@@ -24,6 +24,7 @@ from collections.abc import Callable, Hashable
 import pandas  # imported whole before any chart is drawn (see below)
 import plotly.graph_objects as go
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from ..i18n import _, language
 from ..plotting.summary import Summary, Table, plain, summarise
@@ -89,7 +90,7 @@ def show_figure(fig: go.Figure, key: str | None = None,
                    "seconds (it starts a renderer); later ones are quick."),
         )
     if summary is not False:
-        show_numbers(summary, key)
+        show_numbers(summary, key, name=_title_of(fig))
     return event
 
 
@@ -133,12 +134,37 @@ def _summarise(fig: go.Figure) -> Summary:
         return Summary(title)
 
 
-def show_numbers(summary: Summary | str | pandas.DataFrame, key: str | None = None) -> None:
+def numbers_key(key: str | None, name: str = "") -> str:
+    """The user key of a figure's "Numbers in this figure" expander: `numbers_<key>` for a
+    figure with a key; else one made from its title (`name`), numbered when this run already
+    has one of that title, so it stays the same from rerun to rerun."""
+    if key is not None:
+        return f"numbers_{key}"
+    ctx = get_script_run_ctx()
+    taken = ctx.shared.widget_user_keys_this_run if ctx is not None else ()
+    base = "numbers_t" + hashlib.blake2s(name.encode(), digest_size=6).hexdigest()
+    n, found = 1, base
+    while found in taken:
+        n += 1
+        found = f"{base}_{n}"
+    return found
+
+
+def show_numbers(summary: Summary | str | pandas.DataFrame, key: str | None = None,
+                 name: str = "") -> None:
     """A collapsed "Numbers in this figure" expander (a keyboard-reachable <details>) holding
     the summary's sentence and its tables as HTML tables (st.table: read cell by cell by a
-    screen reader, with the first column as row headers)."""
-    with st.expander(_("Numbers in this figure"), icon=":material/table_view:",
-                     key=None if key is None else f"numbers_{key}"):
+    screen reader, with the first column as row headers).
+
+    Its contents are made only while it is open: opening it reruns the page (or the fragment
+    it is in), which then draws them. A closed expander costs a label, not tables encoded and
+    sent on every rerun by every student (they doubled a light rerun). `key`: the figure's key;
+    without one, `name` (its title) names the expander (`numbers_key`)."""
+    box = st.expander(_("Numbers in this figure"), icon=":material/table_view:",
+                      key=numbers_key(key, name), on_change="rerun")
+    if not box.open:
+        return
+    with box:
         if isinstance(summary, str):
             st.markdown(summary)
         elif isinstance(summary, pandas.DataFrame):
