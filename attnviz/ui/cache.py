@@ -63,7 +63,8 @@ def footprint(value) -> int:
     if isinstance(value, (list, tuple)):
         return 56 + sum(footprint(v) + 8 for v in value)
     if hasattr(value, "_data") and hasattr(value, "_layout"):  # a plotly Figure
-        return footprint(value._data) + footprint(value._layout)
+        return (footprint(value._data) + footprint(value._layout)
+                + footprint(value.__dict__.get("_attnviz_dict")))  # ui.figures.frozen
     if hasattr(value, "element_size") and hasattr(value, "numel"):  # a torch.Tensor
         return value.numel() * value.element_size()
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -191,6 +192,11 @@ def cached(kind: str, key: Hashable, compute: Callable[[], object],
            waiting: Callable[[], AbstractContextManager] | None = None):
     """CACHES[kind].get(key, compute, waiting): the one way the app caches a value."""
     return CACHES[kind].get(key, compute, waiting)
+
+
+def is_cached(kind: str, key: Hashable) -> bool:
+    """Whether CACHES[kind] holds `key` now (a page skips its "please wait" for a hit)."""
+    return key in CACHES[kind]
 
 
 def clear_caches(*kinds: str) -> None:

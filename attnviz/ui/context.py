@@ -21,9 +21,11 @@ longer walks them while holding the GIL that all sessions share.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import threading
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,7 +48,7 @@ from attnviz.engine import (
 from attnviz.engine.load import BUNDLED_NAME
 from attnviz.i18n import N_, _
 
-from .cache import cached
+from .cache import cached, is_cached
 from .router import ensure_router
 from .text import literal
 
@@ -111,6 +113,12 @@ def cached_model(folder: str | None, device: str) -> Model:
         "Loading the model (once per server)..."))
 
 
+def loading(done: bool, text: str) -> AbstractContextManager:
+    """st.spinner(text) unless the value is `done` (cached): Streamlit's spinner starts a
+    timer thread each time, a sixth of a light rerun that shows nothing."""
+    return contextlib.nullcontext() if done else st.spinner(text)
+
+
 def cached_trace(model: Model, request: TraceRequest) -> Trace:
     """A shared, read-only Trace: identical requests from any session reuse the work."""
     return cached("traces", (model.key, request), lambda: model.trace(request))
@@ -167,7 +175,8 @@ def load_checkpoint(typed: str, device: str, fallback: str = BUNDLED_INSTEAD) ->
     with `fallback` (an N_-marked sentence, shown translated)."""
     folder = open_checkpoint(typed, fallback)
     try:
-        with st.spinner(_("Loading the model (once per server)...")):
+        with loading(is_cached("models", (folder, device)),
+                     _("Loading the model (once per server)...")):
             return cached_model(folder, device)
     except ModelError as e:
         reason = str(e).replace(folder, Path(folder).name)
@@ -286,7 +295,8 @@ def context() -> Context:
             error = str(e)
     if model is None:
         try:
-            with st.spinner(_("Loading the model (once per server)...")):
+            with loading(is_cached("models", (None, device)),
+                         _("Loading the model (once per server)...")):
                 model = cached_model(None, device)
         except Exception as e:
             error = _("The bundled model could not be loaded: {error}").format(
@@ -355,8 +365,10 @@ def trace_or_message(ctx: Context, **options) -> Trace | None:
     if ctx.error:
         st.warning(ctx.error)
     try:
-        with st.spinner(_("Running {title}...").format(title=ctx.model.title)):
-            t = ctx.trace(**options)
+        request = ctx.request.with_options(**options)
+        with loading(is_cached("traces", (ctx.model.key, request)),
+                     _("Running {title}...").format(title=ctx.model.title)):
+            t = cached_trace(ctx.model, request)
     except ValueError as e:
         st.error(_("Cannot run {title} on this: {error}").format(title=ctx.model.title,
                                                                  error=literal(str(e))))

@@ -63,7 +63,19 @@ def cached_figure(key: Hashable, build: Callable[[], go.Figure]) -> go.Figure:
     The session's language is part of the key: titles and axis labels are translated when the
     figure is built, so a Chinese session never gets an English session's figure.
     """
-    return cached("figures", (language(), key), build)
+    return cached("figures", (language(), key), lambda: frozen(build()))
+
+
+def frozen(fig: go.Figure) -> go.Figure:
+    """The figure, its `to_dict()` made once: st.plotly_chart calls it on every rerun (a deep
+    copy with every array base64-encoded, 4 ms for a 12-head grid, most of a light rerun's
+    chart cost), though a cached figure never changes. The dict is kept on the figure
+    (`_attnviz_dict`, counted by the figure cache's `footprint`) and handed out as is: what
+    reads it (Streamlit's JSON encoding) does not change it."""
+    as_dict = go.Figure.to_dict(fig)
+    object.__setattr__(fig, "_attnviz_dict", as_dict)
+    object.__setattr__(fig, "to_dict", lambda: as_dict)
+    return fig
 
 
 def show_figure(fig: go.Figure, key: str | None = None,

@@ -79,6 +79,9 @@ def warm_class() -> None:
               flush=True)
     finally:
         STATE["class_done"] = time.time()
+        if STATE["class_error"] is None:  # tests/load/run_load.py --class-warm-up waits for it
+            print(f"attnviz: class warm-up done ({STATE['class_done'] - STATE['done']:.0f} s)",
+                  file=sys.stderr, flush=True)
 
 
 def _quiet(fraction: float, message: str) -> None:

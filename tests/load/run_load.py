@@ -104,6 +104,9 @@ class MemorySampler(threading.Thread):
 
 
 # ----------------------------------------------------------------------- client
+# A widget drawn inside an st.fragment reruns that fragment alone, as the browser asks
+# (BackMsg rerun_script.fragment_id); --full-reruns: every click reruns the whole page.
+FRAGMENT_RERUNS = True
 WORKERS_SEEN: dict[int, str] = {}  # session index -> worker that answered (behind nginx)
 
 
@@ -116,6 +119,7 @@ class Rerun:
     ok: bool
     charts: int = 0
     errors: list[str] = field(default_factory=list)
+    at: float = 0.0  # when it was sent (time.time())
 
 
 class Session:
@@ -132,6 +136,8 @@ class Session:
         self.states: dict[str, object] = {}  # id -> WidgetState we set
         self.text_id: str | None = None
         self.tabs: tuple[str, list[str]] | None = None  # (tab group's widget id, labels)
+        self.fragment_of: dict[str, str] = {}  # widget id -> the st.fragment that drew it
+        self.fragment = ""  # the next rerun is this fragment's alone (a browser does that)
         self.notes: list[str] = []  # info and warning boxes seen (the last rerun's first)
         self.downloads: list[tuple[str, str]] = []  # the last run's (label, deferred file id)
         self.session_id = ""
@@ -159,11 +165,19 @@ class Session:
         cs.page_script_hash = self.page_hash
         cs.page_name = self.page_name
         cs.widget_states.widgets.extend(self.states.values())
-        self.widgets = {}
-        self.tabs = None
+        fragment, self.fragment = self.fragment, ""
+        if fragment and FRAGMENT_RERUNS:  # only that fragment's elements are drawn again
+            cs.fragment_id = fragment
+            self.widgets = {k: v for k, v in self.widgets.items()
+                            if self.fragment_of.get(k) != fragment}
+            if self.tabs is not None and self.fragment_of.get(self.tabs[0]) == fragment:
+                self.tabs = None
+        else:
+            self.widgets = {}
+            self.tabs = None
         self.downloads = []
         charts, errors = 0, []
-        t0 = time.perf_counter()
+        t0, at = time.perf_counter(), time.time()
         await self.ws.send(msg.SerializeToString())
         ok = False
         try:
@@ -176,6 +190,7 @@ class Session:
                     block = fm.delta.add_block
                     if block.WhichOneof("type") == "tab_container" and block.tab_container.id:
                         self.tabs = (block.tab_container.id, [])
+                        self.fragment_of[block.tab_container.id] = fm.delta.fragment_id
                     elif block.WhichOneof("type") == "tab" and self.tabs is not None:
                         self.tabs[1].append(block.tab.label)
                 elif kind == "delta" and fm.delta.WhichOneof("type") == "new_element":
@@ -195,6 +210,7 @@ class Session:
                     elif etype in ("text_area", "selectbox", "slider"):
                         w = getattr(el, etype)
                         self.widgets[w.id] = (etype, w)
+                        self.fragment_of[w.id] = fm.delta.fragment_id
                         if etype == "text_area" and w.label == "Sentence":
                             self.text_id = w.id
                 elif kind == "new_session":
@@ -220,7 +236,7 @@ class Session:
             errors.append(f"{type(e).__name__}: {e}")
         seconds = time.perf_counter() - t0
         return Rerun(self.index, self.page_name or DEFAULT, action, seconds,
-                     ok and not errors, charts, errors)
+                     ok and not errors, charts, errors, at)
 
     # --- what a student does
     def type_sentence(self, text: str) -> None:
@@ -237,6 +253,7 @@ class Session:
         for wid, (etype, w) in self.widgets.items():
             if "layer" not in w.label.lower():
                 continue
+            self.fragment = self.fragment_of.get(wid, "")
             if etype == "selectbox" and len(w.options) > 1:
                 self.states[wid] = WidgetState(id=wid, string_value=rng.choice(list(w.options)))
                 return True
@@ -250,6 +267,7 @@ class Session:
                 ws.double_array_value.data.append(float(rng.randint(int(w.min), int(w.max))))
                 self.states[wid] = ws
                 return True
+        self.fragment = ""
         return False
 
     def open_tab(self, rng: random.Random) -> bool:
@@ -260,6 +278,7 @@ class Session:
             return False
         wid, labels = self.tabs
         self.states[wid] = WidgetState(id=wid, string_value=rng.choice(labels[1:]))
+        self.fragment = self.fragment_of.get(wid, "")
         return True
 
     def open_tab_named(self, start: str) -> bool:
@@ -273,6 +292,7 @@ class Session:
         if label is None:
             return False
         self.states[wid] = WidgetState(id=wid, string_value=label)
+        self.fragment = self.fragment_of.get(wid, "")
         return True
 
     def go_to(self, name: str) -> None:
@@ -368,6 +388,17 @@ def summary(results: list[Rerun]) -> dict:
         return {"n": len(v), "p50_s": round(pct(v, 50), 3), "p95_s": round(pct(v, 95), 3),
                 "max_s": round(max(v), 3) if v else None}
 
+    # Light reruns (a layer changed, a tab opened) in each third of the class's time: a tail
+    # of first visits (a training, a corpus) shows in one third, a slow server in all three.
+    light = [r for r in results if r.ok and r.action in ("layer", "tab")]
+    by_third: dict[str, dict] = {}
+    if light:
+        t0 = min(r.at for r in results)
+        span = max(r.at for r in results) - t0 or 1.0
+        for i, name in enumerate(("first", "second", "last")):
+            part = [r.seconds for r in light if i <= 3 * (r.at - t0) / span < i + 1
+                    or (i == 2 and r.at - t0 >= span)]
+            by_third[name] = stats(part)
     return {
         "reruns": len(results), "ok": len(lat),
         "errors": [f"session {r.session} {r.page} {r.action}: {e}" for r in results
@@ -376,6 +407,7 @@ def summary(results: list[Rerun]) -> dict:
         "mean_s": round(statistics.fmean(lat), 3) if lat else None,
         "by_page": {k: stats(v) for k, v in sorted(by_page.items())},
         "by_action": {k: stats(v) for k, v in sorted(by_action.items())},
+        "light_by_third": by_third,
     }
 
 
@@ -390,11 +422,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--think", type=float, nargs=2, default=(0.2, 1.0), metavar=("MIN", "MAX"),
                     help="seconds a student waits after each answer (uniform); the default is "
                          "a class clicking as fast as it can")
+    ap.add_argument("--full-reruns", action="store_true",
+                    help="rerun the whole page on every click, also for widgets inside a "
+                         "fragment (how this tool measured at first)")
+    ap.add_argument("--class-warm-up", action="store_true",
+                    help="start the server as `make serve` does (ATTNVIZ_PRELOAD=class) and "
+                         "begin once its class warm-up is done")
     ap.add_argument("--settle", type=float, default=20, help="seconds to wait after closing")
     ap.add_argument("--json", type=Path, default=ROOT / "test-output" / "load.json")
     ap.add_argument("--url", help="load this running server (http://host:port) instead of "
                                   "starting one")
     args = ap.parse_args(argv)
+    global FRAGMENT_RERUNS
+    FRAGMENT_RERUNS = not args.full_reruns
 
     args.json.parent.mkdir(parents=True, exist_ok=True)
     if args.url:
@@ -402,7 +442,12 @@ def main(argv: list[str] | None = None) -> int:
     port = free_port()
     url = f"ws://127.0.0.1:{port}/_stcore/stream"
     t_start = time.time()
-    proc = start_server(port, args.json.parent / "load_streamlit.log")
+    log = args.json.parent / "load_streamlit.log"
+    if args.class_warm_up:
+        os.environ["ATTNVIZ_PRELOAD"] = "class"
+    proc = start_server(port, log)
+    if args.class_warm_up:
+        wait_for_class_warm_up(log)
     sampler = MemorySampler(proc.pid)
     sampler.start()
     try:
@@ -441,6 +486,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {k:14s} n={v['n']:3d} p50 {v['p50_s']:6.2f} s  p95 {v['p95_s']:6.2f} s")
     for k, v in report["by_action"].items():
         print(f"  [{k}] n={v['n']:3d} p50 {v['p50_s']:6.2f} s  p95 {v['p95_s']:6.2f} s")
+    print_thirds(report)
     r = report["rss_mib"]
     print(f"server RSS MiB: start {r['start']}, after warm-up {r['after_warm_up']}, "
           f"peak {r['peak']}, after close {rss_after:.0f}")
@@ -448,6 +494,25 @@ def main(argv: list[str] | None = None) -> int:
         print("  ERROR", e)
     print(f"report: {args.json}")
     return 0 if not report["errors"] and alive else 1
+
+
+def wait_for_class_warm_up(log: Path, timeout_s: float = 600) -> None:
+    """Until the server's log says its class warm-up ended (attnviz.ui.preload)."""
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        text = log.read_text(errors="replace")
+        if "class warm-up done" in text or "class warm-up failed" in text:
+            print(next(line for line in text.splitlines() if "class warm-up" in line))
+            return
+        time.sleep(1)
+    raise SystemExit(f"the server's class warm-up did not end in {timeout_s:.0f} s")
+
+
+def print_thirds(report: dict) -> None:
+    thirds = report.get("light_by_third") or {}
+    if thirds:
+        print("  light reruns (layer, tab) by third of the class: " + "; ".join(
+            f"{k} n={v['n']} p50 {v['p50_s']} s p95 {v['p95_s']} s" for k, v in thirds.items()))
 
 
 def load_url(args: argparse.Namespace) -> int:
@@ -488,6 +553,7 @@ def load_url(args: argparse.Namespace) -> int:
                                                   sorted(per_worker.items())))
     for k, v in report["by_action"].items():
         print(f"  [{k}] n={v['n']:3d} p50 {v['p50_s']:6.2f} s  p95 {v['p95_s']:6.2f} s")
+    print_thirds(report)
     for e in report["errors"][:20]:
         print("  ERROR", e)
     print(f"report: {args.json}")
