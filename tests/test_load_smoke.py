@@ -25,6 +25,8 @@ def test_a_small_class(tmp_path):
     assert run.returncode == 0 and report["errors"] == [] and report["server_alive"], report
     assert report["ok"] == report["reruns"] >= 3 * 5
     assert {"open", "type", "page"} <= set(report["by_action"])
+    # a layer or tab inside an st.fragment reruns that fragment alone, as in a browser
+    assert report["warm_up"]["fragment_reruns"] == 1 and report["light_by_third"], report
     assert report["rss_mib"]["peak"] > report["rss_mib"]["start"] > 0
 
 

@@ -157,3 +157,38 @@ def test_a_figure_is_summarised_once(monkeypatch):
     calls.clear()
     gc.collect()
     assert key not in figures._SUMMARIES
+
+
+def test_a_cached_figure_sends_the_same_chart_and_is_copied_once(monkeypatch):
+    """ui.cached_figure keeps a figure's to_dict() (Streamlit calls it on every rerun): the
+    chart Streamlit sends is byte for byte the one an unfrozen figure gives, the dict is made
+    once, and the figure cache counts its bytes."""
+    from streamlit.testing.v1 import AppTest
+
+    from attnviz import plotting
+    from attnviz.ui.cache import footprint
+
+    w = np.random.default_rng(0).random((12, 5, 5))
+    tokens = ["[CLS]", "i", "saw", "saw", "[SEP]"]
+
+    def build() -> go.Figure:
+        return plotting.heads_grid(w, tokens, "weights", title="grid")
+
+    plain = build()
+    calls = []
+    real = go.Figure.to_dict
+    monkeypatch.setattr(go.Figure, "to_dict", lambda self: calls.append(1) or real(self))
+    frozen = figures.frozen(build())
+    assert len(calls) == 1
+    assert frozen.to_dict() is frozen.to_dict() and len(calls) == 1
+    assert frozen.to_dict() == real(plain)
+    assert footprint(frozen) > footprint(plain) + 0.5 * len(str(frozen.to_dict()["data"]))
+
+    def script(fig) -> None:
+        import streamlit as st
+
+        st.plotly_chart(fig, key="chart")
+
+    specs = [AppTest.from_function(script, args=(fig,)).run().get("plotly_chart")[0].proto.spec
+             for fig in (plain, frozen)]
+    assert specs[0] == specs[1]

@@ -120,6 +120,7 @@ class Rerun:
     charts: int = 0
     errors: list[str] = field(default_factory=list)
     at: float = 0.0  # when it was sent (time.time())
+    fragment: bool = False  # an st.fragment's rerun alone
 
 
 class Session:
@@ -236,7 +237,8 @@ class Session:
             errors.append(f"{type(e).__name__}: {e}")
         seconds = time.perf_counter() - t0
         return Rerun(self.index, self.page_name or DEFAULT, action, seconds,
-                     ok and not errors, charts, errors, at)
+                     ok and not errors, charts, errors, at,
+                     bool(fragment and FRAGMENT_RERUNS))
 
     # --- what a student does
     def type_sentence(self, text: str) -> None:
@@ -359,6 +361,8 @@ async def warm_up(url: str, timeout: float) -> list[Rerun]:
     s = Session(url, -1, timeout)
     await s.connect()
     out = [await s.rerun("open")]
+    if s.change_layer(random.Random(0)):  # the default page's layer: its fragment alone
+        out.append(await s.rerun("layer"))
     for name in [p for p in s.pages if p]:  # "" is the default page, opened above
         s.go_to(name)
         out.append(await s.rerun("page"))
@@ -401,6 +405,7 @@ def summary(results: list[Rerun]) -> dict:
             by_third[name] = stats(part)
     return {
         "reruns": len(results), "ok": len(lat),
+        "fragment_reruns": sum(r.fragment and r.ok for r in results),
         "errors": [f"session {r.session} {r.page} {r.action}: {e}" for r in results
                    for e in r.errors],
         "latency": stats(lat),
