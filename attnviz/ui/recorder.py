@@ -196,7 +196,8 @@ def note_numbers(label: str, make: Callable[[], dict], file_name: str, kind: str
 
 
 def fragment(func: Callable) -> Callable:
-    """st.fragment that keeps the recorded view current when it reruns alone."""
+    """st.fragment that keeps the recorded view current when it reruns alone, in the
+    session's language."""
     tag = f"{func.__module__}.{func.__qualname__}"
 
     @functools.wraps(func)
@@ -208,6 +209,12 @@ def fragment(func: Callable) -> Callable:
                 return func(*args, **kwargs)
             finally:
                 rec.tag = before
+        # The fragment reruns alone (a widget in it changed): app.py's router did not run in
+        # this thread, so the session's language is set here (else its text falls back to
+        # English, seen on a Chinese page's layer change).
+        from .sidebar import use_session_language
+
+        use_session_language()
         saved = st.session_state.get(STATE_KEY)
         if not isinstance(saved, Recorded):
             return func(*args, **kwargs)

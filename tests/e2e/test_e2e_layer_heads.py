@@ -34,3 +34,20 @@ def test_layer_heads_url_opens_the_page_with_its_settings(page, app_url):
     assert "Page not found" not in body
     assert "Layer 3: softmax weights" in body and "5 tokens" in body
     assert not page_errors(page)
+
+
+def test_a_fragment_rerun_keeps_the_sessions_language(page, app_url):
+    """Opening a figure's numbers reruns the layer's fragment alone (app.py's router does not
+    run): its text, figure and tables stay in Chinese, as they were before the click."""
+    page.goto(f"{app_url}/")
+    wait_for_app(page)
+    page.goto(f"{app_url}/?lang=zh&text=I+saw+a+saw&layer=1")
+    wait_for_app(page)
+    assert "第 1 层：softmax 注意力权重" in page.inner_text("body")
+    page.get_by_text("本图中的数值", exact=True).first.click()
+    page.locator("[data-testid=stTable] table").first.wait_for()
+    wait_for_app(page)
+    body = page.inner_text("body")
+    assert "第 1 层：softmax 注意力权重" in body and "softmax weights" not in body
+    assert "saw #2" in page.locator("[data-testid=stTable] table").first.inner_text()
+    assert not page_errors(page)
