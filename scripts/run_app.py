@@ -53,7 +53,6 @@ def main(argv: list[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0].startswith("-"):
         args.insert(0, "app.py")
-    sys.setswitchinterval(float(os.environ.get("ATTNVIZ_SWITCH_INTERVAL_S", "0.005")))
     mode = os.environ.get("ATTNVIZ_PRELOAD", "1")
     if mode == "early":
         start_preload()
