@@ -152,8 +152,10 @@ def numbers_key(key: str | None, name: str = "") -> str:
     has one of that title, so it stays the same from rerun to rerun."""
     if key is not None:
         return f"numbers_{key}"
+    # The user keys this run has taken (a Streamlit internal; if it goes, none are known and
+    # a second figure of one title would need a key of its own).
     ctx = get_script_run_ctx()
-    taken = ctx.shared.widget_user_keys_this_run if ctx is not None else ()
+    taken = getattr(getattr(ctx, "shared", None), "widget_user_keys_this_run", ())
     base = "numbers_t" + hashlib.blake2s(name.encode(), digest_size=6).hexdigest()
     n, found = 1, base
     while found in taken:
