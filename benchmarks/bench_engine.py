@@ -21,10 +21,10 @@ from attnviz.engine import bundled_model_dir
 LENGTHS = (16, 128, 512)
 
 
-
 def random_ids(rng: np.random.Generator, n: int) -> list[int]:
     """n BERT ids: [CLS], n - 2 random word-piece ids, [SEP] (the benchmarks' inputs)."""
     return [101] + rng.integers(1000, 30000, n - 2).tolist() + [102]
+
 
 def machine(device: torch.device) -> str:
     if device.type == "cuda":

@@ -248,6 +248,11 @@ class Session:
             raise RuntimeError("no sentence box seen yet")
         self.states[self.text_id] = WidgetState(id=self.text_id, string_value=text)
 
+    def click(self, wid: str, state) -> None:
+        """Give widget `wid` a new state; the next rerun is its fragment's alone, if it has one."""
+        self.states[wid] = state
+        self.fragment = self.fragment_of.get(wid, "")
+
     def change_layer(self, rng: random.Random) -> bool:
         """Pick another value for this page's layer control (a select box or slider)."""
         from streamlit.proto.WidgetStates_pb2 import WidgetState
@@ -255,21 +260,19 @@ class Session:
         for wid, (etype, w) in self.widgets.items():
             if "layer" not in w.label.lower():
                 continue
-            self.fragment = self.fragment_of.get(wid, "")
             if etype == "selectbox" and len(w.options) > 1:
-                self.states[wid] = WidgetState(id=wid, string_value=rng.choice(list(w.options)))
+                self.click(wid, WidgetState(id=wid, string_value=rng.choice(list(w.options))))
                 return True
             if etype == "slider" and w.options:  # select_slider: formatted options
                 ws = WidgetState(id=wid)
                 ws.string_array_value.data.append(rng.choice(list(w.options)))
-                self.states[wid] = ws
+                self.click(wid, ws)
                 return True
             if etype == "slider" and w.max > w.min:
                 ws = WidgetState(id=wid)
                 ws.double_array_value.data.append(float(rng.randint(int(w.min), int(w.max))))
-                self.states[wid] = ws
+                self.click(wid, ws)
                 return True
-        self.fragment = ""
         return False
 
     def open_tab(self, rng: random.Random) -> bool:
@@ -279,8 +282,7 @@ class Session:
         if self.tabs is None or len(self.tabs[1]) < 2:
             return False
         wid, labels = self.tabs
-        self.states[wid] = WidgetState(id=wid, string_value=rng.choice(labels[1:]))
-        self.fragment = self.fragment_of.get(wid, "")
+        self.click(wid, WidgetState(id=wid, string_value=rng.choice(labels[1:])))
         return True
 
     def open_tab_named(self, start: str) -> bool:
@@ -293,8 +295,7 @@ class Session:
         label = next((x for x in labels if x.startswith(start)), None)
         if label is None:
             return False
-        self.states[wid] = WidgetState(id=wid, string_value=label)
-        self.fragment = self.fragment_of.get(wid, "")
+        self.click(wid, WidgetState(id=wid, string_value=label))
         return True
 
     def go_to(self, name: str) -> None:
@@ -396,13 +397,14 @@ def summary(results: list[Rerun]) -> dict:
     # of first visits (a training, a corpus) shows in one third, a slow server in all three.
     light = [r for r in results if r.ok and r.action in ("layer", "tab")]
     by_third: dict[str, dict] = {}
-    if light:
-        t0 = min(r.at for r in results)
-        span = max(r.at for r in results) - t0 or 1.0
-        for i, name in enumerate(("first", "second", "last")):
-            part = [r.seconds for r in light if i <= 3 * (r.at - t0) / span < i + 1
-                    or (i == 2 and r.at - t0 >= span)]
-            by_third[name] = stats(part)
+    if light:  # a session that never connected has no send time (at = 0): left out
+        sent = [r.at for r in results if r.at]
+        t0, span = min(sent), (max(sent) - min(sent)) or 1.0
+        thirds: list[list[float]] = [[], [], []]
+        for r in light:
+            thirds[min(2, int(3 * (r.at - t0) / span))].append(r.seconds)
+        by_third = {name: stats(part) for name, part in zip(("first", "second", "last"),
+                                                             thirds, strict=True)}
     return {
         "reruns": len(results), "ok": len(lat),
         "fragment_reruns": sum(r.fragment and r.ok for r in results),
