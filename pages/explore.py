@@ -17,6 +17,10 @@ from attnviz.plotting.overview import mark_head, overview_mosaic, pick_head
 from attnviz.plotting.token_lines import token_lines
 
 ALL_LINES_MAX = 64  # tokens up to which "all tokens" is offered for the token lines
+# Shown tokens up to which the mosaic outlines the open head. Moving the outline makes a new
+# figure, which Streamlit sends and the browser draws again whole (2.3 MB at 512 tokens: a
+# second of a head change's 2.7 s, bench overview_browser); past this the mosaic stays still.
+OUTLINE_MAX = 24
 
 
 def mosaic(t, hide: bool, renorm: bool, seg: str, words: bool):
@@ -56,7 +60,8 @@ def main() -> None:
         "Every tile is one head's softmax weights $w_{ij}$: rows are **queries** $i$ (who "
         "looks), columns are **keys** $j$ (who is looked at). The last column is the mean over "
         "the heads of a layer, the last row the mean over all layers. **Click a tile** (near "
-        "its centre; the hover says which) to open that head below: the open head is outlined."
+        "its centre; the hover says which) to open that head below: in a short input the open "
+        "head is outlined."
     ))
     ctx = ui.context()
     t = ui.trace_or_message(ctx)
@@ -83,10 +88,17 @@ def main() -> None:
                                     "hidden."))
     with st.spinner(_("Drawing every head...")):
         fig = mosaic(t, hide, renorm, seg, words)
-        shown = open_head(t)
-        fig = ui.cached_figure(("ex_overview_marked", t.key, hide, renorm, seg, words, shown),
-                               lambda: mark_head(fig, *shown))
+        n_shown = int(fig.layout.meta["tokens"])
+        if n_shown <= OUTLINE_MAX:
+            shown = open_head(t)
+            fig = ui.cached_figure(("ex_overview_marked", t.key, hide, renorm, seg, words, shown),
+                                   lambda: mark_head(fig, *shown))
     ui.show_figure(fig, key="ex_overview", on_select=open_clicked, selection_mode="points")
+    if n_shown > OUTLINE_MAX:
+        st.caption(_("{n} tokens shown: past {max} the open head is not outlined here (moving "
+                     "the outline would send and draw the whole mosaic again at every head "
+                     "change); its layer and head are named above its enlarged view below.")
+                   .format(n=n_shown, max=OUTLINE_MAX))
     # Layer and head rerun the whole page (the mosaic outlines the open head) in one run;
     # inside the fragment they would cost a fragment run and then the page's run.
     c1, c2 = st.columns([1, 1, 3])[:2]

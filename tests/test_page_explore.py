@@ -121,3 +121,33 @@ def test_long_input_offers_no_all_tokens_wall(at):
     box = at.selectbox(key="ex_token")
     assert None not in box.options and "all tokens" not in box.options
     assert any("one query token at a time" in c.value for c in at.caption)
+
+
+
+@pytest.mark.parametrize("words, moves", [(22, True), (23, False)])
+def test_past_the_outline_limit_a_head_change_leaves_the_mosaic_as_it_was(at, model, words,
+                                                                          moves):
+    """Moving the outline makes a new mosaic, which Streamlit re-sends and the browser draws
+    again whole (2.3 MB at 512 tokens). Up to OUTLINE_MAX shown tokens it moves; past it the
+    spec sent for another head is byte for byte the one before, and a caption says why."""
+    text = "the " * words
+    n = model.trace(text).n_tokens
+    assert n == words + 2  # [CLS] and [SEP]
+    at.session_state["text"] = text
+    at.run()
+    before = at.get("plotly_chart")[0].proto.spec
+    at.selectbox(key="ex_head").set_value(7).run()
+    assert not at.exception
+    after = at.get("plotly_chart")[0].proto.spec
+    _, one, _ = figures(at)
+    assert one["layout"]["title"]["text"] == "Layer 0, head 7"
+    note = [c.value for c in at.caption if "not outlined" in c.value]
+    if moves:
+        assert before != after and not note
+        (rect,) = json.loads(after)["layout"]["shapes"]
+        assert rect["x0"] == 7 * (n + 1) - 0.5
+    else:
+        assert before == after and "shapes" not in json.loads(after)["layout"]
+        assert note == [f"{n} tokens shown: past 24 the open head is not outlined here (moving "
+                        "the outline would send and draw the whole mosaic again at every head "
+                        "change); its layer and head are named above its enlarged view below."]

@@ -131,7 +131,7 @@ def overview_mosaic(
         # Room for the row labels and the colour bar up front: drawn once, not twice.
         margin=dict(l=10 + label_room(rows, titled=False), r=colorbar_room("weight", "0.2"),
                     t=90, b=10), clickmode="event+select",
-        meta=dict(tile=c, step=step, layers=L, heads=H),  # read by mark_head
+        meta=dict(tile=c, step=step, layers=L, heads=H, tokens=n),  # read by mark_head
     )
     return fig
 
