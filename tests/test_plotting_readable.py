@@ -90,24 +90,59 @@ def test_long_single_head_keeps_square_cells_and_few_key_labels(model):
 
 
 def test_heads_grid_of_52_tokens_keeps_thinned_token_labels(model):
-    from attnviz.plotting.heatmaps import GRID_TICKS, heads_grid
+    from attnviz.plotting.heatmaps import GRID_TICKS, PANEL_MARK, heads_grid
 
     t = model.trace("the cat sat on the mat " * 8 + "and so")  # 52 tokens
     assert t.n_tokens == 52
     fig = heads_grid(t.weights[0], t.tokens)
     y = fig.layout.yaxis
-    assert y.showticklabels is not False and 0 < len(y.ticktext) <= GRID_TICKS
+    per_row = len(y.ticktext) // 3  # three rows of panels, each row labelled alike
+    assert 0 < per_row <= GRID_TICKS and list(y.ticktext) == list(y.ticktext[:per_row]) * 3
     assert y.ticktext[1].startswith("#5 ")  # thinned: the position is named
-    assert fig.layout.yaxis2.showticklabels is False  # inner panels: none
+    assert PANEL_MARK not in "".join(y.ticktext)  # the panel marks never show
+    assert set(y.tickvals) <= set(y.categoryarray)
 
 
-def test_pooled_heads_grid_labels_outer_panels_only(model):
-    from attnviz.plotting.heatmaps import heads_grid
+def test_pooled_heads_grid_labels_its_blocks(model):
+    from attnviz.plotting.heatmaps import GRID_TICKS, heads_grid
 
     w = np.random.default_rng(0).random((12, 200, 200)).astype(np.float32)
     fig = heads_grid(w, ["t"] * 200)
-    assert fig.layout.yaxis.showticklabels is True and fig.layout.yaxis2.showticklabels is False
-    assert fig.layout.xaxis.showticklabels is False and fig.layout.xaxis12.showticklabels is True
+    for axis, panels in ((fig.layout.xaxis, 4), (fig.layout.yaxis, 3)):
+        assert len(axis.ticktext) % panels == 0
+        assert 0 < len(axis.ticktext) // panels <= GRID_TICKS
+        assert axis.ticktext[0] == "#0" and axis.ticktext[1] == "#18"  # 67 blocks of 3, every 6th
+    assert "queries from %{y}" in fig.data[5].hovertemplate
+    assert list(fig.data[5].y[:2]) == ["#0\u200b", "#3\u200b"]  # row 1: one mark
+
+
+def test_heads_grid_is_one_pair_of_axes_with_a_trace_per_head(model):
+    """Each head its own trace (exact z, its own hover), the panels side by side on one pair
+    of category axes, blank categories between them, each panel titled above its centre."""
+    from attnviz.plotting.common import axis_labels
+    from attnviz.plotting.heatmaps import PANEL_MARK, heads_grid
+
+    t = model.trace("I saw a saw")
+    fig = heads_grid(t.weights[0], t.tokens)
+    layout = fig.layout.to_plotly_json()
+    assert not [k for k in layout if k.startswith(("xaxis", "yaxis")) and k[5:]]
+    labels = axis_labels(t.tokens)  # 'saw #2', 'saw #4': two columns, two rows
+    xcat, ycat = list(fig.layout.xaxis.categoryarray), list(fig.layout.yaxis.categoryarray)
+    assert len(set(xcat)) == len(xcat) and len(set(ycat)) == len(ycat)
+    for h, tr in enumerate(fig.data):
+        r, c = divmod(h, 4)
+        np.testing.assert_array_equal(np.asarray(tr.z), t.weights[0, h])
+        assert list(tr.x) == [lab + PANEL_MARK * c for lab in labels]
+        assert list(tr.y) == [lab + PANEL_MARK * r for lab in labels]
+        assert tr.hovertemplate.startswith(f"head {h}<br>")
+        # the title sits over the panel's centre: categories [start, start + 6) of the axis
+        start = xcat.index(tr.x[0])
+        note = fig.layout.annotations[h]
+        assert note.text == f"head {h}" and note.x == pytest.approx((start + 3) / len(xcat))
+        assert note.y == pytest.approx(1 - ycat.index(tr.y[0]) / len(ycat))
+    assert xcat.index(fig.data[1].x[0]) - xcat.index(fig.data[0].x[-1]) == 2  # one blank
+    two = heads_grid(t.weights[0, :2], t.tokens)  # two heads keep a panel's size
+    assert two.layout.xaxis.domain[1] == pytest.approx((2 * 6 + 1) / (4 * 6 + 3))
 
 
 def test_big_unprinted_panels_clip_their_colours(model):

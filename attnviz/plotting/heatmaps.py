@@ -11,7 +11,6 @@ from .common import (
     FONT,
     SCORES_SCALE,
     WEIGHTS_SCALE,
-    Grid,
     axis_labels,
     block_reduce,
     colorbar_room,
@@ -22,6 +21,8 @@ from .common import (
 MAX_X_TICKS = 30  # slanted key labels of one head's heatmap
 SQUARE_FROM = 40  # tokens from which one head's heatmap keeps square cells
 GRID_TICKS = 12  # token labels per panel of a heads grid past 24 tokens
+PANEL_GAPS = (0.13, 0.2)  # blank cells between a heads grid's panels, across / down, per cell
+PANEL_MARK = "\u200b"  # zero-width space: marks a heads grid's categories per panel column/row
 
 KINDS = {
     "scores": dict(title=N_("Q·K similarity (raw scores)"), scale=SCORES_SCALE, fmt=".3f"),
@@ -123,47 +124,83 @@ def heads_grid(
 
     Inputs longer than `max_cells` tokens are max-pooled into blocks for this overview (the
     title says so); the single-head view shows exact values.
+
+    Drawn on one pair of category axes: each head is its own heatmap trace (its exact matrix,
+    its own hover), placed panel by panel with blank categories between the panels, its title
+    an annotation. Twelve subplots (24 axes) took Plotly about twice as long to draw on a
+    student's first visit (README, Speed). A panel column's categories are the token labels
+    followed by as many zero-width spaces (PANEL_MARK) as the column's number, so 'saw #2' of
+    two panel columns are two categories that read the same; tick text and the figure's
+    number tables (plotting.summary) drop the marks.
     """
     H, n = matrices.shape[0], matrices.shape[-1]
-    rows = -(-H // cols)
-    g = Grid(rows=rows, cols=cols,
-             subplot_titles=[_("head {head}").format(head=h) for h in range(H)],
-             horizontal_spacing=0.03, vertical_spacing=0.06 if rows > 1 else 0.1)
-    reduced = [block_reduce(np.asarray(m, dtype=np.float32), max_cells) for m in matrices]
-    factor = reduced[0][1]
+    used = max(1, min(cols, H))  # panel columns that hold a head
+    rows = -(-H // used)
+    reduced = [block_reduce(np.asarray(m, dtype=np.float32), max_cells)[0] for m in matrices]
+    factor = block_reduce(np.asarray(matrices[0], dtype=np.float32), max_cells)[1]
+    m = reduced[0].shape[0]  # cells along a panel's side
+    fmt = KINDS[kind]["fmt"]
+    if factor == 1:
+        names = axis_labels(tokens)
+        # a panel is ~250 px: all labels up to 24 tokens, then GRID_TICKS of them (thinned
+        # ticks name their index), so a 52-token grid keeps its token labels
+        tick_vals, tick_text = tick_labels(tokens, max_ticks=n if n <= 24 else GRID_TICKS)
+    else:
+        names = [f"#{int(s_)}" for s_ in np.arange(m) * factor]  # a block's first position
+        tick_vals = tick_text = names[::max(1, -(-m // GRID_TICKS))]
+    gap_x, gap_y = (max(1, round(share * m)) for share in PANEL_GAPS)
+
+    def categories(count: int, gap: int, letter: str) -> tuple[list[str], list[str], list[str]]:
+        cats, vals, text = [], [], []
+        for p in range(count):
+            mark = PANEL_MARK * p
+            cats += [nm + mark for nm in names]
+            vals += [v + mark for v in tick_vals]
+            text += tick_text
+            if p < count - 1:  # blank categories between panels (no trace: no hover)
+                cats += [f"{letter}{p} gap {g}" for g in range(gap)]
+        return cats, vals, text
+
+    xcat, xvals, xtext = categories(used, gap_x, "x")
+    ycat, yvals, ytext = categories(rows, gap_y, "y")
+    if factor == 1:
+        hover = [_cell_hover(kind, h) for h in range(H)]
+    else:
+        hover = ["<br>".join([_("head {head}").format(head=h), _("queries from") + " %{y}",
+                              _("keys from") + " %{x}",
+                              _("block max") + f" = %{{z:{fmt}}}<extra></extra>"])
+                 for h in range(H)]
+    data, notes = [], []
+    # The panels keep the size a full row of `cols` panels gives them: fewer heads than `cols`
+    # take part of the width (two heads: half), not stretched panels.
+    full = cols * m + (cols - 1) * gap_x
+    width = (used * m + (used - 1) * gap_x) / max(full, len(xcat))
+    for h, z in enumerate(reduced):
+        r, c = divmod(h, used)
+        name = _("head {head}").format(head=h)
+        data.append(dict(type="heatmap", z=z, x=xcat[c * (m + gap_x):c * (m + gap_x) + m],
+                         y=ycat[r * (m + gap_y):r * (m + gap_y) + m], coloraxis="coloraxis",
+                         name=name, hovertemplate=hover[h]))
+        # centred over the panel, just above its top row (paper coordinates; the y axis is
+        # reversed, its range [-0.5, len - 0.5])
+        notes.append(dict(text=name, showarrow=False, xref="paper", yref="paper",
+                          x=width * (c * (m + gap_x) + m / 2) / len(xcat),
+                          y=1 - r * (m + gap_y) / len(ycat), xanchor="center",
+                          yanchor="bottom", font=dict(size=FONT["size"] + 2)))
     ca = _color_args(kind, matrices)
-    labels = axis_labels(tokens)
-    # a panel is ~250 px: all labels up to 24 tokens, then GRID_TICKS of them (thinned ticks
-    # name their index), so a 52-token grid keeps its token labels
-    per_panel = n if n <= 24 else GRID_TICKS
-    for h, (m, _factor) in enumerate(reduced):
-        r, c = h // cols + 1, h % cols + 1
-        if factor == 1:
-            g.add(dict(
-                type="heatmap", z=m, x=labels, y=labels, coloraxis="coloraxis",
-                hovertemplate=_cell_hover(kind, h),
-            ), r, c)
-            x, y = _axis_props(tokens, tokens, show_x=h + cols >= H, show_y=c == 1,
-                               max_x=per_panel, max_y=per_panel)
-            g.xaxis(r, c).update(x)
-            g.yaxis(r, c).update(y)
-        else:
-            starts = np.arange(m.shape[0]) * factor
-            g.add(dict(
-                type="heatmap", z=m, x=starts, y=starts, coloraxis="coloraxis",
-                hovertemplate="<br>".join([
-                    _("head {head}").format(head=h), _("queries from") + " #%{y}",
-                    _("keys from") + " #%{x}",
-                    _("block max") + f" = %{{z:{KINDS[kind]['fmt']}}}<extra></extra>"]),
-            ), r, c)
-            # position numbers on the outer panels only: inner ones would run into neighbours
-            g.yaxis(r, c).update(autorange="reversed", showticklabels=c == 1)
-            g.xaxis(r, c).update(showticklabels=h + cols >= H)
-    return g.figure(
+    axis = dict(type="category", categoryorder="array", showgrid=False, zeroline=False,
+                ticks="")
+    return go.Figure(data=data, layout=dict(
+        xaxis=dict(axis, categoryarray=xcat, tickvals=xvals, ticktext=xtext, tickangle=-45,
+                   side="bottom", domain=[0, width]),
+        yaxis=dict(axis, categoryarray=ycat, tickvals=yvals, ticktext=ytext,
+                   autorange="reversed"),
+        annotations=notes,
         coloraxis=dict(colorscale=ca["colorscale"], cmin=ca["zmin"], cmax=ca["zmax"],
                        colorbar=dict(title=dict(text=_(KIND_NAMES[kind])), thickness=12)),
         height=int(260 * rows + 80), font=FONT, margin=dict(l=10, r=10, t=70, b=10),
+        plot_bgcolor="rgba(0,0,0,0)",  # the gaps between panels show the page, as subplots did
         title=(_("{title} (overview: blocks of {factor} tokens, max)").format(
             title=title or _(KINDS[kind]["title"]), factor=factor) if factor > 1
             else title or _(KINDS[kind]["title"])),
-    )
+    ))

@@ -67,10 +67,10 @@ _TAG = re.compile(r"<[^>]*>")
 
 def plain(text: object) -> str:
     """Plotly label text as a reader should get it: tags (<b>, <br>) dropped, entities
-    (&lt;) decoded, spaces collapsed."""
+    (&lt;) decoded, spaces collapsed, zero-width spaces (a heads grid's panel marks) gone."""
     if text is None:
         return ""
-    return " ".join(html.unescape(_TAG.sub(" ", str(text))).split())
+    return " ".join(html.unescape(_TAG.sub(" ", str(text))).replace("\u200b", "").split())
 
 
 def number(value: object) -> str:
@@ -401,16 +401,24 @@ def summarise(fig: go.Figure, k: int = TOP_K, max_rows: int = MAX_ROWS,
     traces = [t.to_plotly_json() for t in fig.data]
     fig_title = _title(layout.get("title"))
     titles = panel_titles(layout)
-    panels: dict[str, list[dict]] = {}
-    for t in traces:
-        if t.get("visible") is False or t.get("hoverinfo") in SKIP_HOVER:
-            continue
-        panels.setdefault(t.get("xaxis") or "x", []).append(t)
+    # A panel is a subplot (its x axis), except that heatmaps sharing one pair of axes are a
+    # panel each: a heads grid draws its heads side by side that way, each trace named.
+    drawn = [t for t in traces
+             if t.get("visible") is not False and t.get("hoverinfo") not in SKIP_HOVER]
+    maps: dict[str, int] = {}
+    for t in drawn:
+        if t.get("type") == "heatmap":
+            maps[t.get("xaxis") or "x"] = maps.get(t.get("xaxis") or "x", 0) + 1
+    panels: dict[tuple[str, int], list[dict]] = {}
+    for i, t in enumerate(drawn):
+        ref = t.get("xaxis") or "x"
+        own = t.get("type") == "heatmap" and maps[ref] > 1
+        panels.setdefault((ref, i if own else -1), []).append(t)
     tables: list[Table] = []
     kinds: list[str] = []
     sentences: list[str] = []
-    for ref, group in panels.items():
-        name = titles.get(ref, "") if len(panels) > 1 else ""
+    for (ref, _i), group in panels.items():
+        name = titles.get(ref, "") if len(panels) > 1 and maps.get(ref, 0) < 2 else ""
         by_type: dict[str, list[dict]] = {}
         for t in group:
             by_type.setdefault(t.get("type") or "scatter", []).append(t)

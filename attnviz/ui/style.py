@@ -7,7 +7,8 @@ import streamlit as st
 STYLES: dict[str, str] = {
     # Every page, on a phone (up to 640 px wide, e.g. 390 x 844): a chart keeps at least
     # 520 px, a figure of three panels or more 760 px (the head statistics' and the value
-    # norms' panel titles ran into each other at 520), and scrolls sideways inside its own
+    # norms' panel titles ran into each other at 520; a heads grid's panels are three
+    # heatmaps or more on one pair of axes), and scrolls sideways inside its own
     # frame, never the page; the chart toolbar keeps only its first group (the PNG camera), so
     # on a touch it cannot cover a title (pinch zooms instead); tables scroll inside their
     # frame too, a row's token label ('saw #2') on one line (headers may wrap). Titles shrink
@@ -25,8 +26,9 @@ STYLES: dict[str, str] = {
   .stElementContainer:has(.stPlotlyChart) {overflow-x: auto; overflow-y: hidden;
                                            scrollbar-width: thin;}
   .stElementContainer:has(.stPlotlyChart) [data-testid="stFullScreenFrame"] {min-width: 520px;}
-  .stElementContainer:has(.stPlotlyChart .subplot.x3y3) [data-testid="stFullScreenFrame"] {
-    min-width: 760px;}
+  .stElementContainer:has(.stPlotlyChart .subplot.x3y3) [data-testid="stFullScreenFrame"],
+  .stElementContainer:has(.stPlotlyChart .heatmaplayer > .hm:nth-child(3))
+      [data-testid="stFullScreenFrame"] {min-width: 760px;}
   .stPlotlyChart .modebar-group:not(:first-child) {display: none;}
   [data-testid="stTable"], [data-testid="stDataFrame"] {overflow-x: auto;}
   [data-testid="stTable"] td, [data-testid="stTable"] tbody th {white-space: nowrap;}

@@ -21,7 +21,7 @@ CHARTS = """() => [...document.querySelectorAll('.stPlotlyChart')].map(c => {
   const frame = c.closest('.stElementContainer');
   return {frame: frame.getBoundingClientRect().width, chart: c.getBoundingClientRect().width,
           svg: c.querySelector('.main-svg').getBoundingClientRect().width,
-          grid: c.querySelector('.subplot.x3y3') !== null,
+          grid: c.querySelector('.subplot.x3y3, .heatmaplayer > .hm:nth-child(3)') !== null,
           groups: [...c.querySelectorAll('.modebar-group')].filter(
               g => getComputedStyle(g).display !== 'none').length};
 })"""
