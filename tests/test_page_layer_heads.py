@@ -4,6 +4,7 @@
 import numpy as np
 import pytest
 
+from attnviz.plotting.summary import grid_panels
 from tests.apptest import open_page
 from tests.plotly_json import decode, figures_all_tabs
 
@@ -27,12 +28,14 @@ def test_default_sentence_heatmaps_match_the_trace(at, model):
     figs = figures(at)
     assert len(figs) == 4  # weights grid, scores grid, one head's scores and weights
     grid_w, grid_s, one_s, one_w = figs
-    assert len(grid_w["data"]) == model.n_heads
-    labels = grid_w["data"][0]["x"]
-    assert labels == ["[CLS] #0", "i #1", "saw #2", "a #3", "saw #4", "[SEP] #5"]
+    weights, scores = grid_panels(grid_w), grid_panels(grid_s)  # one heatmap, a block a head
+    assert len(weights) == len(scores) == model.n_heads
+    labels = ["[CLS] #0", "i #1", "saw #2", "a #3", "saw #4", "[SEP] #5"]
     for h in (0, 5, 11):
-        np.testing.assert_allclose(decode(grid_w["data"][h]["z"]), t.weights[0, h], atol=1e-7)
-        np.testing.assert_allclose(decode(grid_s["data"][h]["z"]), t.scores[0, h], atol=1e-6)
+        title, z, keys, queries = weights[h]
+        assert title == f"head {h}" and keys == queries == labels
+        np.testing.assert_allclose(z, t.weights[0, h], atol=1e-7)
+        np.testing.assert_allclose(scores[h][1], t.scores[0, h], atol=1e-6)
     np.testing.assert_allclose(decode(one_w["data"][0]["z"]), t.weights[0, 0], atol=1e-7)
     assert "query" in one_w["data"][0]["hovertemplate"]
 
@@ -42,7 +45,7 @@ def test_layer_change_redraws_from_cache(at, model):
     assert not at.exception
     t = model.trace("I saw a saw")
     grid_w = figures(at)[0]
-    np.testing.assert_allclose(decode(grid_w["data"][3]["z"]), t.weights[4, 3], atol=1e-7)
+    np.testing.assert_allclose(grid_panels(grid_w)[3][1], t.weights[4, 3], atol=1e-7)
 
 
 def test_only_the_open_tab_is_built(at):

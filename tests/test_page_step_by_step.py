@@ -9,6 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from attnviz.analysis import walkthrough as wt
+from attnviz.plotting.summary import grid_panels
 from tests.apptest import open_page
 from tests.plotly_json import decode
 from tests.plotly_json import figures_by_key as figures
@@ -129,7 +130,8 @@ def test_real_head_numbers_are_the_trace(at, model, layer, head):
     np.testing.assert_allclose(decode(figs["s6_O"]["data"][2]["z"]).T, t.outputs[layer, head],
                                atol=1e-5)
     figs = go(at, step=7)
-    assert len(figs["s7_h"]["data"]) == model.n_heads
+    heads = grid_panels(figs["s7_h"])  # one heatmap, a block a head
+    assert len(heads) == model.n_heads
     shapes = dict(zip(at.table[0].value["what"], at.table[0].value["shape"], strict=True))
     assert shapes["split into heads"] == "12 x (32 x 6)"
     assert shapes["attention block output"] == "384 x 6"
@@ -137,8 +139,7 @@ def test_real_head_numbers_are_the_trace(at, model, layer, head):
     mh = wt.real_multihead(model, t, layer)
     ref = wt.layer_after_attention(model, layer, mh.inputs, mh.projected)["layer_output"]
     assert f"= {np.abs(ref - t.hidden_states[layer + 1]).max():.1e}," in said
-    np.testing.assert_allclose(decode(figs["s7_h"]["data"][head]["z"]), t.weights[layer, head],
-                               atol=1e-6)
+    np.testing.assert_allclose(heads[head][1], t.weights[layer, head], atol=1e-6)
 
 
 def test_blank_and_long_input(at):

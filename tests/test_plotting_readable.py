@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from attnviz.analysis.views import mean_maps
-from attnviz.plotting import common
+from attnviz.plotting import common, summary
+from attnviz.plotting.common import block_reduce
 from attnviz.plotting.heatmaps import attention_heatmap
 from attnviz.plotting.overview import mark_head, overview_mosaic
 from attnviz.plotting.stats import CLIP_PERCENTILE, colour_top, maps_side_by_side
@@ -112,35 +113,44 @@ def test_pooled_heads_grid_labels_its_blocks(model):
         assert len(axis.ticktext) % panels == 0
         assert 0 < len(axis.ticktext) // panels <= GRID_TICKS
         assert axis.ticktext[0] == "#0" and axis.ticktext[1] == "#18"  # 67 blocks of 3, every 6th
-    assert "queries from %{y}" in fig.data[5].hovertemplate
-    assert list(fig.data[5].y[:2]) == ["#0\u200b", "#3\u200b"]  # row 1: one mark
+    assert "queries from %{y}" in fig.data[0].hovertemplate
+    title, z, xs, ys = summary.grid_panels(fig)[5]  # head 5: row 1, column 1
+    np.testing.assert_array_equal(z, block_reduce(w[5], 96)[0])
+    assert title == "head 5" and xs[:2] == ["#0", "#3"] and ys[:2] == ["#0", "#3"]
 
 
-def test_heads_grid_is_one_pair_of_axes_with_a_trace_per_head(model):
-    """Each head its own trace (exact z, its own hover), the panels side by side on one pair
-    of category axes, blank categories between them, each panel titled above its centre."""
+def test_heads_grid_is_one_heatmap_its_heads_as_blocks(model):
+    """One heatmap on one pair of category axes: each head's exact matrix a block of it, its
+    cells' customdata that head (the hover says it), blank NaN categories between the
+    panels, each panel titled above its centre."""
     from attnviz.plotting.common import axis_labels
     from attnviz.plotting.heatmaps import PANEL_MARK, heads_grid
 
     t = model.trace("I saw a saw")
     fig = heads_grid(t.weights[0], t.tokens)
     layout = fig.layout.to_plotly_json()
-    assert not [k for k in layout if k.startswith(("xaxis", "yaxis")) and k[5:]]
+    assert len(fig.data) == 1 and not [k for k in layout if k.startswith(("xaxis", "yaxis"))
+                                       and k[5:]]
+    (tr,) = fig.data
+    assert tr.hovertemplate.startswith("head %{customdata}<br>query %{y}<br>key %{x}<br>")
     labels = axis_labels(t.tokens)  # 'saw #2', 'saw #4': two columns, two rows
     xcat, ycat = list(fig.layout.xaxis.categoryarray), list(fig.layout.yaxis.categoryarray)
-    assert len(set(xcat)) == len(xcat) and len(set(ycat)) == len(ycat)
-    for h, tr in enumerate(fig.data):
+    assert xcat == list(tr.x) and ycat == list(tr.y)
+    assert len(set(xcat)) == len(xcat) == 4 * 6 + 3 and len(set(ycat)) == len(ycat) == 3 * 6 + 2
+    z, head = np.asarray(tr.z), np.asarray(tr.customdata)
+    for h in range(12):
         r, c = divmod(h, 4)
-        np.testing.assert_array_equal(np.asarray(tr.z), t.weights[0, h])
-        assert list(tr.x) == [lab + PANEL_MARK * c for lab in labels]
-        assert list(tr.y) == [lab + PANEL_MARK * r for lab in labels]
-        assert tr.hovertemplate.startswith(f"head {h}<br>")
-        # the title sits over the panel's centre: categories [start, start + 6) of the axis
-        start = xcat.index(tr.x[0])
-        note = fig.layout.annotations[h]
-        assert note.text == f"head {h}" and note.x == pytest.approx((start + 3) / len(xcat))
-        assert note.y == pytest.approx(1 - ycat.index(tr.y[0]) / len(ycat))
-    assert xcat.index(fig.data[1].x[0]) - xcat.index(fig.data[0].x[-1]) == 2  # one blank
+        rows, cols = slice(r * 7, r * 7 + 6), slice(c * 7, c * 7 + 6)
+        np.testing.assert_array_equal(z[rows, cols], t.weights[0, h])
+        assert (head[rows, cols] == h).all()
+        assert xcat[cols] == [lab + PANEL_MARK * c for lab in labels]
+        assert ycat[rows] == [lab + PANEL_MARK * r for lab in labels]
+        note = fig.layout.annotations[h]  # over the panel's centre, on its top edge
+        assert note.text == f"head {h}" and note.x == pytest.approx((c * 7 + 3) / len(xcat))
+        assert note.y == pytest.approx(1 - r * 7 / len(ycat))
+    gaps = np.isnan(z)
+    assert gaps.sum() == z.size - 12 * 36 and (head[gaps] == -1).all()
+    assert [p[0] for p in summary.grid_panels(fig)] == [f"head {h}" for h in range(12)]
     two = heads_grid(t.weights[0, :2], t.tokens)  # two heads keep a panel's size
     assert two.layout.xaxis.domain[1] == pytest.approx((2 * 6 + 1) / (4 * 6 + 3))
 

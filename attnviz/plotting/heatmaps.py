@@ -125,19 +125,23 @@ def heads_grid(
     Inputs longer than `max_cells` tokens are max-pooled into blocks for this overview (the
     title says so); the single-head view shows exact values.
 
-    Drawn on one pair of category axes: each head is its own heatmap trace (its exact matrix,
-    its own hover), placed panel by panel with blank categories between the panels, its title
-    an annotation. Twelve subplots (24 axes) took Plotly about twice as long to draw on a
-    student's first visit (README, Speed). A panel column's categories are the token labels
-    followed by as many zero-width spaces (PANEL_MARK) as the column's number, so 'saw #2' of
-    two panel columns are two categories that read the same; tick text and the figure's
-    number tables (plotting.summary) drop the marks.
+    Drawn as ONE heatmap on one pair of category axes: the heads are its blocks, panel by
+    panel, with blank (NaN) categories between them and each head's title an annotation; its
+    `customdata` holds each cell's head for the hover. Twelve subplots (24 axes) took Plotly
+    about twice as long to draw on a student's first visit (README, Speed); twelve heatmaps on
+    one pair of category axes cannot hover (Plotly spreads each over every category, so the
+    top one answers everywhere). A panel column's categories are the token labels followed
+    by as many zero-width spaces (PANEL_MARK) as the column's number, so 'saw #2' of two
+    panel columns are two categories that read the same; tick text drops the marks.
+    `layout.meta["panels"]` says where each head is (`summary.grid_panels` reads it back: the
+    figure's number tables, one per head, and the tests).
     """
     H, n = matrices.shape[0], matrices.shape[-1]
     used = max(1, min(cols, H))  # panel columns that hold a head
     rows = -(-H // used)
-    reduced = [block_reduce(np.asarray(m, dtype=np.float32), max_cells)[0] for m in matrices]
-    factor = block_reduce(np.asarray(matrices[0], dtype=np.float32), max_cells)[1]
+    reduced, factor = zip(*(block_reduce(np.asarray(m, dtype=np.float32), max_cells)
+                            for m in matrices), strict=True)
+    factor = factor[0]
     m = reduced[0].shape[0]  # cells along a panel's side
     fmt = KINDS[kind]["fmt"]
     if factor == 1:
@@ -157,50 +161,53 @@ def heads_grid(
             cats += [nm + mark for nm in names]
             vals += [v + mark for v in tick_vals]
             text += tick_text
-            if p < count - 1:  # blank categories between panels (no trace: no hover)
+            if p < count - 1:  # blank categories between panels (NaN: no hover)
                 cats += [f"{letter}{p} gap {g}" for g in range(gap)]
         return cats, vals, text
 
     xcat, xvals, xtext = categories(used, gap_x, "x")
     ycat, yvals, ytext = categories(rows, gap_y, "y")
-    if factor == 1:
-        hover = [_cell_hover(kind, h) for h in range(H)]
-    else:
-        hover = ["<br>".join([_("head {head}").format(head=h), _("queries from") + " %{y}",
-                              _("keys from") + " %{x}",
-                              _("block max") + f" = %{{z:{fmt}}}<extra></extra>"])
-                 for h in range(H)]
-    data, notes = [], []
+    z = np.full((len(ycat), len(xcat)), np.nan, dtype=np.float32)
+    head = np.full(z.shape, -1, dtype=np.int8 if H <= 127 else np.int32)
+    notes, starts = [], []
     # The panels keep the size a full row of `cols` panels gives them: fewer heads than `cols`
     # take part of the width (two heads: half), not stretched panels.
     full = cols * m + (cols - 1) * gap_x
     width = (used * m + (used - 1) * gap_x) / max(full, len(xcat))
-    for h, z in enumerate(reduced):
-        r, c = divmod(h, used)
-        name = _("head {head}").format(head=h)
-        data.append(dict(type="heatmap", z=z, x=xcat[c * (m + gap_x):c * (m + gap_x) + m],
-                         y=ycat[r * (m + gap_y):r * (m + gap_y) + m], coloraxis="coloraxis",
-                         name=name, hovertemplate=hover[h]))
+    titles = [_("head {head}").format(head=h) for h in range(H)]
+    for h, block in enumerate(reduced):
+        r0, c0 = (h // used) * (m + gap_y), (h % used) * (m + gap_x)
+        z[r0:r0 + m, c0:c0 + m] = block
+        head[r0:r0 + m, c0:c0 + m] = h
+        starts.append((r0, c0))
         # centred over the panel, just above its top row (paper coordinates; the y axis is
         # reversed, its range [-0.5, len - 0.5])
-        notes.append(dict(text=name, showarrow=False, xref="paper", yref="paper",
-                          x=width * (c * (m + gap_x) + m / 2) / len(xcat),
-                          y=1 - r * (m + gap_y) / len(ycat), xanchor="center",
-                          yanchor="bottom", font=dict(size=FONT["size"] + 2)))
+        notes.append(dict(text=titles[h], showarrow=False, xref="paper", yref="paper",
+                          x=width * (c0 + m / 2) / len(xcat), y=1 - r0 / len(ycat),
+                          xanchor="center", yanchor="bottom", font=dict(size=FONT["size"] + 2)))
+    which = _("head {head}").format(head="%{customdata}")
+    if factor == 1:
+        hover = which + "<br>" + _cell_hover(kind)
+    else:
+        hover = "<br>".join([which, _("queries from") + " %{y}", _("keys from") + " %{x}",
+                             _("block max") + f" = %{{z:{fmt}}}<extra></extra>"])
     ca = _color_args(kind, matrices)
-    axis = dict(type="category", categoryorder="array", showgrid=False, zeroline=False,
-                ticks="")
-    return go.Figure(data=data, layout=dict(
-        xaxis=dict(axis, categoryarray=xcat, tickvals=xvals, ticktext=xtext, tickangle=-45,
-                   side="bottom", domain=[0, width]),
-        yaxis=dict(axis, categoryarray=ycat, tickvals=yvals, ticktext=ytext,
-                   autorange="reversed"),
-        annotations=notes,
-        coloraxis=dict(colorscale=ca["colorscale"], cmin=ca["zmin"], cmax=ca["zmax"],
-                       colorbar=dict(title=dict(text=_(KIND_NAMES[kind])), thickness=12)),
-        height=int(260 * rows + 80), font=FONT, margin=dict(l=10, r=10, t=70, b=10),
-        plot_bgcolor="rgba(0,0,0,0)",  # the gaps between panels show the page, as subplots did
-        title=(_("{title} (overview: blocks of {factor} tokens, max)").format(
-            title=title or _(KINDS[kind]["title"]), factor=factor) if factor > 1
-            else title or _(KINDS[kind]["title"])),
-    ))
+    axis = dict(type="category", categoryorder="array", showgrid=False, zeroline=False)
+    return go.Figure(
+        data=[dict(type="heatmap", z=z, x=xcat, y=ycat, customdata=head, hoverongaps=False,
+                   coloraxis="coloraxis", hovertemplate=hover)],
+        layout=dict(
+            xaxis=dict(axis, categoryarray=xcat, tickvals=xvals, ticktext=xtext,
+                       tickangle=-45, side="bottom", domain=[0, width]),
+            yaxis=dict(axis, categoryarray=ycat, tickvals=yvals, ticktext=ytext,
+                       autorange="reversed"),
+            annotations=notes,
+            coloraxis=dict(colorscale=ca["colorscale"], cmin=ca["zmin"], cmax=ca["zmax"],
+                           colorbar=dict(title=dict(text=_(KIND_NAMES[kind])), thickness=12)),
+            height=int(260 * rows + 80), font=FONT, margin=dict(l=10, r=10, t=70, b=10),
+            plot_bgcolor="rgba(0,0,0,0)",  # the gaps show the page, as between subplots
+            meta=dict(panels=dict(titles=titles, starts=starts, size=m)),
+            title=(_("{title} (overview: blocks of {factor} tokens, max)").format(
+                title=title or _(KINDS[kind]["title"]), factor=factor) if factor > 1
+                else title or _(KINDS[kind]["title"])),
+        ))

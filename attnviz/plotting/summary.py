@@ -233,6 +233,18 @@ def panel_titles(layout: dict) -> dict[str, str]:
 
 
 # ------------------------------------------------------------------------------ heatmaps
+def grid_panels(fig: dict | go.Figure) -> list[tuple[str, np.ndarray, list[str], list[str]]]:
+    """A heads grid's panels (plotting.heads_grid: one heatmap, its heads as blocks, where
+    they are in `layout.meta["panels"]`) read back from the figure or its JSON:
+    [(title, z block, key labels, query labels)] per head, labels without the panel marks."""
+    d = fig.to_plotly_json() if isinstance(fig, go.Figure) else fig
+    trace, panels = d["data"][0], d["layout"]["meta"]["panels"]
+    z, m = _floats(_array(trace["z"])), int(panels["size"])
+    xs, ys = [plain(v) for v in trace["x"]], [plain(v) for v in trace["y"]]
+    return [(title, z[r0:r0 + m, c0:c0 + m], xs[c0:c0 + m], ys[r0:r0 + m])
+            for title, (r0, c0) in zip(panels["titles"], panels["starts"], strict=True)]
+
+
 def top_keys(z: np.ndarray, k: int = TOP_K) -> tuple[np.ndarray, np.ndarray]:
     """Per row of z [rows, cols]: the column indices of its k largest values, largest first
     (ties: the lower column first), and those values. NaN cells (masked) never count; a row
@@ -401,24 +413,30 @@ def summarise(fig: go.Figure, k: int = TOP_K, max_rows: int = MAX_ROWS,
     traces = [t.to_plotly_json() for t in fig.data]
     fig_title = _title(layout.get("title"))
     titles = panel_titles(layout)
-    # A panel is a subplot (its x axis), except that heatmaps sharing one pair of axes are a
-    # panel each: a heads grid draws its heads side by side that way, each trace named.
-    drawn = [t for t in traces
-             if t.get("visible") is not False and t.get("hoverinfo") not in SKIP_HOVER]
-    maps: dict[str, int] = {}
-    for t in drawn:
-        if t.get("type") == "heatmap":
-            maps[t.get("xaxis") or "x"] = maps.get(t.get("xaxis") or "x", 0) + 1
-    panels: dict[tuple[str, int], list[dict]] = {}
-    for i, t in enumerate(drawn):
-        ref = t.get("xaxis") or "x"
-        own = t.get("type") == "heatmap" and maps[ref] > 1
-        panels.setdefault((ref, i if own else -1), []).append(t)
+    panels: dict[str, list[dict]] = {}
+    for t in traces:
+        if t.get("visible") is False or t.get("hoverinfo") in SKIP_HOVER:
+            continue
+        panels.setdefault(t.get("xaxis") or "x", []).append(t)
+    meta = layout.get("meta")
+    if isinstance(meta, dict) and meta.get("panels") and traces[0].get("type") == "heatmap":
+        # a heads grid (one heatmap, its heads as blocks): a table a head
+        hover = traces[0].get("hovertemplate")  # a panel's labels: the trace's own (unmarked)
+        tables = [heatmap_table(dict(type="heatmap", z=z, x=xs, y=ys, hovertemplate=hover),
+                                {}, title, k, max_rows)
+                  for title, z, xs, ys in grid_panels({"layout": layout, "data": traces})]
+        tables = [t for t in tables if t]
+        shown = [replace(t, columns=unique(t.columns)) for t in tables[:max_tables]]
+        text = _describe(fig_title, ["heatmap"], len(tables), k)
+        if len(tables) > max_tables:
+            text += " " + _("Tables for the first {shown} of {total} parts are shown.").format(
+                shown=max_tables, total=len(tables))
+        return Summary(text.strip(), tuple(shown))
     tables: list[Table] = []
     kinds: list[str] = []
     sentences: list[str] = []
-    for (ref, _i), group in panels.items():
-        name = titles.get(ref, "") if len(panels) > 1 and maps.get(ref, 0) < 2 else ""
+    for ref, group in panels.items():
+        name = titles.get(ref, "") if len(panels) > 1 else ""
         by_type: dict[str, list[dict]] = {}
         for t in group:
             by_type.setdefault(t.get("type") or "scatter", []).append(t)

@@ -7,8 +7,8 @@ import streamlit as st
 STYLES: dict[str, str] = {
     # Every page, on a phone (up to 640 px wide, e.g. 390 x 844): a chart keeps at least
     # 520 px, a figure of three panels or more 760 px (the head statistics' and the value
-    # norms' panel titles ran into each other at 520; a heads grid's panels are three
-    # heatmaps or more on one pair of axes), and scrolls sideways inside its own
+    # norms' panel titles ran into each other at 520; a heads grid is one heatmap, its panel
+    # titles three annotations or more), and scrolls sideways inside its own
     # frame, never the page; the chart toolbar keeps only its first group (the PNG camera), so
     # on a touch it cannot cover a title (pinch zooms instead); tables scroll inside their
     # frame too, a row's token label ('saw #2') on one line (headers may wrap). Titles shrink
@@ -27,7 +27,7 @@ STYLES: dict[str, str] = {
                                            scrollbar-width: thin;}
   .stElementContainer:has(.stPlotlyChart) [data-testid="stFullScreenFrame"] {min-width: 520px;}
   .stElementContainer:has(.stPlotlyChart .subplot.x3y3) [data-testid="stFullScreenFrame"],
-  .stElementContainer:has(.stPlotlyChart .heatmaplayer > .hm:nth-child(3))
+  .stElementContainer:has(.stPlotlyChart .infolayer .annotation[data-index="2"])
       [data-testid="stFullScreenFrame"] {min-width: 760px;}
   .stPlotlyChart .modebar-group:not(:first-child) {display: none;}
   [data-testid="stTable"], [data-testid="stDataFrame"] {overflow-x: auto;}

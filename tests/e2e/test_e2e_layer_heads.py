@@ -51,3 +51,32 @@ def test_a_fragment_rerun_keeps_the_sessions_language(page, app_url):
     assert "第 1 层：softmax 注意力权重" in body and "softmax weights" not in body
     assert "saw #2" in page.locator("[data-testid=stTable] table").first.inner_text()
     assert not page_errors(page)
+
+
+CELL = """([head, query, key]) => {
+  const gd = document.querySelector('.js-plotly-plot');
+  const L = gd._fullLayout, box = gd.getBoundingClientRect(), tr = gd._fullData[0];
+  const [r0, c0] = L.meta.panels.starts[head];
+  return [box.left + L._size.l + L.xaxis.d2p(tr.x[c0 + key]),
+          box.top + L._size.t + L.yaxis.d2p(tr.y[r0 + query])];
+}"""
+
+
+def test_a_grid_cells_hover_names_its_head_and_both_tokens(page, app_url, model):
+    """The heads grid is one heatmap (its heads as blocks): the hover of head 5's cell (query
+    saw #4, key saw #2) names that head and both tokens, its weight the engine's."""
+    page.goto(f"{app_url}/")
+    wait_for_app(page)
+    page.goto(f"{app_url}/?text=I+saw+a+saw&layer=2")
+    wait_for_app(page)
+    x, y = page.evaluate(CELL, [5, 4, 2])
+    page.mouse.move(x, y)
+    page.wait_for_selector(".hoverlayer .hovertext", timeout=10_000)
+    text = page.evaluate("() => [...document.querySelectorAll("
+                         "'.hoverlayer .hovertext text.nums tspan.line')]"
+                         ".map(t => t.textContent).join('\\n')")
+    w = float(model.trace("I saw a saw").weights[2, 5, 4, 2])
+    # the panel marks (zero-width spaces) are in the text but take no room: it reads the same
+    lines = [s.strip() for s in text.replace("\u200b", "").split("\n") if s.strip()]
+    assert lines == ["head 5", "query saw #4", "key saw #2", f"weight = {w:.6f}"]
+    assert not page_errors(page)
