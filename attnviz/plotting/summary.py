@@ -418,23 +418,17 @@ def summarise(fig: go.Figure, k: int = TOP_K, max_rows: int = MAX_ROWS,
         if t.get("visible") is False or t.get("hoverinfo") in SKIP_HOVER:
             continue
         panels.setdefault(t.get("xaxis") or "x", []).append(t)
-    meta = layout.get("meta")
-    if isinstance(meta, dict) and meta.get("panels") and traces[0].get("type") == "heatmap":
-        # a heads grid (one heatmap, its heads as blocks): a table a head
-        hover = traces[0].get("hovertemplate")  # a panel's labels: the trace's own (unmarked)
-        tables = [heatmap_table(dict(type="heatmap", z=z, x=xs, y=ys, hovertemplate=hover),
-                                {}, title, k, max_rows)
-                  for title, z, xs, ys in grid_panels({"layout": layout, "data": traces})]
-        tables = [t for t in tables if t]
-        shown = [replace(t, columns=unique(t.columns)) for t in tables[:max_tables]]
-        text = _describe(fig_title, ["heatmap"], len(tables), k)
-        if len(tables) > max_tables:
-            text += " " + _("Tables for the first {shown} of {total} parts are shown.").format(
-                shown=max_tables, total=len(tables))
-        return Summary(text.strip(), tuple(shown))
     tables: list[Table] = []
     kinds: list[str] = []
     sentences: list[str] = []
+    meta = layout.get("meta")
+    if isinstance(meta, dict) and meta.get("panels") and traces:
+        # a heads grid (one heatmap, its heads as blocks): a panel and a table a head; the
+        # labels are the trace's own, unmarked (its tick text may be thinned)
+        hover = traces[0].get("hovertemplate")
+        panels = {title: [dict(type="heatmap", z=z, x=xs, y=ys, hovertemplate=hover)]
+                  for title, z, xs, ys in grid_panels({"layout": layout, "data": traces})}
+        layout, titles = {}, {title: title for title in panels}
     for ref, group in panels.items():
         name = titles.get(ref, "") if len(panels) > 1 else ""
         by_type: dict[str, list[dict]] = {}
