@@ -36,3 +36,17 @@ def test_grid_layouts_are_not_shared():
 def test_grid_refuses_a_cell_outside():
     with pytest.raises(ValueError):
         Grid(rows=1, cols=2).add(go.Heatmap(z=[[1]]), 2, 1)
+
+
+def test_titles_do_not_key_the_cached_layout():
+    """Two grids of one shape with other titles (one empty: no annotation) are make_subplots'
+    layouts exactly, and the second is built from the cached one."""
+    from attnviz.plotting.common import _grid_layout_of
+
+    for titles in (["a <b>x</b>", "", "c"], ["layer 3", "", "saw #4"]):
+        before = _grid_layout_of.cache_info()
+        got = Grid(rows=1, cols=3, subplot_titles=titles, horizontal_spacing=0.07).figure()
+        ref = make_subplots(rows=1, cols=3, subplot_titles=titles, horizontal_spacing=0.07)
+        assert got.to_dict() == ref.to_dict()
+        assert [a.text for a in got.layout.annotations] == [titles[0], titles[2]]
+    assert _grid_layout_of.cache_info().hits > before.hits  # the second grid hit the cache
