@@ -5,11 +5,14 @@
     load_model("gpt2")                    a Hub id, from $HF_HOME/hub (engine.hub)
 
 The family comes from config.model_type (engine.families: one file per family). transformers
-reads the config and the tokenizer; the weights are read by engine.weights, checked against
-the config before anything is built (missing, misshapen or unexpected tensors refuse the
-folder; a server's caps refuse what is too big), and the engine does the maths. The hub is
-never contacted: HF_HUB_OFFLINE is set before transformers is imported and every
-`from_pretrained` call passes local_files_only=True. Remote code is never trusted.
+reads the config and the tokenizer, except for the bundled model, whose files engine.light
+reads without importing transformers (~1.4 s of a fresh server's first seconds; it falls back
+to transformers if the files ever say something it does not reproduce); the weights are read
+by engine.weights, checked against the config before anything is built (missing, misshapen or
+unexpected tensors refuse the folder; a server's caps refuse what is too big), and the engine
+does the maths. The hub is never contacted: HF_HUB_OFFLINE is set before transformers is
+imported and every `from_pretrained` call passes local_files_only=True. Remote code is never
+trusted.
 
 A server shared by a class opens folders only under its allowed roots (`check_allowed_folder`,
 ATTNVIZ_MODEL_ROOTS), with one message for everything outside that says nothing about what
@@ -31,6 +34,7 @@ import torch  # noqa: E402
 from ..i18n import N_, _  # noqa: E402 - messages in the language of the session that loads
 from .families import family_for, supported_titles, supported_types  # noqa: E402
 from .hub import hub_cache_dir, looks_like_hub_id, resolve_hub_id  # noqa: E402
+from .light import bert_config, bert_tokenizer  # noqa: E402
 from .model import Model  # noqa: E402
 from .weights import (  # noqa: E402
     WEIGHT_FILES,
@@ -175,29 +179,27 @@ def check_allowed_folder(folder: str | os.PathLike) -> Path:
 
 
 def load_model(path: str | os.PathLike | None = None, device: str | None = None,
-               max_tokens: int | None = None, limits: Limits | None = None) -> Model:
+               max_tokens: int | None = None, limits: Limits | None = None, *,
+               light: bool = True) -> Model:
     """Load a checkpoint (default: the bundled model) into the attnviz engine.
 
     `path`: a folder or a Hub id in the local Hugging Face cache. `max_tokens`: a server's
     limit on tokens per trace (default: the model's positions). `limits`: what a server agrees
-    to build (default: engine.weights.Limits, ATTNVIZ_MAX_MODEL_MB).
+    to build (default: engine.weights.Limits, ATTNVIZ_MAX_MODEL_MB). `light`: read the bundled
+    model's config and tokenizer without transformers (engine.light); False reads them with
+    transformers, as every other checkpoint (the tests compare the two).
     """
-    from transformers import AutoConfig
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()
     folder = bundled_model_dir() if path is None else locate_model(path)
     folder = check_model_dir(folder).resolve()
-    family = family_for(read_config(folder, str(folder))["model_type"])
+    raw = read_config(folder, str(folder))
+    family = family_for(raw["model_type"])
     limits = Limits.from_env() if limits is None else limits
     dev = pick_device(device)
-    try:
-        config = AutoConfig.from_pretrained(folder, local_files_only=True,
-                                            trust_remote_code=False)
-    except Exception as e:  # transformers raises many kinds; say which file is wrong
-        raise ModelError(_("cannot load the checkpoint in {folder}: {error}").format(
-            folder=folder, error=f"{type(e).__name__}: {e}")) from e
+    light = light and path is None  # only the bundled model's files are known to match
+    config = bert_config(raw) if light else None
+    if config is None:
+        light = False  # a config light cannot read: transformers reads the tokenizer too
+        config = _hf_config(folder)
     try:
         sizes = family.sizes(config)
         limits.check_sizes(sizes)
@@ -210,7 +212,7 @@ def load_model(path: str | os.PathLike | None = None, device: str | None = None,
         raise ModelError(_("{folder} refused: {error}").format(folder=folder.name, error=e)) from e
     tokenizer = None
     if family.needs_tokenizer:
-        tokenizer = _tokenizer(folder, sizes["vocab"])
+        tokenizer = _tokenizer(folder, sizes["vocab"], light)
     try:
         state = read_tensors(files, match.names)
     except Exception as e:
@@ -236,16 +238,38 @@ def _display_name(folder: Path) -> str:
     return folder.name
 
 
-def _tokenizer(folder: Path, rows: int):
-    """The folder's tokenizer, refused when it makes ids the embedding table does not have."""
-    from transformers import AutoTokenizer
+def _transformers():
+    """transformers, imported when first needed and kept quiet (errors only, no progress
+    bars)."""
+    import transformers
+    from transformers.utils import logging as hf_logging
 
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    return transformers
+
+
+def _hf_config(folder: Path):
+    """The folder's config as transformers reads it."""
     try:
-        tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True,
-                                                  trust_remote_code=False)
-    except Exception as e:
-        raise ModelError(_("cannot load the tokenizer in {folder}: {error}").format(
+        return _transformers().AutoConfig.from_pretrained(folder, local_files_only=True,
+                                                          trust_remote_code=False)
+    except Exception as e:  # transformers raises many kinds; say which file is wrong
+        raise ModelError(_("cannot load the checkpoint in {folder}: {error}").format(
             folder=folder, error=f"{type(e).__name__}: {e}")) from e
+
+
+def _tokenizer(folder: Path, rows: int, light: bool = False):
+    """The folder's tokenizer (engine.light's when `light` and its files allow, else
+    transformers'), refused when it makes ids the embedding table does not have."""
+    tokenizer = bert_tokenizer(folder) if light else None
+    if tokenizer is None:
+        try:
+            tokenizer = _transformers().AutoTokenizer.from_pretrained(
+                folder, local_files_only=True, trust_remote_code=False)
+        except Exception as e:
+            raise ModelError(_("cannot load the tokenizer in {folder}: {error}").format(
+                folder=folder, error=f"{type(e).__name__}: {e}")) from e
     size = len(tokenizer)
     if size > rows:
         raise ModelError(_("the tokenizer in {folder} has {size:,} tokens but the embedding "
