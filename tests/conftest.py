@@ -2,6 +2,9 @@
 
 import os
 
+# Figures are validated by plotly in the tests (the server skips it: plotting.common.VALIDATE),
+# so a misspelt property fails a test; read when attnviz.plotting is first imported.
+os.environ["ATTNVIZ_VALIDATE_FIGURES"] = "1"
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # Tests open checkpoints they write under the temporary folder; the app's default roots are

@@ -9,7 +9,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ..i18n import _
-from .common import FONT, PATTERNS, axis_labels, category_colour, escape
+from .common import FONT, PATTERNS, axis_labels, category_colour, escape, figure
 
 
 def attribution_bars(tokens: list[str], series: dict[str, np.ndarray], title: str) -> go.Figure:
@@ -27,7 +27,7 @@ def attribution_bars(tokens: list[str], series: dict[str, np.ndarray], title: st
             hovertemplate=f"{escape(name)}<br>%{{x}}<br>" + _("value = %{customdata:.5f}")
                           + "<extra></extra>",
         ))
-    return go.Figure(data=data, layout=dict(
+    return figure(data=data, layout=dict(
         title=dict(text=title, y=0.98, yanchor="top"), font=FONT, barmode="group", height=420,
         xaxis=dict(type="category", categoryorder="array", categoryarray=labels,
                    tickvals=labels, ticktext=[escape(t) for t in tokens], tickangle=-45),

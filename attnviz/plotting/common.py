@@ -5,13 +5,18 @@ Two traps handled here once for the whole project:
   use one unique label per position ('saw #2', 'saw #4'); as tick text a repeated token
   keeps that label, a token seen once shows bare.
 - Plotly renders <b>, <br>, <a> in labels, so every token is HTML-escaped and shows as typed.
+
+Every figure is made by `figure()` (below), which skips plotly's property validation unless
+ATTNVIZ_VALIDATE_FIGURES=1 (the tests set it).
 """
 
 from __future__ import annotations
 
 import functools
 import html
+import inspect
 import json
+import os
 
 from attnviz.engine.trace import token_labels
 
@@ -119,15 +124,139 @@ def block_reduce(matrix, max_size: int):
     return np.nanmax(m, axis=(1, 3)), max(f_r, f_c)
 
 
+# plotly validates every property of a figure it builds, object by object (a class of 30 spent
+# ~17% of the server's GIL time there). Our figures are built from our own dicts and arrays:
+# validation only catches programming errors, which the tests catch with it switched on (read
+# once, at import: tests/conftest.py sets it). Off, `figure()` builds the same figure without
+# it: tests/test_plotting_validation.py checks that every figure's JSON is byte-identical.
+VALIDATE = os.environ.get("ATTNVIZ_VALIDATE_FIGURES") == "1"
+
+
+def figure(data=None, layout=None, **kwargs):
+    """go.Figure(data=data, layout=layout), validated only when VALIDATE.
+
+    Without validation plotly stores the dicts as given, so what validation would change is
+    done here (`_canonical`): nested dicts in plotly's own key order; None values, empty
+    objects and empty lists of objects left out; a title given as text made {"text": ...}; a
+    colour scale given by name made its list of stops; a magic-underscore key in a nested dict
+    (fill_color in a table's cells) made a nested dict (plotly expands those of a trace's or
+    the layout's top level itself). Everything else must already be what validation leaves as
+    it is (a string where plotly wants one, an angle in [-180, 180)...): the byte-identity test
+    (tests/test_plotting_validation.py) names any figure that is not.
+
+    Later changes to a figure built without validation: plotly still checks property names
+    (update_layout, add_annotation, add_shape, add_trace, update_traces, fig.layout.x = ...)
+    and values set on nested objects (fig.layout.xaxis.tickangle = ...), not values set
+    directly on the layout or a trace (fig.layout.height = "tall", update_layout(height=...)).
+    """
+    import plotly.graph_objects as go
+
+    if VALIDATE:
+        return go.Figure(data=data, layout=layout, **kwargs)
+    traces = [_canonical_trace(t) for t in (data or ())]
+    return go.Figure(data=traces, layout=_canonical(layout or {}, go.Layout), _validate=False,
+                     **kwargs)
+
+
+def _canonical_trace(trace):
+    if not isinstance(trace, dict):  # a trace object: already validated when it was built
+        return trace
+    return _canonical(trace, _trace_class(trace.get("type", "scatter")))
+
+
+@functools.cache
+def _trace_class(name: str):
+    from plotly.validator_cache import ValidatorCache
+
+    return ValidatorCache.get_validator("", "data").get_trace_class(name)
+
+
+def _canonical(d: dict, cls, top: bool = True) -> dict:
+    """`d` (the properties of a plotly object of class `cls`) as validation would store them:
+    its keys in the order of cls's constructor, then unknown keys as given (subplot axes;
+    magic underscores such as fill_color, which below the top level are made nested dicts here,
+    as validation does); None values left out; nested objects the same way."""
+    rank, kinds = _schema(cls)
+    end = len(rank)
+    out = {}
+    for key in sorted((k for k, v in d.items() if v is not None),
+                      key=lambda k: rank.get(k, end)):
+        value = d[key]
+        if key not in rank:
+            head, _sep, rest = key.partition("_")
+            if not top and rest and kinds.get(head, ("",))[0] == "object":
+                # what validation makes of fill_color: fill={"color": ...}, after the named
+                # properties, merged into the object when it is given too
+                nested = _canonical({rest: value}, kinds[head][1], top=False)
+                out[head] = {**out.get(head, {}), **nested}
+                continue
+        else:
+            kind = kinds.get(key)
+            if kind is not None:
+                how, arg = kind
+                if how == "object":
+                    if isinstance(value, (str, int, float)) and key == "title":
+                        value = {"text": value}  # what TitleValidator does
+                    if isinstance(value, dict):
+                        value = _canonical(value, arg, top=False)
+                        if not value:  # validation leaves an empty object out
+                            continue
+                elif how == "objects":
+                    if isinstance(value, (list, tuple)):
+                        if not value:  # and an empty list of objects
+                            continue
+                        value = [_canonical(v, arg, top=False) if isinstance(v, dict) else v
+                                 for v in value]
+                elif how == "colorscale" and isinstance(value, str):
+                    value = _named_scale(arg, value)
+        out[key] = value
+    return out
+
+
+@functools.cache
+def _schema(cls) -> tuple[dict, dict]:
+    """({property: its place in cls's constructor}, {property: how to canonicalise it}) for a
+    plotly class: its constructor sets its properties in its signature's order."""
+    from _plotly_utils.basevalidators import (
+        ColorscaleValidator,
+        CompoundArrayValidator,
+        CompoundValidator,
+    )
+    from plotly.validator_cache import ValidatorCache
+
+    names = [p for p in inspect.signature(cls.__init__).parameters
+             if p not in ("self", "arg", "kwargs")]
+    kinds = {}
+    for name in names:
+        v = ValidatorCache.get_validator(cls._path_str, name)
+        if isinstance(v, CompoundValidator):
+            kinds[name] = ("object", v.data_class)
+        elif isinstance(v, CompoundArrayValidator):
+            kinds[name] = ("objects", v.data_class)
+        elif isinstance(v, ColorscaleValidator):
+            kinds[name] = ("colorscale", v)
+    return {n: i for i, n in enumerate(names)}, kinds
+
+
+_SCALES: dict[str, list] = {}
+
+
+def _named_scale(validator, name: str) -> list:
+    """A colour scale's name as validation stores it: its list of [position, colour]."""
+    if name not in _SCALES:
+        _SCALES[name] = validator.validate_coerce(name)
+    return _SCALES[name]
+
+
 class Grid:
-    """Subplots built as plain dicts and validated once, in `figure()`.
+    """Subplots built as plain dicts and made a figure once, by `figure()`.
 
     plotly's make_subplots plus add_trace(row=, col=) and update_xaxes(row=, col=) search the
     whole grid and re-dispatch the layout on every call, which costs several times more than
     building the same figure from one dict (README, Speed). Usage:
 
         g = Grid(rows=1, cols=2, subplot_titles=["a", "b"])
-        g.add(go.Heatmap(z=m), row=1, col=2)       # a trace object or a dict
+        g.add(dict(type="heatmap", z=m), row=1, col=2)  # a dict (or a trace object)
         g.xaxis(1, 2).update(type="category")      # the axis' layout dict, edited in place
         fig = g.figure(title="...")                 # layout keywords merged at the top level
     """
@@ -160,9 +289,7 @@ class Grid:
         return self.layout.setdefault(f"yaxis{self.ref(row, col)}", {})
 
     def figure(self, **layout):
-        import plotly.graph_objects as go
-
-        return go.Figure(data=self.traces, layout={**self.layout, **layout})
+        return figure(data=self.traces, layout={**self.layout, **layout})
 
 
 def _grid_layout(rows: int, cols: int, args: dict) -> dict:
@@ -191,9 +318,11 @@ def _plain(value):
 
 @functools.lru_cache(maxsize=256)  # thread-safe; keyed on the grid's shape and arguments
 def _grid_layout_of(rows: int, cols: int, args_json: str) -> dict:
+    import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    layout = make_subplots(rows=rows, cols=cols, **json.loads(args_json)).layout.to_plotly_json()
+    layout = make_subplots(rows=rows, cols=cols, figure=go.Figure(_validate=VALIDATE),
+                           **json.loads(args_json)).layout.to_plotly_json()
     # The default template rides along as a big dict: go.Figure applies the same default
     # itself for free, while copying and re-validating it costs time on every figure.
     layout.pop("template", None)

@@ -11,7 +11,15 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ..i18n import N_, _
-from .common import FONT, NEUTRAL, OKABE_ITO, ON_IMAGE, category_colour, category_marker
+from .common import (
+    FONT,
+    NEUTRAL,
+    OKABE_ITO,
+    ON_IMAGE,
+    category_colour,
+    category_marker,
+    figure,
+)
 
 BEHAVIOURS = ("[CLS]", "[SEP]", "previous", "next", "broad", "mixed")
 # the behaviours' names as shown (the keys above stay English: the analysis' labels)
@@ -58,7 +66,7 @@ def head_map(coords: np.ndarray, behaviour: np.ndarray, selected: tuple[int, int
         r = 0.04 * float(np.ptp(coords[:, 0]) or 1.0)
         shapes.append(dict(type="circle", x0=x - r, x1=x + r, y0=y - r, y1=y + r,
                            line=dict(color=OKABE_ITO[3], width=2)))
-    return go.Figure(data=data, layout=dict(
+    return figure(data=data, layout=dict(
         title=title, font=FONT, height=560, shapes=shapes, clickmode="event+select",
         xaxis=dict(title=dict(text=_("MDS axis 1")), zeroline=False),
         yaxis=dict(title=dict(text=_("MDS axis 2")), zeroline=False, scaleanchor="x"),

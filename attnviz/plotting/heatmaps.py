@@ -14,6 +14,7 @@ from .common import (
     axis_labels,
     block_reduce,
     colorbar_room,
+    figure,
     label_room,
     tick_labels,
 )
@@ -78,7 +79,7 @@ def attention_heatmap(
         x.update(constrain="domain")
     n = max(len(tokens), 8)
     size = height or int(min(900, max(320, 28 * n + 140)))
-    return go.Figure(
+    return figure(
         data=[dict(
             type="heatmap", z=np.asarray(matrix, dtype=np.float32), x=cols, y=rows,
             hovertemplate=_cell_hover(kind),
@@ -193,7 +194,7 @@ def heads_grid(
                              _("block max") + f" = %{{z:{fmt}}}<extra></extra>"])
     ca = _color_args(kind, matrices)
     axis = dict(type="category", categoryorder="array", showgrid=False, zeroline=False)
-    return go.Figure(
+    return figure(
         data=[dict(type="heatmap", z=z, x=xcat, y=ycat, customdata=head, hoverongaps=False,
                    coloraxis="coloraxis", hovertemplate=hover)],
         layout=dict(

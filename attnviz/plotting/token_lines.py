@@ -25,6 +25,7 @@ from .common import (
     axis_labels,
     category_colour,
     category_dash,
+    figure,
     tick_labels,
 )
 
@@ -110,7 +111,7 @@ def token_lines(
                                for i in range(n)]),
             customdata=labels, hovertemplate=f"{one} %{{customdata}}<extra></extra>",
         ))
-    return go.Figure(data=data, layout=dict(
+    return figure(data=data, layout=dict(
         xaxis=dict(visible=False, range=[-0.45, 1.45]),
         yaxis=dict(visible=False, autorange="reversed"),
         title=title, font=FONT, height=int(min(1500, max(320, px * n + 120))),
