@@ -46,6 +46,21 @@ def test_quote_round_trips():
     assert po.parse(f'msgid {po.quote(s)}\nmsgstr {po.quote(s)}\n') == {s: s}
 
 
+def test_unescaped_lines_read_as_literal_eval_reads_them(monkeypatch):
+    """Lines without a backslash or a quote inside are taken as is (the fast path); every
+    catalogue must read exactly as with literal_eval on every line, and a stray quote inside
+    still refuses."""
+    for lang in i18n.LANGUAGES:
+        text = i18n.catalogue_path(lang).read_text(encoding="utf-8")
+        fast = po.parse(text)
+        monkeypatch.setattr(po, "_unquote", lambda line, where: ast.literal_eval(line.strip()))
+        slow = po.parse(text)
+        monkeypatch.undo()
+        assert fast == slow and list(fast) == list(slow)
+    with pytest.raises((ValueError, SyntaxError)):
+        po.parse('msgid "a "b" c"\nmsgstr "x"\n')
+
+
 def test_both_catalogues_hold_exactly_the_strings_the_code_marks():
     marked = set(extract.marked())
     for lang in i18n.LANGUAGES:

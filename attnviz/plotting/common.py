@@ -176,7 +176,7 @@ def _canonical(d: dict, cls, top: bool = True) -> dict:
     its keys in the order of cls's constructor, then unknown keys as given (subplot axes;
     magic underscores such as fill_color, which below the top level are made nested dicts here,
     as validation does); None values left out; nested objects the same way."""
-    rank, kinds = _schema(cls)
+    rank = _rank(cls)
     end = len(rank)
     out = {}
     for key in sorted((k for k, v in d.items() if v is not None),
@@ -184,14 +184,15 @@ def _canonical(d: dict, cls, top: bool = True) -> dict:
         value = d[key]
         if key not in rank:
             head, _sep, rest = key.partition("_")
-            if not top and rest and kinds.get(head, ("",))[0] == "object":
+            kind = _kind(cls, head) if head in rank else None
+            if not top and rest and kind is not None and kind[0] == "object":
                 # what validation makes of fill_color: fill={"color": ...}, after the named
                 # properties, merged into the object when it is given too
-                nested = _canonical({rest: value}, kinds[head][1], top=False)
+                nested = _canonical({rest: value}, kind[1], top=False)
                 out[head] = {**out.get(head, {}), **nested}
                 continue
         else:
-            kind = kinds.get(key)
+            kind = _kind(cls, key)
             if kind is not None:
                 how, arg = kind
                 if how == "object":
@@ -214,9 +215,19 @@ def _canonical(d: dict, cls, top: bool = True) -> dict:
 
 
 @functools.cache
-def _schema(cls) -> tuple[dict, dict]:
-    """({property: its place in cls's constructor}, {property: how to canonicalise it}) for a
-    plotly class: its constructor sets its properties in its signature's order."""
+def _rank(cls) -> dict[str, int]:
+    """{property: its place in cls's constructor} for a plotly class: its constructor sets its
+    properties in its signature's order."""
+    names = [p for p in inspect.signature(cls.__init__).parameters
+             if p not in ("self", "arg", "kwargs")]
+    return {n: i for i, n in enumerate(names)}
+
+
+@functools.cache
+def _kind(cls, name: str) -> tuple | None:
+    """How to canonicalise property `name` of a plotly class: ("object", class), ("objects",
+    class), ("colorscale", validator) or None (a plain value). Looked up per property used:
+    the layout's ~100 validators all at once cost ~175 ms of a fresh server's first figure."""
     from _plotly_utils.basevalidators import (
         ColorscaleValidator,
         CompoundArrayValidator,
@@ -224,18 +235,14 @@ def _schema(cls) -> tuple[dict, dict]:
     )
     from plotly.validator_cache import ValidatorCache
 
-    names = [p for p in inspect.signature(cls.__init__).parameters
-             if p not in ("self", "arg", "kwargs")]
-    kinds = {}
-    for name in names:
-        v = ValidatorCache.get_validator(cls._path_str, name)
-        if isinstance(v, CompoundValidator):
-            kinds[name] = ("object", v.data_class)
-        elif isinstance(v, CompoundArrayValidator):
-            kinds[name] = ("objects", v.data_class)
-        elif isinstance(v, ColorscaleValidator):
-            kinds[name] = ("colorscale", v)
-    return {n: i for i, n in enumerate(names)}, kinds
+    v = ValidatorCache.get_validator(cls._path_str, name)
+    if isinstance(v, CompoundValidator):
+        return ("object", v.data_class)
+    if isinstance(v, CompoundArrayValidator):
+        return ("objects", v.data_class)
+    if isinstance(v, ColorscaleValidator):
+        return ("colorscale", v)
+    return None
 
 
 _SCALES: dict[str, list] = {}
