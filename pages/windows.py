@@ -6,8 +6,6 @@ Numbers: cached Traces with `window=` / `causal=` (their `mask`), analysis.recep
 fields), analysis.windows (context sweeps, the weight on [CLS]/[SEP]), analysis.cost
 (timings); figures: plotting.windows."""
 
-import dataclasses
-
 import numpy as np
 import streamlit as st
 
@@ -19,15 +17,11 @@ from attnviz.engine import TraceRequest, token_labels
 from attnviz.i18n import N_, _
 from attnviz.plotting import windows as windows_plots
 from attnviz.plotting.common import axis_labels
+from attnviz.ui import window_cost
 from attnviz.ui.text import literal
 
 PASSAGE = ("I saw a saw in the shed, so I took the saw and cut the old board in two "
            "before the rain came.")
-# The cost tab's choices: few on purpose, so a class on one server shares a few cached runs
-# (a new window costs seconds of full CPU at the longest length).
-LENGTHS = (256, 512, 1024, 2048, 4096, 8192)
-COST_WINDOWS = (16, 32, 64, 128, 256)
-METHODS = ("full", "masked", "windowed")
 METHOD_NAMES = {"full": N_("full"), "masked": N_("masked"), "windowed": N_("windowed")}
 COST_COLUMNS = {"length": N_("length"), "window": N_("window"), "method": N_("method"),
                 "seconds": N_("seconds"), "median_seconds": N_("median seconds")}
@@ -188,33 +182,20 @@ def context_tab(ctx: ui.Context, t) -> None:
         file_name="attnviz_context_sweep.npz", key="win_dl_c")
 
 
-def measure(dev: str, lengths: tuple[int, ...], window: int, progress) -> list:
-    """Every (length, method) measurement, each cached on its own: full attention does not
-    depend on the window, so its runs are shared by every window."""
-    jobs = [(n, m) for n in lengths for m in METHODS]
-    out = []
-    for i, (n, m) in enumerate(jobs):
-        one = ui.cached("results", ("win_cost_one", dev, n, m, None if m == "full" else window),
-                        lambda n=n, m=m: cost.measure_attention(n, window, m, device=dev))
-        out.append(dataclasses.replace(one, window=window))
-        progress((i + 1) / len(jobs), f"L = {n}, {m}")
-    return out
-
-
 def cost_tab(ctx: ui.Context) -> None:
     st.markdown(_("Speech has ~100 frames per second: attention over a minute is L = 6000. "
                   "This tab times random queries, keys and values (one head, d = 64), not BERT: "
                   "the sentence, w, layer and head of the other tabs do not enter here. Full "
                   "attention vs the windowed implementation that never builds the L×L matrix."))
     a, b = st.columns(2)
-    top = a.select_slider(_("Longest L"), LENGTHS[2:], value=2048, key="win_maxlen",
-                          bind="query-params")
-    cw = b.select_slider(_("Window for this timing (± frames)"), COST_WINDOWS, value=64,
-                         key="win_cost_w", bind="query-params")
+    top = a.select_slider(_("Longest L"), window_cost.LENGTHS[2:],
+                          value=window_cost.DEFAULT_TOP, key="win_maxlen", bind="query-params")
+    cw = b.select_slider(_("Window for this timing (± frames)"), window_cost.COST_WINDOWS,
+                         value=window_cost.DEFAULT_WINDOW, key="win_cost_w", bind="query-params")
     dev = str(ctx.model.device)
-    lengths = tuple(n for n in LENGTHS if n <= top)
-    ms = ui.with_progress("results", ("win_cost", dev, lengths, cw), _("Measuring:"),
-                          lambda p: measure(dev, lengths, cw, p))
+    lengths = window_cost.lengths_up_to(top)
+    ms = ui.with_progress("results", window_cost.key(dev, lengths, cw), _("Measuring:"),
+                          lambda p: window_cost.measure(dev, lengths, cw, p))
     table = cost.measurements_table(ms)
     ui.show_figure(windows_plots.cost_chart(table, cost.device_name(dev), ms[0].memory_method),
                    key="win_cost")

@@ -30,6 +30,16 @@ def test_a_small_class(tmp_path):
     assert report["rss_mib"]["peak"] > report["rss_mib"]["start"] > 0
 
 
+def test_pages_narrows_the_class_to_the_named_pages(monkeypatch):
+    sys.path.insert(0, str(ROOT / "tests" / "load"))
+    import run_load
+
+    served = ["", "step_by_step", "similarity", "explore"]
+    assert run_load.class_pages(served) == served
+    monkeypatch.setattr(run_load, "ONLY_PAGES", {run_load.DEFAULT, "explore"})
+    assert run_load.class_pages(served) == ["", "explore"]
+
+
 @pytest.mark.slow
 def test_the_memory_and_heavy_scenarios_run(tmp_path):
     """tests/load/memory.py and heavy.py in miniature: they connect, walk and report (their

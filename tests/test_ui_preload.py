@@ -55,13 +55,14 @@ def test_run_app_imports_no_torch_before_streamlit_listens():
 def test_a_class_server_warms_the_lessons_and_the_samples_slow_first_work(monkeypatch):
     """ATTNVIZ_PRELOAD=class (make serve's workers): after the model, the preload thread computes
     the lesson's taggers, numbers and sweep for the default settings, the corpus page's bundled
-    sample and the families page's random demo models, under the keys the pages ask for; the lesson
-    page then trains nothing, the families page builds no model. Without it, nothing of the class's
-    work is started."""
-    from attnviz.analysis import corpus_heads, taggers
+    sample, the families page's random demo models and the windows page's default timings,
+    under the keys the pages ask for; the lesson page then trains nothing, the families page
+    builds no model, the windows page times nothing. Without it, nothing of the class's work is
+    started."""
+    from attnviz.analysis import corpus_heads, cost, taggers
     from attnviz.analysis.head_stats import CONVENTIONS
     from attnviz.engine import random_models
-    from attnviz.ui import lesson
+    from attnviz.ui import lesson, window_cost
     from attnviz.ui.context import DEMO
 
     settings = lesson.settings_from(0, taggers.Settings.epochs)
@@ -71,7 +72,10 @@ def test_a_class_server_warms_the_lessons_and_the_samples_slow_first_work(monkey
                   next(iter(CONVENTIONS)))
     keys = [("taggers", settings), ("results", ("lesson_numbers", settings)),
             ("results", ("lesson_sweep", settings)), ("results", corpus_key),
-            *[("models", ("demo", kind, preload.PRELOAD_DEVICE)) for kind in DEMO]]
+            *[("models", ("demo", kind, preload.PRELOAD_DEVICE)) for kind in DEMO],
+            ("results", window_cost.key(str(model.device),
+                                        window_cost.lengths_up_to(window_cost.DEFAULT_TOP),
+                                        window_cost.DEFAULT_WINDOW))]
     kept = {}  # values earlier tests computed: handed back by the warm-up's calls (not a
     for kind, key in keys:  # second training); what matters here is under which keys they land
         with CACHES[kind]._lock:
@@ -99,12 +103,16 @@ def test_a_class_server_warms_the_lessons_and_the_samples_slow_first_work(monkey
     monkeypatch.setattr(taggers, "overfitting", refuse)
     monkeypatch.setattr(corpus_heads, "corpus_heads", refuse)
     monkeypatch.setattr(random_models, "save_random_checkpoint", refuse)
+    monkeypatch.setattr(cost, "measure_attention", refuse)
     at = open_page("pages/corpus_heads.py", ch_src="sample")  # the warmed sample, same key
     assert not at.exception, [e.value for e in at.exception]
     assert at.get("plotly_chart")
     at = open_page("pages/families.py")  # its three random demo models, made by the warm-up
     assert not at.exception, [e.value for e in at.exception]
     assert at.get("plotly_chart")
+    at = open_page("pages/windows.py", win_tab="Long sequences: cost")  # timed by the warm-up
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.get("plotly_chart") and at.select_slider(key="win_cost_w").value == 64
     at = open_page("pages/lesson.py", lesson_step=5)  # "The cost of a wide window": the sweep
     if lesson.lesson.STEPS[4].predict:  # its answer (and figures) after the Answer button
         at.button(key="lesson_next").click().run()

@@ -9,12 +9,12 @@ sentence's trace, and imports the plotting code. A page that arrives before it i
 on the registry's key (the "Loading the model" spinner) and gets the same model: each key is
 computed once, whoever asks.
 
-With ATTNVIZ_PRELOAD=class (what `make serve` sets for its workers) the same thread then does the
-slow first computations a whole class would otherwise wait for together (`warm_class`): the lesson's
-taggers for the default settings, their numbers and the overfitting sweep, the corpus page's bundled
-sample, and the families page's random demo models (GPT-2, BART, ViT). It runs at the lowest CPU
-priority (this thread only), so a student's own request is served first; a page that asks while it
-runs waits on the key.
+With ATTNVIZ_PRELOAD=class (what `make serve` sets for its workers) the same thread then does
+the slow first computations a whole class would otherwise wait for together (`warm_class`): the
+lesson's taggers for the default settings, their numbers and the overfitting sweep, the corpus
+page's bundled sample, the families page's random demo models (GPT-2, BART, ViT) and the windows
+page's timings at its default choices. It runs at the lowest CPU priority (this thread only), so
+a student's own request is served first; a page that asks while it runs waits on the key.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def warm_class() -> None:
     try:
         from attnviz.analysis import corpus_heads, taggers
         from attnviz.analysis.head_stats import CONVENTIONS
-        from attnviz.ui import lesson
+        from attnviz.ui import lesson, window_cost
         from attnviz.ui.cache import cached
         from attnviz.ui.context import DEMO, cached_model, demo_model
 
@@ -76,6 +76,10 @@ def warm_class() -> None:
                lambda: corpus_heads.corpus_heads(model, sentences, conv))
         for kind in DEMO:  # the families page's random GPT-2, BART and ViT (and
             demo_model(kind, PRELOAD_DEVICE)  # transformers' import): 16% of a class's GIL time
+        dev = str(model.device)  # the windows page's cost tab at its defaults: not the sentence's
+        lengths, w = window_cost.lengths_up_to(window_cost.DEFAULT_TOP), window_cost.DEFAULT_WINDOW
+        cached("results", window_cost.key(dev, lengths, w),
+               lambda: window_cost.measure(dev, lengths, w, _quiet))
     except Exception as e:  # each page computes (and reports) its own as before
         STATE["class_error"] = f"{type(e).__name__}: {e}"
         print(f"attnviz: class warm-up failed ({STATE['class_error']})", file=sys.stderr,

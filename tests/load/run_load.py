@@ -107,6 +107,7 @@ class MemorySampler(threading.Thread):
 # A widget drawn inside an st.fragment reruns that fragment alone, as the browser asks
 # (BackMsg rerun_script.fragment_id); --full-reruns: every click reruns the whole page.
 FRAGMENT_RERUNS = True
+ONLY_PAGES: set[str] | None = None  # --pages: the class visits only these (by file stem)
 WORKERS_SEEN: dict[int, str] = {}  # session index -> worker that answered (behind nginx)
 
 
@@ -317,7 +318,7 @@ async def student(url: str, index: int, sentence: str, steps: int, deadline: flo
         results.append(await s.rerun("open"))
         s.type_sentence(sentence)
         results.append(await s.rerun("type"))
-        pages = list(s.pages)
+        pages = class_pages(s.pages)
         rng.shuffle(pages)
         done = 2
         while done < steps and time.time() < deadline:
@@ -337,6 +338,14 @@ async def student(url: str, index: int, sentence: str, steps: int, deadline: flo
         results.append(Rerun(index, s.page_name, "connect", 0.0, False, 0, [repr(e)]))
     finally:
         await s.close()
+
+
+def class_pages(pages) -> list[str]:
+    """The url path names a student visits: all the app's, or those of --pages (file stems;
+    the default page, served at "", is named by its file too)."""
+    if ONLY_PAGES is None:
+        return list(pages)
+    return [p for p in pages if (p or DEFAULT) in ONLY_PAGES]
 
 
 async def run_class(url: str, n: int, steps: int, duration: float, timeout: float,
@@ -436,12 +445,16 @@ def main(argv: list[str] | None = None) -> int:
                     help="start the server as `make serve` does (ATTNVIZ_PRELOAD=class) and "
                          "begin once its class warm-up is done")
     ap.add_argument("--settle", type=float, default=20, help="seconds to wait after closing")
+    ap.add_argument("--pages", nargs="+", metavar="STEM",
+                    help="the class visits only these pages (file stems, e.g. layer_heads "
+                         "explore); the warm-up still opens every page")
     ap.add_argument("--json", type=Path, default=ROOT / "test-output" / "load.json")
     ap.add_argument("--url", help="load this running server (http://host:port) instead of "
                                   "starting one")
     args = ap.parse_args(argv)
-    global FRAGMENT_RERUNS
+    global FRAGMENT_RERUNS, ONLY_PAGES
     FRAGMENT_RERUNS = not args.full_reruns
+    ONLY_PAGES = set(args.pages) if args.pages else None
 
     args.json.parent.mkdir(parents=True, exist_ok=True)
     if args.url:
