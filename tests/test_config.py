@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import ast
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.fresh import last_line
 
 try:
     import tomllib
@@ -71,9 +71,7 @@ def test_streamlit_reads_the_config_file():
         "'server.enableXsrfProtection','client.showErrorDetails','server.maxUploadSize',"
         "'server.maxMessageSize']}))"
     )
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
-                         text=True, timeout=120, check=True).stdout
-    got = json.loads(out.strip().splitlines()[-1])
+    got = json.loads(last_line(code, timeout=120))
     assert got["server.fileWatcherType"] == "none"
     assert got["server.enableXsrfProtection"] is True
     assert got["client.showErrorDetails"] == "none"

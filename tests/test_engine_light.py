@@ -5,8 +5,6 @@ reproduce go to transformers."""
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +15,7 @@ import attnviz
 from attnviz.engine import ARRAY_FIELDS, bundled_model_dir
 from attnviz.engine import load as load_module
 from attnviz.engine.light import CONFIG_FIELDS, LightTokenizer, bert_config, bert_tokenizer
+from tests.fresh import last_line
 
 ROOT = Path(__file__).resolve().parents[1]
 LONG = "I saw a saw that could saw any saw I saw, and Café naïve 我看见了一把锯子. " * 40
@@ -244,10 +243,7 @@ def test_loading_the_bundled_model_imports_no_transformers():
             "m.trace('I saw a saw', 'It was sharp'); "
             "print(type(m.tokenizer).__name__, type(m.config).__name__, "
             "sorted(k for k in sys.modules if k.split('.')[0] == 'transformers'))")
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
-                         text=True, timeout=300)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "LightTokenizer LightBertConfig []", out.stdout
+    assert last_line(code) == "LightTokenizer LightBertConfig []"
 
 
 # ------------------------------------------------------------ files it does not reproduce

@@ -7,8 +7,6 @@ imports neither torch nor attnviz before Streamlit listens (checked in a fresh i
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import threading
 from pathlib import Path
 
@@ -17,6 +15,7 @@ from attnviz.ui import preload
 from attnviz.ui.cache import CACHES
 from attnviz.ui.context import DEFAULT_TEXT, cached_model
 from tests.apptest import open_page
+from tests.fresh import last_line
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -46,10 +45,7 @@ def test_run_app_imports_no_torch_before_streamlit_listens():
             "m['preload_when_serving'](); "
             "print(sorted(k for k in sys.modules if k.split('.')[0] in ('torch', 'attnviz', "
             "'transformers')))")
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
-                         text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "[]", out.stdout
+    assert last_line(code, timeout=120) == "[]"
 
 
 def test_a_class_server_warms_the_lessons_and_the_samples_slow_first_work(monkeypatch):

@@ -13,6 +13,7 @@ from streamlit.testing.v1 import AppTest
 from attnviz.ui.sidebar import MAX_CHARS
 from attnviz.ui.urlstate import URL_BUDGET, encoded_length
 from tests.apptest import APP, open_page
+from tests.fresh import last_line
 
 LONG_CHINESE = "我看见了一把锯子。" * 120  # 1,080 characters, ~9,700 bytes in a URL
 
@@ -70,14 +71,6 @@ def test_the_default_page_does_not_load_streamlits_emoji_table():
     """The language switch shows 中文 without making Streamlit load its emoji table (~0.6 s of
     a fresh server's first page: it looks for a leading emoji in a non-ASCII first word);
     checked in a fresh interpreter, where nothing else has loaded it."""
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[1]
     code = ("import sys; from tests.apptest import open_page; at = open_page(); "
             "assert not at.exception; print('streamlit.emojis' in sys.modules)")
-    run = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True,
-                         text=True, timeout=300)
-    assert run.returncode == 0, run.stderr[-2000:]
-    assert run.stdout.strip().splitlines()[-1] == "False"
+    assert last_line(code) == "False"
