@@ -125,8 +125,7 @@ class LightTokenizer:
     get_vocab(), len(). Made by `bert_tokenizer`, which checks that transformers would build
     the same pipeline from the folder."""
 
-    is_fast = True
-    padding_side = truncation_side = "right"
+    truncation_side = "right"
 
     def __init__(self, backend, specials: dict[str, str], model_max_length: int):
         backend.no_truncation()  # tokenizer.json may carry both (the bundled one: 128 tokens);
@@ -141,10 +140,6 @@ class LightTokenizer:
                     None if token is None else self.convert_tokens_to_ids(token))
 
     @property
-    def backend_tokenizer(self):
-        return self._tok
-
-    @property
     def all_special_tokens(self) -> list[str]:
         tokens = (self.special_tokens_map.get(name) for name in SPECIAL_ORDER)
         return list(dict.fromkeys(t for t in tokens if t is not None))
@@ -152,10 +147,6 @@ class LightTokenizer:
     @property
     def all_special_ids(self) -> list[int]:
         return self.convert_tokens_to_ids(self.all_special_tokens)
-
-    @property
-    def vocab_size(self) -> int:
-        return self._tok.get_vocab_size(with_added_tokens=False)
 
     def __len__(self) -> int:
         return self._tok.get_vocab_size(with_added_tokens=True)
@@ -169,17 +160,15 @@ class LightTokenizer:
             return self.unk_token_id if index is None else index
         return [self.convert_tokens_to_ids(t) for t in tokens]
 
-    def convert_ids_to_tokens(self, ids: int | list[int],
-                              skip_special_tokens: bool = False) -> str | list[str]:
+    def convert_ids_to_tokens(self, ids: int | list[int]) -> str | list[str]:
         if isinstance(ids, int):
             return self._tok.id_to_token(ids)
-        skip = set(self.all_special_ids) if skip_special_tokens else set()
-        return [self._tok.id_to_token(int(i)) for i in ids if int(i) not in skip]
+        return [self._tok.id_to_token(int(i)) for i in ids]
 
     def __call__(self, text: str, text_pair: str | None = None, *,
                  add_special_tokens: bool = True, truncation: bool | str | None = None,
-                 max_length: int | None = None, return_special_tokens_mask: bool = False,
-                 return_offsets_mapping: bool = False) -> Encoded:
+                 max_length: int | None = None,
+                 return_special_tokens_mask: bool = False) -> Encoded:
         """One text (and a second one) as transformers encodes it: an empty second text is
         no pair, `max_length` alone truncates, truncation without one stops at
         model_max_length; nothing is padded."""
@@ -204,8 +193,6 @@ class LightTokenizer:
                       attention_mask=enc.attention_mask)
         if return_special_tokens_mask:
             out["special_tokens_mask"] = enc.special_tokens_mask
-        if return_offsets_mapping:
-            out["offset_mapping"] = enc.offsets
         out.encoding = enc
         return out
 
