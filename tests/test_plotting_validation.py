@@ -278,6 +278,21 @@ def test_figures_are_the_same_with_and_without_validation(tmp_path):
     assert not differ, f"figures whose summary validation changes: {differ}"
 
 
+def test_summaries_read_the_figure_in_place_and_change_nothing():
+    """summarise() reads a figure's own dicts (no deep copy): the same summary as from
+    to_plotly_json's copies, and the figure's JSON is unchanged after it, for every figure."""
+    import plotly.io
+
+    from attnviz.plotting.summary import summarise, summarise_parts
+
+    for name, fig in build_figures().items():
+        before = plotly.io.to_json(fig)
+        copied = summarise_parts(fig.layout.to_plotly_json(), [t.to_plotly_json()
+                                                             for t in fig.data])
+        assert summarise(fig) == copied, name
+        assert plotly.io.to_json(fig) == before, name
+
+
 def test_the_tests_validate():
     """conftest.py switches validation on: a misspelt property fails a test."""
     from attnviz.plotting import common

@@ -37,3 +37,25 @@ def test_a_long_sentence_on_the_flow_tab(model):
     assert flow_workers.running_workers() == running  # the same processes, none added
     assert flow_workers._idle.qsize() == running  # all back, waiting for the next flow
     flow_workers.close_workers()
+
+
+def test_a_short_sentence_goes_to_the_running_workers(model):
+    """With workers running (a class server starts them), a short sentence's max-flows are
+    solved there too, off the server's GIL, with exactly the in-process result; with none
+    running, flow's own rule applies (in-process below PARALLEL_PAIRS pairs)."""
+    from attnviz.ui.flow import workers_for
+
+    flow_workers.close_workers()
+    assert workers_for(6) is None
+    t = model.trace("I saw a saw")
+    a = residual_attention(t.weights)
+    want, stats = max_flows_stats(a, t.n_layers - 1, workers=1)
+    assert stats.solved > 0 and stats.solved_in_workers == 0
+    if flow_workers.default_workers() < 2:
+        return  # one core: no workers to send to
+    flow_workers.prestart(2)
+    assert workers_for(t.n_tokens) == 2 and workers_for(1) is None
+    got, stats = max_flows_stats(a, t.n_layers - 1, workers=workers_for(t.n_tokens))
+    assert stats.solved_in_workers == stats.solved > 0
+    np.testing.assert_array_equal(got, want)
+    flow_workers.close_workers()

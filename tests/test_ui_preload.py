@@ -52,10 +52,10 @@ def test_a_class_server_warms_the_lessons_and_the_samples_slow_first_work(monkey
     """ATTNVIZ_PRELOAD=class (make serve's workers): after the model, the preload thread computes
     the lesson's taggers, numbers and sweep for the default settings, the corpus page's bundled
     sample, the families page's random demo models and the windows page's default timings,
-    under the keys the pages ask for; the lesson page then trains nothing, the families page
-    builds no model, the windows page times nothing. Without it, nothing of the class's work is
-    started."""
-    from attnviz.analysis import corpus_heads, cost, taggers
+    under the keys the pages ask for, after starting the flow's worker processes; the lesson
+    page then trains nothing, the families page builds no model, the windows page times
+    nothing. Without it, nothing of the class's work is started."""
+    from attnviz.analysis import corpus_heads, cost, flow_workers, taggers
     from attnviz.analysis.head_stats import CONVENTIONS
     from attnviz.engine import random_models
     from attnviz.ui import lesson, window_cost
@@ -91,6 +91,8 @@ def test_a_class_server_warms_the_lessons_and_the_samples_slow_first_work(monkey
     preload.preload()
     assert preload.STATE["class_error"] is None
     assert all(key in CACHES[kind] for kind, key in keys), [key in CACHES[k] for k, key in keys]
+    wanted = flow_workers.default_workers()  # the flow's worker processes, started first
+    assert flow_workers.running_workers() == (wanted if wanted > 1 else 0)
 
     def refuse(*args, **kwargs):
         raise AssertionError("the page trained again")

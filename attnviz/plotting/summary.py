@@ -409,8 +409,22 @@ def summarise(fig: go.Figure, k: int = TOP_K, max_rows: int = MAX_ROWS,
               max_tables: int = MAX_TABLES) -> Summary:
     """The figure's key numbers: one or more tables per panel and a sentence saying what
     they hold (see the module docstring)."""
-    layout = fig.layout.to_plotly_json()
-    traces = [t.to_plotly_json() for t in fig.data]
+    return summarise_parts(*_parts(fig), k, max_rows, max_tables)
+
+
+def _parts(fig: go.Figure) -> tuple[dict, list[dict]]:
+    """The figure's layout and traces as plain dicts, read where the figure keeps them:
+    to_plotly_json deep-copies them, plotly's whole default template included, which cost half
+    of a 12-head grid's summary. Nothing here writes to them."""
+    layout, data = getattr(fig, "_layout", None), getattr(fig, "_data", None)
+    if isinstance(layout, dict) and isinstance(data, list):
+        return layout, data
+    return fig.layout.to_plotly_json(), [t.to_plotly_json() for t in fig.data]
+
+
+def summarise_parts(layout: dict, traces: list[dict], k: int = TOP_K, max_rows: int = MAX_ROWS,
+                    max_tables: int = MAX_TABLES) -> Summary:
+    """summarise() of a figure given as its layout and trace dicts (read, never changed)."""
     fig_title = _title(layout.get("title"))
     titles = panel_titles(layout)
     panels: dict[str, list[dict]] = {}

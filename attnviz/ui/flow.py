@@ -28,8 +28,17 @@ def flow_of(t, layer: int | None = None) -> np.ndarray | None:
     a = flow.residual_attention(t.weights)  # [L, n, n]
     return with_progress("results", ("flow", t.key, layer),
                          _("Computing attention flow (max-flows)..."),
-                         lambda progress: flow.normalise_rows(flow.max_flows(a, layer, progress)),
+                         lambda progress: flow.normalise_rows(flow.max_flows_stats(
+                             a, layer, progress, workers=workers_for(t.n_tokens))[0]),
                          quick=t.n_tokens <= QUICK_TOKENS)
+
+
+def workers_for(n: int) -> int | None:
+    """Worker processes for an n-token flow: the running ones whenever some run (a short
+    sentence's max-flows take as long there, and hold no GIL: the server's other sessions go on
+    meanwhile), else flow's own rule (from PARALLEL_PAIRS pairs on, started on first use)."""
+    running = flow_workers.running_workers()
+    return running if running > 1 and n > 1 else None
 
 
 def prepare(t) -> None:

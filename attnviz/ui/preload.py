@@ -14,7 +14,9 @@ the slow first computations a whole class would otherwise wait for together (`wa
 lesson's taggers for the default settings, their numbers and the overfitting sweep, the corpus
 page's bundled sample, the families page's random demo models (GPT-2, BART, ViT) and the windows
 page's timings at its default choices. It runs at the lowest CPU priority (this thread only), so
-a student's own request is served first; a page that asks while it runs waits on the key.
+a student's own request is served first; a page that asks while it runs waits on the key. It
+first starts the flow's worker processes at the usual priority, so that every sentence's flow,
+a short one's too, is solved outside the server's GIL (ui.flow.workers_for).
 """
 
 from __future__ import annotations
@@ -53,6 +55,11 @@ def preload() -> None:
 
 def warm_class() -> None:
     """The class's shared first computations, under the very keys the pages ask for."""
+    try:  # before the priority drops: a child process would inherit it
+        from attnviz.analysis import flow_workers
+        flow_workers.prestart(flow_workers.default_workers())
+    except Exception:  # noqa: BLE001 (no worker: flows are solved in-process as before)
+        pass
     try:
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)  # this thread only
     except (AttributeError, OSError):  # not Linux: run at the usual priority
