@@ -104,3 +104,29 @@ def test_special_share_matches_hf_attentions(model, hf_model):
     share = win.special_share(t.weights, t.tokens)
     np.testing.assert_allclose(share, ref, atol=1e-6)
     assert share.mean() == pytest.approx(0.714, abs=1e-3)
+
+
+def test_windows_are_encoded_in_batches_with_each_windows_own_result(model, monkeypatch):
+    """A short sentence's sweep is one batch; batches of any size give each window's own
+    encoder pass (one window at a time, written out here) to float32 rounding, and progress
+    reaches 1 in order."""
+    text = "The teacher wrote a long sentence on the board today."
+    ids, seg, _ = model.tokenize(text)
+    n = len(ids)
+    assert win.windows_per_batch(model, n) >= n  # the whole sweep in one pass
+    assert win.windows_per_batch(model, 512) < 40  # a long one in several
+    x, _ = model.embed(ids, seg)
+    with torch.inference_mode():
+        full = model.encode(x, None, record=False).hidden_states[-1].double().numpy()
+        one = [model.encode(x, win.sweep_mask(n, w), record=False).hidden_states[-1]
+               .double().numpy() for w in range(n)]
+    want = np.stack([_cos_rows(h, full) for h in one])
+    for size in (None, 1, 3):
+        if size is not None:
+            monkeypatch.setattr(win, "windows_per_batch", lambda model, n, size=size: size)
+        seen = []
+        s = win.context_sweep(model, ids, seg, range(n),
+                              progress=lambda f, m, seen=seen: seen.append(f))
+        np.testing.assert_allclose(s.cosine, want, atol=1e-6)
+        assert seen == sorted(seen) and seen[-1] == 1.0
+        assert len(seen) == (1 if size is None else -(-n // size))

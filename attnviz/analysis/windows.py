@@ -61,6 +61,17 @@ def sweep_mask(n: int, window: int, visible: Sequence[bool] | np.ndarray | None 
     return mask
 
 
+MEMORY_PER_BATCH = 64 * 2**20  # bytes one batch of windows may hold while it is encoded
+
+
+def windows_per_batch(model, n: int) -> int:
+    """How many windows of an n-token sweep are encoded at once: a layer's scores and weights
+    [H, n, n] and ~20 vectors per token, per window, within MEMORY_PER_BATCH (a short sentence's
+    whole sweep is one batch: one pass instead of one per window)."""
+    per_window = 4 * (3 * model.n_heads * n * n + 20 * n * model.hidden)
+    return max(1, MEMORY_PER_BATCH // per_window)
+
+
 @torch.inference_mode()
 def context_sweep(
     model,
@@ -74,7 +85,8 @@ def context_sweep(
 ) -> ContextSweep:
     """Run the encoder with sweep_mask(n, w) for each w (default 1 .. n - 1; n - 1 = full).
 
-    keep_special=True keeps [CLS] and [SEP] visible to every token (`sweep_mask`).
+    keep_special=True keeps [CLS] and [SEP] visible to every token (`sweep_mask`). The windows
+    are encoded in batches (`windows_per_batch`), each sequence of a batch on its own.
     """
     ids = list(ids)
     n = len(ids)
@@ -88,14 +100,19 @@ def context_sweep(
         pair = first_repeated_pair(tokens)
     full = full.cpu().numpy()
     cos, pair_cos = [], []
-    for k, w in enumerate(windows):
-        h = model.encode(x, sweep_mask(n, w, visible, x.device), record=False).hidden_states[-1]
-        h = h.cpu().numpy()
-        cos.append(cosine(h, full))
-        if pair is not None:
-            pair_cos.append(float(cosine(h[pair[0]], h[pair[1]])))
+    size = windows_per_batch(model, n)
+    for start in range(0, len(windows), size):
+        part = windows[start:start + size]  # encoded as one batch, a mask per window
+        masks = torch.stack([sweep_mask(n, w, visible, x.device) for w in part])[:, None]
+        hs = model.encode(x.expand(len(part), *x.shape), masks,
+                          record=False).hidden_states[-1].cpu().numpy()  # [b, n, hidden]
+        for h in hs:
+            cos.append(cosine(h, full))
+            if pair is not None:
+                pair_cos.append(float(cosine(h[pair[0]], h[pair[1]])))
         if progress:
-            progress((k + 1) / len(windows), _("window w = {w}").format(w=w))
+            progress((start + len(part)) / len(windows),
+                     _("window w = {w}").format(w=part[-1]))
     cosines = np.stack(cos)
     full_pair = float(cosine(full[pair[0]], full[pair[1]])) if pair is not None else None
     return ContextSweep(
