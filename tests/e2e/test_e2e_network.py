@@ -14,6 +14,8 @@ values leave the address bar, and typing a new sentence draws again (ui.urlstate
 
 from __future__ import annotations
 
+import base64
+from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
@@ -24,6 +26,7 @@ from .conftest import page_errors, screenshot, set_sentence, wait_for_app
 
 pytestmark = pytest.mark.e2e
 
+ROOT = Path(__file__).resolve().parents[2]
 LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
 
 
@@ -58,6 +61,10 @@ def test_no_page_makes_an_outside_request(browser, app_url):
         ctx.close()
     assert not sorted(set(attempted)), f"outside requests: {sorted(set(attempted))}"
     assert icon and not outside(icon), icon
+    # the app's own icon, handed over as a data: URL (attnviz.ui.router.favicon_url)
+    head, _, data = icon.partition(",")
+    assert head == "data:image/png;base64", icon[:60]
+    assert base64.b64decode(data) == (ROOT / "assets" / "favicon.png").read_bytes()
 
 
 def test_unusable_url_numbers_leave_the_url_and_the_page_draws(page, app_url):
