@@ -84,3 +84,28 @@ def test_long_inputs_thin_ticks_and_name_their_positions(model):
     assert ticks[1] == f"#3 {t.tokens[3]}" and len(ticks) <= 60
     assert fig.layout.yaxis.tickvals[1] == f"{t.tokens[3]} #3"
     np.testing.assert_array_equal(np.asarray(fig.data[0].z), t.weights[0, 0])
+
+
+def test_mark_head_is_the_mosaic_with_one_outline_added(saw):
+    """mark_head rebuilds the figure from the mosaic's own dict (no validation on the server):
+    the same figure as plotly's validated copy with add_shape (the same JSON up to the order of
+    the layout's keys), for a frozen (cached) figure too."""
+    import plotly.graph_objects as go
+    import plotly.io
+
+    from attnviz.plotting.overview import OPEN_COLOUR, mark_head
+    from attnviz.ui.figures import frozen
+
+    fig = overview_mosaic(saw.weights, mean_maps(saw.weights), saw.tokens)
+    meta = fig.layout.meta
+    c, step = int(meta["tile"]), int(meta["step"])
+    want = go.Figure(fig)
+    want.add_shape(type="rect", xref="x", yref="y", x0=5 * step - 0.5, x1=5 * step + c - 0.5,
+                   y0=2 * step - 0.5, y1=2 * step + c - 0.5,
+                   line=dict(color=OPEN_COLOUR, width=3), fillcolor="rgba(0,0,0,0)",
+                   name="open: layer 2, head 5")
+    before = plotly.io.to_json(fig)
+    want = json.loads(plotly.io.to_json(want))
+    assert json.loads(plotly.io.to_json(mark_head(fig, 2, 5))) == want
+    assert json.loads(plotly.io.to_json(mark_head(frozen(fig), 2, 5))) == want
+    assert plotly.io.to_json(fig) == before  # the mosaic itself is untouched

@@ -27,7 +27,7 @@ LONG = ("The old man the boat while the young sailors sleep below deck, and the 
 
 
 def build_figures() -> dict:
-    """{name: figure} for every public figure builder in attnviz.plotting (not overview)."""
+    """{name: figure} for every public figure builder in attnviz.plotting."""
     import attnviz
     from attnviz.analysis import conv_attention as ca
     from attnviz.analysis import positions as P
@@ -254,6 +254,13 @@ def build_figures() -> dict:
          "method": np.array(["full", "windowed", "full", "windowed"]),
          "seconds": np.array([1e-3, 2e-3, 4e-3, 3e-3]),
          "peak_bytes": np.array([2**20, 2**19, 2**22, 2**20])}, "CPU test", "tensor sizes")
+    # overview: the mosaic (short and block-max) and a copy with the open head outlined
+    from attnviz.analysis.views import mean_maps
+    from attnviz.plotting import overview
+    figs["overview_mosaic"] = overview.overview_mosaic(t.weights, mean_maps(t.weights), toks)
+    figs["overview_mosaic_blocks"] = overview.overview_mosaic(
+        long.weights, mean_maps(long.weights), long.tokens, max_cells=16)
+    figs["mark_head"] = overview.mark_head(figs["overview_mosaic"], 2, 5)
     return figs
 
 

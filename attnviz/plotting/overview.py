@@ -30,6 +30,7 @@ from .common import (
     axis_labels,
     block_reduce,
     colorbar_room,
+    figure,
     label_room,
 )
 
@@ -92,48 +93,47 @@ def overview_mosaic(
         y += [gettext("{name} · query {query}").format(name=name, query=lab) for lab in q_side] + (
             [f"gap {row}"] if row < L else [])
     value = gettext("weight") if factor == 1 else gettext("block max")
-    fig = go.Figure(go.Heatmap(
-        z=z, x=x, y=y, colorscale=WEIGHTS_SCALE, zmin=0.0, zmax=1.0, hoverongaps=False,
-        hovertemplate=f"%{{y}}<br>%{{x}}<br>{value} = %{{z:.4f}}<extra></extra>",
-        colorbar=dict(title=dict(text=gettext("weights")), thickness=12),
-    ))
     mid = c // 2
     # Plotly cannot select heatmap cells, so each tile gets a clickable point at its centre
     # (Streamlit's on_select reports it; `pick_head` reads its layer and head). The point is
     # invisible and large, so it covers nothing of the tile and a click near the centre hits.
     cx = [x[i * step + mid] for i in range(H + 1)]
     cy = [y[i * step + mid] for i in range(L + 1)]
-    fig.add_trace(go.Scatter(
-        x=[a for _ in cy for a in cx], y=[b for b in cy for _ in cx], mode="markers",
-        marker=dict(size=22, symbol="square", color="rgba(0,0,0,0)", opacity=0),
+    heat = dict(
+        type="heatmap", z=z, x=x, y=y, colorscale=WEIGHTS_SCALE, zmin=0.0, zmax=1.0,
+        hoverongaps=False, hovertemplate=f"%{{y}}<br>%{{x}}<br>{value} = %{{z:.4f}}<extra></extra>",
+        colorbar=dict(title=dict(text=gettext("weights")), thickness=12),
+    )
+    points = dict(
+        type="scatter", x=[a for _ in cy for a in cx], y=[b for b in cy for _ in cx],
+        mode="markers", marker=dict(size=22, symbol="square", color="rgba(0,0,0,0)", opacity=0),
         customdata=[gettext("layer {layer}").format(layer=r) if r < L
                     else gettext("mean of layers") for r in range(L + 1) for _ in range(H + 1)],
         text=[gettext("head {head}").format(head=h) if h < H else gettext("mean of heads")
               for _ in range(L + 1) for h in range(H + 1)],
         hovertemplate=gettext("%{customdata}, %{text}: click to open") + "<extra></extra>",
         showlegend=False, name="open",
-    ))
-    fig.update_xaxes(type="category", categoryorder="array", categoryarray=x, tickvals=cx,
-                     ticktext=[str(h) for h in range(H)] + [gettext("mean")], side="top",
-                     showgrid=False)
+    )
     rows = [gettext("layer {layer}").format(layer=i) for i in range(L)] + [gettext("mean")]
-    fig.update_yaxes(type="category", categoryorder="array", categoryarray=y, tickvals=cy,
-                     ticktext=rows, autorange="reversed",
-                     showgrid=False, scaleanchor="x", constrain="domain")
     title = title or gettext(
         "Layers x heads: softmax weights (in each tile rows = queries, columns = keys)")
     if factor > 1:
         title = gettext("{title} (blocks of {factor}x{factor} tokens, max)").format(
             title=title, factor=factor)
-    fig.update_layout(
+    return figure(data=[heat, points], layout=dict(
+        xaxis=dict(type="category", categoryorder="array", categoryarray=x, tickvals=cx,
+                   ticktext=[str(h) for h in range(H)] + [gettext("mean")], side="top",
+                   showgrid=False),
+        yaxis=dict(type="category", categoryorder="array", categoryarray=y, tickvals=cy,
+                   ticktext=rows, autorange="reversed", showgrid=False, scaleanchor="x",
+                   constrain="domain"),
         title=title, font=FONT,
         height=int(min(1100, max(420, 70 * (L + 1) + 140))),
         # Room for the row labels and the colour bar up front: drawn once, not twice.
         margin=dict(l=10 + label_room(rows, titled=False), r=colorbar_room("weight", "0.2"),
                     t=90, b=10), clickmode="event+select",
         meta=dict(tile=c, step=step, layers=L, heads=H, tokens=n),  # read by mark_head
-    )
-    return fig
+    ))
 
 
 def mark_head(fig: go.Figure, layer: int, head: int, colour: str = OPEN_COLOUR) -> go.Figure:
@@ -144,12 +144,13 @@ def mark_head(fig: go.Figure, layer: int, head: int, colour: str = OPEN_COLOUR) 
     c, step = int(meta["tile"]), int(meta["step"])
     if not (0 <= layer < int(meta["layers"]) and 0 <= head < int(meta["heads"])):
         raise ValueError(f"no tile for layer {layer}, head {head}")
-    out = go.Figure(fig)
-    out.add_shape(type="rect", xref="x", yref="y", x0=head * step - 0.5,
-                  x1=head * step + c - 0.5, y0=layer * step - 0.5, y1=layer * step + c - 0.5,
-                  line=dict(color=colour, width=3), fillcolor="rgba(0,0,0,0)",
-                  name=gettext("open: layer {layer}, head {head}").format(layer=layer, head=head))
-    return out
+    d = fig.to_dict()  # read only: a cached figure's own dict (ui.figures.frozen)
+    shape = dict(type="rect", xref="x", yref="y", x0=head * step - 0.5,
+                 x1=head * step + c - 0.5, y0=layer * step - 0.5, y1=layer * step + c - 0.5,
+                 line=dict(color=colour, width=3), fillcolor="rgba(0,0,0,0)",
+                 name=gettext("open: layer {layer}, head {head}").format(layer=layer, head=head))
+    layout = {k: v for k, v in d["layout"].items() if k != "template"}
+    return figure(data=d["data"], layout={**layout, "shapes": [*layout.get("shapes", ()), shape]})
 
 
 def pick_head(point: dict) -> tuple[int | None, int | None]:
