@@ -35,6 +35,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from attnviz.analysis.common import sequences_per_batch
+
 DEFAULT_STEPS = 32
 
 
@@ -99,10 +101,8 @@ MEMORY_PER_BATCH = 256 * 2**20  # bytes the autograd graph of one batch of path 
 
 def points_per_batch(model, n: int) -> int:
     """How many path points of an n-token input are encoded at once: what the backward pass
-    keeps per point (each layer's scores and weights [H, n, n], and ~20 vectors per token)
-    within MEMORY_PER_BATCH."""
-    per_point = 4 * model.n_layers * (3 * model.n_heads * n * n + 20 * n * model.hidden)
-    return max(1, MEMORY_PER_BATCH // per_point)
+    keeps per point (every layer's work) within MEMORY_PER_BATCH."""
+    return sequences_per_batch(model, n, MEMORY_PER_BATCH, layers=model.n_layers)
 
 
 def integrated_gradients(model, x: torch.Tensor, x0: torch.Tensor, other: torch.Tensor,

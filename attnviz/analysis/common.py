@@ -54,6 +54,15 @@ def softmax_rows(logits: np.ndarray) -> np.ndarray:
     return e / e.sum(axis=-1, keepdims=True)
 
 
+def sequences_per_batch(model, n: int, budget: int, layers: int = 1) -> int:
+    """How many n-token sequences a batched encoder pass may hold within `budget` bytes: per
+    sequence and per layer kept alive (1 without autograd; every layer for a backward pass),
+    its scores and weights [H, n, n] (and the softmax's work copy) and ~20 float32 vectors per
+    token. At least 1."""
+    per_sequence = 4 * layers * (3 * model.n_heads * n * n + 20 * n * model.hidden)
+    return max(1, budget // per_sequence)
+
+
 def special_mask(tokens: Sequence[str]) -> np.ndarray:
     """Boolean [tokens]: True where the token is one of SPECIAL_TOKENS ([CLS], [SEP], ...)."""
     return np.array([t in SPECIAL_TOKENS for t in tokens], dtype=bool)

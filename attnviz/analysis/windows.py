@@ -25,7 +25,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from attnviz.analysis.common import cosine, first_repeated_pair, special_mask
+from attnviz.analysis.common import (
+    cosine,
+    first_repeated_pair,
+    sequences_per_batch,
+    special_mask,
+)
 from attnviz.engine.attention import window_mask
 from attnviz.i18n import _
 
@@ -65,11 +70,9 @@ MEMORY_PER_BATCH = 64 * 2**20  # bytes one batch of windows may hold while it is
 
 
 def windows_per_batch(model, n: int) -> int:
-    """How many windows of an n-token sweep are encoded at once: a layer's scores and weights
-    [H, n, n] and ~20 vectors per token, per window, within MEMORY_PER_BATCH (a short sentence's
-    whole sweep is one batch: one pass instead of one per window)."""
-    per_window = 4 * (3 * model.n_heads * n * n + 20 * n * model.hidden)
-    return max(1, MEMORY_PER_BATCH // per_window)
+    """How many windows of an n-token sweep are encoded at once (no autograd: one layer's work
+    alive at a time) within MEMORY_PER_BATCH: a short sentence's whole sweep is one batch."""
+    return sequences_per_batch(model, n, MEMORY_PER_BATCH)
 
 
 @torch.inference_mode()
