@@ -3,9 +3,17 @@ batches (attnviz.analysis.attribution) against one point at a time (a forward an
 per point, as the first version did and as the usual IG loop does), same quadrature, same
 values; two short sentences (the page's default B and a class's typical A) and a paragraph.
 
-Prints the median wall seconds per attribution (both sentences, 32 steps, Gauss-Legendre) on
-the default torch threads and on one thread (a shared server's session), and the largest
-difference between the two ways' attributions. Speed is measured here, never in tests.
+Prints the median wall seconds per attribution (both sentences, the page's default points,
+attribution.path_rule) on the default torch threads and on one thread (a shared server's
+session), and the largest difference between the two ways' attributions.
+
+Then the quadrature's accuracy (why path_rule splits the path in two halves): for the load
+test's 20 sentences and three more, each against the similarity page's default B and the
+tests' B, both sides' IG by 32 points in one Gauss-Legendre panel and by 16, 24 and 32 points
+in two halves, against 128 points in two halves (itself checked against 128 in one panel);
+the error is the largest per-token difference over the largest |IG| of the reference. Also
+where on the path the integrand (summed over tokens) peaks. Speed is measured here, never in
+tests.
 """
 
 from __future__ import annotations
@@ -21,19 +29,19 @@ from attnviz.engine import load_model
 from benchmarks.bench_engine import median_ms
 
 PAIRS = {
-    "short (6 + 10 tokens)": ("I saw a saw", "She cut the wood with a saw."),
+    "short (6 + 10 tokens)": ("I saw a saw", A.DEFAULT_B),
     "paragraph (~120 + 10 tokens)": (
         " ".join(["The teacher saw the students saw the board while the class watched."] * 8),
-        "She cut the wood with a saw."),
+        A.DEFAULT_B),
 }
-STEPS = 32
+STEPS = A.DEFAULT_STEPS
 
 
 def one_point_at_a_time(model, x, x0, other, steps):
     """The reference: one forward and backward per quadrature point."""
-    nodes, weights = np.polynomial.legendre.leggauss(steps)
+    alphas, weights = A.path_rule(steps)
     acc = torch.zeros_like(x, dtype=torch.float64)
-    for a, w in zip((nodes + 1) / 2, weights / 2, strict=True):
+    for a, w in zip(alphas, weights, strict=True):
         _, g = A._grad(model, x0 + float(a) * (x - x0), other)
         acc += float(w) * g.double()
     return ((x - x0).double() * acc).sum(dim=-1).cpu().numpy()
@@ -67,6 +75,68 @@ def measure(model, label: str, a: str, b: str) -> None:
     torch.set_num_threads(threads)
 
 
+def one_panel(steps: int) -> tuple[np.ndarray, np.ndarray]:
+    """Gauss-Legendre on [0, 1] in one panel (the rule before path_rule)."""
+    nodes, weights = np.polynomial.legendre.leggauss(steps)
+    return (nodes + 1) / 2, weights / 2
+
+
+def ig_by(model, x, x0, other, rule) -> np.ndarray:
+    alphas, weights = rule
+    a = torch.tensor(alphas, dtype=x.dtype)[:, None, None]
+    _, g = A._grad(model, x0 + a * (x - x0), other)
+    acc = (torch.tensor(weights)[:, None, None] * g.double()).sum(0)
+    return ((x - x0).double() * acc).sum(-1).numpy()
+
+
+EXTRA = ["A man is playing a guitar.",
+         "Stock markets fell sharply on Monday after the surprise announcement by the central "
+         "bank about interest rates and inflation.",
+         "In the beginning God created the heaven and the earth. And the earth was without "
+         "form, and void; and darkness was upon the face of the deep."]
+TESTS_B = "Someone plays music on an instrument."  # tests/test_analysis_attribution.py's B
+
+
+def quadrature_accuracy(model) -> None:
+    """Per-token error of each rule against a 128-point reference, over many sentence sides."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "load"))
+    from run_load import SENTENCES
+
+    rules = {"32 points, one panel": one_panel(32),
+             **{f"{k} points, two halves": A.path_rule(k) for k in (16, 24, 32)}}
+    errors: dict[str, list[float]] = {name: [] for name in rules}
+    peaks, check = [], 0.0
+    grid = torch.linspace(0, 1, 101, dtype=torch.float64)
+    for b in (A.DEFAULT_B, TESTS_B):
+        for a in SENTENCES + EXTRA:
+            xa, xa0, _ = A._inputs(model, a)
+            xb, xb0, _ = A._inputs(model, b)
+            with torch.no_grad():
+                ea, eb = A.sentence_embedding(model, xa), A.sentence_embedding(model, xb)
+            for x, x0, other in ((xa, xa0, eb), (xb, xb0, ea)):
+                ref = ig_by(model, x, x0, other, A.path_rule(128))
+                scale = float(np.abs(ref).max())
+                check = max(check, float(np.abs(ig_by(model, x, x0, other, one_panel(128))
+                                             - ref).max()) / scale)
+                for name, rule in rules.items():
+                    errors[name].append(float(np.abs(ig_by(model, x, x0, other, rule)
+                                                     - ref).max()) / scale)
+                _, g = A._grad(model, x0 + grid.float()[:, None, None] * (x - x0), other)
+                total = ((x - x0).double() * g.double()).sum((-1, -2)).numpy()
+                peaks.append(float(grid[int(np.abs(total).argmax())]))
+    print(f"quadrature: {len(peaks)} attributions ({len(SENTENCES) + len(EXTRA)} sentences x 2 "
+          f"B's x both sides); reference 128 points in two halves (against 128 in one panel: "
+          f"{check:.1e}); error = max per-token |difference| / max |IG|")
+    for name, e in errors.items():
+        print(f"  {name}: max {max(e):.1e}, 90th percentile {np.quantile(e, 0.9):.1e}, "
+              f"median {np.median(e):.1e}")
+    print(f"  the integrand (summed over tokens) peaks at a = {min(peaks):.2f} to "
+          f"{max(peaks):.2f} (median {np.median(peaks):.2f}; 101 points)", flush=True)
+
+
 def main() -> None:
     model = load_model()
     print(f"CPU {platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch "
@@ -74,6 +144,7 @@ def main() -> None:
           f"{STEPS} steps, both sentences")
     for label, (a, b) in PAIRS.items():
         measure(model, label, a, b)
+    quadrature_accuracy(model)
 
 
 if __name__ == "__main__":

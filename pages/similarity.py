@@ -21,7 +21,7 @@ from attnviz.ui import worklist
 from attnviz.ui.flow import flow_of
 from attnviz.ui.text import literal
 
-DEFAULT_B = "She cut the wood with a saw."
+DEFAULT_B = attribution.DEFAULT_B
 VIEW_LABELS = {"raw attention (last layer)": N_("raw attention (last layer)"),
                "rollout": N_("rollout"), "flow": N_("flow")}  # shown translated; export keys stay
 
@@ -89,7 +89,8 @@ def main() -> None:
     else:
         text_b = st.text_input(_("Sentence B"), value=DEFAULT_B, key="sim_b", bind="query-params",
                                max_chars=2000) or DEFAULT_B
-    steps = st.select_slider(_("Integration steps"), [8, 16, 32, 64], value=32, key="sim_steps",
+    steps = st.select_slider(_("Integration steps"), [8, 16, 24, 32, 64],
+                             value=attribution.DEFAULT_STEPS, key="sim_steps",
                              bind="query-params")
     model = ctx.model
     try:

@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from attnviz.analysis.attribution import attribute, pooled_importance
+from attnviz.analysis.attribution import DEFAULT_STEPS, attribute, pooled_importance
 from attnviz.analysis.flow import attention_flow
 from tests.apptest import open_page
 from tests.plotly_json import decode
@@ -20,7 +20,7 @@ def at():
 
 
 def test_numbers_from_the_analysis(at, model):
-    res = attribute(model, A, B, steps=32)
+    res = attribute(model, A, B, steps=DEFAULT_STEPS)  # the page's default
     assert at.metric[0].value == f"{res.score:.4f}"
     text = " ".join(m.value for m in at.markdown)
     assert f"completeness gap **{res.gap('a'):.3%}** (within 1%)" in text
