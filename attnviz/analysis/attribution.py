@@ -40,7 +40,6 @@ rollout, flow): importance_j = (1/n) sum_i M_ij (these sum to 1 and are never ne
 from __future__ import annotations
 
 import threading
-import warnings
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -49,6 +48,7 @@ import numpy as np
 import torch
 
 from attnviz.analysis.common import sequences_per_batch
+from attnviz.engine.graphs import traced
 
 DEFAULT_B = "She cut the wood with a saw."  # the similarity page's sentence B
 DEFAULT_STEPS = 24  # in two halves: as accurate as 32 in one panel (module docstring)
@@ -99,42 +99,28 @@ def _cos(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return torch.nn.functional.cosine_similarity(a, b, dim=-1)
 
 
-# One graph per model: sentence_embedding of a batch [points, n, hidden] run by TorchScript.
-# Why: the eager encoder makes ~150 calls into torch per batch, and each gives the GIL back
-# while it computes and then waits for it again. On a class server the GIL is always busy
-# with other sessions' pages, and every one of those waits can last a switch interval (5 ms):
-# an attribution that takes 0.25 s alone took 2-3.5 s under a class's load. A traced graph
-# runs all its operations in one call without the GIL (the same operations, so the same
-# numbers: tests compare it with the eager encoder and with Hugging Face).
+# One graph per model (engine.graphs: no GIL hand-over per operation on a busy server; an
+# attribution took 2-3.5 s under a class's load instead of 0.25 s).
 _GRAPHS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _GRAPHS_LOCK = threading.Lock()
 
 
 def batch_embedding(model) -> Callable[[torch.Tensor], torch.Tensor]:
-    """sentence_embedding(model, x) for x [points, n, hidden], as a traced graph where the
-    graph gives the eager encoder's numbers at two other shapes (checked once per model),
-    else the eager function itself."""
-    eager = lambda x: sentence_embedding(model, x)  # noqa: E731
+    """sentence_embedding(model, x) for x [points, n, hidden] as a traced graph, checked
+    against the eager encoder at two other shapes once per model; else the eager function."""
+    def eager(x: torch.Tensor) -> torch.Tensor:
+        return sentence_embedding(model, x)
+
+    w = model.layers[0].qkv_w
+
+    def inputs(n: int) -> tuple:
+        gen = torch.Generator().manual_seed(n)
+        return (torch.randn(max(1, n // 2), n, model.hidden, generator=gen).to(w),)
+
     with _GRAPHS_LOCK:
-        if model in _GRAPHS:
-            return _GRAPHS[model]
-        fn = eager
-        try:
-            w = model.layers[0].qkv_w
-            example = torch.zeros(2, 3, model.hidden, dtype=w.dtype, device=w.device)
-            with warnings.catch_warnings(), torch.no_grad():
-                warnings.simplefilter("ignore")
-                graph = torch.jit.trace(eager, (example,), check_trace=False)
-                gen = torch.Generator(device="cpu").manual_seed(0)
-                for shape in ((3, 5), (1, 9)):
-                    x = torch.randn(*shape, model.hidden, generator=gen).to(example)
-                    if not torch.allclose(graph(x), eager(x), rtol=0, atol=1e-6):
-                        raise ValueError("the traced encoder differs")
-            fn = graph
-        except Exception:  # noqa: BLE001  (no TorchScript, or a model it cannot follow)
-            fn = eager
-        _GRAPHS[model] = fn
-        return fn
+        if model not in _GRAPHS:
+            _GRAPHS[model] = traced(eager, inputs) or eager
+        return _GRAPHS[model]
 
 
 def _grad(model, x: torch.Tensor, other: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -33,6 +33,7 @@ import torch.nn.functional as F
 
 from .attention import AttentionBuffers, attention, build_mask, causal_mask
 from .buffers import BufferPool
+from .graphs import traced
 from .images import ImageInput
 from .positions import POSITION_MODES, position_vectors
 from .request import TraceRequest
@@ -134,6 +135,8 @@ class Model:
         self._cap = max_tokens  # a server's limit on tokens per trace (None: the model's)
         self._tok_lock = threading.Lock()  # fast tokenizers are not safe across threads
         self._pool = BufferPool()  # reuses big trace arrays once nothing references them
+        self._graphs: dict[bool, object] = {}  # traced recording encoders (graph_for)
+        self._graphs_lock = threading.Lock()
         self._state = state
         self.setup(config)
         del self._state
@@ -288,6 +291,7 @@ class Model:
         mask: torch.Tensor | None = None,
         record: bool = True,
         alloc=torch.empty,
+        buffers: bool = True,
     ) -> Encoded:
         """Run every layer on input vectors x [tokens, hidden]; record per-head intermediates.
         Without recording, x may carry leading batch dimensions [..., tokens, hidden] (each
@@ -295,7 +299,8 @@ class Model:
 
         Each layer calls `attention()` (engine.attention), the function the pages teach. With
         record=True and no autograd, its results are written straight into [layers, heads, ...]
-        arrays made by `alloc` (the trace's buffer pool): nothing is copied afterwards. A
+        arrays made by `alloc` (the trace's buffer pool): nothing is copied afterwards
+        (buffers=False: each layer's results are stacked instead, as under autograd). A
         decoder's causal mask is always applied (combined with `mask`).
         """
         n, H, d = x.shape[-2], self.n_heads, self.head_dim
@@ -308,7 +313,7 @@ class Model:
         scale = 1.0 / math.sqrt(d)
         L = self.n_layers
         pre = self.pre_norm
-        fast = record and not x.requires_grad
+        fast = record and buffers and not x.requires_grad
         out = Encoded(hidden_states=[x])
         if fast:
             kw = dict(dtype=x.dtype)
@@ -418,13 +423,61 @@ class Model:
         n = len(ids)
         x, pos_ids = self.embed(ids, segments, request.positions, request.seed)
         mask = build_mask(n, request.window, request.causal, self.device)
-        enc = self.encode(x, mask, record=True, alloc=self._pool.empty)
+        enc = self._encode_recorded(x, mask)
         pieces = self.pieces_of(ids)
         return self._make_trace(
             enc, x, request, mask, pieces=pieces,
             tokens=display_tokens(pieces, self.token_scheme, self.special_pieces()),
             token_ids=np.asarray(ids, dtype=np.int64), segments=segments, pos_ids=pos_ids,
             dropped=tok.dropped, controls=tok.controls, notes=self.notes(request, tok))
+
+    # ------------------------------------------------- the recording encoder as one graph
+    # Up to GRAPH_MAX_TOKENS tokens on the CPU, a trace's encoder pass runs as a TorchScript
+    # graph of `encode` (engine.graphs: the same operations, so the same numbers, run in one
+    # call without the GIL, which a busy server's other sessions hold). Its results are
+    # copied into the trace's pooled arrays (a few MB at 128 tokens); longer inputs, where
+    # the computing outweighs the calls, keep the eager pass that writes into the pool.
+    GRAPH_MAX_TOKENS: ClassVar[int] = 128
+
+    def _recorded_tensors(self, x: torch.Tensor, mask: torch.Tensor | None = None):
+        enc = self.encode(x, mask, record=True, buffers=False)
+        out = (torch.stack(enc.hidden_states), enc.queries, enc.keys, enc.values, enc.scores,
+               enc.weights, enc.outputs)
+        return out + ((enc.layer_inputs,) if self.pre_norm else ())
+
+    def graph_for(self, masked: bool):
+        """The traced recording encoder for inputs with (masked) or without a mask, checked
+        against the eager encoder at two other lengths (engine.graphs.traced); None where it
+        cannot be used."""
+        w = self.layers[0].qkv_w
+
+        def inputs(n: int) -> tuple:
+            gen = torch.Generator().manual_seed(n)
+            x = torch.randn(n, self.hidden, generator=gen).to(dtype=w.dtype, device=w.device)
+            idx = torch.arange(n, device=w.device)
+            return (x, (idx[:, None] - idx[None, :]).abs() <= 1) if masked else (x,)
+
+        with self._graphs_lock:
+            if masked not in self._graphs:
+                self._graphs[masked] = traced(self._recorded_tensors, inputs)
+            return self._graphs[masked]
+
+    def _encode_recorded(self, x: torch.Tensor, mask: torch.Tensor | None) -> Encoded:
+        """encode(x, mask, record=True) into the pool, by the graph where there is one."""
+        graph = None
+        if self.device.type == "cpu" and x.shape[0] <= self.GRAPH_MAX_TOKENS:
+            graph = self.graph_for(mask is not None)
+        if graph is None:
+            return self.encode(x, mask, record=True, alloc=self._pool.empty)
+        results = graph(x) if mask is None else graph(x, mask)
+
+        def pooled(t: torch.Tensor) -> torch.Tensor:
+            return _alloc(self._pool.empty, x.device, tuple(t.shape), t.dtype).copy_(t)
+
+        states, q, k, v, scores, weights, outputs = (pooled(t) for t in results[:7])
+        return Encoded(hidden_states=list(states), queries=q, keys=k, values=v, scores=scores,
+                       weights=weights, outputs=outputs, stacked_states=states,
+                       layer_inputs=pooled(results[7]) if self.pre_norm else None)
 
     def _make_trace(self, enc: Encoded, x: torch.Tensor, request: TraceRequest, mask,
                     *, tokens, pieces, token_ids, segments, pos_ids, dropped=0,
