@@ -176,50 +176,26 @@ def test_two_halves_of_24_points_are_as_close_as_one_panel_of_32(model):
 
 
 def test_the_traced_encoder_gives_the_eager_numbers(model):
-    """Attribution's encoder passes run as one TorchScript graph (batch_embedding: no GIL
+    """Attribution's encoder passes run as one TorchScript graph (Model.last_hidden: no GIL
     hand-over per operation on a busy server): the same embeddings and gradients as the eager
     encoder at other batch sizes and lengths than it was traced with."""
-    from attnviz.analysis.attribution import _cos, batch_embedding, sentence_embedding
+    from attnviz.analysis.attribution import _cos, sentence_embedding
 
-    graph = batch_embedding(model)
-    assert isinstance(graph, torch.jit.ScriptFunction) and batch_embedding(model) is graph
+    def eager(v):
+        return model.encode(v, None, record=False).hidden_states[-1].mean(-2)
+
     gen = torch.Generator().manual_seed(1)
     other = torch.randn(model.hidden, generator=gen)
-    for shape in ((1, 4), (5, 17), (2, 40)):
+    for shape in ((1, 4), (5, 17), (2, 40), (23,)):
         x = torch.randn(*shape, model.hidden, generator=gen)
         with torch.no_grad():
-            np.testing.assert_allclose(graph(x).numpy(), sentence_embedding(model, x).numpy(),
+            np.testing.assert_allclose(sentence_embedding(model, x).numpy(), eager(x).numpy(),
                                        atol=1e-6)
         grads = []
-        for fn in (graph, lambda v: sentence_embedding(model, v)):
+        for fn in (lambda v: sentence_embedding(model, v), eager):
             xg = x.clone().requires_grad_(True)
             (g,) = torch.autograd.grad(_cos(fn(xg), other).sum(), xg)
             grads.append(g.numpy())
         np.testing.assert_allclose(grads[0], grads[1], atol=1e-6)
-
-
-@pytest.mark.parametrize("family", ["gpt2", "bart"])
-def test_models_the_trace_cannot_follow_stay_eager(tmp_path, family, monkeypatch):
-    """A model whose traced graph would differ from the eager encoder at other shapes (a
-    decoder's causal mask is made from its length), or a torch without TorchScript, gets the
-    eager function: the same numbers either way."""
-    from attnviz.analysis import attribution
-    from attnviz.engine import load_model
-    from attnviz.engine.random_models import save_random_checkpoint
-
-    m = load_model(str(save_random_checkpoint(family, tmp_path / family, positions=64)))
-    x = torch.randn(3, 7, m.hidden)
-    with torch.no_grad():
-        np.testing.assert_allclose(attribution.batch_embedding(m)(x).numpy(),
-                                   attribution.sentence_embedding(m, x).numpy(), atol=1e-6)
-
-    def no_jit(*args, **kwargs):
-        raise RuntimeError("no TorchScript here")
-
-    monkeypatch.setattr(torch.jit, "trace", no_jit)
-    attribution._GRAPHS.pop(m, None)
-    fn = attribution.batch_embedding(m)
-    assert not isinstance(fn, torch.jit.ScriptFunction)
-    with torch.no_grad():
-        np.testing.assert_allclose(fn(x).numpy(), attribution.sentence_embedding(m, x).numpy(),
-                                   atol=0)
+    assert isinstance(model.graph_for("last", True), torch.jit.ScriptFunction)
+    assert isinstance(model.graph_for("last", False), torch.jit.ScriptFunction)

@@ -21,7 +21,7 @@ ARRAYS = ("queries", "keys", "values", "scores", "weights", "outputs", "hidden_s
 def eager_trace(model, *args, **kwargs):
     """The same trace with the graphs switched off (the pool-writing eager pass)."""
     saved = dict(model._graphs)
-    model._graphs.update({False: None, True: None})
+    model._graphs.update({("record", False, d): None for d in (None, 2)})
     try:
         return model.trace(*args, **kwargs)
     finally:
@@ -42,7 +42,8 @@ def assert_same_trace(a, b, atol=0.0):
 def test_the_bundled_models_graph_gives_the_eager_trace_exactly(model, window):
     text = "The teacher saw a saw, and I saw a saw too."
     t = model.trace(text, window=window)
-    assert isinstance(model.graph_for(window is not None), torch.jit.ScriptFunction)
+    graph = model.graph_for("record", False, None if window is None else 2)
+    assert isinstance(graph, torch.jit.ScriptFunction)
     assert_same_trace(t, eager_trace(model, text, window=window))
 
 
@@ -50,7 +51,7 @@ def test_long_inputs_keep_the_eager_pass(model, monkeypatch):
     """Past GRAPH_MAX_TOKENS the pass writes into the pool itself (no copies of big arrays)."""
     monkeypatch.setattr(type(model), "GRAPH_MAX_TOKENS", 4)
     calls = []
-    monkeypatch.setattr(model, "graph_for", lambda masked: calls.append(masked))
+    monkeypatch.setattr(model, "graph_for", lambda *key: calls.append(key))
     t = model.trace("I saw a saw and a saw saw me")
     assert calls == [] and t.n_tokens > 4
 
@@ -88,5 +89,25 @@ def test_without_torchscript_the_eager_pass_stays(tmp_path, monkeypatch):
     m = attnviz.load_model(save_random_checkpoint("bert", tmp_path / "b", positions=64),
                            device="cpu")
     t = m.trace("a b c d")
-    assert m.graph_for(False) is None
+    assert m.graph_for("record") is None and m.graph_for("last", True, 4) is None
     assert_same_trace(t, eager_trace(m, "a b c d"))
+    x = torch.randn(2, 5, m.hidden)
+    np.testing.assert_array_equal(m.last_hidden(x).numpy(), m._last_hidden(x).numpy())
+
+
+def test_last_hidden_by_graph_equals_eager_for_every_mask_shape(model):
+    """The context sweep's batch (a mask per window, [b, 1, n, n]), one shared mask, a
+    sequence alone: the graph's last hidden states equal the eager encoder's."""
+    gen = torch.Generator().manual_seed(0)
+    n = 11
+    x = torch.randn(n, model.hidden, generator=gen)
+    idx = torch.arange(n)
+    masks = torch.stack([(idx[:, None] - idx[None, :]).abs() <= w for w in (0, 3, 7)])
+    batch = x.expand(3, n, model.hidden)
+    cases = [(x, None), (x, masks[1]), (batch, None), (batch, masks[1]),
+             (batch, masks[:, None])]
+    with torch.no_grad():
+        for xs, mask in cases:
+            np.testing.assert_allclose(model.last_hidden(xs, mask).numpy(),
+                                       model._last_hidden(xs, mask).numpy(), rtol=0, atol=1e-6)
+    assert isinstance(model.graph_for("last", True, 4), torch.jit.ScriptFunction)

@@ -39,8 +39,6 @@ rollout, flow): importance_j = (1/n) sum_i M_ij (these sum to 1 and are never ne
 
 from __future__ import annotations
 
-import threading
-import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -48,7 +46,6 @@ import numpy as np
 import torch
 
 from attnviz.analysis.common import sequences_per_batch
-from attnviz.engine.graphs import traced
 
 DEFAULT_B = "She cut the wood with a saw."  # the similarity page's sentence B
 DEFAULT_STEPS = 24  # in two halves: as accurate as 32 in one panel (module docstring)
@@ -91,36 +88,15 @@ def _inputs(model, text: str) -> tuple[torch.Tensor, torch.Tensor, list[str]]:
 
 
 def sentence_embedding(model, x: torch.Tensor) -> torch.Tensor:
-    """e = mean_i h_L(x)_i for input vectors x [..., n, hidden] (full attention): [..., hidden]."""
-    return model.encode(x, None, record=False).hidden_states[-1].mean(dim=-2)
+    """e = mean_i h_L(x)_i for input vectors x [n, hidden] or a batch [points, n, hidden] (full
+    attention): [..., hidden]. Model.last_hidden runs the encoder as one graph on the CPU (no
+    GIL hand-over per operation on a busy server: an attribution took 2-3.5 s under a class's
+    load instead of 0.25 s)."""
+    return model.last_hidden(x).mean(dim=-2)
 
 
 def _cos(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return torch.nn.functional.cosine_similarity(a, b, dim=-1)
-
-
-# One graph per model (engine.graphs: no GIL hand-over per operation on a busy server; an
-# attribution took 2-3.5 s under a class's load instead of 0.25 s).
-_GRAPHS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_GRAPHS_LOCK = threading.Lock()
-
-
-def batch_embedding(model) -> Callable[[torch.Tensor], torch.Tensor]:
-    """sentence_embedding(model, x) for x [points, n, hidden] as a traced graph, checked
-    against the eager encoder at two other shapes once per model; else the eager function."""
-    def eager(x: torch.Tensor) -> torch.Tensor:
-        return sentence_embedding(model, x)
-
-    w = model.layers[0].qkv_w
-
-    def inputs(n: int) -> tuple:
-        gen = torch.Generator().manual_seed(n)
-        return (torch.randn(max(1, n // 2), n, model.hidden, generator=gen).to(w),)
-
-    with _GRAPHS_LOCK:
-        if model not in _GRAPHS:
-            _GRAPHS[model] = traced(eager, inputs) or eager
-        return _GRAPHS[model]
 
 
 def _grad(model, x: torch.Tensor, other: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -128,10 +104,8 @@ def _grad(model, x: torch.Tensor, other: torch.Tensor) -> tuple[torch.Tensor, to
     The points of a batch are encoded independently, so the gradient of sum(s) holds each
     point's own gradient."""
     x = x.detach().clone().requires_grad_(True)
-    embed = batch_embedding(model) if x.dim() == 3 else (
-        lambda v: sentence_embedding(model, v))
     with torch.enable_grad():
-        s = _cos(embed(x), other)
+        s = _cos(sentence_embedding(model, x), other)
         (g,) = torch.autograd.grad(s.sum(), x)
     return s.detach(), g
 
@@ -202,9 +176,8 @@ def attribute(model, text_a: str, text_b: str, steps: int = DEFAULT_STEPS,
     path_rule(steps)  # refuses too few steps before any work
     xa, xa0, toks_a = _inputs(model, text_a)
     xb, xb0, toks_b = _inputs(model, text_b)
-    embed = batch_embedding(model)
     with torch.no_grad():
-        ea, eb = embed(xa[None])[0], embed(xb[None])[0]
+        ea, eb = sentence_embedding(model, xa), sentence_embedding(model, xb)
     done, total = [0], 2 * (steps + 2)
 
     def tick() -> None:

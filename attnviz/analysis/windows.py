@@ -96,7 +96,7 @@ def context_sweep(
     segments = [0] * n if segments is None else list(segments)
     windows = list(range(1, max(n, 2))) if windows is None else [int(w) for w in windows]
     x, _extra = model.embed(ids, segments, positions)
-    full = model.encode(x, None, record=False).hidden_states[-1]  # [n, hidden]
+    full = model.last_hidden(x)  # [n, hidden]
     tokens = model.tokens_of(ids)
     visible = special_mask(tokens) if keep_special else None
     if pair is None:
@@ -107,8 +107,8 @@ def context_sweep(
     for start in range(0, len(windows), size):
         part = windows[start:start + size]  # encoded as one batch, a mask per window
         masks = torch.stack([sweep_mask(n, w, visible, x.device) for w in part])[:, None]
-        hs = model.encode(x.expand(len(part), *x.shape), masks,
-                          record=False).hidden_states[-1].cpu().numpy()  # [b, n, hidden]
+        hs = model.last_hidden(x.expand(len(part), *x.shape),
+                               masks).cpu().numpy()  # [b, n, hidden]
         for h in hs:
             cos.append(cosine(h, full))
             if pair is not None:

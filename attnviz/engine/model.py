@@ -135,7 +135,7 @@ class Model:
         self._cap = max_tokens  # a server's limit on tokens per trace (None: the model's)
         self._tok_lock = threading.Lock()  # fast tokenizers are not safe across threads
         self._pool = BufferPool()  # reuses big trace arrays once nothing references them
-        self._graphs: dict[bool, object] = {}  # traced recording encoders (graph_for)
+        self._graphs: dict[tuple, object] = {}  # traced encoders (graph_for), None: eager
         self._graphs_lock = threading.Lock()
         self._state = state
         self.setup(config)
@@ -431,12 +431,13 @@ class Model:
             token_ids=np.asarray(ids, dtype=np.int64), segments=segments, pos_ids=pos_ids,
             dropped=tok.dropped, controls=tok.controls, notes=self.notes(request, tok))
 
-    # ------------------------------------------------- the recording encoder as one graph
-    # Up to GRAPH_MAX_TOKENS tokens on the CPU, a trace's encoder pass runs as a TorchScript
-    # graph of `encode` (engine.graphs: the same operations, so the same numbers, run in one
-    # call without the GIL, which a busy server's other sessions hold). Its results are
-    # copied into the trace's pooled arrays (a few MB at 128 tokens); longer inputs, where
-    # the computing outweighs the calls, keep the eager pass that writes into the pool.
+    # ------------------------------------------------------- the encoder as one graph
+    # On the CPU the encoder's passes run as TorchScript graphs of `encode` (engine.graphs:
+    # the same operations, so the same numbers, run in one call without the GIL, which a busy
+    # server's other sessions hold): a trace's pass up to GRAPH_MAX_TOKENS tokens (its results
+    # copied into the pooled arrays, a few MB at 128 tokens; longer inputs, where computing
+    # outweighs the calls, keep the eager pass that writes into the pool) and `last_hidden`
+    # (integrated gradients' path points, the context sweep's windows), autograd included.
     GRAPH_MAX_TOKENS: ClassVar[int] = 128
 
     def _recorded_tensors(self, x: torch.Tensor, mask: torch.Tensor | None = None):
@@ -445,28 +446,51 @@ class Model:
                enc.weights, enc.outputs)
         return out + ((enc.layer_inputs,) if self.pre_norm else ())
 
-    def graph_for(self, masked: bool):
-        """The traced recording encoder for inputs with (masked) or without a mask, checked
-        against the eager encoder at two other lengths (engine.graphs.traced); None where it
-        cannot be used."""
+    def _last_hidden(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        return self.encode(x, mask, record=False).hidden_states[-1]
+
+    def graph_for(self, what: str, batch: bool = False, mask_dims: int | None = None):
+        """The traced encoder `what` ("record": every intermediate of one sequence; "last":
+        the last hidden states) for one sequence or a batch of them (`batch`: x [2, n, hidden]
+        when checked), with a mask of `mask_dims` dimensions or none; checked against the
+        eager encoder at two other lengths (engine.graphs.traced), a different band mask per
+        sequence. None where it cannot be used."""
         w = self.layers[0].qkv_w
+        fn = self._recorded_tensors if what == "record" else self._last_hidden
 
         def inputs(n: int) -> tuple:
             gen = torch.Generator().manual_seed(n)
-            x = torch.randn(n, self.hidden, generator=gen).to(dtype=w.dtype, device=w.device)
+            shape = (2, n, self.hidden) if batch else (n, self.hidden)
+            x = torch.randn(*shape, generator=gen).to(dtype=w.dtype, device=w.device)
+            if mask_dims is None:
+                return (x,)
             idx = torch.arange(n, device=w.device)
-            return (x, (idx[:, None] - idx[None, :]).abs() <= 1) if masked else (x,)
+            bands = torch.stack([(idx[:, None] - idx[None, :]).abs() <= k for k in (1, 2)])
+            mask = bands[0] if mask_dims == 2 else bands if mask_dims == 3 else bands[:, None]
+            return x, mask
 
+        key = (what, batch, mask_dims)
         with self._graphs_lock:
-            if masked not in self._graphs:
-                self._graphs[masked] = traced(self._recorded_tensors, inputs)
-            return self._graphs[masked]
+            if key not in self._graphs:
+                self._graphs[key] = traced(fn, inputs)
+            return self._graphs[key]
+
+    def last_hidden(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """encode(x, mask, record=False).hidden_states[-1] for x [n, hidden] or a batch
+        [b, n, hidden] (mask [n, n] or one per sequence [b, 1, n, n]), by a graph on the CPU."""
+        graph = None
+        if self.device.type == "cpu" and x.dim() in (2, 3) and (mask is None
+                                                                 or mask.dim() in (2, 3, 4)):
+            graph = self.graph_for("last", x.dim() == 3, None if mask is None else mask.dim())
+        if graph is None:
+            return self._last_hidden(x, mask)
+        return graph(x) if mask is None else graph(x, mask)
 
     def _encode_recorded(self, x: torch.Tensor, mask: torch.Tensor | None) -> Encoded:
         """encode(x, mask, record=True) into the pool, by the graph where there is one."""
         graph = None
         if self.device.type == "cpu" and x.shape[0] <= self.GRAPH_MAX_TOKENS:
-            graph = self.graph_for(mask is not None)
+            graph = self.graph_for("record", False, None if mask is None else mask.dim())
         if graph is None:
             return self.encode(x, mask, record=True, alloc=self._pool.empty)
         results = graph(x) if mask is None else graph(x, mask)
