@@ -111,3 +111,30 @@ def test_last_hidden_by_graph_equals_eager_for_every_mask_shape(model):
             np.testing.assert_allclose(model.last_hidden(xs, mask).numpy(),
                                        model._last_hidden(xs, mask).numpy(), rtol=0, atol=1e-6)
     assert isinstance(model.graph_for("last", True, 4), torch.jit.ScriptFunction)
+
+
+def test_graphs_in_other_threads_run_unoptimised_and_give_the_same_numbers(model):
+    """TorchScript keeps its optimise switch per thread, and a server runs each session in its
+    own thread: there, after the calls that would trigger the optimising executor, a trace
+    and a batch's last hidden states still equal the eager pass exactly."""
+    import threading
+
+    text = "Rows are queries and columns are keys"
+    want = eager_trace(model, text)
+    x = torch.randn(3, 9, model.hidden, generator=torch.Generator().manual_seed(2))
+    want_last = model._last_hidden(x)
+    seen, errors = [], []
+
+    def session():
+        try:
+            seen.append(torch._C._get_graph_executor_optimize())
+            for _ in range(4):
+                assert_same_trace(model.trace(text), want)
+                np.testing.assert_array_equal(model.last_hidden(x).numpy(), want_last.numpy())
+        except AssertionError as e:
+            errors.append(e)
+
+    thread = threading.Thread(target=session)
+    thread.start()
+    thread.join()
+    assert seen == [True] and not errors, errors  # the thread's own switch was on

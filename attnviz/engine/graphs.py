@@ -7,8 +7,8 @@ switch interval (5 ms): a short sentence's trace took about a second instead of 
 attribution 2-3.5 s instead of 0.25 s. A traced graph runs all its operations in one call
 without the GIL.
 
-The graphs are run by TorchScript's plain interpreter (no optimising passes, set once when
-the first graph is made), so they perform the very operations `fn` performs, in the same
+The graphs are run by TorchScript's plain interpreter (`run`: no optimising passes, a switch
+TorchScript keeps per thread), so they perform the very operations `fn` performs, in the same
 order; each graph is also compared with `fn` at other input shapes before it is used, and
 where it differs (a shape read into a Python number and frozen by the trace) or TorchScript
 is missing, the caller keeps the eager function.
@@ -22,11 +22,12 @@ from collections.abc import Callable, Iterable
 import torch
 
 
-def _plain_interpreter() -> None:
-    """Run graphs op by op as traced: no fusion or other rewrites (the numbers stay eager's)."""
-    setter = getattr(torch._C, "_set_graph_executor_optimize", None)
-    if setter is not None:
-        setter(False)
+def run(graph, *args):
+    """graph(*args) by the plain interpreter: op by op as traced, no fusion or other rewrites,
+    so the numbers stay eager's. The switch is per thread, so it is set on every call (a
+    server runs each session's script in its own thread)."""
+    with torch.jit.optimized_execution(False):
+        return graph(*args)
 
 
 def traced(fn: Callable, inputs: Callable[[int], tuple], sizes: Iterable[int] = (5, 9),
@@ -34,13 +35,12 @@ def traced(fn: Callable, inputs: Callable[[int], tuple], sizes: Iterable[int] = 
     """torch.jit.trace(fn) on inputs(example), or None unless it gives fn's results (a tensor
     or a tuple of tensors, to `atol`) on inputs(size) for each of `sizes`."""
     try:
-        _plain_interpreter()
         with torch.inference_mode(False), torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             graph = torch.jit.trace(fn, inputs(example), check_trace=False)
             for size in sizes:
                 args = inputs(size)
-                got, want = graph(*args), fn(*args)
+                got, want = run(graph, *args), fn(*args)
                 got = got if isinstance(got, tuple) else (got,)
                 want = want if isinstance(want, tuple) else (want,)
                 if len(got) != len(want) or any(

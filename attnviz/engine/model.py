@@ -31,9 +31,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from . import graphs
 from .attention import AttentionBuffers, attention, build_mask, causal_mask
 from .buffers import BufferPool
-from .graphs import traced
 from .images import ImageInput
 from .positions import POSITION_MODES, position_vectors
 from .request import TraceRequest
@@ -472,7 +472,7 @@ class Model:
         key = (what, batch, mask_dims)
         with self._graphs_lock:
             if key not in self._graphs:
-                self._graphs[key] = traced(fn, inputs)
+                self._graphs[key] = graphs.traced(fn, inputs)
             return self._graphs[key]
 
     def last_hidden(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
@@ -484,7 +484,7 @@ class Model:
             graph = self.graph_for("last", x.dim() == 3, None if mask is None else mask.dim())
         if graph is None:
             return self._last_hidden(x, mask)
-        return graph(x) if mask is None else graph(x, mask)
+        return graphs.run(graph, x) if mask is None else graphs.run(graph, x, mask)
 
     def _encode_recorded(self, x: torch.Tensor, mask: torch.Tensor | None) -> Encoded:
         """encode(x, mask, record=True) into the pool, by the graph where there is one."""
@@ -493,7 +493,7 @@ class Model:
             graph = self.graph_for("record", False, None if mask is None else mask.dim())
         if graph is None:
             return self.encode(x, mask, record=True, alloc=self._pool.empty)
-        results = graph(x) if mask is None else graph(x, mask)
+        results = graphs.run(graph, x) if mask is None else graphs.run(graph, x, mask)
 
         def pooled(t: torch.Tensor) -> torch.Tensor:
             return _alloc(self._pool.empty, x.device, tuple(t.shape), t.dtype).copy_(t)
