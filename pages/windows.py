@@ -104,7 +104,9 @@ def fields_tab(ctx: ui.Context) -> None:
                        file_name="attnviz_receptive_fields.npz", key="win_dl_r")
 
 
-QUICK_SWEEP_TOKENS = 24  # a sweep this short is ~2n encoder passes of n tokens: short work
+# A sweep this short is short work: ~2n windows of n tokens, encoded as one batch per sweep
+# (analysis.windows.windows_per_batch), two sweeps well under a second on a quiet machine.
+QUICK_SWEEP_TOKENS = 24
 
 
 def context_sweeps(ctx: ui.Context) -> dict:

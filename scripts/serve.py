@@ -195,6 +195,12 @@ def _die_with_parent() -> None:
         pass
 
 
+def torch_threads(cores: int, workers: int) -> int:
+    """Each worker's torch threads: its share of the cores, less the one its Python thread
+    (every session's page) needs, at least 1 (scripts/run_app.class_threads: why)."""
+    return max(1, cores // workers - 1)
+
+
 def _free_port() -> int:
     import socket
 
@@ -316,8 +322,7 @@ class Cluster:
         logs.mkdir(parents=True, exist_ok=True)
         self.worker_ports = [_free_port() for _ in range(self.workers)]
         env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-        # Each worker's torch gets its share of the cores, so N workers don't oversubscribe.
-        env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // self.workers)))
+        env.setdefault("OMP_NUM_THREADS", str(torch_threads(os.cpu_count() or 1, self.workers)))
         env.setdefault("ATTNVIZ_PRELOAD", "class")  # the lesson, corpus sample: ui.preload
         self.env = env
         try:

@@ -208,3 +208,11 @@ def test_a_worker_that_cannot_be_started_is_tried_again_later(nginx, tmp_path, c
     finally:
         cluster.stop(grace_s=5)
     assert group_members(cluster.pgid) == []
+
+
+@pytest.mark.parametrize("cores, workers, want", [(2, 1, 1), (2, 2, 1), (16, 2, 7), (4, 1, 3),
+                                                  (1, 4, 1)])
+def test_each_worker_leaves_a_core_to_its_pages(cores, workers, want):
+    """make serve: a worker's torch gets its share of the cores less one for its Python
+    thread (scripts/run_app.class_threads), never fewer than one."""
+    assert serve.torch_threads(cores, workers) == want

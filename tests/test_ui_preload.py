@@ -7,8 +7,11 @@ imports neither torch nor attnviz before Streamlit listens (checked in a fresh i
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
+
+import pytest
 
 from attnviz.engine import TraceRequest
 from attnviz.ui import preload
@@ -116,3 +119,21 @@ def test_a_class_server_warms_the_lessons_and_the_samples_slow_first_work(monkey
         at.button(key="lesson_next").click().run()
     assert not at.exception, [e.value for e in at.exception]
     assert at.get("plotly_chart")
+
+
+@pytest.mark.parametrize("preload_mode, omp, cores, want", [
+    ("class", None, 2, "1"), ("class", None, 16, "15"), ("class", None, 1, "1"),
+    ("class", "4", 2, "4"), ("1", None, 2, None), (None, None, 2, None)])
+def test_a_class_server_leaves_a_core_to_the_pages(monkeypatch, preload_mode, omp, cores, want):
+    """scripts/run_app.class_threads: on a class server torch gets one core fewer than the
+    machine (the pages' Python thread keeps one), unless OMP_NUM_THREADS was given; any other
+    server keeps torch's default."""
+    import runpy
+
+    env = {k: v for k, v in os.environ.items() if k not in ("ATTNVIZ_PRELOAD", "OMP_NUM_THREADS")}
+    env.update({k: v for k, v in (("ATTNVIZ_PRELOAD", preload_mode), ("OMP_NUM_THREADS", omp))
+                if v is not None})
+    monkeypatch.setattr(os, "environ", env)  # a copy: nothing leaks into later tests
+    monkeypatch.setattr(os, "cpu_count", lambda: cores)
+    runpy.run_path("scripts/run_app.py", run_name="not_main")["class_threads"]()
+    assert os.environ.get("OMP_NUM_THREADS") == want
