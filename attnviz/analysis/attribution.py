@@ -148,19 +148,18 @@ def _path(model, x: torch.Tensor, x0: torch.Tensor, other: torch.Tensor, steps: 
     alphas = torch.tensor(np.r_[rule_a, 0.0, 1.0], dtype=x.dtype, device=x.device)
     w = torch.tensor(np.r_[rule_w, 0.0, 0.0], dtype=torch.float64, device=x.device)
     acc = torch.zeros_like(x, dtype=torch.float64)
-    values, grads = [], []
+    values = []
     size = points_per_batch(model, x.shape[0])
     for start in range(0, len(alphas), size):
         a = alphas[start:start + size, None, None]  # [b, 1, 1]
         s, g = _grad(model, x0 + a * (x - x0), other)  # [b], [b, n, hidden]
         acc += (w[start:start + size, None, None] * g.double()).sum(dim=0)
         values.append(s)
-        grads.append(g[-1])
         for _ in range(len(a)):
             tick()
-    values = torch.cat(values)
+    values = torch.cat(values)  # the last batch ends with a = 0, then a = 1
     return _Path(ig=((x - x0).double() * acc).sum(dim=-1).cpu().numpy(),
-                 start=float(values[-2]), end=float(values[-1]), end_grad=grads[-1])
+                 start=float(values[-2]), end=float(values[-1]), end_grad=g[-1].clone())
 
 
 def integrated_gradients(model, x: torch.Tensor, x0: torch.Tensor, other: torch.Tensor,

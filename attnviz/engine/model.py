@@ -466,8 +466,7 @@ class Model:
                 return (x,)
             idx = torch.arange(n, device=w.device)
             bands = torch.stack([(idx[:, None] - idx[None, :]).abs() <= k for k in (1, 2)])
-            mask = bands[0] if mask_dims == 2 else bands if mask_dims == 3 else bands[:, None]
-            return x, mask
+            return x, (bands[0] if mask_dims == 2 else bands[:, None])  # [n, n] / [2, 1, n, n]
 
         key = (what, batch, mask_dims)
         with self._graphs_lock:
@@ -477,23 +476,27 @@ class Model:
 
     def last_hidden(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         """encode(x, mask, record=False).hidden_states[-1] for x [n, hidden] or a batch
-        [b, n, hidden] (mask [n, n] or one per sequence [b, 1, n, n]), by a graph on the CPU."""
+        [b, n, hidden] (mask [n, n] or one per sequence [b, 1, n, n]), by a graph on the CPU;
+        autograd flows through it."""
+        usable = x.dim() in (2, 3) and (mask is None or mask.dim() in (2, 4))
+        return self._by_graph("last", x.dim() == 3, usable, self._last_hidden, x, mask)
+
+    def _by_graph(self, what: str, batch: bool, usable: bool, eager, x: torch.Tensor,
+                  mask: torch.Tensor | None):
+        """eager(x, mask), by graph_for(what, ...) where one is usable on this device."""
         graph = None
-        if self.device.type == "cpu" and x.dim() in (2, 3) and (mask is None
-                                                                 or mask.dim() in (2, 3, 4)):
-            graph = self.graph_for("last", x.dim() == 3, None if mask is None else mask.dim())
+        if usable and self.device.type == "cpu":
+            graph = self.graph_for(what, batch, None if mask is None else mask.dim())
         if graph is None:
-            return self._last_hidden(x, mask)
-        return graphs.run(graph, x) if mask is None else graphs.run(graph, x, mask)
+            return eager(x, mask)
+        return graphs.run(graph, *((x,) if mask is None else (x, mask)))
 
     def _encode_recorded(self, x: torch.Tensor, mask: torch.Tensor | None) -> Encoded:
         """encode(x, mask, record=True) into the pool, by the graph where there is one."""
-        graph = None
-        if self.device.type == "cpu" and x.shape[0] <= self.GRAPH_MAX_TOKENS:
-            graph = self.graph_for("record", False, None if mask is None else mask.dim())
-        if graph is None:
+        results = self._by_graph("record", False, x.shape[0] <= self.GRAPH_MAX_TOKENS,
+                                 lambda *_: None, x, mask)
+        if results is None:  # the eager pass, writing into the pool itself
             return self.encode(x, mask, record=True, alloc=self._pool.empty)
-        results = graphs.run(graph, x) if mask is None else graphs.run(graph, x, mask)
 
         def pooled(t: torch.Tensor) -> torch.Tensor:
             return _alloc(self._pool.empty, x.device, tuple(t.shape), t.dtype).copy_(t)
