@@ -74,7 +74,16 @@ def ws_url(app_url: str) -> str:
     return app_url.replace("http://", "ws://") + "/_stcore/stream"
 
 
-def app_caches(app_url: str) -> dict[str, int]:
+# Streamlit (1.67 on) computes the cache_memory_bytes family at most once per 5 s and serves
+# that result in between, so a reading meant to follow an action waits this long first.
+METRICS_TTL_S = 5.5
+
+
+def app_caches(app_url: str, fresh: bool = False) -> dict[str, int]:
+    """{cache: bytes} as /_stcore/metrics reports them; `fresh`: computed after this call began
+    (waits out Streamlit's metrics cache)."""
+    if fresh:
+        time.sleep(METRICS_TTL_S)
     with urllib.request.urlopen(f"{app_url}/_stcore/metrics", timeout=30) as r:
         text = r.read().decode()
     out = {}
@@ -103,7 +112,7 @@ async def opened(app_url: str, text: str) -> Session:
 
 def test_the_apps_caches_are_reported_in_the_metrics(app_url):
     run_async(_drawn(app_url, "The metrics count this sentence"))
-    caches = app_caches(app_url)
+    caches = app_caches(app_url, fresh=True)
     assert {"models", "traces", "results", "figures", "exports", "taggers",
             "trace_buffer_pool"} <= set(caches)
     assert caches["models"] > 10 * 2**20 and caches["traces"] > 0
@@ -117,11 +126,11 @@ async def _drawn(app_url: str, text: str) -> None:
 def test_clear_cache_from_any_client_does_not_reach_the_apps_caches(app_url):
     async def scenario():
         a = await opened(app_url, "Session A saw a saw")
-        before = app_caches(app_url)
+        before = app_caches(app_url, fresh=True)
         b = await opened(app_url, "Session B sends clear_cache")
         await send(b, clear_cache=True)
         await asyncio.sleep(1.0)
-        after = app_caches(app_url)
+        after = app_caches(app_url, fresh=True)
         again_b = await b.rerun("after clear_cache")
         again_a = await a.rerun("after B's clear_cache")
         await a.close()
@@ -238,7 +247,7 @@ def test_concurrent_svg_requests_start_one_browser_and_repeat_for_free(app_url, 
     assert pids, "no server-side browser was seen: did the export run?"
     assert most == 1, f"{most} browsers at once"
     assert most_again <= 1 and pids_again <= pids, "a repeated SVG request started a browser"
-    caches = app_caches(app_url)
+    caches = app_caches(app_url, fresh=True)
     log = (SHOTS.parent / "streamlit_server_safety.log")
     assert caches.get("exports", 0) > 0, (  # the SVG's bytes are kept
         caches, [r.deferred_file.url for r in first + again],
