@@ -90,7 +90,13 @@ def visit(browser, url: str) -> float:
     page = ctx.new_page()
     t0 = time.perf_counter()
     page.goto(url, wait_until="commit")
-    page.wait_for_selector(HEATMAP, timeout=180_000)
+    try:
+        page.wait_for_selector(HEATMAP, timeout=180_000)
+    except Exception:  # what the page shows instead, for the report
+        shot = Path(tempfile.gettempdir()) / f"first_visit_timeout_{int(time.time())}.png"
+        page.screenshot(path=str(shot), full_page=True)
+        print(f"no heatmap drawn at {url}: screenshot {shot}", file=sys.stderr, flush=True)
+        raise
     seconds = time.perf_counter() - t0
     ctx.close()
     return seconds
@@ -106,6 +112,11 @@ def one_run(browser, kind: str, folder: Path) -> dict[str, float]:
         cold = time.perf_counter() - t0
         warm = statistics.median(visit(browser, f"http://127.0.0.1:{port}/")
                                  for _ in range(3))
+    except Exception:
+        log = next(folder.glob(f"*_{port}.log"), None)
+        print(f"{kind}: server log {log}:\n" + (log.read_text()[-3000:] if log else ""),
+              file=sys.stderr, flush=True)
+        raise
     finally:
         stop_server(proc)
     return {"health": health, "first request": first, "cold": cold, "warm": warm}
