@@ -14,6 +14,12 @@ one worker.) A request without the cookie (the first page load, a bare websocket
 is hashed on nginx's random request id, so such clients spread evenly. When a worker stops
 answering, nginx's hash moves its clients to the next worker; their pages reconnect there.
 
+Streamlit's own scripts, styles and fonts (/static/: ~25 MB, the same files in every worker,
+named by their content's hash) are served by nginx itself, gzip-compressed once at start
+(`static_files`): a worker would send each student ~13 MB uncompressed from its Python thread,
+the one that draws every session's page. `--proxy-static` sends them through the workers as
+before (to compare).
+
 The launcher supervises its workers: one that exits (killed, crashed) is noticed within a
 second, logged on stderr, and replaced by a fresh process on the same port, so nginx's
 upstream names a living server again (nginx retries a failed server after its fail_timeout);
@@ -38,6 +44,8 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import gzip
+import importlib.util
 import os
 import shutil
 import signal
@@ -102,15 +110,78 @@ def open_files_limit() -> int:
     return soft if soft != resource.RLIM_INFINITY else 65536
 
 
+# Files nginx sends gzip-compressed (a .gz beside each, gzip_static); fonts and images that
+# are compressed already go as they are.
+COMPRESSED = (".js", ".css", ".svg", ".json", ".html", ".txt", ".ttf", ".map", ".wasm")
+MIME_TYPES = {  # nginx's types block for the static location (no system mime.types needed)
+    "application/javascript": "js mjs", "text/css": "css", "image/svg+xml": "svg",
+    "application/json": "json map", "text/html": "html", "text/plain": "txt",
+    "font/woff2": "woff2", "font/woff": "woff", "font/ttf": "ttf", "image/png": "png",
+    "image/jpeg": "jpg jpeg", "image/gif": "gif", "image/x-icon": "ico",
+    "application/wasm": "wasm"}
+
+
+def streamlit_static() -> Path | None:
+    """The folder Streamlit serves at /static/ (its frontend build), found without importing
+    streamlit; None when this Python has no streamlit or the folder is missing."""
+    spec = importlib.util.find_spec("streamlit")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    folder = Path(next(iter(spec.submodule_search_locations))) / "static" / "static"
+    return folder if folder.is_dir() else None
+
+
+def static_files(source: Path, dest: Path, level: int = 6) -> tuple[int, int, int]:
+    """Copy `source`'s files to `dest` (readable by nginx's workers, which may run as another
+    user) and write a gzip copy (`name.gz`) beside each compressible one; (files, bytes,
+    bytes a browser that accepts gzip receives for all of them)."""
+    count = raw = sent = 0
+    for path in sorted(source.rglob("*")):
+        if not path.is_file():
+            continue
+        target = dest / path.relative_to(source)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        data = path.read_bytes()
+        target.write_bytes(data)
+        count, raw = count + 1, raw + len(data)
+        if path.suffix in COMPRESSED:
+            packed = gzip.compress(data, compresslevel=level, mtime=0)
+            if len(packed) < len(data):
+                target.with_name(target.name + ".gz").write_bytes(packed)
+                sent += len(packed)
+                continue
+        sent += len(data)
+    return count, raw, sent
+
+
+def _static_location(static: Path) -> str:
+    types = "\n".join(f"                {mime} {exts};" for mime, exts in MIME_TYPES.items())
+    return f"""
+        # Streamlit's frontend files, the same in every worker: sent by nginx, compressed once.
+        location ^~ /static/ {{
+            alias {static.as_posix()}/;
+            types {{
+{types}
+            }}
+            default_type application/octet-stream;
+            gzip_static on;
+            gzip_vary on;
+            add_header Cache-Control "public, max-age=31536000, immutable" always;
+            add_header X-Attnviz-Worker "static" always;
+        }}"""
+
+
 def nginx_config(port: int, worker_ports: Sequence[int], folder: Path,
-                 address: str = "127.0.0.1", connections: int = 4096) -> str:
+                 address: str = "127.0.0.1", connections: int = 4096,
+                 static: Path | None = None) -> str:
     """nginx.conf for a foreground nginx on address:port in front of the workers on
     127.0.0.1:worker_ports, everything it writes under `folder`.
 
     Affinity: key = the attnviz_worker cookie, or a fresh random $request_id (then set as the
     cookie); worker = consistent hash of the key. Websockets: HTTP/1.1 with the Upgrade and
     Connection headers passed on, a day's read/send timeout (a class sits for hours).
-    `connections`: nginx's worker_connections, at most the open-file limit."""
+    `connections`: nginx's worker_connections, at most the open-file limit. `static`: a folder
+    made by static_files, served at /static/ by nginx itself (None: by the workers)."""
     tmp = folder.as_posix()
     servers = "\n".join(f"        server 127.0.0.1:{p} max_fails=1 fail_timeout=5s;"
                         for p in worker_ports)
@@ -179,7 +250,7 @@ http {{
             proxy_connect_timeout 5s;
             add_header Set-Cookie $affinity_cookie always;
             add_header X-Attnviz-Worker $attnviz_worker always;
-        }}
+        }}{"" if static is None else _static_location(static)}
     }}
 }}
 """
@@ -262,6 +333,8 @@ class Cluster:
     stopping: bool = False  # set by stop(): from then on nothing is (re)started
     slots: list[Restart] = field(default_factory=list)  # one per worker
     env: dict | None = None
+    static: bool = True  # nginx serves Streamlit's /static/ files (False: the workers do)
+    static_summary: tuple[int, int, int] | None = None  # static_files' (files, bytes, gzip)
 
     def _spawn(self, argv: list[str], log_path: Path, env: dict | None = None
                ) -> subprocess.Popen:
@@ -329,9 +402,15 @@ class Cluster:
             for i in range(self.workers):
                 self._start_worker(i)
                 self.slots.append(Restart(started=time.monotonic()))
+            static = None
+            source = streamlit_static() if self.static else None
+            if source is not None:  # compressed while the workers start
+                static = self.folder / "static"
+                self.static_summary = static_files(source, static)
             (self.folder / "nginx.conf").write_text(
                 nginx_config(self.port, self.worker_ports, self.folder, self.address,
-                             connections=max(256, min(4096, open_files_limit() - 64))))
+                             connections=max(256, min(4096, open_files_limit() - 64)),
+                             static=static))
             deadline = time.time() + timeout_s
             for p in self.worker_ports:
                 while not _healthy(p):
@@ -470,6 +549,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="nginx's address (0.0.0.0: every interface, for a class's network)")
     ap.add_argument("--app", type=Path, default=ROOT / "app.py")
     ap.add_argument("--logs", type=Path, help="folder for the processes' logs")
+    ap.add_argument("--proxy-static", action="store_true",
+                    help="send Streamlit's /static/ files through the workers instead of "
+                         "from nginx (to compare)")
     ap.add_argument("--stop", action="store_true",
                     help="stop the launcher already serving --port, and exit")
     args = ap.parse_args(argv)
@@ -480,7 +562,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--workers must be at least 1")
 
     cluster = Cluster(workers=args.workers, port=args.port, address=args.address,
-                      app=args.app.resolve(), log_dir=args.logs)
+                      app=args.app.resolve(), log_dir=args.logs, static=not args.proxy_static)
 
     def on_signal(signum, frame):
         cluster.stopping = True  # no replacement from here on, wherever the signal lands
@@ -496,6 +578,10 @@ def main(argv: list[str] | None = None) -> int:
               f"{','.join(map(str, cluster.worker_ports))} behind nginx at "
               f"http://{args.address}:{args.port}  (pids {' '.join(map(str, cluster.pids))}; "
               f"logs in {args.logs or cluster.folder}; Ctrl-C stops all)", flush=True)
+        if cluster.static_summary:
+            files, raw, sent = cluster.static_summary
+            print(f"attnviz: nginx sends Streamlit's {files} static files ({raw / 1e6:.1f} MB; "
+                  f"{sent / 1e6:.1f} MB gzip-compressed)", flush=True)
         code = cluster.wait()
         if code:
             print("nginx exited; stopping the workers", file=sys.stderr)

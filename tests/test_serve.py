@@ -4,7 +4,9 @@ nginx itself checks the generated config (`nginx -t`, Debian's package, installe
 missing as `make serve` does); the affinity is a consistent hash of a cookie nginx sets (never
 ip_hash, which puts every client behind one address on one worker); websockets get the Upgrade
 and Connection headers and long timeouts; every path (/, /_stcore/, /media/, /static/) goes
-through the one sticky location. `--stop` never signals a process that is not a launcher.
+through the one sticky location, except Streamlit's /static/ files, which nginx sends itself
+from a gzip-compressed copy (the same bytes as the workers would send, decompressed).
+`--stop` never signals a process that is not a launcher.
 The supervisor (with stand-in workers, tests/fake_worker.py, behind a real nginx): a worker
 killed with SIGKILL is logged and replaced on its port while nginx sends its students to the
 other worker; nginx then serves the replacement; stop() leaves no process of the group and
@@ -13,6 +15,7 @@ starts no replacement.
 
 from __future__ import annotations
 
+import gzip
 import importlib.util
 import os
 import re
@@ -20,6 +23,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -67,6 +71,105 @@ def test_affinity_is_a_cookie_hash_and_websockets_are_proxied(tmp_path):
         assert path.startswith(str(tmp_path)), path
     assert "listen 127.0.0.1:8501;" in conf
     assert "listen 0.0.0.0:80;" in serve.nginx_config(80, [9001], tmp_path, "0.0.0.0")
+
+
+def test_static_files_are_copied_and_compressed_where_it_pays(tmp_path):
+    src = tmp_path / "src"
+    (src / "js").mkdir(parents=True)
+    (src / "media").mkdir()
+    script = b"function f(){return 1}\n" * 500
+    (src / "js" / "index.abc.js").write_bytes(script)
+    font = os.urandom(4000)  # a woff2 is compressed already: never gzipped
+    (src / "media" / "font.woff2").write_bytes(font)
+    (src / "js" / "tiny.js").write_bytes(b"x")  # gzip would be larger: no .gz
+    files, raw, sent = serve.static_files(src, tmp_path / "out")
+    out = tmp_path / "out"
+    assert files == 3 and raw == len(script) + len(font) + 1
+    assert (out / "js" / "index.abc.js").read_bytes() == script
+    assert gzip.decompress((out / "js" / "index.abc.js.gz").read_bytes()) == script
+    assert (out / "media" / "font.woff2").read_bytes() == font
+    assert not (out / "media" / "font.woff2.gz").exists()
+    assert not (out / "js" / "tiny.js.gz").exists()
+    gz = (out / "js" / "index.abc.js.gz").stat().st_size
+    assert sent == gz + len(font) + 1 and gz < len(script) / 10
+
+
+def test_streamlit_static_is_the_folder_streamlit_serves():
+    import streamlit
+
+    found = serve.streamlit_static()
+    assert found == Path(streamlit.__file__).parent / "static" / "static"
+    assert any(found.glob("js/*.js")) and any(found.glob("css/*.css"))
+
+
+def test_static_location_serves_the_copy_and_everything_else_stays_sticky(nginx, tmp_path):
+    conf = serve.nginx_config(18999, [18001, 18002], tmp_path, static=tmp_path / "static")
+    assert conf.count("location ") == 2 and "location / {" in conf
+    assert f"location ^~ /static/ {{\n            alias {tmp_path.as_posix()}/static/;" in conf
+    for line in ("gzip_static on;", "gzip_vary on;", "application/javascript js mjs;",
+                 'add_header Cache-Control "public, max-age=31536000, immutable" always;'):
+        assert line in conf
+    (tmp_path / "nginx.conf").write_text(conf)
+    run = subprocess.run([nginx, "-t", "-p", str(tmp_path), "-c", "nginx.conf",
+                          "-e", str(tmp_path / "error.log")], capture_output=True, text=True,
+                         timeout=30)
+    assert run.returncode == 0 and "warn" not in run.stderr, run.stderr
+
+
+def fetch(url: str, gzip_ok: bool) -> tuple[int, dict, bytes]:
+    req = urllib.request.Request(url, headers={"Accept-Encoding": "gzip"} if gzip_ok else {})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status, dict(r.headers), r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, dict(e.headers), b""
+
+
+def test_nginx_sends_streamlits_static_files_itself_compressed(nginx, tmp_path):
+    source = serve.streamlit_static()
+    script = max(source.glob("js/*.js"), key=lambda f: f.stat().st_size)  # the largest
+    font = next(source.glob("media/*.woff2"))
+    cluster = serve.Cluster(workers=2, port=serve._free_port(), log_dir=tmp_path,
+                            runner=ROOT / "tests" / "fake_worker.py")
+    cluster.start(timeout_s=60)
+    try:
+        files, raw, sent = cluster.static_summary
+        assert files == sum(1 for f in source.rglob("*") if f.is_file()) and sent < raw / 2
+        base = f"http://127.0.0.1:{cluster.port}/static/"
+        status, headers, body = fetch(base + f"js/{script.name}", gzip_ok=True)
+        assert status == 200 and headers["Content-Encoding"] == "gzip", headers
+        assert gzip.decompress(body) == script.read_bytes()  # the very file, from nginx
+        assert len(body) < script.stat().st_size / 2
+        assert headers["X-Attnviz-Worker"] == "static" and "immutable" in headers[
+            "Cache-Control"] and headers["Vary"] == "Accept-Encoding"
+        assert headers["Content-Type"] == "application/javascript"
+        status, headers, body = fetch(base + f"js/{script.name}", gzip_ok=False)
+        assert status == 200 and "Content-Encoding" not in headers
+        assert body == script.read_bytes()
+        status, headers, body = fetch(base + f"media/{font.name}", gzip_ok=True)
+        assert status == 200 and body == font.read_bytes()
+        assert headers["Content-Type"] == "font/woff2" and "Content-Encoding" not in headers
+        assert fetch(base + "js/none.js", gzip_ok=True)[0] == 404  # not passed to a worker
+        for outside in ("../nginx.conf", "%2e%2e/nginx.conf", "..%2fnginx.conf"):
+            # nginx resolves the dots first: never a file outside the copy
+            assert b"daemon off" not in fetch(base + outside, gzip_ok=True)[2], outside
+        # Everything else is the workers' (sticky, as before).
+        assert worker_for(cluster.port, "k") in ("1", "2")
+    finally:
+        cluster.stop(grace_s=5)
+
+
+def test_proxy_static_leaves_static_files_to_the_workers(nginx, tmp_path):
+    cluster = serve.Cluster(workers=1, port=serve._free_port(), log_dir=tmp_path,
+                            runner=ROOT / "tests" / "fake_worker.py", static=False)
+    cluster.start(timeout_s=60)
+    try:
+        assert cluster.static_summary is None
+        assert "/static/" not in (cluster.folder / "nginx.conf").read_text()
+        status, headers, body = fetch(f"http://127.0.0.1:{cluster.port}/static/js/x.js", True)
+        assert status == 200 and body == b"ok" and headers["X-Attnviz-Worker"] == "1"
+    finally:
+        cluster.stop(grace_s=5)
 
 
 def test_stop_ignores_a_stale_pid_file(tmp_path, monkeypatch):

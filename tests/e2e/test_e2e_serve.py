@@ -1,8 +1,9 @@
 """A lecture hall end to end: `scripts/serve.py --workers 2` (two Streamlit processes behind
 nginx with cookie affinity), driven the way `make serve` runs it.
 
-- A browser through nginx draws the heatmap, and every response it got (the page, its
-  scripts, /_stcore/ calls, the websocket) came from one worker.
+- A browser through nginx draws the heatmap, and every response it got from the app (the
+  page, /_stcore/ calls, the websocket) came from one worker; Streamlit's scripts came from
+  nginx itself, gzip-compressed.
 - Two websocket sessions held by two different workers both get answers (a full rerun with
   figures, then another after typing a sentence).
 - One worker killed (SIGKILL): the other keeps answering its session, and a browser whose
@@ -121,15 +122,21 @@ def keys_per_worker(hall: Hall) -> dict[str, str]:
 def test_a_browser_stays_on_one_worker(hall, browser):
     ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = ctx.new_page()
-    workers = []
-    page.on("response", lambda r: workers.append(r.headers.get("x-attnviz-worker")))
+    workers, static = [], []
+    page.on("response", lambda r: (static if "/static/" in r.url else workers).append(
+        (r.headers.get("x-attnviz-worker"), r.headers.get("content-encoding"))))
     page.goto(hall.url + "/")
     wait_for_app(page)
     assert page.locator(".js-plotly-plot .main-svg").count() >= 1
     assert not page_errors(page)
     cookies = [c for c in ctx.cookies() if c["name"] == COOKIE]
     assert len(cookies) == 1 and cookies[0]["httpOnly"]
-    assert len(workers) > 5 and len(set(workers)) == 1 and workers[0] in ("1", "2"), workers
+    # The page, /_stcore/ calls and the websocket: one worker. Streamlit's scripts: nginx,
+    # the compressible ones gzipped (scripts/serve.py static_files).
+    names = {w for w, _ in workers}
+    assert len(workers) > 2 and len(names) == 1 and names <= {"1", "2"}, workers
+    assert len(static) > 5 and {w for w, _ in static} == {"static"}, static
+    assert sum(enc == "gzip" for _, enc in static) > len(static) / 2, static
     SHOTS.mkdir(parents=True, exist_ok=True)
     screenshot(page, "serve_two_workers")
     ctx.close()
