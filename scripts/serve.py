@@ -140,18 +140,25 @@ def static_files(source: Path, dest: Path, level: int = 6) -> tuple[int, int, in
         if not path.is_file():
             continue
         target = dest / path.relative_to(source)
-        target.parent.mkdir(parents=True, exist_ok=True)
+        target.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
         data = path.read_bytes()
-        target.write_bytes(data)
+        _write(target, data)
         count, raw = count + 1, raw + len(data)
         if path.suffix in COMPRESSED:
             packed = gzip.compress(data, compresslevel=level, mtime=0)
             if len(packed) < len(data):
-                target.with_name(target.name + ".gz").write_bytes(packed)
+                _write(target.with_name(target.name + ".gz"), packed)
                 sent += len(packed)
                 continue
         sent += len(data)
+    for folder in (dest, *(d for d in dest.rglob("*") if d.is_dir())):
+        folder.chmod(0o755)  # whatever the umask: nginx's workers may be another user
     return count, raw, sent
+
+
+def _write(path: Path, data: bytes) -> None:
+    path.write_bytes(data)
+    path.chmod(0o644)
 
 
 def _static_location(static: Path) -> str:

@@ -94,6 +94,18 @@ def test_static_files_are_copied_and_compressed_where_it_pays(tmp_path):
     assert sent == gz + len(font) + 1 and gz < len(script) / 10
 
 
+def test_static_files_are_readable_by_other_users_whatever_the_umask(tmp_path):
+    (tmp_path / "src" / "js").mkdir(parents=True)
+    (tmp_path / "src" / "js" / "a.js").write_bytes(b"var a = 1;\n" * 100)
+    old = os.umask(0o077)
+    try:
+        serve.static_files(tmp_path / "src", tmp_path / "out")
+    finally:
+        os.umask(old)
+    for path in [tmp_path / "out", *(tmp_path / "out").rglob("*")]:
+        assert path.stat().st_mode & 0o777 == (0o755 if path.is_dir() else 0o644), path
+
+
 def test_streamlit_static_is_the_folder_streamlit_serves():
     import streamlit
 
