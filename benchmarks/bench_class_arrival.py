@@ -22,7 +22,6 @@ clients start: this measures the files alone, not the page's computing.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import platform
 import statistics
@@ -36,17 +35,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from tests.serve import CHROME_ARGS as ARGS  # noqa: E402
 from tests.serve import free_port  # noqa: E402
+from tests.test_serve import group_members, serve  # noqa: E402 - scripts/serve.py, loaded
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 ACCEPT = "Accept-Encoding: gzip, deflate, br"  # Chromium's
-
-
-def load_serve():
-    spec = importlib.util.spec_from_file_location("attnviz_serve", ROOT / "scripts" / "serve.py")
-    serve = importlib.util.module_from_spec(spec)
-    sys.modules["attnviz_serve"] = serve  # its dataclass looks its module up by name
-    spec.loader.exec_module(serve)
-    return serve
 
 
 def cpu_seconds(pids: list[int]) -> float:
@@ -60,17 +52,6 @@ def cpu_seconds(pids: list[int]) -> float:
             continue
         total += sum(int(f) for f in fields[11:15])  # utime stime cutime cstime
     return total / tick
-
-
-def group_pids(pgid: int) -> list[int]:
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            if int(stat.read_text().rsplit(")", 1)[1].split()[2]) == pgid:
-                found.append(int(stat.parent.name))
-        except (OSError, ValueError, IndexError):
-            continue
-    return found
 
 
 def visit_urls(base: str) -> list[str]:
@@ -116,7 +97,6 @@ def one_class(base: str, paths: list[str], sessions: int, folder: Path) -> dict:
 
 
 def run(sessions: int = 120, repeats: int = 2) -> list[dict]:
-    serve = load_serve()
     os.environ.setdefault("ATTNVIZ_PRELOAD", "1")  # the model only, no class warm-up
     folder = Path(tempfile.mkdtemp(prefix="attnviz-arrival-"))
     paths: list[str] | None = None
@@ -132,7 +112,7 @@ def run(sessions: int = 120, repeats: int = 2) -> list[dict]:
                     paths = visit_urls(base)
                 time.sleep(8)  # the workers' preload (the model) done, the machine quiet
                 workers = [p.pid for p in cluster.procs[:-1]]
-                nginx = [p for p in group_pids(cluster.pgid) if p not in workers]
+                nginx = [p for p in group_members(cluster.pgid) if p not in workers]
                 w0, n0 = cpu_seconds(workers), cpu_seconds(nginx)
                 r = one_class(base, paths, sessions, folder)
                 r.update(static=static, workers_cpu=cpu_seconds(workers) - w0,

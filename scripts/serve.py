@@ -140,7 +140,7 @@ def static_files(source: Path, dest: Path, level: int = 6) -> tuple[int, int, in
         if not path.is_file():
             continue
         target = dest / path.relative_to(source)
-        target.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+        target.parent.mkdir(parents=True, exist_ok=True)
         data = path.read_bytes()
         _write(target, data)
         count, raw = count + 1, raw + len(data)
