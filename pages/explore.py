@@ -139,7 +139,7 @@ def one_head(ctx: ui.Context, hide: bool, renorm: bool, seg: str, words: bool, l
         one = _("Layer {layer}, head {head}").format(layer=layer, head=head)
         ui.show_figure(attention_heatmap(w[head], toks, "weights", one,
                                          indices=idx, zmax=float(w[head].max())),
-                       key="ex_one")
+                       key="ex_one", in_place=True)
     with right:
         heads = [head] + [h for h in extra if h != head]
         ui.show_figure(token_lines(w[heads], heads, toks, idx, query=pick,

@@ -5,6 +5,8 @@ import json
 
 import numpy as np
 
+from attnviz.ui import live_chart
+
 
 def decode(z) -> np.ndarray:
     """Plotly JSON sends numpy arrays as base64 {dtype, bdata[, shape]}; lists stay lists."""
@@ -16,15 +18,41 @@ def decode(z) -> np.ndarray:
     return np.asarray(z, dtype=float)
 
 
+def charts(at) -> list[tuple[str, str]]:
+    """Every chart the page drew, in page order, as (its key or "", its figure's JSON text):
+    Streamlit's charts (st.plotly_chart) and the charts drawn in place (ui.live_chart, whose
+    element key is "live_" + the figure's key)."""
+    out: list[tuple[str, str]] = []
+
+    def walk(node) -> None:
+        children = getattr(node, "children", {}) or {}
+        for i in sorted(children):
+            child = children[i]
+            kind = getattr(child, "type", None)
+            if kind == "plotly_chart":
+                out.append((child.proto.id.rsplit("-", 1)[-1], child.proto.spec))
+            elif kind == "bidi_component" and child.proto.component_name == live_chart.NAME:
+                key = child.proto.id.rsplit("-", 1)[-1].removeprefix("live_")
+                out.append((key, live_chart.spec_of(child.proto.bytes)[0]))
+            walk(child)
+
+    walk(at.main)
+    return out
+
+
+def specs(at) -> list[str]:
+    """Every chart's figure JSON text, in page order (both kinds, as `charts`)."""
+    return [spec for _, spec in charts(at)]
+
+
 def figures(at) -> list[dict]:
-    """Every chart's figure JSON, in page order."""
-    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    """Every chart's figure JSON, in page order (both kinds, as `charts`)."""
+    return [json.loads(spec) for spec in specs(at)]
 
 
 def figures_by_key(at) -> dict[str, dict]:
-    """Figure JSON by widget key (the chart id ends with its key)."""
-    return {c.proto.id.rsplit("-", 1)[-1]: json.loads(c.proto.spec)
-            for c in at.get("plotly_chart")}
+    """Figure JSON by widget key (a chart's id ends with its key)."""
+    return {key: json.loads(spec) for key, spec in charts(at)}
 
 
 def tab_labels(at, prefix: str = "") -> list[str]:

@@ -120,6 +120,10 @@ def unsafe_calls(tree: ast.AST) -> list[tuple[int, str]]:
         if name in ("st.html", "streamlit.html") or name.endswith("components.html") \
                 or name.endswith("components.v1.html"):
             hits.append((node.lineno, f"{name}(...)"))
+        if name.endswith("component") and "html" in kw and not (
+            isinstance(kw["html"], ast.Constant) and kw["html"].value is None
+        ):  # a v2 component's html is put into the page as markup
+            hits.append((node.lineno, f"{name}(html=...)"))
         if "trust_remote_code" in kw and not (
             isinstance(kw["trust_remote_code"], ast.Constant)
             and kw["trust_remote_code"].value is False
@@ -136,12 +140,13 @@ def test_scan_finds_what_it_looks_for():
         "st.markdown(x, unsafe_allow_html=True)\nst.html(x)\n"
         "components.v1.html(x)\nAutoModel.from_pretrained(p)\n"
         "AutoModel.from_pretrained(p, local_files_only=True, trust_remote_code=True)\n"
-        "st.write(x, unsafe_allow_html=flag)\n"
+        "st.write(x, unsafe_allow_html=flag)\nst.components.v2.component('c', html=x)\n"
     )
-    assert len(unsafe_calls(bad)) == 6
+    assert len(unsafe_calls(bad)) == 7
     good = ast.parse(
         "st.markdown(x)\nst.markdown(x, unsafe_allow_html=False)\n"
         "BertModel.from_pretrained(p, local_files_only=True)\ns = 'st.html(x)'\n"
+        "v2.component('c', js=JS)\n"
     )
     assert unsafe_calls(good) == []
 

@@ -8,7 +8,7 @@ import pytest
 
 from attnviz.analysis.views import shown_weights
 from tests.apptest import open_page
-from tests.plotly_json import decode, figures
+from tests.plotly_json import decode, figures, specs
 
 
 @pytest.fixture
@@ -64,9 +64,9 @@ def test_512_tokens(at, model):
     at.run()
     assert not at.exception
     assert any("dropped" in w.value for w in at.warning)
-    specs = [c.proto.spec for c in at.get("plotly_chart")]
-    assert len(specs[0]) < 5_000_000  # the overview stays under the 5 MB goal
-    one = json.loads(specs[1])
+    shown = specs(at)
+    assert len(shown[0]) < 5_000_000  # the overview stays under the 5 MB goal
+    one = json.loads(shown[1])
     z = decode(one["data"][0]["z"])
     assert z.shape == (512, 512)  # the enlarged head is exact, not pooled
     t = model.trace("the quick brown fox jumps over the lazy dog . " * 60)
@@ -78,7 +78,7 @@ def test_refused_model_folder_falls_back_with_a_message(at):
     at.run()
     assert not at.exception
     assert any("refused" in w.value for w in at.warning)
-    assert len(at.get("plotly_chart")) == 3
+    assert len(specs(at)) == 3
 
 
 def test_directed_pair_filters_and_word_level(at, model):

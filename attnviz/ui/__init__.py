@@ -6,6 +6,7 @@
     cache       the one cache registry (models, traces, results, figures, taggers)
     progress    long work with a progress bar, computed once per server
     figures     drawing a figure with its PNG/SVG downloads; the figure cache
+    live_chart  a chart kept on the page and redrawn in place (Plotly.react) from run to run
     downloads   a page's numbers as .npz or .csv, made on click
     lesson      the lesson's trained taggers; lesson_steps: each step's view
     recorder    what a page shows, recorded for "Download this view (HTML)"; fragment()

@@ -28,6 +28,7 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from ..i18n import _, language
 from ..plotting.summary import Summary, Table, plain, summarise
+from . import live_chart
 from .cache import cached
 from .text import literal
 
@@ -79,7 +80,8 @@ def frozen(fig: go.Figure) -> go.Figure:
 
 
 def show_figure(fig: go.Figure, key: str | None = None,
-                summary: Summary | str | pandas.DataFrame | bool | None = None, **kwargs):
+                summary: Summary | str | pandas.DataFrame | bool | None = None,
+                in_place: bool = False, **kwargs):
     """Draw a Plotly figure: PNG from the chart toolbar (camera icon), SVG on a click below,
     and its key numbers as text under it (`show_numbers`).
 
@@ -88,11 +90,24 @@ def show_figure(fig: go.Figure, key: str | None = None,
     (a figure whose numbers the page already shows as text). The SVG is rendered on the
     server by kaleido only when asked for, once per figure and one at a time (`svg_bytes`); it
     needs a Chrome or Chromium on the server, without one the button is not offered.
+
+    `in_place=True` (a figure with a key and no selection events): drawn by ui.live_chart,
+    which keeps the chart mounted and redraws it with Plotly.react when a later run draws
+    another figure under the same key, instead of Streamlit mounting a new chart for every new
+    figure (worth it for a big figure that changes with a choice, like the all-heads page's
+    open head at 512 tokens). Where live charts are not available, st.plotly_chart as usual.
     """
     if summary is None or summary is True:
         summary = figure_summary(fig)
     alt = summary.text if isinstance(summary, Summary) else _title_of(fig)
-    event = st.plotly_chart(fig, config=PLOT_CONFIG, key=key, alt=alt or None, **kwargs)
+    if in_place and key is not None and not kwargs and live_chart.available():
+        config = {**PLOT_CONFIG, "responsive": True, "showSendToCloud": False,
+                  "toImageButtonOptions": {**PLOT_CONFIG["toImageButtonOptions"],
+                                           "filename": file_stem(fig, key)}}
+        live_chart.live_chart(fig, key, config, alt)
+        event = None
+    else:
+        event = st.plotly_chart(fig, config=PLOT_CONFIG, key=key, alt=alt or None, **kwargs)
     if key is not None and svg_export_available():
         st.download_button(
             "SVG", data=lambda: svg_bytes(fig), file_name=f"{file_stem(fig, key)}.svg",

@@ -3,10 +3,11 @@
 The router wraps each page's run in `recording(title)`. For the length of that run, the
 session's own ScriptRunContext passes every message it sends to the browser through the
 recording first: of the elements in the page's main area, headings, Markdown, captions,
-alerts, TeX, code, tables and Plotly charts become blocks of an attnviz.export.html.View, in
-the order the page drew them (widgets and the sidebar are left out). `ui.download_arrays` and
-`ui.download_csv` add the page's numbers through `note_numbers` (made only when the HTML is).
-Then `offer_download` puts one button in the sidebar; its file is built when clicked.
+alerts, TeX, code, tables and Plotly charts (st.plotly_chart's and ui.live_chart's) become
+blocks of an attnviz.export.html.View, in the order the page drew them (widgets and the
+sidebar are left out). `ui.download_arrays` and `ui.download_csv` add the page's numbers
+through `note_numbers` (made only when the HTML is). Then `offer_download` puts one button
+in the sidebar; its file is built when clicked.
 
 Nothing is global: the wrapper sits on this session's context only and is removed when the run
 ends; the recording lives in this thread (while the page runs) and in this session's state
@@ -29,6 +30,7 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from ..export import html as export
 from ..i18n import _
+from . import live_chart
 
 STATE_KEY = "attnviz_view"  # this session's Recorded (the last full run, fragments spliced)
 # What one session's recorded view may hold (figures' JSON and tables' bytes): every session
@@ -127,6 +129,9 @@ def blocks_of(msg) -> list:
         config = json.loads(el.plotly_chart.config) if el.plotly_chart.config else {}
         return [export.Figure(el.plotly_chart.spec, config,
                               app_template=True)]  # every figure has the app theme
+    if kind == "bidi_component" and el.bidi_component.component_name == live_chart.NAME:
+        found = live_chart.spec_of(el.bidi_component.bytes)
+        return [export.Figure(found[0], found[1], app_template=True)] if found else []
     if kind in ("dataframe", "table"):
         data = getattr(el, kind).arrow_data.data
         return [ArrowTable(data)] if data else []

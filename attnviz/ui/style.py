@@ -23,13 +23,16 @@ STYLES: dict[str, str] = {
   .stMain .stHeading h3 {font-size: 1.2rem;}
   [data-testid="stMetricValue"] {font-size: 1.9rem;}
   [data-testid="stMetricValue"] div {white-space: normal;}
-  .stElementContainer:has(.stPlotlyChart) {overflow-x: auto; overflow-y: hidden;
-                                           scrollbar-width: thin;}
-  .stElementContainer:has(.stPlotlyChart) [data-testid="stFullScreenFrame"] {min-width: 520px;}
+  .stElementContainer:has(.stPlotlyChart),
+  .stElementContainer:has(.attnviz-live-chart) {overflow-x: auto; overflow-y: hidden;
+                                                scrollbar-width: thin;}
+  .stElementContainer:has(.stPlotlyChart) [data-testid="stFullScreenFrame"],
+  .attnviz-live-chart {min-width: 520px;}
   .stElementContainer:has(.stPlotlyChart .subplot.x3y3) [data-testid="stFullScreenFrame"],
   .stElementContainer:has(.stPlotlyChart .infolayer .annotation[data-index="2"])
       [data-testid="stFullScreenFrame"] {min-width: 760px;}
-  .stPlotlyChart .modebar-group:not(:first-child) {display: none;}
+  .stPlotlyChart .modebar-group:not(:first-child),
+  .attnviz-live-chart .modebar-group:not(:first-child) {display: none;}
   [data-testid="stTable"], [data-testid="stDataFrame"] {overflow-x: auto;}
   [data-testid="stTable"] td, [data-testid="stTable"] tbody th {white-space: nowrap;}
 }

@@ -45,3 +45,58 @@ def test_explore_sentence_pair_filter(page, app_url):
     assert page.get_by_text("not renormalised", exact=False).count() >= 1
     assert page.get_by_text("Share of this head's weight", exact=False).count() >= 1
     screenshot(page, "explore_pair_across")
+
+
+LIVE = "[data-testid=attnvizLiveChart]"
+LIVE_CELL = """([query, key]) => {
+  const gd = document.querySelector('[data-testid=attnvizLiveChart]');
+  const L = gd._fullLayout, box = gd.getBoundingClientRect(), tr = gd._fullData[0];
+  return [box.left + L._size.l + L.xaxis.d2p(tr.x[key]),
+          box.top + L._size.t + L.yaxis.d2p(tr.y[query])];
+}"""
+
+
+def test_the_open_head_is_redrawn_in_place(page, app_url, model):
+    """The enlarged head is a chart drawn in place (ui.live_chart): a head change redraws the
+    same plot (Plotly.react) instead of mounting a new chart; it keeps the app's hover with
+    the engine's exact value, its toolbar's PNG button, and no request leaves the server."""
+    outside = []
+    page.on("request", lambda r: outside.append(r.url)
+            if not r.url.startswith(app_url) and not r.url.startswith(("data:", "blob:"))
+            else None)
+    open_page(page, app_url, "/explore?text=I+saw+a+saw&ex_layer=2&ex_head=5")
+    page.locator(f"{LIVE} .heatmaplayer image").wait_for()
+    assert page.locator(f"{LIVE} .gtitle").text_content() == "Layer 2, head 5"
+    buttons = page.evaluate(f"() => [...document.querySelectorAll('{LIVE} .modebar-btn')]"
+                            ".map(b => b.dataset.title)")
+    assert buttons[0] == "Download plot as a PNG" and buttons[-1] == "Fullscreen"  # as others
+    page.evaluate(f"() => {{ document.querySelector('{LIVE}').dataset.kept = 'yes'; }}")
+
+    box = page.locator("[data-testid='stSelectbox']").filter(
+        has=page.get_by_text("Head", exact=True)).first
+    box.click()
+    page.keyboard.type("7")
+    page.keyboard.press("Enter")
+    page.wait_for_function(
+        f"() => (document.querySelector('{LIVE} .gtitle') || {{}}).textContent "
+        "=== 'Layer 2, head 7'", timeout=60_000)
+    wait_for_app(page)
+    assert page.locator(LIVE).count() == 1
+    assert page.locator(LIVE).get_attribute("data-kept") == "yes"  # the same plot, redrawn
+    assert "ex_head=7" in page.url
+
+    x, y = page.evaluate(LIVE_CELL, [4, 2])
+    page.mouse.move(x, y)
+    page.wait_for_selector(f"{LIVE} .hoverlayer .hovertext", timeout=10_000)
+    text = page.evaluate(f"() => [...document.querySelectorAll('{LIVE} .hoverlayer .hovertext "
+                         "text.nums tspan.line')].map(t => t.textContent).join('\\n')")
+    w = float(model.trace("I saw a saw").weights[2, 7, 4, 2])
+    assert [s.strip() for s in text.split("\n")] == [
+        "query saw #4", "key saw #2", f"weight = {w:.6f}"]
+    assert not page_errors(page) and not outside, outside
+    screenshot(page, "explore_live_head")
+
+    page.locator(f"{LIVE} .modebar-btn[data-title='Fullscreen']").click()
+    page.wait_for_function("() => document.fullscreenElement && "
+                           "document.fullscreenElement.dataset.testid === 'attnvizLiveChart'")
+    page.evaluate("() => document.exitFullscreen()")
