@@ -145,7 +145,7 @@ def one_head(ctx: ui.Context, hide: bool, renorm: bool, seg: str, words: bool, l
         ui.show_figure(token_lines(w[heads], heads, toks, idx, query=pick,
                                    title=_("Layer {layer}: token lines (opacity = weight)")
                                    .format(layer=layer)),
-                       key="ex_lines")
+                       key="ex_lines", in_place=True)
     if ctx.text_pair:
         shares = views.segment_shares(t.weights[layer, head], t.segments)
         st.caption(_("Share of this head's weight (mean over queries, tokens): {shares}").format(

@@ -68,8 +68,14 @@ def _live_msg(name: str, data: bytes, path=(0, 3)) -> ForwardMsg:
 def test_the_view_recorder_keeps_a_live_charts_figure(heatmap):
     data = live_chart.payload(heatmap, figures.PLOT_CONFIG, None)
     [block] = recorder.blocks_of(_live_msg(live_chart.NAME, data))
-    assert isinstance(block, export.Figure)
-    assert json.loads(block.spec) == json.loads(pio.to_json(heatmap, validate=False))
+    assert block == recorder.LiveFigure(data)  # kept as sent; decoded when a file is made
+    assert recorder.size_of(block) == len(data)
+    rec = recorder.Recorded("t")
+    rec.add(block)
+    rec.add(recorder.LiveFigure(b"broken"))  # a payload that cannot be read is left out
+    [figure] = rec.view().blocks
+    assert isinstance(figure, export.Figure) and figure.app_template
+    assert json.loads(figure.spec) == json.loads(pio.to_json(heatmap, validate=False))
     assert recorder.blocks_of(_live_msg("someone_elses", data)) == []
     assert recorder.blocks_of(_live_msg(live_chart.NAME, data, path=(1, 0))) == []  # sidebar
 
@@ -93,16 +99,17 @@ def test_show_figure_draws_in_place_only_where_asked(monkeypatch, heatmap):
     assert drawn == ["streamlit"] * 4
 
 
-def test_the_explore_page_draws_its_open_head_in_place():
+def test_the_explore_page_draws_its_open_head_and_lines_in_place():
     at = open_page("pages/explore.py", timeout=180)
-    [el] = [e for e in at.get("bidi_component")]
+    el, lines = at.get("bidi_component")  # the open head and its token lines
     assert el.proto.component_name == live_chart.NAME and el.proto.id.endswith("live_ex_one")
+    assert lines.proto.id.endswith("live_ex_lines")
     spec, config = live_chart.spec_of(el.proto.bytes)
     assert json.loads(spec)["layout"]["title"]["text"] == "Layer 0, head 0"
     assert config["toImageButtonOptions"]["filename"] == "attnviz_layer_0_head_0"
     first_id = el.proto.id
     at.selectbox(key="ex_head").set_value(7).run()
-    [el] = at.get("bidi_component")
+    el, _ = at.get("bidi_component")
     # The same element (its id comes from the key alone), holding the new head.
     assert el.proto.id == first_id
     assert json.loads(live_chart.spec_of(el.proto.bytes)[0])["layout"]["title"]["text"] == \

@@ -66,8 +66,10 @@ class Recorded:
 
     def view(self) -> export.View:
         """The export's view; tables are decoded from their Arrow bytes only now."""
-        blocks = [table_of(b.data) if isinstance(b, ArrowTable) else b
+        blocks = [table_of(b.data) if isinstance(b, ArrowTable) else
+                  figure_of(b.data) if isinstance(b, LiveFigure) else b
                   for _, b in list(self.entries)]
+        blocks = [b for b in blocks if b is not None]
         return export.View(self.title, blocks, dict(self.settings))
 
 
@@ -86,10 +88,23 @@ class ArrowTable:
     data: bytes
 
 
+@dataclass(frozen=True)
+class LiveFigure:
+    """A chart drawn in place (ui.live_chart) as its payload bytes, decoded when a file is
+    made: parsing a 512-token head's 1.5 MB at every rerun would cost more than drawing it."""
+
+    data: bytes
+
+
+def figure_of(data: bytes) -> export.Figure | None:
+    found = live_chart.spec_of(data)
+    return export.Figure(found[0], found[1], app_template=True) if found else None
+
+
 def size_of(block) -> int:
     if isinstance(block, export.Figure):
         return len(block.spec)
-    if isinstance(block, ArrowTable):
+    if isinstance(block, ArrowTable | LiveFigure):
         return len(block.data)
     return 0
 
@@ -130,8 +145,7 @@ def blocks_of(msg) -> list:
         return [export.Figure(el.plotly_chart.spec, config,
                               app_template=True)]  # every figure has the app theme
     if kind == "bidi_component" and el.bidi_component.component_name == live_chart.NAME:
-        found = live_chart.spec_of(el.bidi_component.bytes)
-        return [export.Figure(found[0], found[1], app_template=True)] if found else []
+        return [LiveFigure(el.bidi_component.bytes)] if el.bidi_component.bytes else []
     if kind in ("dataframe", "table"):
         data = getattr(el, kind).arrow_data.data
         return [ArrowTable(data)] if data else []

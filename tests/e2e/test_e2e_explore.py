@@ -66,11 +66,12 @@ def test_the_open_head_is_redrawn_in_place(page, app_url, model):
             else None)
     open_page(page, app_url, "/explore?text=I+saw+a+saw&ex_layer=2&ex_head=5")
     page.locator(f"{LIVE} .heatmaplayer image").wait_for()
-    assert page.locator(f"{LIVE} .gtitle").text_content() == "Layer 2, head 5"
-    buttons = page.evaluate(f"() => [...document.querySelectorAll('{LIVE} .modebar-btn')]"
-                            ".map(b => b.dataset.title)")
+    one = page.locator(LIVE).first  # then the token lines, also drawn in place
+    assert one.locator(".gtitle").text_content() == "Layer 2, head 5"
+    buttons = [b.get_attribute("data-title") for b in one.locator(".modebar-btn").all()]
     assert buttons[0] == "Download plot as a PNG" and buttons[-1] == "Fullscreen"  # as others
-    page.evaluate(f"() => {{ document.querySelector('{LIVE}').dataset.kept = 'yes'; }}")
+    page.evaluate(f"() => document.querySelectorAll('{LIVE}').forEach("
+                  "(c, i) => {{ c.dataset.kept = String(i); }})")
 
     box = page.locator("[data-testid='stSelectbox']").filter(
         has=page.get_by_text("Head", exact=True)).first
@@ -81,22 +82,24 @@ def test_the_open_head_is_redrawn_in_place(page, app_url, model):
         f"() => (document.querySelector('{LIVE} .gtitle') || {{}}).textContent "
         "=== 'Layer 2, head 7'", timeout=60_000)
     wait_for_app(page)
-    assert page.locator(LIVE).count() == 1
-    assert page.locator(LIVE).get_attribute("data-kept") == "yes"  # the same plot, redrawn
+    assert page.locator(LIVE).count() == 2
+    # the same plots, redrawn: the head and its lines
+    assert [c.get_attribute("data-kept") for c in page.locator(LIVE).all()] == ["0", "1"]
+    assert "head 7" in page.locator(LIVE).nth(1).locator(".legendtext").first.text_content()
     assert "ex_head=7" in page.url
 
     x, y = page.evaluate(LIVE_CELL, [4, 2])
     page.mouse.move(x, y)
-    page.wait_for_selector(f"{LIVE} .hoverlayer .hovertext", timeout=10_000)
-    text = page.evaluate(f"() => [...document.querySelectorAll('{LIVE} .hoverlayer .hovertext "
-                         "text.nums tspan.line')].map(t => t.textContent).join('\\n')")
+    one.locator(".hoverlayer .hovertext").wait_for(timeout=10_000)
+    lines = one.locator(".hoverlayer .hovertext text.nums tspan.line").all_text_contents()
     w = float(model.trace("I saw a saw").weights[2, 7, 4, 2])
-    assert [s.strip() for s in text.split("\n")] == [
+    assert [s.strip() for s in lines] == [
         "query saw #4", "key saw #2", f"weight = {w:.6f}"]
     assert not page_errors(page) and not outside, outside
     screenshot(page, "explore_live_head")
 
-    page.locator(f"{LIVE} .modebar-btn[data-title='Fullscreen']").click()
+    one.hover()
+    one.locator(".modebar-btn[data-title='Fullscreen']").click()
     page.wait_for_function("() => document.fullscreenElement && "
                            "document.fullscreenElement.dataset.testid === 'attnvizLiveChart'")
     page.evaluate("() => document.exitFullscreen()")
