@@ -99,19 +99,31 @@ def main() -> None:
                      "the outline would send and draw the whole mosaic again at every head "
                      "change); its layer and head are named above its enlarged view below.")
                    .format(n=n_shown, max=OUTLINE_MAX))
-    # Layer and head rerun the whole page (the mosaic outlines the open head) in one run;
-    # inside the fragment they would cost a fragment run and then the page's run.
+        # The mosaic stays as it is, so layer and head are chosen inside the fragment below:
+        # a head change reruns that part only, not the page with its mosaic.
+        one_head(ctx, hide, renorm, seg, words, None, None)
+    else:
+        # Layer and head rerun the whole page (the mosaic outlines the open head) in one run;
+        # inside the fragment they would cost a fragment run and then the page's run.
+        one_head(ctx, hide, renorm, seg, words, *choose_head(t))
+
+
+def choose_head(t) -> tuple[int, int]:
+    """The layer and head select boxes (bound to the URL); their values."""
     c1, c2 = st.columns([1, 1, 3])[:2]
     layer = c1.selectbox(_("Layer"), range(t.n_layers), key="ex_layer", bind="query-params")
     head = c2.selectbox(_("Head"), range(t.n_heads), key="ex_head", bind="query-params")
-    one_head(ctx, hide, renorm, seg, words, layer, head)
+    return layer, head
 
 
 @ui.fragment
-def one_head(ctx: ui.Context, hide: bool, renorm: bool, seg: str, words: bool, layer: int,
-             head: int) -> None:
-    """Token and line choices rerun only this part of the page."""
+def one_head(ctx: ui.Context, hide: bool, renorm: bool, seg: str, words: bool,
+             layer: int | None, head: int | None) -> None:
+    """Token and line choices rerun only this part of the page; so do layer and head when the
+    page passes None for them (it has no outline to move) and they are chosen here."""
     t = ctx.trace()
+    if layer is None or head is None:
+        layer, head = choose_head(t)
     e1, e2 = st.columns([3, 2])
     extra = e1.multiselect(_("More heads as lines, in colours"), range(t.n_heads), key="ex_more",
                            bind="query-params", placeholder=_("Choose heads"))

@@ -57,9 +57,10 @@ LIVE_CELL = """([query, key]) => {
 
 
 def test_the_open_head_is_redrawn_in_place(page, app_url, model):
-    """The enlarged head is a chart drawn in place (ui.live_chart): a head change redraws the
-    same plot (Plotly.react) instead of mounting a new chart; it keeps the app's hover with
-    the engine's exact value, its toolbar's PNG button, and no request leaves the server."""
+    """The enlarged head and its lines are charts drawn in place (ui.live_chart): a head change
+    redraws the same plots (Plotly.react) instead of mounting new charts, a token change only
+    the lines; the head keeps the app's hover with the engine's exact value, its toolbar's
+    PNG and full-screen buttons, and no request leaves the server."""
     outside = []
     page.on("request", lambda r: outside.append(r.url)
             if not r.url.startswith(app_url) and not r.url.startswith(("data:", "blob:"))
@@ -88,6 +89,19 @@ def test_the_open_head_is_redrawn_in_place(page, app_url, model):
     assert "head 7" in page.locator(LIVE).nth(1).locator(".legendtext").first.text_content()
     assert "ex_head=7" in page.url
 
+    # Another query token for the lines: the lines are redrawn, the head (the same figure,
+    # sent again by the rerun) is left as it is, not drawn a second time.
+    drawn = [c.get_attribute("data-drawn") for c in page.locator(LIVE).all()]
+    box = page.locator("[data-testid='stSelectbox']").filter(
+        has=page.get_by_text("Token lines for one query token", exact=True)).first
+    box.click()
+    page.keyboard.type("saw #4")
+    page.keyboard.press("Enter")
+    page.wait_for_function(f"d => document.querySelectorAll('{LIVE}')[1].dataset.drawn !== d",
+                           arg=drawn[1], timeout=60_000)
+    wait_for_app(page)
+    assert page.locator(LIVE).first.get_attribute("data-drawn") == drawn[0]
+
     x, y = page.evaluate(LIVE_CELL, [4, 2])
     page.mouse.move(x, y)
     one.locator(".hoverlayer .hovertext").wait_for(timeout=10_000)
@@ -103,3 +117,30 @@ def test_the_open_head_is_redrawn_in_place(page, app_url, model):
     page.wait_for_function("() => document.fullscreenElement && "
                            "document.fullscreenElement.dataset.testid === 'attnvizLiveChart'")
     page.evaluate("() => document.exitFullscreen()")
+
+
+def test_past_the_outline_limit_layer_and_head_rerun_only_their_part(page, app_url):
+    """Past 24 shown tokens the mosaic does not outline the open head, so layer and head are
+    chosen inside the lower fragment: a head change redraws the head in place, leaves the
+    mosaic's plot as it was, and still puts the head in the link."""
+    text = "the cat sat on the mat and the dog sat on the log " * 3  # 41 tokens in all
+    open_page(page, app_url, "/explore?text=" + text.strip().replace(" ", "+"))
+    page.locator(f"{LIVE} .heatmaplayer image").wait_for()
+    assert page.get_by_text("tokens shown: past 24", exact=False).count() == 1
+    mosaic = page.locator(".stPlotlyChart .js-plotly-plot").first
+    mosaic.evaluate("g => { g.dataset.kept = 'yes'; }")
+    image = mosaic.locator(".heatmaplayer image").first.get_attribute("href")
+    box = page.locator("[data-testid='stSelectbox']").filter(
+        has=page.get_by_text("Head", exact=True)).first
+    box.click()
+    page.keyboard.type("9")
+    page.keyboard.press("Enter")
+    page.wait_for_function(
+        f"() => (document.querySelector('{LIVE} .gtitle') || {{}}).textContent "
+        "=== 'Layer 0, head 9'", timeout=60_000)
+    wait_for_app(page)
+    assert "ex_head=9" in page.url
+    assert mosaic.get_attribute("data-kept") == "yes"
+    assert mosaic.locator(".heatmaplayer image").first.get_attribute("href") == image
+    assert not page_errors(page)
+    screenshot(page, "explore_fragment_head")
