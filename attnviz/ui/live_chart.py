@@ -101,7 +101,7 @@ function withFullscreen(config, div) {
 }
 
 export default function ({data, parentElement}) {
-  const payload = JSON.parse(typeof data === "string" ? data : new TextDecoder().decode(data));
+  const text = typeof data === "string" ? data : new TextDecoder().decode(data);
   let chart = charts.get(parentElement);
   if (!chart) {
     const div = document.createElement("div");
@@ -109,9 +109,19 @@ export default function ({data, parentElement}) {
     div.setAttribute("data-testid", "attnvizLiveChart");
     div.setAttribute("role", "figure");
     parentElement.appendChild(div);
-    chart = {div, seq: 0};
+    chart = {div, seq: 0, text: null};
     charts.set(parentElement, chart);
   }
+  // On unmount: free the plot (a later draw's run keeps it).
+  const cleanup = (seq => () => {
+    if (seq !== chart.seq) return;
+    if (window.Plotly) window.Plotly.purge(chart.div);
+    chart.div.remove();
+    charts.delete(parentElement);
+  });
+  if (text === chart.text) return cleanup(chart.seq);  // the same figure: nothing to redraw
+  chart.text = text;
+  const payload = JSON.parse(text);
   const seq = ++chart.seq;
   chart.div.setAttribute("aria-label", payload.alt || "");
   const fig = payload.figure;
@@ -122,12 +132,7 @@ export default function ({data, parentElement}) {
   }).then(() => {
     if (seq === chart.seq) chart.div.setAttribute("data-drawn", String(seq));
   });
-  return () => {  // on unmount (a later draw keeps the plot)
-    if (seq !== chart.seq) return;
-    if (window.Plotly) window.Plotly.purge(chart.div);
-    chart.div.remove();
-    charts.delete(parentElement);
-  };
+  return cleanup(seq);
 }
 """
 
