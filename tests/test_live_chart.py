@@ -8,6 +8,7 @@ tests/e2e/test_e2e_explore.py."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +22,7 @@ from attnviz.export import html as export
 from attnviz.plotting.heatmaps import attention_heatmap
 from attnviz.ui import figures, live_chart, recorder
 from tests.apptest import open_page
-from tests.plotly_json import decode
+from tests.plotly_json import decode, specs
 
 TOKENS = ["[CLS]", "i", "saw", "a", "saw", "[SEP]"]
 
@@ -108,6 +109,14 @@ def test_the_explore_page_draws_its_open_head_and_lines_in_place():
     assert json.loads(spec)["layout"]["title"]["text"] == "Layer 0, head 0"
     assert config["toImageButtonOptions"]["filename"] == "attnviz_layer_0_head_0"
     first_id = el.proto.id
+    # "Download this view (HTML)" holds the page's three figures, the live ones included.
+    doc = recorder.html_of(at.session_state[recorder.STATE_KEY])
+    found = [json.loads(m)["figure"] for m in re.findall(
+        r'<script type="application/json" class="attnviz-figure">(.*?)</script>', doc, re.S)]
+    shown = [json.loads(spec) for spec in specs(at)]
+    for fig in shown:
+        fig["layout"].pop("template", None)
+    assert len(found) == 3 and found == shown
     at.selectbox(key="ex_head").set_value(7).run()
     el, _ = at.get("bidi_component")
     # The same element (its id comes from the key alone), holding the new head.

@@ -56,6 +56,23 @@ LIVE_CELL = """([query, key]) => {
 }"""
 
 
+def choose(page, label: str, option: str) -> None:
+    """Pick `option` in the select box labelled `label`: open it, type, Enter."""
+    page.locator("[data-testid='stSelectbox']").filter(
+        has=page.get_by_text(label, exact=True)).first.click()
+    page.keyboard.type(option)
+    page.keyboard.press("Enter")
+
+
+def open_head(page, head: int, title: str) -> None:
+    """Choose `head`; wait until the open head's chart is titled `title` and the app idle."""
+    choose(page, "Head", str(head))
+    page.wait_for_function(
+        f"t => (document.querySelector('{LIVE} .gtitle') || {{}}).textContent === t",
+        arg=title, timeout=60_000)
+    wait_for_app(page)
+
+
 def test_the_open_head_is_redrawn_in_place(page, app_url, model):
     """The enlarged head and its lines are charts drawn in place (ui.live_chart): a head change
     redraws the same plots (Plotly.react) instead of mounting new charts, a token change only
@@ -74,15 +91,7 @@ def test_the_open_head_is_redrawn_in_place(page, app_url, model):
     page.evaluate(f"() => document.querySelectorAll('{LIVE}').forEach("
                   "(c, i) => {{ c.dataset.kept = String(i); }})")
 
-    box = page.locator("[data-testid='stSelectbox']").filter(
-        has=page.get_by_text("Head", exact=True)).first
-    box.click()
-    page.keyboard.type("7")
-    page.keyboard.press("Enter")
-    page.wait_for_function(
-        f"() => (document.querySelector('{LIVE} .gtitle') || {{}}).textContent "
-        "=== 'Layer 2, head 7'", timeout=60_000)
-    wait_for_app(page)
+    open_head(page, 7, "Layer 2, head 7")
     assert page.locator(LIVE).count() == 2
     # the same plots, redrawn: the head and its lines
     assert [c.get_attribute("data-kept") for c in page.locator(LIVE).all()] == ["0", "1"]
@@ -92,11 +101,7 @@ def test_the_open_head_is_redrawn_in_place(page, app_url, model):
     # Another query token for the lines: the lines are redrawn, the head (the same figure,
     # sent again by the rerun) is left as it is, not drawn a second time.
     drawn = [c.get_attribute("data-drawn") for c in page.locator(LIVE).all()]
-    box = page.locator("[data-testid='stSelectbox']").filter(
-        has=page.get_by_text("Token lines for one query token", exact=True)).first
-    box.click()
-    page.keyboard.type("saw #4")
-    page.keyboard.press("Enter")
+    choose(page, "Token lines for one query token", "saw #4")
     page.wait_for_function(f"d => document.querySelectorAll('{LIVE}')[1].dataset.drawn !== d",
                            arg=drawn[1], timeout=60_000)
     wait_for_app(page)
@@ -130,15 +135,7 @@ def test_past_the_outline_limit_layer_and_head_rerun_only_their_part(page, app_u
     mosaic = page.locator(".stPlotlyChart .js-plotly-plot").first
     mosaic.evaluate("g => { g.dataset.kept = 'yes'; }")
     image = mosaic.locator(".heatmaplayer image").first.get_attribute("href")
-    box = page.locator("[data-testid='stSelectbox']").filter(
-        has=page.get_by_text("Head", exact=True)).first
-    box.click()
-    page.keyboard.type("9")
-    page.keyboard.press("Enter")
-    page.wait_for_function(
-        f"() => (document.querySelector('{LIVE} .gtitle') || {{}}).textContent "
-        "=== 'Layer 0, head 9'", timeout=60_000)
-    wait_for_app(page)
+    open_head(page, 9, "Layer 0, head 9")
     assert "ex_head=9" in page.url
     assert mosaic.get_attribute("data-kept") == "yes"
     assert mosaic.locator(".heatmaplayer image").first.get_attribute("href") == image
