@@ -36,6 +36,7 @@ from attnviz.engine import ARRAY_FIELDS
 from attnviz.ui.cache import clear_caches
 from tests.apptest import APP
 from tests.pages_list import default_page, text_pages
+from tests.plotly_json import charts
 
 ROOT = Path(__file__).resolve().parents[1]
 TEXT = "I saw a saw, and the saw saw me."
@@ -196,8 +197,7 @@ def fresh_session(page: str, rec: Recorder) -> dict:
             name, data = found
             exports.update({k: v for k, v in export_parts(name, data).items()
                             if not any(s in k for s in skip)})
-        figures += [c.proto.spec for c in at.get("plotly_chart")
-                    if not any(s in c.proto.id for s in skip)]
+        figures += [spec for key, spec in charts(at) if not any(s in key for s in skip)]
         if label is not None:
             at.session_state[LAZY_TABS[page]] = label
             at.run()

@@ -37,6 +37,7 @@ from tests.data.hostile_inputs import (
     MODEL_DIRS_BAD,
 )
 from tests.pages_list import default_page, text_pages
+from tests.plotly_json import figures
 
 ROOT = Path(__file__).resolve().parents[1]
 NORMAL = "I saw a saw"
@@ -67,7 +68,7 @@ def session(page: str) -> AppTest:
 
 
 def specs(at: AppTest) -> list[dict]:
-    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    return figures(at)  # Streamlit's charts and those drawn in place
 
 
 def strings(obj, key: str = "") -> list[str]:
