@@ -28,16 +28,19 @@ from pathlib import Path
 import plotly.graph_objects as go
 import plotly.io as pio
 
+from ..i18n import _
+
 NAME = "attnviz_live_chart"
 
 JS = r"""
-const charts = new WeakMap();  // parent element -> {div, seq}
+const charts = new WeakMap();  // parent element -> {div, seq, text}
 
 async function plotly(url) {
   if (window.Plotly) return window.Plotly;
   // Streamlit's own Plotly module (the one its charts load): importing it sets window.Plotly.
   await import(new URL(url, document.baseURI).href);
   for (let i = 0; i < 200 && !window.Plotly; i++) await new Promise(r => setTimeout(r, 25));
+  if (!window.Plotly) throw new Error("Plotly.js did not load");
   return window.Plotly;
 }
 
@@ -126,11 +129,15 @@ export default function ({data, parentElement}) {
   chart.div.setAttribute("aria-label", payload.alt || "");
   const fig = payload.figure;
   plotly(payload.plotly).then(P => {
-    if (seq !== chart.seq || !P) return;
+    if (seq !== chart.seq) return;
     return P.react(chart.div, fig.data, themed(fig.layout || {}, parentElement),
                    withFullscreen(payload.config, chart.div));
   }).then(() => {
     if (seq === chart.seq) chart.div.setAttribute("data-drawn", String(seq));
+  }).catch(error => {  // say so on the page (as text), not only in the console
+    console.error("attnviz: a chart could not be drawn", error);
+    if (seq !== chart.seq) return;
+    chart.div.textContent = payload.failed + " (" + String(error) + ")";
   });
   return cleanup(seq);
 }
@@ -179,9 +186,13 @@ def available() -> bool:
 
 def payload(fig: go.Figure, config: dict, alt: str | None) -> bytes:
     """What the browser gets: the figure's JSON (as st.plotly_chart would send it), the chart's
-    config, its text alternative and where Plotly.js is, as one JSON document in UTF-8."""
+    config, its text alternative, where Plotly.js is and what to say (as text) if the chart
+    cannot be drawn, as one JSON document in UTF-8."""
     spec = pio.to_json(fig, validate=False)
-    head = json.dumps({"config": config, "alt": alt or "", "plotly": plotly_module()})
+    failed = _("This chart could not be drawn here. Reload the page to try again; its numbers "
+               "stay under \"Numbers in this figure\".")
+    head = json.dumps({"config": config, "alt": alt or "", "plotly": plotly_module(),
+                       "failed": failed})
     return (head[:-1] + ', "figure": ' + spec + "}").encode()
 
 

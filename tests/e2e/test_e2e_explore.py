@@ -141,3 +141,24 @@ def test_past_the_outline_limit_layer_and_head_rerun_only_their_part(page, app_u
     assert mosaic.locator(".heatmaplayer image").first.get_attribute("href") == image
     assert not page_errors(page)
     screenshot(page, "explore_fragment_head")
+
+
+def test_a_chart_that_cannot_be_drawn_says_so(browser, app_url):
+    """Where Plotly.js cannot load (here: its module refused), a chart drawn in place says so
+    as text on the page instead of staying blank; the page's other parts still work."""
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = ctx.new_page()
+    page.route("**/static/js/PlotlyChart.*", lambda route: route.abort())
+    page.goto(f"{app_url}/")
+    wait_for_app(page, plots=False)
+    page.goto(f"{app_url}/explore?text=I+saw+a+saw")
+    wait_for_app(page, plots=False)
+    page.wait_for_function(
+        f"() => [...document.querySelectorAll('{LIVE}')].length === 2 && "
+        f"[...document.querySelectorAll('{LIVE}')].every(c => c.textContent.includes("
+        "'could not be drawn'))", timeout=60_000)
+    assert "Numbers in this figure" in page.locator(LIVE).first.text_content()
+    assert page.get_by_text("Numbers in this figure").count() >= 2
+    page.locator(LIVE).first.scroll_into_view_if_needed()
+    screenshot(page, "explore_chart_failed")
+    ctx.close()
