@@ -67,10 +67,6 @@ def session(page: str) -> AppTest:
     return _SESSIONS[page]
 
 
-def specs(at: AppTest) -> list[dict]:
-    return figures(at)  # Streamlit's charts and those drawn in place
-
-
 def strings(obj, key: str = "") -> list[str]:
     """Every string in a figure's JSON (labels, hovers, titles, annotations, table cells)."""
     if key in SKIP_KEYS:
@@ -109,7 +105,7 @@ def check_answer(at: AppTest, expect: str, label: str, strict: bool = True) -> l
     with an error box.
     """
     assert not at.exception, f"{label}: exception on the page: {[e.value for e in at.exception]}"
-    figs = specs(at)
+    figs = figures(at)  # Streamlit's charts and those drawn in place
     msgs = messages(at)
     if expect == "message":
         assert msgs, f"{label}: nothing to encode, but no message was shown"
@@ -273,7 +269,7 @@ def check_refused(at: AppTest, folder: str, label: str) -> None:
     refusals = [m for m in messages(at) if "refused" in m]
     assert refusals, f"{label}: no clear refusal; messages: {messages(at)}"
     assert "Traceback" not in refusals[0] and len(refusals[0]) < 600, refusals[0]
-    assert specs(at), f"{label}: the bundled model should keep the page working"
+    assert figures(at), f"{label}: the bundled model should keep the page working"
 
 
 @pytest.mark.parametrize(("name", "folder"), MODEL_DIRS_BAD, ids=[n for n, _ in MODEL_DIRS_BAD])

@@ -4,7 +4,6 @@ catalogue, Chinese text where English was; the lesson with its Chinese example s
 
 from __future__ import annotations
 
-import json
 import re
 
 import pytest
@@ -14,7 +13,7 @@ from attnviz import i18n
 from attnviz.analysis import lesson as L
 from tests.apptest import APP, open_page
 from tests.lesson_trained import prefill_app_cache
-from tests.plotly_json import figures_by_key, specs
+from tests.plotly_json import figures, figures_by_key
 
 N = len(L.STEPS)
 
@@ -379,8 +378,8 @@ VIEWS = [  # page, tab key, tab (English), more state, title (English, Chinese)
 def figure_titles(at) -> list[str]:
     """Each chart's title, else its subplot titles (a row of images has only those)."""
     out = []
-    for spec in specs(at):
-        layout = json.loads(spec)["layout"]
+    for fig in figures(at):
+        layout = fig["layout"]
         title = (layout.get("title") or {}).get("text") or " ".join(
             a.get("text", "") for a in layout.get("annotations", []))
         out.append(title)
@@ -432,8 +431,8 @@ def test_the_pair_shares_caption_names_the_filters_in_chinese(zh):
 
 
 def legend_names(at) -> list[str]:
-    return [d.get("name", "") for spec in specs(at)
-            for d in json.loads(spec)["data"] if d.get("type") == "scatter"]
+    return [d.get("name", "") for fig in figures(at)
+            for d in fig["data"] if d.get("type") == "scatter"]
 
 
 def test_the_later_weight_legend_names_the_models_in_the_language(zh):
