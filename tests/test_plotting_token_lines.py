@@ -3,14 +3,17 @@
 import numpy as np
 import pytest
 
-from attnviz.plotting.token_lines import line_opacity, token_lines
+from attnviz.plotting.token_lines import LABELS_UP_TO, line_opacity, token_lines
+
+SIDES = ("queries", "keys")  # the two columns of tokens (one line each past LABELS_UP_TO)
 
 
 def lines_of(fig):
     """{(head name, query, key): opacity} for every segment drawn."""
     out = {}
     for tr in fig.data:
-        if tr.mode == "lines" and tr.x is not None and len(tr.x) > 1:
+        if (tr.mode == "lines" and tr.x is not None and len(tr.x) > 1
+                and tr.name not in SIDES):
             ys = np.asarray(tr.y, dtype=float).reshape(-1, 3)
             for q, k, _ in ys:
                 out[(tr.name, int(q), int(k))] = tr.opacity
@@ -66,3 +69,26 @@ def test_one_query_of_a_long_input_keeps_its_strongest_lines(model):
     fig = token_lines(w[None], [0], t.tokens, query=5, min_weight=0.5, top=10)
     keys = {k for (_, _, k) in lines_of(fig)}
     assert keys == set(np.argsort(w[5])[-10:])
+
+
+@pytest.mark.parametrize("n_words", [20, 200])
+def test_tokens_are_marked_and_named_on_both_sides(model, n_words):
+    """Up to LABELS_UP_TO tokens a labelled dot per token; past it one line through the
+    tokens' places (one SVG path, not n elements). Either way every token is hovered by its
+    own label on both sides, and the chosen query is one diamond on top."""
+    t = model.trace(" ".join(["saw"] * n_words))
+    n, query = t.n_tokens, 3
+    fig = token_lines(t.weights[0, [1]], [1], t.tokens, query=query)
+    sides = {tr.name: tr for tr in fig.data if tr.name in SIDES}
+    labels = [f"{tok} #{i}" for i, tok in enumerate(t.tokens)]
+    for side, x in zip(SIDES, (0.0, 1.0), strict=True):
+        tr = sides[side]
+        assert list(tr.customdata) == labels and list(tr.y) == list(range(n))
+        assert set(tr.x) == {x} and "%{customdata}" in tr.hovertemplate
+        if n <= LABELS_UP_TO:
+            assert tr.mode == "markers+text" and len(tr.text) == n
+        else:
+            assert tr.mode == "lines" and tr.text is None and tr.marker.size is None
+    chosen = fig.data[-1]
+    assert chosen.marker.symbol == "diamond" and list(chosen.y) == [query]
+    assert list(chosen.customdata) == [labels[query]] and chosen.x == (0.0,)

@@ -30,6 +30,9 @@ from .common import (
 )
 
 
+LABELS_UP_TO = 127  # tokens up to which each token is a dot with its label (11 px apart)
+
+
 def line_opacity(level: int, levels: int) -> float:
     """Opacity of the lines in weight step `level` (1..levels)."""
     return 0.15 + 0.85 * level / levels
@@ -95,21 +98,30 @@ def token_lines(
         showlegend=False, name="lines",
     ))
     px = max(2.5, min(24.0, 1400 / max(n, 1)))
-    show_text = px >= 11
+    show_text = n <= LABELS_UP_TO
     names = tick_labels(tokens, max_ticks=n, indices=indices)[1]  # repeated: 'saw #2'
     for side, x, pos, one in (("queries", 0.0, "middle left", _("query")),
                               ("keys", 1.0, "middle right", _("key"))):
-        chosen = [query] if (query is not None and side == "queries") else None
+        if show_text:  # a dot per token, its label beside it
+            marks = dict(mode="markers+text", text=names, textposition=pos,
+                         marker=dict(size=5, color=NEUTRAL))
+        else:
+            # Past LABELS_UP_TO tokens the dots (2.7 px apart at 512) touch anyway: one line
+            # through the tokens' places, hovered at each, draws as one SVG path where n dots
+            # were n styled SVG elements (bench overview_browser: ~0.1 s of a 512-token
+            # head change in the browser).
+            marks = dict(mode="lines", line=dict(color=NEUTRAL, width=4))
         data.append(dict(
-            type="scatter", x=[x] * n, y=list(range(n)),
-            mode="markers+text" if show_text else "markers",
-            text=names, textposition=pos, name=side, showlegend=False,
-            marker=dict(size=[10 if chosen and i in chosen else 5 for i in range(n)],
-                        symbol=["diamond" if chosen and i in chosen else "circle"
-                                for i in range(n)],
-                        color=[OKABE_ITO[3] if chosen and i in chosen else NEUTRAL
-                               for i in range(n)]),
-            customdata=labels, hovertemplate=f"{one} %{{customdata}}<extra></extra>",
+            type="scatter", x=[x] * n, y=list(range(n)), name=side, showlegend=False,
+            customdata=labels, hovertemplate=f"{one} %{{customdata}}<extra></extra>", **marks,
+        ))
+    if query is not None:  # the chosen query token, on top
+        data.append(dict(
+            type="scatter", x=[0.0], y=[query], mode="markers", name=_("query"),
+            showlegend=False,
+            marker=dict(size=10, symbol="diamond", color=OKABE_ITO[3]),
+            customdata=[labels[query]], hovertemplate=f"{_('query')} %{{customdata}}"
+                                                       "<extra></extra>",
         ))
     return figure(data=data, layout=dict(
         xaxis=dict(visible=False, range=[-0.45, 1.45]),
