@@ -96,10 +96,19 @@ const EXPAND = {width: 512, height: 512,
                 path: "M0 0h192v64H64v128H0zM320 0h192v192h-64V64H320zM0 320h64v128h128v64H0z" +
                       "M448 320h64v192H320v-64h128z"};
 
+// The button is made once per chart: Plotly.react compares the config it is given with the
+// last one, and a new click function every time would read as a new config, which Plotly
+// answers by drawing the whole chart anew (at 512 tokens about twice the time of a redraw).
+const buttons = new WeakMap();  // chart div -> its Fullscreen button
+
 function withFullscreen(config, div) {
-  const button = {name: "fullscreen", title: "Fullscreen", icon: EXPAND,
-                  click: () => document.fullscreenElement ? document.exitFullscreen()
-                                                          : div.requestFullscreen()};
+  let button = buttons.get(div);
+  if (!button) {
+    button = {name: "fullscreen", title: "Fullscreen", icon: EXPAND,
+              click: () => document.fullscreenElement ? document.exitFullscreen()
+                                                      : div.requestFullscreen()};
+    buttons.set(div, button);
+  }
   return {...config, modeBarButtonsToAdd: [...(config.modeBarButtonsToAdd || []), button]};
 }
 
@@ -130,8 +139,15 @@ export default function ({data, parentElement}) {
   const fig = payload.figure;
   plotly(payload.plotly).then(P => {
     if (seq !== chart.seq) return;
-    return P.react(chart.div, fig.data, themed(fig.layout || {}, parentElement),
-                   withFullscreen(payload.config, chart.div));
+    const config = withFullscreen(payload.config, chart.div);
+    // Plotly.react draws the whole chart anew when the config differs from the last one
+    // (gd._context). The PNG's file name follows the figure's title, which changes with the
+    // head: it is put where the camera reads it at a click, so the config compares equal.
+    const last = chart.div._context;
+    if (last && last.toImageButtonOptions && config.toImageButtonOptions) {
+      last.toImageButtonOptions = {...config.toImageButtonOptions};
+    }
+    return P.react(chart.div, fig.data, themed(fig.layout || {}, parentElement), config);
   }).then(() => {
     if (seq === chart.seq) chart.div.setAttribute("data-drawn", String(seq));
   }).catch(error => {  // say so on the page (as text), not only in the console

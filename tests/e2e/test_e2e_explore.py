@@ -57,7 +57,12 @@ LIVE_CELL = """([query, key]) => {
 
 
 def choose(page, label: str, option: str) -> None:
-    """Pick `option` in the select box labelled `label`: open it, type, Enter."""
+    """Pick `option` of the widget labelled `label`: a row of buttons (layer, head) takes a
+    click; a select box is opened, typed into and Enter."""
+    buttons = page.get_by_role("radiogroup", name=label, exact=True)
+    if buttons.count():
+        buttons.first.get_by_role("radio", name=option, exact=True).click()
+        return
     page.locator("[data-testid='stSelectbox']").filter(
         has=page.get_by_text(label, exact=True)).first.click()
     page.keyboard.type(option)
@@ -88,13 +93,22 @@ def test_the_open_head_is_redrawn_in_place(page, app_url, model):
     assert one.locator(".gtitle").text_content() == "Layer 2, head 5"
     buttons = [b.get_attribute("data-title") for b in one.locator(".modebar-btn").all()]
     assert buttons[0] == "Download plot as a PNG" and buttons[-1] == "Fullscreen"  # as others
-    page.evaluate(f"() => document.querySelectorAll('{LIVE}').forEach("
-                  "(c, i) => {{ c.dataset.kept = String(i); }})")
+    page.evaluate(f"() => document.querySelectorAll('{LIVE}').forEach((c, i) => {{"
+                  " c.dataset.kept = String(i); c.querySelector('.main-svg').dataset.kept ="
+                  " String(i); })")
 
     open_head(page, 7, "Layer 2, head 7")
     assert page.locator(LIVE).count() == 2
     # the same plots, redrawn: the head and its lines
     assert [c.get_attribute("data-kept") for c in page.locator(LIVE).all()] == ["0", "1"]
+    # ... updated by Plotly, not drawn anew (a config that differs from the last one, like a
+    # new PNG file name or a new button, makes Plotly.react draw the whole chart again)
+    assert [c.locator(".main-svg").first.get_attribute("data-kept")
+            for c in page.locator(LIVE).all()] == ["0", "1"]
+    one.hover()
+    with page.expect_download() as png:  # the PNG's name follows the head now open
+        one.locator(".modebar-btn[data-title='Download plot as a PNG']").click()
+    assert png.value.suggested_filename == "attnviz_layer_2_head_7.png"
     assert "head 7" in page.locator(LIVE).nth(1).locator(".legendtext").first.text_content()
     assert "ex_head=7" in page.url
 
