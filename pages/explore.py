@@ -15,6 +15,7 @@ from attnviz.i18n import _
 from attnviz.plotting.heatmaps import SQUARE_FROM, attention_heatmap
 from attnviz.plotting.overview import mark_head, overview_mosaic, pick_head
 from attnviz.plotting.token_lines import token_lines
+from attnviz.ui.choices import choose_number
 
 ALL_LINES_MAX = 64  # tokens up to which "all tokens" is offered for the token lines
 # Shown tokens up to which the mosaic outlines the open head. Moving the outline makes a new
@@ -109,11 +110,11 @@ def main() -> None:
 
 
 def choose_head(t) -> tuple[int, int]:
-    """The layer and head select boxes (bound to the URL); their values."""
-    c1, c2 = st.columns([1, 1, 3])[:2]
-    layer = c1.selectbox(_("Layer"), range(t.n_layers), key="ex_layer", bind="query-params")
-    head = c2.selectbox(_("Head"), range(t.n_heads), key="ex_head", bind="query-params")
-    return layer, head
+    """Layer and head (bound to the URL), their values: rows of buttons (one click), or
+    select boxes for a model with many (ui.choices)."""
+    c1, c2 = st.columns([2, 5])
+    return (choose_number(c1, _("Layer"), t.n_layers, "ex_layer"),
+            choose_number(c2, _("Head"), t.n_heads, "ex_head"))
 
 
 @ui.fragment

@@ -117,7 +117,7 @@ def test_the_explore_page_draws_its_open_head_and_lines_in_place():
     for fig in shown:
         fig["layout"].pop("template", None)
     assert len(found) == 3 and found == shown
-    at.selectbox(key="ex_head").set_value(7).run()
+    at.button_group(key="ex_head").set_value(7).run()
     el, _ = at.get("bidi_component")
     # The same element (its id comes from the key alone), holding the new head.
     assert el.proto.id == first_id

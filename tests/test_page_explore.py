@@ -136,7 +136,7 @@ def test_past_the_outline_limit_a_head_change_leaves_the_mosaic_as_it_was(at, mo
     at.session_state["text"] = text
     at.run()
     before = at.get("plotly_chart")[0].proto.spec
-    at.selectbox(key="ex_head").set_value(7).run()
+    at.button_group(key="ex_head").set_value(7).run()
     assert not at.exception
     after = at.get("plotly_chart")[0].proto.spec
     _, one, _ = figures(at)

@@ -11,6 +11,7 @@
     lesson      the lesson's trained taggers; lesson_steps: each step's view
     recorder    what a page shows, recorded for "Download this view (HTML)"; fragment()
     text        literal(): typed text shown as typed in Markdown
+    choices     a layer or head chosen by one click (a row of buttons), bound to the URL
     model_picker  the sidebar's list of cached models
 """
 
