@@ -30,6 +30,21 @@ def test_a_small_class(tmp_path):
     assert report["rss_mib"]["peak"] > report["rss_mib"]["start"] > 0
 
 
+def test_a_class_on_the_all_heads_page_changes_layers_by_its_buttons(tmp_path):
+    """The all-heads page's layer is a row of buttons (a segmented control): the tool clicks
+    them as a student does (a layer rerun on that page, answered without an error)."""
+    out = tmp_path / "load.json"
+    run = subprocess.run(
+        [sys.executable, "tests/load/run_load.py", "--sessions", "2", "--steps", "6",
+         "--duration", "90", "--shared", "1", "--think", "0", "0.1", "--settle", "1",
+         "--pages", "explore", "--json", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.exists(), run.stdout[-2000:] + run.stderr[-2000:]
+    report = json.loads(out.read_text())
+    assert run.returncode == 0 and report["errors"] == [], report
+    assert report["by_action"].get("layer", {}), report["by_action"]
+
+
 def test_pages_narrows_the_class_to_the_named_pages(monkeypatch):
     sys.path.insert(0, str(ROOT / "tests" / "load"))
     import run_load

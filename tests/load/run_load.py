@@ -209,7 +209,7 @@ class Session:
                                                el.download_button.deferred_file_id))
                     elif etype == "plotly_chart":
                         charts += 1
-                    elif etype in ("text_area", "selectbox", "slider"):
+                    elif etype in ("text_area", "selectbox", "slider", "button_group"):
                         w = getattr(el, etype)
                         self.widgets[w.id] = (etype, w)
                         self.fragment_of[w.id] = fm.delta.fragment_id
@@ -255,12 +255,18 @@ class Session:
         self.fragment = self.fragment_of.get(wid, "")
 
     def change_layer(self, rng: random.Random) -> bool:
-        """Pick another value for this page's layer control (a select box or slider)."""
+        """Pick another value for this page's layer control (a select box, a slider or a row
+        of buttons)."""
         from streamlit.proto.WidgetStates_pb2 import WidgetState
 
         for wid, (etype, w) in self.widgets.items():
             if "layer" not in w.label.lower():
                 continue
+            if etype == "button_group" and len(w.options) > 1:  # a segmented control
+                ws = WidgetState(id=wid)
+                ws.string_array_value.data.append(rng.choice([o.content for o in w.options]))
+                self.click(wid, ws)
+                return True
             if etype == "selectbox" and len(w.options) > 1:
                 self.click(wid, WidgetState(id=wid, string_value=rng.choice(list(w.options))))
                 return True
