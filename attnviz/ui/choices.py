@@ -14,5 +14,5 @@ def choose_number(where, label: str, n: int, key: str) -> int:
     """0..n-1 in `where` (st or a column), labelled `label`, under `key` (also the URL's)."""
     if n <= BUTTONS_UP_TO:
         return where.segmented_control(label, range(n), key=key, bind="query-params",
-                                       required=True, default=0)
+                                       required=True, default=0, wrap=True)
     return where.selectbox(label, range(n), key=key, bind="query-params")
