@@ -10,7 +10,10 @@ another language reads in this one:
     a value is dropped when   it reads as a number that is not finite or beyond +-2**53
                               (no widget of the app has such a value; JavaScript numbers
                               stop being exact integers there), or it is longer than
-                              MAX_VALUE_CHARS (no option label, number or tab name is)
+                              MAX_VALUE_CHARS (no option label, number or tab name is), or
+                              it is empty (`ex_head=`: no option is empty, and Streamlit
+                              leaves a widget at its default out of the link; a row of
+                              buttons would read it as nothing chosen, a head of None)
 
     a value is translated     when it is a catalogue text (an option's or tab's label) in
                               another language: Streamlit writes a radio's or tab's shown
@@ -59,7 +62,7 @@ def unusable(key: str, value: str) -> bool:
     """Whether no widget could take this query value (see the module docstring)."""
     if key in FREE_TEXT:
         return encoded_length(value) > URL_BUDGET
-    if len(value) > MAX_VALUE_CHARS:
+    if len(value) > MAX_VALUE_CHARS or not value.strip():
         return True
     try:
         number = float(value)  # accepts 'inf', 'nan', '1e999', ' 7 ', '1_000'
