@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from tests import serve  # noqa: E402
 from tests.serve import CHROME_ARGS as ARGS  # noqa: E402
-from tests.serve import free_port  # noqa: E402
+from tests.serve import choose, free_port  # noqa: E402
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 TEXT = ("The quick brown fox jumps over the lazy dog near the river bank, and I saw a saw. "
@@ -60,27 +60,6 @@ def wait_idle(page, timeout_ms: int = 120_000) -> None:
     page.wait_for_timeout(150)
     page.wait_for_selector(IDLE, timeout=timeout_ms)
     page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
-
-
-def choose(page, label: str, option: str) -> float:
-    """Pick `option` of the widget labelled `label`: a row of buttons (the page's layer and
-    head) takes one click; a select box takes a click that opens it, typing to filter and
-    Enter. The time (time.perf_counter) just before the last action (the click, or Enter):
-    the moment the choice is made."""
-    buttons = page.get_by_role("radiogroup", name=label, exact=True)
-    if buttons.count():
-        button = buttons.first.get_by_role("radio", name=option, exact=True)
-        button.hover()
-        chosen = time.perf_counter()
-        button.click()
-        return chosen
-    box = page.locator("[data-testid='stSelectbox']").filter(
-        has=page.get_by_text(label, exact=True)).first
-    box.click()
-    page.keyboard.type(option)
-    chosen = time.perf_counter()
-    page.keyboard.press("Enter")
-    return chosen
 
 
 def overview_json_bytes() -> tuple[int, int]:

@@ -1,6 +1,7 @@
 """Start the app on loopback as `make run` does (`scripts/run_app.py`: `streamlit run`
 that loads the model while the server starts), for e2e tests, the load test, benchmarks and
-the screenshot script. One place, so every harness serves the app the same way."""
+the screenshot script. One place, so every harness serves the app the same way; and
+`choose`, how a harness picks an option in the page as a student does."""
 
 from __future__ import annotations
 
@@ -56,3 +57,23 @@ def stop_server(proc: subprocess.Popen, timeout_s: float = 15) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+
+
+def choose(page, label: str, option: str) -> float:
+    """Pick `option` of the widget labelled `label` in a Playwright page: a row of buttons
+    (layer, head) takes one click, the pointer moved onto the button first; a select box a
+    click that opens it, typing to filter and Enter. Returns time.perf_counter() just before
+    the last action (the click, or Enter): the moment the choice is made."""
+    buttons = page.get_by_role("radiogroup", name=label, exact=True)
+    if buttons.count():
+        button = buttons.first.get_by_role("radio", name=option, exact=True)
+        button.hover()
+        chosen = time.perf_counter()
+        button.click()
+        return chosen
+    page.locator("[data-testid='stSelectbox']").filter(
+        has=page.get_by_text(label, exact=True)).first.click()
+    page.keyboard.type(option)
+    chosen = time.perf_counter()
+    page.keyboard.press("Enter")
+    return chosen

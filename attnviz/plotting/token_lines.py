@@ -103,6 +103,10 @@ def token_lines(
     px = max(2.5, min(24.0, 1400 / max(n, 1)))
     show_text = n <= LABELS_UP_TO
     names = tick_labels(tokens, max_ticks=n, indices=indices)[1]  # repeated: 'saw #2'
+
+    def token_hover(role: str) -> str:
+        return f"{role} %{{customdata}}<extra></extra>"
+
     for side, x, pos, one in (("queries", 0.0, "middle left", _("query")),
                               ("keys", 1.0, "middle right", _("key"))):
         if show_text:  # a dot per token, its label beside it
@@ -116,15 +120,14 @@ def token_lines(
             marks = dict(mode="lines", line=dict(color=NEUTRAL, width=4))
         data.append(dict(
             type="scatter", x=[x] * n, y=list(range(n)), name=side, showlegend=False,
-            customdata=labels, hovertemplate=f"{one} %{{customdata}}<extra></extra>", **marks,
+            customdata=labels, hovertemplate=token_hover(one), **marks,
         ))
     if query is not None:  # the chosen query token, on top
         data.append(dict(
             type="scatter", x=[0.0], y=[query], mode="markers", name=_("query"),
             showlegend=False,
             marker=dict(size=10, symbol="diamond", color=OKABE_ITO[3]),
-            customdata=[labels[query]], hovertemplate=f"{_('query')} %{{customdata}}"
-                                                       "<extra></extra>",
+            customdata=[labels[query]], hovertemplate=token_hover(_("query")),
         ))
     return figure(data=data, layout=dict(
         xaxis=dict(visible=False, range=[-0.45, 1.45]),

@@ -33,7 +33,7 @@ from ..i18n import _
 NAME = "attnviz_live_chart"
 
 JS = r"""
-const charts = new WeakMap();  // parent element -> {div, seq, text}
+const charts = new WeakMap();  // parent element -> {div, seq, text, fullscreen}
 
 async function plotly(url) {
   if (window.Plotly) return window.Plotly;
@@ -96,20 +96,19 @@ const EXPAND = {width: 512, height: 512,
                 path: "M0 0h192v64H64v128H0zM320 0h192v192h-64V64H320zM0 320h64v128h128v64H0z" +
                       "M448 320h64v192H320v-64h128z"};
 
-// The button is made once per chart: Plotly.react compares the config it is given with the
-// last one, and a new click function every time would read as a new config, which Plotly
-// answers by drawing the whole chart anew (at 512 tokens about twice the time of a redraw).
-const buttons = new WeakMap();  // chart div -> its Fullscreen button
-
-function withFullscreen(config, div) {
-  let button = buttons.get(div);
-  if (!button) {
-    button = {name: "fullscreen", title: "Fullscreen", icon: EXPAND,
-              click: () => document.fullscreenElement ? document.exitFullscreen()
-                                                      : div.requestFullscreen()};
-    buttons.set(div, button);
+// The button is made once per chart (kept in its record): Plotly.react compares the config it
+// is given with the last one, and a new click function every time would read as a new config,
+// which Plotly answers by drawing the whole chart anew (at 512 tokens about twice the time of
+// a redraw).
+function withFullscreen(config, chart) {
+  if (!chart.fullscreen) {
+    const div = chart.div;
+    chart.fullscreen = {name: "fullscreen", title: "Fullscreen", icon: EXPAND,
+                        click: () => document.fullscreenElement ? document.exitFullscreen()
+                                                                : div.requestFullscreen()};
   }
-  return {...config, modeBarButtonsToAdd: [...(config.modeBarButtonsToAdd || []), button]};
+  return {...config, modeBarButtonsToAdd: [...(config.modeBarButtonsToAdd || []),
+                                           chart.fullscreen]};
 }
 
 export default function ({data, parentElement}) {
@@ -139,7 +138,7 @@ export default function ({data, parentElement}) {
   const fig = payload.figure;
   plotly(payload.plotly).then(P => {
     if (seq !== chart.seq) return;
-    const config = withFullscreen(payload.config, chart.div);
+    const config = withFullscreen(payload.config, chart);
     // Plotly.react draws the whole chart anew when the config differs from the last one
     // (gd._context). The PNG's file name follows the figure's title, which changes with the
     // head: it is put where the camera reads it at a click, so the config compares equal.

@@ -4,6 +4,8 @@ import re
 
 import pytest
 
+from tests.serve import choose
+
 from .conftest import page_errors, screenshot, wait_for_app
 
 pytestmark = pytest.mark.e2e
@@ -54,19 +56,6 @@ LIVE_CELL = """([query, key]) => {
   return [box.left + L._size.l + L.xaxis.d2p(tr.x[key]),
           box.top + L._size.t + L.yaxis.d2p(tr.y[query])];
 }"""
-
-
-def choose(page, label: str, option: str) -> None:
-    """Pick `option` of the widget labelled `label`: a row of buttons (layer, head) takes a
-    click; a select box is opened, typed into and Enter."""
-    buttons = page.get_by_role("radiogroup", name=label, exact=True)
-    if buttons.count():
-        buttons.first.get_by_role("radio", name=option, exact=True).click()
-        return
-    page.locator("[data-testid='stSelectbox']").filter(
-        has=page.get_by_text(label, exact=True)).first.click()
-    page.keyboard.type(option)
-    page.keyboard.press("Enter")
 
 
 def open_head(page, head: int, title: str) -> None:
