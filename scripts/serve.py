@@ -3,16 +3,19 @@
 One Streamlit process runs its sessions' Python on one core at a time (the GIL), so a bigger
 class needs more processes. A Streamlit session lives in one process (its websocket, its
 widget state, the /media/ files its downloads point at), so every request of one browser
-must reach the same process: nginx (Debian's package, installed with apt-get when missing)
-hands a new browser a cookie with a random key, and picks the worker by a consistent hash of
-that cookie:
+must reach the same process. nginx (Debian's package, installed with apt-get when missing)
+sends a browser without a cookie to the least busy worker (fewest open connections: each
+student's websocket is one) and hands it a cookie naming that worker; a browser with the
+cookie goes to the worker it names:
 
-    browser --(cookie attnviz_worker=K)--> nginx :PORT --hash(K)--> streamlit 127.0.0.1:P_i
+    browser --(no cookie)--> nginx :PORT --least_conn--> worker i  (Set-Cookie attnviz_worker=i)
+    browser --(cookie attnviz_worker=i)--> nginx :PORT --> worker i
 
 (`ip_hash` would send every client behind one address, e.g. loopback or a school's NAT, to
-one worker.) A request without the cookie (the first page load, a bare websocket client)
-is hashed on nginx's random request id, so such clients spread evenly. When a worker stops
-answering, nginx's hash moves its clients to the next worker; their pages reconnect there.
+one worker; a hash of a random key, this launcher's first way, split a class of 120 72 / 48
+and left the busier worker the bottleneck.) When a worker stops answering, its browsers are
+served by the next worker and their cookie is changed to name it, so their pages, websockets
+and /media/ files stay together there.
 
 Streamlit's own scripts, styles and fonts (/static/: ~25 MB, the same files in every worker,
 named by their content's hash) are served by nginx itself, gzip-compressed once at start
@@ -60,6 +63,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]  # the checkout: app.py, .streamlit/config.toml
 COOKIE = "attnviz_worker"
+UPSTREAM = "attnviz"  # nginx upstream names: the pool, and attnviz_i for worker i
 NGINX_CANDIDATES = ("/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/local/nginx/sbin/nginx")
 GRACE_S = 10.0  # seconds a process may take to stop after SIGTERM before SIGKILL
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -178,23 +182,39 @@ def _static_location(static: Path) -> str:
         }}"""
 
 
+def _own_upstream(i: int, port: int, worker_ports: Sequence[int]) -> str:
+    """Worker i's upstream for the browsers it holds: it first, the others as backups."""
+    backups = "".join(f"\n        server 127.0.0.1:{p} backup;" for p in worker_ports
+                      if p != port)
+    return (f"    upstream {UPSTREAM}_{i} {{\n"
+            f"        server 127.0.0.1:{port} max_fails=1 fail_timeout=5s;{backups}\n"
+            f"        keepalive 4;\n    }}")
+
+
 def nginx_config(port: int, worker_ports: Sequence[int], folder: Path,
                  address: str = "127.0.0.1", connections: int = 4096,
                  static: Path | None = None) -> str:
     """nginx.conf for a foreground nginx on address:port in front of the workers on
     127.0.0.1:worker_ports, everything it writes under `folder`.
 
-    Affinity: key = the attnviz_worker cookie, or a fresh random $request_id (then set as the
-    cookie); worker = consistent hash of the key. Websockets: HTTP/1.1 with the Upgrade and
-    Connection headers passed on, a day's read/send timeout (a class sits for hours).
-    `connections`: nginx's worker_connections, at most the open-file limit. `static`: a folder
-    made by static_files, served at /static/ by nginx itself (None: by the workers)."""
+    Affinity: the attnviz_worker cookie names a worker (1..N), whose own upstream sends every
+    request there (the other workers as its backups, should it not answer). A request without
+    such a cookie goes to the least busy worker (`least_conn`: fewest open connections, and
+    each student's websocket is one), and the response's cookie names the worker that
+    answered; it is set again whenever the answering worker is not the one the cookie named
+    (a failover), so the browser's page, websocket and /media/ files stay on one process.
+    Websockets: HTTP/1.1 with the Upgrade and Connection headers passed on, a day's read/send
+    timeout (a class sits for hours). `connections`: nginx's worker_connections, at most the
+    open-file limit. `static`: a folder made by static_files, served at /static/ by nginx
+    itself (None: by the workers)."""
     tmp = folder.as_posix()
     servers = "\n".join(f"        server 127.0.0.1:{p} max_fails=1 fail_timeout=5s;"
                         for p in worker_ports)
     # $upstream_addr lists every server tried ("A, B" after a failover): name the last one.
     names = "\n".join(f'        "~127\\.0\\.0\\.1:{p}$" {i};'
                       for i, p in enumerate(worker_ports, 1))
+    pins = "\n".join(f'        "{i}" {UPSTREAM}_{i};' for i in range(1, len(worker_ports) + 1))
+    own = "\n".join(_own_upstream(i, p, worker_ports) for i, p in enumerate(worker_ports, 1))
     return f"""# generated by scripts/serve.py; nginx -p {tmp} -c nginx.conf
 daemon off;
 master_process on;
@@ -220,30 +240,33 @@ http {{
         default upgrade;
         ''      close;
     }}
-    # The session's key: its cookie, or a new random one for a browser without it.
-    map $cookie_{COOKIE} $affinity {{
-        ''      $request_id;
-        default $cookie_{COOKIE};
-    }}
-    map $cookie_{COOKIE} $affinity_cookie {{
-        ''      "{COOKIE}=$request_id; Path=/; HttpOnly; SameSite=Lax";
-        default "";
+    # The worker a browser's cookie names, or (no such cookie) the least busy one.
+    map $cookie_{COOKIE} $attnviz_upstream {{
+{pins}
+        default {UPSTREAM};
     }}
     map $upstream_addr $attnviz_worker {{
 {names}
         default "";
     }}
+    # Name the worker that answered, unless the cookie already does (or none answered).
+    map "$cookie_{COOKIE}|$attnviz_worker" $affinity_cookie {{
+        "~^([^|]*)\\|\\1$" "";
+        "~\\|$"        "";
+        default "{COOKIE}=$attnviz_worker; Path=/; HttpOnly; SameSite=Lax";
+    }}
 
-    upstream attnviz {{
-        hash $affinity consistent;
+    upstream {UPSTREAM} {{
+        least_conn;
 {servers}
         keepalive 16;
     }}
+{own}
 
     server {{
         listen {address}:{port};
         location / {{
-            proxy_pass http://attnviz;
+            proxy_pass http://$attnviz_upstream;
             proxy_http_version 1.1;
             proxy_set_header Upgrade $http_upgrade;
             proxy_set_header Connection $connection_upgrade;

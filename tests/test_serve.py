@@ -1,8 +1,9 @@
 """scripts/serve.py's nginx config (fast; the processes themselves: tests/e2e/test_e2e_serve.py).
 
 nginx itself checks the generated config (`nginx -t`, Debian's package, installed here when
-missing as `make serve` does); the affinity is a consistent hash of a cookie nginx sets (never
-ip_hash, which puts every client behind one address on one worker); websockets get the Upgrade
+missing as `make serve` does); the affinity is a cookie naming the worker, which nginx sets to
+the least busy worker for a new browser (never ip_hash, which puts every client behind one
+address on one worker; a hash of a random key split a class 72 / 48); websockets get the Upgrade
 and Connection headers and long timeouts; every path (/, /_stcore/, /media/, /static/) goes
 through the one sticky location, except Streamlit's /static/ files, which nginx sends itself
 from a gzip-compressed copy (the same bytes as the workers would send, decompressed).
@@ -54,13 +55,19 @@ def test_nginx_accepts_the_generated_config(nginx, tmp_path):
     assert "syntax is ok" in run.stderr and "warn" not in run.stderr, run.stderr
 
 
-def test_affinity_is_a_cookie_hash_and_websockets_are_proxied(tmp_path):
+def test_affinity_is_a_cookie_naming_the_worker_and_websockets_are_proxied(tmp_path):
     conf = serve.nginx_config(8501, [9001, 9002], tmp_path)
-    assert "ip_hash" not in conf
-    assert re.search(r"hash \$affinity consistent;", conf)
-    assert f"$cookie_{serve.COOKIE}" in conf and "$request_id" in conf
-    assert re.search(rf'"{serve.COOKIE}=\$request_id; Path=/; HttpOnly', conf)
-    assert conf.count("server 127.0.0.1:") == 2
+    assert "ip_hash" not in conf and "hash " not in conf
+    pool = re.search(r"upstream attnviz \{(.*?)\}", conf, re.S).group(1)
+    assert "least_conn;" in pool and pool.count("server 127.0.0.1:") == 2
+    for i, (own, other) in enumerate([(9001, 9002), (9002, 9001)], 1):
+        up = re.search(rf"upstream attnviz_{i} \{{(.*?)\}}", conf, re.S).group(1)
+        assert f"server 127.0.0.1:{own} max_fails=1" in up
+        assert f"server 127.0.0.1:{other} backup;" in up
+        assert f'"{i}" attnviz_{i};' in conf
+    assert "proxy_pass http://$attnviz_upstream;" in conf
+    assert f"$cookie_{serve.COOKIE}" in conf and "$request_id" not in conf
+    assert re.search(rf'"{serve.COOKIE}=\$attnviz_worker; Path=/; HttpOnly', conf)
     assert conf.count("location ") == 1 and "location / {" in conf  # every path is sticky
     for line in ("proxy_http_version 1.1;", "proxy_set_header Upgrade $http_upgrade;",
                  "proxy_set_header Connection $connection_upgrade;", "daemon off;",
@@ -222,16 +229,18 @@ def test_a_killed_worker_is_replaced_on_its_port(nginx, tmp_path, capsys):
     seen: set[int] = set()
     try:
         seen.update(group_members(cluster.pgid))
-        keys = {}
-        for i in range(64):
-            keys.setdefault(worker_for(cluster.port, f"key{i}"), f"key{i}")
-        assert set(keys) == {"1", "2"}, keys
+        keys = {"1": "1", "2": "2"}  # a cookie names its worker
+        assert {worker_for(cluster.port, k) for k in keys.values()} == {"1", "2"}
         dead = cluster.procs[0]
         p1, p2 = cluster.worker_ports
         os.kill(dead.pid, signal.SIGKILL)
         dead.wait(10)
         # Worker 1's students are answered at once by worker 2, before any restart.
         assert worker_for(cluster.port, keys["1"]) == "2"
+        req = urllib.request.Request(f"http://127.0.0.1:{cluster.port}/_stcore/health",
+                                     headers={"Cookie": f"{serve.COOKIE}=1"})
+        with urllib.request.urlopen(req, timeout=10) as r:  # ... and its cookie now says so
+            assert r.headers["Set-Cookie"].startswith(f"{serve.COOKIE}=2;")
         assert worker_for(cluster.port, "a new browser") in ("1", "2")
         cluster.supervise()
         err = capsys.readouterr().err
@@ -263,6 +272,42 @@ def test_a_killed_worker_is_replaced_on_its_port(nginx, tmp_path, capsys):
     assert all(p.poll() is not None for p in cluster.procs)
     assert group_members(cluster.pgid) == []
     assert [p for p in seen if Path(f"/proc/{p}").exists()] == []
+
+
+def test_a_new_browser_goes_to_the_least_busy_worker_and_keeps_it(nginx, tmp_path):
+    """Four browsers without a cookie, each holding its connection open (as a websocket
+    does): two per worker, each told by its cookie which; a browser whose cookie names a
+    worker is sent there and told nothing new; a cookie naming no worker is replaced."""
+    cluster = serve.Cluster(workers=2, port=serve._free_port(), log_dir=tmp_path,
+                            runner=ROOT / "tests" / "fake_worker.py")
+    cluster.start(timeout_s=60)
+    held = []
+    try:
+        url = f"http://127.0.0.1:{cluster.port}"
+        for _ in range(4):  # the fake worker answers /hold's headers now, its body in 3 s
+            r = urllib.request.urlopen(f"{url}/hold", timeout=10)
+            held.append(r)
+        workers = [r.headers["X-Attnviz-Worker"] for r in held]
+        assert sorted(workers) == ["1", "1", "2", "2"], workers
+        for r, w in zip(held, workers, strict=True):
+            assert r.headers["Set-Cookie"] == (f"{serve.COOKIE}={w}; Path=/; HttpOnly; "
+                                               "SameSite=Lax")
+        for key in ("1", "2"):
+            req = urllib.request.Request(f"{url}/_stcore/health",
+                                         headers={"Cookie": f"{serve.COOKIE}={key}"})
+            with urllib.request.urlopen(req, timeout=10) as r:
+                assert r.headers["X-Attnviz-Worker"] == key
+                assert r.headers.get("Set-Cookie") is None
+        req = urllib.request.Request(f"{url}/_stcore/health",
+                                     headers={"Cookie": f"{serve.COOKIE}=3f9a0c"})
+        with urllib.request.urlopen(req, timeout=10) as r:  # an old random key, say
+            w = r.headers["X-Attnviz-Worker"]
+            assert w in ("1", "2")
+            assert r.headers["Set-Cookie"].startswith(f"{serve.COOKIE}={w};")
+    finally:
+        for r in held:
+            r.close()
+        cluster.stop(grace_s=5)
 
 
 def test_a_worker_that_keeps_dying_is_restarted_after_a_doubling_pause(nginx, tmp_path,

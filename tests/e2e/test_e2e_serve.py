@@ -1,5 +1,6 @@
 """A lecture hall end to end: `scripts/serve.py --workers 2` (two Streamlit processes behind
-nginx with cookie affinity), driven the way `make serve` runs it.
+nginx with cookie affinity: a new browser goes to the least busy worker, its cookie names
+it), driven the way `make serve` runs it.
 
 - A browser through nginx draws the heatmap, and every response it got from the app (the
   page, /_stcore/ calls, the websocket) came from one worker; Streamlit's scripts came from
@@ -107,15 +108,13 @@ async def session_on(hall: Hall, key: str) -> tuple[run_load.Session, str]:
 
 
 def keys_per_worker(hall: Hall) -> dict[str, str]:
-    """An affinity key for each worker (nginx's consistent hash decides; try a few)."""
+    """The affinity cookie of each worker: the cookie names its worker (checked here)."""
     found: dict[str, str] = {}
-    for i in range(64):
+    for key in ("1", "2"):
         req = urllib.request.Request(f"{hall.url}/_stcore/health",
-                                     headers={"Cookie": f"{COOKIE}=key{i}"})
+                                     headers={"Cookie": f"{COOKIE}={key}"})
         with urllib.request.urlopen(req, timeout=10) as r:
-            found.setdefault(r.headers["X-Attnviz-Worker"], f"key{i}")
-        if len(found) == 2:
-            break
+            found[r.headers["X-Attnviz-Worker"]] = key
     return found
 
 
