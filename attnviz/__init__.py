@@ -10,29 +10,37 @@
     attnviz.head_view(t)                                  # a notebook view; .save("view.html")
 """
 
-from .engine import (
-    ARRAY_FIELDS,
-    DECODER_FIELDS,
-    ImageInput,
-    Model,
-    ModelError,
-    Trace,
-    TraceRequest,
-    attention,
-    cached_models,
-    load_model,
-)
-
 __version__ = "0.1.0"
 __all__ = ["ARRAY_FIELDS", "DECODER_FIELDS", "ImageInput", "Model", "ModelError", "Trace",
            "TraceRequest", "View", "attention", "cached_models", "head_view", "load_model",
            "model_view"]
 
 
+_ENGINE = {"ARRAY_FIELDS", "DECODER_FIELDS", "ImageInput", "Model", "ModelError", "Trace",
+           "TraceRequest", "attention", "cached_models", "load_model"}
+
+
+_SUBPACKAGES = {"analysis", "engine", "export", "i18n", "notebook", "plotting", "ui"}
+
+
 def __getattr__(name: str):
-    """head_view, model_view and View load Plotly only when first used."""
+    """The engine's names load torch when first used (importing attnviz itself does not: a
+    fresh server's first page draws before torch is imported, attnviz/first_chart.py);
+    head_view, model_view and View load Plotly only when first used."""
+    if name in _ENGINE:
+        from . import engine
+
+        return getattr(engine, name)
     if name in ("View", "head_view", "model_view"):
         from . import notebook
 
         return getattr(notebook, name)
+    if name in _SUBPACKAGES:  # attnviz.engine.Limits after a bare `import attnviz`
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module 'attnviz' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -10,7 +10,9 @@ same run:
 - attnviz: app.py as `make run` serves it (scripts/run_app.py: the model loads in the
   background while the server starts), its default page (heads of one layer, the 12-head
   weights grid of "I saw a saw");
-- attnviz, no preload: the same with ATTNVIZ_PRELOAD=0 (model loaded on the first request).
+- attnviz, no preload: the same with ATTNVIZ_PRELOAD=0 (model loaded on the first request);
+- attnviz, no first chart: the same as attnviz without the hidden chart a fresh server sends
+  first (ATTNVIZ_FIRST_CHART=0; attnviz/first_chart.py).
 
 cold = server start -> first heatmap drawn (the start includes Streamlit's own start-up; the
 time to the health check is printed apart); warm = a second visit -> first heatmap drawn.
@@ -62,6 +64,7 @@ def start(kind: str, port: int, folder: Path) -> tuple[subprocess.Popen, float]:
         argv, cwd = [sys.executable, "scripts/run_app.py", "app.py"], ROOT
         env["ATTNVIZ_PRELOAD"] = {"attnviz, no preload": "0",
                                   "attnviz, preload at once": "early"}.get(kind, "1")
+        env["ATTNVIZ_FIRST_CHART"] = "0" if kind == "attnviz, no first chart" else "1"
     log = open(folder / f"{kind.replace(' ', '_').replace(',', '')}_{port}.log", "w")  # noqa: SIM115
     t0 = time.perf_counter()
     proc = subprocess.Popen([*argv, "--server.port", str(port), *FLAGS], cwd=cwd, env=env,
@@ -125,7 +128,8 @@ def one_run(browser, kind: str, folder: Path) -> dict[str, float]:
 def run(repeats: int = 3) -> dict[str, dict[str, float]]:
     from playwright.sync_api import sync_playwright
 
-    kinds = ["bare", "attnviz", "attnviz, preload at once", "attnviz, no preload"]
+    kinds = ["bare", "attnviz", "attnviz, no first chart", "attnviz, preload at once",
+             "attnviz, no preload"]
     runs: dict[str, list[dict[str, float]]] = {k: [] for k in kinds}
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)

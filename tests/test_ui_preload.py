@@ -137,3 +137,54 @@ def test_a_class_server_leaves_a_core_to_the_pages(monkeypatch, preload_mode, om
     monkeypatch.setattr(os, "cpu_count", lambda: cores)
     runpy.run_path("scripts/run_app.py", run_name="not_main")["class_threads"]()
     assert os.environ.get("OMP_NUM_THREADS") == want
+
+
+def test_while_the_model_loads_a_page_first_sends_a_hidden_chart(monkeypatch):
+    """A fresh server's first pages (the preload thread running, no model loaded yet) begin
+    with a chart no one sees, so that the browser compiles Plotly's script while the model
+    loads; once the page is drawn its slot is emptied, and the page is what it is without it.
+    Otherwise (no preload thread, or a model loaded) nothing is sent."""
+    import copy
+
+    import plotly.graph_objects as go
+
+    from attnviz import first_chart
+
+    fig = go.Figure(**copy.deepcopy(first_chart.HIDDEN_CHART))  # valid as Streamlit checks it
+    assert [t.visible for t in fig.data] == [False] and fig.layout.height == 10
+    assert 'name="attnviz-preload"' in (ROOT / "scripts" / "run_app.py").read_text()
+    assert first_chart.PRELOAD_THREAD == "attnviz-preload"
+    assert not first_chart.model_loading()  # no preload thread in the tests
+    assert first_chart.send_hidden_chart() is None
+
+    normal = open_page()
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait, name=first_chart.PRELOAD_THREAD, daemon=True)
+    thread.start()
+    try:
+        assert len(CACHES["models"]) > 0 and not first_chart.model_loading()  # loaded: none
+        monkeypatch.setattr(CACHES["models"], "_items", {})
+        assert first_chart.model_loading()
+        monkeypatch.setenv("ATTNVIZ_FIRST_CHART", "0")  # the benchmark's comparison server
+        assert not first_chart.model_loading()
+        monkeypatch.undo()  # the page itself must find its model
+        monkeypatch.setattr(first_chart, "model_loading", lambda: True)
+        loading = open_page()
+    finally:
+        stop.set()
+        thread.join(5)
+    assert loading.main[0].type == "empty"  # the hidden chart's slot, emptied at the end
+    assert len(loading.main) == len(normal.main) + 1
+    charts = lambda at: [c.proto.spec for c in at.get("plotly_chart")]  # noqa: E731
+    assert charts(loading) == charts(normal)
+
+
+def test_importing_attnviz_imports_no_torch():
+    """app.py imports attnviz.first_chart (and so the attnviz package) before anything else:
+    that import must not wait for torch (checked in a fresh interpreter)."""
+    out = last_line("import sys, attnviz, attnviz.first_chart; "
+                    "print('torch' in sys.modules, 'streamlit' in sys.modules)")
+    assert out == "False False"
+    out = last_line("from attnviz import TraceRequest, load_model; "
+                    "print(TraceRequest.__module__, load_model.__module__)")
+    assert out == "attnviz.engine.request attnviz.engine.load", out

@@ -2,6 +2,8 @@
 
 Importable (tests read PAGES from here); running it draws Streamlit's navigation and the
 shared sidebar, then the chosen page. Page files live in the repository's `pages/` folder.
+On a fresh server's first visits app.py has sent a hidden chart before importing this
+(attnviz.first_chart); `run` empties its slot once the page is drawn.
 Before anything else on every run it drops URL values no widget can take (ui.urlstate), marks
 the run's start for the heavy-work line (ui.worklist), and, once per server, tunes malloc
 (ui.malloc) and puts the app's caches into /_stcore/metrics (ui.cache.register_metrics).
@@ -59,8 +61,9 @@ DEFAULT_PAGE = "pages/layer_heads.py"  # served at "/"
 DEFAULT_ALIAS = "layer_heads"  # a hidden page at /layer_heads showing the default page
 
 
-def run(root: Path) -> None:
-    """Page config, navigation over the PAGES found under `root`, the sidebar, the page."""
+def run(root: Path, hint=None) -> None:
+    """Page config, navigation over the PAGES found under `root`, the sidebar, the page.
+    `hint`: the slot of app.py's hidden first chart (attnviz.first_chart), emptied at the end."""
     from . import malloc, recorder, style, urlstate
     from .cache import register_metrics
     from .sidebar import sidebar, use_session_language
@@ -98,6 +101,8 @@ def run(root: Path) -> None:
             nav.run()
         recorder.offer_download()
     finally:
+        if hint is not None:
+            hint.empty()
         end_run()  # this run's heavy-work lease, if it took one
 
 
