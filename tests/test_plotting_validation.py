@@ -340,3 +340,45 @@ def _main(path: str) -> None:
 if __name__ == "__main__":
     sys.path.insert(0, str(ROOT))
     _main(sys.argv[1])
+
+
+def test_a_lean_figure_is_a_plotly_figure_after_changes_too(monkeypatch):
+    """Without validation figure() stores the layout as a dict and makes its parts when read
+    (common._with_layout) and to_dict() copies only containers (common._wire): the JSON is the
+    validated figure's, byte for byte, also after the changes pages make to a figure (numbered
+    subplots' axes, annotations, shapes, a nested property set); each figure has a template of
+    its own; the numbered axes read back."""
+    import plotly.graph_objects as go
+    import plotly.io
+
+    from attnviz.plotting import common
+
+    def build():
+        g = common.Grid(rows=2, cols=2, subplot_titles=["a", "b <b>", "", "d"])
+        z = np.arange(6, dtype=np.int64).reshape(2, 3)
+        for r, c in ((1, 1), (1, 2), (2, 2)):
+            g.add(dict(type="heatmap", z=z * r, coloraxis="coloraxis2", x=["p", "q", "r"],
+                       customdata=np.stack([z, z], axis=-1).astype(np.float32)), r, c)
+        g.yaxis(2, 2).update(autorange="reversed", title=None, tickvals=[0, 1])
+        fig = g.figure(coloraxis2=dict(colorscale="Viridis", colorbar=dict(title="w")),
+                       height=300, xaxis_range=[0, 1])
+        fig.update_layout(xaxis2_title_text="keys", yaxis3_tickangle=-45)
+        fig.add_annotation(text="note", x=0.5, y=1.1, xref="paper", yref="paper")
+        fig.add_shape(type="rect", x0=0, x1=1, y0=0, y1=1, xref="x4", yref="y4")
+        fig.layout.xaxis4.tickfont.size = 9
+        return fig
+
+    monkeypatch.setattr(common, "VALIDATE", True)
+    checked = build()
+    monkeypatch.setattr(common, "VALIDATE", False)
+    lean, other = build(), build()
+    assert type(checked) is go.Figure and isinstance(lean, go.Figure)
+    assert plotly.io.to_json(lean) == plotly.io.to_json(checked)
+    assert lean.to_dict() == checked.to_dict()
+    assert lean.layout.xaxis2.title.text == "keys" and lean.layout.xaxis4.tickfont.size == 9
+    assert lean.layout.yaxis4.domain == checked.layout.yaxis4.domain
+    assert lean.layout.coloraxis2.colorbar.title.text == "w"
+    assert lean._layout["template"] == checked._layout["template"]
+    assert lean._layout["template"] is not other._layout["template"]
+    assert lean.to_dict()["data"][0]["z"] == {"dtype": "i1", "bdata": "AAECAwQF",
+                                             "shape": "2, 3"}

@@ -73,7 +73,7 @@ def frozen(fig: go.Figure) -> go.Figure:
     chart cost), though a cached figure never changes. The dict is kept on the figure
     (`_attnviz_dict`, counted by the figure cache's `footprint`) and handed out as is: what
     reads it (Streamlit's JSON encoding) does not change it."""
-    as_dict = go.Figure.to_dict(fig)
+    as_dict = type(fig).to_dict(fig)  # the class's own (plotting.common's lean one)
     object.__setattr__(fig, "_attnviz_dict", as_dict)
     object.__setattr__(fig, "to_dict", lambda: as_dict)
     return fig
