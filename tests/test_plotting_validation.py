@@ -382,3 +382,29 @@ def test_a_lean_figure_is_a_plotly_figure_after_changes_too(monkeypatch):
     assert lean._layout["template"] is not other._layout["template"]
     assert lean.to_dict()["data"][0]["z"] == {"dtype": "i1", "bdata": "AAECAwQF",
                                              "shape": "2, 3"}
+
+
+def test_arrays_are_sent_as_plotly_sends_them():
+    """common._wire's typed arrays are plotly's own (convert_to_base64 of a deep copy) for
+    every dtype, shape and layout of array a figure may hold, the rare ones left to plotly."""
+    import copy
+
+    from _plotly_utils.utils import convert_to_base64
+
+    from attnviz.plotting.common import _wire
+
+    rng = np.random.default_rng(0)
+    m = rng.normal(size=(4, 6))
+    arrays = [m, m.astype(np.float32), m[:, ::2], m.T, np.array(2.5),
+              np.arange(5), np.arange(5) * 1000, np.arange(5) * 100_000, np.arange(3) * 2**40,
+              -np.arange(4), np.arange(6, dtype=np.int32).reshape(2, 3),
+              np.arange(4, dtype=np.uint8), np.arange(3, dtype=np.uint64), np.zeros(0),
+              np.array([True, False]), m.astype(">f8"), np.array(["a", "saw"]),
+              np.arange(4, dtype=np.float16)]
+    for a in arrays:
+        value = {"z": a, "range": a, "marker": {"color": a}, "items": [a, {"x": a}]}
+        theirs = copy.deepcopy(value)
+        convert_to_base64(theirs)
+        ours = _wire(value)
+        assert repr(ours) == repr(theirs), (a.dtype, a.shape)
+        assert a.flags.writeable  # the figure's own array is left as it was
