@@ -20,7 +20,8 @@ _ENGINE = {"ARRAY_FIELDS", "DECODER_FIELDS", "ImageInput", "Model", "ModelError"
            "TraceRequest", "attention", "cached_models", "load_model"}
 
 
-_SUBPACKAGES = {"analysis", "engine", "export", "i18n", "notebook", "plotting", "ui"}
+_SUBPACKAGES = {"analysis", "cli", "engine", "export", "first_chart", "i18n", "notebook",
+                "plotting", "ui"}
 
 
 def __getattr__(name: str):

@@ -4,18 +4,21 @@ One Streamlit process runs its sessions' Python on one core at a time (the GIL),
 class needs more processes. A Streamlit session lives in one process (its websocket, its
 widget state, the /media/ files its downloads point at), so every request of one browser
 must reach the same process. nginx (Debian's package, installed with apt-get when missing)
-sends a browser without a cookie to the least busy worker (fewest open connections: each
-student's websocket is one) and hands it a cookie naming that worker; a browser with the
-cookie goes to the worker it names:
+deals browsers without a cookie to the workers in turn (round robin) and hands each a cookie
+naming its worker; a browser with the cookie goes to the worker it names:
 
-    browser --(no cookie)--> nginx :PORT --least_conn--> worker i  (Set-Cookie attnviz_worker=i)
+    browser --(no cookie)--> nginx :PORT --in turn--> worker i  (Set-Cookie attnviz_worker=i)
     browser --(cookie attnviz_worker=i)--> nginx :PORT --> worker i
+
+(In turn, not "least busy": nginx counts connections per upstream block, and a browser's
+pinned requests go through its worker's own block, so a least_conn pool would only see the
+browsers that have no cookie yet; open-source nginx cannot pin a browser inside one pool.)
 
 (`ip_hash` would send every client behind one address, e.g. loopback or a school's NAT, to
 one worker; a hash of a random key, this launcher's first way, split a class of 120 72 / 48
-and left the busier worker the bottleneck.) When a worker stops answering, its browsers are
-served by the next worker and their cookie is changed to name it, so their pages, websockets
-and /media/ files stay together there.
+and left the busier worker the bottleneck; in turn splits it 60 / 60.) When a worker stops
+answering, its browsers are served by the next worker and their cookie is changed to name
+it, so their pages, websockets and /media/ files stay together there.
 
 Streamlit's own scripts, styles and fonts (/static/: ~25 MB, the same files in every worker,
 named by their content's hash) are served by nginx itself, gzip-compressed once at start
@@ -198,11 +201,11 @@ def nginx_config(port: int, worker_ports: Sequence[int], folder: Path,
     127.0.0.1:worker_ports, everything it writes under `folder`.
 
     Affinity: the attnviz_worker cookie names a worker (1..N), whose own upstream sends every
-    request there (the other workers as its backups, should it not answer). A request without
-    such a cookie goes to the least busy worker (`least_conn`: fewest open connections, and
-    each student's websocket is one), and the response's cookie names the worker that
-    answered; it is set again whenever the answering worker is not the one the cookie named
-    (a failover), so the browser's page, websocket and /media/ files stay on one process.
+    request there (the other workers as its backups, should it not answer). Requests without
+    such a cookie are dealt to the workers in turn, and the response's cookie names the
+    worker that answered; it is set again whenever the answering worker is not the one the
+    cookie named (a failover), so the browser's page, websocket and /media/ files stay on one
+    process. No cookie when no worker answered (nginx's own 502).
     Websockets: HTTP/1.1 with the Upgrade and Connection headers passed on, a day's read/send
     timeout (a class sits for hours). `connections`: nginx's worker_connections, at most the
     open-file limit. `static`: a folder made by static_files, served at /static/ by nginx
@@ -210,8 +213,9 @@ def nginx_config(port: int, worker_ports: Sequence[int], folder: Path,
     tmp = folder.as_posix()
     servers = "\n".join(f"        server 127.0.0.1:{p} max_fails=1 fail_timeout=5s;"
                         for p in worker_ports)
-    # $upstream_addr lists every server tried ("A, B" after a failover): name the last one.
-    names = "\n".join(f'        "~127\\.0\\.0\\.1:{p}$" {i};'
+    # $upstream_addr and $upstream_status list every server tried ("A, B" and "502, 101" after
+    # a failover): name the last one, if it answered (no 5xx: nginx's own 502 names none).
+    names = "\n".join(f'        "~127\\.0\\.0\\.1:{p}\\|(.*, )?[1-4][0-9][0-9]$" {i};'
                       for i, p in enumerate(worker_ports, 1))
     pins = "\n".join(f'        "{i}" {UPSTREAM}_{i};' for i in range(1, len(worker_ports) + 1))
     own = "\n".join(_own_upstream(i, p, worker_ports) for i, p in enumerate(worker_ports, 1))
@@ -240,12 +244,12 @@ http {{
         default upgrade;
         ''      close;
     }}
-    # The worker a browser's cookie names, or (no such cookie) the least busy one.
+    # The worker a browser's cookie names, or (no such cookie) the next one in turn.
     map $cookie_{COOKIE} $attnviz_upstream {{
 {pins}
         default {UPSTREAM};
     }}
-    map $upstream_addr $attnviz_worker {{
+    map "$upstream_addr|$upstream_status" $attnviz_worker {{
 {names}
         default "";
     }}
@@ -257,7 +261,6 @@ http {{
     }}
 
     upstream {UPSTREAM} {{
-        least_conn;
 {servers}
         keepalive 16;
     }}

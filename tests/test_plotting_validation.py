@@ -408,3 +408,40 @@ def test_arrays_are_sent_as_plotly_sends_them():
         ours = _wire(value)
         assert repr(ours) == repr(theirs), (a.dtype, a.shape)
         assert a.flags.writeable  # the figure's own array is left as it was
+
+
+def test_a_lean_figure_takes_what_plotly_takes(monkeypatch):
+    """The corners of common._with_layout: plotly's key order with path keys (legend_x) and
+    numbered subplots together; plotly objects as layout values, changed afterwards; a layout
+    assigned later keeps the template; the caller's arrays are copied; a figure pickles."""
+    import pickle
+
+    import plotly.graph_objects as go
+    import plotly.io
+
+    from attnviz.plotting import common
+
+    ticks = np.arange(3)
+
+    def build():
+        fig = common.figure(
+            data=[dict(type="heatmap", z=np.eye(3), xaxis="x2", yaxis="y2")],
+            layout=dict(xaxis2=go.layout.XAxis(domain=[0.5, 1], anchor="y2"),
+                        yaxis2=dict(anchor="x2", tickvals=ticks), legend_x=0.5,
+                        title=go.layout.Title(text="t"), height=300))
+        fig.update_layout(title_font_size=9, xaxis2_tickangle=30)
+        return fig
+
+    monkeypatch.setattr(common, "VALIDATE", True)
+    checked = build()
+    monkeypatch.setattr(common, "VALIDATE", False)
+    lean = build()
+    ticks[0] = 7  # the caller's array changes after building: the figures do not
+    assert list(lean.to_dict()["layout"]) == list(checked.to_dict()["layout"])
+    assert plotly.io.to_json(lean) == plotly.io.to_json(checked)
+    back = pickle.loads(pickle.dumps(lean))  # rebuilt with validation: plotly's key order
+    assert json.loads(plotly.io.to_json(back)) == json.loads(plotly.io.to_json(lean))
+    lean.layout = dict(height=200)
+    checked.layout = dict(height=200)
+    assert plotly.io.to_json(lean) == plotly.io.to_json(checked)
+    assert "template" in lean.to_dict()["layout"]

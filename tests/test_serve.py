@@ -2,7 +2,7 @@
 
 nginx itself checks the generated config (`nginx -t`, Debian's package, installed here when
 missing as `make serve` does); the affinity is a cookie naming the worker, which nginx sets to
-the least busy worker for a new browser (never ip_hash, which puts every client behind one
+the next worker in turn for a new browser (never ip_hash, which puts every client behind one
 address on one worker; a hash of a random key split a class 72 / 48); websockets get the Upgrade
 and Connection headers and long timeouts; every path (/, /_stcore/, /media/, /static/) goes
 through the one sticky location, except Streamlit's /static/ files, which nginx sends itself
@@ -59,7 +59,7 @@ def test_affinity_is_a_cookie_naming_the_worker_and_websockets_are_proxied(tmp_p
     conf = serve.nginx_config(8501, [9001, 9002], tmp_path)
     assert "ip_hash" not in conf and "hash " not in conf
     pool = re.search(r"upstream attnviz \{(.*?)\}", conf, re.S).group(1)
-    assert "least_conn;" in pool and pool.count("server 127.0.0.1:") == 2
+    assert pool.count("server 127.0.0.1:") == 2 and "backup" not in pool  # in turn
     for i, (own, other) in enumerate([(9001, 9002), (9002, 9001)], 1):
         up = re.search(rf"upstream attnviz_{i} \{{(.*?)\}}", conf, re.S).group(1)
         assert f"server 127.0.0.1:{own} max_fails=1" in up
@@ -274,7 +274,7 @@ def test_a_killed_worker_is_replaced_on_its_port(nginx, tmp_path, capsys):
     assert [p for p in seen if Path(f"/proc/{p}").exists()] == []
 
 
-def test_a_new_browser_goes_to_the_least_busy_worker_and_keeps_it(nginx, tmp_path):
+def test_new_browsers_are_dealt_in_turn_and_keep_their_worker(nginx, tmp_path):
     """Four browsers without a cookie, each holding its connection open (as a websocket
     does): two per worker, each told by its cookie which; a browser whose cookie names a
     worker is sent there and told nothing new; a cookie naming no worker is replaced."""
@@ -307,6 +307,24 @@ def test_a_new_browser_goes_to_the_least_busy_worker_and_keeps_it(nginx, tmp_pat
     finally:
         for r in held:
             r.close()
+        cluster.stop(grace_s=5)
+
+
+def test_no_cookie_names_a_worker_when_none_answered(nginx, tmp_path):
+    cluster = serve.Cluster(workers=1, port=serve._free_port(), log_dir=tmp_path,
+                            runner=ROOT / "tests" / "fake_worker.py")
+    cluster.start(timeout_s=60)
+    try:
+        dead = cluster.procs[0]
+        os.kill(dead.pid, signal.SIGKILL)
+        dead.wait(10)
+        with pytest.raises(urllib.error.HTTPError) as failed:
+            urllib.request.urlopen(f"http://127.0.0.1:{cluster.port}/_stcore/health",
+                                   timeout=10)
+        assert failed.value.code == 502
+        assert failed.value.headers.get("Set-Cookie") is None
+        assert not failed.value.headers.get("X-Attnviz-Worker")
+    finally:
         cluster.stop(grace_s=5)
 
 

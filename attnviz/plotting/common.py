@@ -182,24 +182,34 @@ def _with_layout(traces: list, layout: dict, kwargs: dict):
         return go.Figure(data=traces, layout=layout, _validate=False, **kwargs)
     fig = _lean_class()(data=traces, _validate=False, **kwargs)
     outer = fig._layout_obj
-    for key in layout:
+    numbered = {k: v for k, v in layout.items() if outer._subplot_re_match(k)}
+    known = {k: v for k, v in layout.items() if k in outer._valid_props}
+    # plotly's order: its named properties, then path keys (xaxis_range: set through its
+    # path setter, which nests them), then the numbered subplots, then the template
+    fig._layout.update(_containers_copied(known))
+    for key, value in layout.items():
+        if key not in known and key not in numbered:
+            outer[key] = value
+    for key in numbered:
         match = outer._subplot_re_match(key)
-        if match is None:
-            continue
         part = outer._subplotid_validators[match.group(1)].data_class(_parent=outer,
                                                                        plotly_name=key)
         part._plotly_name = key
         outer._valid_props.add(key)
         outer._compound_props[key] = part
         outer._subplotid_props.add(key)
-    known = outer._valid_props
-    fig._layout.update(_containers_copied({k: v for k, v in layout.items() if k in known}))
-    for key, value in layout.items():  # xaxis_range: plotly's path setter nests it
-        if key not in known:
-            outer[key] = value
+    fig._layout.update(_containers_copied(numbered))
     if "template" not in layout and pio.templates.default is not None:
         fig._layout["template"] = _default_template(pio.templates.default)
     return fig
+
+
+def __getattr__(name: str):
+    """common.Figure, the lean figure class, made when first asked for (it subclasses plotly's
+    go.Figure, which this module imports only when a figure is built): pickle finds it here."""
+    if name == "Figure":
+        return _lean_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @functools.cache
@@ -210,8 +220,17 @@ def _lean_class():
     import plotly.graph_objects as go
 
     class Figure(go.Figure):
+        """go.Figure as `_with_layout` builds it. Streamlit's st.plotly_chart draws it (it
+        takes any go.Figure); st.write, which looks for plotly's own class by name, does not."""
+
+        def __init__(self, *args, **kwargs) -> None:
+            self._building = True  # the template is added by _with_layout, after the layout
+            super().__init__(*args, **kwargs)
+            self._building = False
+
         def _initialize_layout_template(self) -> None:
-            pass
+            if not getattr(self, "_building", False):  # a layout assigned later: plotly's way
+                super()._initialize_layout_template()
 
         def to_dict(self) -> dict:
             """What go.Figure.to_dict() gives (a deep copy, arrays as plotly.js typed-array
@@ -312,11 +331,18 @@ _TEMPLATES: dict[int, tuple] = {}  # id(template object) -> (it, its JSON)
 
 
 def _containers_copied(value):
-    """`value` with its dicts and lists copied (their leaves shared), as the figure's own."""
+    """`value` with its dicts, lists and numpy arrays copied (other leaves are immutable) and
+    plotly objects as their dicts (validated already), as the figure's own."""
+    from plotly.basedatatypes import BasePlotlyType
+
     if isinstance(value, dict):
         return {k: _containers_copied(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_containers_copied(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    if isinstance(value, BasePlotlyType):
+        return _containers_copied(value.to_plotly_json())
     return value
 
 

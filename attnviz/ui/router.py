@@ -63,7 +63,16 @@ DEFAULT_ALIAS = "layer_heads"  # a hidden page at /layer_heads showing the defau
 
 def run(root: Path, hint=None) -> None:
     """Page config, navigation over the PAGES found under `root`, the sidebar, the page.
-    `hint`: the slot of app.py's hidden first chart (attnviz.first_chart), emptied at the end."""
+    `hint`: the slot of app.py's hidden first chart (attnviz.first_chart), emptied at the end
+    however the run ends (drawn, stopped, rerun or failed)."""
+    try:
+        _run(root)
+    finally:
+        if hint is not None:
+            hint.empty()
+
+
+def _run(root: Path) -> None:
     from . import malloc, recorder, style, urlstate
     from .cache import register_metrics
     from .sidebar import sidebar, use_session_language
@@ -101,8 +110,6 @@ def run(root: Path, hint=None) -> None:
             nav.run()
         recorder.offer_download()
     finally:
-        if hint is not None:
-            hint.empty()
         end_run()  # this run's heavy-work lease, if it took one
 
 

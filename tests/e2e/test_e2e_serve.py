@@ -1,6 +1,6 @@
 """A lecture hall end to end: `scripts/serve.py --workers 2` (two Streamlit processes behind
-nginx with cookie affinity: a new browser goes to the least busy worker, its cookie names
-it), driven the way `make serve` runs it.
+nginx with cookie affinity: new browsers are dealt to the workers in turn, a cookie names
+each one's worker), driven the way `make serve` runs it.
 
 - A browser through nginx draws the heatmap, and every response it got from the app (the
   page, /_stcore/ calls, the websocket) came from one worker; Streamlit's scripts came from
