@@ -38,16 +38,17 @@ def model_loading() -> bool:
         return False
     if not any(t.name == PRELOAD_THREAD and t.is_alive() for t in threading.enumerate()):
         return False
-    cache = sys.modules.get("attnviz.ui.cache")
-    return cache is None or len(cache.CACHES["models"]) == 0
+    cache = sys.modules.get("attnviz.ui.cache")  # may be half imported (by the preload)
+    models = getattr(cache, "CACHES", {}).get("models")
+    return models is None or len(models) == 0
 
 
 def send_hidden_chart():
     """While the model loads, the hidden chart in a slot of its own (returned: router.run
     empties it once the page is drawn); otherwise None. A failure here never stops the page."""
-    if not model_loading():
-        return None
     try:
+        if not model_loading():
+            return None
         import streamlit as st
 
         slot = st.empty()
