@@ -333,17 +333,24 @@ _TEMPLATES: dict[int, tuple] = {}  # id(template object) -> (it, its JSON)
 def _containers_copied(value):
     """`value` with its dicts, lists and numpy arrays copied (other leaves are immutable) and
     plotly objects as their dicts (validated already), as the figure's own."""
-    from plotly.basedatatypes import BasePlotlyType
-
+    if type(value) in _SCALARS:
+        return value
     if isinstance(value, dict):
         return {k: _containers_copied(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_containers_copied(v) for v in value]
     if isinstance(value, np.ndarray):
         return value.copy()
-    if isinstance(value, BasePlotlyType):
+    if isinstance(value, _plotly_object()):
         return _containers_copied(value.to_plotly_json())
     return value
+
+
+@functools.cache
+def _plotly_object() -> type:
+    from plotly.basedatatypes import BasePlotlyType
+
+    return BasePlotlyType
 
 
 def _canonical_trace(trace):
