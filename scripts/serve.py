@@ -185,13 +185,16 @@ def _static_location(static: Path) -> str:
         }}"""
 
 
+def _server(port: int) -> str:
+    """A worker in an upstream: out of turn for 5 s after one failed try."""
+    return f"        server 127.0.0.1:{port} max_fails=1 fail_timeout=5s;"
+
+
 def _own_upstream(i: int, port: int, worker_ports: Sequence[int]) -> str:
     """Worker i's upstream for the browsers it holds: it first, the others as backups."""
     backups = "".join(f"\n        server 127.0.0.1:{p} backup;" for p in worker_ports
                       if p != port)
-    return (f"    upstream {UPSTREAM}_{i} {{\n"
-            f"        server 127.0.0.1:{port} max_fails=1 fail_timeout=5s;{backups}\n"
-            f"        keepalive 4;\n    }}")
+    return f"    upstream {UPSTREAM}_{i} {{\n{_server(port)}{backups}\n        keepalive 4;\n    }}"
 
 
 def nginx_config(port: int, worker_ports: Sequence[int], folder: Path,
@@ -211,8 +214,7 @@ def nginx_config(port: int, worker_ports: Sequence[int], folder: Path,
     open-file limit. `static`: a folder made by static_files, served at /static/ by nginx
     itself (None: by the workers)."""
     tmp = folder.as_posix()
-    servers = "\n".join(f"        server 127.0.0.1:{p} max_fails=1 fail_timeout=5s;"
-                        for p in worker_ports)
+    servers = "\n".join(_server(p) for p in worker_ports)
     # $upstream_addr and $upstream_status list every server tried ("A, B" and "502, 101" after
     # a failover): name the last one, if it answered (no 5xx: nginx's own 502 names none).
     names = "\n".join(f'        "~127\\.0\\.0\\.1:{p}\\|(.*, )?[1-4][0-9][0-9]$" {i};'

@@ -178,7 +178,8 @@ def _with_layout(traces: list, layout: dict, kwargs: dict):
     import plotly.graph_objects as go
     import plotly.io as pio
 
-    if any(re.fullmatch(r"[a-z]+1", key) for key in layout):  # xaxis1: plotly renames it
+    if any((m := _SUBPLOT.match(key)) and m.group(2) == "1" for key in layout):  # xaxis1:
+        # plotly renames it xaxis; left to plotly
         return go.Figure(data=traces, layout=layout, _validate=False, **kwargs)
     fig = _lean_class()(data=traces, _validate=False, **kwargs)
     outer = fig._layout_obj
@@ -250,14 +251,23 @@ _SCALARS = frozenset({str, int, float, bool, type(None)})
 _SKIPPED = frozenset({"geojson", "layer", "layers", "range"})  # plotly's is_skipped_key
 
 
+@functools.cache
+def _plotly_arrays():
+    """plotly's array helpers and its table of dtypes plotly.js reads as typed arrays, looked
+    up once (this module imports plotly only when a figure is built)."""
+    from _plotly_utils import utils
+    from _plotly_utils.basevalidators import is_homogeneous_array
+
+    return utils, is_homogeneous_array
+
+
 def _typed_array(a):
-    """plotly's to_typed_array_spec of a non-empty numpy array of a dtype in _TYPED (its
-    int64 narrowed as plotly does), without its generic conversion (narwhals' look at every
-    array cost ~0.15 ms an array: most of a figure's to_dict)."""
+    """plotly's to_typed_array_spec of a non-empty numpy array whose dtype plotly.js reads
+    (its plotlyjsShortTypes, or int64, narrowed as plotly does), without its generic conversion
+    (narwhals' look at every array cost ~0.15 ms an array: most of a figure's to_dict)."""
     import base64
 
-    from _plotly_utils import utils as pu
-
+    pu, _ = _plotly_arrays()
     dtype = str(a.dtype)
     if dtype == "int64":
         top, low = a.max(), a.min()
@@ -267,28 +277,19 @@ def _typed_array(a):
                 a, dtype = a.astype(name), name
                 break
         else:
-            from _plotly_utils.utils import to_typed_array_spec
-
-            return to_typed_array_spec(a)  # too wide for plotly.js: plotly's own answer
-    spec = {"dtype": _TYPED[dtype], "bdata": base64.b64encode(np.ascontiguousarray(a)).decode(
-        "ascii")}
+            return pu.to_typed_array_spec(a)  # too wide for plotly.js: plotly's own answer
+    spec = {"dtype": pu.plotlyjsShortTypes[dtype],
+            "bdata": base64.b64encode(np.ascontiguousarray(a)).decode("ascii")}
     if a.ndim > 1:
         spec["shape"] = str(a.shape)[1:-1]
     return spec
-
-
-# numpy dtypes plotly.js reads as typed arrays (plotly's plotlyjsShortTypes), and int64
-_TYPED = {"int8": "i1", "uint8": "u1", "int16": "i2", "uint16": "u2", "int32": "i4",
-          "uint32": "u4", "float32": "f4", "float64": "f8", "int64": None}
 
 
 def _wire(value):
     """plotly's deepcopy + convert_to_base64 of a figure's dict or list: a dict's numpy
     arrays (not those of its keys in _SKIPPED) as typed-array specs, containers copied,
     other leaves shared (immutable, or arrays inside lists, which plotly leaves as arrays)."""
-    from _plotly_utils.basevalidators import is_homogeneous_array
-    from _plotly_utils.utils import to_typed_array_spec
-
+    pu, is_homogeneous_array = _plotly_arrays()
     if isinstance(value, dict):
         out = {}
         for key, item in value.items():
@@ -298,10 +299,11 @@ def _wire(value):
                 out[key] = copy.deepcopy(item)
             elif isinstance(item, (dict, list, tuple)):
                 out[key] = _wire(item)
-            elif type(item) is np.ndarray and item.size and str(item.dtype) in _TYPED:
+            elif type(item) is np.ndarray and item.size and (
+                    str(item.dtype) == "int64" or str(item.dtype) in pu.plotlyjsShortTypes):
                 out[key] = _typed_array(item)
             elif is_homogeneous_array(item):
-                out[key] = to_typed_array_spec(item)
+                out[key] = pu.to_typed_array_spec(item)
             else:
                 out[key] = copy.deepcopy(item)
         return out
@@ -534,8 +536,8 @@ def _grid_layout_of(rows: int, cols: int, args_json: str) -> dict:
 
     layout = make_subplots(rows=rows, cols=cols, figure=go.Figure(_validate=VALIDATE),
                            **json.loads(args_json)).layout.to_plotly_json()
-    # The default template rides along as a big dict: go.Figure applies the same default
-    # itself for free, while copying and re-validating it costs time on every figure.
+    # The default template rides along as a big dict: every figure gets the same default
+    # when it is built (plotly's, or `_with_layout`'s decoded copy), not copied from here.
     layout.pop("template", None)
     return layout
 
