@@ -7,6 +7,10 @@ Prints the median wall seconds per attribution (both sentences, the page's defau
 attribution.path_rule) on the default torch threads and on one thread (a shared server's
 session), and the largest difference between the two ways' attributions.
 
+Then the page's default B prepared once (`prepare_side`, what a class server's warm-up does)
+against encoding both paths, for the load test's sentences A: the one-off cost, each A's time
+and the largest difference.
+
 Then the quadrature's accuracy (why path_rule splits the path in two halves): for the load
 test's 20 sentences and three more, each against the similarity page's default B and the
 tests' B, both sides' IG by 32 points in one Gauss-Legendre panel and by 16, 24 and 32 points
@@ -73,6 +77,38 @@ def measure(model, label: str, a: str, b: str) -> None:
               f"{slow / 1000:.3f} s ({slow / fast:.1f}x); largest difference {diff:.1e}",
               flush=True)
     torch.set_num_threads(threads)
+
+
+def prepared(model) -> None:
+    """The page's default B prepared once (prepare_side, a class server's warm-up) against
+    encoding both paths, for the load test's sentences A on one thread (a shared server's
+    session): the one-off cost, the saving per A, and the largest difference."""
+    from tests.load.run_load import SENTENCES
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    import time
+
+    t0 = time.perf_counter()
+    side = A.prepare_side(model, A.DEFAULT_B, STEPS)
+    once = time.perf_counter() - t0
+    both, one, diff = [], [], 0.0
+    for a in SENTENCES:
+        t0 = time.perf_counter()
+        r1 = A.attribute(model, a, A.DEFAULT_B, STEPS)
+        t1 = time.perf_counter()
+        r2 = A.attribute(model, a, A.DEFAULT_B, STEPS, side_b=side)
+        both.append(t1 - t0)
+        one.append(time.perf_counter() - t1)
+        diff = max([diff] + [float(np.abs(getattr(r1, f) - getattr(r2, f)).max())
+                             for f in ("ig_a", "ig_b", "gxi_a", "gxi_b")])
+    torch.set_num_threads(threads)
+    saved = sum(both) - sum(one)
+    print(f"default B prepared once: {once:.2f} s; the load test's {len(SENTENCES)} sentences A "
+          f"(1 thread): both paths {np.median(both):.3f} s, A's path only {np.median(one):.3f} "
+          f"s (medians; {sum(both):.2f} s against {sum(one):.2f} s in all: the preparation is "
+          f"paid back after ~{once / (saved / len(SENTENCES)):.0f} sentences); largest "
+          f"difference {diff:.1e}", flush=True)
 
 
 def one_panel(steps: int) -> tuple[np.ndarray, np.ndarray]:
@@ -144,6 +180,7 @@ def main() -> None:
           f"{STEPS} steps, both sentences")
     for label, (a, b) in PAIRS.items():
         measure(model, label, a, b)
+    prepared(model)
     quadrature_accuracy(model)
 
 

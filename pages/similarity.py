@@ -18,6 +18,7 @@ from attnviz.analysis.rollout import rollout
 from attnviz.i18n import N_, _
 from attnviz.plotting.attribution import attribution_bars
 from attnviz.ui import worklist
+from attnviz.ui.cache import is_cached
 from attnviz.ui.flow import flow_of
 from attnviz.ui.text import literal
 
@@ -37,6 +38,16 @@ def attention_views(t) -> dict:
             out["flow"] = attribution.pooled_importance(flows)
         return out
     return ui.cached("results", ("pooled_views", t.key), compute)
+
+
+def prepared_side(model, text_b: str, steps: int):
+    """B's half of every attribution against it, where this server has made it (a class
+    server's warm-up does for the default B: attnviz.ui.preload), else None (both paths are
+    encoded, as cheap for one sentence A). The numbers are the same either way."""
+    key = attribution.side_key(model.key, text_b, steps)
+    if not is_cached("results", key):
+        return None
+    return ui.cached("results", key, lambda: attribution.prepare_side(model, text_b, steps))
 
 
 def sentence_panel(name: str, res, side: str, t) -> None:
@@ -96,9 +107,10 @@ def main() -> None:
     try:
         ta = ui.cached_trace(model, TraceRequest(ctx.text))
         tb = ui.cached_trace(model, TraceRequest(text_b))
+        side = prepared_side(model, text_b, steps)
         res = ui.with_progress("results", ("ig", model.key, ctx.text, text_b, steps),
                                _("Integrated gradients..."), lambda progress: attribution.attribute(
-                                   model, ctx.text, text_b, steps, progress),
+                                   model, ctx.text, text_b, steps, progress, side_b=side),
                                quick=len(ctx.text) + len(text_b) < worklist.HEAVY_CHARS)
     except ValueError as e:
         st.error(_("Cannot encode this input: {error}").format(error=e))

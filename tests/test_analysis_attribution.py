@@ -199,3 +199,35 @@ def test_the_traced_encoder_gives_the_eager_numbers(model):
         np.testing.assert_allclose(grads[0], grads[1], atol=1e-6)
     assert isinstance(model.graph_for("last", True), torch.jit.ScriptFunction)
     assert isinstance(model.graph_for("last", False), torch.jit.ScriptFunction)
+
+
+@pytest.mark.parametrize("text_a", ["I saw a saw.", "x", A])
+def test_a_prepared_side_gives_the_numbers_of_both_paths(model, text_a):
+    """B's half made once (forward-mode Jacobian-vector products, module docstring) gives what
+    encoding B's path against this A gives: IG, GxI and the blank's score to 1e-6."""
+    from attnviz.analysis import attribution
+
+    side = attribution.prepare_side(model, B, steps=8)
+    direct = attribute(model, text_a, B, steps=8)
+    fast = attribute(model, text_a, B, steps=8, side_b=side)
+    assert fast.tokens_b == direct.tokens_b and fast.tokens_a == direct.tokens_a
+    for name in ("ig_a", "ig_b", "gxi_a", "gxi_b"):
+        np.testing.assert_allclose(getattr(fast, name), getattr(direct, name), atol=1e-6,
+                                   err_msg=name)
+    for name in ("score", "baseline_a", "baseline_b"):
+        assert getattr(fast, name) == pytest.approx(getattr(direct, name), abs=1e-6), name
+    assert fast.gap("b") == pytest.approx(direct.gap("b"), abs=1e-4)
+
+
+def test_a_prepared_side_in_small_batches_and_for_its_own_sentence_only(model, monkeypatch):
+    from attnviz.analysis import attribution
+
+    whole = attribution.prepare_side(model, B, steps=8)
+    monkeypatch.setattr(attribution, "points_per_batch", lambda model, n: 7)  # rows split
+    parts = attribution.prepare_side(model, B, steps=8)
+    for name in ("ig", "gxi", "blank"):
+        np.testing.assert_allclose(getattr(parts, name), getattr(whole, name), atol=1e-6)
+    with pytest.raises(ValueError):
+        attribute(model, A, "Another sentence.", steps=8, side_b=whole)
+    with pytest.raises(ValueError):
+        attribute(model, A, B, steps=16, side_b=whole)

@@ -47,3 +47,29 @@ def test_pair_from_the_sidebar_and_blank_b(at):
     at.session_state["pair"] = "   ?  "
     at.run()
     assert not at.exception
+
+
+def test_the_prepared_default_b_gives_the_same_numbers(model, monkeypatch):
+    """A class server's warm-up prepares B's half (attnviz.ui.preload); the page then encodes
+    only A's path and shows the numbers both paths give."""
+    from attnviz.analysis import attribution
+    from attnviz.ui.cache import cached
+
+    a = "The carpenter saw the old saw."
+    cached("results", attribution.side_key(model.key, B, DEFAULT_STEPS),
+           lambda: attribution.prepare_side(model, B, DEFAULT_STEPS))
+    res = attribute(model, a, B, steps=DEFAULT_STEPS)  # both paths, outside the page
+    paths = []
+    real = attribution._path
+    monkeypatch.setattr(attribution, "_path", lambda *args, **kw: paths.append(1) or
+                        real(*args, **kw))
+    at = open_page("pages/similarity.py", timeout=240, text=a, sim_b=B)
+    assert not at.exception
+    assert len(paths) == 1  # A's path only
+    assert at.metric[0].value == f"{res.score:.4f}"
+    bars_a, bars_b = (json.loads(c.proto.spec) for c in at.get("plotly_chart"))
+    np.testing.assert_allclose(decode(bars_b["data"][0]["customdata"]), res.ig_b, atol=1e-6)
+    np.testing.assert_allclose(decode(bars_b["data"][1]["customdata"]), res.gxi_b, atol=1e-6)
+    np.testing.assert_allclose(decode(bars_a["data"][0]["customdata"]), res.ig_a, atol=1e-6)
+    text = " ".join(m.value for m in at.markdown)
+    assert f"completeness gap **{res.gap('b'):.3%}** (within 1%)" in text

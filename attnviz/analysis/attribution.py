@@ -32,6 +32,18 @@ Completeness: sum_i IG^A_i = s(A, B) - s(x'_A, B), and pages show the relative g
 Gradient x input (a one-point local estimate): GxI_i = sum_c x_ic ds/dx_ic at the input; it
 does not sum to anything in particular.
 
+A sentence held fixed for many (the page's default B, against every student's A): its IG is
+linear in the other sentence's unit embedding u = e(A)/|e(A)|. With e_k = e(x'_B + a_k (x_B -
+x'_B)), J_k its Jacobian and d_t the input difference x_B - x'_B kept on token t only,
+
+    ds/de(e_k) = (I - ê_k ê_k^T) u / |e_k|     (ê = e/|e|), so
+    IG^B_t = u . sum_k w_k (I - ê_k ê_k^T) J_k d_t / |e_k| = u . M_t,
+
+and likewise GxI^B_t = u . (I - ê ê^T) J x_t / |e| at the input and s(A, x'_B) = u . ê_0.
+`prepare_side` computes the vectors M_t once (J_k d_t by forward-mode differentiation: one
+Jacobian-vector product per token and path point); `attribute(..., side_b=...)` then needs only
+A's path. Same quadrature, same numbers up to float rounding (the tests pin 1e-6).
+
 For comparison, what the attention maps say about input token j, given the mean pooling:
 the mean over output tokens i of a [output, input] map M (last layer's head-mean weights,
 rollout, flow): importance_j = (1/n) sum_i M_ij (these sum to 1 and are never negative).
@@ -169,15 +181,102 @@ def integrated_gradients(model, x: torch.Tensor, x0: torch.Tensor, other: torch.
     return _path(model, x, x0, other, steps, tick).ig
 
 
-def attribute(model, text_a: str, text_b: str, steps: int = DEFAULT_STEPS,
-              progress: Callable[[float, str], None] | None = None) -> Attribution:
-    """Integrated gradients and gradient x input of s(A, B) (formulas in the docstring)."""
-    path_rule(steps)  # refuses too few steps before any work
-    xa, xa0, toks_a = _inputs(model, text_a)
-    xb, xb0, toks_b = _inputs(model, text_b)
+@dataclass
+class FixedSide:
+    """A sentence's half of every attribution against it (module docstring: IG^B_t = u . M_t),
+    made once by `prepare_side` for one number of steps."""
+
+    text: str
+    steps: int
+    tokens: list[str]
+    embedding: torch.Tensor  # e(x) [hidden], as sentence_embedding computes it
+    ig: np.ndarray  # [n, hidden] float64: IG_t = ig[t] . u
+    gxi: np.ndarray  # [n, hidden] float64: GxI_t = gxi[t] . u
+    blank: np.ndarray  # [hidden] float64: s(other, x') = blank . u
+
+    def against(self, other: torch.Tensor) -> tuple[np.ndarray, np.ndarray, float]:
+        """(IG [n], GxI [n], s at the blank) of this side against the other sentence's
+        embedding [hidden]."""
+        u = other.double().cpu().numpy()
+        u = u / np.linalg.norm(u)
+        return self.ig @ u, self.gxi @ u, float(self.blank @ u)
+
+
+def side_key(model_key, text: str, steps: int) -> tuple:
+    """The key a server caches `prepare_side(model, text, steps)` under (its "results")."""
+    return ("ig_side", model_key, text, steps)
+
+
+def prepare_side(model, text: str, steps: int = DEFAULT_STEPS,
+                 progress: Callable[[float, str], None] | None = None) -> FixedSide:
+    """What `attribute` needs of a sentence B that many sentences A are compared with: the
+    Jacobian-vector products J_k d_t along B's path (and J x_t at its input), one per token and
+    point, by forward-mode differentiation of the eager encoder; n times a path's encoder
+    passes, so worth it from ~20 sentences A on (bench_attribution)."""
+    import torch.autograd.forward_ad as fwad
+
+    rule_a, rule_w = path_rule(steps)
+    x, x0, tokens = _inputs(model, text)
+    n, hidden = x.shape
+    alphas = torch.tensor(np.r_[rule_a, 0.0, 1.0], dtype=x.dtype, device=x.device)
+    weights = np.r_[rule_w, 0.0, 0.0]
+    points = x0 + alphas[:, None, None] * (x - x0)  # [P, n, hidden]; P - 2: blank, P - 1: input
+    one_token = torch.eye(n, dtype=x.dtype, device=x.device)[:, :, None]  # [t, n, 1]
+    rows = [(k, t) for k in range(len(alphas)) for t in range(n)]
+    rows += [(-1, t) for t in range(n)]  # J x_t at the input (gradient x input)
+    size = max(1, points_per_batch(model, n))
+    values, tangents = [], []
+    with torch.no_grad(), fwad.dual_level():
+        for start in range(0, len(rows), size):
+            part = rows[start:start + size]
+            k = torch.tensor([r[0] for r in part], device=x.device)
+            t = torch.tensor([r[1] for r in part], device=x.device)
+            direction = torch.where((k == -1)[:, None, None], x, x - x0)
+            dual = fwad.make_dual(points[k].contiguous(),
+                                  (one_token[t] * direction).contiguous())
+            e, de = fwad.unpack_dual(model.encode(dual, record=False).hidden_states[-1]
+                                     .mean(dim=-2))
+            values.append(e.double())
+            tangents.append(de.double())
+            if progress is not None:
+                done = min(start + size, len(rows))
+                progress(done / len(rows), f"{done} of {len(rows)} products")
+    e, de = torch.cat(values), torch.cat(tangents)  # [rows, hidden]
+    norm = e.norm(dim=-1, keepdim=True)
+    unit = e / norm
+    projected = (de - (de * unit).sum(-1, keepdim=True) * unit) / norm  # (I - êê^T) J d / |e|
+    w = torch.tensor([weights[r[0]] if r[0] >= 0 else 0.0 for r in rows], dtype=torch.float64,
+                     device=x.device)
+    points_part = len(alphas) * n
+    ig = (w[:points_part, None] * projected[:points_part]).reshape(len(alphas), n, hidden)
+    blank_row = (len(alphas) - 2) * n  # any token's row at a = 0 holds e(x')
     with torch.no_grad():
-        ea, eb = sentence_embedding(model, xa), sentence_embedding(model, xb)
-    done, total = [0], 2 * (steps + 2)
+        embedding = sentence_embedding(model, x)
+    return FixedSide(text=text, steps=steps, tokens=tokens, embedding=embedding,
+                     ig=ig.sum(dim=0).cpu().numpy(),
+                     gxi=projected[points_part:].cpu().numpy(),
+                     blank=unit[blank_row].cpu().numpy())
+
+
+def attribute(model, text_a: str, text_b: str, steps: int = DEFAULT_STEPS,
+              progress: Callable[[float, str], None] | None = None,
+              side_b: FixedSide | None = None) -> Attribution:
+    """Integrated gradients and gradient x input of s(A, B) (formulas in the docstring).
+    `side_b`: B's half made beforehand (`prepare_side(model, text_b, steps)`): only A's path is
+    encoded."""
+    path_rule(steps)  # refuses too few steps before any work
+    if side_b is not None and (side_b.text != text_b or side_b.steps != steps):
+        raise ValueError("side_b was prepared for another sentence or number of steps")
+    xa, xa0, toks_a = _inputs(model, text_a)
+    with torch.no_grad():
+        ea = sentence_embedding(model, xa)
+    if side_b is None:
+        xb, xb0, toks_b = _inputs(model, text_b)
+        with torch.no_grad():
+            eb = sentence_embedding(model, xb)
+    else:
+        toks_b, eb = side_b.tokens, side_b.embedding
+    done, total = [0], (1 if side_b is not None else 2) * (steps + 2)
 
     def tick() -> None:
         done[0] += 1
@@ -185,12 +284,16 @@ def attribute(model, text_a: str, text_b: str, steps: int = DEFAULT_STEPS,
             progress(done[0] / total, f"step {done[0]} of {total}")
 
     pa = _path(model, xa, xa0, eb, steps, tick)
-    pb = _path(model, xb, xb0, ea, steps, tick)
     per_token = lambda x, g: (x.double() * g.double()).sum(dim=-1).cpu().numpy()  # noqa: E731
+    if side_b is None:
+        pb = _path(model, xb, xb0, ea, steps, tick)
+        ig_b, gxi_b, baseline_b = pb.ig, per_token(xb, pb.end_grad), pb.start
+    else:
+        ig_b, gxi_b, baseline_b = side_b.against(ea)
     return Attribution(
-        tokens_a=toks_a, tokens_b=toks_b, ig_a=pa.ig, ig_b=pb.ig,
-        gxi_a=per_token(xa, pa.end_grad), gxi_b=per_token(xb, pb.end_grad),
-        score=pa.end, baseline_a=pa.start, baseline_b=pb.start, steps=steps,
+        tokens_a=toks_a, tokens_b=toks_b, ig_a=pa.ig, ig_b=ig_b,
+        gxi_a=per_token(xa, pa.end_grad), gxi_b=gxi_b,
+        score=pa.end, baseline_a=pa.start, baseline_b=baseline_b, steps=steps,
     )
 
 

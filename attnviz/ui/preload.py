@@ -12,11 +12,12 @@ computed once, whoever asks.
 With ATTNVIZ_PRELOAD=class (what `make serve` sets for its workers) the same thread then does
 the slow first computations a whole class would otherwise wait for together (`warm_class`): the
 lesson's taggers for the default settings, their numbers and the overfitting sweep, the corpus
-page's bundled sample, the families page's random demo models (GPT-2, BART, ViT) and the windows
-page's timings at its default choices. It runs at the lowest CPU priority (this thread only), so
-a student's own request is served first; a page that asks while it runs waits on the key. It
-first starts the flow's worker processes at the usual priority, so that every sentence's flow,
-a short one's too, is solved outside the server's GIL (ui.flow.workers_for).
+page's bundled sample, the families page's random demo models (GPT-2, BART, ViT), the similarity
+page's default sentence B prepared for every student's A (analysis.attribution.prepare_side) and
+the windows page's timings at its default choices. It runs at the lowest CPU priority (this
+thread only), so a student's own request is served first; a page that asks while it runs waits
+on the key. It first starts the flow's worker processes at the usual priority, so that every
+sentence's flow, a short one's too, is solved outside the server's GIL (ui.flow.workers_for).
 """
 
 from __future__ import annotations
@@ -83,6 +84,10 @@ def warm_class() -> None:
                lambda: corpus_heads.corpus_heads(model, sentences, conv))
         for kind in DEMO:  # the families page's random GPT-2, BART and ViT (and
             demo_model(kind, PRELOAD_DEVICE)  # transformers' import): 16% of a class's GIL time
+        from attnviz.analysis import attribution  # the similarity page's default sentence B
+        cached("results", attribution.side_key(model.key, attribution.DEFAULT_B,
+                                               attribution.DEFAULT_STEPS),
+               lambda: attribution.prepare_side(model, attribution.DEFAULT_B))
         dev = str(model.device)  # the windows page's cost tab at its defaults: not the sentence's
         lengths, w = window_cost.lengths_up_to(window_cost.DEFAULT_TOP), window_cost.DEFAULT_WINDOW
         cached("results", window_cost.key(dev, lengths, w),
