@@ -445,3 +445,27 @@ def test_a_lean_figure_takes_what_plotly_takes(monkeypatch):
     checked.layout = dict(height=200)
     assert plotly.io.to_json(lean) == plotly.io.to_json(checked)
     assert "template" in lean.to_dict()["layout"]
+
+
+def test_a_charts_accessible_name_is_its_summarys_text_without_the_tables():
+    """ui.figures names each chart by plotting.summary.describe (no table made on a run):
+    for every figure it is summarise()'s text, which only adds how many tables are shown
+    when there are more than MAX_TABLES; in Chinese too."""
+    import numpy as np
+
+    from attnviz import i18n
+    from attnviz.plotting.heatmaps import heads_grid
+    from attnviz.plotting.summary import MAX_TABLES, describe, summarise
+
+    figs = build_figures()
+    figs["grid of 20"] = heads_grid(np.random.default_rng(1).random((20, 4, 4)), list("abcd"),
+                                    cols=5)
+    for name, fig in figs.items():
+        full, alt = summarise(fig), describe(fig)
+        if full.text != alt:  # more tables than shown: the summary says so after the text
+            assert len(full.tables) == MAX_TABLES and full.text.startswith(alt + " "), name
+    full = summarise(figs["grid of 20"])
+    assert "16 of 20" in full.text and "16 of 20" not in describe(figs["grid of 20"])
+    with i18n.use("zh"):
+        for name in list(figs)[:10]:
+            assert describe(figs[name]) == summarise(figs[name]).text, name

@@ -422,16 +422,50 @@ def _parts(fig: go.Figure) -> tuple[dict, list[dict]]:
     return fig.layout.to_plotly_json(), [t.to_plotly_json() for t in fig.data]
 
 
-def summarise_parts(layout: dict, traces: list[dict], k: int = TOP_K, max_rows: int = MAX_ROWS,
-                    max_tables: int = MAX_TABLES) -> Summary:
-    """summarise() of a figure given as its layout and trace dicts (read, never changed)."""
-    fig_title = _title(layout.get("title"))
+def describe(fig: go.Figure, k: int = TOP_K) -> str:
+    """summarise(fig).text without reading a number: the figure's title and what its tables
+    hold, for the chart's accessible name on every run (the tables themselves are made only
+    when a reader opens them). Only a figure of more than MAX_TABLES tables differs: its
+    summary's text also says how many are shown."""
+    layout, traces = _parts(fig)
+    kinds, sentences = ["heatmap"], []
+    count = len(dict.fromkeys(meta_panels(layout)))  # panels by title, as summarise_parts
+    if not (count and traces):  # not a heads grid: summarise_parts' panels and kinds
+        _layout, _titles, panels = _panels(layout, traces)
+        kinds, count = [], len(panels)
+        for group in panels.values():
+            for kind in dict.fromkeys(t.get("type") or "scatter" for t in group):
+                kinds.append(kind)
+                if kind == "image":
+                    sentences.append(_image_sentence(next(
+                        t for t in group if (t.get("type") or "scatter") == "image")))
+    return " ".join([_describe(_title(layout.get("title")), kinds, count, k),
+                     *sentences]).strip()
+
+
+def meta_panels(layout: dict) -> list:
+    """A heads grid's panel titles (plotting.heads_grid's layout.meta), else []."""
+    meta = layout.get("meta")
+    return list(meta.get("panels", {}).get("titles", ())) if isinstance(meta, dict) and \
+        meta.get("panels") else []
+
+
+def _panels(layout: dict, traces: list[dict]) -> tuple[dict, dict, dict[str, list[dict]]]:
+    """(layout, {x-axis ref: title}, {x-axis ref: its shown traces}) of a figure."""
     titles = panel_titles(layout)
     panels: dict[str, list[dict]] = {}
     for t in traces:
         if t.get("visible") is False or t.get("hoverinfo") in SKIP_HOVER:
             continue
         panels.setdefault(t.get("xaxis") or "x", []).append(t)
+    return layout, titles, panels
+
+
+def summarise_parts(layout: dict, traces: list[dict], k: int = TOP_K, max_rows: int = MAX_ROWS,
+                    max_tables: int = MAX_TABLES) -> Summary:
+    """summarise() of a figure given as its layout and trace dicts (read, never changed)."""
+    fig_title = _title(layout.get("title"))
+    layout, titles, panels = _panels(layout, traces)
     tables: list[Table] = []
     kinds: list[str] = []
     sentences: list[str] = []

@@ -27,7 +27,7 @@ import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from ..i18n import _, language
-from ..plotting.summary import Summary, Table, plain, summarise
+from ..plotting.summary import Summary, Table, describe, plain, summarise
 from . import live_chart
 from .cache import cached
 from .text import literal
@@ -97,9 +97,11 @@ def show_figure(fig: go.Figure, key: str | None = None,
     figure (worth it for a big figure that changes with a choice, like the all-heads page's
     open head at 512 tokens). Where live charts are not available, st.plotly_chart as usual.
     """
-    if summary is None or summary is True:
-        summary = figure_summary(fig)
-    alt = summary.text if isinstance(summary, Summary) else _title_of(fig)
+    if summary is None or summary is True:  # read from the figure: its text now, its
+        alt = figure_alt(fig)  # tables only when a reader opens them (show_numbers)
+        summary = functools.partial(figure_summary, fig)
+    else:
+        alt = summary.text if isinstance(summary, Summary) else _title_of(fig)
     if in_place and key is not None and not kwargs and live_chart.available():
         config = {**PLOT_CONFIG, "responsive": True, "showSendToCloud": False,
                   "toImageButtonOptions": {**PLOT_CONFIG["toImageButtonOptions"],
@@ -149,6 +151,17 @@ def figure_summary(fig: go.Figure) -> Summary:
     return summary
 
 
+def figure_alt(fig: go.Figure) -> str:
+    """The chart's accessible name: summarise(fig).text without making its tables
+    (plotting.summary.describe: a 12-head grid's tables took 3.4 ms, on every new figure of
+    every run, for an expander that is nearly always closed). A figure it cannot read gets
+    its title."""
+    try:
+        return describe(fig)
+    except Exception:  # noqa: BLE001 - the chart matters more than its text
+        return _title_of(fig)
+
+
 def _summarise(fig: go.Figure) -> Summary:
     """plotting.summary.summarise(fig); a figure it cannot read gets its title only (logged
     and recorded in SUMMARY_FAILURES) instead of taking the page down."""
@@ -179,8 +192,8 @@ def numbers_key(key: str | None, name: str = "") -> str:
     return found
 
 
-def show_numbers(summary: Summary | str | pandas.DataFrame, key: str | None = None,
-                 name: str = "") -> None:
+def show_numbers(summary: Summary | str | pandas.DataFrame | Callable[[], Summary],
+                 key: str | None = None, name: str = "") -> None:
     """A collapsed "Numbers in this figure" expander (a keyboard-reachable <details>) holding
     the summary's sentence and its tables as HTML tables (st.table: read cell by cell by a
     screen reader, with the first column as row headers).
@@ -188,11 +201,14 @@ def show_numbers(summary: Summary | str | pandas.DataFrame, key: str | None = No
     Its contents are made only while it is open: opening it reruns the page (or the fragment
     it is in), which then draws them. A closed expander costs a label, not tables encoded and
     sent on every rerun by every student (they doubled a light rerun). `key`: the figure's key;
-    without one, `name` (its title) names the expander (`numbers_key`)."""
+    without one, `name` (its title) names the expander (`numbers_key`). `summary` may be a
+    function that makes it: called only while the expander is open."""
     box = st.expander(_("Numbers in this figure"), icon=":material/table_view:",
                       key=numbers_key(key, name), on_change="rerun")
     if not box.open:
         return
+    if callable(summary):
+        summary = summary()
     with box:
         if isinstance(summary, str):
             st.markdown(summary)
