@@ -410,6 +410,7 @@ def summary(results: list[Rerun]) -> dict:
 
     # Light reruns (a layer changed, a tab opened) in each third of the class's time: a tail
     # of first visits (a training, a corpus) shows in one third, a slow server in all three.
+    first = min((r.at for r in results if r.at), default=0.0)
     light = [r for r in results if r.ok and r.action in ("layer", "tab")]
     by_third: dict[str, dict] = {}
     if light:  # a session that never connected has no send time (at = 0): left out
@@ -430,6 +431,9 @@ def summary(results: list[Rerun]) -> dict:
         "by_page": {k: stats(v) for k, v in sorted(by_page.items())},
         "by_action": {k: stats(v) for k, v in sorted(by_action.items())},
         "light_by_third": by_third,
+        # every rerun: [seconds after the first was sent, latency, action, page] (analysis)
+        "timeline": sorted([round(r.at - first, 3), round(r.seconds, 3), r.action, r.page]
+                           for r in results if r.ok and r.at),
     }
 
 
