@@ -469,3 +469,38 @@ def test_a_charts_accessible_name_is_its_summarys_text_without_the_tables():
     with i18n.use("zh"):
         for name in list(figs)[:10]:
             assert describe(figs[name]) == summarise(figs[name]).text, name
+
+
+def test_a_lean_figures_trace_objects_are_made_when_read(monkeypatch):
+    """Without validation the traces are kept as plotly keeps their properties (its `_data`)
+    and the trace objects (fig.data) are made on first reading (common.Figure._data_objs):
+    building, to_dict() and the summaries make none; read, changed or added to, the figure
+    is the validated one's, byte for byte; the caller's arrays stay the caller's."""
+    import plotly.graph_objects as go
+    import plotly.io
+
+    from attnviz.plotting import common
+    from attnviz.plotting.summary import describe
+
+    def build(z):
+        return common.figure([dict(type="heatmap", z=z, x=["a", "b"], hovertemplate="%{z}"),
+                              dict(type="scatter", x=[0, 1], y=[1, 0], name="line")],
+                             dict(title="t", height=200))
+
+    z = np.array([[0.25, 0.75], [1.0, 0.0]])
+    monkeypatch.setattr(common, "VALIDATE", True)
+    checked = build(z.copy())
+    monkeypatch.setattr(common, "VALIDATE", False)
+    lean = build(z)
+    z[0, 0] = 9.0  # after building: not the figure's
+    describe(lean)
+    assert lean.to_dict() == checked.to_dict()
+    assert lean.__dict__["_lean_data_objs"] is None  # no trace object made so far
+    assert [t.type for t in lean.data] == ["heatmap", "scatter"]
+    assert lean.data[0].z[0][0] == 0.25 and lean.data[1].name == "line"
+    for fig in (lean, checked):
+        fig.update_traces(zmin=0.0, selector=dict(type="heatmap"))
+        fig.data[1].line.width = 3
+        fig.add_trace(go.Bar(x=["p"], y=[2]))
+    assert plotly.io.to_json(lean) == plotly.io.to_json(checked)
+    assert lean._data[0]["zmin"] == 0.0 and lean._data[1]["line"] == {"width": 3}
