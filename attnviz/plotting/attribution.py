@@ -28,11 +28,12 @@ def attribution_bars(tokens: list[str], series: dict[str, np.ndarray], title: st
                           + "<extra></extra>",
         ))
     return figure(data=data, layout=dict(
-        title=dict(text=title, y=0.98, yanchor="top"), font=FONT, barmode="group", height=420,
+        title=dict(text=title, y=0.98, yanchor="top"), font=FONT, barmode="group", height=460,
+        # the tick text is the axis' labels: a repeated word's places told apart (saw #2, saw #4)
         xaxis=dict(type="category", categoryorder="array", categoryarray=labels,
-                   tickvals=labels, ticktext=[escape(t) for t in tokens], tickangle=-45),
+                   tickangle=-45),
         yaxis=dict(title=dict(text=_("scaled to the method's largest |value|")),
                    range=[-1.05, 1.05], zeroline=True),
         legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0),
-        margin=dict(l=10, r=10, t=120, b=10),
+        margin=dict(l=10, r=10, t=160, b=10),  # the title above the legend's rows
     ))
