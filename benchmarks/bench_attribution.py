@@ -107,7 +107,7 @@ def prepared(model) -> None:
     print(f"default B prepared once: {once:.2f} s; the load test's {len(SENTENCES)} sentences A "
           f"(1 thread): both paths {np.median(both):.3f} s, A's path only {np.median(one):.3f} "
           f"s (medians; {sum(both):.2f} s against {sum(one):.2f} s in all: the preparation is "
-          f"paid back after ~{once / (saved / len(SENTENCES)):.0f} sentences); largest "
+          f"paid back after ~{once / max(saved / len(SENTENCES), 1e-9):.0f} sentences); largest "
           f"difference {diff:.1e}", flush=True)
 
 

@@ -42,14 +42,17 @@ def _cpu_of(pid: int | str) -> float:
 
 
 def server_cpu(pid: int) -> float:
-    """CPU seconds of the server process and of its flow workers (their own processes)."""
+    """CPU seconds of the server process and of its flow workers (its child processes running
+    analysis/flow_workers.py; they live as long as the server)."""
     total = _cpu_of(pid)
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
-                if b"flow_workers.py" in Path(f"/proc/{entry}/cmdline").read_bytes():
+                parent = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
+                if parent == pid and b"flow_workers.py" in Path(
+                        f"/proc/{entry}/cmdline").read_bytes():
                     total += _cpu_of(entry)
-            except OSError:
+            except (OSError, ValueError, IndexError):
                 pass
     return total
 
@@ -76,8 +79,10 @@ async def measure(url: str, pid: int, repeats: int) -> dict[str, tuple]:
                     raise SystemExit(f"{name or 'the default page'}: {r.errors}")
             if s.change_layer(rng):
                 c0 = server_cpu(pid)
-                await s.rerun("layer")
+                r = await s.rerun("layer")
                 layer.append(server_cpu(pid) - c0)
+                if not r.ok:
+                    raise SystemExit(f"{name or 'the default page'}, layer: {r.errors}")
         ms = [round(1000 * sum(v) / len(v), 1) if v else None for v in (fresh, cached, layer)]
         out[name or "(default page)"] = tuple(ms)
         print(f"| {name or '(default page)'} | {ms[0]} | {ms[1]} | "

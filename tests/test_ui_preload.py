@@ -56,11 +56,12 @@ def test_run_app_imports_no_torch_before_streamlit_listens():
 def test_a_class_server_warms_the_lessons_and_the_samples_slow_first_work(monkeypatch):
     """ATTNVIZ_PRELOAD=class (make serve's workers): after the model, the preload thread computes
     the lesson's taggers, numbers and sweep for the default settings, the corpus page's bundled
-    sample, the families page's random demo models and the windows page's default timings,
+    sample, the families page's random demo models, the similarity page's default sentence B
+    (prepared for every A) and the windows page's default timings,
     under the keys the pages ask for, after starting the flow's worker processes; the lesson
     page then trains nothing, the families page builds no model, the windows page times
     nothing. Without it, nothing of the class's work is started."""
-    from attnviz.analysis import corpus_heads, cost, flow_workers, taggers
+    from attnviz.analysis import attribution, corpus_heads, cost, flow_workers, taggers
     from attnviz.analysis.head_stats import CONVENTIONS
     from attnviz.engine import random_models
     from attnviz.ui import lesson, window_cost
@@ -76,7 +77,9 @@ def test_a_class_server_warms_the_lessons_and_the_samples_slow_first_work(monkey
             *[("models", ("demo", kind, preload.PRELOAD_DEVICE)) for kind in DEMO],
             ("results", window_cost.key(str(model.device),
                                         window_cost.lengths_up_to(window_cost.DEFAULT_TOP),
-                                        window_cost.DEFAULT_WINDOW))]
+                                        window_cost.DEFAULT_WINDOW)),
+            ("results", attribution.side_key(model.key, attribution.DEFAULT_B,
+                                             attribution.DEFAULT_STEPS))]
     kept = {}  # values earlier tests computed: handed back by the warm-up's calls (not a
     for kind, key in keys:  # second training); what matters here is under which keys they land
         with CACHES[kind]._lock:

@@ -51,6 +51,7 @@ rollout, flow): importance_j = (1/n) sum_i M_ij (these sum to 1 and are never ne
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -188,6 +189,7 @@ class FixedSide:
 
     text: str
     steps: int
+    model_key: object  # the model it was made with (Model.key)
     tokens: list[str]
     embedding: torch.Tensor  # e(x) [hidden], as sentence_embedding computes it
     ig: np.ndarray  # [n, hidden] float64: IG_t = ig[t] . u
@@ -215,6 +217,14 @@ def prepare_side(model, text: str, steps: int = DEFAULT_STEPS,
     passes, so worth it from ~20 sentences A on (bench_attribution)."""
     import torch.autograd.forward_ad as fwad
 
+    with _FORWARD_AD:  # torch has one forward-mode level per process: one preparation at a time
+        return _prepare_side(model, text, steps, progress, fwad)
+
+
+_FORWARD_AD = threading.Lock()
+
+
+def _prepare_side(model, text, steps, progress, fwad) -> FixedSide:
     rule_a, rule_w = path_rule(steps)
     x, x0, tokens = _inputs(model, text)
     n, hidden = x.shape
@@ -252,7 +262,8 @@ def prepare_side(model, text: str, steps: int = DEFAULT_STEPS,
     blank_row = (len(alphas) - 2) * n  # any token's row at a = 0 holds e(x')
     with torch.no_grad():
         embedding = sentence_embedding(model, x)
-    return FixedSide(text=text, steps=steps, tokens=tokens, embedding=embedding,
+    return FixedSide(text=text, steps=steps, model_key=getattr(model, "key", None),
+                     tokens=tokens, embedding=embedding,
                      ig=ig.sum(dim=0).cpu().numpy(),
                      gxi=projected[points_part:].cpu().numpy(),
                      blank=unit[blank_row].cpu().numpy())
@@ -265,8 +276,9 @@ def attribute(model, text_a: str, text_b: str, steps: int = DEFAULT_STEPS,
     `side_b`: B's half made beforehand (`prepare_side(model, text_b, steps)`): only A's path is
     encoded."""
     path_rule(steps)  # refuses too few steps before any work
-    if side_b is not None and (side_b.text != text_b or side_b.steps != steps):
-        raise ValueError("side_b was prepared for another sentence or number of steps")
+    if side_b is not None and (side_b.text != text_b or side_b.steps != steps
+                               or side_b.model_key != getattr(model, "key", None)):
+        raise ValueError("side_b was prepared for another sentence, model or number of steps")
     xa, xa0, toks_a = _inputs(model, text_a)
     with torch.no_grad():
         ea = sentence_embedding(model, xa)

@@ -194,6 +194,12 @@ def cached(kind: str, key: Hashable, compute: Callable[[], object],
     return CACHES[kind].get(key, compute, waiting)
 
 
+def peek(kind: str, key: Hashable):
+    """CACHES[kind]'s value for `key` if it holds one now, else None; never computes."""
+    found = CACHES[kind]._hit(key)
+    return None if found is None else found[0]
+
+
 def is_cached(kind: str, key: Hashable) -> bool:
     """Whether CACHES[kind] holds `key` now (a page skips its "please wait" for a hit)."""
     return key in CACHES[kind]

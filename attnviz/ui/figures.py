@@ -158,8 +158,11 @@ def figure_alt(fig: go.Figure) -> str:
     its title."""
     try:
         return describe(fig)
-    except Exception:  # noqa: BLE001 - the chart matters more than its text
-        return _title_of(fig)
+    except Exception as e:  # noqa: BLE001 - the chart matters more than its text
+        title = _title_of(fig)
+        SUMMARY_FAILURES.append(f"{title!r}: {type(e).__name__}: {e}")
+        log.warning("no accessible name for figure %r", title, exc_info=True)
+        return title
 
 
 def _summarise(fig: go.Figure) -> Summary:

@@ -431,9 +431,9 @@ def summary(results: list[Rerun]) -> dict:
         "by_page": {k: stats(v) for k, v in sorted(by_page.items())},
         "by_action": {k: stats(v) for k, v in sorted(by_action.items())},
         "light_by_third": by_third,
-        # every rerun: [seconds after the first was sent, latency, action, page] (analysis)
-        "timeline": sorted([round(r.at - first, 3), round(r.seconds, 3), r.action, r.page]
-                           for r in results if r.ok and r.at),
+        # every rerun sent: [seconds after the first was sent, latency, action, page, ok]
+        "timeline": sorted([round(r.at - first, 3), round(r.seconds, 3), r.action, r.page,
+                            r.ok] for r in results if r.at),
     }
 
 
