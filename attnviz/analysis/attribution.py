@@ -57,6 +57,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+import torch.autograd.forward_ad as fwad
 
 from attnviz.analysis.common import sequences_per_batch
 
@@ -204,6 +205,9 @@ class FixedSide:
         return self.ig @ u, self.gxi @ u, float(self.blank @ u)
 
 
+_FORWARD_AD = threading.Lock()
+
+
 def side_key(model_key, text: str, steps: int) -> tuple:
     """The key a server caches `prepare_side(model, text, steps)` under (its "results")."""
     return ("ig_side", model_key, text, steps)
@@ -215,16 +219,11 @@ def prepare_side(model, text: str, steps: int = DEFAULT_STEPS,
     Jacobian-vector products J_k d_t along B's path (and J x_t at its input), one per token and
     point, by forward-mode differentiation of the eager encoder; n times a path's encoder
     passes, so worth it from ~20 sentences A on (bench_attribution)."""
-    import torch.autograd.forward_ad as fwad
-
     with _FORWARD_AD:  # torch has one forward-mode level per process: one preparation at a time
-        return _prepare_side(model, text, steps, progress, fwad)
+        return _prepare_side(model, text, steps, progress)
 
 
-_FORWARD_AD = threading.Lock()
-
-
-def _prepare_side(model, text, steps, progress, fwad) -> FixedSide:
+def _prepare_side(model, text, steps, progress) -> FixedSide:
     rule_a, rule_w = path_rule(steps)
     x, x0, tokens = _inputs(model, text)
     n, hidden = x.shape

@@ -428,11 +428,12 @@ def describe(fig: go.Figure, k: int = TOP_K) -> str:
     when a reader opens them). Only a figure of more than MAX_TABLES tables differs: its
     summary's text also says how many are shown."""
     layout, traces = _parts(fig)
-    kinds, sentences = ["heatmap"], []
-    count = len(dict.fromkeys(meta_panels(layout)))  # panels by title, as summarise_parts
-    if not (count and traces):  # not a heads grid: summarise_parts' panels and kinds
-        _layout, _titles, panels = _panels(layout, traces)
-        kinds, count = [], len(panels)
+    grid = _heads_grid(layout, traces)
+    if grid is not None:  # panels by title, as summarise_parts makes them
+        kinds, count, sentences = ["heatmap"], len(dict.fromkeys(grid.get("titles", ()))), []
+    else:
+        panels = _shown_panels(traces)
+        kinds, count, sentences = [], len(panels), []
         for group in panels.values():
             for kind in dict.fromkeys(t.get("type") or "scatter" for t in group):
                 kinds.append(kind)
@@ -443,34 +444,32 @@ def describe(fig: go.Figure, k: int = TOP_K) -> str:
                      *sentences]).strip()
 
 
-def meta_panels(layout: dict) -> list:
-    """A heads grid's panel titles (plotting.heads_grid's layout.meta), else []."""
+def _heads_grid(layout: dict, traces: list[dict]) -> dict | None:
+    """A heads grid's panels (plotting.heads_grid's layout.meta["panels"]), else None."""
     meta = layout.get("meta")
-    return list(meta.get("panels", {}).get("titles", ())) if isinstance(meta, dict) and \
-        meta.get("panels") else []
+    return meta["panels"] if isinstance(meta, dict) and meta.get("panels") and traces else None
 
 
-def _panels(layout: dict, traces: list[dict]) -> tuple[dict, dict, dict[str, list[dict]]]:
-    """(layout, {x-axis ref: title}, {x-axis ref: its shown traces}) of a figure."""
-    titles = panel_titles(layout)
+def _shown_panels(traces: list[dict]) -> dict[str, list[dict]]:
+    """{x-axis ref: its shown traces} of a figure."""
     panels: dict[str, list[dict]] = {}
     for t in traces:
         if t.get("visible") is False or t.get("hoverinfo") in SKIP_HOVER:
             continue
         panels.setdefault(t.get("xaxis") or "x", []).append(t)
-    return layout, titles, panels
+    return panels
 
 
 def summarise_parts(layout: dict, traces: list[dict], k: int = TOP_K, max_rows: int = MAX_ROWS,
                     max_tables: int = MAX_TABLES) -> Summary:
     """summarise() of a figure given as its layout and trace dicts (read, never changed)."""
     fig_title = _title(layout.get("title"))
-    layout, titles, panels = _panels(layout, traces)
+    titles = panel_titles(layout)
+    panels = _shown_panels(traces)
     tables: list[Table] = []
     kinds: list[str] = []
     sentences: list[str] = []
-    meta = layout.get("meta")
-    if isinstance(meta, dict) and meta.get("panels") and traces:
+    if _heads_grid(layout, traces) is not None:
         # a heads grid (one heatmap, its heads as blocks): a panel and a table a head; the
         # labels are the trace's own, unmarked (its tick text may be thinned)
         hover = traces[0].get("hovertemplate")

@@ -159,10 +159,7 @@ def figure_alt(fig: go.Figure) -> str:
     try:
         return describe(fig)
     except Exception as e:  # noqa: BLE001 - the chart matters more than its text
-        title = _title_of(fig)
-        SUMMARY_FAILURES.append(f"{title!r}: {type(e).__name__}: {e}")
-        log.warning("no accessible name for figure %r", title, exc_info=True)
-        return title
+        return _unread(fig, e, "accessible name")
 
 
 def _summarise(fig: go.Figure) -> Summary:
@@ -171,10 +168,16 @@ def _summarise(fig: go.Figure) -> Summary:
     try:
         return summarise(fig)
     except Exception as e:  # noqa: BLE001 - the chart matters more than its text
-        title = _title_of(fig)
-        SUMMARY_FAILURES.append(f"{title!r}: {type(e).__name__}: {e}")
-        log.warning("no summary for figure %r", title, exc_info=True)
-        return Summary(title)
+        return Summary(_unread(fig, e, "summary"))
+
+
+def _unread(fig: go.Figure, error: Exception, what: str) -> str:
+    """A figure that plotting.summary could not read: logged, recorded in SUMMARY_FAILURES
+    (the tests want it empty); its title stands in."""
+    title = _title_of(fig)
+    SUMMARY_FAILURES.append(f"{title!r}: {type(error).__name__}: {error}")
+    log.warning("no %s for figure %r", what, title, exc_info=True)
+    return title
 
 
 def numbers_key(key: str | None, name: str = "") -> str:
