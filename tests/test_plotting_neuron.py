@@ -38,3 +38,28 @@ def test_long_input_hides_printed_numbers(model):
     nb = inside_score(t.queries[0, 0], t.keys[0, 0], t.values[0, 0], 1, t.scale)
     fig = score_steps(nb, t.tokens, 1)
     assert {tr.name: tr for tr in fig.data}["weight"].texttemplate is None
+
+
+def test_prepared_grids_serve_every_sentence_length():
+    """A class server lays out both figures' grids once (neuron.prepare_grids, its warm-up):
+    afterwards a sentence of any length, in any language, makes no new layout: from the last
+    prepared number of keys on the grids are alike."""
+    from attnviz.i18n import use
+    from attnviz.plotting import common, neuron
+
+    last = neuron.prepare_grids()
+    assert neuron._row_heights(last) == neuron._row_heights(last + 1) == neuron._row_heights(500)
+    assert neuron._row_heights(last - 1) != neuron._row_heights(last)
+    rng = np.random.default_rng(0)
+    misses = common._grid_layout_of.cache_info().misses
+    for n in (1, 2, 7, last - 1, last, last + 1, 90):
+        tokens = [f"w{i}" for i in range(n)]
+        d = 8
+        nb = dict(q=rng.random(d), keys=rng.random((n, d)), products=rng.random((n, d)),
+                  scores=rng.random(n), scaled=rng.random(n), weights=rng.random(n),
+                  values=rng.random((n, d)), weighted=rng.random((n, d)), output=rng.random(d))
+        for lang in ("en", "zh"):
+            with use(lang):
+                score_steps(nb, tokens, n - 1, title="t")
+                value_steps(nb, tokens, n - 1, title="t")
+    assert common._grid_layout_of.cache_info().misses == misses

@@ -57,7 +57,7 @@ def test_a_class_server_warms_the_lessons_and_the_samples_slow_first_work(monkey
     """ATTNVIZ_PRELOAD=class (make serve's workers): after the model, the preload thread computes
     the lesson's taggers, numbers and sweep for the default settings, the corpus page's bundled
     sample, the families page's random demo models, the similarity page's default sentence B
-    (prepared for every A) and the windows page's default timings,
+    (prepared for every A), the inside-score page's grids and the windows page's default timings,
     under the keys the pages ask for, after starting the flow's worker processes; the lesson
     page then trains nothing, the families page builds no model, the windows page times
     nothing. Without it, nothing of the class's work is started."""
@@ -91,13 +91,20 @@ def test_a_class_server_warms_the_lessons_and_the_samples_slow_first_work(monkey
         monkeypatch.setattr(taggers, name, lambda *a, real=real, key=key, **k:
                             kept[key] if key in kept else real(*a, **k))
 
+    from attnviz.plotting import neuron
+
+    laid_out = []  # Inside one score's grids, for every sentence length
+    monkeypatch.setattr(neuron, "prepare_grids", lambda real=neuron.prepare_grids:
+                        laid_out.append(real()))
     monkeypatch.delenv("ATTNVIZ_PRELOAD", raising=False)
     preload.preload()
     assert not any(key in CACHES[kind] for kind, key in keys)
+    assert not laid_out
 
     monkeypatch.setenv("ATTNVIZ_PRELOAD", "class")
     preload.preload()
     assert preload.STATE["class_error"] is None
+    assert laid_out == [16]
     assert all(key in CACHES[kind] for kind, key in keys), [key in CACHES[k] for k, key in keys]
     wanted = flow_workers.default_workers()  # the flow's worker processes, started first
     assert flow_workers.running_workers() == (wanted if wanted > 1 else 0)

@@ -12,6 +12,8 @@ For query i of one head (numbers from `analysis.views.inside_score`):
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import plotly.graph_objects as go
 
@@ -49,10 +51,44 @@ def _col(z: np.ndarray, y: list[str], name: str, scale=SCORES_SCALE, fmt: str = 
     )
 
 
+MIN_STRIP = 0.06  # the one-row strip's least share of the plot's height
+
+
 def _row_heights(n: int) -> list[float]:
-    """A one-row strip as tall as one key row (at least 6% of the plot)."""
-    strip = max(0.06, 1.0 / (n + 1))
+    """A one-row strip as tall as one key row (at least MIN_STRIP of the plot)."""
+    strip = max(MIN_STRIP, 1.0 / (n + 1))
     return [strip, 1.0 - strip]
+
+
+def _score_grid(n: int, query_label: str) -> Grid:
+    return Grid(
+        rows=2, cols=5, row_heights=_row_heights(n), vertical_spacing=0.02,
+        horizontal_spacing=0.02, column_widths=[0.32, 0.32, 0.12, 0.12, 0.12],
+        subplot_titles=[_("query q of {token}").format(token=query_label), "", "", "", ""],
+    )
+
+
+def _value_grid(n: int) -> Grid:
+    return Grid(
+        rows=2, cols=3, row_heights=_row_heights(n)[::-1], vertical_spacing=0.02,
+        horizontal_spacing=0.02, column_widths=[0.12, 0.44, 0.44],
+        subplot_titles=[_("weight w<sub>j</sub>"), _("values v<sup>j</sup>"),
+                        _("w<sub>j</sub> v<sup>j</sup> (each value scaled by its weight)")],
+    )
+
+
+def prepare_grids() -> int:
+    """Lay out both figures' grids for every number of keys at which they differ (1 key up to
+    the first whose strip is MIN_STRIP; from there on they are all alike), once per process:
+    a number of keys not laid out yet costs make_subplots ~45 ms for the two, which the page's
+    first visitor with a sentence of that length would pay (a class server's warm-up calls
+    this). The grids' layouts do not depend on the titles' text (common._grid_layout). Returns
+    how many numbers of keys were laid out."""
+    last = math.ceil(1.0 / MIN_STRIP) - 1  # 1 / (n + 1) <= MIN_STRIP from here on
+    for n in range(1, last + 1):
+        _score_grid(n, "q")
+        _value_grid(n)
+    return last
 
 
 def score_steps(numbers: dict, tokens: list[str], query: int, indices=None,
@@ -60,11 +96,7 @@ def score_steps(numbers: dict, tokens: list[str], query: int, indices=None,
     """q, each k^j, q∘k^j, q·k^j, q·k^j/sqrt(d), softmax: rows = keys j."""
     labels = axis_labels(tokens, indices)
     d, n = numbers["q"].shape[0], len(labels)
-    g = Grid(
-        rows=2, cols=5, row_heights=_row_heights(n), vertical_spacing=0.02,
-        horizontal_spacing=0.02, column_widths=[0.32, 0.32, 0.12, 0.12, 0.12],
-        subplot_titles=[_("query q of {token}").format(token=labels[query]), "", "", "", ""],
-    )
+    g = _score_grid(n, labels[query])
     g.add(_vec(numbers["q"], [labels[query]], _("query q")), 1, 1)
     g.add(_vec(numbers["keys"], labels, _("key k")), 2, 1)
     g.add(_vec(numbers["products"], labels, "q ∘ k", fmt=".5f"), 2, 2)
@@ -83,12 +115,7 @@ def value_steps(numbers: dict, tokens: list[str], query: int, indices=None,
     """softmax w_j, values v^j, w_j v^j, and their sum o^i (the head's output for the query)."""
     labels = axis_labels(tokens, indices)
     n = len(labels)
-    g = Grid(
-        rows=2, cols=3, row_heights=_row_heights(n)[::-1], vertical_spacing=0.02,
-        horizontal_spacing=0.02, column_widths=[0.12, 0.44, 0.44],
-        subplot_titles=[_("weight w<sub>j</sub>"), _("values v<sup>j</sup>"),
-                        _("w<sub>j</sub> v<sup>j</sup> (each value scaled by its weight)")],
-    )
+    g = _value_grid(n)
     g.add(_col(numbers["weights"], labels, _("weight"), WEIGHTS_SCALE, fmt=".3f", weights=True),
           1, 1)
     g.add(_vec(numbers["values"], labels, _("value v")), 1, 2)

@@ -13,7 +13,8 @@ With ATTNVIZ_PRELOAD=class (what `make serve` sets for its workers) the same thr
 the slow first computations a whole class would otherwise wait for together (`warm_class`): the
 lesson's taggers for the default settings, their numbers and the overfitting sweep, the corpus
 page's bundled sample, the families page's random demo models (GPT-2, BART, ViT), the similarity
-page's default sentence B prepared for every student's A (analysis.attribution.prepare_side) and
+page's default sentence B prepared for every student's A (analysis.attribution.prepare_side),
+the Inside one score page's grids for every sentence length (plotting.neuron.prepare_grids) and
 the windows page's timings at its default choices. It runs at the lowest CPU priority (this
 thread only), so a student's own request is served first; a page that asks while it runs waits
 on the key. It first starts the flow's worker processes at the usual priority, so that every
@@ -92,6 +93,9 @@ def warm_class() -> None:
         except Exception as e:  # noqa: BLE001 - the page then encodes both paths, as before
             print(f"attnviz: similarity's sentence B not prepared ({type(e).__name__}: {e})",
                   file=sys.stderr, flush=True)
+        from attnviz.plotting import neuron
+
+        neuron.prepare_grids()  # Inside one score's two grids, for every sentence's length
         dev = str(model.device)  # the windows page's cost tab at its defaults: not the sentence's
         lengths, w = window_cost.lengths_up_to(window_cost.DEFAULT_TOP), window_cost.DEFAULT_WINDOW
         cached("results", window_cost.key(dev, lengths, w),
