@@ -46,10 +46,15 @@ def main() -> None:
 
     title = _("Layer {layer}, head {head}, query {query}").format(
         layer=layer, head=head, query=axis_labels(t.tokens)[query])  # escaped
+    # Built once per server for this trace, head and query (a rerun that changes none of them,
+    # e.g. the word-level toggle, draws the cached figures)
+    at = (t.key, layer, head, query)
     st.subheader(_("1 · From q and k to the weights"))
-    ui.show_figure(score_steps(nb, t.tokens, query, title=title), key="ins_scores")
+    ui.show_figure(ui.cached_figure(("ins_scores", *at), lambda: score_steps(
+        nb, t.tokens, query, title=title)), key="ins_scores")
     st.subheader(_("2 · From the weights and the values to the output"))
-    ui.show_figure(value_steps(nb, t.tokens, query, title=title), key="ins_values")
+    ui.show_figure(ui.cached_figure(("ins_values", *at), lambda: value_steps(
+        nb, t.tokens, query, title=title)), key="ins_values")
 
     st.subheader(_("The numbers, one row per key"))
     weight = _("weight")

@@ -66,8 +66,17 @@ def test_word_level_weights(at, model):
     query = t.word_pieces.index("##bed")  # a piece of "embeddings"
     at.session_state["ins_query"] = query
     at.run()
+    from attnviz.ui.cache import CACHES
+
+    figures = CACHES["figures"]
+    assert all(("en", (name, t.key, 0, 0, query)) in figures for name in ("ins_scores",
+                                                                          "ins_values"))
+    misses, specs = figures.misses, [c.proto.spec for c in at.get("plotly_chart")]
     at.toggle(key="ins_words").set_value(True).run()
     assert not at.exception
+    # same trace, head and query: the two figures are the cached ones, not built again
+    assert figures.misses == misses
+    assert [c.proto.spec for c in at.get("plotly_chart")][:2] == specs
     groups = word_groups(t.word_pieces)
     word = next(u for u, g in enumerate(groups) if query in g)
     table = at.dataframe[1].value
