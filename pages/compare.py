@@ -41,6 +41,14 @@ def main() -> None:
             st.warning(_("Sentence {name} is longer than the model's {n} positions: {dropped} "
                          "tokens at the end were dropped.").format(name=name, n=tr.n_tokens,
                                                                    dropped=tr.dropped))
+    head_view(ctx, text_b)
+
+
+@ui.fragment  # layer and head rerun only this part of the page
+def head_view(ctx: ui.Context, text_b: str) -> None:
+    # from the cache: the fragment keeps no trace of its own between reruns
+    ta = ui.cached_trace(ctx.model, TraceRequest(ctx.text))
+    tb = ui.cached_trace(ctx.model, TraceRequest(text_b))
     pairs = align_tokens(ta.tokens, tb.tokens)
     c1, c2 = st.columns(2)
     layer = c1.selectbox(_("Layer"), range(ta.n_layers), key="cmp_layer", bind="query-params")
@@ -57,9 +65,10 @@ def main() -> None:
                      "aligned are left out.").format(
             q=literal(toks[big[0]]), qi=pairs[big[0]][0], k=literal(toks[big[1]]),
             ki=pairs[big[1]][0], a=wa[big], b=wb[big]))
-    ui.show_figure(compare_figure(wa, wb, diff, toks, (
-        _("A, layer {layer} head {head}").format(layer=layer, head=head), _("B, same head"),
-        "A - B")), key="cmp_fig")
+    ui.show_figure(ui.cached_figure(("cmp_fig", ta.key, tb.key, layer, head), lambda: (
+        compare_figure(wa, wb, diff, toks, (
+            _("A, layer {layer} head {head}").format(layer=layer, head=head),
+            _("B, same head"), "A - B")))), key="cmp_fig")
     whole = aligned_difference(ta.weights, tb.weights, pairs)[2]
     st.caption(_("Mean |A - B| over the aligned pairs, per layer (all heads):") + " "
                + _(", ").join(

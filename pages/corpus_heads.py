@@ -68,9 +68,7 @@ def main() -> None:
         return
     model = ctx.model
     try:
-        c = ui.with_progress("results", ("corpus", model.key, tuple(sentences), conv),
-                             _("Encoding the sentences..."), lambda progress: ch.corpus_heads(
-                                 model, sentences, conv, progress))
+        c = corpus(model, tuple(sentences), conv)
     except ValueError as e:
         st.warning(_("Nothing to analyse: {error}. Longer sentences are left out because the "
                      "distances between heads cost (heads² x tokens²) per sentence.").format(
@@ -82,6 +80,21 @@ def main() -> None:
         + (_("; {k} sentence(s) left out (longer than {max} tokens, or empty)").format(
             k=c.skipped, max=ch.MAX_SENTENCE_TOKENS) if c.skipped else "")
         + _("; at most {n} sentences.").format(n=ch.MAX_SENTENCES))
+    head_view(ctx, tuple(sentences), conv)
+
+
+def corpus(model, sentences: tuple[str, ...], conv: str) -> ch.CorpusHeads:
+    """The corpus's statistics, computed once per server (with a progress bar)."""
+    return ui.with_progress("results", ("corpus", model.key, sentences, conv),
+                            _("Encoding the sentences..."), lambda progress: ch.corpus_heads(
+                                model, list(sentences), conv, progress))
+
+
+@ui.fragment  # layer, head, the sentence shown and a click on the map rerun only this part
+def head_view(ctx: ui.Context, sentences: tuple[str, ...], conv: str) -> None:
+    model = ctx.model
+    c = corpus(model, sentences, conv)  # from the cache: the fragment keeps none of its own
+    at = (model.key, sentences, conv)  # the figures' keys: built once per server
     c1, c2, c3 = st.columns([1, 1, 3])
     layer = c1.selectbox(_("Layer"), range(model.n_layers), key="ch_layer", bind="query-params")
     head = c2.selectbox(_("Head"), range(model.n_heads), key="ch_head", bind="query-params")
@@ -90,9 +103,10 @@ def main() -> None:
                  icon=":material/explore:",
                  query_params={"ex_layer": str(layer), "ex_head": str(head)})
     share = ch.explained_share(c.eigenvalues)
-    ui.show_figure(head_map(c.coords, c.behaviour, (layer, head), title=_(
-        "Map of the {n} heads (the two axes carry {share:.0%} of the distances' "
-        "variance)").format(n=c.coords.shape[0], share=share)), key="ch_map",
+    ui.show_figure(ui.cached_figure(("ch_map", *at, layer, head), lambda: head_map(
+        c.coords, c.behaviour, (layer, head), title=_(
+            "Map of the {n} heads (the two axes carry {share:.0%} of the distances' "
+            "variance)").format(n=c.coords.shape[0], share=share))), key="ch_map",
         on_select=lambda: pick_head(model.n_heads), selection_mode="points")
     counts = Counter(c.behaviour.ravel().tolist())
     st.caption(_(
@@ -107,12 +121,13 @@ def main() -> None:
                         range(len(c.sentences)), key="ch_sent",
                         format_func=lambda k: f"{k + 1}: {c.sentences[k][:90]}")
     one = ui.cached_trace(model, TraceRequest(c.sentences[sent]))
-    ui.show_figure(attention_heatmap(one.weights[layer, head], one.tokens, "weights",
-                                     _("Layer {layer}, head {head}, sentence {k}").format(
-                                         layer=layer, head=head, k=sent + 1)),
-                   key="ch_one")
-    ui.show_figure(stats_heatmaps(c.mean, {k: _(v) for k, v in STATS.items()},
-                                  selected=(layer, head), spread=c.spread), key="ch_stats")
+    ui.show_figure(ui.cached_figure(("ch_one", one.key, layer, head, sent), lambda: (
+        attention_heatmap(one.weights[layer, head], one.tokens, "weights",
+                          _("Layer {layer}, head {head}, sentence {k}").format(
+                              layer=layer, head=head, k=sent + 1)))), key="ch_one")
+    ui.show_figure(ui.cached_figure(("ch_stats", *at, layer, head), lambda: stats_heatmaps(
+        c.mean, {k: _(v) for k, v in STATS.items()}, selected=(layer, head),
+        spread=c.spread)), key="ch_stats")
     ui.download_arrays(_("Download the corpus statistics (.npz)"), lambda: {
         "sentences": np.array(c.sentences), "conventions": conv,
         **{f"mean_{k}": v for k, v in c.mean.items()},

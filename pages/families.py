@@ -222,6 +222,11 @@ def main() -> None:
     ctx = ui.context()
     if not ui.require_text(ctx):
         return
+    tabs_view(ctx)
+
+
+@ui.fragment  # the tabs and the choices inside them rerun only this part of the page
+def tabs_view(ctx: ui.Context) -> None:
     tabs = st.tabs([_(tab) for tab in TABS],  # labels (and so fam_tab in a URL) in the language
                    key="fam_tab", on_change="rerun", bind="query-params")
     for tab, draw in zip(tabs, (decoder_tab, cross_tab, vision_tab), strict=True):

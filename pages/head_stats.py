@@ -88,13 +88,17 @@ def statistics_tab(t, words: bool) -> None:
             "Open layer {layer}, head {head} inside one score").format(layer=layer, head=head),
                      icon=":material/biotech:",
                      query_params={"ins_layer": str(layer), "ins_head": str(head)})
-    ui.show_figure(stats_heatmaps(stats, names, selected=(layer, head)), key="hs_map",
-                   on_select=pick_cell, selection_mode="points")
+    # Built once per server for this trace, these choices and head: a rerun draws the cached
+    # figures
+    ui.show_figure(ui.cached_figure(("hs_map", t.key, conv, words, layer, head), lambda: (
+        stats_heatmaps(stats, names, selected=(layer, head)))), key="hs_map",
+        on_select=pick_cell, selection_mode="points")
     w, toks = (words_view(t.weights[layer, head], t.tokens, t.word_pieces)[:2] if words
                else (t.weights[layer, head], t.tokens))
     one = _("Layer {layer}, head {head}").format(layer=layer, head=head)
     with st.expander(_("{head} on this sentence").format(head=one), expanded=t.n_tokens <= 40):
-        ui.show_figure(attention_heatmap(w, toks, "weights", one), key="hs_one")
+        ui.show_figure(ui.cached_figure(("hs_one", t.key, words, layer, head), lambda: (
+            attention_heatmap(w, toks, "weights", one))), key="hs_one")
     table = pd.DataFrame(stats_rows(stats)).rename(
         columns={**names, "layer": _("layer"), "head": _("head")})
     n_heads = t.n_heads
@@ -128,9 +132,10 @@ def flow_tab(t, words: bool) -> None:
     toks = merge_tokens(t.tokens, word_groups(t.word_pieces)) if words else t.tokens
     titles = [_("raw attention, layer {layer} (mean of heads)").format(layer=upto),
               _("rollout, layers 0-{layer}").format(layer=upto)]
-    ui.show_figure(maps_side_by_side(list(maps.values()), titles + (
-        [_("flow, layers 0-{layer}").format(layer=upto)] if "flow" in maps else []), toks),
-        key="hs_rollout")
+    ui.show_figure(ui.cached_figure(("hs_rollout", t.key, upto, words), lambda: (
+        maps_side_by_side(list(maps.values()), titles + (
+            [_("flow, layers 0-{layer}").format(layer=upto)] if "flow" in maps else []),
+            toks))), key="hs_rollout")
     st.caption(_("Rows are outputs (after the layer), columns are input tokens; every row sums "
                  "to 1. Each panel has its own colour scale (bar under it): flow is often much "
                  "flatter than rollout."))
@@ -157,6 +162,20 @@ def main() -> None:
     if t is None:
         return
     prepare_flow(t)  # the flow tab's worker processes start while the statistics show
+    view(ctx)
+    st.info(_(
+        "Attention is not explanation by itself: a weight says where a head reads from, not "
+        "how much it takes from there (see *Weights vs value norms*) nor why the model decides. "
+        "Jain & Wallace (2019) found other weights that give the same output; Wiegreffe & "
+        "Pinter (2019, \"Attention is not not Explanation\") answered that this alone does not "
+        "show attention is meaningless and proposed tests of when it is faithful. Rollout and "
+        "flow ignore the values, the feed-forward layers and LayerNorm. Read these maps as "
+        "hypotheses to test."))
+
+
+@ui.fragment  # word level, the tabs, layer, head and a click on the map rerun only this part
+def view(ctx: ui.Context) -> None:
+    t = ctx.trace()  # from the cache: the fragment keeps no trace of its own between reruns
     words = st.toggle(_("Word level"), key="hs_words", bind="query-params",
                       help=_("Merge word pieces into words: attention to a word is the sum over "
                              "its pieces, attention from a word the mean (Clark et al.)."))
@@ -166,14 +185,6 @@ def main() -> None:
         if tab.open:
             with tab:
                 draw(t, words)
-    st.info(_(
-        "Attention is not explanation by itself: a weight says where a head reads from, not "
-        "how much it takes from there (see *Weights vs value norms*) nor why the model decides. "
-        "Jain & Wallace (2019) found other weights that give the same output; Wiegreffe & "
-        "Pinter (2019, \"Attention is not not Explanation\") answered that this alone does not "
-        "show attention is meaningless and proposed tests of when it is faithful. Rollout and "
-        "flow ignore the values, the feed-forward layers and LayerNorm. Read these maps as "
-        "hypotheses to test."))
 
 
 main()

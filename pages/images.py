@@ -202,6 +202,11 @@ def main() -> None:
         "self-attention with $k^2$ heads and a relative positional encoding can express any "
         "$k\\times k$ convolution (second tab)."
     ))
+    settings_and_tabs()
+
+
+@ui.fragment  # the image's settings, the tabs and a click on the image rerun only this part
+def settings_and_tabs() -> None:
     c = st.columns(4)
     size = c[0].selectbox(_("Image size (px)"), image_attn.SIZES, index=image_attn.SIZES.index(32),
                           key="img_size", bind="query-params")

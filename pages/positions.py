@@ -256,6 +256,12 @@ def main() -> None:
                                bind="query-params", help=_(
                                    "Chooses the toy vectors, the word shuffle and the "
                                    "'shuffled' mode.")))
+    tabs_view(ctx, seed)
+
+
+@ui.fragment  # the tabs and the choices inside them rerun only this part of the page
+def tabs_view(ctx: ui.Context, seed: int) -> None:
+    t = ctx.trace()  # from the cache: the fragment keeps no trace of its own between reruns
     # Lazy tabs: only the open one computes (a class on one server pays for what it looks at).
     tabs = st.tabs([_("1 · Shuffle the words"), _("2 · I saw a saw"), _("3 · The encodings"),
                     _("4 · Compare the choices")], key="pos_tab", on_change="rerun",

@@ -59,6 +59,13 @@ def main() -> None:
         "**{norms:.1%}** of the norms (each row's norms divided by their sum). **Click a cell** "
         "to open that head below.").format(weights=nb["special_weight"].mean(),
                                            norms=nb["special_norm"].mean()))
+    head_view(ctx, t.key)
+
+
+@ui.fragment  # layer, head, word level and a click on the map rerun only this part
+def head_view(ctx: ui.Context, key: tuple) -> None:
+    t = ctx.trace()  # from the cache: the fragment keeps no trace of its own between reruns
+    nb = numbers(ctx, t)
     c1, c2, c3 = st.columns([1, 1, 2])
     layer = c1.selectbox(_("Layer"), range(t.n_layers), key="vn_layer", bind="query-params")
     head = c2.selectbox(_("Head"), range(t.n_heads), key="vn_head", bind="query-params")
@@ -66,9 +73,11 @@ def main() -> None:
                       help=_("Merge word pieces: shares summed over a word's keys, averaged "
                              "over its queries (Clark et al.)."))
     titles = {k: _(v) for k, v in TITLES.items()}
-    ui.show_figure(stats_heatmaps({k: nb[k] for k in TITLES}, titles, cols=3,
-                                  selected=(layer, head)),
-                   key="vn_map", on_select=pick_cell, selection_mode="points")
+    # Built once per server for this trace and head (and word level): a rerun draws the cached
+    # figures
+    ui.show_figure(ui.cached_figure(("vn_map", key, layer, head), lambda: stats_heatmaps(
+        {k: nb[k] for k in TITLES}, titles, cols=3, selected=(layer, head))),
+        key="vn_map", on_select=pick_cell, selection_mode="points")
     w = t.weights[layer, head].astype(np.float64)
     shares = norms.row_shares(norms.weighted_norms(w, nb["value_norms"][layer, head]))
     whole = norms.row_shares(ui.cached("results", ("layer_norms", t.key, layer), lambda: (
@@ -78,10 +87,12 @@ def main() -> None:
     if words:
         groups = word_groups(t.word_pieces)
         maps, toks = [word_attention(m, groups) for m in maps], merge_tokens(t.tokens, groups)
-    ui.show_figure(maps_side_by_side(maps, [
-        _("weights, layer {layer} head {head}").format(layer=layer, head=head),
-        _("norm shares, this head"),
-        _("norm shares, layer {layer} (all heads)").format(layer=layer)], toks), key="vn_maps")
+    ui.show_figure(ui.cached_figure(("vn_maps", key, layer, head, words), lambda: (
+        maps_side_by_side(maps, [
+            _("weights, layer {layer} head {head}").format(layer=layer, head=head),
+            _("norm shares, this head"),
+            _("norm shares, layer {layer} (all heads)").format(layer=layer)], toks))),
+        key="vn_maps")
     st.caption(_("Changed top key for {share:.0%} of this head's queries. Rows are queries, "
                  "columns keys; each row sums to 1; each panel has its own colour "
                  "scale.").format(share=nb["top_changes"][layer, head]))

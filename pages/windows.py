@@ -229,6 +229,12 @@ def main() -> None:
     t = ui.trace_or_message(ctx)
     if t is None:
         return
+    tabs_view(ctx)
+
+
+@ui.fragment  # the tabs and the choices inside them rerun only this part of the page
+def tabs_view(ctx: ui.Context) -> None:
+    t = ctx.trace()  # from the cache: the fragment keeps no trace of its own between reruns
     # Lazy tabs: only the open one computes (the sweep and the cost timings are not free).
     tabs = st.tabs(
         [_("Masks and weights"), _("Receptive fields"), _("How much context?"),

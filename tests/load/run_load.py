@@ -386,6 +386,25 @@ async def warm_up(url: str, timeout: float) -> list[Rerun]:
     return out
 
 
+async def fragment_walk(url: str, timeout: float) -> list[Rerun]:
+    """One session visits every page (the sidebar's sentence as it opens), changes the page's
+    layer and opens another of its tabs, where it has them: a rerun each. Each Rerun's
+    `fragment` says whether only the st.fragment that drew the widget reran (`--walk`)."""
+    s = Session(url, -2, timeout)
+    await s.connect()
+    out = [await s.rerun("open")]
+    rng = random.Random(0)
+    for name in s.pages:
+        s.go_to(name)
+        out.append(await s.rerun("page"))
+        if s.change_layer(rng):
+            out.append(await s.rerun("layer"))
+        if s.open_tab(rng):
+            out.append(await s.rerun("tab"))
+    await s.close()
+    return out
+
+
 # ----------------------------------------------------------------------- report
 def pct(values: list[float], q: float) -> float:
     if not values:
@@ -458,6 +477,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pages", nargs="+", metavar="STEM",
                     help="the class visits only these pages (file stems, e.g. layer_heads "
                          "explore); the warm-up still opens every page")
+    ap.add_argument("--walk", action="store_true",
+                    help="no class: one session visits every page, changes its layer and "
+                         "opens another tab; the report lists each rerun and whether it reran "
+                         "only its fragment")
     ap.add_argument("--json", type=Path, default=ROOT / "test-output" / "load.json")
     ap.add_argument("--url", help="load this running server (http://host:port) instead of "
                                   "starting one")
@@ -478,6 +501,8 @@ def main(argv: list[str] | None = None) -> int:
     proc = start_server(port, log)
     if args.class_warm_up:
         wait_for_class_warm_up(log)
+    if args.walk:
+        return walk(url, proc, args)
     sampler = MemorySampler(proc.pid)
     sampler.start()
     try:
@@ -524,6 +549,25 @@ def main(argv: list[str] | None = None) -> int:
         print("  ERROR", e)
     print(f"report: {args.json}")
     return 0 if not report["errors"] and alive else 1
+
+
+def walk(url: str, proc: subprocess.Popen, args: argparse.Namespace) -> int:
+    """--walk: every page's layer and tab changes, once each, and whether each reran only its
+    fragment (a report of them all; 0 if every rerun was answered without an error)."""
+    try:
+        results = asyncio.run(fragment_walk(url, args.timeout))
+    finally:
+        serve.stop_server(proc)
+    report = {"reruns": [{"page": r.page, "action": r.action, "ok": r.ok,
+                          "fragment": r.fragment, "seconds": round(r.seconds, 3),
+                          "errors": r.errors} for r in results]}
+    args.json.write_text(json.dumps(report, indent=1, ensure_ascii=False))
+    for r in report["reruns"]:
+        how = "fragment" if r["fragment"] else "whole page"
+        print(f"  {r['page']:14s} {r['action']:6s} {how:10s} {r['seconds']:6.3f} s"
+              + ("" if r["ok"] else f"  ERROR {r['errors']}"))
+    print(f"report: {args.json}")
+    return 0 if all(r.ok for r in results) else 1
 
 
 def wait_for_class_warm_up(log: Path, timeout_s: float = 600) -> None:
