@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from attnviz.engine import TraceRequest
-from attnviz.ui.cache import CACHES, SharedCache, cached, nbytes, read_only
+from attnviz.ui.cache import CACHES, SharedCache, cached, footprint, nbytes, read_only
 
 
 def TraceCache(max_bytes: int) -> SharedCache:  # noqa: N802 - the registry's trace cache
@@ -139,3 +139,17 @@ def test_streamlit_cache_clearing_does_not_reach_the_registry():
     st.cache_data.clear()
     st.cache_resource.clear()
     assert key in CACHES["results"]
+
+
+def test_footprint_counts_a_list_of_numbers_or_strings_as_its_items():
+    """A list of plain numbers (a figure's z row) or of strings (its tick labels) is counted
+    without a call per item, as the item-by-item count: 24 bytes a number or None, 50 and its
+    length a string, plus a pointer each, 56 for the list."""
+    def by_item(value):  # the rule item by item, as for any other list
+        if isinstance(value, list):
+            return 56 + sum(by_item(v) + 8 for v in value)
+        return 50 + len(value) if isinstance(value, str) else 24
+    for value in ([], [1.5, None, 2, True], [[0.1] * 7, [None, 3]], [1.0, "saw", [2.0]],
+                  (0.5, 1), [np.float32(1.0), 2.0], ["saw #2", "saw #4", ""], ("I", "saw")):
+        assert footprint(value) == by_item(list(value) if isinstance(value, tuple) else value)
+    assert footprint([0.25] * 1000) == 56 + 32 * 1000

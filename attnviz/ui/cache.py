@@ -50,10 +50,19 @@ def nbytes(value) -> int:
     return 0
 
 
+_NUMBERS = frozenset({int, float, bool, type(None)})
+_STRINGS = frozenset({str})
+
+
 def footprint(value) -> int:
     """Approximate bytes held by a value: NumPy arrays and tensors by their data, strings and
     bytes by their length, containers by their items plus a pointer each (Python's own object
     headers included roughly). A Plotly figure counts its data and layout."""
+    kind = type(value)
+    if kind in _NUMBERS:  # most of a figure's leaves: answered first
+        return 24
+    if kind is str:
+        return 50 + len(value)
     if isinstance(value, np.ndarray):
         return value.nbytes
     if isinstance(value, (str, bytes)):
@@ -61,6 +70,12 @@ def footprint(value) -> int:
     if isinstance(value, dict):
         return 64 + sum(footprint(v) + 8 for v in value.values())
     if isinstance(value, (list, tuple)):
+        # A figure's labels, tick texts and numbers, counted as below without a call per item
+        kinds = set(map(type, value))
+        if kinds <= _NUMBERS:  # 24 bytes a number
+            return 56 + 32 * len(value)
+        if kinds == _STRINGS:  # 50 bytes and its length a string
+            return 56 + 58 * len(value) + sum(map(len, value))
         return 56 + sum(footprint(v) + 8 for v in value)
     if hasattr(value, "_data") and hasattr(value, "_layout"):  # a plotly Figure
         return (footprint(value._data) + footprint(value._layout)
