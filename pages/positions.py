@@ -87,14 +87,18 @@ def shuffle_tab(ctx: ui.Context, t, seed: int) -> None:
     if (perm == np.arange(n)).all():
         st.info(_("This sentence has fewer than two tokens that can move: nothing to shuffle. "
                   "Untick *Keep [CLS] and [SEP]* or type a longer sentence."))
-    ui.show_figure(positions_plots.permutation_figure(tok, perm), key="pos_fig_perm")
+    # Built once per server for this trace and these choices: a rerun draws the cached figures
+    at = (t.key, seed, keep)
+    ui.show_figure(ui.cached_figure(("pos_perm", *at), lambda: positions_plots.permutation_figure(
+        tok, perm)), key="pos_fig_perm")
     st.markdown(_(
         "Run BERT on the shuffled tokens and shuffle the original outputs the same way. "
         "**Without positions** they are the same vectors, equal up to float rounding: the "
         "largest difference over every layer is **{none:.2e}**. **With learned positions** it "
         "is **{learned:.2f}**: the words now know where they stand.").format(
         none=diffs["none"].max(), learned=diffs["learned"].max()))
-    ui.show_figure(positions_plots.equivariance_figure(diffs), key="pos_fig_equi")
+    ui.show_figure(ui.cached_figure(("pos_equi", *at), lambda: (
+        positions_plots.equivariance_figure(diffs))), key="pos_fig_equi")
     st.caption(_("Log scale: the no-positions bars are float rounding, about a million times "
                  "smaller than the learned ones, and would be invisible on a linear axis. An "
                  "exact 0 has no bar; it reads 0 on the floor."))
@@ -137,17 +141,19 @@ def pair_tab(ctx: ui.Context, t, seed: int) -> None:
             sinusoidal=curves["sinusoidal"][-1])
         if same else _("These tokens differ (word, or sentence A/B segment), so they differ "
                        "even without positions.")))
-    ui.show_figure(positions_plots.cosine_curve(curves, name), key="pos_fig_cos")
+    ui.show_figure(ui.cached_figure(("pos_cos", t.key, seed, a, b), lambda: (
+        positions_plots.cosine_curve(curves, name))), key="pos_fig_cos")
     st.caption(sinusoid_caveat(ctx.model))
     rows = {m: runs[m].weights[layer, head][[a, b]] for m in ("learned", "none")}
-    ui.show_figure(positions_plots.attention_rows(
-        rows, tok, a, b, title=_("Layer {layer}, head {head}: their attention rows (each sums "
-                                 "to 1)").format(layer=layer, head=head)), key="pos_fig_rows")
-    ui.show_figure(positions_plots.weights_comparison(
-        runs["learned"].weights[layer, head], runs["none"].weights[layer, head], tok,
-        title=_("Layer {layer}, head {head}: weights with and without positions").format(
-            layer=layer, head=head)),
-        key="pos_fig_wcmp")
+    ui.show_figure(ui.cached_figure(("pos_rows", t.key, seed, a, b, layer, head), lambda: (
+        positions_plots.attention_rows(rows, tok, a, b, title=_(
+            "Layer {layer}, head {head}: their attention rows (each sums to 1)").format(
+                layer=layer, head=head)))), key="pos_fig_rows")
+    ui.show_figure(ui.cached_figure(("pos_wcmp", t.key, seed, layer, head), lambda: (
+        positions_plots.weights_comparison(
+            runs["learned"].weights[layer, head], runs["none"].weights[layer, head], tok,
+            title=_("Layer {layer}, head {head}: weights with and without positions").format(
+                layer=layer, head=head)))), key="pos_fig_wcmp")
     ui.download_arrays(_("Download these numbers (.npz)"), {
         "tokens": tok, "pair": np.array([a, b]),
         **{f"cosine_{m}": c for m, c in curves.items()},
@@ -229,8 +235,10 @@ def compare_tab(ctx: ui.Context, t, seed: int) -> None:
         means=_("; ").join(_("{mode} {bits:.3f} bits").format(mode=_(MODE_NAMES[m]), bits=d.mean())
                           for m, d in div.items() if m != ref)))
     st.caption(sinusoid_caveat(ctx.model))
-    ui.show_figure(positions_plots.mode_divergence_grid(div, ref), key="pos_fig_dist")
-    ui.show_figure(positions_plots.final_change_figure(final, t.tokens, ref), key="pos_fig_final")
+    ui.show_figure(ui.cached_figure(("pos_dist", t.key, seed, ref), lambda: (
+        positions_plots.mode_divergence_grid(div, ref))), key="pos_fig_dist")
+    ui.show_figure(ui.cached_figure(("pos_final", t.key, seed, ref), lambda: (
+        positions_plots.final_change_figure(final, t.tokens, ref))), key="pos_fig_final")
     ui.download_arrays(_("Download these numbers (.npz)"), {
         "tokens": t.tokens, **{f"js_divergence_{m}_vs_{ref}": d for m, d in div.items()},
         **{f"final_cosine_{m}_vs_{ref}": c for m, c in final.items()}},
