@@ -20,6 +20,7 @@ from attnviz.engine import DECODER, ENCODER_DECODER, VISION, TraceRequest, demo_
 from attnviz.i18n import N_, _
 from attnviz.plotting import attention_heatmap
 from attnviz.plotting import families as fam_plots
+from attnviz.plotting.heatmaps import SQUARE_FROM
 from attnviz.ui.context import family_model, shown_name
 from attnviz.ui.context import report as report_notes
 from attnviz.ui.text import literal
@@ -72,6 +73,16 @@ def legend_name(model, demo: bool) -> str:
         model=model.title, name=shown_name(model))
 
 
+def side_by_side(widths: tuple[int, int], *n_tokens: int) -> tuple:
+    """Two columns for two heatmaps; one under the other once a heatmap keeps square cells
+    (past SQUARE_FROM tokens: a demo model's tokenizer splits a paragraph into characters),
+    which in half a page would leave each row a few pixels and its labels on top of each
+    other."""
+    if max(n_tokens) > SQUARE_FROM:
+        return st.container(), st.container()
+    return tuple(st.columns(list(widths)))
+
+
 def decoder_tab(ctx: ui.Context) -> None:
     st.markdown(_("A decoder predicts the next token, so token $i$ may only look at tokens "
                   "$j \\le i$: its scores above the diagonal become $-\\infty$ before the "
@@ -82,7 +93,7 @@ def decoder_tab(ctx: ui.Context) -> None:
     te, td = (ui.cached_trace(m, TraceRequest(ctx.sentence)) for m in (enc, gpt))
     report(enc, te)
     report(gpt, td)
-    cols = st.columns(2)
+    cols = side_by_side((2, 2), te.n_tokens, td.n_tokens)
     shown = {}
     for col, t, model, prefix in ((cols[0], te, enc, "fam_enc"), (cols[1], td, gpt, "fam_dec")):
         with col:
@@ -130,7 +141,7 @@ def cross_tab(ctx: ui.Context) -> None:
     layer, head = layer_head(t, "fam_ed", layers=t.cross_weights.shape[0],
                              labels=(_("Decoder layer"), _("Decoder head")))
     cross, dec = t.cross_weights[layer, head], t.decoder_weights[layer, head]
-    a, b = st.columns([3, 2])
+    a, b = side_by_side((3, 2), t.n_tokens, len(t.decoder_tokens))
     with a:
         ui.show_figure(ui.cached_figure(("fam_cross", t.key, layer, head), lambda: (
             attention_heatmap(cross, t.decoder_tokens, "weights", key_tokens=t.tokens,

@@ -143,3 +143,26 @@ def test_a_bad_model_name_gets_the_neutral_message_and_the_demo(typed):
     assert w.startswith("Model refused: “") and "this server can open" in w
     assert "](" not in w.replace("\\](", "")  # the typed link is escaped, not a link
     assert any("random weights" in i.value for i in at.info) and figures_by_key(at)
+
+
+def test_long_inputs_put_the_two_heatmaps_one_under_the_other():
+    """Past SQUARE_FROM tokens a head's heatmap keeps square cells; in half a page its rows
+    would be a few pixels high and their labels on top of each other (the demo GPT-2 reads a
+    paragraph as ~80 character tokens). Then the two heatmaps of each two-model tab stand one
+    under the other, each the page's width; short inputs keep them side by side."""
+    from attnviz.plotting.heatmaps import SQUARE_FROM
+
+    def outer_columns(text: str, tab: str) -> tuple[int, int]:
+        """(columns that are not a layer/head choice's pair, the demo model's rows)"""
+        at = open_page(PAGE, text=text, fam_tab=tab)
+        fig = figures_by_key(at)["fam_dec_fig" if tab == TABS[0] else "fam_dself"]
+        rows = decode(fig["data"][0]["z"]).shape[0]
+        pairs = len([s for s in at.selectbox if s.key.endswith("_layer")])
+        return len(at.columns) - 2 * pairs, rows
+
+    long = "My sister saw the rusty saw in the shed. The shed was cold. She left the saw there."
+    for tab in TABS[:2]:
+        columns, rows = outer_columns("I saw a saw", tab)
+        assert columns == 2 and rows <= SQUARE_FROM
+        columns, rows = outer_columns(long, tab)
+        assert columns == 0 and rows > SQUARE_FROM
