@@ -11,7 +11,9 @@ is to the server) visits every page in turn, `repeats` times, and for each:
   number, as its students type them): the trace, the page's analyses and figures made;
 - cached: the same page and sentence again (everything in the server's caches);
 - layer: another value of the page's layer control, where it has one (its fragment only,
-  where the control is in one, as a browser reruns it).
+  where the control is in one, as a browser reruns it);
+- layer again: back and forth between two layers drawn already (6 times per sentence):
+  numbers and figures cached, the cost of the rerun itself.
 
 CPU = the server's utime + stime from /proc (10 ms ticks, so the mean of several repeats) plus
 its flow worker processes' (analysis.flow_workers). Sequential, nothing else asking: the cost
@@ -34,6 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 TICK = os.sysconf("SC_CLK_TCK")
+AGAIN = 6  # changes back and forth between two layers drawn already, per sentence
 
 
 def _cpu_of(pid: int | str) -> float:
@@ -66,7 +69,7 @@ async def measure(url: str, pid: int, repeats: int) -> dict[str, tuple]:
     rng = random.Random(0)
     out = {}
     for name in list(s.pages):
-        fresh, cached, layer = [], [], []
+        fresh, cached, layer, again = [], [], [], []
         for i in range(repeats):
             s.go_to(name)
             s.type_sentence(rl.SENTENCES[(i * 7 + len(name)) % len(rl.SENTENCES)]
@@ -77,16 +80,32 @@ async def measure(url: str, pid: int, repeats: int) -> dict[str, tuple]:
                 bucket.append(server_cpu(pid) - c0)
                 if not r.ok:
                     raise SystemExit(f"{name or 'the default page'}: {r.errors}")
+            states = dict(s.states)
             if s.change_layer(rng):
                 c0 = server_cpu(pid)
                 r = await s.rerun("layer")
                 layer.append(server_cpu(pid) - c0)
                 if not r.ok:
                     raise SystemExit(f"{name or 'the default page'}, layer: {r.errors}")
-        ms = [round(1000 * sum(v) / len(v), 1) if v else None for v in (fresh, cached, layer)]
+                # back and forth between two layers already drawn: their numbers and figures
+                # are in the caches, what is left is the rerun itself
+                wid = next(k for k, v in s.states.items() if states.get(k) is not v)
+                first = s.states[wid]
+                s.change_layer(rng)
+                await s.rerun("layer")
+                second = s.states[wid]
+                for k in range(AGAIN):
+                    s.click(wid, first if k % 2 == 0 else second)
+                    c0 = server_cpu(pid)
+                    r = await s.rerun("layer")
+                    again.append(server_cpu(pid) - c0)
+                    if not r.ok:
+                        raise SystemExit(f"{name or 'the default page'}, layer: {r.errors}")
+        ms = [round(1000 * sum(v) / len(v), 1) if v else None
+              for v in (fresh, cached, layer, again)]
         out[name or "(default page)"] = tuple(ms)
         print(f"| {name or '(default page)'} | {ms[0]} | {ms[1]} | "
-              f"{'-' if ms[2] is None else ms[2]} |", flush=True)
+              + " | ".join("-" if m is None else str(m) for m in ms[2:]) + " |", flush=True)
     await s.close()
     return out
 
@@ -104,8 +123,9 @@ def run(repeats: int = 6) -> dict[str, tuple]:
         wait_for_class_warm_up(log)
         print(f"CPU per rerun (ms), CPU {platform.processor() or platform.machine()}, "
               f"{os.cpu_count()} cores; means of {repeats} sentences per page")
-        print("| page | fresh sentence | same again (cached) | layer changed |")
-        print("|---|---:|---:|---:|")
+        print("| page | fresh sentence | same again (cached) | layer changed | layer again "
+              "(cached) |")
+        print("|---|---:|---:|---:|---:|")
         return asyncio.run(measure(f"ws://127.0.0.1:{port}/_stcore/stream", proc.pid,
                                    repeats))
     finally:

@@ -48,11 +48,12 @@ def masks_tab(ctx: ui.Context, t) -> None:
     weights = {k: v.weights[layer, head] for k, v in traces.items()}
     shown = dict(zip(traces, (_("full"), _("window ±{w}").format(w=w), _("causal")),
                      strict=True))
-    ui.show_figure(windows_plots.masks_and_weights(
-        t.tokens, {shown[k]: m for k, m in masks.items()},
-        {shown[k]: x for k, x in weights.items()},
-        _("Layer {layer}, head {head}: each mask (top) and the weights α' it gives (bottom)")
-        .format(layer=layer, head=head)), key="win_masks")
+    ui.show_figure(ui.cached_figure(("win_masks", t.key, w, layer, head), lambda: (
+        windows_plots.masks_and_weights(
+            t.tokens, {shown[k]: m for k, m in masks.items()},
+            {shown[k]: x for k, x in weights.items()},
+            _("Layer {layer}, head {head}: each mask (top) and the weights α' it gives "
+              "(bottom)").format(layer=layer, head=head)))), key="win_masks")
     st.caption(_("Rows are queries, columns keys. Outside the blue cells the weight is exactly 0 "
                  "(its score became -inf before the softmax) and every row still sums to 1. "
                  "These windows hide [CLS] and [SEP] from tokens farther than w, as a plain "
