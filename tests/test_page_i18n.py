@@ -162,6 +162,14 @@ def test_the_url_chooses_the_language(zh):
     assert at.text_area(key="text").label == "句子"
 
 
+def test_a_link_copied_after_the_switch_keeps_its_language(zh):
+    """The switch, bound to the URL, writes its shown label there when clicked (`lang=%20中文`,
+    `lang=English`): a link copied from the address bar then opens in that language."""
+    at = url_session(" 中文")
+    assert at.session_state["lang"] == "zh" and at.text_area(key="text").label == "句子"
+    assert url_session("English").session_state["lang"] == "en"
+
+
 def test_an_unknown_language_is_english():
     at = url_session("fr")
     assert at.session_state["lang"] == "en"

@@ -28,7 +28,18 @@ def session_language() -> str:
     (a first visit from a shared link), else English. Anything unknown is English."""
     if LANG_KEY in st.session_state:
         return i18n.normalise(st.session_state[LANG_KEY])
-    return i18n.normalise(st.query_params.get(LANG_KEY, i18n.DEFAULT))
+    return language_in_link(st.query_params.get(LANG_KEY, i18n.DEFAULT))
+
+
+def language_in_link(value: object) -> str:
+    """The language a link's `lang` names: its code (`lang=zh`, as a link is written by hand)
+    or the name the switch writes there when clicked (`lang=English`, `lang=%20中文`: Streamlit
+    keeps a bound option widget's shown label in the URL). Anything else is English."""
+    if isinstance(value, str):
+        for code, name in i18n.LANGUAGES.items():
+            if value.strip() in (code, name):
+                return code
+    return i18n.DEFAULT
 
 
 def use_session_language() -> str:
