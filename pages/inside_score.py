@@ -29,11 +29,11 @@ def main() -> None:
     t = ui.trace_or_message(ctx)
     if t is None:
         return
-    one_score(ctx, t.key)
+    one_score(ctx)
 
 
 @ui.fragment  # layer, head, query and word level rerun only this part of the page
-def one_score(ctx: ui.Context, key: tuple) -> None:
+def one_score(ctx: ui.Context) -> None:
     t = ctx.trace()  # from the cache: the fragment keeps no trace of its own between reruns
     labels = t.labels
     c1, c2, c3 = st.columns([1, 1, 2])
@@ -54,7 +54,7 @@ def one_score(ctx: ui.Context, key: tuple) -> None:
         layer=layer, head=head, query=axis_labels(t.tokens)[query])  # escaped
     # Built once per server for this trace, head and query (a rerun that changes none of them,
     # e.g. the word-level toggle, draws the cached figures)
-    at = (key, layer, head, query)
+    at = (t.key, layer, head, query)
     st.subheader(_("1 · From q and k to the weights"))
     ui.show_figure(ui.cached_figure(("ins_scores", *at), lambda: score_steps(
         nb, t.tokens, query, title=title)), key="ins_scores")

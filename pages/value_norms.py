@@ -59,11 +59,11 @@ def main() -> None:
         "**{norms:.1%}** of the norms (each row's norms divided by their sum). **Click a cell** "
         "to open that head below.").format(weights=nb["special_weight"].mean(),
                                            norms=nb["special_norm"].mean()))
-    head_view(ctx, t.key)
+    head_view(ctx)
 
 
 @ui.fragment  # layer, head, word level and a click on the map rerun only this part
-def head_view(ctx: ui.Context, key: tuple) -> None:
+def head_view(ctx: ui.Context) -> None:
     t = ctx.trace()  # from the cache: the fragment keeps no trace of its own between reruns
     nb = numbers(ctx, t)
     c1, c2, c3 = st.columns([1, 1, 2])
@@ -74,33 +74,45 @@ def head_view(ctx: ui.Context, key: tuple) -> None:
                              "over its queries (Clark et al.)."))
     titles = {k: _(v) for k, v in TITLES.items()}
     # Built once per server for this trace and head (and word level): a rerun draws the cached
-    # figures
-    ui.show_figure(ui.cached_figure(("vn_map", key, layer, head), lambda: stats_heatmaps(
+    # figures and computes the maps below only for a file
+    ui.show_figure(ui.cached_figure(("vn_map", t.key, layer, head), lambda: stats_heatmaps(
         {k: nb[k] for k in TITLES}, titles, cols=3, selected=(layer, head))),
         key="vn_map", on_select=pick_cell, selection_mode="points")
-    w = t.weights[layer, head].astype(np.float64)
-    shares = norms.row_shares(norms.weighted_norms(w, nb["value_norms"][layer, head]))
-    whole = norms.row_shares(ui.cached("results", ("layer_norms", t.key, layer), lambda: (
-        norms.layer_norms(t.weights[layer:layer + 1], t.values[layer:layer + 1],
-                          norms.output_projections(ctx.model)[layer:layer + 1])[0])))
-    maps, toks = [w, shares, whole], t.tokens
-    if words:
-        groups = word_groups(t.word_pieces)
-        maps, toks = [word_attention(m, groups) for m in maps], merge_tokens(t.tokens, groups)
-    ui.show_figure(ui.cached_figure(("vn_maps", key, layer, head, words), lambda: (
-        maps_side_by_side(maps, [
+
+    def head_maps() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """This head's weights, their norm shares and its layer's, [n, n] each."""
+        w = t.weights[layer, head].astype(np.float64)
+        shares = norms.row_shares(norms.weighted_norms(w, nb["value_norms"][layer, head]))
+        whole = norms.row_shares(ui.cached("results", ("layer_norms", t.key, layer), lambda: (
+            norms.layer_norms(t.weights[layer:layer + 1], t.values[layer:layer + 1],
+                              norms.output_projections(ctx.model)[layer:layer + 1])[0])))
+        return w, shares, whole
+
+    def maps_figure():
+        maps, toks = list(head_maps()), t.tokens
+        if words:
+            groups = word_groups(t.word_pieces)
+            maps, toks = [word_attention(m, groups) for m in maps], merge_tokens(t.tokens, groups)
+        return maps_side_by_side(maps, [
             _("weights, layer {layer} head {head}").format(layer=layer, head=head),
             _("norm shares, this head"),
-            _("norm shares, layer {layer} (all heads)").format(layer=layer)], toks))),
-        key="vn_maps")
+            _("norm shares, layer {layer} (all heads)").format(layer=layer)], toks)
+
+    ui.show_figure(ui.cached_figure(("vn_maps", t.key, layer, head, words), maps_figure),
+                   key="vn_maps")
     st.caption(_("Changed top key for {share:.0%} of this head's queries. Rows are queries, "
                  "columns keys; each row sums to 1; each panel has its own colour "
                  "scale.").format(share=nb["top_changes"][layer, head]))
-    ui.download_arrays(_("Download weights, norms and the comparison (.npz)"), lambda: {
-        "tokens": np.array(t.tokens), "weights": t.weights, "value_norms": nb["value_norms"],
-        "norm_shares_head": shares, "norm_shares_layer": whole, "layer": layer, "head": head,
-        **{k: nb[k] for k in ("special_weight", "special_norm", "top_changes", "changed")}},
-        file_name="attnviz_value_norms.npz", key="vn_download")
 
+    def numbers_file() -> dict:
+        _w, shares, whole = head_maps()
+        return {"tokens": np.array(t.tokens), "weights": t.weights,
+                "value_norms": nb["value_norms"], "norm_shares_head": shares,
+                "norm_shares_layer": whole, "layer": layer, "head": head,
+                **{k: nb[k] for k in ("special_weight", "special_norm", "top_changes",
+                                      "changed")}}
+
+    ui.download_arrays(_("Download weights, norms and the comparison (.npz)"), numbers_file,
+                       file_name="attnviz_value_norms.npz", key="vn_download")
 
 main()

@@ -50,3 +50,25 @@ def test_word_level_and_long_input(at):
     at.toggle(key="vn_words").set_value(False).run()
     assert not at.exception and any("dropped" in w.value for w in at.warning)
     assert len(at.get("plotly_chart")[1].proto.spec) < 10_000_000
+
+
+def test_the_download_holds_the_head_shown(monkeypatch, model):
+    """The .npz (made on click) holds the open head's norm shares and its layer's, as drawn."""
+    import io
+
+    from tests.test_determinism import Recorder
+
+    rec = Recorder(monkeypatch)
+    text = "The cat sat on the mat, and the dog slept."
+    at = open_page("pages/value_norms.py", timeout=180, text=text, vn_layer=2, vn_head=7)
+    button = next(b for b in at.get("download_button") if "vn_download" in b.proto.id)
+    name, data = rec.content(button)
+    got = np.load(io.BytesIO(data))
+    t = model.trace(text)
+    vn = norms.value_norms(t.values, norms.output_projections(model))
+    w = t.weights[2, 7].astype(np.float64)
+    assert name == "attnviz_value_norms.npz" and int(got["layer"]) == 2 and int(got["head"]) == 7
+    np.testing.assert_allclose(got["norm_shares_head"],
+                               norms.row_shares(norms.weighted_norms(w, vn[2, 7])), atol=1e-6)
+    whole = norms.layer_norms(t.weights, t.values, norms.output_projections(model))[2]
+    np.testing.assert_allclose(got["norm_shares_layer"], norms.row_shares(whole), atol=1e-6)

@@ -51,7 +51,6 @@ def nbytes(value) -> int:
 
 
 _NUMBERS = frozenset({int, float, bool, type(None)})
-_STRINGS = frozenset({str})
 
 
 def footprint(value) -> int:
@@ -74,7 +73,7 @@ def footprint(value) -> int:
         kinds = set(map(type, value))
         if kinds <= _NUMBERS:  # 24 bytes a number
             return 56 + 32 * len(value)
-        if kinds == _STRINGS:  # 50 bytes and its length a string
+        if kinds == {str}:  # 50 bytes and its length a string
             return 56 + 58 * len(value) + sum(map(len, value))
         return 56 + sum(footprint(v) + 8 for v in value)
     if hasattr(value, "_data") and hasattr(value, "_layout"):  # a plotly Figure
