@@ -132,3 +132,39 @@ def test_a_view_over_the_size_limit_leaves_figures_out_and_says_so():
     assert blocks[0] == export.Figure("x" * 600) and blocks[1].text == "text is always kept"
     assert "left out of the file" in blocks[2].text and "ATTNVIZ_VIEW_MAX_MB" in blocks[2].text
     assert rec.held() == 600
+
+
+def test_a_fragment_run_alone_gives_back_its_long_trace_lease(monkeypatch):
+    """A fragment that reruns alone is a script run of its own: the lease it takes to read a
+    long trace (worklist.BIG_TRACES, one at a time) is given back when it ends, however it
+    ends. It was kept for the finished thread, and the next student with a long text waited
+    for ever (seen in tests/load/memory.py: eight long pastes on the positions page's tabs)."""
+    import importlib
+    from types import SimpleNamespace
+
+    from attnviz.ui import worklist
+
+    sidebar = importlib.import_module("attnviz.ui.sidebar")  # the module, not ui.sidebar()
+
+    monkeypatch.setattr(recorder, "st", SimpleNamespace(session_state={}))
+    monkeypatch.setattr(sidebar, "use_session_language", lambda: "en")
+    held = []
+
+    def page_part(fail: bool) -> None:
+        worklist.BIG_TRACES.hold()  # what reading a long trace does (ui.cache._admit_trace)
+        held.append(worklist.BIG_TRACES.running)
+        if fail:
+            raise RuntimeError("stopped")
+
+    def run(fail: bool) -> None:
+        try:
+            recorder.run_alone("frag", page_part, fail)
+        except RuntimeError:
+            pass
+
+    for fail in (False, True):
+        t = threading.Thread(target=run, args=(fail,))
+        t.start()
+        t.join(10)
+        assert not t.is_alive()
+    assert held == [1, 1] and worklist.BIG_TRACES.running == 0

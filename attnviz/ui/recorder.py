@@ -228,12 +228,22 @@ def fragment(func: Callable) -> Callable:
                 return func(*args, **kwargs)
             finally:
                 rec.tag = before
-        # The fragment reruns alone (a widget in it changed): app.py's router did not run in
-        # this thread, so the session's language is set here (else its text falls back to
-        # English, seen on a Chinese page's layer change).
-        from .sidebar import use_session_language
+        return run_alone(tag, func, *args, **kwargs)
 
-        use_session_language()
+    return st.fragment(body)
+
+
+def run_alone(tag: str, func: Callable, *args, **kwargs):
+    """A fragment that reruns alone (a widget in it changed). app.py's router did not run in
+    this thread, so the session's language is set here (else its text falls back to English,
+    seen on a Chinese page's layer change), and it is a script run of its own: a long trace's
+    lease it takes is given back at its end (ui.worklist.script_run). Its part of the recorded
+    view is replaced by what it draws now."""
+    from .sidebar import use_session_language
+    from .worklist import script_run
+
+    use_session_language()
+    with script_run():
         saved = st.session_state.get(STATE_KEY)
         if not isinstance(saved, Recorded):
             return func(*args, **kwargs)
@@ -243,8 +253,6 @@ def fragment(func: Callable) -> Callable:
         saved.splice(tag, [b for _, b in part.entries])
         saved.settings = settings()
         return out
-
-    return st.fragment(body)
 
 
 def settings() -> dict:

@@ -73,14 +73,21 @@ def run(root: Path, hint=None) -> None:
 
 
 def _run(root: Path) -> None:
-    from . import malloc, recorder, style, urlstate
-    from .cache import register_metrics
-    from .sidebar import sidebar, use_session_language
-    from .worklist import end_run, new_run
+    from . import urlstate
+    from .sidebar import use_session_language
+    from .worklist import script_run
 
     use_session_language()  # before any text: titles below are in the session's language
     urlstate.sanitize()  # after it: options from a link in another language read in this one
-    new_run()
+    with script_run():  # this run's heavy-work lease, if it takes one, is given back at its end
+        _page(root)
+
+
+def _page(root: Path) -> None:
+    from . import malloc, recorder, style
+    from .cache import register_metrics
+    from .sidebar import sidebar
+
     malloc.tune()
     register_metrics()
     st.set_page_config(page_title=_("attnviz: see self-attention"),
@@ -104,13 +111,10 @@ def _run(root: Path) -> None:
             lambda: runpy.run_path(page_file), title=default.title, url_path=DEFAULT_ALIAS,
             visibility="hidden"))
     nav = st.navigation(sections)
-    try:
-        sidebar()
-        with recorder.recording(nav.title):  # what the page shows, for "Download this view"
-            nav.run()
-        recorder.offer_download()
-    finally:
-        end_run()  # this run's heavy-work lease, if it took one
+    sidebar()
+    with recorder.recording(nav.title):  # what the page shows, for "Download this view"
+        nav.run()
+    recorder.offer_download()
 
 
 def ensure_router() -> None:

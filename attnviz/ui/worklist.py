@@ -205,6 +205,19 @@ def end_run() -> None:
     release_leases()
 
 
+@contextmanager
+def script_run() -> Iterator[None]:
+    """One script run on this thread: the router's whole page, or an st.fragment that reruns
+    alone (ui.recorder.fragment). A lease taken in it is given back when it ends, however it
+    ends: a fragment's run that read a long trace would otherwise keep its lease after its
+    thread is gone, and every later long trace would wait for it forever."""
+    new_run()
+    try:
+        yield
+    finally:
+        end_run()
+
+
 def heavy_trace(key: Hashable) -> bool:
     """Whether a trace cache key (model key, TraceRequest) asks for a long input."""
     request = key[1] if isinstance(key, tuple) and len(key) == 2 else None
