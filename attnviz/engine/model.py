@@ -35,12 +35,11 @@ from . import graphs
 from .attention import AttentionBuffers, attention, build_mask, causal_mask
 from .buffers import BufferPool
 from .images import ImageInput
+from .kinds import DECODER, ENCODER, ENCODER_DECODER, VISION  # noqa: F401 - the families import them here
 from .positions import POSITION_MODES, position_vectors
 from .request import TraceRequest
 from .tokens import WORDPIECE, control_token_note, display_tokens, typed_control_tokens
 from .trace import Trace
-
-ENCODER, DECODER, ENCODER_DECODER, VISION = "encoder", "decoder", "encoder-decoder", "vision"
 
 
 @dataclass
@@ -185,6 +184,11 @@ class Model:
         server's token limit)."""
         capped = self._cap is not None and self._cap < self.model_positions
         return f"{self.source}|{self.device}" + (f"|max{self._cap}" if capped else "")
+
+    @property
+    def device_type(self) -> str:
+        """'cpu' or 'cuda': where the model runs, as the sidebar names it."""
+        return self.device.type
 
     @property
     def family(self) -> str:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-POSITION_MODES = ("learned", "none", "sinusoidal", "shuffled")
+from .request import POSITION_MODES
 
 
 def sinusoidal(n: int, d: int, base: float = 10000.0) -> torch.Tensor:

@@ -27,7 +27,9 @@ from dataclasses import dataclass, fields, replace
 import numpy as np
 
 from .images import ImageInput
-from .positions import POSITION_MODES
+
+# How a trace places its tokens (engine.positions): here, so a request is made without torch.
+POSITION_MODES = ("learned", "none", "sinusoidal", "shuffled")
 
 
 @dataclass(frozen=True)

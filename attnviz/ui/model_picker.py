@@ -2,7 +2,7 @@
 under the model-folder box; choosing one types its Hub id there).
 
 Only checkpoints of a family the engine reads, and only those inside the server's allowed
-folders (engine.load.check_allowed_folder), are listed; nothing is downloaded. The list is
+folders (engine.folders.check_allowed_folder), are listed; nothing is downloaded. The list is
 read once per cache state (the cache folder's modification time) and shared by every session.
 """
 
@@ -10,22 +10,15 @@ from __future__ import annotations
 
 import streamlit as st
 
-from attnviz.engine import (
-    FAMILIES,
-    ModelError,
-    cached_models,
-    check_allowed_folder,
-    hub_cache_dir,
-    supported_types,
-)
+from attnviz.engine import ModelError, cached_models, check_allowed_folder, hub_cache_dir
+from attnviz.engine.kinds import KINDS, MODEL_TYPES, types_of_kind
 from attnviz.i18n import _
 
 from .cache import cached
 from .text import literal
 
 BUNDLED = ""  # the option that means "the bundled model"
-KIND_TYPES = {kind: tuple(t for t in supported_types() if FAMILIES[t].kind == kind)
-              for kind in ("encoder", "decoder", "encoder-decoder", "vision")}
+KIND_TYPES = {kind: types_of_kind(kind) for kind in KINDS}  # engine.kinds: no torch to list them
 
 
 def cached_ids(model_types: tuple[str, ...] | None = None) -> list[tuple[str, str]]:
@@ -38,7 +31,7 @@ def cached_ids(model_types: tuple[str, ...] | None = None) -> list[tuple[str, st
 
     def scan() -> list[tuple[str, str]]:
         out = []
-        for m in cached_models(supported_types()):
+        for m in cached_models(tuple(MODEL_TYPES)):
             try:
                 check_allowed_folder(m.folder)
             except ModelError:

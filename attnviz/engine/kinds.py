@@ -1,0 +1,24 @@
+"""What the model families are, known without importing them (they import torch): the four
+kinds of model and the model types the engine reads. A fresh server draws its first page from
+these before torch is imported (attnviz/first_view.py); `engine.families` is the registry
+itself, and a test pins `MODEL_TYPES` equal to it (adding a family adds a line here)."""
+
+from __future__ import annotations
+
+ENCODER, DECODER, ENCODER_DECODER, VISION = "encoder", "decoder", "encoder-decoder", "vision"
+KINDS = (ENCODER, DECODER, ENCODER_DECODER, VISION)
+
+# config.model_type -> (title, kind), in the order messages list them (families.ORDER)
+MODEL_TYPES: dict[str, tuple[str, str]] = {
+    "bert": ("BERT", ENCODER),
+    "roberta": ("RoBERTa", ENCODER),
+    "distilbert": ("DistilBERT", ENCODER),
+    "gpt2": ("GPT-2", DECODER),
+    "vit": ("ViT", VISION),
+    "bart": ("BART", ENCODER_DECODER),
+}
+
+
+def types_of_kind(kind: str) -> tuple[str, ...]:
+    """The model types of one kind ('decoder' -> ('gpt2',))."""
+    return tuple(t for t, (_title, k) in MODEL_TYPES.items() if k == kind)
