@@ -162,6 +162,13 @@ class SharedCache:
         finally:
             key_lock.release()
 
+    def discard(self, key: Hashable) -> None:
+        """Forget one key's value (a no-op when it holds none)."""
+        with self._lock:
+            found = self._items.pop(key, None)
+            if found is not None:
+                self._total -= found[1]
+
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
@@ -217,6 +224,11 @@ def peek(kind: str, key: Hashable):
 def is_cached(kind: str, key: Hashable) -> bool:
     """Whether CACHES[kind] holds `key` now (a page skips its "please wait" for a hit)."""
     return key in CACHES[kind]
+
+
+def forget(kind: str, key: Hashable) -> None:
+    """CACHES[kind] without `key`: the next `cached` call computes it again."""
+    CACHES[kind].discard(key)
 
 
 def clear_caches(*kinds: str) -> None:

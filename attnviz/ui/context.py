@@ -28,6 +28,7 @@ import threading
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import streamlit as st
 
@@ -36,17 +37,18 @@ from attnviz.engine import (
     ENCODER,
     ENCODER_DECODER,
     VISION,
-    Model,
     ModelError,
     Trace,
     TraceRequest,
     check_allowed_folder,
     demo_image,
-    load_model,
     locate_model,
 )
-from attnviz.engine.load import BUNDLED_NAME
+from attnviz.engine.folders import BUNDLED_NAME
 from attnviz.i18n import N_, _
+
+if TYPE_CHECKING:  # the model's module imports torch: loaded with the first model
+    from attnviz.engine import Model
 
 from .cache import cached, is_cached
 from .router import ensure_router
@@ -54,6 +56,7 @@ from .text import literal
 
 DEFAULT_TEXT = "I saw a saw"
 DEFAULT_MAX_TOKENS = 512  # tokens per trace on a server (ATTNVIZ_MAX_TOKENS)
+FIRST_VIEW_DEVICE = "auto"  # the sidebar's default device, which the preload loads
 _FROZEN = threading.Event()
 
 
@@ -86,6 +89,25 @@ class Context:
         return cached_trace(self.model, self.request.with_options(**options))
 
 
+def first_view_card(device: str):
+    """While a fresh server's preload still loads the bundled model, the card of the stored
+    first view (attnviz/first_view.py) for the sidebar's default device, its trace of the
+    default sentence put in the trace cache under the model's key; else None (no preload
+    running, the model loaded, another device, or no valid stored view)."""
+    from attnviz import first_chart, first_view
+
+    if device != FIRST_VIEW_DEVICE or not first_chart.model_loading():
+        return None
+    stored = cached("results", ("first_view",), lambda: first_view.load(
+        DEFAULT_TEXT, FIRST_VIEW_DEVICE, server_max_tokens(),
+        real=lambda: cached_model(None, FIRST_VIEW_DEVICE)))
+    if stored is None:
+        return None
+    card, trace = stored
+    cached("traces", trace.key, lambda: trace)
+    return card
+
+
 def server_max_tokens() -> int:
     """Tokens per trace a server computes (ATTNVIZ_MAX_TOKENS, default 512: BERT's maximum;
     a GPT-2 or BART could otherwise ask for 1024, four times the memory per trace)."""
@@ -102,6 +124,8 @@ def cached_model(folder: str | None, device: str) -> Model:
     `folder` must already be resolved (engine.check_allowed_folder) so that every spelling of
     one folder is one cache entry."""
     def load() -> Model:
+        from attnviz.engine import load_model
+
         model = load_model(folder, device=device, max_tokens=server_max_tokens())
         if not _FROZEN.is_set():
             _FROZEN.set()
@@ -205,6 +229,7 @@ def demo_model(kind: str, device: str) -> Model:
         import shutil
         import tempfile
 
+        from attnviz.engine import load_model
         from attnviz.engine.random_models import save_random_checkpoint
 
         family, sizes = DEMO[kind]
@@ -293,6 +318,8 @@ def context() -> Context:
             model = load_checkpoint(folder, device)
         except ModelError as e:
             error = str(e)
+    if model is None:
+        model = first_view_card(device)  # a fresh server: drawn before torch is imported
     if model is None:
         try:
             with loading(is_cached("models", (None, device)),

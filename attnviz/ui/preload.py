@@ -30,17 +30,21 @@ import time
 
 PRELOAD_DEVICE = "auto"  # the sidebar's default device (sidebar.py)
 STATE: dict[str, float | str | None] = {"started": None, "done": None, "error": None,
-                                        "class_done": None, "class_error": None}
+                                        "class_done": None, "class_error": None,
+                                        "first_view": None}
 
 
 def preload() -> None:
     """Load the bundled model (and the default sentence's trace) into the cache registry."""
     STATE["started"] = time.time()
+    if os.environ.get("ATTNVIZ_PRELOAD") != "class":
+        _lowest_priority()  # see below; a class server's warm-up lowers it after its workers
     try:
         from attnviz.ui.context import DEFAULT_TEXT, adapted_request, cached_model, cached_trace
 
         model = cached_model(None, PRELOAD_DEVICE)
         request, _ = adapted_request(model, DEFAULT_TEXT, None)
+        keep_first_view(model, request)
         cached_trace(model, request)
         import plotly.graph_objects  # noqa: F401
 
@@ -55,6 +59,55 @@ def preload() -> None:
         warm_class()
 
 
+def _lowest_priority() -> None:
+    """This thread at the lowest CPU priority (Linux; elsewhere it runs at the usual one).
+
+    `make run` serves a browser on the same computer: on a fresh server the browser compiles
+    Plotly's script while this thread imports torch, and the two took turns on the same cores
+    (on 2 cores the first heatmap came ~2 s later than with the browser alone). At the lowest
+    priority the browser goes first; the first page does not wait for this thread when a
+    stored first view is there (attnviz/first_view.py). It stays low: an unprivileged process
+    cannot raise a thread's priority back."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)  # this thread only
+    except (AttributeError, OSError):
+        pass
+
+
+def keep_first_view(model, request) -> None:
+    """Check the stored first view against the model's own trace of the default sentence, or
+    store it when there is none (attnviz/first_view.py). A stored view that differs from what
+    the engine computes now (beyond float32's 1e-5) is replaced, on disk and in the caches
+    (its trace, and every figure and result a page made from it), so that every number shown
+    comes from the engine. Never stops the preload."""
+    from attnviz import first_view
+    from attnviz.ui.cache import cached, clear_caches, forget, peek
+    from attnviz.ui.context import DEFAULT_TEXT, FIRST_VIEW_DEVICE, server_max_tokens
+
+    if not first_view.enabled() or request.text != DEFAULT_TEXT or request.pair is not None:
+        return
+    try:
+        import torch
+
+        args = dict(text=DEFAULT_TEXT, device=FIRST_VIEW_DEVICE, max_tokens=server_max_tokens())
+        live = model.trace(request)
+        stored = (first_view.load(**args) or (None, None))[1]
+        shown = peek("traces", live.key)  # the stored view's trace, if a page drew it
+        if shown is not None and not first_view.same(shown, live):
+            print("attnviz: the stored first view differs from the engine's trace; replaced",
+                  file=sys.stderr, flush=True)
+            forget("traces", live.key)
+            clear_caches("figures", "results")
+        cached("traces", live.key, lambda: live)  # what the preload's cached_trace reads
+        if stored is not None and first_view.same(stored, live):
+            STATE["first_view"] = "checked"
+            return
+        first_view.save(model, live, cuda=torch.cuda.is_available(), **args)
+        STATE["first_view"] = "stored" if stored is None else "replaced"
+    except Exception as e:  # noqa: BLE001 - a read-only cache folder: only a slower first page
+        STATE["first_view"] = f"{type(e).__name__}: {e}"
+
+
 def warm_class() -> None:
     """The class's shared first computations, under the very keys the pages ask for."""
     try:  # before the priority drops: a child process would inherit it
@@ -62,10 +115,7 @@ def warm_class() -> None:
         flow_workers.prestart(flow_workers.default_workers())
     except Exception:  # noqa: BLE001 (no worker: flows are solved in-process as before)
         pass
-    try:
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)  # this thread only
-    except (AttributeError, OSError):  # not Linux: run at the usual priority
-        pass
+    _lowest_priority()
     try:
         from attnviz.analysis import corpus_heads, taggers
         from attnviz.analysis.head_stats import CONVENTIONS

@@ -13,7 +13,7 @@ import streamlit as st
 from attnviz import i18n
 from attnviz.i18n import _
 
-from .context import DEFAULT_TEXT, Context, context, shown_name
+from .context import DEFAULT_TEXT, Context, context, first_view_card, shown_name
 from .model_picker import model_picker
 from .text import literal
 from .urlstate import URL_BUDGET, encoded_length, fits_in_link
@@ -136,13 +136,19 @@ def sidebar() -> Context:
         st.sidebar.caption(_(
             "{name}: {layers} layers x {heads} heads, hidden {hidden}, on **{device}**").format(
             name=literal(shown_name(ctx.model)), layers=ctx.model.n_layers, heads=ctx.model.n_heads,
-            hidden=ctx.model.hidden, device=ctx.model.device.type.upper()))
+            hidden=ctx.model.hidden, device=ctx.model.device_type.upper()))
     if ctx.error:
         st.sidebar.error(ctx.error)
     return ctx
 
 
 def _cuda() -> bool:
+    """Whether CUDA is there: torch says, or, on a fresh server whose first page is drawn
+    from the stored first view before torch is imported, what torch said when it was
+    stored (attnviz/first_view.py)."""
+    card = first_view_card(st.session_state.get("device", "auto"))
+    if card is not None:
+        return card.cuda
     import torch
 
     return torch.cuda.is_available()
