@@ -9,7 +9,9 @@ preload does, once per server) writes it here, and the next server draws its fir
 it: `ModelCard` stands in for the model (its name and sizes, what the sidebar and the page's
 caption show) and the stored Trace fills the trace cache under the model's own key. Anything
 else asked of the card (another sentence, another page's question) waits for the real model,
-as every page did before.
+as every page did before. Meanwhile the preload waits for that first page to be drawn before
+it imports torch (`wait_for_first_page`), so the server's one Python process serves the
+browser first.
 
 The file is valid only for the exact inputs that made it (`fingerprint`): the engine's source
 files, the bundled model's files (names, sizes, modification times), the versions of torch and
@@ -28,6 +30,8 @@ import json
 import os
 import sys
 import tempfile
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -36,16 +40,50 @@ from typing import Any
 
 import numpy as np
 
+from attnviz.defaults import DEFAULT_DEVICE, DEFAULT_TEXT, server_max_tokens
 from attnviz.engine.request import TraceRequest
 from attnviz.engine.trace import Trace
 
 FORMAT = 1  # what this module writes; a change makes every stored file stale
 TUPLE_FIELDS = ("typed_control_tokens", "notes", "patch_grid")
 ENGINE_DIR = Path(__file__).resolve().parent / "engine"
+FIRST_PAGE = threading.Event()  # set by the router each time a page run ends
+FIRST_PAGE_WAIT_S = 10.0  # the longest a preload waits for a first page
 
 
 def enabled() -> bool:
     return os.environ.get("ATTNVIZ_FIRST_VIEW", "1") != "0"
+
+
+def default_args() -> dict:
+    """The inputs of the view a fresh server stores and reads: the sidebar's default sentence
+    and device, and the server's token limit."""
+    return dict(text=DEFAULT_TEXT, device=DEFAULT_DEVICE, max_tokens=server_max_tokens())
+
+
+def wait_for_first_page(timeout: float = FIRST_PAGE_WAIT_S) -> float:
+    """What the preload thread does first (scripts/run_app.py), before it imports anything:
+    where a stored first view will draw a fresh server's first page, wait until a page run has
+    ended or `timeout` seconds have passed; the seconds waited (0 when it did not wait).
+
+    The server's one Python process serves the browser's files and runs the page, and a
+    preload importing torch meanwhile slowed both (holding the GIL): on this project's 2-core
+    machine the first heatmap came 2-3 s later than with the browser served alone
+    (benchmarks/bench_first_visit.py). With a stored view the first page does not need the
+    model, so it goes first; a page that needs the model before the preload has it loads it
+    itself, as every page waits on one cache key. No wait without a stored view (the page then
+    waits for the model: the sooner it loads the better), and none on a class server
+    (ATTNVIZ_PRELOAD=class: its browsers are on other computers, and its warm-up is long)."""
+    if os.environ.get("ATTNVIZ_PRELOAD") == "class" or not enabled():
+        return 0.0
+    try:
+        if not path_for(**default_args()).is_file():
+            return 0.0
+    except Exception:  # noqa: BLE001 - no bundled model: the preload reports it
+        return 0.0
+    start = time.monotonic()
+    FIRST_PAGE.wait(timeout)
+    return time.monotonic() - start
 
 
 def cache_dir() -> Path:

@@ -21,8 +21,12 @@ import threading
 def start_preload() -> threading.Thread:
     """attnviz.ui.preload.preload() in a daemon thread of this server process."""
     def target() -> None:
-        from attnviz.ui.preload import preload
+        from attnviz.first_view import wait_for_first_page
 
+        waited = wait_for_first_page()  # with a stored first view: after the first page
+        from attnviz.ui.preload import STATE, preload
+
+        STATE["waited"] = waited
         preload()
 
     thread = threading.Thread(target=target, name="attnviz-preload", daemon=True)

@@ -20,11 +20,11 @@ from attnviz.engine import TraceRequest
 from attnviz.engine.kinds import MODEL_TYPES
 from attnviz.ui import preload
 from attnviz.ui.cache import CACHES, clear_caches
-from attnviz.ui.context import DEFAULT_TEXT, FIRST_VIEW_DEVICE, server_max_tokens
+from attnviz.ui.context import DEFAULT_TEXT
 from tests.apptest import open_page
 from tests.fresh import last_line
 
-ARGS = dict(text=DEFAULT_TEXT, device=FIRST_VIEW_DEVICE, max_tokens=server_max_tokens())
+ARGS = first_view.default_args()
 
 
 def identical(a, b) -> None:
@@ -229,3 +229,35 @@ def test_the_kinds_list_every_family_the_engine_reads():
 
     assert list(MODEL_TYPES) == list(supported_types())
     assert MODEL_TYPES == {t: (FAMILIES[t].title, FAMILIES[t].kind) for t in FAMILIES}
+
+
+def test_with_a_stored_view_the_preload_waits_for_the_first_page(cpu_model, cache_dir,
+                                                                 monkeypatch):
+    """A fresh server's preload thread (scripts/run_app.py) waits, before it imports anything,
+    for the first page run to end (the router sets FIRST_PAGE), at most FIRST_PAGE_WAIT_S;
+    without a stored view, or on a class server, it does not wait."""
+    monkeypatch.setattr(first_view, "FIRST_PAGE", threading.Event())
+    assert first_view.wait_for_first_page(5) == 0.0  # nothing stored
+    first_view.save(cpu_model, cpu_model.trace(DEFAULT_TEXT), cuda=False, **ARGS)
+    assert 0.2 <= first_view.wait_for_first_page(0.2) < 2  # no page: the timeout
+    monkeypatch.setenv("ATTNVIZ_PRELOAD", "class")
+    assert first_view.wait_for_first_page(5) == 0.0
+    monkeypatch.delenv("ATTNVIZ_PRELOAD")
+    threading.Timer(0.3, first_view.FIRST_PAGE.set).start()
+    assert 0.25 <= first_view.wait_for_first_page(30) < 10  # a page: at its end
+    first_view.FIRST_PAGE.clear()
+    open_page()
+    assert first_view.FIRST_PAGE.is_set()  # the router's run said so
+
+    # the thread scripts/run_app.py starts: nothing imported while it waits, the model loaded
+    # once the first page is drawn
+    code = (
+        "import os, sys, time, runpy; "
+        f"os.environ['ATTNVIZ_CACHE_DIR'] = {str(cache_dir)!r}; "
+        "m = runpy.run_path('scripts/run_app.py', run_name='not_main'); "
+        "thread = m['start_preload'](); time.sleep(1.0); "
+        "early = [k for k in ('torch', 'attnviz.ui', 'streamlit') if k in sys.modules]; "
+        "from attnviz import first_view; first_view.FIRST_PAGE.set(); thread.join(300); "
+        "from attnviz.ui.preload import STATE; "
+        "print(early, STATE['waited'] > 0.5, STATE['error'], STATE['first_view'])")
+    assert last_line(code) == "[] True None checked"

@@ -12,6 +12,11 @@ what was adapted. What a family cannot do reaches the page as the engine's plain
 (`trace_or_message` shows it). A model folder or Hub id that cannot be opened gets one neutral
 message, the same whether it exists or not, with the input shown as typed.
 
+On a fresh server, until the preload has loaded the bundled model, `Context.model` may be a
+`first_view.ModelCard` (`first_view_card`): the model's name and sizes, with the default
+sentence's stored trace in the cache under the model's key; whatever else a page asks of it
+waits for the real model.
+
 One model per (folder, device), shared read-only by every session; one Trace per
 `Trace.key` = (model key, TraceRequest). After the first model load every object alive
 (torch, transformers, plotly, the model) is moved out of the garbage collector's sight
@@ -23,7 +28,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import os
 import threading
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -32,6 +36,12 @@ from typing import TYPE_CHECKING
 
 import streamlit as st
 
+from attnviz.defaults import (  # noqa: F401 - the pages' names for them
+    DEFAULT_DEVICE,
+    DEFAULT_MAX_TOKENS,
+    DEFAULT_TEXT,
+    server_max_tokens,
+)
 from attnviz.engine import (
     DECODER,
     ENCODER,
@@ -54,9 +64,6 @@ from .cache import cached, is_cached
 from .router import ensure_router
 from .text import literal
 
-DEFAULT_TEXT = "I saw a saw"
-DEFAULT_MAX_TOKENS = 512  # tokens per trace on a server (ATTNVIZ_MAX_TOKENS)
-FIRST_VIEW_DEVICE = "auto"  # the sidebar's default device, which the preload loads
 _FROZEN = threading.Event()
 
 
@@ -96,26 +103,15 @@ def first_view_card(device: str):
     running, the model loaded, another device, or no valid stored view)."""
     from attnviz import first_chart, first_view
 
-    if device != FIRST_VIEW_DEVICE or not first_chart.model_loading():
+    if device != DEFAULT_DEVICE or not first_chart.model_loading():
         return None
     stored = cached("results", ("first_view",), lambda: first_view.load(
-        DEFAULT_TEXT, FIRST_VIEW_DEVICE, server_max_tokens(),
-        real=lambda: cached_model(None, FIRST_VIEW_DEVICE)))
+        **first_view.default_args(), real=lambda: cached_model(None, DEFAULT_DEVICE)))
     if stored is None:
         return None
     card, trace = stored
     cached("traces", trace.key, lambda: trace)
     return card
-
-
-def server_max_tokens() -> int:
-    """Tokens per trace a server computes (ATTNVIZ_MAX_TOKENS, default 512: BERT's maximum;
-    a GPT-2 or BART could otherwise ask for 1024, four times the memory per trace)."""
-    try:
-        value = int(os.environ.get("ATTNVIZ_MAX_TOKENS", DEFAULT_MAX_TOKENS))
-    except ValueError:
-        value = DEFAULT_MAX_TOKENS
-    return max(1, value)
 
 
 def cached_model(folder: str | None, device: str) -> Model:

@@ -9,6 +9,11 @@ sentence's trace, and imports the plotting code. A page that arrives before it i
 on the registry's key (the "Loading the model" spinner) and gets the same model: each key is
 computed once, whoever asks.
 
+Where a server ran before, its preload left the default sentence's trace on disk (the first
+view, `keep_first_view`, attnviz/first_view.py): a fresh server then draws its first page from
+it, and its preload waits for that page to be drawn (at most 10 s) before it imports torch,
+so that the browser's files and the first page are served first.
+
 With ATTNVIZ_PRELOAD=class (what `make serve` sets for its workers) the same thread then does
 the slow first computations a whole class would otherwise wait for together (`warm_class`): the
 lesson's taggers for the default settings, their numbers and the overfitting sweep, the corpus
@@ -28,17 +33,16 @@ import sys
 import threading
 import time
 
-PRELOAD_DEVICE = "auto"  # the sidebar's default device (sidebar.py)
+from attnviz.defaults import DEFAULT_DEVICE as PRELOAD_DEVICE  # the sidebar's default device
+
 STATE: dict[str, float | str | None] = {"started": None, "done": None, "error": None,
                                         "class_done": None, "class_error": None,
-                                        "first_view": None}
+                                        "first_view": None, "waited": None}
 
 
 def preload() -> None:
     """Load the bundled model (and the default sentence's trace) into the cache registry."""
     STATE["started"] = time.time()
-    if os.environ.get("ATTNVIZ_PRELOAD") != "class":
-        _lowest_priority()  # see below; a class server's warm-up lowers it after its workers
     try:
         from attnviz.ui.context import DEFAULT_TEXT, adapted_request, cached_model, cached_trace
 
@@ -60,14 +64,7 @@ def preload() -> None:
 
 
 def _lowest_priority() -> None:
-    """This thread at the lowest CPU priority (Linux; elsewhere it runs at the usual one).
-
-    `make run` serves a browser on the same computer: on a fresh server the browser compiles
-    Plotly's script while this thread imports torch, and the two took turns on the same cores
-    (on 2 cores the first heatmap came ~2 s later than with the browser alone). At the lowest
-    priority the browser goes first; the first page does not wait for this thread when a
-    stored first view is there (attnviz/first_view.py). It stays low: an unprivileged process
-    cannot raise a thread's priority back."""
+    """This thread at the lowest CPU priority (Linux; elsewhere it runs at the usual one)."""
     try:
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)  # this thread only
     except (AttributeError, OSError):
@@ -82,14 +79,12 @@ def keep_first_view(model, request) -> None:
     comes from the engine. Never stops the preload."""
     from attnviz import first_view
     from attnviz.ui.cache import cached, clear_caches, forget, peek
-    from attnviz.ui.context import DEFAULT_TEXT, FIRST_VIEW_DEVICE, server_max_tokens
-
-    if not first_view.enabled() or request.text != DEFAULT_TEXT or request.pair is not None:
+    args = first_view.default_args()
+    if not first_view.enabled() or request.text != args["text"] or request.pair is not None:
         return
     try:
         import torch
 
-        args = dict(text=DEFAULT_TEXT, device=FIRST_VIEW_DEVICE, max_tokens=server_max_tokens())
         live = model.trace(request)
         stored = (first_view.load(**args) or (None, None))[1]
         shown = peek("traces", live.key)  # the stored view's trace, if a page drew it

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from attnviz import first_view
 from attnviz.i18n import N_, _
 
 FAVICON = "assets/favicon.png"  # relative to the app's folder
@@ -70,6 +71,7 @@ def run(root: Path, hint=None) -> None:
     finally:
         if hint is not None:
             hint.empty()
+        first_view.FIRST_PAGE.set()  # a fresh server's preload may begin (its docstring)
 
 
 def _run(root: Path) -> None:
