@@ -63,14 +63,6 @@ def preload() -> None:
         warm_class()
 
 
-def _lowest_priority() -> None:
-    """This thread at the lowest CPU priority (Linux; elsewhere it runs at the usual one)."""
-    try:
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)  # this thread only
-    except (AttributeError, OSError):
-        pass
-
-
 def keep_first_view(model, request) -> None:
     """Check the stored first view against the model's own trace of the default sentence, or
     store it when there is none (attnviz/first_view.py). A stored view that differs from what
@@ -79,6 +71,7 @@ def keep_first_view(model, request) -> None:
     comes from the engine. Never stops the preload."""
     from attnviz import first_view
     from attnviz.ui.cache import cached, clear_caches, forget, peek
+
     args = first_view.default_args()
     if not first_view.enabled() or request.text != args["text"] or request.pair is not None:
         return
@@ -110,7 +103,10 @@ def warm_class() -> None:
         flow_workers.prestart(flow_workers.default_workers())
     except Exception:  # noqa: BLE001 (no worker: flows are solved in-process as before)
         pass
-    _lowest_priority()
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)  # this thread only
+    except (AttributeError, OSError):  # not Linux: run at the usual priority
+        pass
     try:
         from attnviz.analysis import corpus_heads, taggers
         from attnviz.analysis.head_stats import CONVENTIONS
