@@ -36,11 +36,11 @@ def model_loading() -> bool:
     without importing it: importing it imports torch)."""
     if os.environ.get("ATTNVIZ_FIRST_CHART") == "0":
         return False
-    if not any(t.name == PRELOAD_THREAD and t.is_alive() for t in threading.enumerate()):
-        return False
     cache = sys.modules.get("attnviz.ui.cache")  # may be half imported (by the preload)
     models = getattr(cache, "CACHES", {}).get("models")
-    return models is None or len(models) == 0
+    if models is not None and len(models) > 0:  # every rerun once loaded: no thread scan
+        return False
+    return any(t.name == PRELOAD_THREAD and t.is_alive() for t in threading.enumerate())
 
 
 def send_hidden_chart():

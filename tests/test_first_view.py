@@ -23,6 +23,7 @@ from attnviz.ui.cache import CACHES, clear_caches
 from attnviz.ui.context import DEFAULT_TEXT
 from tests.apptest import open_page
 from tests.fresh import last_line
+from tests.test_determinism import same_bits
 
 ARGS = first_view.default_args()
 
@@ -33,8 +34,7 @@ def identical(a, b) -> None:
     for f in dataclasses.fields(a):
         x, y = getattr(a, f.name), getattr(b, f.name)
         if isinstance(x, np.ndarray):
-            assert isinstance(y, np.ndarray) and x.dtype == y.dtype, f.name
-            assert np.array_equal(x, y), f.name
+            assert isinstance(y, np.ndarray) and same_bits(x, y), f.name
         else:
             assert x == y and type(x) is type(y), (f.name, x, y)
 

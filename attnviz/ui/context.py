@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 
 import streamlit as st
 
-from attnviz.defaults import (  # noqa: F401 - the pages' names for them
+from attnviz.defaults import (
     DEFAULT_DEVICE,
     DEFAULT_MAX_TOKENS,
     DEFAULT_TEXT,
