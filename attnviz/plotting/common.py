@@ -352,6 +352,15 @@ def _wire(value):
     return items if isinstance(value, list) else type(value)(items)
 
 
+class Template(dict):
+    """The default template as a figure's layout holds it: a dict, with the JSON bytes it was
+    decoded from (`source`, one object per template), by which ui.cache.footprint sizes every
+    copy of a template once instead of walking its ~150 small dicts for every new figure
+    (~0.2 ms, most of sizing a 12-head grid)."""
+
+    __slots__ = ("source",)
+
+
 def _default_template(name) -> dict:
     """The default template's JSON as a new dict (decoded from bytes made once per template
     object: ~0.03 ms instead of a 0.3 ms deep copy)."""
@@ -364,7 +373,9 @@ def _default_template(name) -> dict:
         made = (template, orjson.dumps(template.to_plotly_json(),
                                        option=orjson.OPT_SERIALIZE_NUMPY))
         _TEMPLATES[id(template)] = made
-    return orjson.loads(made[1])
+    out = Template(orjson.loads(made[1]))
+    out.source = made[1]
+    return out
 
 
 _TEMPLATES: dict[int, tuple] = {}  # id(template object) -> (it, its JSON)

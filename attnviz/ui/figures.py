@@ -28,7 +28,7 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from ..i18n import _, language
 from ..plotting.summary import Summary, Table, describe, plain, summarise
-from . import live_chart
+from . import live_chart, speedups
 from .cache import cached
 from .text import literal
 
@@ -72,8 +72,12 @@ def frozen(fig: go.Figure) -> go.Figure:
     copy with every array base64-encoded, 4 ms for a 12-head grid, most of a light rerun's
     chart cost), though a cached figure never changes. The dict is kept on the figure
     (`_attnviz_dict`, counted by the figure cache's `footprint`) and handed out as is: what
-    reads it (Streamlit's JSON encoding) does not change it."""
-    as_dict = type(fig).to_dict(fig)  # the class's own (plotting.common's lean one)
+    reads it (Streamlit's JSON encoding) does not change it. Its JSON, as st.plotly_chart
+    makes it, is made once too and kept with it (ui.speedups: plotly.io.to_json answers with
+    it)."""
+    speedups.to_json_once()
+    as_dict = speedups.FrozenDict(type(fig).to_dict(fig))  # the class's own (plotting.common)
+    as_dict.json = speedups.plotly_to_json()(as_dict, validate=False)
     object.__setattr__(fig, "_attnviz_dict", as_dict)
     object.__setattr__(fig, "to_dict", lambda: as_dict)
     return fig
@@ -242,7 +246,20 @@ def table_frame(table: Table) -> pandas.DataFrame:
 
 
 def _title_of(fig: go.Figure) -> str:
-    return plain(fig.layout.title.text)
+    return plain(title_text(fig))
+
+
+def title_text(fig: go.Figure) -> str | None:
+    """fig.layout.title.text, read from the layout's own dict where it is there (plotly's
+    property objects, made on first access, cost ~0.1 ms a figure on every rerun)."""
+    layout = getattr(fig, "_layout", None)
+    title = layout.get("title") if isinstance(layout, dict) else None
+    if isinstance(title, dict) and (title.get("text") is None or
+                                    isinstance(title.get("text"), str)):
+        return title.get("text")
+    if title is None and isinstance(layout, dict):
+        return None
+    return fig.layout.title.text
 
 
 def svg_bytes(fig: go.Figure, render: Callable[[go.Figure], bytes] | None = None) -> bytes:
@@ -266,7 +283,7 @@ def svg_bytes(fig: go.Figure, render: Callable[[go.Figure], bytes] | None = None
 
 def file_stem(fig: go.Figure, key: str) -> str:
     """'attnviz_<figure title as letters, digits and underscores>' for a download's name."""
-    title = fig.layout.title.text or key
+    title = title_text(fig) or key
     stem = "".join(c if c.isalnum() else "_" for c in title.lower()).strip("_")
     return "attnviz_" + ("_".join(filter(None, stem.split("_")))[:60] or key)
 

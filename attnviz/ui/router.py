@@ -6,7 +6,8 @@ On a fresh server's first visits app.py has sent a hidden chart before importing
 (attnviz.first_chart); `run` empties its slot once the page is drawn.
 Before anything else on every run it drops URL values no widget can take (ui.urlstate), marks
 the run's start for the heavy-work line (ui.worklist), and, once per server, tunes malloc
-(ui.malloc) and puts the app's caches into /_stcore/metrics (ui.cache.register_metrics).
+(ui.malloc), keeps answers Streamlit and Plotly would make again on every rerun (ui.speedups)
+and puts the app's caches into /_stcore/metrics (ui.cache.register_metrics).
 The tab icon is a file shipped with the app: a Material icon name would make every browser
 fetch it from fonts.gstatic.com, and the app makes no outside request. It is handed to
 Streamlit as a data: URL read once per server (`favicon_url`): given the file's path,
@@ -86,11 +87,12 @@ def _run(root: Path) -> None:
 
 
 def _page(root: Path) -> None:
-    from . import malloc, recorder, style
+    from . import malloc, recorder, speedups, style
     from .cache import register_metrics
     from .sidebar import sidebar
 
     malloc.tune()
+    speedups.install()
     register_metrics()
     st.set_page_config(page_title=_("attnviz: see self-attention"),
                        page_icon=favicon_url(root), layout="wide")
