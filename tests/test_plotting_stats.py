@@ -31,3 +31,23 @@ def test_rollout_pair_shows_raw_and_rolled(model):
     np.testing.assert_allclose(np.asarray(fig.data[0].z), t.weights[-1].mean(0), atol=1e-7)
     np.testing.assert_allclose(np.asarray(fig.data[1].z), r[-1], atol=1e-7)
     assert list(fig.data[1].x) == ["[CLS] #0", "i #1", "saw #2", "a #3", "saw #4", "[SEP] #5"]
+
+
+def test_long_panel_titles_take_two_lines_instead_of_their_neighbours_room(model):
+    from attnviz.plotting.common import text_width
+    from attnviz.plotting.stats import PAGE_WIDTH, TITLE_SIZE, fitted_title
+    from attnviz.plotting.summary import panel_titles
+
+    t = model.trace("Hello, world. I saw a saw!")
+    fig = stats_heatmaps(head_stats(t.weights, t.tokens), STATS)
+    room = ((1 - 3 * 0.05) / 4 + 0.05) * (PAGE_WIDTH - 70)  # 4 panels a row, 5% gaps
+    titles = [a.text for a in fig.layout.annotations]
+    assert titles == [fitted_title(STATS[k], room) for k in STATS]
+    assert "weight on the<br>previous token" in titles and "weight on [CLS]" in titles
+    for text in titles:  # every line fits over its panel
+        assert all(text_width(line, TITLE_SIZE) <= room for line in text.split("<br>"))
+    # Two-line titles get their room: more space between the rows and above the first.
+    assert fig.layout.margin.t == 66
+    # The text summary names the panels as one line each.
+    assert set(panel_titles(fig.to_dict()["layout"]).values()) == set(STATS.values())
+    assert fitted_title("平均行熵（纳特）很长很长很长很长很长", 10) == "平均行熵（纳特）很长很长很长很长很长"

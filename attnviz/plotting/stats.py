@@ -21,8 +21,24 @@ from .common import (
     Grid,
     axis_labels,
     escape,
+    text_width,
     tick_labels,
 )
+
+PAGE_WIDTH = 820  # px: the chart beside the sidebar on a 1280 px screen (a projector, a laptop)
+TITLE_SIZE = 16  # px: Plotly's subplot titles
+
+
+def fitted_title(title: str, room: float) -> str:
+    """A panel's title as it fits over its panel, `room` px wide (the panel and one gap):
+    as it is when common.text_width's upper estimate fits, else on two lines, broken at the
+    space nearest its middle ("weight on the previous token" ran into its neighbour's title
+    at 1280 and 1400 px, seen in screenshots). A title without a space stays one line."""
+    spaces = [i for i, c in enumerate(title) if c == " "]
+    if text_width(title, TITLE_SIZE) <= room or not spaces:
+        return title
+    middle = min(spaces, key=lambda i: abs(i - len(title) / 2))
+    return title[:middle] + "<br>" + title[middle + 1:]
 
 
 def stats_heatmaps(stats: dict[str, np.ndarray], titles: dict[str, str], cols: int = 4,
@@ -36,8 +52,12 @@ def stats_heatmaps(stats: dict[str, np.ndarray], titles: dict[str, str], cols: i
     """
     names = list(stats)
     rows = -(-len(names) // cols)
-    g = Grid(rows=rows, cols=cols, subplot_titles=[titles.get(k, k) for k in names],
-             horizontal_spacing=0.05, vertical_spacing=0.14)
+    gap = 0.05
+    room = ((1 - (cols - 1) * gap) / cols + gap) * (PAGE_WIDTH - 70)  # px over a panel
+    panel_titles = [fitted_title(titles.get(k, k), room) for k in names]
+    two_lines = any("<br>" in t for t in panel_titles)
+    g = Grid(rows=rows, cols=cols, subplot_titles=panel_titles, horizontal_spacing=gap,
+             vertical_spacing=0.18 if two_lines else 0.14)
     shapes = []
     for i, name in enumerate(names):
         z = np.asarray(stats[name], dtype=np.float64)
@@ -78,7 +98,8 @@ def stats_heatmaps(stats: dict[str, np.ndarray], titles: dict[str, str], cols: i
         coloraxis2=dict(colorscale=STAT_SCALE,
                         colorbar=dict(title=dict(text=_("entropy")), thickness=12, x=1.0,
                                       len=0.45, y=0.22)),
-        font=FONT, height=int(300 * rows + 60), margin=dict(l=10, r=60, t=50, b=10),
+        font=FONT, height=int(300 * rows + 60),
+        margin=dict(l=10, r=60, t=66 if two_lines else 50, b=10),
         clickmode="event+select", hovermode="closest",
     )
 
