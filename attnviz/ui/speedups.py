@@ -6,13 +6,13 @@ costs outside attnviz's own code:
 - **The theme, read again for every rerun.** Every full rerun begins with a `new_session`
   message, and Streamlit fills its theme by calling `config.get_options_for_section` six times
   ("theme", "theme.light", "theme.dark" and their sidebars), each a scan of all ~200 config
-  options: ~4% of a worker's GIL time. The theme cannot change while a server runs (theme
+  options: ~3% of a worker's GIL time. The theme cannot change while a server runs (theme
   options are not settable from a script, and this app watches no files), so `theme_once()`
   keeps each theme section's answer until an option is set (`config._set_option`, which
   every setting goes through) or the options are parsed again (a new table). Other sections
   are read as before. Each call gets its own copy.
 - **A cached figure's JSON, made again for every chart drawn.** `st.plotly_chart` turns the
-  figure into JSON text on every rerun (`plotly.io.to_json`, ~2-3%). A figure of the figure
+  figure into JSON text on every rerun (`plotly.io.to_json`, ~3%). A figure of the figure
   cache never changes (ui.figures.frozen), so its JSON is made once, with Plotly's own
   `to_json`, and kept with its dict (`FrozenDict.json`); `to_json_once()` makes
   `plotly.io.to_json` answer with it when it is asked for exactly what made it (that dict,
