@@ -68,7 +68,10 @@ def theme_once() -> None:
         @functools.wraps(setter)
         def _set_option(*args, **kwargs):
             kept.clear()
-            return setter(*args, **kwargs)
+            try:
+                return setter(*args, **kwargs)
+            finally:  # and again: a theme read while the value was being set is not kept
+                kept.clear()
 
         config.get_options_for_section = get_options_for_section
         config._set_option = _set_option
