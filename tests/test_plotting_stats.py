@@ -50,4 +50,5 @@ def test_long_panel_titles_take_two_lines_instead_of_their_neighbours_room(model
     assert fig.layout.margin.t == 66
     # The text summary names the panels as one line each.
     assert set(panel_titles(fig.to_dict()["layout"]).values()) == set(STATS.values())
-    assert fitted_title("平均行熵（纳特）很长很长很长很长很长", 10) == "平均行熵（纳特）很长很长很长很长很长"
+    no_space = "平均行熵（纳特）很长很长很长很长很长"
+    assert fitted_title(no_space, 10) == no_space
