@@ -40,7 +40,8 @@ def test_long_panel_titles_take_two_lines_instead_of_their_neighbours_room(model
 
     t = model.trace("Hello, world. I saw a saw!")
     fig = stats_heatmaps(head_stats(t.weights, t.tokens), STATS)
-    room = ((1 - 3 * 0.05) / 4 + 0.05) * (PAGE_WIDTH - 70)  # 4 panels a row, 5% gaps
+    inner = PAGE_WIDTH - fig.layout.margin.l - fig.layout.margin.r  # the plot area, px
+    room = ((1 - 3 * 0.05) / 4 + 0.05) * inner  # 4 panels a row, 5% gaps
     titles = [a.text for a in fig.layout.annotations]
     assert titles == [fitted_title(STATS[k], room) for k in STATS]
     assert "weight on the<br>previous token" in titles and "weight on [CLS]" in titles

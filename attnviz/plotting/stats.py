@@ -53,9 +53,12 @@ def stats_heatmaps(stats: dict[str, np.ndarray], titles: dict[str, str], cols: i
     names = list(stats)
     rows = -(-len(names) // cols)
     gap = 0.05
-    room = ((1 - (cols - 1) * gap) / cols + gap) * (PAGE_WIDTH - 70)  # px over a panel
-    panel_titles = [fitted_title(titles.get(k, k), room) for k in names]
+    margin = dict(l=10, r=60, t=50, b=10)  # r: the two colour bars
+    room = ((1 - (cols - 1) * gap) / cols + gap) * (PAGE_WIDTH - margin["l"] - margin["r"])
+    panel_titles = [fitted_title(titles.get(k, k), room) for k in names]  # px over a panel
     two_lines = any("<br>" in t for t in panel_titles)
+    if two_lines:
+        margin["t"] = 66  # room for the second line of the top row's titles
     g = Grid(rows=rows, cols=cols, subplot_titles=panel_titles, horizontal_spacing=gap,
              vertical_spacing=0.18 if two_lines else 0.14)
     shapes = []
@@ -99,8 +102,7 @@ def stats_heatmaps(stats: dict[str, np.ndarray], titles: dict[str, str], cols: i
                         colorbar=dict(title=dict(text=_("entropy")), thickness=12, x=1.0,
                                       len=0.45, y=0.22)),
         font=FONT, height=int(300 * rows + 60),
-        margin=dict(l=10, r=60, t=66 if two_lines else 50, b=10),
-        clickmode="event+select", hovermode="closest",
+        margin=margin, clickmode="event+select", hovermode="closest",
     )
 
 
