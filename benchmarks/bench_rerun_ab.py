@@ -46,17 +46,11 @@ SENTENCE = "The teacher saw the student saw the board"
 
 def start(root: Path, log: Path) -> tuple[subprocess.Popen, int]:
     """A worker as `make serve` starts one, serving `root`'s app with `root`'s attnviz."""
-    from tests.serve import free_port
+    from tests.serve import free_port, launch
 
     port = free_port()
-    env = dict(os.environ, PYTHONPATH=str(root), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
-               ATTNVIZ_PRELOAD="class", OMP_NUM_THREADS="1")
-    proc = subprocess.Popen(
-        [sys.executable, "scripts/run_app.py", "app.py", "--server.headless", "true",
-         "--server.port", str(port), "--server.address", "127.0.0.1",
-         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-        cwd=root, env=env, stdout=open(log, "w"), stderr=subprocess.STDOUT)  # noqa: SIM115
-    return proc, port
+    env = dict(PYTHONPATH=str(root), ATTNVIZ_PRELOAD="class", OMP_NUM_THREADS="1")
+    return launch(port, log, root=root, env=env), port
 
 
 def warmed(logs: list[Path], timeout_s: float = 600) -> None:

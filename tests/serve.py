@@ -25,16 +25,23 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(port: int, log_path: Path, timeout_s: float = 120) -> subprocess.Popen:
-    """Serve app.py on 127.0.0.1:port; return once /_stcore/health answers ok."""
+def launch(port: int, log_path: Path, root: Path = ROOT,
+           env: dict[str, str] | None = None) -> subprocess.Popen:
+    """Start serving `root`'s app.py on 127.0.0.1:port (as `make serve` starts a worker, with
+    `env` added to this environment) and return at once, before it answers."""
     log = open(log_path, "w")  # noqa: SIM115 - closed with the process
-    proc = subprocess.Popen(
+    return subprocess.Popen(
         [sys.executable, "scripts/run_app.py", "app.py", "--server.headless", "true",
          "--server.port", str(port), "--server.address", "127.0.0.1",
          "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-        env=dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1"),
+        cwd=root, stdout=log, stderr=subprocess.STDOUT,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", **(env or {})},
     )
+
+
+def start_server(port: int, log_path: Path, timeout_s: float = 120) -> subprocess.Popen:
+    """Serve app.py on 127.0.0.1:port; return once /_stcore/health answers ok."""
+    proc = launch(port, log_path)
     deadline = time.time() + timeout_s
     while time.time() < deadline:
         try:
