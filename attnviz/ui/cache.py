@@ -88,13 +88,8 @@ def footprint(value) -> int:
         return 56 + sum(footprint(v) + 8 for v in value)
     if hasattr(value, "_data") and hasattr(value, "_layout"):  # a plotly Figure
         own = footprint(value._data) + footprint(value._layout)
-        wire = value.__dict__.get("_attnviz_dict")  # ui.figures.frozen: its to_dict() and JSON
-        if wire is None:
-            return own
-        # The dict mirrors the figure (its containers copied, leaves shared, arrays as base64
-        # text of 4/3 their bytes): counted as the figure again, without walking it (half of
-        # a new figure's sizing, ~4% of a class's GIL time before), plus its JSON text.
-        return 2 * own + footprint(getattr(wire, "json", None))
+        wire = value.__dict__.get("_attnviz_wire")  # ui.figures.frozen: its JSON, kept
+        return own if wire is None else own + footprint(getattr(wire, "json", None))
     if hasattr(value, "element_size") and hasattr(value, "numel"):  # a torch.Tensor
         return value.numel() * value.element_size()
     if dataclasses.is_dataclass(value) and not isinstance(value, type):

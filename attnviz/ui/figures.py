@@ -68,18 +68,19 @@ def cached_figure(key: Hashable, build: Callable[[], go.Figure]) -> go.Figure:
 
 
 def frozen(fig: go.Figure) -> go.Figure:
-    """The figure, its `to_dict()` made once: st.plotly_chart calls it on every rerun (a deep
-    copy with every array base64-encoded, 4 ms for a 12-head grid, most of a light rerun's
-    chart cost), though a cached figure never changes. The dict is kept on the figure
-    (`_attnviz_dict`, counted by the figure cache's `footprint`) and handed out as is: what
-    reads it (Streamlit's JSON encoding) does not change it. Its JSON, as st.plotly_chart
-    makes it, is made once too and kept with it (ui.speedups: plotly.io.to_json answers with
-    it)."""
-    speedups.to_json_once()
-    as_dict = speedups.FrozenDict(type(fig).to_dict(fig))  # the class's own (plotting.common)
-    as_dict.json = speedups.plotly_to_json()(as_dict, validate=False)
-    object.__setattr__(fig, "_attnviz_dict", as_dict)
-    object.__setattr__(fig, "to_dict", lambda: as_dict)
+    """The figure, its JSON as st.plotly_chart sends it made once: st.plotly_chart makes it on
+    every rerun (a deep-copied dict with every array base64-encoded, 4 ms for a 12-head grid,
+    then its JSON text), though a cached figure never changes. The JSON is kept on the figure
+    in a speedups.FrozenDict (counted by the figure cache's `footprint`), which st.plotly_chart
+    gets in place of the figure's dict (ui.speedups.charts_once). The figure itself is not
+    changed: its to_dict() and everything else are Plotly's own."""
+    speedups.charts_once()
+    as_dict = type(fig).to_dict(fig)  # the class's own (plotting.common)
+    layout = as_dict.get("layout") or {}
+    stand_in = speedups.FrozenDict(layout={k: layout[k] for k in ("width", "height")
+                                           if k in layout})
+    stand_in.json = speedups.plotly_to_json()(as_dict, validate=False)
+    object.__setattr__(fig, speedups.WIRE, stand_in)
     return fig
 
 

@@ -12,12 +12,17 @@ costs outside attnviz's own code:
   every setting goes through) or the options are parsed again (a new table). Other sections
   are read as before. Each call gets its own copy.
 - **A cached figure's JSON, made again for every chart drawn.** `st.plotly_chart` turns the
-  figure into JSON text on every rerun (`plotly.io.to_json`, ~3%). A figure of the figure
-  cache never changes (ui.figures.frozen), so its JSON is made once, with Plotly's own
-  `to_json`, and kept with its dict (`FrozenDict.json`); `to_json_once()` makes
-  `plotly.io.to_json` answer with it when it is asked for exactly what made it (that dict,
-  no validation, no indentation, uids removed, the default engine: st.plotly_chart's call),
-  and asks Plotly for everything else.
+  figure into a dict (`to_dict`, a deep copy with every array base64-encoded) and that into
+  JSON text (`plotly.io.to_json`, ~3%) on every rerun. A figure of the figure cache never
+  changes (ui.figures.frozen), so its JSON is made once, with Plotly's own functions, and kept
+  on the figure in a `FrozenDict`: a stand-in for its dict that holds only the layout's width
+  and height (which Streamlit reads for the chart's size) and the JSON (`json`).
+  `charts_once()` makes `plotly.tools.return_figure_from_figure_or_data` hand that stand-in
+  to st.plotly_chart's exact call, and `plotly.io.to_json` answer it with its JSON when asked
+  for exactly what made it (no validation, no indentation, uids removed, the default
+  engine: st.plotly_chart's call). Every other call gets Plotly's own answer. Only the JSON
+  is kept, not the dict too: both held the arrays' base64 text, and a class pasting long
+  text kept ~230 MiB more after closing with both (README, *Speed*, seventeenth stop).
 
 Both are installed once per process and can be undone (`undo`, for tests); neither changes a
 byte that reaches the browser (tests/test_speedups.py).
@@ -32,11 +37,28 @@ _lock = threading.Lock()
 _undo: dict[str, tuple[object, str, object]] = {}  # name -> (module, attribute, original)
 
 
+WIRE = "_attnviz_wire"  # a frozen figure's attribute: its FrozenDict
+
+
 class FrozenDict(dict):
-    """A cached figure's `to_dict()`, with the JSON `st.plotly_chart` sends for it (`json`,
-    made by ui.figures.frozen with Plotly's own to_json)."""
+    """What st.plotly_chart gets for a cached figure in place of its to_dict(): the layout's
+    width and height, and the figure's whole JSON as st.plotly_chart sends it (`json`, made
+    by ui.figures.frozen with Plotly's own to_json). Never handed to anything else."""
 
     __slots__ = ("json",)
+
+
+def wire(fig) -> FrozenDict | None:
+    """A frozen figure's FrozenDict (ui.figures.frozen); None for anything else."""
+    found = getattr(fig, "__dict__", None)
+    return found.get(WIRE) if found is not None else None
+
+
+def chart_json(fig) -> str:
+    """The figure's JSON as st.plotly_chart sends it (plotly.io.to_json, no validation): kept
+    for a frozen figure, made by Plotly for any other."""
+    found = wire(fig)
+    return found.json if found is not None else plotly_to_json()(fig, validate=False)
 
 
 def theme_once() -> None:
@@ -79,9 +101,10 @@ def theme_once() -> None:
         _undo["theme setter"] = (config, "_set_option", setter)
 
 
-def to_json_once() -> None:
-    """plotly.io.to_json answers a FrozenDict with the JSON kept in it."""
+def charts_once() -> None:
+    """st.plotly_chart gets a frozen figure's FrozenDict and plotly.io.to_json its JSON."""
     import plotly.io as pio
+    import plotly.tools as tools
 
     with _lock:
         if "to_json" in _undo:
@@ -96,12 +119,24 @@ def to_json_once() -> None:
             return original(fig, validate=validate, pretty=pretty, remove_uids=remove_uids,
                             engine=engine)
 
+        as_figure = tools.return_figure_from_figure_or_data
+
+        @functools.wraps(as_figure)
+        def return_figure_from_figure_or_data(figure_or_data, *args, **kwargs):
+            if not args and kwargs == {"validate_figure": True}:  # st.plotly_chart's call
+                found = wire(figure_or_data)
+                if found is not None:
+                    return found
+            return as_figure(figure_or_data, *args, **kwargs)
+
         pio.to_json = to_json
+        tools.return_figure_from_figure_or_data = return_figure_from_figure_or_data
         _undo["to_json"] = (pio, "to_json", original)
+        _undo["as_figure"] = (tools, "return_figure_from_figure_or_data", as_figure)
 
 
 def plotly_to_json():
-    """Plotly's own to_json, whether or not `to_json_once` is installed."""
+    """Plotly's own to_json, whether or not `charts_once` is installed."""
     import plotly.io as pio
 
     found = _undo.get("to_json")
@@ -110,7 +145,7 @@ def plotly_to_json():
 
 def install() -> None:
     theme_once()
-    to_json_once()
+    charts_once()
 
 
 def undo() -> None:
