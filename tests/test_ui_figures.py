@@ -196,3 +196,39 @@ def test_a_cached_figure_sends_the_same_chart_and_is_copied_once(monkeypatch):
     assert len(calls) == 1  # drawn without a dict
     assert sent.SerializeToString() == drawn(plain).SerializeToString()
     assert frozen.to_dict() == real(plain)  # the figure is as it was
+
+
+def test_a_big_cached_figure_keeps_its_dict_instead_of_its_json(monkeypatch):
+    """Past KEEP_JSON_MAX characters a frozen figure keeps its to_dict() (handed out every
+    time) and no JSON; the chart Streamlit sends is still byte for byte Plotly's."""
+    from streamlit.testing.v1 import AppTest
+
+    from attnviz import plotting
+    from attnviz.ui import speedups
+    from attnviz.ui.cache import footprint
+
+    w = np.random.default_rng(1).random((12, 5, 5))
+    tokens = ["[CLS]", "i", "saw", "saw", "[SEP]"]
+
+    def build() -> go.Figure:
+        return plotting.heads_grid(w, tokens, "weights", title="grid")
+
+    plain = build()
+    size = len(speedups.chart_json(plain))
+    monkeypatch.setattr(figures, "KEEP_JSON_MAX", size)  # at the limit: the JSON is kept
+    assert speedups.wire(figures.frozen(build())) is not None
+    monkeypatch.setattr(figures, "KEEP_JSON_MAX", size - 1)  # one past it: the dict
+    big = figures.frozen(build())
+    assert speedups.wire(big) is None
+    assert big.to_dict() is big.to_dict() and big.to_dict() == plain.to_dict()
+    own = footprint(plain)
+    assert footprint(big) == 2 * own
+
+    def script(fig) -> None:
+        import streamlit as st
+
+        st.plotly_chart(fig, key="chart")
+
+    sent = [AppTest.from_function(script, args=(f,)).run().get("plotly_chart")[0].proto
+            for f in (big, plain)]
+    assert sent[0].SerializeToString() == sent[1].SerializeToString()

@@ -88,8 +88,13 @@ def footprint(value) -> int:
         return 56 + sum(footprint(v) + 8 for v in value)
     if hasattr(value, "_data") and hasattr(value, "_layout"):  # a plotly Figure
         own = footprint(value._data) + footprint(value._layout)
-        wire = value.__dict__.get("_attnviz_wire")  # ui.figures.frozen: its JSON, kept
-        return own if wire is None else own + footprint(getattr(wire, "json", None))
+        kept = value.__dict__
+        wire = kept.get("_attnviz_wire")  # ui.figures.frozen: its JSON
+        if wire is not None:
+            return own + footprint(getattr(wire, "json", None))
+        if "_attnviz_dict" in kept:  # or its to_dict(), which mirrors the figure (containers
+            return 2 * own  # copied, arrays as base64): counted as the figure again
+        return own
     if hasattr(value, "element_size") and hasattr(value, "numel"):  # a torch.Tensor
         return value.numel() * value.element_size()
     if dataclasses.is_dataclass(value) and not isinstance(value, type):

@@ -67,20 +67,34 @@ def cached_figure(key: Hashable, build: Callable[[], go.Figure]) -> go.Figure:
     return cached("figures", (language(), key), lambda: frozen(build()))
 
 
+KEEP_JSON_MAX = 256 * 1024  # chars: a bigger figure keeps its dict instead of its JSON
+
+
 def frozen(fig: go.Figure) -> go.Figure:
-    """The figure, its JSON as st.plotly_chart sends it made once: st.plotly_chart makes it on
-    every rerun (a deep-copied dict with every array base64-encoded, 4 ms for a 12-head grid,
-    then its JSON text), though a cached figure never changes. The JSON is kept on the figure
-    in a speedups.FrozenDict (counted by the figure cache's `footprint`), which st.plotly_chart
-    gets in place of the figure's dict (ui.speedups.charts_once). The figure itself is not
-    changed: its to_dict() and everything else are Plotly's own."""
+    """The figure, what st.plotly_chart makes of it on every rerun made once, though a cached
+    figure never changes: its dict (a deep copy with every array base64-encoded, 4 ms for a
+    12-head grid) and that dict's JSON text.
+
+    A figure whose JSON is at most KEEP_JSON_MAX characters (every figure of a class typing
+    sentences) keeps that JSON on the figure in a speedups.FrozenDict, which st.plotly_chart
+    gets in place of the figure's dict (ui.speedups.charts_once); its to_dict() stays
+    Plotly's. A bigger one (a pasted paragraph's) keeps its dict only, handed out by its
+    to_dict(), as before the JSON was kept: with both, or with the JSON of every figure, a
+    class pasting long text kept 150-250 MiB more after closing (README, *Speed*, seventeenth
+    stop), and a big figure is drawn by few. Both are counted by the figure cache's
+    `footprint`."""
     speedups.charts_once()
     as_dict = type(fig).to_dict(fig)  # the class's own (plotting.common)
-    layout = as_dict.get("layout") or {}
-    stand_in = speedups.FrozenDict(layout={k: layout[k] for k in ("width", "height")
-                                           if k in layout})
-    stand_in.json = speedups.plotly_to_json()(as_dict, validate=False)
-    object.__setattr__(fig, speedups.WIRE, stand_in)
+    text = speedups.plotly_to_json()(as_dict, validate=False)
+    if len(text) <= KEEP_JSON_MAX:
+        layout = as_dict.get("layout") or {}
+        stand_in = speedups.FrozenDict(layout={k: layout[k] for k in ("width", "height")
+                                               if k in layout})
+        stand_in.json = text
+        object.__setattr__(fig, speedups.WIRE, stand_in)
+    else:
+        object.__setattr__(fig, "_attnviz_dict", as_dict)
+        object.__setattr__(fig, "to_dict", lambda: as_dict)
     return fig
 
 
