@@ -80,7 +80,7 @@ def frozen(fig: go.Figure) -> go.Figure:
     gets in place of the figure's dict (ui.speedups.charts_once); its to_dict() stays
     Plotly's. A bigger one (a pasted paragraph's) keeps its dict only, handed out by its
     to_dict(), as before the JSON was kept: with both, or with the JSON of every figure, a
-    class pasting long text kept 150-250 MiB more after closing (README, *Speed*, seventeenth
+    class pasting long text kept 100-270 MiB more after closing (README, *Speed*, seventeenth
     stop), and a big figure is drawn by few. Both are counted by the figure cache's
     `footprint`."""
     speedups.charts_once()

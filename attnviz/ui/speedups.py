@@ -20,9 +20,11 @@ costs outside attnviz's own code:
   `charts_once()` makes `plotly.tools.return_figure_from_figure_or_data` hand that stand-in
   to st.plotly_chart's exact call, and `plotly.io.to_json` answer it with its JSON when asked
   for exactly what made it (no validation, no indentation, uids removed, the default
-  engine: st.plotly_chart's call). Every other call gets Plotly's own answer. Only the JSON
-  is kept, not the dict too: both held the arrays' base64 text, and a class pasting long
-  text kept ~230 MiB more after closing with both (README, *Speed*, seventeenth stop).
+  engine: st.plotly_chart's call). Every other call gets Plotly's own answer. Only figures
+  whose JSON is at most ui.figures.KEEP_JSON_MAX characters keep it, and not their dict too:
+  with every figure's JSON kept (its dict too or not), a class pasting long text kept
+  100-270 MiB more after closing (README, *Speed*, seventeenth stop); a bigger figure keeps
+  its dict as before.
 
 Both are installed once per process and can be undone (`undo`, for tests); neither changes a
 byte that reaches the browser (tests/test_speedups.py).
