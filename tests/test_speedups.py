@@ -92,7 +92,7 @@ def test_theme_answers_are_kept_and_equal(undone, monkeypatch):
 def test_a_frozen_figure_sends_plotlys_own_json(undone, built):
     import plotly.tools as tools
 
-    for fig, twin in zip(some_figures(), some_figures()):  # twin: the same, never frozen
+    for fig, twin in zip(some_figures(), some_figures(), strict=True):  # twin: never frozen
         plain = pio.to_json(fig.to_dict(), validate=False)
         whole = fig.to_dict()
         frozen = figures.frozen(fig)
