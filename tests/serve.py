@@ -27,8 +27,8 @@ def free_port() -> int:
 
 def launch(port: int, log_path: Path, root: Path = ROOT,
            env: dict[str, str] | None = None) -> subprocess.Popen:
-    """Start serving `root`'s app.py on 127.0.0.1:port (as `make serve` starts a worker, with
-    `env` added to this environment) and return at once, before it answers."""
+    """Start serving `root`'s app.py on 127.0.0.1:port, `env` added to this process's
+    environment, and return at once, before it answers."""
     log = open(log_path, "w")  # noqa: SIM115 - closed with the process
     return subprocess.Popen(
         [sys.executable, "scripts/run_app.py", "app.py", "--server.headless", "true",

@@ -144,7 +144,7 @@ def mark_head(fig: go.Figure, layer: int, head: int, colour: str = OPEN_COLOUR) 
     c, step = int(meta["tile"]), int(meta["step"])
     if not (0 <= layer < int(meta["layers"]) and 0 <= head < int(meta["heads"])):
         raise ValueError(f"no tile for layer {layer}, head {head}")
-    d = fig.to_dict()  # a copy: the cached figure stays as it is
+    d = fig.to_dict()  # read only: a big cached figure's own dict (ui.figures.frozen)
     shape = dict(type="rect", xref="x", yref="y", x0=head * step - 0.5,
                  x1=head * step + c - 0.5, y0=layer * step - 0.5, y1=layer * step + c - 0.5,
                  line=dict(color=colour, width=3), fillcolor="rgba(0,0,0,0)",

@@ -75,14 +75,14 @@ def frozen(fig: go.Figure) -> go.Figure:
     figure never changes: its dict (a deep copy with every array base64-encoded, 4 ms for a
     12-head grid) and that dict's JSON text.
 
-    A figure whose JSON is at most KEEP_JSON_MAX characters (every figure of a class typing
-    sentences) keeps that JSON on the figure in a speedups.FrozenDict, which st.plotly_chart
-    gets in place of the figure's dict (ui.speedups.charts_once); its to_dict() stays
-    Plotly's. A bigger one (a pasted paragraph's) keeps its dict only, handed out by its
-    to_dict(), as before the JSON was kept: with both, or with the JSON of every figure, a
-    class pasting long text kept 100-270 MiB more after closing (README, *Speed*, seventeenth
-    stop), and a big figure is drawn by few. Both are counted by the figure cache's
-    `footprint`."""
+    A figure whose JSON is at most KEEP_JSON_MAX characters (a 9-token sentence's largest,
+    the all-heads mosaic, is 75 K) keeps that JSON on the figure in a speedups.FrozenDict,
+    which st.plotly_chart gets in place of the figure's dict (ui.speedups.charts_once); its
+    to_dict() stays Plotly's. A bigger one (a pasted paragraph's) keeps its dict only, handed
+    out by its to_dict(), as before the JSON was kept: with both, or with the JSON of every
+    figure, a class pasting long text kept 100-270 MiB more after closing (README, *Speed*,
+    seventeenth stop), and a big figure is drawn by few. Both are counted by the figure
+    cache's `footprint`."""
     speedups.charts_once()
     as_dict = type(fig).to_dict(fig)  # the class's own (plotting.common)
     text = speedups.plotly_to_json()(as_dict, validate=False)
