@@ -99,7 +99,7 @@ def test_a_frozen_figure_sends_plotlys_own_json(undone, built):
         assert frozen.to_dict() == whole  # the figure is Plotly's as before: a new dict
         # st.plotly_chart's call gets the stand-in, and its JSON (kept, not made again).
         d = tools.return_figure_from_figure_or_data(frozen, validate_figure=True)
-        assert type(d) is speedups.FrozenDict
+        assert type(d) is speedups.ChartStandIn
         assert set(d) == {"layout"} and set(d["layout"]) <= {"width", "height"}
         assert d["layout"].get("height") == whole["layout"].get("height")
         assert pio.to_json(d, validate=False) is d.json

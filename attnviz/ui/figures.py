@@ -76,7 +76,7 @@ def frozen(fig: go.Figure) -> go.Figure:
     12-head grid) and that dict's JSON text.
 
     A figure whose JSON is at most KEEP_JSON_MAX characters (a 9-token sentence's largest,
-    the all-heads mosaic, is 75 K) keeps that JSON on the figure in a speedups.FrozenDict,
+    the all-heads mosaic, is 75 K) keeps that JSON on the figure in a speedups.ChartStandIn,
     which st.plotly_chart gets in place of the figure's dict (ui.speedups.charts_once); its
     to_dict() stays Plotly's. A bigger one (a pasted paragraph's) keeps its dict only, handed
     out by its to_dict(), as before the JSON was kept: with both, or with the JSON of every
@@ -88,7 +88,7 @@ def frozen(fig: go.Figure) -> go.Figure:
     text = speedups.plotly_to_json()(as_dict, validate=False)
     if len(text) <= KEEP_JSON_MAX:
         layout = as_dict.get("layout") or {}
-        stand_in = speedups.FrozenDict(layout={k: layout[k] for k in ("width", "height")
+        stand_in = speedups.ChartStandIn(layout={k: layout[k] for k in ("width", "height")
                                                if k in layout})
         stand_in.json = text
         object.__setattr__(fig, speedups.WIRE, stand_in)

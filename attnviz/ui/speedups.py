@@ -15,7 +15,7 @@ costs outside attnviz's own code:
   figure into a dict (`to_dict`, a deep copy with every array base64-encoded) and that into
   JSON text (`plotly.io.to_json`, ~3%) on every rerun. A figure of the figure cache never
   changes (ui.figures.frozen), so its JSON is made once, with Plotly's own functions, and kept
-  on the figure in a `FrozenDict`: a stand-in for its dict that holds only the layout's width
+  on the figure in a `ChartStandIn`: a stand-in for its dict that holds only the layout's width
   and height (which Streamlit reads for the chart's size) and the JSON (`json`).
   `charts_once()` makes `plotly.tools.return_figure_from_figure_or_data` hand that stand-in
   to st.plotly_chart's exact call, and `plotly.io.to_json` answer it with its JSON when asked
@@ -39,10 +39,10 @@ _lock = threading.Lock()
 _undo: dict[str, tuple[object, str, object]] = {}  # name -> (module, attribute, original)
 
 
-WIRE = "_attnviz_wire"  # a frozen figure's attribute: its FrozenDict
+WIRE = "_attnviz_wire"  # a frozen figure's attribute: its ChartStandIn
 
 
-class FrozenDict(dict):
+class ChartStandIn(dict):
     """What st.plotly_chart gets for a cached figure in place of its to_dict(): the layout's
     width and height, and the figure's whole JSON as st.plotly_chart sends it (`json`, made
     by ui.figures.frozen with Plotly's own to_json). Never handed to anything else."""
@@ -50,8 +50,8 @@ class FrozenDict(dict):
     __slots__ = ("json",)
 
 
-def wire(fig) -> FrozenDict | None:
-    """A frozen figure's FrozenDict (ui.figures.frozen); None for anything else."""
+def wire(fig) -> ChartStandIn | None:
+    """A frozen figure's ChartStandIn (ui.figures.frozen); None for anything else."""
     found = getattr(fig, "__dict__", None)
     return found.get(WIRE) if found is not None else None
 
@@ -104,7 +104,7 @@ def theme_once() -> None:
 
 
 def charts_once() -> None:
-    """st.plotly_chart gets a frozen figure's FrozenDict and plotly.io.to_json its JSON."""
+    """st.plotly_chart gets a frozen figure's ChartStandIn and plotly.io.to_json its JSON."""
     import plotly.io as pio
     import plotly.tools as tools
 
@@ -115,7 +115,7 @@ def charts_once() -> None:
 
         @functools.wraps(original)
         def to_json(fig, validate=True, pretty=False, remove_uids=True, engine=None):
-            if (type(fig) is FrozenDict and not validate and not pretty and remove_uids
+            if (type(fig) is ChartStandIn and not validate and not pretty and remove_uids
                     and engine is None):
                 return fig.json
             return original(fig, validate=validate, pretty=pretty, remove_uids=remove_uids,
