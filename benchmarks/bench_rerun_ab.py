@@ -40,29 +40,28 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.bench_page_cpu import server_cpu  # noqa: E402
+from tests.serve import free_port, launch, stop_server  # noqa: E402
 
 SENTENCE = "The teacher saw the student saw the board"
 
 
 def start(root: Path, log: Path) -> tuple[subprocess.Popen, int]:
     """A worker as `make serve` starts one, serving `root`'s app with `root`'s attnviz."""
-    from tests.serve import free_port, launch
 
     port = free_port()
     env = dict(PYTHONPATH=str(root), ATTNVIZ_PRELOAD="class", OMP_NUM_THREADS="1")
     return launch(port, log, root=root, env=env), port
 
 
-def warmed(logs: list[Path], timeout_s: float = 600) -> None:
-    deadline = time.time() + timeout_s
-    while time.time() < deadline:
-        texts = [log.read_text(errors="replace") for log in logs]
-        if all("class warm-up done" in t for t in texts):
-            return
-        if any("class warm-up failed" in t for t in texts):
-            raise SystemExit("a server's class warm-up failed: " + ", ".join(map(str, logs)))
-        time.sleep(1)
-    raise SystemExit("the servers' class warm-ups did not end in time")
+def warmed(logs: list[Path]) -> None:
+    """Until both servers' class warm-ups ended (run_load.wait_for_class_warm_up); a failed one
+    ends the comparison."""
+    from tests.load.run_load import wait_for_class_warm_up
+
+    for log in logs:
+        wait_for_class_warm_up(log)
+        if "class warm-up failed" in log.read_text(errors="replace"):
+            raise SystemExit(f"a server's class warm-up failed: {log}")
 
 
 async def reruns(servers: list[tuple[subprocess.Popen, int]], rounds: int) -> list[dict]:
@@ -162,11 +161,7 @@ def run(rounds: int = 4) -> list[dict]:
             return results
         finally:
             for proc, _ in servers:
-                proc.terminate()
-                try:
-                    proc.wait(15)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
+                stop_server(proc)
 
 
 def main() -> None:
