@@ -8,6 +8,7 @@ spinner and get the same result when it is done (the cache registry computes a k
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 
@@ -85,16 +86,36 @@ def heavy_lease(label: str, line: WorkLine = BIG_TRACES) -> None:
         box.clear()
 
 
+EVERY_S = 0.1  # a progress bar is redrawn at most this often
+
+
+def throttled(update: Progress, every_s: float = EVERY_S,
+              clock: Callable[[], float] = time.monotonic) -> Progress:
+    """update(f, msg), passed on at most once every `every_s` seconds (the calls between are
+    dropped). Integrated gradients report their 26 path points at once, after the batch that
+    computes them; each report is a message the server builds and sends and the browser
+    draws, for a bar shown a few ms."""
+    last = [clock()]  # the bar was just drawn empty
+
+    def report(f: float, msg: str) -> None:
+        now = clock()
+        if now - last[0] >= every_s:
+            last[0] = now
+            update(f, msg)
+
+    return report
+
+
 def with_progress(kind: str, key: Hashable, label: str, compute: Callable[[Progress], object],
                   quick: bool = False):
-    """cached(kind, key, ...) where compute(progress) reports (fraction done, message); the
-    computation takes its turn in the heavy-work line first (quick=True: the line of short
-    computations, which never waits behind long ones)."""
+    """cached(kind, key, ...) where compute(progress) reports (fraction done, message), shown at
+    most every EVERY_S seconds; the computation takes its turn in the heavy-work line first
+    (quick=True: the line of short computations, which never waits behind long ones)."""
     def run():
         with heavy_turn(label, QUICK_WORK if quick else LONG_WORK):
             bar = st.progress(0.0, text=label)
-            result = compute(lambda f, msg: bar.progress(min(1.0, max(0.0, f)),
-                                                         text=f"{label} {msg}"))
+            result = compute(throttled(lambda f, msg: bar.progress(min(1.0, max(0.0, f)),
+                                                                   text=f"{label} {msg}")))
             bar.empty()
         return result
 
