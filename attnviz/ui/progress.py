@@ -87,14 +87,18 @@ def heavy_lease(label: str, line: WorkLine = BIG_TRACES) -> None:
 
 
 EVERY_S = 0.1  # a progress bar is redrawn at most this often
+CLOCK = time.monotonic  # what `throttled` reads by default (a test sets its own)
 
 
 def throttled(update: Progress, every_s: float = EVERY_S,
-              clock: Callable[[], float] = time.monotonic) -> Progress:
-    """update(f, msg), passed on at most once every `every_s` seconds (the calls between are
-    dropped). Integrated gradients report their 26 path points at once, after the batch that
-    computes them; each report is a message the server builds and sends and the browser
-    draws, for a bar shown a few ms."""
+              clock: Callable[[], float] | None = None) -> Progress:
+    """update(f, msg), passed on at most once every `every_s` seconds by `clock` (default
+    CLOCK); the calls between are dropped. Integrated gradients report their 26 path
+    points at once, after the batch that computes them; each report is a message the server
+    builds and sends and the browser draws, for a bar shown a few ms. A passed-on report is
+    also where Streamlit stops a script whose page was left or rerun (flow's jobs end there),
+    so such a stop now waits up to `every_s` longer."""
+    clock = clock or CLOCK
     last = [clock()]  # the bar was just drawn empty
 
     def report(f: float, msg: str) -> None:
