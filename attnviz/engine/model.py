@@ -47,8 +47,9 @@ LINEAR_WEIGHTS = ("qkv_w", "out_w", "ff1_w", "ff2_w")  # Layer's matrices, [out,
 def column_major(w: torch.Tensor) -> torch.Tensor:
     """w [out, in] with the same values, stored column by column (a transposed view of w.t()
     made contiguous). F.linear(x, w) then multiplies x by a matrix stored as it is read; MKL's
-    path for the other layout is 1.5-4x slower on a few rows (a 16-token trace 15.5 -> 9.7 ms on
-    this project's 2 cores, README *Speed*), the same within ~5% from 64 tokens on."""
+    path for the other layout is 1.5-4x slower on a few rows (a 16-token trace 15.5 -> 9.7 ms
+    on this project's 2 cores, README *Speed*); from 64 tokens on the two are close (a trace
+    0.95-1.05x)."""
     return w.t().contiguous().t()
 
 
