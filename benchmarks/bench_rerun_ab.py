@@ -47,7 +47,6 @@ SENTENCE = "The teacher saw the student saw the board"
 
 def start(root: Path, log: Path) -> tuple[subprocess.Popen, int]:
     """A worker as `make serve` starts one, serving `root`'s app with `root`'s attnviz."""
-
     port = free_port()
     env = dict(PYTHONPATH=str(root), ATTNVIZ_PRELOAD="class", OMP_NUM_THREADS="1")
     return launch(port, log, root=root, env=env), port
