@@ -8,9 +8,12 @@ TORCH ?= torch==2.13.0
 PORT ?= 8501
 # make serve: Streamlit processes behind nginx. make load: concurrent sessions, and a running
 # server to load (e.g. URL=http://127.0.0.1:8501); no URL: the tool starts its own process.
+# LECTURE=K: the class follows the teacher (each student types one of K sentences; 1: all
+# "I saw a saw") instead of every student typing a sentence of their own.
 WORKERS ?= 2
 SESSIONS ?= 30
 URL ?=
+LECTURE ?=
 
 .PHONY: setup run serve stop test test-fast bench load lint screenshots clean
 
@@ -46,7 +49,7 @@ bench: setup
 # A class (SESSIONS, default 30); then eight long pastes (memory) and a light session beside
 # three heavy links. With URL=..., only the class, against that running server.
 load: setup
-	$(PY) tests/load/run_load.py --sessions $(SESSIONS) $(if $(strip $(URL)),--url $(strip $(URL)))
+	$(PY) tests/load/run_load.py --sessions $(SESSIONS) $(if $(strip $(LECTURE)),--lecture $(strip $(LECTURE))) $(if $(strip $(URL)),--url $(strip $(URL)))
 	$(if $(strip $(URL)),,$(PY) tests/load/memory.py)
 	$(if $(strip $(URL)),,$(PY) tests/load/heavy.py)
 

@@ -80,6 +80,22 @@ def test_pages_narrows_the_class_to_the_named_pages(monkeypatch):
     assert run_load.class_pages(served) == ["", "explore"]
 
 
+def test_a_lecture_class_types_the_teachers_sentences():
+    """By default every student types a sentence of their own (a few repeat an earlier one);
+    --lecture K: every student types one of the first K sentences (1: "I saw a saw")."""
+    sys.path.insert(0, str(ROOT / "tests" / "load"))
+    import run_load
+
+    own = run_load.class_sentences(120, shared=5)
+    assert len(own) == 120 and len(set(own)) == 115 and own[115:] == own[:5]
+    assert run_load.class_sentences(120, shared=5, lecture=1) == ["I saw a saw"] * 120
+    five = run_load.class_sentences(120, shared=5, lecture=5)
+    assert set(five) == set(run_load.SENTENCES[:5]) and five.count(five[0]) == 24
+    assert "--lecture" in subprocess.run(
+        [sys.executable, "tests/load/run_load.py", "--help"], cwd=ROOT, capture_output=True,
+        text=True, timeout=60).stdout
+
+
 @pytest.mark.slow
 def test_the_memory_and_heavy_scenarios_run(tmp_path):
     """tests/load/memory.py and heavy.py in miniature: they connect, walk and report (their

@@ -18,6 +18,11 @@ session) and time (--duration); loopback only.
 
     .venv/bin/python tests/load/run_load.py [--sessions 30] [--steps 12] [--duration 240]
     .venv/bin/python tests/load/run_load.py --sessions 120 --url http://127.0.0.1:8501
+    .venv/bin/python tests/load/run_load.py --sessions 120 --lecture 1 --url ...
+
+Every student types a sentence of their own by default (the worst case: each one is new to
+its server); --lecture K is a class that follows the teacher, every student typing one of K
+sentences (and the same small variants of it), so that each server computes each of them once.
 
 With --url the sessions load a server that is already running (e.g. `make serve WORKERS=2`,
 nginx in front of several processes) instead of one started here; its memory is then not
@@ -354,15 +359,24 @@ def class_pages(pages) -> list[str]:
     return [p for p in pages if (p or DEFAULT) in ONLY_PAGES]
 
 
-async def run_class(url: str, n: int, steps: int, duration: float, timeout: float,
-                    shared: int, think: tuple[float, float]) -> list[Rerun]:
-    results: list[Rerun] = []
+def class_sentences(n: int, shared: int, lecture: int = 0) -> list[str]:
+    """The sentence each of n students types. By default every student has one of their own
+    (the first ones SENTENCES, then numbered variants of them), except the last `shared`
+    (at most n // 2), who type an earlier student's. lecture=K: the class follows the
+    teacher, each student typing one of the first K of SENTENCES (K=1: all "I saw a saw")."""
+    if lecture:
+        return [SENTENCES[i % min(lecture, len(SENTENCES))] for i in range(n)]
     shared = min(shared, n // 2)
-    deadline = time.time() + duration
-    # Sessions n-shared..n-1 type the sentence of an earlier session: identical requests.
     sentences = [SENTENCES[i % len(SENTENCES)] + ("" if i < len(SENTENCES) else f" #{i}")
                  for i in range(n - shared)]
-    sentences += [sentences[i] for i in range(shared)]
+    return sentences + [sentences[i] for i in range(shared)]
+
+
+async def run_class(url: str, n: int, steps: int, duration: float, timeout: float,
+                    shared: int, think: tuple[float, float], lecture: int = 0) -> list[Rerun]:
+    results: list[Rerun] = []
+    deadline = time.time() + duration
+    sentences = class_sentences(n, shared, lecture)
     rng = random.Random(0)
     await asyncio.gather(*[
         student(url, i, sentences[i], steps, deadline, timeout, results, rng.uniform(0, 3),
@@ -464,6 +478,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=120, help="seconds one rerun may take")
     ap.add_argument("--shared", type=int, default=5,
                     help="sessions that type a sentence another session typed")
+    ap.add_argument("--lecture", type=int, default=0, metavar="K",
+                    help="the class follows the teacher: each student types one of the first K "
+                         "sentences (1: everyone types \"I saw a saw\"); --shared is then unused")
     ap.add_argument("--think", type=float, nargs=2, default=(0.2, 1.0), metavar=("MIN", "MAX"),
                     help="seconds a student waits after each answer (uniform); the default is "
                          "a class clicking as fast as it can")
@@ -511,7 +528,8 @@ def main(argv: list[str] | None = None) -> int:
         rss_warm = rss_mib(proc.pid)
         t_class = time.time()
         results = asyncio.run(run_class(url, args.sessions, args.steps, args.duration,
-                                        args.timeout, args.shared, tuple(args.think)))
+                                        args.timeout, args.shared, tuple(args.think),
+                                        args.lecture))
         class_s = time.time() - t_class
         t_closed = time.time()
         time.sleep(args.settle)
@@ -605,7 +623,8 @@ def load_url(args: argparse.Namespace) -> int:
     WORKERS_SEEN.clear()
     t_class = time.time()
     results = asyncio.run(run_class(url, args.sessions, args.steps, args.duration,
-                                    args.timeout, args.shared, tuple(args.think)))
+                                    args.timeout, args.shared, tuple(args.think),
+                                    args.lecture))
     class_s = time.time() - t_class
     per_worker: dict[str, int] = {}
     for w in WORKERS_SEEN.values():
