@@ -526,11 +526,11 @@ def main(argv: list[str] | None = None) -> int:
         rss_start = rss_mib(proc.pid)
         warm = asyncio.run(warm_up(url, args.timeout))
         rss_warm = rss_mib(proc.pid)
-        t_class = time.time()
+        t_class, cpu_class = time.time(), time.process_time()
         results = asyncio.run(run_class(url, args.sessions, args.steps, args.duration,
                                         args.timeout, args.shared, tuple(args.think),
                                         args.lecture))
-        class_s = time.time() - t_class
+        class_s, client_cpu = time.time() - t_class, time.process_time() - cpu_class
         t_closed = time.time()
         time.sleep(args.settle)
         rss_after = rss_mib(proc.pid)
@@ -542,7 +542,8 @@ def main(argv: list[str] | None = None) -> int:
     report = {
         "machine": f"{os.cpu_count()} CPU cores, loadavg at end {os.getloadavg()[0]:.1f}",
         "sessions": args.sessions, "steps_per_session": args.steps, "think_s": args.think,
-        "class_seconds": round(class_s, 1), "total_seconds": round(time.time() - t_start, 1),
+        "class_seconds": round(class_s, 1), "client_cpu_s": round(client_cpu, 1),
+        "total_seconds": round(time.time() - t_start, 1),
         "warm_up": summary(warm),
         **summary(results),
         "server_alive": alive,
@@ -553,7 +554,8 @@ def main(argv: list[str] | None = None) -> int:
     args.json.write_text(json.dumps(report, indent=1, ensure_ascii=False))
     lat = report["latency"]
     print(f"{report['reruns']} reruns by {args.sessions} sessions in {class_s:.0f} s "
-          f"({report['machine']}); errors: {len(report['errors'])}")
+          f"({report['machine']}; this client's CPU {client_cpu:.1f} s); errors: "
+          f"{len(report['errors'])}")
     print(f"rerun latency p50 {lat['p50_s']} s, p95 {lat['p95_s']} s, max {lat['max_s']} s")
     for k, v in report["by_page"].items():
         print(f"  {k:14s} n={v['n']:3d} p50 {v['p50_s']:6.2f} s  p95 {v['p95_s']:6.2f} s")
@@ -621,11 +623,11 @@ def load_url(args: argparse.Namespace) -> int:
         unchanged = 0 if WORKERS_SEEN.get(-1) not in warmed else unchanged + 1
         warmed.add(WORKERS_SEEN.get(-1))
     WORKERS_SEEN.clear()
-    t_class = time.time()
+    t_class, cpu_class = time.time(), time.process_time()
     results = asyncio.run(run_class(url, args.sessions, args.steps, args.duration,
                                     args.timeout, args.shared, tuple(args.think),
                                     args.lecture))
-    class_s = time.time() - t_class
+    class_s, client_cpu = time.time() - t_class, time.process_time() - cpu_class
     per_worker: dict[str, int] = {}
     for w in WORKERS_SEEN.values():
         per_worker[w] = per_worker.get(w, 0) + 1
@@ -633,13 +635,15 @@ def load_url(args: argparse.Namespace) -> int:
         "machine": f"{os.cpu_count()} CPU cores, loadavg at end {os.getloadavg()[0]:.1f}",
         "url": args.url, "sessions": args.sessions, "steps_per_session": args.steps,
         "think_s": args.think, "class_seconds": round(class_s, 1),
+        "client_cpu_s": round(client_cpu, 1),
         "total_seconds": round(time.time() - t_start, 1), "sessions_per_worker": per_worker,
         "warm_up": summary(warm), **summary(results),
     }
     args.json.write_text(json.dumps(report, indent=1, ensure_ascii=False))
     lat = report["latency"]
     print(f"{report['reruns']} reruns by {args.sessions} sessions on {args.url} in {class_s:.0f} "
-          f"s ({report['machine']}); errors: {len(report['errors'])}")
+          f"s ({report['machine']}; this client's CPU {client_cpu:.1f} s); errors: "
+          f"{len(report['errors'])}")
     print(f"rerun latency p50 {lat['p50_s']} s, p95 {lat['p95_s']} s, max {lat['max_s']} s")
     if per_worker:
         print("sessions per worker: " + ", ".join(f"{k}: {v}" for k, v in
