@@ -94,6 +94,10 @@ def test_a_lecture_class_types_the_teachers_sentences():
     assert "--lecture" in subprocess.run(
         [sys.executable, "tests/load/run_load.py", "--help"], cwd=ROOT, capture_output=True,
         text=True, timeout=60).stdout
+    refused = subprocess.run(
+        [sys.executable, "tests/load/run_load.py", "--lecture", "-1"], cwd=ROOT,
+        capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 2 and "--lecture takes 1 to" in refused.stderr
 
 
 @pytest.mark.slow

@@ -361,11 +361,12 @@ def class_pages(pages) -> list[str]:
 
 def class_sentences(n: int, shared: int, lecture: int = 0) -> list[str]:
     """The sentence each of n students types. By default every student has one of their own
-    (the first ones SENTENCES, then numbered variants of them), except the last `shared`
-    (at most n // 2), who type an earlier student's. lecture=K: the class follows the
-    teacher, each student typing one of the first K of SENTENCES (K=1: all "I saw a saw")."""
+    (the first ones get SENTENCES, the others numbered variants of them), except the last
+    `shared` (at most n // 2), who type an earlier student's. lecture=K (1 to len(SENTENCES)):
+    the class follows the teacher, each student typing one of the first K of SENTENCES (K=1:
+    all "I saw a saw")."""
     if lecture:
-        return [SENTENCES[i % min(lecture, len(SENTENCES))] for i in range(n)]
+        return [SENTENCES[i % lecture] for i in range(n)]
     shared = min(shared, n // 2)
     sentences = [SENTENCES[i % len(SENTENCES)] + ("" if i < len(SENTENCES) else f" #{i}")
                  for i in range(n - shared)]
@@ -502,6 +503,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--url", help="load this running server (http://host:port) instead of "
                                   "starting one")
     args = ap.parse_args(argv)
+    if not 0 <= args.lecture <= len(SENTENCES):
+        ap.error(f"--lecture takes 1 to {len(SENTENCES)} sentences (0: each student their own)")
     global FRAGMENT_RERUNS, ONLY_PAGES
     FRAGMENT_RERUNS = not args.full_reruns
     ONLY_PAGES = set(args.pages) if args.pages else None
