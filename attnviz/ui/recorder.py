@@ -207,6 +207,13 @@ def active() -> Recorded | None:
     return getattr(_LOCAL, "recorded", None)
 
 
+def record(block) -> None:
+    """Add one block (attnviz.export.html) to the view of the page running in this thread."""
+    rec = active()
+    if rec is not None:
+        rec.add(block)
+
+
 def note_numbers(label: str, make: Callable[[], dict], file_name: str, kind: str) -> None:
     """A page offers numbers: include them in its HTML view (made when the file is)."""
     rec = active()

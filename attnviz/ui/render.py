@@ -1,0 +1,97 @@
+"""Drawing a view's blocks on a Streamlit page, and recording them for "Download this view
+(HTML)".
+
+A view is described outside Streamlit (attnviz.export.html: Heading, Markdown, Tex, Code,
+Figure, Table, Numbers, and plotly Figures): functions in attnviz.views build it from a trace
+and the page's choices, the HTML export writes it to files, and a page draws it here:
+
+    ui.render(view)                          # every block of an export.View, in order
+    ui.render(Markdown("**text**"))          # one block
+    ui.render(fig, key="grid_w")             # a plotly Figure (ui.show_figure)
+    ui.render(block, where=column)           # inside a column or a tab
+
+Each block drawn is also added to the session's recorded view (ui.recorder.record), so the
+page's HTML file holds exactly what was drawn, made from the same objects.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pandas
+import plotly.graph_objects as go
+import streamlit as st
+
+from ..export import html as export
+from . import recorder
+from .downloads import download_arrays, download_csv
+from .figures import show_figure
+
+_STYLES = {"info": "info", "warning": "warning", "error": "error", "success": "success"}
+
+
+def render(item, where=None, key: str | None = None, **kwargs):
+    """Draw `item` (a View, a list of blocks, one block or a plotly Figure) in `where`
+    (st, a column, a tab, a container; default: the page) and record what was drawn. For a
+    figure, `key` and the other arguments go to ui.show_figure; its return value is returned."""
+    where = st if where is None else where
+    if isinstance(item, export.View):
+        for block in item.blocks:
+            render(block, where)
+        return None
+    if isinstance(item, list | tuple):
+        for block in item:
+            render(block, where)
+        return None
+    if isinstance(item, go.Figure):
+        with _inside(where):
+            return show_figure(item, key=key, **kwargs)  # records the figure itself
+    if isinstance(item, export.Heading):
+        if item.level <= 1:
+            where.title(item.text)
+        elif item.level == 2:
+            where.header(item.text)
+        else:
+            where.subheader(item.text)
+    elif isinstance(item, export.Markdown):
+        if item.style == "caption":
+            where.caption(item.text)
+        elif item.style in _STYLES:
+            getattr(where, _STYLES[item.style])(item.text)
+        else:
+            where.markdown(item.text)
+    elif isinstance(item, export.Tex):
+        where.latex(item.source)
+    elif isinstance(item, export.Code):
+        where.code(item.text, language=None)
+    elif isinstance(item, export.Table):
+        where.dataframe(pandas.DataFrame(item.columns), hide_index=True)
+    elif isinstance(item, export.Figure):
+        with _inside(where):
+            return show_figure(go.Figure(json.loads(item.spec)), key=key, **kwargs)
+    elif isinstance(item, export.Numbers):
+        with _inside(where):
+            offer = download_arrays if item.kind == "npz" else download_csv
+            offer(item.label, item.make() if item.kind == "csv" else item.make,
+                  item.file_name, key=key)
+        return None  # the download records its own Numbers block
+    else:
+        raise TypeError(f"cannot render {type(item).__name__}")
+    recorder.record(item)
+    return None
+
+
+class _inside:
+    """`with where:` for a column, tab or container; nothing for st itself."""
+
+    def __init__(self, where):
+        self.where = where
+
+    def __enter__(self):
+        if self.where is not st:
+            self.where.__enter__()
+
+    def __exit__(self, *exc):
+        if self.where is not st:
+            return self.where.__exit__(*exc)
+        return False
