@@ -1,8 +1,9 @@
 """A view of the app as HTML that needs no server and no network: figures (Plotly, with their
 hover), the explanatory text, tables and the numbers behind them.
 
-A view is a list of blocks (Heading, Markdown, Tex, Code, Figure, Table, Numbers). Two ways
-to write it:
+A view is a list of blocks (Heading, Markdown, Tex, Code, Figure, Table, Metric, Numbers;
+a plotly Figure may stand for a Figure block): attnviz.views makes them, a Streamlit page
+draws them (ui.render) and this module writes them. Two ways to write it:
 
     page_html(view)                        one self-contained file: plotly.js inside it once,
                                            the numbers as data: links (the app's per-page
@@ -43,7 +44,9 @@ MAX_EMBEDDED_BYTES = 32 << 20  # numbers larger than this are not inlined as a d
 # ------------------------------------------------------------------ blocks
 @dataclass(frozen=True)
 class Heading:
-    """A title or heading; `text` is inline Markdown (as st.title/st.header take it)."""
+    """A title or heading; `text` is inline Markdown (as st.title/st.header take it).
+    `level`: 1 the page's title (st.title), 2 a header, 3 a subheader; written one level
+    below the file's own <h1> (the view's title): <h2>, <h3>, <h4>."""
 
     text: str
     level: int = 2
@@ -89,6 +92,15 @@ class Table:
 
 
 @dataclass(frozen=True)
+class Metric:
+    """One number with its label (st.metric on a page), written as a one-cell table."""
+
+    label: str
+    value: str
+    help: str = ""
+
+
+@dataclass(frozen=True)
 class Numbers:
     """A page's numbers: named arrays (an .npz) or equal-length columns (a .csv); `make`
     returns the dict and is called only when the file is written."""
@@ -99,7 +111,7 @@ class Numbers:
     kind: str = "npz"  # "npz" | "csv"
 
 
-Block = Heading | Markdown | Tex | Code | Figure | Table | Numbers
+Block = Heading | Markdown | Tex | Code | Figure | Table | Metric | Numbers
 
 
 @dataclass
@@ -127,11 +139,24 @@ def plotly_js() -> str:
     return plotly_js_path().read_text(encoding="utf-8")
 
 
+# A figure's toolbar, as the app gives it (ui.figures.PLOT_CONFIG): PNG, shown on hover
+FIGURE_CONFIG = {"displayModeBar": "hover", "displaylogo": False,
+                 "toImageButtonOptions": {"format": "png", "scale": 2},
+                 "modeBarButtonsToAdd": ["toImage"]}
+
+
 def figure_spec(fig) -> str:
     """A plotly Figure as the JSON a Figure block carries."""
     import plotly.io as pio
 
     return pio.to_json(fig, validate=False)
+
+
+def figure_block(fig) -> Figure:
+    """A plotly Figure as a Figure block: its JSON without its template (the app's theme, or
+    plotly's default where no app runs: plotly.js's defaults apply in the file either way),
+    with the app's toolbar."""
+    return Figure(figure_spec(fig), dict(FIGURE_CONFIG), app_template=True)
 
 
 # ------------------------------------------------------------------ numbers
@@ -250,7 +275,7 @@ class _Writer:
 
     def block(self, b) -> str:
         if isinstance(b, Heading):
-            level = min(max(int(b.level), 1), 4)
+            level = min(max(int(b.level), 1), 3) + 1  # the view's title is the <h1>
             return f"<h{level}>{markdown_html(b.text, inline=True)}</h{level}>"
         if isinstance(b, Markdown):
             body = markdown_html(b.text)
@@ -273,8 +298,12 @@ class _Writer:
             return f'<script type="application/json" class="attnviz-figure">{payload}</script>'
         if isinstance(b, Table):
             return _table_html(b.columns)
+        if isinstance(b, Metric):
+            return _table_html({b.label: [b.value]})
         if isinstance(b, Numbers):
             return self.numbers(b)
+        if hasattr(b, "to_plotly_json"):  # a plotly Figure
+            return self.block(figure_block(b))
         raise TypeError(f"not a block: {type(b).__name__}")
 
     def numbers(self, b: Numbers) -> str:

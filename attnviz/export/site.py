@@ -1,18 +1,15 @@
 """The lesson pack: `python -m attnviz html --text "I saw a saw" --out DIR`.
 
-Each view (a lesson step, a step of the walkthrough, one layer's heads, head statistics,
-positions, windows...) is the app's own page, run headless in Streamlit's AppTest with the
-view's settings in its session state, and recorded by attnviz.ui.recorder exactly as the
-"Download this view (HTML)" button records it. So the site shows the pages' own figures,
-text and numbers, made by the same analysis and plotting calls, never a second copy of them;
-attnviz.export.html writes it (index.html, a page per view, plotly.min.js once).
-
-The pages live in the repository (app.py, pages/); the pack is built from a checkout.
+Each view of the pack (a lesson step with its answer, a step of the walkthrough, one layer's
+heads, head statistics, positions, windows, value norms) is what its app page shows as it
+opens with the view's settings: the same functions of attnviz.views build it from the same
+trace (attnviz.engine: load_model, Model.trace) and the same analysis, so the site holds the
+pages' own figures, text and numbers, never a second copy of them; attnviz.export.html writes
+it (index.html, a page per view, plotly.min.js once). No Streamlit here.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,37 +18,135 @@ from .. import i18n
 from ..i18n import N_, _
 from . import html as export
 
-ROOT = Path(__file__).resolve().parents[2]
-APP = ROOT / "app.py"
+
+@dataclass
+class Pack:
+    """What every view of the pack reads: the model, the sentence(s) as its family takes
+    them, their traces (each computed once) and the lesson's trained taggers."""
+
+    model: object
+    text: str
+    pair: str | None = None
+    traces: dict = field(default_factory=dict)
+    results: dict = field(default_factory=dict)
+    lang: str = i18n.DEFAULT
+    folder: str | None = None
+
+    @property
+    def request(self):
+        from ..views.common import adapted_request
+
+        return adapted_request(self.model, self.text, self.pair)[0]
+
+    @property
+    def notes(self) -> tuple:
+        from ..views.common import adapted_request
+
+        return adapted_request(self.model, self.text, self.pair)[1]
+
+    def trace(self, **options):
+        """The trace of the sentence with these engine options (once per request)."""
+        request = self.request.with_options(**options)
+        if request not in self.traces:
+            self.traces[request] = self.model.trace(request)
+        return self.traces[request]
+
+    def once(self, key, compute: Callable):
+        """compute() once per key for the whole pack (taggers, sweeps...)."""
+        if key not in self.results:
+            self.results[key] = compute()
+        return self.results[key]
+
+    def report(self) -> list:
+        """What a page says with the sentence's trace (tokens dropped, notes)."""
+        from ..views.common import trace_report
+
+        return trace_report(self.model, self.trace(), self.notes)
 
 
 @dataclass(frozen=True)
 class ViewSpec:
-    """One page of the pack: the app page to run and the session state to run it with."""
+    """One page of the pack: its title, the function that makes its blocks from the Pack,
+    and the settings it is shown with (as the app's URL would hold them)."""
 
-    page: str  # "pages/x.py"
     title: str  # in the language the views were listed in (see build)
-    state: dict = field(default_factory=dict)
+    make: Callable[[Pack], list]
+    params: dict = field(default_factory=dict)
 
 
 def lesson_views() -> list[ViewSpec]:
     """Every step of the lesson, its answer shown."""
     from ..analysis import lesson
 
-    reveal = {f"lesson_reveal_{s.key}": True for s in lesson.STEPS}
     n = len(lesson.STEPS)
-    return [ViewSpec("pages/lesson.py", _("Lesson {i}/{n}: {title}").format(
-        i=i, n=n, title=_(s.title)), {"lesson_step": i, **reveal})
-        for i, s in enumerate(lesson.STEPS, 1)]
+    reveal = {f"lesson_reveal_{s.key}": True for s in lesson.STEPS}
+    return [ViewSpec(_("Lesson {i}/{n}: {title}").format(i=i, n=n, title=_(s.title)),
+                     lambda p, i=i: legacy(p, "pages/lesson.py", {"lesson_step": i, **reveal}),
+                     {"lesson_step": i})
+            for i, s in enumerate(lesson.STEPS, 1)]
+
+
+WALKTHROUGH = {1: N_("Vectors"), 2: N_("Queries, keys, values"), 3: N_("Similarity"),
+               4: N_("Scale, temperature"), 5: N_("Softmax"), 6: N_("Weighted sum"),
+               7: N_("Multi-head"), 8: N_("Why softmax")}
 
 
 def walkthrough_views() -> list[ViewSpec]:
     """Every step of "Self-attention step by step" (the toy numbers, as the page opens)."""
-    steps = {1: N_("Vectors"), 2: N_("Queries, keys, values"), 3: N_("Similarity"),
-             4: N_("Scale, temperature"), 5: N_("Softmax"), 6: N_("Weighted sum"),
-             7: N_("Multi-head"), 8: N_("Why softmax")}
-    return [ViewSpec("pages/step_by_step.py", _("Step by step {k}: {name}").format(
-        k=k, name=_(name)), {"sbs_step": k}) for k, name in steps.items()]
+    return [ViewSpec(_("Step by step {k}: {name}").format(k=k, name=_(name)),
+                     lambda p, k=k: legacy(p, "pages/step_by_step.py", {"sbs_step": k}),
+                     {"sbs_step": k} if k != 1 else {})
+            for k, name in WALKTHROUGH.items()]
+
+
+def layer_heads_view(p: Pack, layer: int) -> list:
+    from ..views import layer_heads
+
+    return layer_heads.page(p.trace(), layer, report=p.report())
+
+
+def head_stats_view(p: Pack) -> list:
+    from ..views import head_stats
+
+    return head_stats.page(p.trace(), report=p.report())
+
+
+def value_norms_view(p: Pack) -> list:
+    from ..views import value_norms
+
+    return value_norms.page(p.model, p.trace(), report=p.report())
+
+
+def positions_view(p: Pack) -> list:
+    return legacy(p, "pages/positions.py", {})
+
+
+def windows_view(p: Pack) -> list:
+    return legacy(p, "pages/windows.py", {})
+
+
+def legacy(p: Pack, page: str, state: dict) -> list:
+    """A page not yet described by attnviz.views: run in AppTest and recorded."""
+    import logging
+
+    from streamlit.testing.v1 import AppTest
+
+    from ..ui import recorder
+
+    for name in list(logging.root.manager.loggerDict):
+        if name.startswith("streamlit"):
+            logging.getLogger(name).setLevel(logging.ERROR)
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[2] / "app.py"),
+                           default_timeout=600)
+    for key, value in {"text": p.text, "pair": p.pair or "", "lang": p.lang,
+                       **({"model_dir": p.folder} if p.folder else {}), **state}.items():
+        at.session_state[key] = value
+    at.run()
+    at.switch_page(page)
+    at.run()
+    if at.exception:
+        raise RuntimeError(f"{page} failed: {at.exception[0].value}")
+    return at.session_state[recorder.STATE_KEY].view().blocks
 
 
 def views(n_layers: int) -> list[ViewSpec]:
@@ -59,45 +154,27 @@ def views(n_layers: int) -> list[ViewSpec]:
     return [
         *lesson_views(),
         *walkthrough_views(),
-        ViewSpec("pages/positions.py", _("Positional encoding")),
-        ViewSpec("pages/windows.py", _("Windows and receptive fields")),
-        *(ViewSpec("pages/layer_heads.py", _("Heads of layer {layer}").format(layer=i),
-                   {"layer": i}) for i in range(n_layers)),
-        ViewSpec("pages/head_stats.py", _("Head statistics, rollout and flow")),
-        ViewSpec("pages/value_norms.py", _("Weights vs value norms")),
+        ViewSpec(_("Positional encoding"), positions_view),
+        ViewSpec(_("Windows and receptive fields"), windows_view),
+        *(ViewSpec(_("Heads of layer {layer}").format(layer=i),
+                   lambda p, i=i: layer_heads_view(p, i), {"layer": i} if i else {})
+          for i in range(n_layers)),
+        ViewSpec(_("Head statistics, rollout and flow"), head_stats_view),
+        ViewSpec(_("Weights vs value norms"), value_norms_view),
     ]
 
 
-def run_view(spec: ViewSpec, state: dict, timeout: int = 600, slug: str = "view"):
-    """Run one page headless with `state` and the spec's state; its recorded view (its file
-    named `slug`). The page's language is the state's "lang" (English without one)."""
-    from streamlit.testing.v1 import AppTest
-
-    from ..ui import recorder
-    from ..ui.router import DEFAULT_PAGE
-
-    for name in list(logging.root.manager.loggerDict):  # no "missing context" notes
-        if name.startswith("streamlit"):
-            logging.getLogger(name).setLevel(logging.ERROR)
-    at = AppTest.from_file(str(APP), default_timeout=timeout)
-    for key, value in {**state, **spec.state}.items():
-        at.session_state[key] = value
-    at.run()
-    if spec.page != DEFAULT_PAGE:
-        at.switch_page(spec.page)
-        at.run()
-    if at.exception:
-        raise RuntimeError(f"{spec.page} failed: {at.exception[0].value}")
-    rec = at.session_state[recorder.STATE_KEY]
-    view = rec.view()
-    view.title, view.slug = spec.title, slug
-    view.settings = {k: v for k, v in view.settings.items() if v}
-    return view
+def settings_line(p: Pack, lang: str, params: dict) -> dict:
+    """The settings a view is shown with: the sentence(s), the language, the view's own."""
+    out = {_("sentence"): p.text}
+    if p.pair:
+        out[_("second sentence")] = p.pair
+    return {**out, "lang": i18n.LANGUAGES[lang], **params}
 
 
 def build(out_dir: Path | str, text: str, pair: str | None = None, model: str | None = None,
           progress: Callable[[str], None] = print, lang: str = i18n.DEFAULT) -> list[Path]:
-    """Run every view for `text` (and `pair`, `model`) and write the site into `out_dir`, in
+    """Make every view for `text` (and `pair`, `model`) and write the site into `out_dir`, in
     the language `lang` ("en" or "zh": pages, titles, index); file names stay English."""
     if lang not in i18n.LANGUAGES:
         raise ValueError(f"--lang must be one of {', '.join(i18n.LANGUAGES)}, not {lang!r}")
@@ -107,21 +184,17 @@ def build(out_dir: Path | str, text: str, pair: str | None = None, model: str | 
 
 def _build(out_dir: Path, text: str, pair: str | None, model: str | None,
            progress: Callable[[str], None], lang: str) -> list[Path]:
-    if not APP.is_file():
-        raise ValueError(f"the pack runs the app's pages: {APP} not found (use a checkout)")
     from ..engine import load_model
 
-    state = {"text": text, "pair": pair or "", "lang": lang}
-    if model:
-        state["model_dir"] = model
-    m = load_model(model)
-    specs = views(m.n_layers)
+    p = Pack(load_model(model), text, pair or None, lang=lang, folder=model)
+    specs = views(p.model.n_layers)
     with i18n.use("en"):  # the same file names in every language
-        slugs = [export.slug(s.title) for s in views(m.n_layers)]
+        slugs = [export.slug(s.title) for s in views(p.model.n_layers)]
     written = []
     for i, (spec, name) in enumerate(zip(specs, slugs, strict=True), 1):
         progress(f"[{i}/{len(specs)}] {spec.title}")
-        written.append(run_view(spec, state, slug=name))
+        written.append(export.View(spec.title, spec.make(p),
+                                   settings_line(p, lang, spec.params), name))
     progress(f"writing {len(written)} pages and plotly.min.js to {out_dir}")
     settings = {_("sentence"): text, **({_("second sentence"): pair} if pair else {}),
                 _("model"): model or _("bundled all-MiniLM-L6-v2")}

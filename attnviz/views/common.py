@@ -1,0 +1,122 @@
+"""What every view uses: typed text made literal, the model's shown name, the numbers a view
+offers (made when a file is), and what a page says about the trace it shows."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import numpy as np
+
+from ..engine.folders import BUNDLED_NAME
+from ..export.html import Markdown, Numbers
+from ..i18n import _
+
+_MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!$<>|~&:=^\"'])")
+
+
+def literal(text: str) -> str:
+    """`text` escaped for Markdown: every Markdown/KaTeX/HTML special character gets a
+    backslash, so it renders as itself; newlines become spaces."""
+    return _MARKDOWN.sub(r"\\\1", str(text).replace("\r", " ").replace("\n", " "))
+
+
+def shown_name(model) -> str:
+    """The model's name in the current language: the bundled model and the random demos are
+    named by the app (translated), a checkpoint by its folder or Hub id (as it is)."""
+    if model.name == BUNDLED_NAME:
+        return _(BUNDLED_NAME)
+    if model.name == f"random {model.title}":
+        return _("random {title}").format(title=model.title)
+    return model.name
+
+
+def kept(value, max_copy: int = 16 * 2**20):
+    """A small slice of a big array (one head of a cached trace) copied, so numbers offered
+    for later do not keep the whole trace alive; anything else as it is."""
+    if isinstance(value, np.ndarray) and value.base is not None and value.nbytes <= max_copy:
+        return value.copy()
+    return value
+
+
+def numbers(label: str, arrays: dict | Callable[[], dict], file_name: str,
+            kind: str = "npz") -> Numbers:
+    """Named arrays offered as an .npz (kind "npz") or equal-length columns as a .csv ("csv").
+    `arrays` may be a function returning them (made only when the file is: fetch a big
+    trace again inside it); a dict's small slices are copied now (`kept`)."""
+    if callable(arrays):
+        return Numbers(label, arrays, file_name, kind)
+    held = {k: kept(v) for k, v in arrays.items()} if kind == "npz" else arrays
+    return Numbers(label, lambda: held, file_name, kind)
+
+
+def trace_report(model, t, notes=()) -> list:
+    """What a page says with a trace: tokens dropped (a warning), then the notes (captions)."""
+    out = []
+    if t.dropped:
+        out.append(Markdown(_("The input is longer than the model's {n} positions: {dropped} "
+                              "tokens at the end were dropped.").format(
+            n=model.max_positions, dropped=t.dropped), "warning"))
+    out += [Markdown(f":material/info: {literal(note)}", "caption")
+            for note in dict.fromkeys((*notes, *t.notes))]
+    return out
+
+
+def adapted_request(model, text: str, pair: str | None):
+    """(request, notes): the sentence(s) as this model's family takes them (a vision model:
+    the demo image; an encoder-decoder: the pair as the decoder's target; a decoder: one
+    text), and what was adapted, as sentences."""
+    from ..engine import DECODER, ENCODER_DECODER, VISION, TraceRequest, demo_image
+
+    title = model.title
+    if model.kind == VISION:
+        return TraceRequest(image=demo_image()), (
+            _("{title} reads an image, not the sentence: it sees attnviz's demo "
+              "image.").format(title=title),)
+    if model.kind == ENCODER_DECODER:
+        note = (_("{title} is an encoder-decoder: the sentence is the source, the second "
+                  "sentence the decoder's target.").format(title=title) if pair else ())
+        return TraceRequest(text, target=pair), ((note,) if note else ())
+    if model.kind == DECODER and pair:
+        return TraceRequest(text), (_("{title} reads one text: the second sentence is left "
+                                      "out.").format(title=title),)
+    return TraceRequest(text, pair), ()
+
+
+BERT_LIKE = "BERT, RoBERTa or DistilBERT"
+
+
+def bert_like(model) -> bool:
+    """A bidirectional text encoder with BERT's post-LayerNorm layer: what the lessons on
+    positions, windows and the step-by-step recomputation are written for."""
+    from ..engine import ENCODER
+
+    caps = model.capabilities
+    return (model.kind == ENCODER and caps["input"] == "text" and caps["bidirectional"]
+            and not caps["pre_norm"])
+
+
+def why_not_bert_like(model, what: str) -> str:
+    """One plain sentence: why `what` is not shown for this model."""
+    from ..engine import DECODER, ENCODER_DECODER
+
+    caps = model.capabilities
+    if caps["input"] == "image":
+        reason = _("reads an image as patches on a 2-D grid, not a sentence")
+    elif not caps["bidirectional"] or model.kind == DECODER:
+        reason = _("is a decoder: each token sees only the tokens before it, so what this "
+                   "part shows about a bidirectional encoder does not hold")
+    elif model.kind == ENCODER_DECODER:
+        reason = _("is an encoder-decoder")
+    else:
+        reason = _("puts LayerNorm before attention (pre-LayerNorm), not after it as BERT does")
+    return _("{what} is written for a bidirectional text encoder with BERT's layers "
+             "({bert_like}). The loaded model, {name}, is a {title} that {reason}. Pick such a "
+             "model in the sidebar, or see *Decoders, encoder-decoders, images* for this "
+             "one.").format(what=what, bert_like=BERT_LIKE, name=literal(model.name),
+                            title=model.title, reason=reason)
+
+
+def not_bert_like(model, what: str) -> list:
+    """[] for a bert_like model; else the one sentence why `what` is not shown (info)."""
+    return [] if bert_like(model) else [Markdown(why_not_bert_like(model, what), "info")]

@@ -1,0 +1,63 @@
+"""attnviz.views without Streamlit: the package and the pack's builder never import it; typed
+text is made literal; the shared readers of figures' JSON for the views' tests."""
+
+import base64
+import json
+import subprocess
+import sys
+
+import numpy as np
+
+from attnviz.views import common
+
+
+def decode(z) -> np.ndarray:
+    """Plotly JSON sends numpy arrays as base64 {dtype, bdata[, shape]}; lists stay lists."""
+    if isinstance(z, dict):
+        arr = np.frombuffer(base64.b64decode(z["bdata"]), dtype=np.dtype(z["dtype"]))
+        if "shape" not in z:  # 1-D arrays come without a shape
+            return arr
+        return arr.reshape([int(s) for s in str(z["shape"]).split(",")])
+    return np.asarray(z, dtype=float)
+
+
+def spec(fig) -> dict:
+    """A figure as the JSON a page or a file gets."""
+    return json.loads(fig.to_json())
+
+
+def heatmaps(fig) -> list[dict]:
+    return [tr for tr in spec(fig)["data"] if tr["type"] == "heatmap"]
+
+
+def test_views_and_the_pack_never_import_streamlit():
+    code = ("import sys, pkgutil, importlib, attnviz.views as v; "
+            "[importlib.import_module('attnviz.views.' + m.name) "
+            " for m in pkgutil.iter_modules(v.__path__)]; "
+            "import attnviz.export.site, attnviz.export.html; "
+            "print(sorted(k for k in sys.modules if k.split('.')[0] == 'streamlit'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_literal_shows_typed_text_as_typed():
+    assert common.literal("*a* $x$ <b>\n[l](javascript:x)") == (
+        r"\*a\* \$x\$ \<b\> \[l\]\(javascript\:x\)")
+
+
+def test_numbers_copy_small_slices_and_make_functions_late():
+    big = np.arange(24.0).reshape(2, 3, 4)
+    block = common.numbers("N (.npz)", {"row": big[1]}, "n.npz")
+    big[1] = -1  # the offered numbers are the ones seen when offered
+    np.testing.assert_array_equal(block.make()["row"], np.arange(12.0, 24.0).reshape(3, 4))
+    calls = []
+    late = common.numbers("N (.npz)", lambda: calls.append(1) or {"a": 1}, "n.npz")
+    assert calls == [] and late.make() == {"a": 1} and calls == [1]
+
+
+def test_trace_report(model):
+    t = model.trace("saw " * 600)
+    (warning,) = [b for b in common.trace_report(model, t) if b.style == "warning"]
+    assert f"{t.dropped} tokens at the end were dropped" in warning.text
+    assert common.trace_report(model, model.trace("I saw a saw")) == []
