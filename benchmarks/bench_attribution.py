@@ -1,36 +1,35 @@
-"""Integrated gradients of a sentence similarity (the similarity page): path points encoded in
-batches (attnviz.analysis.attribution) against one point at a time (a forward and backward
-per point, as the first version did and as the usual IG loop does), same quadrature, same
-values; two short sentences (the page's default B and a class's typical A) and a paragraph.
+"""Integrated gradients of a sentence similarity (the similarity page): the path's points
+encoded in batches (attnviz.analysis.attribution) against one forward and backward per point
+(the usual IG loop), same quadrature, same values.
 
-Prints the median wall seconds per attribution (both sentences, the page's default points,
-attribution.path_rule) on the default torch threads and on one thread (a shared server's
-session), and the largest difference between the two ways' attributions.
-
-Then the page's default B prepared once (`prepare_side`, what a class server's warm-up does)
-against encoding both paths, for the load test's sentences A: the one-off cost, each A's time
-and the largest difference.
-
-Then the quadrature's accuracy (why path_rule splits the path in two halves): for the load
-test's 20 sentences and three more, each against the similarity page's default B and the
-tests' B, both sides' IG by 32 points in one Gauss-Legendre panel and by 16, 24 and 32 points
-in two halves, against 128 points in two halves (itself checked against 128 in one panel);
-the error is the largest per-token difference over the largest |IG| of the reference. Also
-where on the path the integrand (summed over tokens) peaks. Speed is measured here, never in
-tests.
+Three measures:
+- both ways on two short sentences (the page's default B and a class's typical A) and on a
+  paragraph: median wall seconds per attribution (both sentences, the page's default points,
+  attribution.path_rule) on the default torch threads and on one thread (a shared server's
+  session), and the largest difference between the two ways;
+- the page's default B prepared once (`prepare_side`, what a class server's warm-up does)
+  against encoding both paths, for the load test's sentences A: the one-off cost, each A's
+  time and the largest difference;
+- the quadrature's accuracy (why path_rule splits the path in two halves): for the load
+  test's 20 sentences and three more, each against the similarity page's default B and the
+  tests' B, both sides' IG by 32 points in one Gauss-Legendre panel and by 16, 24 and 32 points
+  in two halves, against 128 points in two halves (itself checked against 128 in one panel);
+  the error is the largest per-token difference over the largest |IG| of the reference. Also
+  where on the path the integrand (summed over tokens) peaks.
 """
 
 from __future__ import annotations
 
-import os
-import platform
+import time
 
 import numpy as np
 import torch
 
 from attnviz.analysis import attribution as A
 from attnviz.engine import load_model
-from benchmarks.bench_engine import median_ms
+
+from .bench_engine import median_ms
+from .report import Table, show
 
 PAIRS = {
     "short (6 + 10 tokens)": ("I saw a saw", A.DEFAULT_B),
@@ -51,8 +50,9 @@ def one_point_at_a_time(model, x, x0, other, steps):
     return ((x - x0).double() * acc).sum(dim=-1).cpu().numpy()
 
 
-def measure(model, label: str, a: str, b: str) -> None:
-    """Both ways on one pair of sentences, on the default threads and on one thread."""
+def measure(model, label: str, a: str, b: str) -> list[list]:
+    """Both ways on one pair of sentences, on the default threads and on one thread: a row
+    per thread count."""
     xa, xa0, _ = A._inputs(model, a)
     xb, xb0, _ = A._inputs(model, b)
     with torch.no_grad():
@@ -68,18 +68,19 @@ def measure(model, label: str, a: str, b: str) -> None:
                 one_point_at_a_time(model, xb, xb0, ea, STEPS))
 
     diff = max(float(np.abs(p - q).max()) for p, q in zip(batched(), looped(), strict=True))
-    threads = torch.get_num_threads()
+    threads, rows = torch.get_num_threads(), []
     for n in sorted({threads, 1}, reverse=True):
         torch.set_num_threads(n)
         ms = median_ms({"batched": batched, "looped": looped}, repeats=3, device=model.device)
         fast, slow = ms["batched"], ms["looped"]
-        print(f"{label}, {n} thread(s): batched {fast / 1000:.3f} s, one point at a time "
-              f"{slow / 1000:.3f} s ({slow / fast:.1f}x); largest difference {diff:.1e}",
-              flush=True)
+        rows.append([label, n, f"{fast / 1000:.3f}", f"{slow / 1000:.3f}", f"{slow / fast:.1f}x",
+                     f"{diff:.1e}"])
+        print(rows[-1], flush=True)
     torch.set_num_threads(threads)
+    return rows
 
 
-def prepared(model) -> None:
+def prepared(model) -> Table:
     """The page's default B prepared once (prepare_side, a class server's warm-up) against
     encoding both paths, for the load test's sentences A on one thread (a shared server's
     session): the one-off cost, the saving per A, and the largest difference."""
@@ -87,8 +88,6 @@ def prepared(model) -> None:
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
-    import time
-
     t0 = time.perf_counter()
     side = A.prepare_side(model, A.DEFAULT_B, STEPS)
     once = time.perf_counter() - t0
@@ -104,15 +103,17 @@ def prepared(model) -> None:
                              for f in ("ig_a", "ig_b", "gxi_a", "gxi_b")])
     torch.set_num_threads(threads)
     saved = sum(both) - sum(one)
-    print(f"default B prepared once: {once:.2f} s; the load test's {len(SENTENCES)} sentences A "
-          f"(1 thread): both paths {np.median(both):.3f} s, A's path only {np.median(one):.3f} "
-          f"s (medians; {sum(both):.2f} s against {sum(one):.2f} s in all: the preparation is "
-          f"paid back after ~{once / max(saved / len(SENTENCES), 1e-9):.0f} sentences); largest "
-          f"difference {diff:.1e}", flush=True)
+    return Table(
+        ["default B prepared once (s)", "both paths, per A (s)", "A's path only, per A (s)",
+         "paid back after (sentences)", "largest difference"],
+        [[f"{once:.2f}", f"{np.median(both):.3f}", f"{np.median(one):.3f}",
+          f"{once / max(saved / len(SENTENCES), 1e-9):.0f}", f"{diff:.1e}"]],
+        title=f"The page's default B prepared once, then the load test's {len(SENTENCES)} "
+              "sentences A (one thread; medians)")
 
 
 def one_panel(steps: int) -> tuple[np.ndarray, np.ndarray]:
-    """Gauss-Legendre on [0, 1] in one panel (the rule before path_rule)."""
+    """Gauss-Legendre on [0, 1] in one panel (path_rule's alternative)."""
     nodes, weights = np.polynomial.legendre.leggauss(steps)
     return (nodes + 1) / 2, weights / 2
 
@@ -133,13 +134,9 @@ EXTRA = ["A man is playing a guitar.",
 TESTS_B = "Someone plays music on an instrument."  # tests/test_analysis_attribution.py's B
 
 
-def quadrature_accuracy(model) -> None:
+def quadrature_accuracy(model) -> Table:
     """Per-token error of each rule against a 128-point reference, over many sentence sides."""
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "load"))
-    from run_load import SENTENCES
+    from tests.load.run_load import SENTENCES
 
     rules = {"32 points, one panel": one_panel(32),
              **{f"{k} points, two halves": A.path_rule(k) for k in (16, 24, 32)}}
@@ -163,25 +160,27 @@ def quadrature_accuracy(model) -> None:
                 _, g = A._grad(model, x0 + grid.float()[:, None, None] * (x - x0), other)
                 total = ((x - x0).double() * g.double()).sum((-1, -2)).numpy()
                 peaks.append(float(grid[int(np.abs(total).argmax())]))
-    print(f"quadrature: {len(peaks)} attributions ({len(SENTENCES) + len(EXTRA)} sentences x 2 "
-          f"B's x both sides); reference 128 points in two halves (against 128 in one panel: "
-          f"{check:.1e}); error = max per-token |difference| / max |IG|")
-    for name, e in errors.items():
-        print(f"  {name}: max {max(e):.1e}, 90th percentile {np.quantile(e, 0.9):.1e}, "
-              f"median {np.median(e):.1e}")
-    print(f"  the integrand (summed over tokens) peaks at a = {min(peaks):.2f} to "
-          f"{max(peaks):.2f} (median {np.median(peaks):.2f}; 101 points)", flush=True)
+    return Table(
+        ["rule", "max error", "90th percentile", "median"],
+        [[name, f"{max(e):.1e}", f"{np.quantile(e, 0.9):.1e}", f"{np.median(e):.1e}"]
+         for name, e in errors.items()],
+        title=f"Quadrature: {len(peaks)} attributions ({len(SENTENCES) + len(EXTRA)} sentences "
+              "x 2 B's x both sides) against 128 points in two halves; error = largest "
+              "per-token difference / largest |IG|",
+        note=f"The reference against 128 points in one panel: {check:.1e}. The integrand "
+             f"(summed over tokens) peaks at a = {min(peaks):.2f} to {max(peaks):.2f} "
+             f"(median {np.median(peaks):.2f}; 101 points).")
 
 
-def main() -> None:
+def main() -> list[Table]:
     model = load_model()
-    print(f"CPU {platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch "
-          f"{torch.__version__}, device {model.device}; load {os.getloadavg()[0]:.1f}; "
-          f"{STEPS} steps, both sentences")
+    ways = Table(["sentences", "threads", "batched (s)", "one point at a time (s)", "ratio",
+                  "largest difference"],
+                 title=f"One attribution of both sentences, {STEPS} points, device "
+                       f"{model.device}; medians of 3")
     for label, (a, b) in PAIRS.items():
-        measure(model, label, a, b)
-    prepared(model)
-    quadrature_accuracy(model)
+        ways.rows += measure(model, label, a, b)
+    return show(ways, prepared(model), quadrature_accuracy(model))
 
 
 if __name__ == "__main__":

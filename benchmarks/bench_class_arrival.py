@@ -1,10 +1,11 @@
 """A class arriving: many browsers load the page's files at once from `make serve`.
 
-Every student's first visit loads Streamlit's frontend: the page, then ~150 scripts, styles and
-fonts under /static/ (~13 MB as files). Through a worker these come from its Python thread,
-the one that draws every session's page, uncompressed; `scripts/serve.py` now has nginx send
-them itself, gzip-compressed once at start. This benchmark starts `make serve`'s cluster (2
-workers, nginx) both ways in turn and has S clients load exactly what a real visit loads:
+Every student's first visit loads Streamlit's frontend: the page, then its scripts, styles and
+fonts under /static/. Through a worker these come from its Python thread, the one that draws
+every session's page, uncompressed; `scripts/serve.py` has nginx send them itself,
+gzip-compressed once at start (`--proxy-static` sends them through the workers instead). This
+benchmark starts `make serve`'s cluster (2 workers, nginx) both ways in turn and has S clients
+load exactly what a real visit loads:
 
 - the list of URLs: the requests one headless Chromium makes for the default page (recorded
   once through the cluster);
@@ -23,7 +24,6 @@ clients start: this measures the files alone, not the page's computing.
 from __future__ import annotations
 
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -33,12 +33,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from benchmarks.report import Table, show  # noqa: E402
 from tests.serve import CHROME_ARGS as ARGS  # noqa: E402
 from tests.serve import free_port  # noqa: E402
 from tests.test_serve import group_members, serve  # noqa: E402 - scripts/serve.py, loaded
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 ACCEPT = "Accept-Encoding: gzip, deflate, br"  # Chromium's
+COST = ("It starts `make serve`'s cluster four times (Debian's nginx) and one headless Chromium "
+        "(/usr/bin/chromium), then 120 curl clients at once.")
 
 
 def cpu_seconds(pids: list[int]) -> float:
@@ -121,24 +124,22 @@ def run(sessions: int = 120, repeats: int = 2) -> list[dict]:
             finally:
                 cluster.stop(grace_s=5)
                 cluster.remove_folder()
-    cpu = platform.processor() or platform.machine()
-    print(f"A class of {sessions} loading the page's files at once from `make serve` "
-          f"(2 workers + nginx, loopback, curl clients), CPU {cpu}, {os.cpu_count()} cores, "
-          f"load average {os.getloadavg()[0]:.1f} at the end; {len(paths)} files under "
-          f"/static/ per visit, plus the page")
-    print("| static files from | all done | client p50 | client p95 | sent | "
-          "workers' CPU | nginx CPU | errors |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
-    for r in results:
-        print(f"| {'nginx, gzip' if r['static'] else 'the workers'} | {r['all']:.2f} s | "
-              f"{r['p50']:.2f} s | {r['p95']:.2f} s | {r['bytes'] / 1e6:.0f} MB | "
-              f"{r['workers_cpu']:.2f} s | {r['nginx_cpu']:.2f} s | {r['errors']} |")
     return results
 
 
-def main() -> None:
+def main() -> list[Table]:
     args = [int(a) for a in sys.argv[1:] if a.isdigit()]
-    run(*args[:2])
+    sessions = args[0] if args else 120
+    results = run(*args[:2])
+    return show(Table(
+        ["static files from", "all done (s)", "client p50 (s)", "client p95 (s)", "sent (MB)",
+         "workers' CPU (s)", "nginx CPU (s)", "errors"],
+        [["nginx, gzip" if r["static"] else "the workers", f"{r['all']:.2f}", f"{r['p50']:.2f}",
+          f"{r['p95']:.2f}", f"{r['bytes'] / 1e6:.0f}", f"{r['workers_cpu']:.2f}",
+          f"{r['nginx_cpu']:.2f}", r["errors"]] for r in results],
+        title=f"A class of {sessions} loading the page's files at once from `make serve` (2 "
+              f"workers + nginx, loopback, curl clients); {results[0]['files']} files under "
+              "/static/ per visit, plus the page"))
 
 
 if __name__ == "__main__":

@@ -20,7 +20,8 @@ import attnviz
 from attnviz.engine import bundled_model_dir
 from attnviz.engine.random_models import save_random_checkpoint
 
-from .bench_engine import machine, median_ms
+from .bench_engine import median_ms
+from .report import Table, show
 
 TOKENS = 128
 BASE = dict(hidden=768, heads=12, layers=12, intermediate=3072, positions=512)
@@ -87,22 +88,26 @@ def run(device: str = "cpu", repeats: int = 10) -> list[dict]:
                 shutil.rmtree(tmp / family, ignore_errors=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print(f"Every family's trace vs transformers {__import__('transformers').__version__} eager "
-          f"(attentions + hidden states) on {machine(torch.device(device))}; median of {repeats}, "
-          "alternating")
-    print("| family | layers x hidden | input | attnviz trace (ms) | HF eager + attentions (ms) "
-          "| ratio |")
-    print("|---|---|---|---:|---:|---:|")
-    for r in rows:
-        print(f"| {r['family']} | {r['size']} | {r['input']} | {r['attnviz_ms']:.1f} | "
-              f"{r['hf_eager_ms']:.1f} | {r['ratio']:.2f}x |")
     return rows
 
 
-def main() -> None:
-    run("cpu")
+def table(rows: list[dict], device: str, repeats: int = 10) -> Table:
+    import transformers
+
+    return Table(["family", "layers x hidden", "input", "attnviz trace (ms)",
+                  "HF eager + attentions (ms)", "attnviz / HF"],
+                 [[r["family"], r["size"], r["input"], f"{r['attnviz_ms']:.1f}",
+                   f"{r['hf_eager_ms']:.1f}", f"{r['ratio']:.2f}x"] for r in rows],
+                 title=f"Each family's trace against transformers {transformers.__version__} "
+                       f"eager (attentions + hidden states), {device.upper()}; medians of "
+                       f"{repeats}, run alternately")
+
+
+def main() -> list[Table]:
+    tables = [table(run("cpu"), "cpu")]
     if torch.cuda.is_available():
-        run("cuda")
+        tables.append(table(run("cuda"), "cuda"))
+    return show(*tables)
 
 
 if __name__ == "__main__":

@@ -31,7 +31,6 @@ Goals: attnviz warm <= 1.2x bare warm; attnviz cold <= bare cold + 2 s. Medians 
 from __future__ import annotations
 
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -42,10 +41,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from benchmarks.report import Table, show  # noqa: E402
 from tests.serve import CHROME_ARGS as ARGS  # noqa: E402
 from tests.serve import free_port, stop_server  # noqa: E402
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+COST = ("It starts a dozen fresh servers, one after another, and drives them with headless "
+        "Chromium (/usr/bin/chromium).")
 HEATMAP = ".js-plotly-plot .heatmaplayer image"
 BARE_APP = '''"""The floor: one Plotly heatmap, nothing else."""
 import numpy as np
@@ -190,24 +192,23 @@ def run(repeats: int = 3) -> dict[str, dict[str, float]]:
                       f"warm {r['warm']:.2f} s", flush=True)
         browser.close()
     med = {k: {m: statistics.median(r[m] for r in v) for m in v[0]} for k, v in runs.items()}
-    cpu = platform.processor() or platform.machine()
-    print(f"First heatmap drawn, headless Chromium, CPU {cpu}, {os.cpu_count()} cores, load "
-          f"average {os.getloadavg()[0]:.1f} at the end; medians of {repeats} fresh servers "
-          "each (warm: median of 3 visits per server)")
-    print("| app | server start -> health check | first request -> heatmap | cold: start -> "
-          "heatmap | a second visit at once | warm: a visit once the model is loaded |")
-    print("|---|---:|---:|---:|---:|---:|")
-    for kind, m in med.items():
-        print(f"| {kind} | {m['health']:.2f} s | {m['first request']:.2f} s | {m['cold']:.2f} s "
-              f"| {m['soon']:.2f} s | {m['warm']:.2f} s |")
-    bare, ours = med["bare"], med["attnviz"]
-    print(f"warm: attnviz / bare = {ours['warm'] / bare['warm']:.2f}x (goal <= 1.2x); "
-          f"cold: attnviz - bare = {ours['cold'] - bare['cold']:+.2f} s (goal <= +2 s)")
     return med
 
 
-def main() -> None:
-    run(int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1].isdigit() else 3)
+def main() -> list[Table]:
+    repeats = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1].isdigit() else 3
+    med = run(repeats)
+    bare, ours = med["bare"], med["attnviz"]
+    return show(Table(
+        ["app", "server start -> health check (s)", "first request -> heatmap (s)",
+         "cold: start -> heatmap (s)", "a second visit at once (s)",
+         "warm: a visit once the model is loaded (s)"],
+        [[kind, *(f"{m[k]:.2f}" for k in ("health", "first request", "cold", "soon", "warm"))]
+         for kind, m in med.items()],
+        title=f"First heatmap drawn, headless Chromium; medians of {repeats} fresh servers each "
+              "(warm: median of 3 visits per server)",
+        note=f"warm: attnviz / bare = {ours['warm'] / bare['warm']:.2f}x (goal <= 1.2x); cold: "
+             f"attnviz - bare = {ours['cold'] - bare['cold']:+.2f} s (goal <= +2 s)."))
 
 
 if __name__ == "__main__":

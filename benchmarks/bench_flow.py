@@ -5,7 +5,7 @@ text cut to 17, 32, 64 and 128 tokens, the last layer's n x n flow matrix.
 attnviz is timed three ways: the default (the bound-and-certify pass, then the per-pair
 max-flows left, both in one worker process per core, flow_workers.default_workers(), from
 flow.PARALLEL_PAIRS pairs on), the same in this process only (workers=1) and solving every pair
-in this process (certify=False, workers=1: the method before the bounds), with the split: the
+in this process (certify=False, workers=1: no bounds), with the split: the
 bounds' small max-flows, the pairs they certify, the per-pair max-flows left. The workers are
 started (and timed) once before the table, as a server keeps them. CPU: this process's CPU
 time, for the default plus the workers' (from /proc). networkx runs the whole matrix at 17
@@ -16,7 +16,6 @@ or raw on the sample). `python -m benchmarks.bench_flow 64 128` runs those sizes
 
 from __future__ import annotations
 
-import os
 import random
 import sys
 import time
@@ -24,12 +23,13 @@ import time
 import networkx as nx
 import numpy as np
 import scipy.sparse.csgraph  # noqa: F401  (imported before any timing)
-import torch
 
 import attnviz
 from attnviz.analysis import flow_workers
 from attnviz.analysis.flow import max_flows_stats, normalise_rows
 from attnviz.analysis.rollout import residual_attention, rollout
+
+from .report import Table, show
 
 TEXT = ("The quick brown fox jumps over the lazy dog while the old cat watches from the wooden "
         "fence, and the farmer, tired after a long day in the fields, walks slowly home. ") * 8
@@ -50,10 +50,8 @@ def nx_flow(g: nx.DiGraph, layer: int, i: int, j: int) -> float:
                                  flow_func=nx.algorithms.flow.edmonds_karp)
 
 
-def main() -> None:
+def main() -> list[Table]:
     workers = flow_workers.default_workers()
-    print(f"CPU, {os.cpu_count()} cores, torch {torch.__version__}, networkx {nx.__version__}, "
-          f"load average {os.getloadavg()[0]:.1f}, {workers} flow workers")
     model = attnviz.load_model(device="cpu")
     ids, _, _ = model.tokenize(TEXT)
     rng = random.Random(0)
@@ -63,10 +61,16 @@ def main() -> None:
     t0 = time.perf_counter()
     flow_workers.prestart(workers)
     max_flows_stats(warm, 3, workers=workers)
-    print(f"starting {flow_workers.running_workers()} workers: {time.perf_counter() - t0:.2f} s")
-    print("tokens | attnviz flow, last layer (bounds + per-pair in workers) | in this process "
-          "(CPU) | certified pairs | every pair solved here (CPU) | networkx | max |diff| | "
-          "rollout, all layers")
+    started = (f"{flow_workers.running_workers()} flow workers, started in "
+               f"{time.perf_counter() - t0:.2f} s")
+    table = Table(["tokens", "attnviz (s)", "CPU, with the workers' (s)", "bounds (s)",
+                   "max-flows solved", "in this process only (s)", "certified pairs",
+                   "every pair solved here (s)", "networkx (s)", "max abs difference",
+                   "rollout, all layers (ms)"],
+                  title=f"The last layer's n x n flow matrix, bundled model, networkx "
+                        f"{nx.__version__}; {started}",
+                  note="~: networkx timed on a sample of pairs and extrapolated; the difference "
+                       "is then of raw flows on that sample.")
     sizes = [int(a) for a in sys.argv[1:] if a.isdigit()] if __name__ == "__main__" else []
     for n in sizes or (17, 32, 64, 128):
         t = model.trace_ids(ids[:n - 1] + [ids[-1]])
@@ -98,15 +102,15 @@ def main() -> None:
             vals = [nx_flow(g, layer, i, j) for i, j in pairs]
             nx_s, mark = (time.perf_counter() - t0) / len(pairs) * n * n, "~"
             diff = f"{max(abs(v - ours[i, j]) for v, (i, j) in zip(vals, pairs, strict=True)):.1e}"
-            diff += " (raw, sampled pairs)"
-        print(f"{n:6d} | {ours_s:7.2f} s (CPU {ours_cpu:.2f} s here and in the workers; "
-              f"{stats.bound_seconds:.2f} s bounds, "
-              f"{stats.bound_flows} small max-flows + {stats.solver_seconds:.2f} s, "
-              f"{stats.solved} max-flows, {stats.solved_in_workers} in {stats.workers} workers) | "
-              f"{here_s:7.2f} s ({here_cpu:.2f} s; solver {here_stats.solver_seconds:.2f} s) | "
-              f"{stats.certified} of {stats.pairs} ({stats.certified / stats.pairs:.0%}) | "
-              f"{every_s:7.2f} s ({every_cpu:.2f} s) | {mark}{nx_s:9.1f} s | {diff} | "
-              f"{roll_ms:.2f} ms | load {os.getloadavg()[0]:.1f}", flush=True)
+            diff += " (sampled)"
+        table.rows.append([
+            n, f"{ours_s:.2f}", f"{ours_cpu:.2f}", f"{stats.bound_seconds:.2f}",
+            f"{stats.solved} ({stats.solved_in_workers} in {stats.workers} workers)",
+            f"{here_s:.2f} (CPU {here_cpu:.2f})", f"{stats.certified} of {stats.pairs}",
+            f"{every_s:.2f} (CPU {every_cpu:.2f})",
+            f"{mark}{nx_s:.1f}", diff, f"{roll_ms:.2f}"])
+        print(table.rows[-1], flush=True)
+    return show(table)
 
 
 if __name__ == "__main__":

@@ -1,31 +1,26 @@
-"""Training time of the lesson's taggers and of its overfitting sweep, and the numbers they give.
+"""Training time of the lesson's seven taggers and of its overfitting sweep, with the
+held-out accuracies the lesson quotes.
 
-Trains the seven taggers ((a) per-word MLP, (b) windows of 3, 5, 9 and 39 words, (c)
-self-attention without and (d) with positions) with the page's default Settings, `REPEATS`
-times with the seeds the page offers, then the overfitting sweep once; prints the median wall
-and CPU seconds per tagger and in total, and the held-out accuracies the lesson quotes. The
-CPU seconds (this process only) are the better guide on a machine shared with other work.
-Speed is measured here, never asserted in tests.
+The taggers ((a) per-word MLP, (b) windows of 3, 5, 9 and 39 words, (c) self-attention without
+and (d) with positions) are trained with the page's default Settings, once per seed the page
+offers; the overfitting sweep once. Times are medians over the seeds; CPU seconds are this
+process's (training runs on one thread), the better guide on a machine shared with other work.
 """
 
 from __future__ import annotations
 
-import os
-import platform
 import statistics
 import time
 
-import torch
-
 from attnviz.analysis import taggers as T
+
+from .report import Table, show
 
 REPEATS = 3
 
 
-def main() -> None:
-    print(f"CPU {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-          f"torch {torch.__version__}; training runs on 1 thread; load {os.getloadavg()[0]:.1f}")
-    walls, cpus, per = [], [], {k: [] for k in T.NAMES}
+def main() -> list[Table]:
+    walls, cpus, per, acc = [], [], {k: [] for k in T.NAMES}, {}
     for seed in range(REPEATS):
         w0, c0 = time.perf_counter(), time.process_time()
         tr = T.train_all(T.Settings(seed=seed))
@@ -34,25 +29,36 @@ def main() -> None:
         for k, v in tr.seconds.items():
             per[k].append(v)
         out = T.report(tr)
-        base = out["majority_tag"]
-        print(f"seed {seed}: wall {walls[-1]:.1f} s, cpu {cpus[-1]:.1f} s; held-out accuracy "
-              f"near / far / double-role (majority tag {100 * base['near']:.1f} / "
-              f"{100 * base['far']:.1f} / {100 * base['double_role']:.1f}):", flush=True)
-        for name, row in out["taggers"].items():
-            h = row["held_out"]
-            print(f"    {row['label']:<36} {row['parameters']:>8,} parameters  "
-                  f"{100 * h['near']:5.1f} {100 * h['far']:5.1f} {100 * h['double_role']:5.1f}  "
-                  f"({tr.seconds[name]:.1f} s)")
-    print(f"median total: wall {statistics.median(walls):.1f} s, cpu "
-          f"{statistics.median(cpus):.1f} s; per tagger (wall): " + ", ".join(
-              f"{k} {statistics.median(v):.1f}" for k, v in per.items()))
+        rows = {"majority_tag": ("majority tag (baseline)", None, out["majority_tag"])}
+        rows.update({name: (row["label"], row["parameters"], row["held_out"])
+                     for name, row in out["taggers"].items()})
+        for name, (label, params, held) in rows.items():
+            acc.setdefault(name, (label, params, []))[2].append(held)
+        print(f"seed {seed}: wall {walls[-1]:.1f} s, cpu {cpus[-1]:.1f} s", flush=True)
+
+    def pct(values: list[dict], key: str) -> str:
+        return f"{100 * statistics.median(v[key] for v in values):.1f}"
+
+    taggers = Table(
+        ["tagger", "parameters", "training (s)", "held-out: words near (%)",
+         "far (%)", "double-role (%)"],
+        title=f"The seven taggers, the page's default settings: medians over {REPEATS} seeds",
+        note=f"All seven: {statistics.median(walls):.1f} s wall, "
+             f"{statistics.median(cpus):.1f} s CPU (medians).")
+    for name, (label, params, held) in acc.items():
+        taggers.rows.append([label, "-" if params is None else f"{params:,}",
+                             f"{statistics.median(per[name]):.1f}" if name in per else "-",
+                             pct(held, "near"), pct(held, "far"), pct(held, "double_role")])
     c0 = time.process_time()
     sw = T.overfitting(T.Settings())
-    print(f"overfitting sweep ({len(sw.train)} taggers x sizes {sw.sizes}, {sw.steps} steps "
-          f"each): wall {sw.seconds:.1f} s, cpu {time.process_time() - c0:.1f} s")
+    sweep = Table(["tagger", *(f"{n} sentences" for n in sw.sizes)],
+                  title=f"Overfitting sweep: train minus held-out accuracy (points), "
+                        f"{sw.steps} steps each",
+                  note=f"The sweep: {sw.seconds:.1f} s wall, "
+                       f"{time.process_time() - c0:.1f} s CPU.")
     for name in sw.train:
-        print(f"    {T.NAMES[name]:<36} train - held-out (points): " + ", ".join(
-            f"{n}: {100 * g:.1f}" for n, g in zip(sw.sizes, sw.gap(name), strict=True)))
+        sweep.rows.append([T.NAMES[name], *(f"{100 * g:.1f}" for g in sw.gap(name))])
+    return show(taggers, sweep)
 
 
 if __name__ == "__main__":

@@ -7,17 +7,16 @@ of it per (sentence, seed), so this is the cost of the first visit with a new se
 
 from __future__ import annotations
 
-import os
-import platform
 import statistics
 import time
 
 import numpy as np
-import torch
 
 import attnviz
 from attnviz.analysis import positions as P
-from benchmarks.bench_engine import random_ids
+
+from .bench_engine import random_ids
+from .report import Table, rows_table, show
 
 LENGTHS = (16, 128, 512)
 MODES = ("learned", "none", "sinusoidal", "shuffled")
@@ -55,15 +54,16 @@ def run(repeats: int = 5) -> list[dict]:
     return rows
 
 
-def main() -> None:
-    print(f"CPU {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-          f"torch {torch.__version__}, {torch.get_num_threads()} threads")
-    rows = run()
-    keys = list(rows[0])
-    print(" | ".join(f"{k:>24}" for k in keys))
-    for r in rows:
-        print(" | ".join(f"{r[k]:>24.1f}" if isinstance(r[k], float) else f"{r[k]:>24}"
-                         for k in keys))
+COLUMNS = {"tokens": "tokens", "traces_4_modes_ms": "traces, 4 position modes (ms)",
+           "shuffled_run_ms": "shuffled run (ms)",
+           "permuted_differences_ms": "permutation check (ms)",
+           "mode_divergences_ms": "per-head Jensen-Shannon distances (ms)"}
+
+
+def main() -> list[Table]:
+    return show(rows_table(run(), columns=COLUMNS,
+                           title="The positions page's work for a new sentence, bundled model, "
+                                 "CPU; medians of 5"))
 
 
 if __name__ == "__main__":

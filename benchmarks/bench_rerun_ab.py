@@ -1,9 +1,8 @@
 """This checkout's reruns against another checkout's, measured side by side at the same moment.
 
-This machine's speed drifts: the same code's CPU per rerun went 23.5 -> 35 ms within half an
-hour (sixteenth stop), and a class of 120 used 67-79 s of the workers' CPU in runs of the same
-code. Measured one after the other, a 5-10% change cannot be told from that drift. Here both
-versions run at once, so each difference is taken at one moment:
+A shared machine's speed drifts from one hour to the next: measured one after the other, a
+change of 5-10% in CPU per rerun cannot be told from that drift. Here both versions run at
+once, so each difference is taken at one moment:
 
 - **reruns** (default): two servers (this checkout, and BENCH_BASELINE=DIR, e.g. a
   `git worktree add DIR REV`; without it, this checkout twice: the spread of the instrument
@@ -28,7 +27,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import platform
 import random
 import subprocess
 import sys
@@ -40,9 +38,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.bench_page_cpu import server_cpu  # noqa: E402
+from benchmarks.report import Table, show  # noqa: E402
 from tests.serve import free_port, launch, stop_server  # noqa: E402
 
 SENTENCE = "The teacher saw the student saw the board"
+COST = ("It starts two servers as `make serve` starts a worker (each warms what a class opens "
+        "first) and compares them; without BENCH_BASELINE both serve this checkout (the "
+        "spread of the instrument itself).")
 
 
 def start(root: Path, log: Path) -> tuple[subprocess.Popen, int]:
@@ -128,7 +130,7 @@ def classes(servers: list[tuple[subprocess.Popen, int]], n: int, tmp: Path) -> l
     return out
 
 
-def run(rounds: int = 4) -> list[dict]:
+def run(rounds: int = 4) -> Table:
     base = Path(os.environ.get("BENCH_BASELINE") or ROOT).resolve()
     n = int(os.environ.get("BENCH_CLASS", "0"))
     names = [f"this checkout ({ROOT})", f"baseline ({base})"]
@@ -138,33 +140,30 @@ def run(rounds: int = 4) -> list[dict]:
         servers = [start(ROOT, logs[0]), start(base, logs[1])]
         try:
             warmed(logs)
-            print(f"CPU {platform.processor() or platform.machine()}, {os.cpu_count()} cores")
             if n:
                 results = classes(servers, n, tmp)
-                print(f"two classes of {n} at once, one per server")
-                print("| server | reruns | p50 | p95 | max | errors | CPU (warm-up + class) |")
-                print("|---|---:|---:|---:|---:|---:|---:|")
-                for name, r in zip(names, results, strict=True):
-                    print(f"| {name} | {r['reruns']} | {r['p50_s']:.2f} s | {r['p95_s']:.2f} s "
-                          f"| {r['max_s']:.1f} s | {r['errors']} | {r['cpu_s']:.1f} s |")
-            else:
-                results = asyncio.run(reruns(servers, rounds))
-                print(f"cached reruns, interleaved, {rounds} rounds of every page")
-                print("| server | reruns | CPU per rerun | mean latency |")
-                print("|---|---:|---:|---:|")
-                for name, r in zip(names, results, strict=True):
-                    print(f"| {name} | {r['reruns']} | {r['cpu_ms']:.2f} ms | "
-                          f"{r['latency_ms']:.1f} ms |")
-                print(f"ratio this / baseline: CPU "
-                      f"{results[0]['cpu_ms'] / results[1]['cpu_ms']:.3f}")
-            return results
+                return Table(
+                    ["server", "reruns", "p50 (s)", "p95 (s)", "max (s)", "errors",
+                     "CPU, warm-up + class (s)"],
+                    [[name, r["reruns"], f"{r['p50_s']:.2f}", f"{r['p95_s']:.2f}",
+                      f"{r['max_s']:.1f}", r["errors"], f"{r['cpu_s']:.1f}"]
+                     for name, r in zip(names, results, strict=True)],
+                    title=f"Two classes of {n} at once, one per server")
+            results = asyncio.run(reruns(servers, rounds))
+            return Table(
+                ["server", "reruns", "CPU per rerun (ms)", "mean latency (ms)"],
+                [[name, r["reruns"], f"{r['cpu_ms']:.2f}", f"{r['latency_ms']:.1f}"]
+                 for name, r in zip(names, results, strict=True)],
+                title=f"Cached reruns, interleaved, {rounds} rounds of every page",
+                note=f"CPU per rerun, this checkout / baseline: "
+                     f"{results[0]['cpu_ms'] / results[1]['cpu_ms']:.3f}.")
         finally:
             for proc, _ in servers:
                 stop_server(proc)
 
 
-def main() -> None:
-    run(int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1].isdigit() else 4)
+def main() -> list[Table]:
+    return show(run(int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1].isdigit() else 4))
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Step by step (issue 4): cost of each walkthrough and of its heaviest figures.
+"""The step-by-step page's cost: each walkthrough and its heaviest figures.
 
 Toy walkthrough (float64, m = d_k = p = 8, 8 words), real head recomputation and real
 multi-head (all 12 heads + W_O) at 16 / 128 / 512 tokens, and the Plotly JSON payload of the
@@ -7,15 +7,14 @@ real page's widest figures (W^q · A = Q and W_O · concat = B). Medians of repe
 
 from __future__ import annotations
 
-import os
 import statistics
 import time
-
-import torch
 
 import attnviz
 from attnviz.analysis import walkthrough as wt
 from attnviz.plotting import steps as sp
+
+from .report import Table, show
 
 
 def median_ms(fn, repeat: int = 15) -> float:
@@ -28,14 +27,17 @@ def median_ms(fn, repeat: int = 15) -> float:
     return statistics.median(times)
 
 
-def main() -> None:
-    print(f"CPU, {os.cpu_count()} cores, torch {torch.__version__}, "
-          f"{torch.get_num_threads()} threads")
+def main() -> list[Table]:
     text8 = "I saw a saw with a big saw"
-    toy = median_ms(lambda: wt.toy_walkthrough(text8, 8, 8, 8))
-    print(f"toy walkthrough m=d_k=p=8: {toy:.2f} ms")
     walk = wt.toy_walkthrough(text8, 8, 8, 8)
-    print(f"toy multi-head sweep (h = 1,2,4,8): {median_ms(lambda: wt.heads_sweep(walk)):.2f} ms")
+    toy = Table(["computation", "median (ms)"], [
+        ["toy walkthrough, m = d_k = p = 8, 8 words",
+         f"{median_ms(lambda: wt.toy_walkthrough(text8, 8, 8, 8)):.2f}"],
+        ["toy multi-head sweep, h = 1, 2, 4, 8", f"{median_ms(lambda: wt.heads_sweep(walk)):.2f}"],
+    ], title="Toy mode (float64)")
+    real = Table(["tokens", "one head (ms)", "all heads + W_O (ms)", "figure W^q · A = Q (KiB)",
+                  "figure W_O · concat = B (KiB)"],
+                 title="Real mode: layer 3 of the bundled model, head 7")
     model = attnviz.load_model(device="cpu")
     for n in (16, 128, 512):
         t = model.trace_ids([101] + [2000] * (n - 2) + [102])
@@ -53,8 +55,8 @@ def main() -> None:
             (mh.concat.T, sp.dim_labels("o", 384), labels, "concat", "values"),
             (mh.projected.T, sp.dim_labels("b", 384), labels, "B", "values")], ["·", "="], "B")
         kb = [len(f.to_json()) / 1024 for f in (fig_q, fig_o)]
-        print(f"n={n:4d}: one head {one:.2f} ms, all heads + W_O {multi:.1f} ms, "
-              f"JSON W^q·A=Q {kb[0]:.0f} KiB, W_O·concat=B {kb[1]:.0f} KiB")
+        real.rows.append([n, f"{one:.2f}", f"{multi:.1f}", f"{kb[0]:.0f}", f"{kb[1]:.0f}"])
+    return show(toy, real)
 
 
 if __name__ == "__main__":

@@ -18,28 +18,30 @@ import torch
 
 from attnviz.analysis.cost import device_name, measure_sweep
 
+from .report import Table, show
+
 DEFAULT_LENGTHS = (256, 512, 1024, 2048, 4096, 8192)
 
 
-def main() -> None:
+def main() -> list[Table]:
     w = int(os.environ.get("WINDOW", 50))
     lengths = tuple(int(x) for x in os.environ.get("LENGTHS", "").split(",") if x) or \
         DEFAULT_LENGTHS
     device = torch.device(os.environ.get("DEVICE") or ("cuda" if torch.cuda.is_available()
                                                        else "cpu"))
-    print(f"device: {device_name(device)}, torch {torch.__version__}")
-    print(f"window w = {w}, 1 head, d = 64, float32")
     ms = measure_sweep(lengths, w, device=device)
-    print(f"peak memory from: {ms[0].memory_method}")
-    print(f"{'L':>6} {'method':>9} {'best ms':>10} {'median ms':>10} {'peak MiB':>10}")
-    for m in ms:
-        print(f"{m.length:>6} {m.method:>9} {m.seconds * 1e3:>10.2f} "
-              f"{m.median_seconds * 1e3:>10.2f} {m.peak_bytes / 2**20:>10.2f}")
+    sweep = Table(["L", "method", "best (ms)", "median (ms)", "peak memory (MiB)"],
+                  [[m.length, m.method, f"{m.seconds * 1e3:.2f}",
+                    f"{m.median_seconds * 1e3:.2f}", f"{m.peak_bytes / 2**20:.2f}"] for m in ms],
+                  title=f"One head, d = 64, float32, window w = {w}, on "
+                        f"{device_name(device)}",
+                  note=f"Peak memory from {ms[0].memory_method}.")
     by = {(m.length, m.method): m for m in ms}
-    print("\n   L   full/windowed time   full/windowed memory")
-    for L in lengths:
-        f, wd = by[(L, "full")], by[(L, "windowed")]
-        print(f"{L:>6} {f.seconds / wd.seconds:>14.1f}x {f.peak_bytes / wd.peak_bytes:>18.1f}x")
+    ratio = Table(["L", "full / windowed, time", "full / windowed, memory"],
+                  [[L, f"{by[(L, 'full')].seconds / by[(L, 'windowed')].seconds:.1f}x",
+                    f"{by[(L, 'full')].peak_bytes / by[(L, 'windowed')].peak_bytes:.1f}x"]
+                   for L in lengths], title="Full attention over windowed attention")
+    return show(sweep, ratio)
 
 
 if __name__ == "__main__":
