@@ -1,26 +1,31 @@
 """"Download this view (HTML)": every page offers it, and the file holds what the page drew
-(its figures, text and numbers) with typed text shown literally."""
+(its headings, text, tables, figures and numbers, in order) with typed text shown literally.
+
+`screen_and_file(at)` reads both sides of a page run in AppTest: what the main area shows
+(widgets left out) and what the recorded view holds; the page tests call
+`assert_file_holds_the_screen` on their own runs."""
 
 from __future__ import annotations
 
 import json
 import re
 import threading
+from types import SimpleNamespace
 
+import numpy as np
 import pytest
-from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
+from attnviz import settings
 from attnviz.export import html as export
 from attnviz.ui import recorder
 from tests.apptest import open_page
+from tests.plotly_json import charts
 
 HOSTILE = "<script>alert(1)</script> $x$ **b**"
 LABEL = "Download this view (HTML)"
-
-
-def _figures(doc: str) -> list[dict]:
-    return [json.loads(s)["figure"] for s in re.findall(
-        r'<script type="application/json" class="attnviz-figure">(.*?)</script>', doc, re.S)]
+_TEXT = {"title", "header", "subheader", "markdown", "caption", "info", "warning", "error",
+         "success"}
+_LEVELS = {1: "title", 2: "header"}
 
 
 def _without_template(spec: str) -> dict:
@@ -29,61 +34,178 @@ def _without_template(spec: str) -> dict:
     return fig
 
 
-@pytest.mark.parametrize("page", ["pages/layer_heads.py", "pages/positions.py",
-                                  "pages/head_stats.py"])
-def test_page_offers_its_view_and_the_file_holds_its_figures(page):
-    at = open_page(page)
-    buttons = [b for b in at.sidebar.get("download_button") if b.proto.label == LABEL]
-    assert len(buttons) == 1
+def _screen(node, out: list) -> list:
+    """What the main area shows, in page order: (kind, what) for text, tables, metrics,
+    charts and the numbers' download buttons; widgets and expanders' insides left out."""
+    children = getattr(node, "children", {}) or {}
+    for i in sorted(children):
+        c = children[i]
+        kind = getattr(c, "type", None)
+        if kind in _TEXT:
+            out.append((kind, c.value))
+        elif kind == "metric":
+            out.append(("table", {c.label: [c.value]}))
+        elif kind == "dataframe":
+            out.append(("table", {k: list(v) for k, v in c.value.items()}))
+        elif kind == "plotly_chart" or (kind == "bidi_component"):
+            out.append(("figure", None))  # compared by `charts` (both kinds of chart)
+        elif kind == "download_button" and c.label != "SVG":
+            out.append(("numbers", c.label))
+        if kind != "expander":
+            _screen(c, out)
+    return out
+
+
+def _recorded(view: export.View) -> list:
+    out = [("title", view.title)]  # the page's own title is the file's <h1>
+    for b in view.blocks:
+        if isinstance(b, export.Heading):
+            out.append((_LEVELS.get(b.level, "subheader"), b.text))
+        elif isinstance(b, export.Markdown):
+            out.append((b.style or "markdown", b.text))
+        elif isinstance(b, export.Table):
+            out.append(("table", {k: list(np.asarray(v).tolist()) if isinstance(v, np.ndarray)
+                                  else list(v) for k, v in b.columns.items()}))
+        elif isinstance(b, export.Figure):
+            out.append(("figure", None))
+        elif isinstance(b, export.Numbers):
+            out.append(("numbers", b.label))
+        else:
+            out.append((type(b).__name__, None))
+    return out
+
+
+def screen_and_file(at, besides: tuple[str, ...] = ()) -> tuple[list, list, list, list]:
+    """(what the main area shows, what the recorded view holds), then the figures shown and
+    the figures in the HTML file, in order. `besides`: texts left out of both sides (the
+    messages ui.context draws: what a model is, what was dropped)."""
     rec = at.session_state[recorder.STATE_KEY]
     doc = recorder.html_of(rec)
-    shown = [_without_template(c.proto.spec) for c in at.get("plotly_chart")]
-    assert shown and _figures(doc) == shown  # every figure the page drew, in order
+    shown = [_without_template(spec) for _, spec in charts(at)]
+
+    def kept(entries: list) -> list:
+        return [e for e in entries if not (isinstance(e[1], str) and
+                                           any(b in e[1] for b in besides))]
+
+    return (kept(_screen(at.main, [])), kept(_recorded(rec.view())), shown, _figures(doc))
+
+
+def _close(a, b) -> bool:
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_close(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float) or isinstance(b, float):
+        return a == b or abs(a - b) <= 1e-6 * max(1.0, abs(a))  # float32 cells as float64
+    return a == b
+
+
+def assert_file_holds_the_screen(at, besides: tuple[str, ...] = ()) -> None:
+    """The page's HTML view holds exactly what its main area shows, in order, and its
+    figures are the figures drawn (their JSON equal, Streamlit's theme left out)."""
+    screen, file, shown, written = screen_and_file(at, besides)
+    assert _close(screen, file), (screen, file)
+    assert shown and written == shown
+    assert len([b for b in at.sidebar.get("download_button") if b.proto.label == LABEL]) == 1
+
+
+def _figures(doc: str) -> list[dict]:
+    return [json.loads(s)["figure"] for s in re.findall(
+        r'<script type="application/json" class="attnviz-figure">(.*?)</script>', doc, re.S)]
+
+
+@pytest.fixture(scope="module")
+def explore():
+    return open_page("pages/explore.py", timeout=240)
+
+
+def test_the_view_holds_the_page_in_order(explore):
+    rec = explore.session_state[recorder.STATE_KEY]
+    kinds = [type(b).__name__ for _, b in rec.entries]
+    assert kinds == ["Heading", "Markdown", "FigureRef", "FigureRef", "FigureRef", "Numbers"]
+    view = rec.view()
+    assert view.title == "All heads, token lines"  # the page's own title, once
+    assert view.blocks[0].text.startswith("Every tile is one head's softmax weights")
+    assert view.settings == {"sentence": "I saw a saw"}
+    # one head's tile (and its layer and the lines) drawn inside the page's fragment
+    assert [t for t, _ in rec.entries] == [None] * 3 + ["__main__.one_head"] * 3
+    assert_file_holds_the_screen(explore)
+    doc = recorder.html_of(rec)
     assert doc.count(export.plotly_js()) == 1
-    for title in (t.value for t in at.title):
-        assert export.markdown_html(title, inline=True) in doc
-    assert "numbers" in doc.lower() and "base64," in doc  # the page's .npz, embedded
+    assert "<h1>All heads, token lines</h1>" in doc
+    assert 'download="attnviz_layer0_head0.npz"' in doc and "base64," in doc
 
 
-def test_layer_view_holds_the_layer_shown_and_its_numbers():
-    at = open_page("pages/layer_heads.py", layer=3)
-    doc = recorder.html_of(at.session_state[recorder.STATE_KEY])
-    assert "Layer 3: softmax weights" in doc and 'download="attnviz_layer3.npz"' in doc
-    assert "tokens · 12 heads" in doc  # the page's caption
+def test_the_file_is_made_only_when_asked(explore, monkeypatch):
+    """Recording a figure keeps the figure; its JSON is made when a file is."""
+    rec = explore.session_state[recorder.STATE_KEY]
+    made = []
+    real = export.figure_spec
+    monkeypatch.setattr(export, "figure_spec", lambda fig: made.append(fig) or real(fig))
+    assert not made
+    rec.view()
+    assert made == [b.figure for _, b in rec.entries if isinstance(b, recorder.FigureRef)]
+
+
+def test_a_view_over_the_size_limit_leaves_figures_out_and_says_so(explore):
+    sizes = [b.size for _, b in explore.session_state[recorder.STATE_KEY].entries
+             if isinstance(b, recorder.FigureRef)]
+    assert all(s > 0 for s in sizes)
+    with settings.override(view_max_mb=(sizes[0] + 1) / 2**20):  # room for the first only
+        at = open_page("pages/explore.py", timeout=240)
+    rec = at.session_state[recorder.STATE_KEY]
+    blocks = [b for _, b in rec.entries]
+    assert isinstance(blocks[2], recorder.FigureRef)
+    for b in blocks[3:5]:
+        assert b.style == "caption" and "left out of the file" in b.text
+        assert "ATTNVIZ_VIEW_MAX_MB" in b.text
+    assert isinstance(blocks[5], export.Numbers)  # text and numbers are always kept
+    assert rec.held() == sizes[0] and rec.limit == sizes[0] + 1
+    assert len(_figures(recorder.html_of(rec))) == 1
 
 
 def test_typed_text_stays_text_in_the_file():
-    at = open_page("pages/layer_heads.py", text=HOSTILE)
+    at = open_page("pages/compare.py", text=HOSTILE, cmp_b=HOSTILE)
     doc = recorder.html_of(at.session_state[recorder.STATE_KEY])
     body = doc.replace(export.plotly_js(), "")
     assert "<script>alert" not in body and "<strong>b" not in body
     assert "sentence: <span>&lt;script&gt;alert(1)&lt;/script&gt; $x$ **b**</span>" in body
+    assert "A: &lt;script&gt;alert(1)&lt;/script&gt; $x$ **b**" in body  # the page's own line
+    assert_file_holds_the_screen(at)
 
 
-def _msg(path: list[int], body: str) -> ForwardMsg:
-    msg = ForwardMsg()
-    msg.metadata.delta_path[:] = path
-    msg.delta.new_element.markdown.body = body
-    return msg
+def test_a_fragment_rerun_replaces_its_own_part_in_place(monkeypatch):
+    """A fragment that reruns alone draws its part again: that part of the session's view is
+    replaced where it was; the rest stays, and the part gets what the rest leaves of the
+    limit."""
+    saved = recorder.Recorded("t", limit=1300)
+    saved.add(export.Markdown("title"))
+    saved.tag = "frag"
+    saved.add(export.Markdown("layer 0 caption"))
+    saved.add(export.Table({"w": np.zeros(50)}))  # 400 bytes
+    saved.tag = None
+    saved.add(export.Table({"v": np.zeros(100)}))  # 800 bytes
+    saved.add(export.Markdown("footer"))
+    assert [b.text for _, b in saved.entries if isinstance(b, export.Markdown)][-1] == "footer"
+    fake = SimpleNamespace(session_state={recorder.STATE_KEY: saved},
+                           query_params=SimpleNamespace(to_dict=lambda: {"ex_layer": "2"}))
+    monkeypatch.setattr(recorder, "st", fake)
+    monkeypatch.setattr(recorder, "use_session_language", lambda: "en")
 
+    def part() -> str:
+        recorder.record(export.Markdown("layer 2 caption"))
+        recorder.record(export.Table({"w": np.zeros(10)}))  # 80 bytes: fits beside the 800
+        recorder.record(export.Table({"w": np.zeros(60)}))  # 480 more: past 1300 - 800
+        return "drawn"
 
-def test_only_the_main_area_is_recorded():
-    assert recorder.blocks_of(_msg([0, 2], "main")) == [export.Markdown("main")]
-    assert recorder.blocks_of(_msg([1, 0], "sidebar")) == []
-
-
-def test_a_fragment_rerun_replaces_its_own_part_in_place():
-    rec = recorder.Recorded("t")
-    rec.add("title")
-    rec.tag = "frag"
-    rec.add("layer 0 figure")
-    rec.add("layer 0 caption")
-    rec.tag = None
-    rec.add("footer")
-    rec.splice("frag", ["layer 2 figure"])
-    assert [b for _, b in rec.entries] == ["title", "layer 2 figure", "footer"]
-    rec.splice("other", ["new"])
-    assert [b for _, b in rec.entries][-1] == "new"
+    assert recorder.run_alone("frag", part) == "drawn"
+    blocks = [b for _, b in saved.entries]
+    assert blocks[0].text == "title" and blocks[1].text == "layer 2 caption"
+    assert list(blocks[2].columns) == ["w"] and len(blocks[2].columns["w"]) == 10
+    assert "left out of the file" in blocks[3].text
+    assert list(blocks[4].columns) == ["v"] and blocks[5].text == "footer"
+    assert [t for t, _ in saved.entries] == [None, "frag", "frag", "frag", None, None]
+    assert saved.settings == {"sentence": "", "ex_layer": "2"}
 
 
 def test_a_recording_belongs_to_its_thread():
@@ -91,7 +213,7 @@ def test_a_recording_belongs_to_its_thread():
     started, done = threading.Event(), threading.Event()
 
     def page_thread():
-        with recorder._capturing(recorder.Recorded("mine")):
+        with recorder._into(recorder.Recorded("mine")):
             started.set()
             done.wait(5)
 
@@ -100,54 +222,42 @@ def test_a_recording_belongs_to_its_thread():
     started.wait(5)
     seen.append(recorder.active())
     recorder.note_numbers("x", dict, "x.npz", "npz")  # no recording here: ignored
+    recorder.record(export.Markdown("x"))
     done.set()
     t.join()
     assert seen == [None]
 
 
-def test_tables_are_decoded_only_when_a_file_is_made():
-    import pyarrow as pa
+def test_a_figure_is_recorded_once_by_whoever_draws_it():
+    """ui.show_figure records what it draws (record_figure); ui.render records a figure
+    only where show_figure did not."""
+    import plotly.graph_objects as go
 
-    table = pa.table({"token": ["saw", "saw"], "w": [1, 2]})
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as writer:
-        writer.write_table(table)
-    data = sink.getvalue().to_pybytes()
-    msg = ForwardMsg()
-    msg.metadata.delta_path[:] = [0, 1]
-    msg.delta.new_element.dataframe.arrow_data.data = data
-    blocks = recorder.blocks_of(msg)
-    assert blocks == [recorder.ArrowTable(data)]  # kept as sent, not decoded on every rerun
     rec = recorder.Recorded("t")
-    rec.add(blocks[0])
-    assert rec.view().blocks == [export.Table({"token": ["saw", "saw"], "w": [1, 2]})]
-
-
-def test_a_view_over_the_size_limit_leaves_figures_out_and_says_so():
-    rec = recorder.Recorded("t", limit=1000)
-    rec.add(export.Figure("x" * 600))
-    rec.add(export.Markdown("text is always kept"))
-    rec.add(export.Figure("y" * 600))  # 1200 > 1000: left out
-    blocks = rec.view().blocks
-    assert blocks[0] == export.Figure("x" * 600) and blocks[1].text == "text is always kept"
-    assert "left out of the file" in blocks[2].text and "ATTNVIZ_VIEW_MAX_MB" in blocks[2].text
-    assert rec.held() == 600
+    fig, other = go.Figure(go.Heatmap(z=np.ones((4, 4)))), go.Figure()
+    with recorder._into(rec):
+        recorder.record(export.Markdown("before"))
+        with recorder.figure_drawn(fig, {"a": 1}):
+            recorder.record_figure(fig, {"a": 1})  # the drawing call records it
+        with recorder.figure_drawn(other):
+            recorder.record(export.Markdown("its numbers"))  # it does not: put in its place
+    blocks = [b for _, b in rec.entries]
+    assert [type(b).__name__ for b in blocks] == ["Markdown", "FigureRef", "FigureRef",
+                                                  "Markdown"]
+    assert blocks[1].figure is fig and blocks[1].config == {"a": 1}
+    assert blocks[1].size == 16 * 8 and blocks[2].figure is other
+    assert rec.view().blocks[1] == export.Figure(export.figure_spec(fig), {"a": 1},
+                                                 app_template=True)
 
 
 def test_a_fragment_run_alone_gives_back_its_long_trace_lease(monkeypatch):
     """A fragment that reruns alone is a script run of its own: the lease it takes to read a
     long trace (worklist.BIG_TRACES, one at a time) is given back when it ends, however it
-    ends. It was kept for the finished thread, and the next student with a long text waited
-    for ever (seen in tests/load/memory.py: eight long pastes on the positions page's tabs)."""
-    import importlib
-    from types import SimpleNamespace
-
+    ends; else the next student with a long text would wait for ever."""
     from attnviz.ui import worklist
 
-    sidebar = importlib.import_module("attnviz.ui.sidebar")  # the module, not ui.sidebar()
-
     monkeypatch.setattr(recorder, "st", SimpleNamespace(session_state={}))
-    monkeypatch.setattr(sidebar, "use_session_language", lambda: "en")
+    monkeypatch.setattr(recorder, "use_session_language", lambda: "en")
     held = []
 
     def page_part(fail: bool) -> None:

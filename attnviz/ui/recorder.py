@@ -1,44 +1,101 @@
 """"Download this view (HTML)": what a page showed, recorded while it ran, written on click.
 
-The router wraps each page's run in `recording(title)`. For the length of that run, the
-session's own ScriptRunContext passes every message it sends to the browser through the
-recording first: of the elements in the page's main area, headings, Markdown, captions,
-alerts, TeX, code, tables and Plotly charts (st.plotly_chart's and ui.live_chart's) become
-blocks of an attnviz.export.html.View, in the order the page drew them (widgets and the
-sidebar are left out). `ui.download_arrays` and `ui.download_csv` add the page's numbers
-through `note_numbers` (made only when the HTML is). Then `offer_download` puts one button
-in the sidebar; its file is built when clicked.
+A page draws its main area from blocks (attnviz.export.html: Heading, Markdown, Tex, Code,
+Figure, Table, Numbers) and plotly Figures, with `ui.render` (attnviz.ui.render). Each block
+drawn is handed to `record` here; a figure to `record_figure` (by ui.show_figure, or by
+ui.render where show_figure does not); a page's numbers to `note_numbers` (by
+ui.download_arrays and ui.download_csv: made only when the file is). The blocks, in the order
+the page drew them, are the page's view; widgets and the sidebar are not part of it. Then
+`offer_download` puts one button in the sidebar; its file is built when clicked.
 
-Nothing is global: the wrapper sits on this session's context only and is removed when the run
-ends; the recording lives in this thread (while the page runs) and in this session's state
-(for the button and for fragments). A page's `@ui.fragment` (Streamlit's st.fragment) that
-reruns alone replaces its own part of the recorded view, so the file shows what is on screen.
+The router wraps each page's run in `recording(title)`: the recording lives in this thread
+while the page runs (`active`), and in this session's state (for the button and for
+fragments). A page's `@ui.fragment` (Streamlit's st.fragment) that reruns alone replaces its
+own part of the recorded view, so the file shows what is on screen.
+
+A figure is kept as the figure object itself (figures are read-only once drawn, like every
+figure of the figure cache) and written as JSON only when a file is made. What one session's
+view may hold is bounded (settings().view_max_mb, counting the figures' data and the tables'
+cells): every session keeps its last page until it leaves, so a class of long pastes must not
+hold a copy each of hundreds of MB. Past the limit a figure or table is left out of the file,
+which says so.
 """
 
 from __future__ import annotations
 
 import functools
-import json
-import os
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+import numpy as np
 import streamlit as st
-from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from ..export import html as export
 from ..i18n import _
-from . import live_chart
+from ..settings import settings as app_settings
+from .language import use_session_language
+from .worklist import script_run
 
 STATE_KEY = "attnviz_view"  # this session's Recorded (the last full run, fragments spliced)
-# What one session's recorded view may hold (figures' JSON and tables' bytes): every session
-# keeps its last page until it leaves, so a class of long pastes must not hold a copy each of
-# hundreds of MB. Past the limit a figure is left out of the file, which says so.
-MAX_BYTES = int(float(os.environ.get("ATTNVIZ_VIEW_MAX_MB", "24")) * 2**20)
 _LOCAL = threading.local()  # the recording of the page running in this thread, if any
-_ALERTS = {1: "error", 2: "warning", 3: "info", 4: "success"}
+# A figure's properties that hold its data (counted against the limit)
+_DATA = ("x", "y", "z", "text", "hovertext", "customdata", "source")
+
+
+def limit_bytes() -> int:
+    """What one session's recorded view may hold (settings().view_max_mb), in bytes."""
+    return int(app_settings().view_max_mb * 2**20)
+
+
+@dataclass(frozen=True, eq=False)
+class FigureRef:
+    """A figure as a page drew it, with its chart config; `size`: the bytes of its data."""
+
+    figure: object
+    config: dict
+    size: int
+
+    def block(self) -> export.Figure:
+        """The export's Figure block: the figure's JSON, made now. Every figure drawn in the
+        app carries Streamlit's theme template, left out of the file."""
+        return export.Figure(export.figure_spec(self.figure), dict(self.config),
+                             app_template=True)
+
+
+def nbytes(value) -> int:
+    """About how many bytes `value` (an array, a list, text, a number) holds: a long list is
+    measured on a sample of its items."""
+    if isinstance(value, np.ndarray):
+        return int(value.nbytes)
+    if isinstance(value, str | bytes):
+        return len(value)
+    if isinstance(value, list | tuple):
+        if len(value) > 64:
+            sample = value[::len(value) // 64][:64]
+            return int(sum(nbytes(v) for v in sample) * len(value) / len(sample))
+        return sum(nbytes(v) for v in value)
+    return 0 if value is None else 8
+
+
+def figure_size(fig) -> int:
+    """The bytes of a plotly Figure's data arrays (its traces' coordinates and texts)."""
+    size = 0
+    for trace in fig.data:
+        size += sum(nbytes(trace[name]) for name in _DATA if name in trace)
+    return size
+
+
+def size_of(block) -> int:
+    """The bytes a block holds that count against the limit (figures and tables)."""
+    if isinstance(block, FigureRef):
+        return block.size
+    if isinstance(block, export.Figure):
+        return len(block.spec)
+    if isinstance(block, export.Table):
+        return sum(nbytes(v) for v in block.columns.values())
+    return 0
 
 
 @dataclass
@@ -49,29 +106,34 @@ class Recorded:
     entries: list[tuple[str | None, object]] = field(default_factory=list)
     settings: dict = field(default_factory=dict)
     tag: str | None = None  # the fragment running now
-    limit: int = MAX_BYTES
+    limit: int = field(default_factory=limit_bytes)
 
-    def held(self) -> int:
-        """Bytes of figures' JSON and tables' Arrow data held now."""
-        return sum(size_of(b) for _, b in self.entries)
+    def held(self, besides: str | None = None) -> int:
+        """Bytes of figures and tables held now (`besides`: not counting that fragment's)."""
+        return sum(size_of(b) for t, b in self.entries if besides is None or t != besides)
 
-    def add(self, block) -> None:
+    def add(self, block, at: int | None = None) -> None:
+        """Add a block at the end (or at index `at`); past the limit a caption instead."""
         size = size_of(block)
         if size and self.held() + size > self.limit:
             block = export.Markdown(_(
                 "*A figure or table of this view was left out of the file: the view passed the "
                 "server's limit of {mb} MB per session (ATTNVIZ_VIEW_MAX_MB).*").format(
                     mb=round(self.limit / 2**20)), "caption")
-        self.entries.append((self.tag, block))
+        entry = (self.tag, block)
+        if at is None:
+            self.entries.append(entry)
+        else:
+            self.entries.insert(at, entry)
 
     def view(self) -> export.View:
-        """The export's view; tables are decoded from their Arrow bytes only now."""
-        blocks = [table_of(b.data) if isinstance(b, ArrowTable) else
-                  figure_of(b.data) if isinstance(b, LiveFigure) else b
-                  for _, b in list(self.entries)]
-        blocks = [b for b in blocks if b is not None]
-        return export.View(self.title, blocks, dict(self.settings))
-
+        """The export's view (figures' JSON made now). A page's own title (a level-1 heading
+        first) is the view's title, so the file shows it once."""
+        blocks = [b.block() if isinstance(b, FigureRef) else b for _, b in list(self.entries)]
+        title = self.title
+        if blocks and isinstance(blocks[0], export.Heading) and blocks[0].level <= 1:
+            title = blocks.pop(0).text
+        return export.View(title, blocks, dict(self.settings))
 
     def splice(self, tag: str, new: list) -> None:
         """Replace the blocks `tag` drew before with `new` (where they were, else at the end)."""
@@ -81,115 +143,15 @@ class Recorded:
         self.entries = rest[:pos] + [(tag, b) for b in new] + rest[pos:]
 
 
-@dataclass(frozen=True)
-class ArrowTable:
-    """A table as Streamlit sent it (Arrow IPC bytes), decoded when a file is made."""
-
-    data: bytes
-
-
-@dataclass(frozen=True)
-class LiveFigure:
-    """A chart drawn in place (ui.live_chart) as its payload bytes, decoded when a file is
-    made: parsing a 512-token head's 1.5 MB at every rerun would cost more than drawing it."""
-
-    data: bytes
-
-
-def figure_of(data: bytes) -> export.Figure | None:
-    found = live_chart.spec_of(data)
-    return export.Figure(found[0], found[1], app_template=True) if found else None
-
-
-def size_of(block) -> int:
-    if isinstance(block, export.Figure):
-        return len(block.spec)
-    if isinstance(block, ArrowTable | LiveFigure):
-        return len(block.data)
-    return 0
-
-
-def blocks_of(msg) -> list:
-    """The blocks one ForwardMsg adds to the page's main area ([] for anything else)."""
-    if msg.WhichOneof("type") != "delta" or msg.delta.WhichOneof("type") != "new_element":
-        return []
-    path = list(msg.metadata.delta_path)
-    if not path or path[0] != 0:  # 0: the main area; 1: the sidebar
-        return []
-    el = msg.delta.new_element
-    kind = el.WhichOneof("type")
-    if kind == "heading":
-        tag = el.heading.tag or "h2"
-        level = int(tag[1]) + 1 if tag[1:].isdigit() else 3  # the view's title is <h1>
-        return [export.Heading(el.heading.body, level)]
-    if kind == "markdown":
-        m = el.markdown
-        t = type(m).Type
-        if m.element_type == t.LATEX:
-            return [export.Tex(m.body.strip().removeprefix("$$").removesuffix("$$").strip())]
-        if m.element_type == t.CODE:
-            return [export.Code(m.body)]
-        if m.element_type == t.DIVIDER:
-            return []
-        return [export.Markdown(m.body, "caption" if m.element_type == t.CAPTION else "")]
-    if kind == "alert":
-        return [export.Markdown(el.alert.body, _ALERTS.get(el.alert.format, "info"))]
-    if kind == "code":
-        return [export.Code(el.code.code_text)]
-    if kind == "text":
-        return [export.Code(el.text.body)]
-    if kind == "metric":
-        return [export.Table({el.metric.label: [el.metric.body]})]
-    if kind == "plotly_chart":
-        config = json.loads(el.plotly_chart.config) if el.plotly_chart.config else {}
-        return [export.Figure(el.plotly_chart.spec, config,
-                              app_template=True)]  # every figure has the app theme
-    if kind == "bidi_component" and el.bidi_component.component_name == live_chart.NAME:
-        return [LiveFigure(el.bidi_component.bytes)] if el.bidi_component.bytes else []
-    if kind in ("dataframe", "table"):
-        data = getattr(el, kind).arrow_data.data
-        return [ArrowTable(data)] if data else []
-    return []
-
-
-def table_of(arrow_bytes: bytes) -> export.Table:
-    """A table Streamlit sent (Arrow IPC bytes) as columns (its index left out)."""
-    import pyarrow as pa
-
-    table = pa.ipc.open_stream(arrow_bytes).read_all()
-    meta = json.loads((table.schema.metadata or {}).get(b"pandas", b"{}"))
-    index = {c for c in meta.get("index_columns", []) if isinstance(c, str)}
-    return export.Table({n: table.column(n).to_pylist() for n in table.column_names
-                         if n not in index and not n.startswith("__index_level_")})
-
-
 @contextmanager
-def _capturing(rec: Recorded) -> Iterator[Recorded]:
-    """Record the blocks this session's context sends while the body runs (this thread)."""
-    ctx = get_script_run_ctx()
+def _into(rec: Recorded) -> Iterator[Recorded]:
+    """Blocks recorded in this thread while the body runs go to `rec`."""
     previous = getattr(_LOCAL, "recorded", None)
     _LOCAL.recorded = rec
-    original = None
-    if ctx is not None and "enqueue" not in vars(ctx):
-        original = ctx.enqueue
-
-        def enqueue(msg) -> None:
-            current = getattr(_LOCAL, "recorded", None)
-            if current is not None:
-                try:
-                    for block in blocks_of(msg):
-                        current.add(block)
-                except Exception:  # noqa: BLE001 - recording never breaks the page
-                    pass
-            original(msg)
-
-        ctx.enqueue = enqueue  # this session's context only
     try:
         yield rec
     finally:
         _LOCAL.recorded = previous
-        if original is not None:
-            del ctx.enqueue
 
 
 @contextmanager
@@ -197,9 +159,9 @@ def recording(title: str) -> Iterator[Recorded]:
     """Record the page that runs inside (the router's `nav.run()`); kept in session state."""
     rec = Recorded(title)
     st.session_state[STATE_KEY] = rec
-    with _capturing(rec):
+    with _into(rec):
         yield rec
-    rec.settings = settings()
+    rec.settings = view_settings()
 
 
 def active() -> Recorded | None:
@@ -214,11 +176,29 @@ def record(block) -> None:
         rec.add(block)
 
 
-def note_numbers(label: str, make: Callable[[], dict], file_name: str, kind: str) -> None:
-    """A page offers numbers: include them in its HTML view (made when the file is)."""
+def record_figure(fig, config: dict | None = None) -> None:
+    """Add a plotly Figure the page draws (with its chart config) to the page's view."""
     rec = active()
     if rec is not None:
-        rec.add(export.Numbers(label, make, file_name, kind))
+        rec.add(FigureRef(fig, dict(config or {}), figure_size(fig)))
+
+
+@contextmanager
+def figure_drawn(fig, config: dict | None = None) -> Iterator[None]:
+    """Around a call that draws `fig`: the figure is in the view once, recorded by the call
+    (ui.show_figure's record_figure) or, where the call did not, here in its place."""
+    rec = active()
+    start = len(rec.entries) if rec is not None else 0
+    yield
+    if rec is None or active() is not rec:
+        return
+    if not any(isinstance(b, FigureRef) and b.figure is fig for _, b in rec.entries[start:]):
+        rec.add(FigureRef(fig, dict(config or {}), figure_size(fig)), at=start)
+
+
+def note_numbers(label: str, make: Callable[[], dict], file_name: str, kind: str) -> None:
+    """A page offers numbers: include them in its HTML view (made when the file is)."""
+    record(export.Numbers(label, make, file_name, kind))
 
 
 def fragment(func: Callable) -> Callable:
@@ -245,24 +225,22 @@ def run_alone(tag: str, func: Callable, *args, **kwargs):
     this thread, so the session's language is set here (else its text falls back to English,
     seen on a Chinese page's layer change), and it is a script run of its own: a long trace's
     lease it takes is given back at its end (ui.worklist.script_run). Its part of the recorded
-    view is replaced by what it draws now."""
-    from .sidebar import use_session_language
-    from .worklist import script_run
-
+    view is replaced by what it draws now, within what the rest of the view leaves of the
+    limit."""
     use_session_language()
     with script_run():
         saved = st.session_state.get(STATE_KEY)
         if not isinstance(saved, Recorded):
             return func(*args, **kwargs)
-        part = Recorded(saved.title)
-        with _capturing(part):
+        part = Recorded(saved.title, limit=saved.limit - saved.held(besides=tag))
+        with _into(part):
             out = func(*args, **kwargs)
         saved.splice(tag, [b for _, b in part.entries])
-        saved.settings = settings()
+        saved.settings = view_settings()
         return out
 
 
-def settings() -> dict:
+def view_settings() -> dict:
     """The view's state as the URL holds it (sentence first), for the file's settings line."""
     params = st.query_params.to_dict()
     out = {_("sentence"): st.session_state.get("text", params.get("text", ""))}

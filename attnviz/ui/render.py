@@ -9,9 +9,17 @@ and the page's choices, the HTML export writes it to files, and a page draws it 
     ui.render(Markdown("**text**"))          # one block
     ui.render(fig, key="grid_w")             # a plotly Figure (ui.show_figure)
     ui.render(block, where=column)           # inside a column or a tab
+    ui.render(Table(columns), column_config=...)   # other arguments go to st.dataframe
+    metric(label, value)                     # st.metric, in the view as a one-cell table
 
 Each block drawn is also added to the session's recorded view (ui.recorder.record), so the
-page's HTML file holds exactly what was drawn, made from the same objects.
+page's HTML file holds exactly what was drawn, made from the same objects. Widgets are not
+blocks: a page draws them with st as usual, and they are not in the file.
+
+Figures: ui.show_figure records the figure it draws (recorder.record_figure), so a page may
+call it directly. `render(fig)` draws with show_figure and records the figure itself only
+where show_figure did not (recorder.figure_drawn): either way a figure is in the view once.
+Numbers: ui.download_arrays and ui.download_csv record their own Numbers block.
 """
 
 from __future__ import annotations
@@ -25,7 +33,7 @@ import streamlit as st
 from ..export import html as export
 from . import recorder
 from .downloads import download_arrays, download_csv
-from .figures import show_figure
+from .figures import PLOT_CONFIG, show_figure
 
 _STYLES = {"info": "info", "warning": "warning", "error": "error", "success": "success"}
 
@@ -33,7 +41,8 @@ _STYLES = {"info": "info", "warning": "warning", "error": "error", "success": "s
 def render(item, where=None, key: str | None = None, **kwargs):
     """Draw `item` (a View, a list of blocks, one block or a plotly Figure) in `where`
     (st, a column, a tab, a container; default: the page) and record what was drawn. For a
-    figure, `key` and the other arguments go to ui.show_figure; its return value is returned."""
+    figure, `key` and the other arguments go to ui.show_figure; its return value is returned.
+    For a Table, the other arguments go to st.dataframe (column_config...)."""
     where = st if where is None else where
     if isinstance(item, export.View):
         for block in item.blocks:
@@ -44,8 +53,8 @@ def render(item, where=None, key: str | None = None, **kwargs):
             render(block, where)
         return None
     if isinstance(item, go.Figure):
-        with _inside(where):
-            return show_figure(item, key=key, **kwargs)  # records the figure itself
+        with _inside(where), recorder.figure_drawn(item, PLOT_CONFIG):
+            return show_figure(item, key=key, **kwargs)
     if isinstance(item, export.Heading):
         if item.level <= 1:
             where.title(item.text)
@@ -65,10 +74,9 @@ def render(item, where=None, key: str | None = None, **kwargs):
     elif isinstance(item, export.Code):
         where.code(item.text, language=None)
     elif isinstance(item, export.Table):
-        where.dataframe(pandas.DataFrame(item.columns), hide_index=True)
+        where.dataframe(pandas.DataFrame(item.columns), hide_index=True, **kwargs)
     elif isinstance(item, export.Figure):
-        with _inside(where):
-            return show_figure(go.Figure(json.loads(item.spec)), key=key, **kwargs)
+        return render(go.Figure(json.loads(item.spec)), where, key, **kwargs)
     elif isinstance(item, export.Numbers):
         with _inside(where):
             offer = download_arrays if item.kind == "npz" else download_csv
@@ -79,6 +87,12 @@ def render(item, where=None, key: str | None = None, **kwargs):
         raise TypeError(f"cannot render {type(item).__name__}")
     recorder.record(item)
     return None
+
+
+def metric(label: str, value: str, where=None, **kwargs) -> None:
+    """st.metric (other arguments go to it); in the view, a table of one cell."""
+    (st if where is None else where).metric(label, value, **kwargs)
+    recorder.record(export.Table({label: [value]}))
 
 
 class _inside:
