@@ -11,11 +11,13 @@ import streamlit as st
 from attnviz import ui
 from attnviz.analysis import views
 from attnviz.engine import token_labels
+from attnviz.export.html import Heading, Markdown
 from attnviz.i18n import _
 from attnviz.plotting.heatmaps import SQUARE_FROM, attention_heatmap
 from attnviz.plotting.overview import mark_head, overview_mosaic, pick_head
 from attnviz.plotting.token_lines import token_lines
 from attnviz.ui.choices import choose_number
+from attnviz.ui.render import render
 
 ALL_LINES_MAX = 64  # tokens up to which "all tokens" is offered for the token lines
 # Shown tokens up to which the mosaic outlines the open head. Moving the outline makes a new
@@ -56,14 +58,14 @@ def open_clicked() -> None:
 
 
 def main() -> None:
-    st.title(_("All heads, token lines"))
-    st.markdown(_(
+    render(Heading(_("All heads, token lines"), 1))
+    render(Markdown(_(
         "Every tile is one head's softmax weights $w_{ij}$: rows are **queries** $i$ (who "
         "looks), columns are **keys** $j$ (who is looked at). The last column is the mean over "
         "the heads of a layer, the last row the mean over all layers. **Click a tile** (near "
         "its centre; the hover says which) to open that head below: in a short input the open "
         "head is outlined."
-    ))
+    )))
     ctx = ui.context()
     t = ui.trace_or_message(ctx)
     if t is None:
@@ -83,10 +85,10 @@ def main() -> None:
                        help=_("A->B: queries in sentence A reading keys in B; B->A: the "
                               "reverse; across: both directions."))
     if hide or seg != "all":
-        st.caption(_("Rows **are renormalised**: each shown row sums to 1 over the shown keys.")
-                   if renorm else _("Rows are **not** renormalised: these are the model's own "
-                                    "weights, so a row sums to less than 1 where keys are "
-                                    "hidden."))
+        render(Markdown(_("Rows **are renormalised**: each shown row sums to 1 over the shown "
+                          "keys.") if renorm else
+                        _("Rows are **not** renormalised: these are the model's own weights, "
+                          "so a row sums to less than 1 where keys are hidden."), "caption"))
     with st.spinner(_("Drawing every head...")):
         fig = mosaic(t, hide, renorm, seg, words)
         n_shown = int(fig.layout.meta["tokens"])
@@ -94,12 +96,12 @@ def main() -> None:
             shown = open_head(t)
             fig = ui.cached_figure(("ex_overview_marked", t.key, hide, renorm, seg, words, shown),
                                    lambda: mark_head(fig, *shown))
-    ui.show_figure(fig, key="ex_overview", on_select=open_clicked, selection_mode="points")
+    render(fig, key="ex_overview", on_select=open_clicked, selection_mode="points")
     if n_shown > OUTLINE_MAX:
-        st.caption(_("{n} tokens shown: past {max} the open head is not outlined here (moving "
-                     "the outline would send and draw the whole mosaic again at every head "
-                     "change); its layer and head are named above its enlarged view below.")
-                   .format(n=n_shown, max=OUTLINE_MAX))
+        render(Markdown(_("{n} tokens shown: past {max} the open head is not outlined here "
+                          "(moving the outline would send and draw the whole mosaic again at "
+                          "every head change); its layer and head are named above its enlarged "
+                          "view below.").format(n=n_shown, max=OUTLINE_MAX), "caption"))
         # The mosaic stays as it is, so layer and head are chosen inside the fragment below:
         # a head change reruns that part only, not the page with its mosaic.
         one_head(ctx, hide, renorm, seg, words, None, None)
@@ -143,27 +145,27 @@ def one_head(ctx: ui.Context, hide: bool, renorm: bool, seg: str, words: bool,
                         index=min(1 if hide else 2, len(toks) - 1) if long else 0, key="ex_token",
                         format_func=lambda i: _("all tokens") if i is None else labels[i])
     if long:
-        st.caption(_("{n} tokens: lines are drawn for one query token at a time (all tokens at "
-                     "once only up to {max}).").format(n=len(toks), max=ALL_LINES_MAX))
+        render(Markdown(_("{n} tokens: lines are drawn for one query token at a time (all "
+                          "tokens at once only up to {max}).").format(n=len(toks),
+                                                                     max=ALL_LINES_MAX),
+                        "caption"))
     # Past SQUARE_FROM tokens one head gets the page's width (square cells), lines below it.
     left, right = ((st.container(), st.container()) if len(toks) > SQUARE_FROM
                    else st.columns(2))
     with left:
         one = _("Layer {layer}, head {head}").format(layer=layer, head=head)
-        ui.show_figure(attention_heatmap(w[head], toks, "weights", one,
-                                         indices=idx, zmax=float(w[head].max())),
-                       key="ex_one", in_place=True)
+        render(attention_heatmap(w[head], toks, "weights", one, indices=idx,
+                                 zmax=float(w[head].max())), key="ex_one", in_place=True)
     with right:
         heads = [head] + [h for h in extra if h != head]
-        ui.show_figure(token_lines(w[heads], heads, toks, idx, query=pick,
-                                   title=_("Layer {layer}: token lines (opacity = weight)")
-                                   .format(layer=layer)),
-                       key="ex_lines", in_place=True)
+        render(token_lines(w[heads], heads, toks, idx, query=pick,
+                           title=_("Layer {layer}: token lines (opacity = weight)")
+                           .format(layer=layer)), key="ex_lines", in_place=True)
     if ctx.text_pair:
         shares = views.segment_shares(t.weights[layer, head], t.segments)
-        st.caption(_("Share of this head's weight (mean over queries, tokens): {shares}").format(
-            shares=_(", ").join(f"{_(views.FILTER_NAMES[k])} {float(v):.1%}"
-                                for k, v in shares.items())))
+        render(Markdown(_("Share of this head's weight (mean over queries, tokens): {shares}")
+                        .format(shares=_(", ").join(f"{_(views.FILTER_NAMES[k])} {float(v):.1%}"
+                                                    for k, v in shares.items())), "caption"))
     st.page_link("pages/inside_score.py",
                  label=_("Inside one score: layer {layer}, head {head}").format(
                      layer=layer, head=head),

@@ -17,12 +17,14 @@ import streamlit as st
 from attnviz import ui
 from attnviz.analysis import families as fam
 from attnviz.engine import DECODER, ENCODER_DECODER, VISION, TraceRequest, demo_image
+from attnviz.export.html import Heading, Markdown, Table
 from attnviz.i18n import N_, _
 from attnviz.plotting import attention_heatmap
 from attnviz.plotting import families as fam_plots
 from attnviz.plotting.heatmaps import SQUARE_FROM
 from attnviz.ui.context import family_model, shown_name
 from attnviz.ui.context import report as report_notes
+from attnviz.ui.render import render
 from attnviz.ui.text import literal
 
 KINDS = {"encoder": N_("encoder"), "decoder": N_("decoder"),
@@ -84,10 +86,10 @@ def side_by_side(widths: tuple[int, int], *n_tokens: int) -> tuple:
 
 
 def decoder_tab(ctx: ui.Context) -> None:
-    st.markdown(_("A decoder predicts the next token, so token $i$ may only look at tokens "
-                  "$j \\le i$: its scores above the diagonal become $-\\infty$ before the "
-                  "softmax (the *causal mask*), and those weights are exactly 0. An encoder such "
-                  "as BERT looks both ways."))
+    render(Markdown(_("A decoder predicts the next token, so token $i$ may only look at "
+                      "tokens $j \\le i$: its scores above the diagonal become $-\\infty$ "
+                      "before the softmax (the *causal mask*), and those weights are exactly 0. "
+                      "An encoder such as BERT looks both ways.")))
     gpt, demo = family_model(ctx, DECODER, _("Decoder (GPT-2)"), "fam_dec_model")
     enc = encoder_model(ctx)
     te, td = (ui.cached_trace(m, TraceRequest(ctx.sentence)) for m in (enc, gpt))
@@ -101,24 +103,24 @@ def decoder_tab(ctx: ui.Context) -> None:
                 _("{model} layer").format(model=model.title),
                 _("{model} head").format(model=model.title)))
             shown[model.title] = t.weights[layer, head]
-            ui.show_figure(ui.cached_figure(("fam_w", t.key, layer, head), lambda t=t, m=model,
-                                            lh=(layer, head): attention_heatmap(
+            render(ui.cached_figure(("fam_w", t.key, layer, head), lambda t=t, m=model,
+                                    lh=(layer, head): attention_heatmap(
                 t.weights[lh], t.tokens, "weights",
                 title=_("{model} ({kind}), layer {layer}, head {head}").format(
                     model=m.title, kind=_(KINDS.get(m.kind, m.kind)), layer=lh[0], head=lh[1]))),
                 key=f"{prefix}_fig")
     later = {legend_name(m, random): fam.later_weight(t.weights).mean(axis=1)
              for m, t, random in ((enc, te, False), (gpt, td, demo))}
-    ui.show_figure(fam_plots.later_weight_chart(
+    render(fam_plots.later_weight_chart(
         later, _("How much of each row's weight goes to later tokens (mean over heads)")),
         key="fam_later")
     e, d = (float(fam.later_weight(t.weights).mean()) for t in (te, td))
     d_max = float(np.abs(td.weights * ~td.mask).max())
-    st.markdown(_("On this sentence {encoder} puts **{share:.1f}%** of a row's weight on later "
-                  "tokens (mean over layers, heads and rows); {decoder} puts **{d_max:g}** on "
-                  "any later token: the mask makes those weights exactly zero, not just "
-                  "small.").format(encoder=literal(enc.title), share=100 * e,
-                                   decoder=literal(gpt.title), d_max=d_max))
+    render(Markdown(_("On this sentence {encoder} puts **{share:.1f}%** of a row's weight on "
+                      "later tokens (mean over layers, heads and rows); {decoder} puts "
+                      "**{d_max:g}** on any later token: the mask makes those weights exactly "
+                      "zero, not just small.").format(encoder=literal(enc.title), share=100 * e,
+                                                      decoder=literal(gpt.title), d_max=d_max)))
     ui.download_arrays(_("Download both models' weights (.npz)"), lambda: {
         "encoder_tokens": te.tokens, "decoder_tokens": td.tokens,
         "encoder_weights": te.weights, "decoder_weights": td.weights,
@@ -127,11 +129,11 @@ def decoder_tab(ctx: ui.Context) -> None:
 
 
 def cross_tab(ctx: ui.Context) -> None:
-    st.markdown(_("An encoder-decoder reads a source with its encoder and writes a target "
-                  "with its decoder. Each decoder layer first attends to the target so far "
-                  "(causal), then **cross-attends** to the encoder's last layer: queries from "
-                  "the decoder, keys and values from the encoder, so rows are target tokens and "
-                  "columns source tokens."))
+    render(Markdown(_("An encoder-decoder reads a source with its encoder and writes a target "
+                      "with its decoder. Each decoder layer first attends to the target so far "
+                      "(causal), then **cross-attends** to the encoder's last layer: queries "
+                      "from the decoder, keys and values from the encoder, so rows are target "
+                      "tokens and columns source tokens.")))
     bart = family_model(ctx, ENCODER_DECODER, _("Encoder-decoder (BART)"), "fam_ed_model")[0]
     target = st.text_input(_("Target (the decoder's text; empty: the source itself)"),
                            value=ctx.text_pair or "", key="fam_target", bind="query-params",
@@ -143,7 +145,7 @@ def cross_tab(ctx: ui.Context) -> None:
     cross, dec = t.cross_weights[layer, head], t.decoder_weights[layer, head]
     a, b = side_by_side((3, 2), t.n_tokens, len(t.decoder_tokens))
     with a:
-        ui.show_figure(ui.cached_figure(("fam_cross", t.key, layer, head), lambda: (
+        render(ui.cached_figure(("fam_cross", t.key, layer, head), lambda: (
             attention_heatmap(cross, t.decoder_tokens, "weights", key_tokens=t.tokens,
                               title=_("Cross-attention, decoder layer {layer}, head {head}")
                               .format(layer=layer, head=head))
@@ -151,19 +153,20 @@ def cross_tab(ctx: ui.Context) -> None:
                            yaxis_title_text=_("decoder (target) tokens: queries")))),
             key="fam_cross")
     with b:
-        ui.show_figure(ui.cached_figure(("fam_dself", t.key, layer, head), lambda: (
+        render(ui.cached_figure(("fam_dself", t.key, layer, head), lambda: (
             attention_heatmap(dec, t.decoder_tokens, "weights",
                               title=_("Decoder self-attention (causal), layer {layer}")
                               .format(layer=layer)))),
             key="fam_dself")
     idx, w = fam.strongest_sources(cross)
-    st.dataframe({_("decoder token"): t.decoder_labels,
+    render(Table({_("decoder token"): t.decoder_labels,
                   _("source token it weighs most"): [t.labels[i] for i in idx],
-                  _("weight"): w}, hide_index=True)
-    st.caption(_("The decoder reads the target shifted right by one, as in training: it starts "
-                 "with {start}, and each row is where the model predicts the target token that "
-                 "follows it. Every row of the cross-attention sums to 1 over the source "
-                 "tokens.").format(start=literal(t.decoder_tokens[0])))
+                  _("weight"): w}))
+    render(Markdown(_("The decoder reads the target shifted right by one, as in training: it "
+                      "starts with {start}, and each row is where the model predicts the target "
+                      "token that follows it. Every row of the cross-attention sums to 1 over "
+                      "the source tokens.").format(start=literal(t.decoder_tokens[0])),
+                    "caption"))
     ui.download_arrays(_("Download the cross- and decoder self-attention (.npz)"), lambda: {
         "encoder_tokens": t.tokens, "decoder_tokens": t.decoder_tokens,
         "cross_weights": t.cross_weights, "decoder_weights": t.decoder_weights},
@@ -176,7 +179,7 @@ def uploaded_image() -> np.ndarray | None:
     if up is None:
         return None
     if up.size > MAX_UPLOAD:
-        st.warning(_("That image is too large: the demo image is shown."))
+        render(Markdown(_("That image is too large: the demo image is shown."), "warning"))
         return None
     from PIL import Image
 
@@ -186,50 +189,51 @@ def uploaded_image() -> np.ndarray | None:
                 raise ValueError("too many pixels")
             return np.asarray(im.convert("RGB"))
     except Exception:  # any unreadable file: say so, keep the page
-        st.warning(_("That file could not be read as an image: the demo image is shown."))
+        render(Markdown(_("That file could not be read as an image: the demo image is shown."),
+                        "warning"))
         return None
 
 
 def vision_tab(ctx: ui.Context) -> None:
-    st.markdown(_("A vision transformer cuts the image into patches; each patch becomes a "
-                  "token and a learned **[CLS]** token goes first. Its row of weights says where "
-                  "in the image it looks (drawn over the image the model saw, resized to its "
-                  "input size)."))
+    render(Markdown(_("A vision transformer cuts the image into patches; each patch becomes a "
+                      "token and a learned **[CLS]** token goes first. Its row of weights says "
+                      "where in the image it looks (drawn over the image the model saw, resized "
+                      "to its input size).")))
     vit = family_model(ctx, VISION, _("Vision transformer (ViT)"), "fam_vit_model")[0]
     image = uploaded_image()
     image = ui.cached("results", ("demo_image",), demo_image) if image is None else image
     try:
         t = ui.cached_trace(vit, TraceRequest(image=image))
     except ValueError as e:
-        st.error(_("Cannot run {title} on this image: {error}").format(
-            title=vit.title, error=literal(str(e))))
+        render(Markdown(_("Cannot run {title} on this image: {error}").format(
+            title=vit.title, error=literal(str(e))), "error"))
         return
     layer, head = layer_head(t, "fam_vit", mean=True)
     grid = fam.cls_patch_map(t.weights, layer, None if head == "mean" else head, t.patch_grid)
     title = (_("[CLS] → patches, layer {layer}, mean of the heads").format(layer=layer)
              if head == "mean" else
              _("[CLS] → patches, layer {layer}, head {head}").format(layer=layer, head=head))
-    ui.show_figure(ui.cached_figure(("fam_vit", t.key, layer, head), lambda: (
+    render(ui.cached_figure(("fam_vit", t.key, layer, head), lambda: (
         fam_plots.image_attention(t.image, grid, title))),
         key="fam_vit_fig")
     R, C = t.patch_grid
     rows = t.weights[layer].mean(axis=0) if head == "mean" else t.weights[layer, head]
     best = _(", ").join(f"({r},{c}) {w:.3f}" for r, c, w in fam.top_patches(grid, 5))
-    st.markdown(_("{R} x {C} patches of {p} x {p} pixels, {n} tokens. [CLS] keeps "
-                  "**{own:.3f}** of its weight on itself; the patches it weighs most (row, "
-                  "column): {best}.").format(R=R, C=C, p=vit.patch, n=t.n_tokens,
-                                             own=float(rows[0, 0]), best=best))
+    render(Markdown(_("{R} x {C} patches of {p} x {p} pixels, {n} tokens. [CLS] keeps "
+                      "**{own:.3f}** of its weight on itself; the patches it weighs most (row, "
+                      "column): {best}.").format(R=R, C=C, p=vit.patch, n=t.n_tokens,
+                                                 own=float(rows[0, 0]), best=best)))
     ui.download_arrays(_("Download the [CLS] map and the image (.npz)"), {
         "cls_map": grid, "image": t.image, "patch_grid": np.asarray(t.patch_grid)},
         file_name=f"attnviz_vit_cls_L{layer}.npz", key="fam_dl_vit")
 
 
 def main() -> None:
-    st.title(_("Beyond BERT: decoders, encoder-decoders, images"))
-    st.markdown(_("The same attention, $w_{ij} = \\mathrm{softmax}_j(q^i \\cdot k^j/\\sqrt{d_k})$, "
-                  "in three other shapes of transformer. Models come from a folder or from your "
-                  "Hugging Face cache (nothing is downloaded; none but the bundled BERT ships "
-                  "with attnviz)."))
+    render(Heading(_("Beyond BERT: decoders, encoder-decoders, images"), 1))
+    render(Markdown(_("The same attention, $w_{ij} = \\mathrm{softmax}_j(q^i \\cdot "
+                      "k^j/\\sqrt{d_k})$, in three other shapes of transformer. Models come "
+                      "from a folder or from your Hugging Face cache (nothing is downloaded; "
+                      "none but the bundled BERT ships with attnviz).")))
     ctx = ui.context()
     if not ui.require_text(ctx):
         return
@@ -246,7 +250,7 @@ def tabs_view(ctx: ui.Context) -> None:
                 try:
                     draw(ctx)
                 except ValueError as e:  # what a family cannot do: the engine's plain words
-                    st.error(literal(str(e)))
+                    render(Markdown(literal(str(e)), "error"))
 
 
 main()

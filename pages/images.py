@@ -16,8 +16,10 @@ import streamlit as st
 from attnviz import ui
 from attnviz.analysis import conv_attention
 from attnviz.analysis import image_attention as image_attn
+from attnviz.export.html import Heading, Markdown
 from attnviz.i18n import N_, _
 from attnviz.plotting import images as image_plots
+from attnviz.ui.render import metric, render
 
 TABS = (N_("Attention map vs conv window"), N_("Convolution as attention"))
 KERNEL_NAMES = {"random": N_("random"), "blur": N_("blur"), "edges": N_("edges"),
@@ -47,12 +49,12 @@ def pick_from_click() -> None:
 def show(base: tuple, name: str, build, extra: tuple = (), **kwargs) -> None:
     """A figure cached by its name, the page's settings `base` and `extra` (the tab's own
     settings it depends on)."""
-    ui.show_figure(ui.cached_figure(("img", name, *base, *extra), build), key=name, **kwargs)
+    render(ui.cached_figure(("img", name, *base, *extra), build), key=name, **kwargs)
 
 
 def field_tab(size: int, row: int, col: int, k: int) -> None:
     image = image_attn.load_image(size)
-    st.markdown(_(
+    render(Markdown(_(
         "The attention layer here is small and hand-set: pixel $i$ is "
         "$z_i = (c_i/\\sigma_c,\\ p_i/\\sigma_p)$, with query $(z_i, 1)$, key "
         "$(z_j, -|z_j|^2/2)$ and value $c_j$, so "
@@ -60,7 +62,7 @@ def field_tab(size: int, row: int, col: int, k: int) -> None:
         "e^{-|c_i-c_j|^2/2\\sigma_c^2 - |p_i-p_j|^2/2\\sigma_p^2}$: a pixel attends to pixels "
         "of a **similar colour** nearby (a bilateral filter written as attention). The "
         "convolution is a $k\\times k$ mean filter: weight $1/k^2$ in its window, 0 outside."
-    ))
+    )))
     s1, s2, s3 = st.columns(3)
     depth = s1.slider(_("Layers stacked"), 1, 4, 1, key="img_depth", bind="query-params",
                       persist_state="page")
@@ -84,13 +86,13 @@ def field_tab(size: int, row: int, col: int, k: int) -> None:
         show(base, "img_conv_map", lambda: image_plots.map_figure(
             s.conv_map, (row, col), _("Conv {k}×{k} window weights").format(k=k)))
     n, r = s.field_sizes, depth * (k // 2)
-    st.subheader(_("After 1 layer: which input pixels matter?") if depth == 1 else
-                 _("After {depth} layers: which input pixels matter?").format(depth=depth))
-    st.markdown(_(
+    render(Heading(_("After 1 layer: which input pixels matter?") if depth == 1 else
+                   _("After {depth} layers: which input pixels matter?").format(depth=depth), 3))
+    render(Markdown(_(
         "Measured with gradients: the influence $I(p, j) = \\sum |\\partial y_p / \\partial x_j|$ "
         "of input pixel $j$ on the picked output pixel $p$ (log scale; blank = exactly 0). "
         "Convolution: the field is the square of side $l(k-1)+1 = {side}$ (dashed). "
-        "Attention: every pixel, already at layer 1.").format(side=2 * r + 1))
+        "Attention: every pixel, already at layer 1.").format(side=2 * r + 1)))
     a, b = st.columns(2)
     with a:
         show(base, "img_conv_infl", lambda: image_plots.map_figure(
@@ -105,8 +107,9 @@ def field_tab(size: int, row: int, col: int, k: int) -> None:
                 depth=depth, n=n["attention"], total=n["image"]), "influence"),
             extra=(sc, sp))
     if n["attention"] < n["image"]:
-        st.info(_("Some attention weights are so small they round to exactly 0 in float64 "
-                  "(below 1e-308): widen σ_p or σ_c to see the whole image again."))
+        render(Markdown(_("Some attention weights are so small they round to exactly 0 in "
+                          "float64 (below 1e-308): widen σ_p or σ_c to see the whole image "
+                          "again."), "info"))
     show(base, "img_outputs", lambda: image_plots.images_row(
         [image, s.conv_output, s.attention_output],
         [_("Input"), _("{depth}× mean filter").format(depth=depth),
@@ -134,7 +137,7 @@ def verdict(kernel_name: str, k: int, kernel) -> str:
 
 def exact_tab(size: int, row: int, col: int, k: int) -> None:
     base = (size, row, col, k)
-    st.markdown(_(
+    render(Markdown(_(
         "Theorem 1 of Cordonnier et al.: a multi-head self-attention layer with $N_h$ heads of "
         "dimension $D_h$, output dimension $D_{{out}}$ and a relative positional encoding of "
         "dimension $D_p \\ge 3$ can express any convolutional layer of kernel size "
@@ -145,7 +148,7 @@ def exact_tab(size: int, row: int, col: int, k: int) -> None:
         "$-\\alpha(|\\delta-\\Delta_h|^2 - |\\Delta_h|^2)$, largest only at $\\delta = \\Delta_h$; "
         "with large $\\alpha$ each softmax row is one-hot. The values are the pixels and "
         "$W_O^{{(h)}}$ is the kernel's tap at $\\Delta_h$. Zero padding: a ring of zero-valued "
-        "pixels is added as extra **keys** around the image.").format(k=k, heads=k * k))
+        "pixels is added as extra **keys** around the image.").format(k=k, heads=k * k)))
     e1, e2 = st.columns(2)
     kernel_name = e1.selectbox(_("Kernel"), conv_attention.KERNELS, key="img_kernel",
                                bind="query-params", format_func=lambda n: _(KERNEL_NAMES[n]))
@@ -160,8 +163,8 @@ def exact_tab(size: int, row: int, col: int, k: int) -> None:
             heads=k * k, queries=size * size)):
         out = as_attention(size, kernel_name, k, alpha)
     m1, m2 = st.columns(2)
-    m1.metric(_("max |attention − conv2d|"), f"{out['max_abs_diff']:.2e}")
-    m2.metric(_("float32 epsilon (for scale)"), f"{np.finfo(np.float32).eps:.1e}")
+    metric(_("max |attention − conv2d|"), f"{out['max_abs_diff']:.2e}", m1)
+    metric(_("float32 epsilon (for scale)"), f"{np.finfo(np.float32).eps:.1e}", m2)
     diff = np.abs(out["attention_outputs"] - out["conv2d_outputs"]).max(0)
     show(base, "img_exact_outputs", lambda: image_plots.images_row(
         [out["conv2d_outputs"].transpose(1, 2, 0), out["attention_outputs"].transpose(1, 2, 0)],
@@ -174,16 +177,16 @@ def exact_tab(size: int, row: int, col: int, k: int) -> None:
         title=_("Each head's weights for pixel ({row}, {col}): one shift per head").format(
             row=row, col=col)),
         extra=(kernel_name, alpha))
-    st.caption(_("Orange-red outline: the query pixel. Dotted: the image border; keys beyond it "
-                 "are the zero padding ring. Outputs shown with one common colour range for both "
-                 "images."))
+    render(Markdown(_("Orange-red outline: the query pixel. Dotted: the image border; keys "
+                      "beyond it are the zero padding ring. Outputs shown with one common "
+                      "colour range for both images."), "caption"))
     kernel = out["kernel"]
-    st.markdown(_(
+    render(Markdown(_(
         "Why not one head? A head gives $b_q = \\sum_j \\alpha'_{q,j}\\, M x_j$: **one** "
         "matrix $M$ for every offset, weights $\\alpha' \\ge 0$ that sum to 1. A "
         "convolution applies its own matrix to each offset. One head whose weights depend "
         "on the offset only can be a convolution only if every tap is a non-negative multiple "
-        "of one matrix.") + " " + verdict(kernel_name, k, kernel))
+        "of one matrix.") + " " + verdict(kernel_name, k, kernel)))
     ui.download_arrays(_("Download outputs, heads and kernel (.npz)"),
                        {**out, "head_weights_for_pixel": maps, "pixel": np.array([row, col])},
                        file_name=f"attnviz_conv_as_attention_k{k}.npz", key="img_dl_exact")
@@ -191,8 +194,8 @@ def exact_tab(size: int, row: int, col: int, k: int) -> None:
 
 def main() -> None:
     ui.ensure_router()
-    st.title(_("Images: attention vs convolution"))
-    st.markdown(_(
+    render(Heading(_("Images: attention vs convolution"), 1))
+    render(Markdown(_(
         "An image is a **set of vectors**: one per pixel (its colour and its position). "
         "Self-attention lets a pixel look at *every* pixel, with weights that depend on the "
         "content; a convolution looks only in a fixed $k\\times k$ window, same weights "
@@ -201,7 +204,7 @@ def main() -> None:
         "(Cordonnier, Loukas & Jaggi 2020, Theorem 1) proves a precise version: "
         "self-attention with $k^2$ heads and a relative positional encoding can express any "
         "$k\\times k$ convolution (second tab)."
-    ))
+    )))
     settings_and_tabs()
 
 

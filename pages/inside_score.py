@@ -5,26 +5,27 @@ Numbers: analysis.views.inside_score on the cached Trace's queries, keys and val
 (analysis.words for the word-level weights); figures: plotting.neuron."""
 
 import numpy as np
-import pandas as pd
 import streamlit as st
 
 from attnviz import ui
 from attnviz.analysis.views import inside_score
 from attnviz.analysis.words import merge_tokens, word_attention, word_groups
+from attnviz.export.html import Heading, Markdown, Table
 from attnviz.i18n import _
 from attnviz.plotting.common import axis_labels
 from attnviz.plotting.neuron import score_steps, value_steps
+from attnviz.ui.render import render
 from attnviz.ui.text import literal
 
 
 def main() -> None:
-    st.title(_("Inside one score"))
-    st.markdown(_(
+    render(Heading(_("Inside one score"), 1))
+    render(Markdown(_(
         "For one head and one **query** token $i$: multiply $q^i$ with each **key** $k^j$ "
         "component by component ($q^i \\circ k^j$), add up the components "
         "($s_j = q^i \\cdot k^j$), divide by $\\sqrt{d}$, and take the softmax over the keys: "
         "$w_j$. Then the head's **output** for token $i$ is $o^i = \\sum_j w_j v^j$."
-    ))
+    )))
     ctx = ui.context()
     t = ui.trace_or_message(ctx)
     if t is None:
@@ -46,32 +47,32 @@ def one_score(ctx: ui.Context) -> None:
                       t.scale, t.mask)
     d = t.head_dim
     diff = float(np.abs(nb["output"] - t.outputs[layer, head, query]).max())
-    st.caption(_("d = {d} · 1/√d = {scale:.4f} · {n} keys · the output matches the engine's "
-                 "recorded output to {diff:.1e}").format(d=d, scale=t.scale, n=t.n_tokens,
-                                                           diff=diff))
+    render(Markdown(_("d = {d} · 1/√d = {scale:.4f} · {n} keys · the output matches the "
+                      "engine's recorded output to {diff:.1e}").format(
+        d=d, scale=t.scale, n=t.n_tokens, diff=diff), "caption"))
 
     title = _("Layer {layer}, head {head}, query {query}").format(
         layer=layer, head=head, query=axis_labels(t.tokens)[query])  # escaped
     # Built once per server for this trace, head and query (a rerun that changes none of them,
     # e.g. the word-level toggle, draws the cached figures)
     at = (t.key, layer, head, query)
-    st.subheader(_("1 · From q and k to the weights"))
-    ui.show_figure(ui.cached_figure(("ins_scores", *at), lambda: score_steps(
+    render(Heading(_("1 · From q and k to the weights"), 3))
+    render(ui.cached_figure(("ins_scores", *at), lambda: score_steps(
         nb, t.tokens, query, title=title)), key="ins_scores")
-    st.subheader(_("2 · From the weights and the values to the output"))
-    ui.show_figure(ui.cached_figure(("ins_values", *at), lambda: value_steps(
+    render(Heading(_("2 · From the weights and the values to the output"), 3))
+    render(ui.cached_figure(("ins_values", *at), lambda: value_steps(
         nb, t.tokens, query, title=title)), key="ins_values")
 
-    st.subheader(_("The numbers, one row per key"))
+    render(Heading(_("The numbers, one row per key"), 3))
     weight = _("weight")
-    table = pd.DataFrame({
+    table = {
         _("key"): labels, "q·k": nb["scores"], f"q·k/√{d}": nb["scaled"], weight: nb["weights"],
         "|w v|": np.linalg.norm(nb["weighted"], axis=1),
-    })
-    st.dataframe(table, hide_index=True, column_config={
-        c: st.column_config.NumberColumn(format="%.6f") for c in table.columns[1:]})
-    st.markdown(_("Output $o^i$ ({d} numbers):").format(d=d) + " `"
-                + " ".join(f"{x:+.4f}" for x in nb["output"]) + "`")
+    }
+    render(Table(table), column_config={
+        c: st.column_config.NumberColumn(format="%.6f") for c in list(table)[1:]})
+    render(Markdown(_("Output $o^i$ ({d} numbers):").format(d=d) + " `"
+                    + " ".join(f"{x:+.4f}" for x in nb["output"]) + "`"))
     if st.toggle(_("Word level (the weights only)"), key="ins_words", bind="query-params",
                  help=_("q·k and the values belong to word pieces; only the weights merge into "
                         "words: summed over a word's keys, averaged over its queries.")):
@@ -79,11 +80,10 @@ def one_score(ctx: ui.Context) -> None:
         word = next(u for u, g in enumerate(groups) if query in g)
         row = word_attention(t.weights[layer, head], groups)[word]
         names = merge_tokens(t.tokens, groups)
-        st.caption(_("The word {word} ({n} piece(s)) reads:").format(
-            word=literal(names[word]), n=len(groups[word])))
-        st.dataframe(pd.DataFrame({_("word"): [f"{w} #{g[0]}" for w, g in zip(names, groups,
-                                                                              strict=True)],
-                                   weight: row}), hide_index=True, column_config={
+        render(Markdown(_("The word {word} ({n} piece(s)) reads:").format(
+            word=literal(names[word]), n=len(groups[word])), "caption"))
+        render(Table({_("word"): [f"{w} #{g[0]}" for w, g in zip(names, groups, strict=True)],
+                      weight: row}), column_config={
             weight: st.column_config.NumberColumn(format="%.6f")})
 
     st.page_link("pages/explore.py", label=_("See layer {layer}, head {head} among all "

@@ -8,18 +8,19 @@ analysis.rollout and analysis.flow (ui.flow: a progress bar, shared with Head st
 each sentence's cached Trace; figures: plotting.attribution."""
 
 import numpy as np
-import pandas as pd
 import streamlit as st
 
 from attnviz import TraceRequest, ui
 from attnviz.analysis import attribution, flow
 from attnviz.analysis.common import special_mask
 from attnviz.analysis.rollout import rollout
+from attnviz.export.html import Heading, Markdown, Table
 from attnviz.i18n import N_, _
 from attnviz.plotting.attribution import attribution_bars
 from attnviz.ui import worklist
 from attnviz.ui.cache import peek
 from attnviz.ui.flow import flow_of
+from attnviz.ui.render import metric, render
 from attnviz.ui.text import literal
 
 DEFAULT_B = attribution.DEFAULT_B
@@ -53,50 +54,52 @@ def prepared_side(model, text_b: str, steps: int):
 def sentence_panel(name: str, res, side: str, t) -> None:
     ig, gxi = (res.ig_a, res.gxi_a) if side == "a" else (res.ig_b, res.gxi_b)
     if len(ig) <= 2:
-        st.info(_("Sentence {name} has no words to credit (only [CLS] and [SEP]).").format(
-            name=name))
+        render(Markdown(_("Sentence {name} has no words to credit (only [CLS] and [SEP]).")
+                        .format(name=name), "info"))
         return
     base = res.baseline_a if side == "a" else res.baseline_b
     gap = res.gap(side)
-    st.markdown(_("**Sentence {name}.** Sum of IG = {ig:+.5f}; score minus the score with "
-                  "{name} blanked = {score:.5f} - {base:.5f} = {drop:+.5f}; completeness gap "
-                  "**{gap:.3%}**").format(name=name, ig=ig.sum(), score=res.score, base=base,
-                                          drop=res.score - base, gap=gap)
-                + " " + (_("(within 1%)") if gap <= 0.01 else
-                         _("(**over 1%: raise the steps**)")))
+    render(Markdown(
+        _("**Sentence {name}.** Sum of IG = {ig:+.5f}; score minus the score with {name} "
+          "blanked = {score:.5f} - {base:.5f} = {drop:+.5f}; completeness gap "
+          "**{gap:.3%}**").format(name=name, ig=ig.sum(), score=res.score, base=base,
+                                  drop=res.score - base, gap=gap)
+        + " " + (_("(within 1%)") if gap <= 0.01 else _("(**over 1%: raise the steps**)"))))
     views = attention_views(t)
     ig_label = _("integrated gradients")
     series = {ig_label: ig, _("gradient × input"): gxi,
               **{_(VIEW_LABELS[k]): v for k, v in views.items()}}
-    ui.show_figure(attribution_bars(res.tokens_a if side == "a" else res.tokens_b, series,
-                                    _("Sentence {name}: what each method credits to each "
-                                      "token").format(name=name)),
-                   key=f"sim_bars_{side}")
+    render(attribution_bars(res.tokens_a if side == "a" else res.tokens_b, series,
+                            _("Sentence {name}: what each method credits to each "
+                              "token").format(name=name)),
+           key=f"sim_bars_{side}")
     words = ~special_mask(res.tokens_a if side == "a" else res.tokens_b)
-    rows = [{_("method"): m, _("Spearman rank correlation with IG (words only)"):
-             attribution.spearman(ig[words], np.asarray(v)[words])}
-            for m, v in series.items() if m != ig_label]
-    st.dataframe(pd.DataFrame(rows), hide_index=True)
+    methods = [m for m in series if m != ig_label]
+    render(Table({_("method"): methods,
+                  _("Spearman rank correlation with IG (words only)"): [
+                      attribution.spearman(ig[words], np.asarray(series[m])[words])
+                      for m in methods]}))
     if "flow" not in views:
-        st.caption(_("Flow is computed up to {max} tokens; this sentence has {n}.").format(
-            max=flow.MAX_TOKENS, n=t.n_tokens))
+        render(Markdown(_("Flow is computed up to {max} tokens; this sentence has {n}.")
+                        .format(max=flow.MAX_TOKENS, n=t.n_tokens), "caption"))
 
 
 def main() -> None:
-    st.title(_("Why are two sentences similar?"))
-    st.markdown(_(
+    render(Heading(_("Why are two sentences similar?"), 1))
+    render(Markdown(_(
         "all-MiniLM-L6-v2 turns a sentence into one vector: the mean of its tokens' last-layer "
         "vectors. Two sentences are similar when the **cosine** of their vectors is high. "
         "**Integrated gradients** credit that cosine to each token: how much it drops when the "
         "token's input vector fades to a blank ([PAD], same position), summed along the way "
         "(the credits add up to the drop: *completeness*). Beside them, what the attention "
-        "maps say mean pooling takes from each token."))
+        "maps say mean pooling takes from each token.")))
     ctx = ui.context()
     if not ui.require_text(ctx):
         return
     if ctx.text_pair:
         text_b = ctx.text_pair
-        st.caption(_("Sentence B is the sidebar's second sentence (encoded alone here)."))
+        render(Markdown(_("Sentence B is the sidebar's second sentence (encoded alone here)."),
+                        "caption"))
     else:
         text_b = st.text_input(_("Sentence B"), value=DEFAULT_B, key="sim_b", bind="query-params",
                                max_chars=2000) or DEFAULT_B
@@ -113,26 +116,27 @@ def main() -> None:
                                    model, ctx.text, text_b, steps, progress, side_b=side),
                                quick=len(ctx.text) + len(text_b) < worklist.HEAVY_CHARS)
     except ValueError as e:
-        st.error(_("Cannot encode this input: {error}").format(error=e))
+        render(Markdown(_("Cannot encode this input: {error}").format(error=e), "error"))
         return
     for name, tr in (("A", ta), ("B", tb)):
         if tr.dropped:
-            st.warning(_("Sentence {name} is longer than the model's {n} positions: {dropped} "
-                         "tokens at the end were dropped.").format(name=name, n=tr.n_tokens,
-                                                                   dropped=tr.dropped))
-    st.metric(_("Cosine similarity"), f"{res.score:.4f}")
-    st.markdown(f"A: {literal(ctx.text)}  \nB: {literal(text_b)}")
+            render(Markdown(_("Sentence {name} is longer than the model's {n} positions: "
+                              "{dropped} tokens at the end were dropped.").format(
+                name=name, n=tr.n_tokens, dropped=tr.dropped), "warning"))
+    metric(_("Cosine similarity"), f"{res.score:.4f}")
+    render(Markdown(f"A: {literal(ctx.text)}  \nB: {literal(text_b)}"))
     left, right = st.columns(2)
     with left:
         sentence_panel("A", res, "a", ta)
     with right:
         sentence_panel("B", res, "b", tb)
-    st.info(_("The bars of each method are scaled to its largest |value| (hover for the number). "
-            "IG and gradient × input can be negative (a token that makes the sentences less "
-            "alike); the attention views are shares and never negative, and they say where "
-            "information can flow, not what it does to the cosine. [CLS] and [SEP] are part of "
-            "the blank, so IG gives them 0 by construction; the rank correlations leave them "
-            "out."))
+    render(Markdown(_(
+        "The bars of each method are scaled to its largest |value| (hover for the number). "
+        "IG and gradient × input can be negative (a token that makes the sentences less "
+        "alike); the attention views are shares and never negative, and they say where "
+        "information can flow, not what it does to the cosine. [CLS] and [SEP] are part of "
+        "the blank, so IG gives them 0 by construction; the rank correlations leave them "
+        "out."), "info"))
     ui.download_arrays(_("Download the attributions (.npz)"), lambda: {
         "tokens_a": np.array(res.tokens_a), "tokens_b": np.array(res.tokens_b),
         "ig_a": res.ig_a, "ig_b": res.ig_b, "gxi_a": res.gxi_a, "gxi_b": res.gxi_b,

@@ -8,6 +8,7 @@ import pytest
 from attnviz.analysis.compare import align_tokens, aligned_difference
 from tests.apptest import open_page
 from tests.plotly_json import decode
+from tests.test_ui_recorder import assert_file_holds_the_screen
 
 
 @pytest.fixture
@@ -26,6 +27,7 @@ def test_aligned_panels(at, model):
     for tr, ref in zip(heat, (wa, wb, d), strict=True):
         np.testing.assert_allclose(decode(tr["z"]), ref, atol=1e-7)
     assert any("5 aligned tokens" in m.value for m in at.markdown)
+    assert_file_holds_the_screen(at)
     assert at.get("download_button")
 
 

@@ -9,6 +9,7 @@ import pytest
 from attnviz.analysis import corpus_heads as ch
 from tests.apptest import open_page
 from tests.plotly_json import decode
+from tests.test_ui_recorder import assert_file_holds_the_screen
 
 TEXT = "I saw a saw. The dog barked at the mailman, twice!\nIt rained. We stayed in."
 
@@ -34,6 +35,7 @@ def test_pasted_text(at, model):
     assert any("4 sentences" in x.value for x in at.caption)
     at.selectbox(key="ch_layer").set_value(3).run()
     assert any(f"head 0: **{c.behaviour[3, 0]}**" in x.value for x in at.caption)
+    assert_file_holds_the_screen(at)
 
 
 def test_sample_empty_and_too_long(at):

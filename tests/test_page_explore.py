@@ -9,6 +9,7 @@ import pytest
 from attnviz.analysis.views import shown_weights
 from tests.apptest import open_page
 from tests.plotly_json import decode, figures, specs
+from tests.test_ui_recorder import assert_file_holds_the_screen
 
 
 @pytest.fixture
@@ -57,6 +58,7 @@ def test_sentence_pair_filters_and_hiding(at, model):
     np.testing.assert_allclose(decode(one["data"][0]["z"]).sum(1), 1.0, atol=1e-6)
     assert any("are renormalised" in c.value for c in at.caption)
     assert any("Share of this head's weight" in c.value for c in at.caption)
+    assert_file_holds_the_screen(at)
 
 
 def test_512_tokens(at, model):

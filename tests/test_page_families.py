@@ -13,9 +13,11 @@ from attnviz.engine.random_models import save_random_checkpoint
 from attnviz.ui.context import DEFAULT_MAX_TOKENS, DEMO
 from tests.apptest import open_page
 from tests.plotly_json import decode, figures_by_key
+from tests.test_ui_recorder import assert_file_holds_the_screen
 
 PAGE = "pages/families.py"
 TABS = ["Decoder vs encoder", "Encoder-decoder: cross-attention", "Vision: [CLS] over the image"]
+CONTEXT_MESSAGES = ("random weights", ":material/info:")  # drawn by ui.context
 
 
 def demo_folder(kind: str, root):
@@ -78,6 +80,7 @@ def test_decoder_vs_encoder(at, hf_model, tmp_path):
     assert (g == 0.0).all() and len(g) == gpt.shape[0]
     text = " ".join(m.value for m in at.markdown)
     assert f"{100 * later_by_hand(bert).mean():.1f}%" in text
+    assert_file_holds_the_screen(at, besides=CONTEXT_MESSAGES)
 
 
 def test_cross_attention(at, tmp_path):
@@ -101,6 +104,7 @@ def test_cross_attention(at, tmp_path):
     table = at.dataframe[0].value
     assert table["weight"].tolist() == pytest.approx(cross.max(axis=1).tolist(), abs=1e-6)
     assert table["source token it weighs most"].iloc[0].endswith(f"#{int(cross[0].argmax())}")
+    assert_file_holds_the_screen(at, besides=CONTEXT_MESSAGES)  # the table and the caption
 
 
 def test_vision(at, tmp_path):

@@ -10,6 +10,7 @@ from attnviz.analysis import conv_attention as ca
 from attnviz.analysis import image_attention as ia
 from tests.apptest import open_page
 from tests.plotly_json import decode, figures_all_tabs
+from tests.test_ui_recorder import assert_file_holds_the_screen
 
 TABS = ["Attention map vs conv window", "Convolution as attention"]
 KEYS = ["img_click", "img_attn_map", "img_conv_map", "img_conv_infl", "img_attn_infl",
@@ -48,6 +49,7 @@ def test_default_page(at):
     labels = [b.label for b in at.get("download_button")]
     open_exact(at)
     assert float(at.metric[0].value) < 1e-5
+    assert_file_holds_the_screen(at)  # the open tab's metrics, figures and captions
     assert len(figs[7]["data"]) == 9  # one map per head
     labels += [b.label for b in at.get("download_button")]
     assert any("maps" in x for x in labels) and any("kernel" in x for x in labels)

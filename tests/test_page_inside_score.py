@@ -7,6 +7,7 @@ import pytest
 
 from tests.apptest import open_page
 from tests.plotly_json import decode
+from tests.test_ui_recorder import assert_file_holds_the_screen
 
 
 @pytest.fixture
@@ -83,3 +84,4 @@ def test_word_level_weights(at, model):
     np.testing.assert_allclose(table["weight"].to_numpy(),
                                word_attention(t.weights[0, 0], groups)[word], atol=1e-9)
     assert table["word"].iloc[word] == f"embeddings #{groups[word][0]}"
+    assert_file_holds_the_screen(at)  # both tables, the captions, the output line

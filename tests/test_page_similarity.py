@@ -10,6 +10,7 @@ from attnviz.analysis.attribution import DEFAULT_STEPS, attribute, pooled_import
 from attnviz.analysis.flow import attention_flow
 from tests.apptest import open_page
 from tests.plotly_json import decode
+from tests.test_ui_recorder import assert_file_holds_the_screen
 
 A, B = "I saw a saw.", "A saw cuts wood."
 
@@ -37,6 +38,7 @@ def test_numbers_from_the_analysis(at, model):
     assert "saw #2" in bars_a["data"][0]["x"] and "saw #4" in bars_a["data"][0]["x"]
     ticks = bars_a["layout"]["xaxis"]["ticktext"]  # a repeated word's places apart, as hover
     assert "saw #2" in ticks and "saw #4" in ticks and "a" in ticks
+    assert_file_holds_the_screen(at)  # the metric and the rank tables too
     assert at.get("download_button")
 
 
