@@ -118,7 +118,9 @@ def value_norms_view(p: Pack) -> list:
 
 
 def positions_view(p: Pack) -> list:
-    return legacy(p, "pages/positions.py", {})
+    from ..views import positions
+
+    return positions.page(p.model, p.request, p.trace, report=p.report())
 
 
 def windows_view(p: Pack) -> list:
