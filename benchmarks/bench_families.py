@@ -24,6 +24,8 @@ from .bench_engine import median_ms
 from .report import Table, show
 
 TOKENS = 128
+COST = ("It builds base-size models of five families (12 layers of 768) and runs each against "
+        "transformers: more than ten minutes on a shared 2-core machine.")
 BASE = dict(hidden=768, heads=12, layers=12, intermediate=3072, positions=512)
 FAMILIES = {  # family: (HF class, sizes)
     "bert": ("BertModel", None),
