@@ -128,7 +128,9 @@ def test_the_view_holds_the_page_in_order(explore):
     assert view.blocks[0].text.startswith("Every tile is one head's softmax weights")
     assert view.settings == {"sentence": "I saw a saw"}
     # one head's tile (and its layer and the lines) drawn inside the page's fragment
-    assert [t for t, _ in rec.entries] == [None] * 3 + ["__main__.one_head"] * 3
+    tag = rec.entries[-1][0]
+    assert tag.endswith("explore.py:one_head") and rec.fragments == {tag}
+    assert [t for t, _ in rec.entries] == [None] * 3 + [tag] * 3
     assert_file_holds_the_screen(explore)
     doc = recorder.html_of(rec)
     assert doc.count(export.plotly_js()) == 1
@@ -178,7 +180,7 @@ def test_a_fragment_rerun_replaces_its_own_part_in_place(monkeypatch):
     """A fragment that reruns alone draws its part again: that part of the session's view is
     replaced where it was; the rest stays, and the part gets what the rest leaves of the
     limit."""
-    saved = recorder.Recorded("t", limit=1300)
+    saved = recorder.Recorded("t", limit=1300, fragments={"frag"})
     saved.add(export.Markdown("title"))
     saved.tag = "frag"
     saved.add(export.Markdown("layer 0 caption"))
@@ -206,6 +208,9 @@ def test_a_fragment_rerun_replaces_its_own_part_in_place(monkeypatch):
     assert list(blocks[4].columns) == ["v"] and blocks[5].text == "footer"
     assert [t for t, _ in saved.entries] == [None, "frag", "frag", "frag", None, None]
     assert saved.settings == {"sentence": "", "ex_layer": "2"}
+    # a fragment the recorded page did not draw (another page's) leaves the view alone
+    entries = list(saved.entries)
+    assert recorder.run_alone("elsewhere", part) == "drawn" and saved.entries == entries
 
 
 def test_a_recording_belongs_to_its_thread():

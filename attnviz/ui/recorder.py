@@ -107,6 +107,7 @@ class Recorded:
     settings: dict = field(default_factory=dict)
     tag: str | None = None  # the fragment running now
     limit: int = field(default_factory=limit_bytes)
+    fragments: set[str] = field(default_factory=set)  # the fragments the page's run drew
 
     def held(self, besides: str | None = None) -> int:
         """Bytes of figures and tables held now (`besides`: not counting that fragment's)."""
@@ -204,12 +205,13 @@ def note_numbers(label: str, make: Callable[[], dict], file_name: str, kind: str
 def fragment(func: Callable) -> Callable:
     """st.fragment that keeps the recorded view current when it reruns alone, in the
     session's language."""
-    tag = f"{func.__module__}.{func.__qualname__}"
+    tag = f"{func.__code__.co_filename}:{func.__qualname__}"  # a page's script is __main__
 
     @functools.wraps(func)
     def body(*args, **kwargs):
         rec = active()
         if rec is not None:  # inside the page's full run: tag what the fragment draws
+            rec.fragments.add(tag)
             before, rec.tag = rec.tag, tag
             try:
                 return func(*args, **kwargs)
@@ -226,11 +228,12 @@ def run_alone(tag: str, func: Callable, *args, **kwargs):
     seen on a Chinese page's layer change), and it is a script run of its own: a long trace's
     lease it takes is given back at its end (ui.worklist.script_run). Its part of the recorded
     view is replaced by what it draws now, within what the rest of the view leaves of the
-    limit."""
+    limit. A fragment that was not part of the recorded page's run (a page run without the
+    router) leaves the recorded view as it is."""
     use_session_language()
     with script_run():
         saved = st.session_state.get(STATE_KEY)
-        if not isinstance(saved, Recorded):
+        if not isinstance(saved, Recorded) or tag not in saved.fragments:
             return func(*args, **kwargs)
         part = Recorded(saved.title, limit=saved.limit - saved.held(besides=tag))
         with _into(part):
