@@ -124,7 +124,9 @@ def positions_view(p: Pack) -> list:
 
 
 def windows_view(p: Pack) -> list:
-    return legacy(p, "pages/windows.py", {})
+    from ..views import windows
+
+    return windows.page(p.model, p.trace, report=p.report())
 
 
 def legacy(p: Pack, page: str, state: dict) -> list:

@@ -1,0 +1,80 @@
+"""views.windows without Streamlit: masks and weights against the engine's own masks, the
+receptive fields blank outside the analytic field, the context sweep's sentences and curves,
+the cost table as shown."""
+
+import numpy as np
+import pytest
+
+from attnviz.analysis import cost, receptive
+from attnviz.analysis import windows as win
+from attnviz.engine import TraceRequest, window_mask
+from attnviz.views import windows as view
+from tests.test_views_common import decode, heatmaps, spec
+
+TEXT = "I saw a saw"
+
+
+@pytest.fixture(scope="module")
+def trace_of(model):
+    return lambda **options: model.trace(TraceRequest(TEXT, **options))
+
+
+def test_page_opens_on_masks_and_weights(model, trace_of):
+    blocks = view.page(model, trace_of, w=1, layer=2, head=5)
+    assert [type(b).__name__ for b in blocks] == ["Heading", "Markdown", "Figure", "Markdown",
+                                                   "Numbers"]
+    data = spec(blocks[2])["data"]
+    np.testing.assert_array_equal(decode(data[2]["z"]), window_mask(6, 1).numpy())
+    # the window mask written out: |i - j| <= 1
+    i, j = np.indices((6, 6))
+    np.testing.assert_array_equal(decode(data[2]["z"]).astype(bool), abs(i - j) <= 1)
+    np.testing.assert_allclose(decode(data[3]["z"]), trace_of(window=1).weights[2, 5], atol=1e-7)
+    np.testing.assert_allclose(decode(data[5]["z"]), trace_of(causal=True).weights[2, 5],
+                               atol=1e-7)
+    got = blocks[-1].make()
+    assert list(got["names"]) == ["full", "window ±1", "causal"]
+    np.testing.assert_array_equal(got["mask_2"], np.tril(np.ones((6, 6), bool)))
+    np.testing.assert_allclose(got["weights_1"].sum(-1), 1, atol=1e-6)
+    assert blocks[-1].file_name == "attnviz_windows_L2H5.npz"
+
+
+def test_receptive_fields_blank_outside_the_analytic_field(model):
+    ids, segments, _offsets = model.tokenize(TEXT)
+    toks = model.tokens_of(ids)
+    f = receptive.all_fields(model, ids, segments, 3, 1)
+    fig = view.fields_figure(f, toks, 3, 1)
+    for h, kind in zip(heatmaps(fig), receptive.KINDS, strict=True):
+        z = decode(h["z"]).astype(float)
+        assert (np.isnan(z) == ~receptive.analytic_field(kind, 6, model.n_layers, 3, 1)).all()
+    note = view.fields_note(model.n_layers, f, 6, 3, 1).text
+    assert f"At depth {model.n_layers}:" in note and "#0..#5" in note
+    assert view.fields_request(TraceRequest(TEXT), view.SOURCES["passage"]).text == view.PASSAGE
+
+
+def test_context_sweep_sentences_and_curves(model, trace_of):
+    t = trace_of()
+    s = view.context_sweeps(model, TraceRequest(TEXT), lambda f, msg: None)
+    ids, seg, _ = model.tokenize(TEXT)
+    kept = win.context_sweep(model, ids, seg, range(6), keep_special=True)
+    plain = win.context_sweep(model, ids, seg, range(6))
+    data = spec(view.context_figure(t, s, True, 1))["data"]
+    np.testing.assert_allclose(decode(data[0]["y"]), kept.mean_cosine, atol=1e-6)
+    np.testing.assert_allclose(decode(data[3]["y"]), plain.mean_cosine, atol=1e-6)
+    text, pair, caveat = view.context_text(t, s, True, 1)
+    a, b = kept.mean_cosine[1], plain.mean_cosine[1]
+    assert f"**{a:.2f}**" in text.text and f"**{b:.2f}**" in text.text
+    assert f"removes **{(a - b) / (1 - b):.0%}** of the drop" in text.text
+    assert pair.style == "caption" and "saw \\#2 and saw \\#4" in pair.text
+    assert "outside its training distribution" in caveat.text
+    got = view.context_download(t, s, True).make()
+    np.testing.assert_allclose(got["kept_mean_cosine"], kept.mean_cosine, atol=1e-6)
+
+
+def test_cost_table_as_shown():
+    ms = [cost.measure_attention(n, 8, m) for n in (64, 128) for m in ("full", "windowed")]
+    table = view.cost_table(ms)
+    assert list(table.columns) == ["length", "window", "method", "seconds", "median seconds",
+                                   "peak MiB"]
+    raw = cost.measurements_table(ms)
+    np.testing.assert_array_equal(table.columns["peak MiB"], raw["peak_bytes"] / 2**20)
+    assert view.cost_download(ms).make() is not None
