@@ -62,8 +62,9 @@ class Table:
         return "\n".join(lines)
 
     def _numeric(self, column: int) -> bool:
-        """Whether every cell of the column is a number (then it is right-aligned)."""
+        """Whether every cell of the column is a number or "-" (then it is right-aligned)."""
         cells = [_cell(r[column]) for r in self.rows if column < len(r)]
+        cells = [c for c in cells if c != "-"]
         return bool(cells) and all(_NUMBER.match(c) for c in cells)
 
 
