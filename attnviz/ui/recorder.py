@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -42,6 +43,8 @@ STATE_KEY = "attnviz_view"  # this session's Recorded (the last full run, fragme
 _LOCAL = threading.local()  # the recording of the page running in this thread, if any
 # A figure's properties that hold its data (counted against the limit)
 _DATA = ("x", "y", "z", "text", "hovertext", "customdata", "source")
+_SIZES: dict[int, tuple[weakref.ref, int]] = {}  # id(figure): (the figure, its data's bytes)
+_SIZES_LOCK = threading.Lock()
 
 
 def limit_bytes() -> int:
@@ -80,11 +83,31 @@ def nbytes(value) -> int:
 
 
 def figure_size(fig) -> int:
-    """The bytes of a plotly Figure's data arrays (its traces' coordinates and texts)."""
-    size = 0
-    for trace in fig.data:
-        size += sum(nbytes(trace[name]) for name in _DATA if name in trace)
+    """The bytes of a plotly Figure's data arrays (its traces' coordinates and texts),
+    measured once per figure object: a figure of the figure cache is the same object on every
+    rerun of every session, and is read-only."""
+    with _SIZES_LOCK:
+        found = _SIZES.get(id(fig))
+    if found is not None and found[0]() is fig:
+        return found[1]
+    size = sum(nbytes(trace[name]) for trace in fig.data for name in _props(type(trace)))
+    key = id(fig)
+
+    def forget(ref, key=key) -> None:
+        with _SIZES_LOCK:
+            if _SIZES.get(key, (None,))[0] is ref:
+                del _SIZES[key]
+
+    with _SIZES_LOCK:
+        _SIZES[key] = (weakref.ref(fig, forget), size)
     return size
+
+
+@functools.cache
+def _props(kind: type) -> tuple[str, ...]:
+    """The data properties a trace type has (of _DATA)."""
+    empty = kind()
+    return tuple(name for name in _DATA if name in empty)
 
 
 def size_of(block) -> int:
