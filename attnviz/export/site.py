@@ -93,8 +93,10 @@ WALKTHROUGH = {1: N_("Vectors"), 2: N_("Queries, keys, values"), 3: N_("Similari
 
 def walkthrough_views() -> list[ViewSpec]:
     """Every step of "Self-attention step by step" (the toy numbers, as the page opens)."""
+    from ..views import step_by_step
+
     return [ViewSpec(_("Step by step {k}: {name}").format(k=k, name=_(name)),
-                     lambda p, k=k: legacy(p, "pages/step_by_step.py", {"sbs_step": k}),
+                     lambda p, k=k: step_by_step.page(p.text, k),
                      {"sbs_step": k} if k != 1 else {})
             for k, name in WALKTHROUGH.items()]
 

@@ -1,0 +1,329 @@
+"""Self-attention step by step in the notation of Hung-yi Lee's self-attention lecture: vectors,
+q k v, scores, weights, outputs, multi-head, additive similarity (pages/step_by_step.py).
+
+Numbers: analysis.walkthrough (toy numbers from a seed, or one head of the model recomputed
+from its weights and checked against the Trace); figures: plotting.steps.
+
+Each step's parts are cut where the page draws a widget (step 3's key, step 4's temperature,
+step 7's number of heads): a part function takes that widget's value. Its figures come in the
+order of FIGURES[step] (the page's figure keys)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from ..analysis import walkthrough as wt
+from ..engine import token_labels
+from ..export.html import Heading, Markdown, Table, Tex
+from ..i18n import N_, _
+from ..plotting import heads_grid
+from ..plotting import steps as sp
+from .common import literal, numbers
+
+STEPS = {1: N_("Vectors"), 2: N_("Queries, keys, values"), 3: N_("Similarity"),
+         4: N_("Scale, temperature"), 5: N_("Softmax"), 6: N_("Weighted sum"),
+         7: N_("Multi-head"), 8: N_("Additive similarity")}
+MODES = {"toy": N_("toy"), "real": N_("real")}
+ROWS = {"queries": N_("queries"), "keys": N_("keys")}
+SHAPE_COLUMNS = {"what": N_("what"), "formula": N_("formula"), "shape": N_("shape")}
+TEMPERATURES = [0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0, 20.0, 50.0]
+FIGURES = {1: ["s1_A"], 2: ["s2_q", "s2_k", "s2_v"], 3: ["s3_terms", "s3_S"],
+           4: ["s4_m", "s4_bar", "s4_T", "s4_dk"], 5: ["s5_W"],
+           6: ["s6_arrows", "s6_bars", "s6_O"], 7: ["s7_h", "s7_eff", "s7_O"],
+           8: ["s8_S", "s8_W"]}  # in the order each step draws them (real step 7: no s7_eff)
+
+
+def intro() -> list:
+    return [Heading(_("Self-attention step by step"), 1), Markdown(_(
+        "Notation of Hung-yi Lee's self-attention lecture (and the notes on it): the "
+        "inputs $I=(a^1\\cdots a^n)$ are $m\\times n$, $Q=W^qI$, the scores "
+        "$A=K^{\\top}Q$ have a **row per key**, $A'$ = softmax of each column, "
+        "$O=VA'$. Elsewhere attnviz draws score and weight matrices with **queries in "
+        "rows**: $A^{\\top}$ and $A'^{\\top}$ (PyTorch's row layout writes them "
+        "$QK^{\\top}$ and $\\mathrm{softmax}(QK^{\\top}/\\sqrt{d_k})$). Math indices "
+        "count from 1 like the lecture; axis labels count tokens from #0."), "caption")]
+
+
+def toy_cut(walk) -> list:
+    """A warning when the sentence is longer than the toy takes."""
+    if not walk.options["cut"]:
+        return []
+    return [Markdown(_("The sentence is longer than the toy's {max} words: the last {cut} "
+                       "words were dropped (Real mode takes it all).").format(
+        max=wt.MAX_TOY_TOKENS, cut=walk.options["cut"]), "warning")]
+
+
+def real_check(walk, t, layer: int, head: int) -> Markdown:
+    """How far the recomputed head is from the engine's trace."""
+    diff = wt.trace_differences(walk, t)
+    return Markdown(_("Recomputed from layer {layer}'s input $a^i$ and the slices W[{lo}:{hi}] "
+                      "of W^q, W^k, W^v (+ biases); max |recomputed − engine trace| = "
+                      "{diff:.1e}.").format(layer=layer, lo=head * t.head_dim,
+                                            hi=(head + 1) * t.head_dim, diff=max(diff.values())),
+                    "caption")
+
+
+def decimals(mode: str) -> tuple[int, int]:
+    """(decimals of the inputs, of q k v) shown in the matrices."""
+    return (1, 2) if mode == "toy" else (3, 3)
+
+
+def query_note(walk, i: int) -> Markdown:
+    return Markdown(_("Query: **{token} #{i}**, i.e. $q^{{{k}}}$.").format(
+        token=literal(walk.tokens[i]), i=i, k=i + 1), "caption")
+
+
+def step_heading(step: int) -> Heading:
+    return Heading(_("Step {step}: {name}").format(step=step, name=_(STEPS[step])), 3)
+
+
+def vectors(walk, mode: str) -> list:
+    """Step 1."""
+    dec = decimals(mode)[0]
+    return [Markdown(_("Each of the $n={n}$ tokens becomes a vector $a^i$ of size $m={m}$; side "
+                       "by side they form $I$.").format(n=walk.n, m=walk.m) + " " + (
+        _("Toy vectors depend only on the word, so both *saw* get the same $a^i$: without "
+          "positions attention cannot tell them apart.")
+        if mode == "toy" else
+        _("In BERT, $a^i$ is the input of layer {layer}.").format(layer=walk.layer))),
+        sp.matrix_figure(walk.inputs.T, sp.dim_labels("a", walk.m), sp.token_axis(walk.tokens),
+                         f"I ({walk.m} × {walk.n})", decimals=dec)]
+
+
+def projections(walk, mode: str) -> list:
+    """Step 2."""
+    qdec = decimals(mode)[1]
+    return [Markdown(_(r"$q^i = W^q a^i,\; k^i = W^k a^i,\; v^i = W^v a^i$; all tokens at once: "
+                       r"$Q = W^qI,\; K = W^kI,\; V = W^vI$.") + (
+        " " + _(r"BERT's projections also add a bias: $q^i = W^q a^i + b^q$, so "
+                r"$Q = W^qI + b^q\mathbf{1}^{\top}$ (the bias added to every column, drawn "
+                "as its own panel). Colours of these big matrices stop at the 99th "
+                "percentile of |value|; hover for the exact numbers.")
+        if mode == "real" else "")),
+        *(sp.projection_figure(walk, name, qdec) for name in "qkv")]
+
+
+def default_key(walk) -> int:
+    return min(1, walk.n - 1)
+
+
+def similarity(walk, i: int, j: int, mode: str) -> list:
+    """Step 3 up to its layout choice: the key, (toy) every dot product, q^i · k^j's terms."""
+    qdec = decimals(mode)[1]
+    out = [Markdown(_("Key: **{token} #{j}**, i.e. $k^{{{k}}}$.").format(
+        token=literal(walk.tokens[j]), j=j, k=j + 1), "caption")]
+    if mode == "toy":
+        out += [Tex(sp.dot_product_latex(walk.queries[i], walk.keys[k], i, k, qdec))
+                for k in range(walk.n)]
+    out.append(sp.dot_terms_figure(wt.dot_terms(walk.queries[i], walk.keys[j]),
+                                   f"α<sub>{i + 1},{j + 1}</sub> = q<sup>{i + 1}</sup> · "
+                                   f"k<sup>{j + 1}</sup>"))
+    return out
+
+
+def scores(walk, rows: str, mode: str) -> list:
+    """Step 3 after its layout choice (`rows`: a ROWS key)."""
+    return [sp.scores_figure(walk, rows, decimals(mode)[1], 4 if mode == "toy" else 3)]
+
+
+def temperature(walk, i: int, temp: float, mode: str) -> tuple[list, dict]:
+    """Step 4 after its temperature slider: (blocks, numbers added to the download)."""
+    labels = sp.token_axis(walk.tokens)
+    limit = wt.temperature_limit(walk.scores[i])
+    tied = [labels[j] for j in np.flatnonzero(limit)]
+    said = [_(r"Scaled scores $\alpha_{{i,j}}/\sqrt{{d_k}}$, $\sqrt{{d_k}} = {root:.3f}$; "
+              r"the softmax below uses $\alpha/(T\sqrt{{d_k}})$. Small T puts all the weight "
+              "on the largest score, split evenly when several keys tie for it; large T "
+              "flattens to uniform; T = 1 is the model.").format(root=np.sqrt(walk.d_k))]
+    if len(tied) == 1:
+        said.append(_("For query {query}, T → 0 gives weight 1 to {key}.").format(
+            query=labels[i], key=tied[0]))
+    else:
+        said.append(_("For query {query}, T → 0 gives {share:.2g} to each of {keys} (tied).")
+                    .format(query=labels[i], share=1 / len(tied), keys=", ".join(tied)))
+    if mode == "toy":
+        said.append(_("In the toy both *saw*s have the same key vector, so a query whose "
+                      "largest score is a *saw* splits evenly between them."))
+    w_t = wt.temperature_weights(walk.scores, walk.scale, temp)
+    temps = np.geomspace(0.02, 100, 60)
+    return [Markdown(" ".join(said)),
+            sp.matrices_figure(
+                [(walk.scores * walk.scale, labels, labels, _("scores / sqrt(d_k)"), "scores"),
+                 (w_t, labels, labels, _("weights at T = {t:g}").format(t=temp), "weights")],
+                ["→"], _("Scale, then softmax"), decimals=3),
+            sp.weights_bar_figure({f"T = {temp:g}": w_t[i], "T = 1": walk.weights[i]},
+                                  walk.tokens, _("Weights of query {query}").format(
+                                      query=labels[i])),
+            sp.temperature_figure(wt.temperature_sweep(walk.scores[i], walk.scale, temps), temp,
+                                  walk.n),
+            sp.dk_figure(wt.dk_sweep(), walk.d_k)], {"weights_at_T": w_t, "temperature": temp}
+
+
+def softmax(walk, i: int) -> list:
+    """Step 5."""
+    labels = sp.token_axis(walk.tokens)
+    sums = walk.weights.sum(axis=1, keepdims=True)
+    parts = wt.softmax_parts(walk.scores[i], walk.scale)
+    return [Markdown(_(r"$\alpha'_{i,j} = e^{z_j} / \sum_{j'} e^{z_{j'}}$ with "
+                       r"$z_j = \alpha_{i,j}/\sqrt{d_k}$: each row of weights sums to 1.")),
+            sp.matrices_figure([(walk.weights, labels, labels,
+                                 _("weights A'<sup>T</sup> (rows = queries)"), "weights"),
+                                (sums, labels, [_("row sum")], "Σ_j", "weights")], [""],
+                               _("Softmax of each row"), decimals=3),
+            Table({_("key"): token_labels(walk.tokens), _("score α"): walk.scores[i],
+                   "z = α/√d_k": parts["logits"], "exp(z − max z)": parts["exps"],
+                   _("weight α'"): walk.weights[i]}),
+            Markdown(_("Σ exp = {total:.6f}; weight = exp / Σ; Σ weights = {sum:.6f}").format(
+                total=parts["total"], sum=walk.weights[i].sum()), "caption")]
+
+
+def weighted_sum(walk, i: int) -> list:
+    """Step 6."""
+    contrib = wt.contributions(walk.weights[i], walk.values)
+    return [Markdown(_(r"$b^{{{k}}} = \sum_j \alpha'_{{{k},j}}\, v^j$; for every token at once "
+                       r"$O = V A'$, column $i$ of $O$ being $b^i$ ($A'$ has a row per key; in "
+                       r"the row layout $O^{{\top}} = A'^{{\top}}V$, PyTorch `weights @ "
+                       r"values`).").format(k=i + 1)),
+            Markdown(_(r"The notes on the lecture write $C = Q^{\top}K$ (a row per query) and "
+                       r"then $B = VC$. Read literally, column $i$ of $VC$ mixes the values with "
+                       r"the weights *on* key $i$, not those *of* query $i$. The consistent "
+                       r"form, which is what is computed here, is $B = VC^{\top} = VA'$."),
+                     "caption"),
+            sp.weighted_sum_figure(contrib, walk.tokens, i),
+            sp.contributions_figure(contrib, walk.tokens, i), sp.outputs_figure(walk)]
+
+
+def multihead_intro() -> Markdown:
+    """Step 7's text, above its choice of heads (toy)."""
+    return Markdown(_(r"$B = W^O\,(O_0;\dots;O_{h-1})$, $O_g = \mathrm{Attention}(Q_g,K_g,V_g)$: "
+                      r"rows of $Q=W^QI$ are split into h heads of size $d_h = m/h$ (Vaswani et "
+                      r"al. 2017). $B$ is the attention block's output, not the layer's: a BERT "
+                      r"layer then adds its input and normalises, $\mathrm{LayerNorm}(I + B)$, "
+                      "and runs the feed-forward with another residual and LayerNorm."))
+
+
+def heads_choices(walk) -> list[int]:
+    return wt.heads_choices(walk.m)
+
+
+def toy_multihead(walk, heads: int, seed: int):
+    return wt.toy_multihead(walk, heads, int(seed))
+
+
+def heads_trend(walk, progress: Callable | None = None) -> dict:
+    """Over 40 seeds: does going from 1 head to m heads flatten the softmax?"""
+    text = " ".join(walk.tokens)
+    return wt.heads_trend(text, progress=progress) if progress else wt.heads_trend(text)
+
+
+def shapes_table(walk, mh) -> Table:
+    rows = [{_(SHAPE_COLUMNS[k]): v for k, v in row.items()}
+            for row in wt.multihead_shapes(walk.m, walk.n, mh.n_heads)]
+    return Table({k: [r[k] for r in rows] for k in rows[0]})
+
+
+def multihead(walk, mh, seed: int, trend: Callable[[], dict], real: tuple | None
+              ) -> tuple[list, dict]:
+    """Step 7 after its choice of heads: (blocks, numbers added to the download). `trend()`:
+    heads_trend(walk), asked for in toy mode only, when its caption is made; `real`: (model,
+    trace, layer) in real mode."""
+    out: list = [shapes_table(walk, mh)]
+    extra: dict = {}
+    if real is None:
+        title = (_("1 head: weights A'<sup>T</sup> (rows = queries)") if mh.n_heads == 1 else
+                 _("{n} heads: weights A'<sup>T</sup> (rows = queries)").format(n=mh.n_heads))
+        out += [sp.heads_figure(mh.weights, walk.tokens, title),
+                sp.entropy_by_heads_figure(wt.heads_sweep(walk, int(seed)))]
+        trend = trend()
+        out.append(Markdown(_(
+            "The bars are one seed's. Do more, smaller heads give a flatter softmax? Measured on "
+            "this sentence over {seeds} seeds, going from 1 head to m heads made it flatter in "
+            "{counts} of {seeds} cases and sharper in the rest: no consistent trend. Dividing "
+            "by $\\sqrt{{d_h}}$ gives $q\\cdot k/\\sqrt{{d_h}}$ the same spread for every head "
+            "size when the entries are independent.").format(
+            seeds=trend["seeds"], counts=", ".join(
+                f"{f} (m = {m})" for m, f in zip(trend["m"], trend["flatter"], strict=True))),
+            "caption"))
+    else:
+        out.append(heads_grid(mh.weights, walk.tokens, title=_("Layer {layer}: {n} heads").format(
+            layer=walk.layer, n=mh.n_heads)))
+    out.append(sp.output_projection_figure(mh))
+    if real is not None:
+        model, t, layer = real
+        after = wt.layer_after_attention(model, layer, mh.inputs, mh.projected)
+        gap = float(np.abs(after["layer_output"] - t.hidden_states[layer + 1]).max())
+        out.append(Markdown(_(
+            "Colours of W^O stop at the 99th percentile of |value| (hover: exact). From $B$ to "
+            "the layer's output: $\\mathrm{{LayerNorm}}(I + B)$, then the feed-forward with its "
+            "residual and LayerNorm, recomputed here: max |recomputed − engine's layer {layer} "
+            "output| = {gap:.1e}, while $B$ itself differs from that output by up to {far:.1f}.")
+            .format(layer=layer, gap=gap,
+                    far=float(np.abs(mh.projected - t.hidden_states[layer + 1]).max())),
+            "caption"))
+        extra["layer_output"] = after["layer_output"]
+    extra |= {f"multihead_{k}": v for k, v in mh.arrays().items() if k != "tokens"}
+    return out, extra
+
+
+def additive(walk, seed: int, mode: str) -> tuple[list, dict]:
+    """Step 8: (blocks, numbers added to the download)."""
+    labels = sp.token_axis(walk.tokens)
+    w_add = wt.toy_additive_vector(walk.d_k, int(seed) if mode == "toy" else 0)
+    add = wt.additive_scores(walk.queries, walk.keys, w_add)
+    return [Markdown(_(r"The lecture's other similarity: $\alpha_{{i,j}} = w^{{\top}}\tanh(q^i + "
+                       r"k^j)$, with a vector $w$ of size $d_k$ (untrained here: made from the "
+                       "seed): `w = {w}`").format(
+        w=np.array2string(w_add, precision=1, max_line_width=10**6))),
+        sp.matrices_figure([(walk.scores, labels, labels, _("dot product q·k"), "scores"),
+                            (add, labels, labels, _("additive w·tanh(q+k)"), "scores")],
+                           [""], _("Two similarities on the same q, k"), decimals=3),
+        sp.matrices_figure([(walk.weights, labels, labels, "softmax(q·k / sqrt(d_k))",
+                             "weights"), (wt.additive_weights(add), labels, labels,
+                                          _("softmax(additive)"), "weights")], [""],
+                           _("Their weights"), decimals=3)], {"additive_w": w_add,
+                                                              "additive_scores": add}
+
+
+def download(walk, mode: str, step: int, extra: dict):
+    return numbers(_("Download this walkthrough's numbers (.npz)"), {**walk.arrays(), **extra},
+                   f"attnviz_steps_{mode}_step{step}.npz")
+
+
+def toy_step(walk, step: int, i: int = 0, seed: int = 0, key: int | None = None,
+             rows: str = "queries", temp: float = 1.0, heads: int | None = None,
+             trend: Callable[[], dict] | None = None) -> list:
+    """One step in toy mode with the page's choices (their defaults: as the page opens)."""
+    extra: dict = {}
+    if step == 1:
+        out = vectors(walk, "toy")
+    elif step == 2:
+        out = projections(walk, "toy")
+    elif step == 3:
+        out = [*similarity(walk, i, default_key(walk) if key is None else key, "toy"),
+               *scores(walk, rows, "toy")]
+    elif step == 4:
+        out, extra = temperature(walk, i, temp, "toy")
+    elif step == 5:
+        out = softmax(walk, i)
+    elif step == 6:
+        out = weighted_sum(walk, i)
+    elif step == 7:
+        mh = toy_multihead(walk, heads_choices(walk)[0] if heads is None else heads, seed)
+        more, extra = multihead(walk, mh, seed, trend or (lambda: heads_trend(walk)), None)
+        out = [multihead_intro(), *more]
+    else:
+        out, extra = additive(walk, seed, "toy")
+    return [step_heading(step), *out, download(walk, "toy", step, extra)]
+
+
+def page(text: str, step: int, m: int = 4, d_k: int = 3, p: int = 3, seed: int = 0) -> list:
+    """The page as it opens on `step`: the toy numbers for `text` (any model: only Real mode
+    reads one), its widgets left out."""
+    head = intro()
+    if not text.strip():
+        return [*head, Markdown(_("Type a sentence in the sidebar to begin, e.g. *I saw a "
+                                  "saw*."), "info")]
+    walk = wt.toy_walkthrough(text, m, d_k, p, int(seed))
+    return [*head, *toy_cut(walk), query_note(walk, 0), *toy_step(walk, step, seed=seed)]
