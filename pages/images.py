@@ -16,10 +16,10 @@ import streamlit as st
 from attnviz import ui
 from attnviz.analysis import conv_attention
 from attnviz.analysis import image_attention as image_attn
-from attnviz.export.html import Heading, Markdown
+from attnviz.export.html import Heading, Markdown, Metric
 from attnviz.i18n import N_, _
 from attnviz.plotting import images as image_plots
-from attnviz.ui.render import metric, render
+from attnviz.ui.render import render
 
 TABS = (N_("Attention map vs conv window"), N_("Convolution as attention"))
 KERNEL_NAMES = {"random": N_("random"), "blur": N_("blur"), "edges": N_("edges"),
@@ -163,8 +163,8 @@ def exact_tab(size: int, row: int, col: int, k: int) -> None:
             heads=k * k, queries=size * size)):
         out = as_attention(size, kernel_name, k, alpha)
     m1, m2 = st.columns(2)
-    metric(_("max |attention − conv2d|"), f"{out['max_abs_diff']:.2e}", m1)
-    metric(_("float32 epsilon (for scale)"), f"{np.finfo(np.float32).eps:.1e}", m2)
+    render(Metric(_("max |attention − conv2d|"), f"{out['max_abs_diff']:.2e}"), m1)
+    render(Metric(_("float32 epsilon (for scale)"), f"{np.finfo(np.float32).eps:.1e}"), m2)
     diff = np.abs(out["attention_outputs"] - out["conv2d_outputs"]).max(0)
     show(base, "img_exact_outputs", lambda: image_plots.images_row(
         [out["conv2d_outputs"].transpose(1, 2, 0), out["attention_outputs"].transpose(1, 2, 0)],

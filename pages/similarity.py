@@ -14,13 +14,13 @@ from attnviz import TraceRequest, ui
 from attnviz.analysis import attribution, flow
 from attnviz.analysis.common import special_mask
 from attnviz.analysis.rollout import rollout
-from attnviz.export.html import Heading, Markdown, Table
+from attnviz.export.html import Heading, Markdown, Metric, Table
 from attnviz.i18n import N_, _
 from attnviz.plotting.attribution import attribution_bars
 from attnviz.ui import worklist
 from attnviz.ui.cache import peek
 from attnviz.ui.flow import flow_of
-from attnviz.ui.render import metric, render
+from attnviz.ui.render import render
 from attnviz.ui.text import literal
 
 DEFAULT_B = attribution.DEFAULT_B
@@ -123,7 +123,7 @@ def main() -> None:
             render(Markdown(_("Sentence {name} is longer than the model's {n} positions: "
                               "{dropped} tokens at the end were dropped.").format(
                 name=name, n=tr.n_tokens, dropped=tr.dropped), "warning"))
-    metric(_("Cosine similarity"), f"{res.score:.4f}")
+    render(Metric(_("Cosine similarity"), f"{res.score:.4f}"))
     render(Markdown(f"A: {literal(ctx.text)}  \nB: {literal(text_b)}"))
     left, right = st.columns(2)
     with left:

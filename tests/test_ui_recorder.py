@@ -36,7 +36,7 @@ def _without_template(spec: str) -> dict:
 
 def _screen(node, out: list) -> list:
     """What the main area shows, in page order: (kind, what) for text, tables, metrics,
-    charts and the numbers' download buttons; widgets and expanders' insides left out."""
+    charts and the numbers' download buttons; widgets left out."""
     children = getattr(node, "children", {}) or {}
     for i in sorted(children):
         c = children[i]
@@ -44,15 +44,15 @@ def _screen(node, out: list) -> list:
         if kind in _TEXT:
             out.append((kind, c.value))
         elif kind == "metric":
-            out.append(("table", {c.label: [c.value]}))
+            out.append(("metric", (c.label, c.value)))
         elif kind == "dataframe":
             out.append(("table", {k: list(v) for k, v in c.value.items()}))
         elif kind == "plotly_chart" or (kind == "bidi_component"):
             out.append(("figure", None))  # compared by `charts` (both kinds of chart)
         elif kind == "download_button" and c.label != "SVG":
             out.append(("numbers", c.label))
-        if kind != "expander":
-            _screen(c, out)
+        if not (kind == "expander" and c.label == "Numbers in this figure"):
+            _screen(c, out)  # a figure's numbers: drawn only while open (ui.show_figure)
     return out
 
 
@@ -63,6 +63,8 @@ def _recorded(view: export.View) -> list:
             out.append((_LEVELS.get(b.level, "subheader"), b.text))
         elif isinstance(b, export.Markdown):
             out.append((b.style or "markdown", b.text))
+        elif isinstance(b, export.Metric):
+            out.append(("metric", (b.label, b.value)))
         elif isinstance(b, export.Table):
             out.append(("table", {k: list(np.asarray(v).tolist()) if isinstance(v, np.ndarray)
                                   else list(v) for k, v in b.columns.items()}))
@@ -136,6 +138,19 @@ def test_the_view_holds_the_page_in_order(explore):
     assert doc.count(export.plotly_js()) == 1
     assert "<h1>All heads, token lines</h1>" in doc
     assert 'download="attnviz_layer0_head0.npz"' in doc and "base64," in doc
+
+
+@pytest.mark.parametrize("page", ["pages/positions.py", "pages/head_stats.py"])
+def test_a_page_rendering_a_view_offers_it_whole(page):
+    assert_file_holds_the_screen(open_page(page))
+
+
+def test_layer_view_holds_the_layer_shown_and_its_numbers():
+    at = open_page("pages/layer_heads.py", layer=3)
+    assert_file_holds_the_screen(at)
+    doc = recorder.html_of(at.session_state[recorder.STATE_KEY])
+    assert "Layer 3: softmax weights" in doc and 'download="attnviz_layer3.npz"' in doc
+    assert "tokens · 12 heads" in doc  # the page's caption
 
 
 def test_the_file_is_made_only_when_asked(explore, monkeypatch):

@@ -2,15 +2,15 @@
 (HTML)".
 
 A view is described outside Streamlit (attnviz.export.html: Heading, Markdown, Tex, Code,
-Figure, Table, Numbers, and plotly Figures): functions in attnviz.views build it from a trace
-and the page's choices, the HTML export writes it to files, and a page draws it here:
+Figure, Table, Metric, Numbers, and plotly Figures): functions in attnviz.views build it from
+a trace and the page's choices, the HTML export writes it to files, and a page draws it here:
 
     ui.render(view)                          # every block of an export.View, in order
     ui.render(Markdown("**text**"))          # one block
     ui.render(fig, key="grid_w")             # a plotly Figure (ui.show_figure)
     ui.render(block, where=column)           # inside a column or a tab
     ui.render(Table(columns), column_config=...)   # other arguments go to st.dataframe
-    metric(label, value)                     # st.metric, in the view as a one-cell table
+    ui.render(Metric(label, value), where=column)  # st.metric
 
 Each block drawn is also added to the session's recorded view (ui.recorder.record), so the
 page's HTML file holds exactly what was drawn, made from the same objects. Widgets are not
@@ -73,6 +73,8 @@ def render(item, where=None, key: str | None = None, **kwargs):
         where.latex(item.source)
     elif isinstance(item, export.Code):
         where.code(item.text, language=None)
+    elif isinstance(item, export.Metric):
+        where.metric(item.label, item.value, help=item.help or None)
     elif isinstance(item, export.Table):
         where.dataframe(pandas.DataFrame(item.columns), hide_index=True, **kwargs)
     elif isinstance(item, export.Figure):
@@ -87,12 +89,6 @@ def render(item, where=None, key: str | None = None, **kwargs):
         raise TypeError(f"cannot render {type(item).__name__}")
     recorder.record(item)
     return None
-
-
-def metric(label: str, value: str, where=None, **kwargs) -> None:
-    """st.metric (other arguments go to it); in the view, a table of one cell."""
-    (st if where is None else where).metric(label, value, **kwargs)
-    recorder.record(export.Table({label: [value]}))
 
 
 class _inside:
