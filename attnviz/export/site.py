@@ -2,76 +2,90 @@
 
 Each view of the pack (a lesson step with its answer, a step of the walkthrough, one layer's
 heads, head statistics, positions, windows, value norms) is what its app page shows as it
-opens with the view's settings: the same functions of attnviz.views build it from the same
-trace (attnviz.engine: load_model, Model.trace) and the same analysis, so the site holds the
-pages' own figures, text and numbers, never a second copy of them; attnviz.export.html writes
+opens with the view's settings: the page's own functions in attnviz.views build it from the
+same trace (attnviz.engine: load_model, Model.trace) and the same analysis, so the site holds
+the pages' figures, text and numbers, never a second copy of them; attnviz.export.html writes
 it (index.html, a page per view, plotly.min.js once). No Streamlit here.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import i18n
 from ..i18n import N_, _
+from ..views.common import adapted_request, trace_report
 from . import html as export
 
 
 @dataclass
 class Pack:
     """What every view of the pack reads: the model, the sentence(s) as its family takes
-    them, their traces (each computed once) and the lesson's trained taggers."""
+    them, their traces and the lesson's trained taggers, each computed once."""
 
     model: object
     text: str
     pair: str | None = None
     traces: dict = field(default_factory=dict)
     results: dict = field(default_factory=dict)
-    lang: str = i18n.DEFAULT
-    folder: str | None = None
+
+    @functools.cached_property
+    def adapted(self) -> tuple:
+        """(request, notes): the sentence(s) as the model's family takes them."""
+        return adapted_request(self.model, self.text, self.pair)
 
     @property
     def request(self):
-        from ..views.common import adapted_request
-
-        return adapted_request(self.model, self.text, self.pair)[0]
-
-    @property
-    def notes(self) -> tuple:
-        from ..views.common import adapted_request
-
-        return adapted_request(self.model, self.text, self.pair)[1]
+        return self.adapted[0]
 
     def trace(self, **options):
-        """The trace of the sentence with these engine options (once per request)."""
-        request = self.request.with_options(**options)
+        """The trace of the sentence with these engine options."""
+        return self.trace_request(self.request.with_options(**options))
+
+    def trace_request(self, request):
+        """The trace of any request."""
         if request not in self.traces:
             self.traces[request] = self.model.trace(request)
         return self.traces[request]
 
     def once(self, key, compute: Callable):
-        """compute() once per key for the whole pack (taggers, sweeps...)."""
+        """compute() once per key for the whole pack (taggers, their numbers, the sweep)."""
         if key not in self.results:
             self.results[key] = compute()
         return self.results[key]
 
     def report(self) -> list:
         """What a page says with the sentence's trace (tokens dropped, notes)."""
-        from ..views.common import trace_report
-
-        return trace_report(self.model, self.trace(), self.notes)
+        return trace_report(self.model, self.trace(), self.adapted[1])
 
 
 @dataclass(frozen=True)
 class ViewSpec:
     """One page of the pack: its title, the function that makes its blocks from the Pack,
-    and the settings it is shown with (as the app's URL would hold them)."""
+    and the settings it is shown with (as the app's URL holds them)."""
 
     title: str  # in the language the views were listed in (see build)
     make: Callable[[Pack], list]
     params: dict = field(default_factory=dict)
+
+
+def lesson_view(p: Pack, step: int) -> list:
+    """One step of the lesson, its answer shown, with the page's default training settings;
+    the taggers are trained once for the pack, by the first step that shows them."""
+    from ..analysis import taggers
+    from ..views import lesson
+
+    settings = taggers.Settings()
+    trained = lambda: p.once("taggers", lambda: taggers.train_all(settings))  # noqa: E731
+    return lesson.page(
+        p.model, p.trace_request, p.text, step, trained,
+        lambda: p.once("lesson_numbers", lambda: lesson.numbers_of(trained())),
+        lambda: p.once("lesson_sweep", lambda: taggers.overfitting(settings,
+                                                                    trained=trained())),
+        settings)
 
 
 def lesson_views() -> list[ViewSpec]:
@@ -79,10 +93,8 @@ def lesson_views() -> list[ViewSpec]:
     from ..analysis import lesson
 
     n = len(lesson.STEPS)
-    reveal = {f"lesson_reveal_{s.key}": True for s in lesson.STEPS}
     return [ViewSpec(_("Lesson {i}/{n}: {title}").format(i=i, n=n, title=_(s.title)),
-                     lambda p, i=i: legacy(p, "pages/lesson.py", {"lesson_step": i, **reveal}),
-                     {"lesson_step": i})
+                     lambda p, i=i: lesson_view(p, i), {"lesson_step": i})
             for i, s in enumerate(lesson.STEPS, 1)]
 
 
@@ -99,6 +111,18 @@ def walkthrough_views() -> list[ViewSpec]:
                      lambda p, k=k: step_by_step.page(p.text, k),
                      {"sbs_step": k} if k != 1 else {})
             for k, name in WALKTHROUGH.items()]
+
+
+def positions_view(p: Pack) -> list:
+    from ..views import positions
+
+    return positions.page(p.model, p.request, p.trace, report=p.report())
+
+
+def windows_view(p: Pack) -> list:
+    from ..views import windows
+
+    return windows.page(p.model, p.trace, report=p.report())
 
 
 def layer_heads_view(p: Pack, layer: int) -> list:
@@ -119,44 +143,9 @@ def value_norms_view(p: Pack) -> list:
     return value_norms.page(p.model, p.trace(), report=p.report())
 
 
-def positions_view(p: Pack) -> list:
-    from ..views import positions
-
-    return positions.page(p.model, p.request, p.trace, report=p.report())
-
-
-def windows_view(p: Pack) -> list:
-    from ..views import windows
-
-    return windows.page(p.model, p.trace, report=p.report())
-
-
-def legacy(p: Pack, page: str, state: dict) -> list:
-    """A page not yet described by attnviz.views: run in AppTest and recorded."""
-    import logging
-
-    from streamlit.testing.v1 import AppTest
-
-    from ..ui import recorder
-
-    for name in list(logging.root.manager.loggerDict):
-        if name.startswith("streamlit"):
-            logging.getLogger(name).setLevel(logging.ERROR)
-    at = AppTest.from_file(str(Path(__file__).resolve().parents[2] / "app.py"),
-                           default_timeout=600)
-    for key, value in {"text": p.text, "pair": p.pair or "", "lang": p.lang,
-                       **({"model_dir": p.folder} if p.folder else {}), **state}.items():
-        at.session_state[key] = value
-    at.run()
-    at.switch_page(page)
-    at.run()
-    if at.exception:
-        raise RuntimeError(f"{page} failed: {at.exception[0].value}")
-    return at.session_state[recorder.STATE_KEY].view().blocks
-
-
 def views(n_layers: int) -> list[ViewSpec]:
-    """The pack's views in teaching order, titled in the current language."""
+    """The pack's views in teaching order, titled in the current language; `params`: the
+    view's own settings as the app's URL holds them (a default value is left out there)."""
     return [
         *lesson_views(),
         *walkthrough_views(),
@@ -192,7 +181,7 @@ def _build(out_dir: Path, text: str, pair: str | None, model: str | None,
            progress: Callable[[str], None], lang: str) -> list[Path]:
     from ..engine import load_model
 
-    p = Pack(load_model(model), text, pair or None, lang=lang, folder=model)
+    p = Pack(load_model(model), text, pair or None)
     specs = views(p.model.n_layers)
     with i18n.use("en"):  # the same file names in every language
         slugs = [export.slug(s.title) for s in views(p.model.n_layers)]

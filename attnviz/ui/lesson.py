@@ -14,12 +14,11 @@ that many settings, each once (the cache registry).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import streamlit as st
 
 from attnviz.analysis import lesson, taggers
 from attnviz.i18n import _
+from attnviz.views.lesson import Numbers, numbers_of
 
 from . import style
 from .cache import cached
@@ -42,28 +41,11 @@ def trained_taggers(settings: taggers.Settings) -> taggers.Trained:
                          lambda progress: taggers.train_all(settings, progress))
 
 
-@dataclass(frozen=True)
-class Numbers:
-    """Every tagger's held-out Scores and parameter count, and the majority-tag baselines."""
-
-    scores: dict[str, taggers.Scores]  # by tagger name (taggers.NAMES' keys)
-    parameters: dict[str, int]
-    baseline: dict
-    n_train: int
-    n_test: int
-
-
 def numbers(settings: taggers.Settings) -> Numbers:
-    """Numbers for `settings`, computed once per server: they depend on the trained taggers
-    only, not on the sentence or the session."""
-    def compute() -> Numbers:
-        tr = trained_taggers(settings)
-        return Numbers({k: taggers.evaluate(m, tr.corpus) for k, m in tr.models.items()},
-                       {k: taggers.parameters(m) for k, m in tr.models.items()},
-                       taggers.majority_baseline(tr.corpus), len(tr.corpus.train),
-                       len(tr.corpus.test))
-
-    return cached("results", ("lesson_numbers", settings), compute)
+    """Numbers for `settings` (views.lesson.numbers_of), computed once per server: they depend
+    on the trained taggers only, not on the sentence or the session."""
+    return cached("results", ("lesson_numbers", settings),
+                  lambda: numbers_of(trained_taggers(settings)))
 
 
 def sweep(settings: taggers.Settings) -> taggers.Sweep:

@@ -1,0 +1,454 @@
+"""The lesson "I saw a saw" (pages/lesson.py): each step's text, its question, its answer and,
+once revealed, the measured claims and figures.
+
+Numbers: analysis.taggers (the trained taggers, their held-out scores, parameters and the
+overfitting sweep), analysis.corpus, analysis.lesson (the steps and the sentences that state
+the measured claims) and Traces of the sentence with and without positions; figures:
+plotting.lesson and plotting.heatmaps.
+
+A step is a list of Parts, in the order the page draws them: each a block (or a figure with
+its key on the page) and where it goes. The page puts `body` (the step's text), `question`,
+`answer` and `notes` (the measured claims) in its text column, `main` in its figure column
+(side by side when presenting), `page` under both; the lesson pack writes the blocks in
+order (`blocks`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import plotting
+from ..analysis import lesson, taggers
+from ..analysis.corpus import EXAMPLES, FAR_PAIR, Sentence, deciding_distances, max_words, words
+from ..engine import TraceRequest
+from ..export.html import Heading, Markdown
+from ..i18n import N_, _
+from ..plotting import lesson as plots
+from .common import bert_like, literal, numbers, shown_name, why_not_bert_like
+
+NAMES = taggers.NAMES
+WIDE = taggers.window_name(taggers.FULL_WIDTH)
+ONE = {"per_word": "mlp", "window": "window3", "no_positions": "attention",
+       "positions": "attention_pos"}  # the tagger a step is about
+NEEDS_TAGGERS = ("per_word", "window", "far", "cost", "no_positions", "positions", "next")
+LABELS = {"mlp": N_("(a) per-word MLP"), "attention": N_("(c) self-attention, no positions"),
+          "attention_pos": N_("(d) self-attention + positions")}  # taggers.NAMES, translated
+SHORT_LABELS = {"mlp": N_("(a) per word"), "attention": N_("(c) attention"),
+                "attention_pos": N_("(d) attention + positions")}  # taggers.SHORT_NAMES
+NEXT_PAGES = (("pages/step_by_step.py", N_("Self-attention step by step")),
+              ("pages/positions.py", N_("Positional encoding")),
+              ("pages/windows.py", N_("Windows and receptive fields")),
+              ("pages/layer_heads.py", N_("Heads of one layer")))  # linked from the last step
+
+
+def label(key: str, short: bool = False) -> str:
+    """A tagger's name (taggers.NAMES, or SHORT_NAMES when `short`) in the current
+    language."""
+    if key.startswith("window"):
+        w = int(key.removeprefix("window"))
+        if short:
+            return _("(b) window {w}").format(w=w)
+        whole = w == taggers.FULL_WIDTH
+        return (_("(b) window of {w} (whole sentence)") if whole
+                else _("(b) window of {w}")).format(w=w)
+    return _((SHORT_LABELS if short else LABELS)[key])
+
+
+# ------------------------------------------------------------------ numbers
+@dataclass(frozen=True)
+class Numbers:
+    """Every tagger's held-out Scores and parameter count, and the majority-tag baselines."""
+
+    scores: dict[str, taggers.Scores]  # by tagger name (taggers.NAMES' keys)
+    parameters: dict[str, int]
+    baseline: dict
+    n_train: int
+    n_test: int
+
+
+def numbers_of(trained: taggers.Trained) -> Numbers:
+    """The numbers of trained taggers: they depend on the taggers only, not on the sentence."""
+    return Numbers({k: taggers.evaluate(m, trained.corpus) for k, m in trained.models.items()},
+                   {k: taggers.parameters(m) for k, m in trained.models.items()},
+                   taggers.majority_baseline(trained.corpus), len(trained.corpus.train),
+                   len(trained.corpus.test))
+
+
+def unknown_words(model, ws: list[str]) -> list[str]:
+    """The sentence's words the model's vocabulary lacks (each read as [UNK])."""
+    unk = getattr(model.tokenizer, "unk_token", None)
+    return lesson.unknown_words(ws, lambda w: model.pieces_of(model.tokenized(w).ids), unk)
+
+
+def fly_distance() -> int:
+    """How far back the deciding word of 'fly' lies in the lesson's noun list."""
+    text = FAR_PAIR[0]
+    return deciding_distances(Sentence(tuple(words(text)), EXAMPLES[text]))[-1]
+
+
+def tags_of(trained: taggers.Trained | None, text: str) -> dict[str, list[str]]:
+    """Each trained tagger's tags for the sentence ({} before training)."""
+    if trained is None:
+        return {}
+    return {k: taggers.tag_sentence(m, trained.corpus, text)[1]
+            for k, m in trained.models.items()}
+
+
+# ------------------------------------------------------------------ a step
+@dataclass(frozen=True)
+class Part:
+    """One block of a step and where the page draws it: "body", "question", "answer",
+    "notes", "main" or "page"; `key`: a figure's key on the page."""
+
+    where: str
+    block: object
+    key: str | None = None
+
+
+@dataclass(frozen=True)
+class Lesson:
+    """What a step is made from: the model and its traces (`trace(request)`: the app's cached
+    one), the step, the training settings, the trained taggers and their numbers (None on
+    steps that need none), the overfitting sweep (`sweep()`, asked for by the cost step
+    only), the sentence's words, its repeated ambiguous word, the words the model's
+    vocabulary lacks, the presentation switch."""
+
+    model: object
+    trace: Callable[[TraceRequest], object]
+    step: lesson.Step
+    settings: taggers.Settings
+    trained: taggers.Trained | None
+    numbers: Numbers | None
+    sweep: Callable[[], taggers.Sweep]
+    ws: list[str]
+    word: str | None  # the sentence's first repeated ambiguous word
+    unknown: list[str] = field(default_factory=list)
+    big: bool = False
+
+    @property
+    def word_md(self) -> str | None:
+        return literal(self.word) if self.word else None
+
+    @property
+    def text(self) -> str:
+        return " ".join(self.ws)
+
+
+def title() -> Heading:
+    return Heading(_("I saw a saw: why self-attention needs positions"), 1)
+
+
+def sentence_notes(text: str) -> tuple[list[str], list]:
+    """(the lesson's words of `text`, what the page says about them: nothing to show, or
+    only the first words used)."""
+    all_words = lesson.lesson_words(text)
+    ws = all_words[: taggers.MAX_WORDS]
+    if not ws:
+        return ws, [Markdown(_("Type a sentence in the sidebar (or pick an example), e.g. "
+                               "*I saw a saw*."), "info")]
+    if len(all_words) > taggers.MAX_WORDS:
+        return ws, [Markdown(_("The lesson uses the first {n} words of this sentence.").format(
+            n=taggers.MAX_WORDS), "warning")]
+    return ws, []
+
+
+def needs_taggers(step: lesson.Step, ws: list[str]) -> bool:
+    """Whether the step shows the trained taggers (any step does for a sentence without
+    gold tags: its tag table shows tagger (d)'s)."""
+    return step.key in NEEDS_TAGGERS or lesson.gold_tags(" ".join(ws)) is None
+
+
+def fields(v: Lesson) -> dict:
+    """The numbers a step's text names ({model}, {longest}, ...)."""
+    num = v.numbers
+    name = literal(shown_name(v.model))  # a folder's name: shown as typed
+    return {"model": lesson.model_description(v.model.name, v.model.n_layers,
+                                              v.model.n_heads, shown=name),
+            "model_name": name, "longest": max_words(),
+            "full": taggers.FULL_WIDTH, "dim": v.settings.dim,
+            "fly_distance": fly_distance(),
+            "fly_width": lesson.covering_width(fly_distance()),
+            **({"n_train": num.n_train, "n_test": num.n_test} if num else {})}
+
+
+def chinese_notes(v: Lesson) -> list[Part]:
+    """For a sentence with Chinese characters: which ones the model's vocabulary lacks (read
+    as [UNK]), and that the taggers, trained on English, cannot read any of them."""
+    if not lesson.is_chinese(v.ws):
+        return []
+    out = []
+    if v.unknown:
+        out.append(Part("body", Markdown(_(
+            "{model}'s vocabulary has no entry for {chars}: each is read as {unk}, one shared "
+            "vector, so the model cannot tell them apart by their meaning.").format(
+            model=literal(shown_name(v.model)), chars="、".join(literal(w) for w in v.unknown),
+            unk=literal(v.model.tokenizer.unk_token)), "warning")))
+    if v.step.key in NEEDS_TAGGERS:
+        out.append(Part("body", Markdown(_(
+            "The taggers learned from English sentences: every Chinese character is an unknown "
+            "word to them, so their tags here say nothing. The steps with the real model "
+            "(self-attention, a real pretrained model) read the Chinese."), "info")))
+    return out
+
+
+def text(v: Lesson, shown: bool) -> list[Part]:
+    """The step's title (outside presentation mode), text, question and static answer."""
+    s, word_md, f = v.step, v.word_md, fields(v)
+    out = [] if v.big else [Part("body", Heading(_(s.title), 2))]
+    out.append(Part("body", Markdown(lesson.fill(_(s.text), word_md, **f))))
+    if v.word is None and s.key not in ("far", "cost", "next"):
+        out.append(Part("body", Markdown(_(
+            "This sentence has no ambiguous word that occurs twice. Pick an example such as "
+            "*They can can the can* or *我上山，山上有花。*, or type a sentence that repeats one "
+            "of: {words}.").format(words=", ".join(literal(w) for w in lesson.AMBIGUOUS)),
+            "info")))
+    out += chinese_notes(v)
+    if s.predict:
+        out.append(Part("question", Markdown(
+            ":material/help: " + _("**Predict first:**") + " "
+            + lesson.fill(_(s.predict), word_md, **f)
+            + ("" if shown else " " + _("*(Answer ▶ reveals it.)*")))))
+    if shown and s.reveal:
+        out.append(Part("answer", Markdown(lesson.fill(_(s.reveal), word_md, **f))))
+    return out
+
+
+def tag_table(v: Lesson, tags: dict[str, list[str]], shown: bool) -> list[Part]:
+    """The sentence's gold tags and the step's tagger (all taggers on the last step)."""
+    key = v.step.key
+    if key not in ("task", "per_word", "window", "no_positions", "positions", "next"):
+        return []
+    gold = lesson.gold_tags(v.text)
+    hide = [plots.HIDDEN] * len(v.ws)
+    if key == "next":
+        rows = {label(k, short=True): t for k, t in tags.items()}
+    elif key in ONE:
+        rows = {label(ONE[key]): tags[ONE[key]] if shown else hide}
+    else:
+        rows = {}
+    if gold is None and not rows:
+        rows = {label("attention_pos") + _(": no gold tags for this sentence"):
+                tags["attention_pos"] if shown or key != "task" else hide}
+    show_gold = gold if gold is None or shown or key != "task" else hide
+    return [Part("body" if key == "positions" else "main",
+                 plots.tag_table(v.ws, rows, show_gold, v.big), "lesson_fig_tags")]
+
+
+def task(v: Lesson) -> list[Part]:
+    # the step's answer (its static reveal is empty)
+    return [Part("answer", Markdown(lesson.roles_claim(v.ws, lesson.gold_tags(v.text),
+                                                       v.word_md)))]
+
+
+def per_word(v: Lesson) -> list[Part]:
+    mlp, base = v.numbers.scores["mlp"], v.numbers.baseline
+    model, corpus = v.trained.models["mlp"], v.trained.corpus
+    forms = lesson.form_table(corpus, {w: taggers.tag_sentence(model, corpus, w)[1][0]
+                                       for w in corpus.ambiguous}, base["majority"])
+    seen = lesson.receptive_fields(len(v.ws), 3)
+    seen.pop("window")
+    return [Part("notes", Markdown(lesson.mlp_claim(forms, mlp.ambiguous, base["train_majority"],
+                                                    base["best_possible"]) + " "
+                                   + lesson.double_role_claim(mlp.double_role))),
+            Part("main", plots.receptive_field(v.ws, seen, v.big), "lesson_fig_fields")]
+
+
+def window(v: Lesson) -> list[Part]:
+    w3, mlp = v.numbers.scores["window3"], v.numbers.scores["mlp"]
+    seen = lesson.receptive_fields(len(v.ws), 3)
+    seen.pop("self-attention")
+    return [Part("notes", Markdown(lesson.window_claim(w3.double_role, mlp.double_role,
+                                                       w3.ambiguous))),
+            Part("main", plots.receptive_field(v.ws, seen, v.big), "lesson_fig_fields")]
+
+
+def far_tags(v: Lesson) -> dict[str, list[str]]:
+    """{window width: [tag of 'fly' in FAR_PAIR[0], in FAR_PAIR[1]]}."""
+    return {str(w): [taggers.tag_sentence(v.trained.models[taggers.window_name(w)],
+                                          v.trained.corpus, t)[1][-1] for t in FAR_PAIR]
+            for w in taggers.WIDTHS}
+
+
+def far(v: Lesson) -> list[Part]:
+    num, windows = v.numbers, [taggers.window_name(w) for w in taggers.WIDTHS]
+    counts = {d: n for d, _, n in num.scores["window3"].by_distance}
+    return [Part("notes", Markdown(lesson.far_claim({w: num.scores[n].far for w, n in zip(
+                taggers.WIDTHS, windows, strict=True)}, num.baseline["far"],
+                num.scores["window3"].n_far))),
+            Part("main", plots.far_table([_("(1) nouns: fly"), _("(2) verbs: fly")],
+                                         [EXAMPLES[t][-1] for t in FAR_PAIR], far_tags(v),
+                                         v.big), "lesson_fig_far_pair"),
+            Part("main", plots.accuracy_by_distance(
+                {label(n, short=True): num.scores[n].at_distance() for n in windows},
+                num.baseline["by_distance"], counts, v.big), "lesson_fig_distance")]
+
+
+def cost(v: Lesson) -> list[Part]:
+    num, sw = v.numbers, v.sweep()
+    params = {"wide": num.parameters[WIDE], "attention": num.parameters["attention_pos"]}
+    return [Part("notes", Markdown(lesson.cost_claim(
+                taggers.FULL_WIDTH, params, num.scores[WIDE].far, sw.sizes, sw.gap(WIDE),
+                sw.gap("attention_pos")))),
+            Part("main", plots.cost_figure(
+                {label(n, short=True): num.parameters[n] for n in sw.train}, sw.sizes,
+                {label(n, short=True): sw.gap(n) for n in sw.train}, v.big),
+                "lesson_fig_cost")]
+
+
+def real_model_refused(v: Lesson, what: str) -> list[Part]:
+    """The lesson's real-model parts are written for a BERT-like encoder: [] for one, else
+    the sentence saying why this part is not shown for the loaded model."""
+    if bert_like(v.model):
+        return []
+    return [Part("notes", Markdown(why_not_bert_like(v.model, what), "info"))]
+
+
+def attention(v: Lesson, layer: int = 0, head: int = 0) -> list[Part]:
+    """The step "Self-attention" for the chosen layer and head (the page's selectboxes)."""
+    refused = real_model_refused(v, _("This step's real-model part"))
+    if refused:
+        return refused
+    t = v.trace(TraceRequest(v.text))
+    twins = lesson.token_positions(t.tokens, v.word) if v.word else []
+    out = []
+    if len(twins) > 1:
+        j, tok, w = lesson.top_key(t.weights[layer, head, twins[1]], t.tokens)
+        out.append(Part("notes", Markdown(_(
+            "The second *{word}* (token {i}) puts its largest weight, **{w:.3f}**, on *{token}* "
+            "(token {j}).").format(word=v.word_md, i=twins[1], w=w, token=literal(tok), j=j))))
+    out.append(Part("main", plots.projector(plotting.attention_heatmap(
+        t.weights[layer, head], t.tokens, "weights",
+        _("layer {layer}, head {head}: weights α′").format(layer=layer, head=head)), v.big),
+        "lesson_fig_weights"))
+    out.append(Part("page", plots.projector(plotting.attention_heatmap(
+        t.scores[layer, head], t.tokens, "scores",
+        _("layer {layer}, head {head}: scores α = q·k").format(layer=layer, head=head)),
+        v.big), "lesson_fig_scores"))
+    return out
+
+
+def tagger_heads(v: Lesson, name: str) -> Part:
+    grid = taggers.tagger_weights(v.trained.models[name], v.trained.corpus, v.ws)[0]
+    return Part("main" if name == "attention" else "page", plots.projector(plotting.heads_grid(
+        grid, v.ws, "weights", title=_(
+            "tagger {name}, layer 0: softmax weights (rows = queries)").format(
+            name=NAMES[name][:3])), v.big), "lesson_fig_tagger_heads")  # layer 0: [heads, n, n]
+
+
+def no_positions(v: Lesson) -> list[Part]:
+    c = v.numbers.scores["attention"]
+    out = [Part("notes", Markdown(lesson.no_positions_claim(
+        c.double_role, c.far, lesson.order_free_rule(v.trained.corpus.test))))]
+    refused = real_model_refused(v, _("The real-model part of this step"))
+    out += refused
+    if not refused:
+        t_none = v.trace(TraceRequest(v.text, positions="none"))
+        twins = lesson.token_positions(t_none.tokens, v.word) if v.word else []
+        if len(twins) > 1:
+            cos = lesson.cosine_per_layer(t_none.hidden_states, *twins[:2])
+            diff = lesson.max_abs_difference(t_none.hidden_states, *twins[:2])
+            out.append(Part("notes", Markdown(_(
+                "BERT without positions: cosine of the two *{word}* vectors in every layer = "
+                "**{cos:.6f}**, max |difference| = **{diff:.2g}**: equal up to float "
+                "rounding.").format(word=v.word_md, cos=cos.min(), diff=diff))))
+    return [*out, tagger_heads(v, "attention")]
+
+
+def positions(v: Lesson) -> list[Part]:
+    d, num = v.numbers.scores["attention_pos"], v.numbers
+    return [Part("notes", Markdown(lesson.positions_claim(
+                d.near, d.far, d.double_role, num.parameters["attention_pos"],
+                num.parameters[WIDE], taggers.FULL_WIDTH, taggers.MAX_WORDS))),
+            Part("main", plots.accuracy_grid(
+                {label(k, short=True): s for k, s in num.scores.items()}, num.baseline, v.big),
+                "lesson_fig_accuracy"),
+            tagger_heads(v, "attention_pos")]
+
+
+def bert(v: Lesson) -> list[Part]:
+    refused = real_model_refused(v, _("This step"))
+    if refused:
+        return refused
+    request = TraceRequest(v.text)
+    t_pos = v.trace(request)
+    t_none = v.trace(request.with_options(positions="none"))
+    twins = lesson.token_positions(t_pos.tokens, v.word) if v.word else []
+    if len(twins) < 2:
+        return []
+    learned, none = _("learned positions"), _("no positions")
+    curves = {learned: lesson.cosine_per_layer(t_pos.hidden_states, *twins[:2]),
+              none: lesson.cosine_per_layer(t_none.hidden_states, *twins[:2])}
+    return [Part("notes", Markdown(lesson.bert_claim(curves[learned][-1], curves[none].min(),
+                                                     v.word_md))),
+            Part("main", plots.cosine_by_layer(curves, v.word, v.big, tuple(twins[:2])),
+                 "lesson_fig_cosine")]
+
+
+def next_steps(v: Lesson) -> list[Part]:
+    """The last step (the page adds its links to the other pages under it)."""
+    tr = v.trained
+    return [Part("page", plots.loss_curves({label(k, short=True): x for k, x in tr.losses.items()},
+                                           v.big), "lesson_fig_loss"),
+            Part("page", Markdown(_("Training time (s) on this server, taken while it served "
+                                    "other work: {times}; total {total:.1f}").format(
+                times=", ".join(f"{label(k)} {x:.1f}" for k, x in tr.seconds.items()),
+                total=tr.total_seconds), "caption"))]
+
+
+VIEWS: dict[str, Callable[[Lesson], list[Part]]] = {
+    "task": task, "per_word": per_word, "window": window, "far": far, "cost": cost,
+    "attention": attention, "no_positions": no_positions, "positions": positions,
+    "bert": bert, "next": next_steps}
+
+
+def download(v: Lesson, tags: dict[str, list[str]]) -> list:
+    """The lesson's numbers as one .npz: tags, parameters, accuracies, baselines, timings
+    ([] on a step without trained taggers)."""
+    num, tr = v.numbers, v.trained
+    if num is None:
+        return []
+    names = list(num.scores)
+    return [numbers(_("Download the lesson's numbers (.npz)"), {
+        "words": np.array(v.ws), "taggers": np.array(names),
+        "tags": np.array([tags[k] for k in names]),
+        "parameters": np.array([num.parameters[k] for k in names]),
+        "accuracy_overall_ambiguous_double_role_near_far": np.array(
+            [[s.overall, s.ambiguous, s.double_role, s.near, s.far] for s in num.scores.values()]),
+        "majority_tag_ambiguous_near_far_double_role": np.array(
+            [num.baseline[k] for k in ("train_majority", "near", "far", "double_role")]),
+        "training_seconds": np.array([tr.seconds[k] for k in names])},
+        "attnviz_lesson.npz")]
+
+
+def step_parts(v: Lesson, shown: bool, layer: int = 0, head: int = 0) -> list[Part]:
+    """The whole step under the page's navigation, in the order drawn (the attention step's
+    layer and head selectboxes, the last step's links and the download left out)."""
+    tags = tags_of(v.trained, v.text)
+    out = [*text(v, shown), *tag_table(v, tags, shown)]
+    if shown:
+        out += attention(v, layer, head) if v.step.key == "attention" else VIEWS[v.step.key](v)
+    return out
+
+
+def blocks(parts: list[Part]) -> list:
+    return [p.block for p in parts]
+
+
+def page(model, trace: Callable, text: str, step: int, trained: Callable[[], taggers.Trained],
+         numbers: Callable[[], Numbers], sweep: Callable[[], taggers.Sweep],
+         settings: taggers.Settings | None = None, shown: bool = True) -> list:
+    """Step `step` (1..N) as the page opens on it for `text` with the training `settings`,
+    outside presentation mode, its answer `shown`: the trained taggers, their numbers and
+    the sweep are asked for only by the steps that show them."""
+    s = lesson.STEPS[step - 1]
+    ws, notes = sentence_notes(text)
+    if not ws:
+        return [title(), *notes]
+    needs = needs_taggers(s, ws)
+    v = Lesson(model, trace, s, settings or taggers.Settings(), trained() if needs else None,
+               numbers() if needs else None, sweep, ws, lesson.repeated_word(ws),
+               unknown_words(model, ws) if lesson.is_chinese(ws) else [])
+    return [title(), *notes, *blocks(step_parts(v, shown)),
+            *download(v, tags_of(v.trained, v.text))]
