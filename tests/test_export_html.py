@@ -128,3 +128,95 @@ def test_slugs_are_file_safe_and_distinct(bad):
     export.unique_slugs(views)
     assert len({v.slug for v in views}) == 2 and all(
         re.fullmatch(r"[a-z0-9-]+", v.slug) and v.slug != "index" for v in views)
+
+
+# ------------------------------------------------------------------ the lesson pack
+# Figures on each page of the pack for "I saw a saw" (what the app's pages show as they open
+# with each view's settings).
+PACK_FIGURES = {
+    "lesson-1-10-the-task-one-tag-per-word": 1, "lesson-2-10-a-a-classifier-that-sees-one-word": 2,
+    "lesson-3-10-b-a-window-of-neighbours": 2, "lesson-4-10-where-a-window-of-3-is-not-enough": 2,
+    "lesson-5-10-the-cost-of-a-wide-window": 1,
+    "lesson-6-10-self-attention-each-word-looks-at-all": 2,
+    "lesson-7-10-c-self-attention-without-positions": 2,
+    "lesson-8-10-d-self-attention-with-positions": 3, "lesson-9-10-a-real-pretrained-model": 1,
+    "lesson-10-10-what-to-try-next": 2, "step-by-step-1-vectors": 1,
+    "step-by-step-2-queries-keys-values": 3, "step-by-step-3-similarity": 2,
+    "step-by-step-4-scale-temperature": 4, "step-by-step-5-softmax": 1,
+    "step-by-step-6-weighted-sum": 3, "step-by-step-7-multi-head": 3,
+    "step-by-step-8-why-softmax": 2, "positional-encoding": 3,
+    "windows-and-receptive-fields": 1, **{f"heads-of-layer-{i}": 1 for i in range(6)},
+    "head-statistics-rollout-and-flow": 2, "weights-vs-value-norms": 2}
+
+
+@pytest.fixture(scope="module")
+def pack(tmp_path_factory):
+    """The pack for "I saw a saw", its taggers the tests' trained ones (tests.lesson_trained:
+    the same functions with the same settings, trained once per test process)."""
+    from attnviz.analysis import taggers
+    from attnviz.export import site
+    from tests.lesson_trained import sweep, trained
+
+    out = tmp_path_factory.mktemp("pack")
+    lines: list[str] = []
+    done = {"trained": trained(), "sweep": sweep()}  # trained before the pack asks
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(taggers, "train_all", lambda settings, *a, **k: done["trained"])
+        mp.setattr(taggers, "overfitting", lambda settings, *a, **k: done["sweep"])
+        written = site.build(out, "I saw a saw", progress=lines.append)
+    return out, written, lines
+
+
+def test_pack_has_every_view_with_its_figures(pack):
+    out, written, lines = pack
+    assert lines[0] == "[1/28] Lesson 1/10: The task: one tag per word"
+    assert sorted(p.stem for p in out.glob("*.html")) == sorted([*PACK_FIGURES, "index"])
+    assert set(written) == set(out.iterdir())
+    for name, n in PACK_FIGURES.items():
+        page = (out / f"{name}.html").read_text()
+        assert page.count('class="attnviz-figure"') == n, name
+        assert '<p class="settings">sentence: <span>I saw a saw</span> · lang: ' \
+               '<span>English</span>' in page
+        assert not URL.search(page.encode()), name
+    assert "· layer: <span>3</span>" in (out / "heads-of-layer-3.html").read_text()
+    assert "<h2>Heads of one layer</h2>" in (out / "heads-of-layer-3.html").read_text()
+    lesson = (out / "lesson-2-10-a-a-classifier-that-sees-one-word.html").read_text()
+    assert "<h3>(a) A classifier that sees one word</h3>" in lesson
+    assert "<strong>Predict first:</strong>" in lesson and ":material" not in lesson
+
+
+def test_pack_numbers_are_the_traces(pack, model):
+    out, _written, _lines = pack
+    t = model.trace("I saw a saw")
+    with np.load(out / "heads-of-layer-2_attnviz_layer2.npz") as z:
+        for name in ("scores", "weights", "queries", "keys", "values"):
+            np.testing.assert_array_equal(z[name], getattr(t, name)[2])
+    page = (out / "heads-of-layer-2.html").read_text()
+    (payload,) = re.findall(r'class="attnviz-figure">(.*?)</script>', page, re.S)
+    from attnviz.plotting.summary import grid_panels
+
+    fig = json.loads(payload)["figure"]
+    assert "template" not in fig["layout"]  # plotly.js's own defaults in a file
+    for h, (_title, z, _keys, _queries) in enumerate(grid_panels(fig)):
+        np.testing.assert_allclose(z, t.weights[2, h], rtol=0, atol=1e-7)
+
+
+def test_pack_views_run_without_streamlit():
+    """Every view but the trained lesson steps, in a process that never imports Streamlit."""
+    code = (
+        "import sys\n"
+        "from attnviz import engine\n"
+        "from attnviz.export import site, html\n"
+        "p = site.Pack(engine.load_model(), 'I saw a saw')\n"
+        "specs = site.views(p.model.n_layers)\n"
+        "made = [s.make(p) for i, s in enumerate(specs) if i not in (1, 2, 3, 4, 6, 7, 9)]\n"
+        "assert all(made) and len(made) == 21\n"
+        "html.page_html(html.View('v', made[-1]))\n"
+        "print(sorted(k for k in sys.modules if k.split('.')[0] == 'streamlit'))\n")
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.strip().splitlines()[-1] == "[]"

@@ -1,0 +1,142 @@
+"""views.lesson without Streamlit: every step with its answer shown and hidden, the claims'
+numbers counted here from the taggers' predictions, the real model's numbers against the
+engine, and where each part goes on the page."""
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from attnviz.analysis import lesson as L
+from attnviz.analysis import taggers as T
+from attnviz.engine import TraceRequest
+from attnviz.export.html import Heading, Markdown, Numbers
+from attnviz.views import lesson as view
+from tests.lesson_trained import sweep, trained
+from tests.test_analysis_taggers import recount
+from tests.test_views_common import decode, spec
+
+TEXT = "I saw a saw"
+
+
+@pytest.fixture(scope="module")
+def numbers():
+    return view.numbers_of(trained())
+
+
+def step_of(model, key: str, text: str = TEXT, numbers=None) -> view.Lesson:
+    s = L.STEPS[L.step_index(key)]
+    ws = L.lesson_words(text)
+    needs = view.needs_taggers(s, ws)
+    return view.Lesson(model, model.trace, s, T.Settings(), trained() if needs else None,
+                       (numbers or view.numbers_of(trained())) if needs else None, sweep, ws,
+                       L.repeated_word(ws))
+
+
+def pct(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+def table_rows(fig) -> dict[str, list[str]]:
+    cells = spec(fig)["data"][0]["cells"]["values"]
+    return {name: [col[r] for col in cells[1:]] for r, name in enumerate(cells[0])}
+
+
+@pytest.mark.parametrize("step", range(1, len(L.STEPS) + 1))
+def test_every_step_as_the_pack_shows_it(model, numbers, step):
+    s = L.STEPS[step - 1]
+    blocks = view.page(model, model.trace, TEXT, step, trained, lambda: numbers, sweep)
+    assert blocks[0] == Heading("I saw a saw: why self-attention needs positions", 1)
+    assert blocks[1] == Heading(s.title, 2)
+    said = " ".join(b.text for b in blocks if isinstance(b, Markdown))
+    if s.predict:
+        assert "**Predict first:**" in said and "(Answer ▶ reveals it.)" not in said
+    if s.reveal:
+        assert L.fill(s.reveal, "saw")[:40] in said
+    has_numbers = isinstance(blocks[-1], Numbers)
+    assert has_numbers == (s.key in view.NEEDS_TAGGERS)
+
+
+def test_hidden_answer_hides_the_tags(model, numbers):
+    v = step_of(model, "per_word", numbers=numbers)
+    parts = view.step_parts(v, shown=False)
+    assert [p.where for p in parts] == ["body", "body", "question", "main"]
+    assert "(Answer ▶ reveals it.)" in parts[2].block.text
+    rows = table_rows(parts[-1].block)
+    assert rows[T.NAMES["mlp"]] == ["?"] * 4 and rows["gold"] == ["PRON", "VERB", "DET", "NOUN"]
+    shown = view.step_parts(v, shown=True)
+    rows = table_rows(next(p.block for p in shown if p.key == "lesson_fig_tags"))
+    tr = trained()
+    assert rows[T.NAMES["mlp"]] == T.tag_sentence(tr.models["mlp"], tr.corpus, TEXT)[1]
+
+
+def test_claims_are_the_predictions_counted(model, numbers):
+    tr = trained()
+    c = tr.corpus
+    ref = {k: recount(c, c.test, T.predict(m, c, c.test)) for k, m in tr.models.items()}
+    notes = [p for p in view.per_word(step_of(model, "per_word", numbers=numbers))
+             if p.where == "notes"]
+    assert f"Held out it tags **{pct(ref['mlp']['ambiguous'])}**" in notes[0].block.text
+    notes = view.far(step_of(model, "far", numbers=numbers))[0].block.text
+    for w in (3, 5, 9, 39):
+        assert f"{w}: **{pct(ref[T.window_name(w)]['far'])}**" in notes
+    grid = next(p.block for p in view.positions(step_of(model, "positions", numbers=numbers))
+                if p.key == "lesson_fig_accuracy")
+    want = [[100 * ref[n][k] for k in ("near", "far", "double_role")] for n in T.NAMES]
+    np.testing.assert_allclose(np.asarray(spec(grid)["data"][0]["z"], float)[:len(want)],
+                               want, atol=1e-9)
+
+
+def test_attention_step_against_the_trace(model):
+    v = step_of(model, "attention")
+    note, weights, scores = view.attention(v, 2, 5)
+    t = model.trace(TEXT)
+    j = int(np.argmax(t.weights[2, 5, 4]))
+    assert f"**{t.weights[2, 5, 4, j]:.3f}**" in note.block.text and note.where == "notes"
+    assert (weights.where, scores.where) == ("main", "page")
+    np.testing.assert_allclose(decode(spec(weights.block)["data"][0]["z"]), t.weights[2, 5],
+                               atol=1e-7)
+    np.testing.assert_allclose(decode(spec(scores.block)["data"][0]["z"]), t.scores[2, 5],
+                               atol=1e-6)
+
+
+def test_bert_step_cosines_written_out(model):
+    note, fig = view.bert(step_of(model, "bert"))
+    h = torch.from_numpy(model.trace(TEXT).hidden_states.astype(np.float64))
+    cos = F.cosine_similarity(h[:, 2], h[:, 4], dim=-1).numpy()
+    assert f"**{cos[-1]:.3f}**" in note.block.text
+    curves = {d["name"]: decode(d["y"]) for d in spec(fig.block)["data"]}
+    np.testing.assert_allclose(curves["learned positions"], cos, atol=1e-6)
+    np.testing.assert_allclose(curves["no positions"], 1.0, atol=1e-6)
+    none = model.trace(TraceRequest(TEXT, positions="none")).hidden_states
+    assert np.abs(none[:, 2] - none[:, 4]).max() <= 1e-5
+
+
+def test_download_holds_the_numbers_shown(model, numbers):
+    v = step_of(model, "next", numbers=numbers)
+    (block,) = view.download(v, view.tags_of(v.trained, v.text))
+    got = block.make()
+    assert list(got["taggers"]) == list(T.NAMES)
+    assert got["tags"].shape == (len(T.NAMES), 4)
+    np.testing.assert_allclose(got["accuracy_overall_ambiguous_double_role_near_far"][0],
+                               [numbers.scores["mlp"].overall, numbers.scores["mlp"].ambiguous,
+                                numbers.scores["mlp"].double_role, numbers.scores["mlp"].near,
+                                numbers.scores["mlp"].far])
+
+
+def test_sentences_without_words_or_with_too_many(model):
+    assert view.page(model, model.trace, "  ", 1, trained, lambda: None, sweep)[1].style == "info"
+    ws, (note,) = view.sentence_notes("saw " * (T.MAX_WORDS + 3))
+    assert len(ws) == T.MAX_WORDS and note.style == "warning"
+
+
+def test_chinese_sentence_names_the_unknown_characters(model):
+    ws = L.lesson_words("我用锯锯木头。")
+    v = view.Lesson(model, model.trace, L.STEPS[0], T.Settings(), None, None, sweep, ws,
+                    L.repeated_word(ws), view.unknown_words(model, ws))
+    warning = view.chinese_notes(v)[0].block
+    unk = model.tokenizer.unk_token
+    assert "锯" in v.unknown and warning.style == "warning"
+    for w in ws:  # exactly the characters the tokenizer reads as [UNK]
+        assert (w in v.unknown) == (unk in model.pieces_of(model.tokenized(w).ids))
+        assert (w in warning.text) == (w in v.unknown)
