@@ -109,7 +109,8 @@ def lesson(args: argparse.Namespace) -> int:
 
 
 def html(args: argparse.Namespace) -> int:
-    """Run the lesson's views headless and write them as a static site in --out."""
+    """Make the lesson's views (attnviz.views, as the pages open) and write them as a static
+    site in --out."""
     from .engine import ModelError
     from .export import site
 
