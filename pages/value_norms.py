@@ -8,7 +8,6 @@ import streamlit as st
 
 from attnviz import ui
 from attnviz.i18n import _
-from attnviz.ui.recorder import record
 from attnviz.ui.render import render
 from attnviz.views import value_norms as view
 
@@ -33,10 +32,7 @@ def main() -> None:
         return
     with st.spinner(_("Computing the value norms...")):
         nb = numbers(ctx, t)
-    metric, note = view.summary(t, nb)
-    st.metric(metric.label, metric.value, help=metric.help)
-    record(metric)
-    render(note)
+    render(view.summary(t, nb))
     head_view(ctx)
 
 
