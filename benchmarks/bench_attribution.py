@@ -31,6 +31,8 @@ from attnviz.engine import load_model
 from .bench_engine import median_ms
 from .report import Table, show
 
+COST = ("The quadrature check computes integrated gradients of 92 sentence sides by several "
+        "rules each: more than ten minutes on a shared 2-core machine.")
 PAIRS = {
     "short (6 + 10 tokens)": ("I saw a saw", A.DEFAULT_B),
     "paragraph (~120 + 10 tokens)": (

@@ -31,6 +31,9 @@ from attnviz.analysis.rollout import residual_attention, rollout
 
 from .report import Table, show
 
+COST = ("networkx's flow on 64 and 128 tokens, even on a sample of pairs, takes more than "
+        "ten minutes on a shared 2-core machine; `python -m benchmarks.bench_flow 17 32` runs the "
+        "small sizes alone.")
 TEXT = ("The quick brown fox jumps over the lazy dog while the old cat watches from the wooden "
         "fence, and the farmer, tired after a long day in the fields, walks slowly home. ") * 8
 
