@@ -65,6 +65,7 @@ def summary(mod) -> str:
 def run_one(name: str) -> report.Section:
     """Run benchmarks/bench_NAME.py's main() and gather its tables."""
     mod = importlib.import_module(f"benchmarks.bench_{name}")
+    load = report.load_average()
     tee = _Tee(sys.stdout)
     argv, sys.argv = sys.argv, [f"benchmarks.bench_{name}"]  # its own options at defaults
     try:
@@ -81,7 +82,8 @@ def run_one(name: str) -> report.Section:
     if not tables:
         text = tee.copy.getvalue().strip() or "(it printed nothing)"
         tables = [report.Table(["output"], [[line] for line in text.splitlines()])]
-    return report.Section(name, summary(mod), tables, report.today(), report.machine())
+    return report.Section(name, summary(mod), tables, report.today(), report.machine(),
+                          load=load)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -138,6 +138,14 @@ def today() -> str:
     return datetime.date.today().isoformat()
 
 
+def load_average() -> str:
+    """The one-minute load average, against the number of cores ("" where unknown)."""
+    try:
+        return f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+    except (OSError, AttributeError):
+        return ""
+
+
 def _cpu_model() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -184,6 +192,7 @@ class Section:
     date: str = ""
     env: dict[str, str] = field(default_factory=dict)
     text: str = ""  # its body as read from the file (kept as is when it is not rerun)
+    load: str = ""  # the machine's load average when the run began (other work on it)
     placeholder: str = ""  # set when it has not run: how to run it
 
     def render(self, header_env: dict[str, str]) -> str:
@@ -200,7 +209,12 @@ class Section:
             else:
                 where = ("machine and versions as above" if self.env == header_env
                          else "on " + _describe(self.env))
-                parts += [f"Run on {self.date}, {where}.", ""]
+                parts += [f"Run on {self.date}, {where}."]
+                if self.load:
+                    parts += [f"Load average when it began: {self.load} (other work on the "
+                              "machine slows every figure).", ""]
+                else:
+                    parts += [""]
                 for t in self.tables:
                     parts += [t.markdown(), ""]
             body = "\n".join(parts)
