@@ -576,8 +576,10 @@ class _Stop(Exception):
 
 
 def main(argv: list[str] | None = None) -> int:
+    from attnviz.settings import settings
+
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--workers", type=int, default=int(os.environ.get("ATTNVIZ_WORKERS", 2)),
+    ap.add_argument("--workers", type=int, default=settings().workers,
                     help="Streamlit processes (default $ATTNVIZ_WORKERS, else 2)")
     ap.add_argument("--port", type=int, default=8501, help="nginx's port (default 8501)")
     ap.add_argument("--address", default="127.0.0.1",

@@ -284,15 +284,17 @@ def test_a_progress_that_raises_leaves_the_workers_idle():
     flow_workers.close_workers()
 
 
-def test_never_more_workers_than_cores(monkeypatch):
+def test_never_more_workers_than_cores():
+    from attnviz import settings
     from attnviz.analysis import flow_workers
 
-    monkeypatch.setenv(flow_workers.WORKERS_ENV, "999")
-    assert flow_workers.default_workers() == min(flow_workers.cores(), flow_workers.MAX_WORKERS)
-    monkeypatch.setenv(flow_workers.WORKERS_ENV, "0")
-    assert flow_workers.default_workers() == 1
-    monkeypatch.delenv(flow_workers.WORKERS_ENV)
-    assert 1 <= flow_workers.default_workers() <= flow_workers.cores()
+    most = min(flow_workers.cores(), flow_workers.MAX_WORKERS)
+    with settings.override(flow_workers=999):
+        assert flow_workers.default_workers() == most
+    with settings.override(flow_workers=1):
+        assert flow_workers.default_workers() == 1  # in-process
+    with settings.override(flow_workers=0):  # one per core
+        assert flow_workers.default_workers() == most
 
 
 @pytest.mark.parametrize("ending", ["exits", "is killed"])

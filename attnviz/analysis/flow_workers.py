@@ -33,7 +33,6 @@ from collections.abc import Iterator
 
 import numpy as np
 
-WORKERS_ENV = "ATTNVIZ_FLOW_WORKERS"  # how many worker processes; 0 or 1: solve in-process
 MAX_WORKERS = 16  # a worker holds numpy and scipy (tens of MB): no more than this, or the cores
 CHUNK = 32  # pairs per job: small enough for steady progress, large enough to hide the pipe
 GRAPHS = 4  # graphs a worker keeps (the bounds' two halves, the full graph), oldest dropped
@@ -161,9 +160,11 @@ def cores() -> int:
 
 
 def default_workers() -> int:
-    """ATTNVIZ_FLOW_WORKERS if set, else the cores; never more than the cores or MAX_WORKERS."""
-    value = os.environ.get(WORKERS_ENV, "").strip()
-    wanted = int(value) if value.isdigit() else cores()
+    """settings().flow_workers (ATTNVIZ_FLOW_WORKERS) if not 0, else the cores; never more
+    than the cores or MAX_WORKERS (1: flows are solved in-process)."""
+    from attnviz.settings import settings
+
+    wanted = settings().flow_workers or cores()
     return max(1, min(wanted, cores(), MAX_WORKERS))
 
 
