@@ -75,14 +75,18 @@ def _collect(tree: ast.AST, keys: dict[str, str], tabs: list[str]) -> None:
 
 def _tab_labels(tree: ast.AST, arg: ast.AST) -> list[str]:
     """The labels of st.tabs([...]) or st.tabs([_(tab) for tab in NAME]), NAME a list or tuple
-    assigned at the module's top level (N_-marked constants)."""
-    if isinstance(arg, ast.ListComp) and isinstance(arg.generators[0].iter, ast.Name):
-        name = arg.generators[0].iter.id
-        for node in getattr(tree, "body", []):
-            if (isinstance(node, ast.Assign) and any(
-                    isinstance(t, ast.Name) and t.id == name for t in node.targets)
-                    and isinstance(node.value, (ast.List, ast.Tuple))):
-                arg = node.value
+    assigned at the module's top level (N_-marked constants), or MODULE.NAME for a module the
+    page imports (`from attnviz.views import positions as view`)."""
+    if isinstance(arg, ast.ListComp):
+        source = arg.generators[0].iter
+        if isinstance(source, ast.Attribute) and isinstance(source.value, ast.Name):
+            tree, source = _imported_module(tree, source.value.id), ast.Name(source.attr)
+        if isinstance(source, ast.Name):
+            for node in getattr(tree, "body", []):
+                if (isinstance(node, ast.Assign) and any(
+                        isinstance(t, ast.Name) and t.id == source.id for t in node.targets)
+                        and isinstance(node.value, (ast.List, ast.Tuple))):
+                    arg = node.value
     if not isinstance(arg, (ast.List, ast.Tuple)):
         return []
     out = []
@@ -93,6 +97,19 @@ def _tab_labels(tree: ast.AST, arg: ast.AST) -> list[str]:
         if label is not None:
             out.append(label)
     return out
+
+
+def _imported_module(tree: ast.AST, alias: str) -> ast.AST | None:
+    """The syntax tree of the module a file imports as `alias` (from PACKAGE import MODULE
+    as alias), read from the repository; None if it imports none."""
+    for node in getattr(tree, "body", []):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            for name in node.names:
+                if (name.asname or name.name) == alias:
+                    path = ROOT / Path(*node.module.split("."), f"{name.name}.py")
+                    if path.is_file():
+                        return ast.parse(path.read_text(encoding="utf-8"))
+    return None
 
 
 def cases(values: list[str]) -> list:
@@ -231,3 +248,32 @@ def test_tokens_and_typed_text_are_never_translated():
         assert i18n.in_this_language("Head") == "头"  # a catalogue text is translated...
         assert i18n.in_this_language("saw #2") == "saw #2"  # ... anything else is not
     assert {"text", "pair", "sim_b", "win_token", "ins_query", "lang"} <= urlstate.NOT_TRANSLATED
+
+
+def test_a_link_is_cleaned_by_dropping_and_translating_its_values():
+    """What sanitize changes in a link ({key: [values]}): unusable values dropped, options in
+    another language translated, sentences and tokens kept as typed; a clean link: nothing."""
+    from attnviz import i18n
+
+    link = {"pos_seed": ["inf"], "ex_head": [""], "sbs_mode": ["real"], "text": ["real"],
+            "ins_query": ["Head"], "layer": ["3"]}
+    with i18n.use("zh"):
+        assert urlstate.cleaned(link) == (["ex_head", "pos_seed"], {"sbs_mode": ["真实"]})
+    assert urlstate.cleaned(link) == (["ex_head", "pos_seed"], {})
+    assert urlstate.cleaned({"layer": ["3"], "text": ["inf"]}) == ([], {})
+
+
+def test_a_hostile_link_is_run_once_more_and_a_clean_one_once(monkeypatch):
+    """The router reruns (before drawing anything) only when it changed the link."""
+    from attnviz.ui import router
+
+    runs = []
+    real = router._page
+    monkeypatch.setattr(router, "_page", lambda root: runs.append(1) or real(root))
+    at = open_with("pages/positions.py", {})
+    assert not at.exception and runs == [1]
+    runs.clear()
+    at = open_with("pages/positions.py", {"pos_seed": "inf", "pos_n": "1e999"})
+    assert not at.exception and runs == [1]  # drawn once: the first run stopped at the link
+    assert "pos_seed" not in at.query_params and "pos_n" not in at.query_params
+    assert at.number_input(key="pos_seed").value == 0

@@ -34,6 +34,8 @@ from __future__ import annotations
 import math
 from urllib.parse import quote_plus
 
+import streamlit as st
+
 from ..i18n import in_this_language
 
 # Text boxes bound to the URL (the sidebar's sentences, the second sentence of the similarity
@@ -75,35 +77,47 @@ def _values(value) -> list[str]:
     return [str(v) for v in value] if isinstance(value, (list, tuple)) else [str(value)]
 
 
+def cleaned(params: dict[str, list[str]]) -> tuple[list[str], dict[str, list[str]]]:
+    """(keys no widget could take, {key: values in this language} for the values that
+    translate) of a link's parameters ({key: [values]}), as `sanitize` changes them."""
+    dropped = sorted(k for k, values in params.items() if any(unusable(k, v) for v in values))
+    translated = {}
+    for key, values in params.items():
+        if key in NOT_TRANSLATED or key in dropped:
+            continue
+        shown = [in_this_language(v) for v in values]
+        if shown != values:
+            translated[key] = shown
+    return dropped, translated
+
+
 def sanitize() -> list[str]:
-    """Drop every unusable query parameter before any widget is built; returns their keys.
+    """Drop every unusable query parameter, and translate options written in another language,
+    before any widget is built; returns the dropped keys.
 
-    Streamlit seeds widgets from a snapshot of the URL taken when the run starts (its
-    `_initial_query_params`), so both the live parameters and that snapshot are cleaned; the
-    browser's address bar is updated. Outside a Streamlit run this does nothing.
+    Widgets take their first value from the link as it was when the run started, so a link
+    that changes is put in the URL (st.query_params, which also updates the browser's address
+    bar) and the script is run again from the top (st.rerun), before anything was drawn: once,
+    for a link with such values; a clean link never reruns. A parameter a widget of this
+    session is bound to already (Streamlit refuses to set it) is left to that widget.
     """
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
+    params = {key: st.query_params.get_all(key) for key in st.query_params}
+    dropped, translated = cleaned(params)
+    changed = False
+    for key in dropped:
+        changed |= _change(lambda key=key: st.query_params.pop(key, None))
+    for key, values in translated.items():
+        changed |= _change(lambda key=key, values=values: st.query_params.__setitem__(
+            key, values if len(values) > 1 else values[0]))
+    if changed:
+        st.rerun()
+    return dropped
 
-    ctx = get_script_run_ctx()
-    if ctx is None:
-        return []
-    dropped: set[str] = set()
-    with ctx.session_state.query_params() as qp:
-        live = dict(qp._query_params)
-        initial = qp._initial_query_params
-        for key, value in [*live.items(), *initial.items()]:
-            if any(unusable(key, v) for v in _values(value)):
-                dropped.add(key)
-        for key in dropped:
-            initial.pop(key, None)
-            qp.remove_param(key)  # tells the browser, when the URL had it
-        for key, value in list(initial.items()):  # {key: [values]}: what widgets start from
-            if key not in NOT_TRANSLATED and key not in dropped:
-                initial[key] = [in_this_language(v) for v in _values(value)]
-        for key, value in live.items():
-            if key in NOT_TRANSLATED or key in dropped or isinstance(value, (list, tuple)):
-                continue
-            shown = in_this_language(str(value))
-            if shown != value:
-                qp[key] = shown  # tells the browser
-    return sorted(dropped)
+
+def _change(edit) -> bool:
+    """Apply one edit to st.query_params; False where Streamlit refuses it (a bound key)."""
+    try:
+        edit()
+    except st.errors.StreamlitAPIException:
+        return False
+    return True
