@@ -20,13 +20,12 @@ _ENGINE = {"ARRAY_FIELDS", "DECODER_FIELDS", "ImageInput", "Model", "ModelError"
            "TraceRequest", "attention", "cached_models", "load_model"}
 
 
-_SUBPACKAGES = {"analysis", "cli", "engine", "export", "first_chart", "i18n", "notebook",
-                "plotting", "ui"}
+_SUBPACKAGES = {"analysis", "cli", "engine", "export", "i18n", "notebook", "plotting", "ui"}
 
 
 def __getattr__(name: str):
     """The engine's names load torch when first used (importing attnviz itself does not: a
-    fresh server's first page draws before torch is imported, attnviz/first_chart.py);
+    fresh server's first page draws before torch is imported, attnviz/first_view.py);
     head_view, model_view and View load Plotly only when first used."""
     if name in _ENGINE:
         from . import engine

@@ -17,9 +17,10 @@ The file is valid only for the exact inputs that made it (`fingerprint`): the en
 files, the bundled model's files (names, sizes, modification times), the versions of torch and
 NumPy, the sentence, the device setting, CUDA_VISIBLE_DEVICES and the server's token limit.
 Anything else changed, the file is not used (and the next preload writes a new one). Arrays
-and JSON only, read without pickle. It lives in ATTNVIZ_CACHE_DIR, else $XDG_CACHE_HOME/attnviz,
-else ~/.cache/attnviz; ATTNVIZ_FIRST_VIEW=0 neither reads nor writes it. Standard library and
-NumPy only: importing this module imports neither torch nor Streamlit.
+and JSON only, read without pickle. It lives in settings().cache_path (ATTNVIZ_CACHE_DIR, else
+$XDG_CACHE_HOME/attnviz, else ~/.cache/attnviz); with settings().first_view off
+(ATTNVIZ_FIRST_VIEW=0) it is neither read nor written. Standard library and NumPy only:
+importing this module imports neither torch nor Streamlit.
 """
 
 from __future__ import annotations
@@ -40,25 +41,29 @@ from typing import Any
 
 import numpy as np
 
-from attnviz.defaults import DEFAULT_DEVICE, DEFAULT_TEXT, server_max_tokens
+from attnviz.defaults import DEFAULT_DEVICE, DEFAULT_TEXT
 from attnviz.engine.request import TraceRequest
 from attnviz.engine.trace import Trace
+from attnviz.settings import settings
 
 FORMAT = 1  # what this module writes; a change makes every stored file stale
 TUPLE_FIELDS = ("typed_control_tokens", "notes", "patch_grid")
 ENGINE_DIR = Path(__file__).resolve().parent / "engine"
 FIRST_PAGE = threading.Event()  # set by the router each time a page run ends
 FIRST_PAGE_WAIT_S = 10.0  # the longest a preload waits for a first page
+# Set while a server's preload thread (scripts/run_app.py) runs: until the bundled model is in
+# the cache, pages may draw the stored first view (ui.context.first_view_card).
+PRELOADING = threading.Event()
 
 
 def enabled() -> bool:
-    return os.environ.get("ATTNVIZ_FIRST_VIEW", "1") != "0"
+    return settings().first_view
 
 
 def default_args() -> dict:
     """The inputs of the view a fresh server stores and reads: the sidebar's default sentence
     and device, and the server's token limit."""
-    return dict(text=DEFAULT_TEXT, device=DEFAULT_DEVICE, max_tokens=server_max_tokens())
+    return dict(text=DEFAULT_TEXT, device=DEFAULT_DEVICE, max_tokens=settings().max_tokens)
 
 
 def wait_for_first_page(timeout: float = FIRST_PAGE_WAIT_S) -> float:
@@ -73,8 +78,9 @@ def wait_for_first_page(timeout: float = FIRST_PAGE_WAIT_S) -> float:
     model, so it goes first; a page that needs the model before the preload has it loads it
     itself, as every page waits on one cache key. No wait without a stored view (the page then
     waits for the model: the sooner it loads the better), and none on a class server
-    (ATTNVIZ_PRELOAD=class: its browsers are on other computers, and its warm-up is long)."""
-    if os.environ.get("ATTNVIZ_PRELOAD") == "class" or not enabled():
+    (settings().preload == "class": its browsers are on other computers, and its warm-up is
+    long)."""
+    if settings().preload == "class" or not enabled():
         return 0.0
     try:
         if not path_for(**default_args()).is_file():
@@ -87,12 +93,8 @@ def wait_for_first_page(timeout: float = FIRST_PAGE_WAIT_S) -> float:
 
 
 def cache_dir() -> Path:
-    """Where the stored first view lives (ATTNVIZ_CACHE_DIR, $XDG_CACHE_HOME/attnviz,
-    ~/.cache/attnviz)."""
-    if os.environ.get("ATTNVIZ_CACHE_DIR"):
-        return Path(os.environ["ATTNVIZ_CACHE_DIR"]).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base).expanduser() / "attnviz"
+    """Where the stored first view lives (settings().cache_path)."""
+    return settings().cache_path
 
 
 def _version(package: str) -> str:

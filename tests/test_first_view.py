@@ -15,7 +15,7 @@ import threading
 import numpy as np
 import pytest
 
-from attnviz import first_chart, first_view
+from attnviz import first_view, settings
 from attnviz.engine import TraceRequest
 from attnviz.engine.kinds import MODEL_TYPES
 from attnviz.ui import preload
@@ -40,10 +40,10 @@ def identical(a, b) -> None:
 
 
 @pytest.fixture
-def cache_dir(tmp_path, monkeypatch):
-    monkeypatch.setenv("ATTNVIZ_CACHE_DIR", str(tmp_path / "cache"))
+def cache_dir(tmp_path):
     clear_caches("results")  # the process's look at the stored view (context.first_view_card)
-    yield tmp_path / "cache"
+    with settings.override(cache_dir=str(tmp_path / "cache")):
+        yield tmp_path / "cache"
     clear_caches("results")
 
 
@@ -105,9 +105,8 @@ def test_a_stored_view_is_used_only_for_the_inputs_that_made_it(cpu_model, cache
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     assert first_view.load(**ARGS) is None
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
-    monkeypatch.setenv("ATTNVIZ_FIRST_VIEW", "0")
-    assert first_view.load(**ARGS) is None
-    monkeypatch.delenv("ATTNVIZ_FIRST_VIEW")
+    with settings.override(first_view=False):
+        assert first_view.load(**ARGS) is None
 
     # another engine: one source file changed
     engine = tmp_path / "engine"
@@ -118,7 +117,6 @@ def test_a_stored_view_is_used_only_for_the_inputs_that_made_it(cpu_model, cache
     path.write_text(path.read_text() + "\n# changed\n")
     assert first_view.load(**ARGS) is None
     monkeypatch.undo()
-    monkeypatch.setenv("ATTNVIZ_CACHE_DIR", str(cache_dir))
 
     # other weights: the bundled model's files touched
     from attnviz.engine import folders
@@ -132,7 +130,6 @@ def test_a_stored_view_is_used_only_for_the_inputs_that_made_it(cpu_model, cache
     assert first_view.load(**ARGS) is None  # rewritten weights
 
     monkeypatch.undo()
-    monkeypatch.setenv("ATTNVIZ_CACHE_DIR", str(cache_dir))
     assert first_view.load(**ARGS) is not None
     # a damaged or inconsistent file is not used, and says so without raising
     path = first_view.path_for(**ARGS)
@@ -157,17 +154,13 @@ def test_the_first_page_drawn_from_the_stored_view_is_the_page_without_the_model
     monkeypatch.setattr(models, "_items", {})  # a fresh server: no model yet
     monkeypatch.setattr(CACHES["traces"], "_items", type(CACHES["traces"]._items)())
     monkeypatch.setattr(CACHES["figures"], "_items", type(CACHES["figures"]._items)())
-    stop = threading.Event()
-    thread = threading.Thread(target=stop.wait, name=first_chart.PRELOAD_THREAD, daemon=True)
-    thread.start()
     misses = models.misses
+    first_view.PRELOADING.set()  # the preload thread of scripts/run_app.py runs
     try:
-        assert first_chart.model_loading()
         drawn = open_page()
         assert models.misses == misses and len(models) == 0  # the model was never needed
     finally:
-        stop.set()
-        thread.join(5)
+        first_view.PRELOADING.clear()
     charts = lambda at: [c.proto.spec for c in at.get("plotly_chart")]  # noqa: E731
     assert charts(drawn) and charts(drawn) == charts(normal)
     assert [c.value for c in drawn.sidebar.caption] == [c.value for c in normal.sidebar.caption]
@@ -176,16 +169,15 @@ def test_the_first_page_drawn_from_the_stored_view_is_the_page_without_the_model
 
 
 def test_a_fresh_server_draws_its_first_page_without_importing_torch(app_model, cache_dir):
-    """In a fresh interpreter with a stored view, a preload thread that has not loaded the
-    model yet, and the default page run (Streamlit's AppTest): the heatmaps are drawn and torch
-    has not been imported."""
+    """In a fresh interpreter with a stored view, a preload that has not loaded the model yet,
+    and the default page run (Streamlit's AppTest): the heatmaps are drawn and torch has not
+    been imported."""
     first_view.save(app_model, app_model.trace(DEFAULT_TEXT),
                     cuda=app_model.device_type == "cuda", **ARGS)
     code = (
-        "import os, sys, threading; "
+        "import os, sys; "
         f"os.environ['ATTNVIZ_CACHE_DIR'] = {str(cache_dir)!r}; "
-        "stop = threading.Event(); "
-        "threading.Thread(target=stop.wait, name='attnviz-preload', daemon=True).start(); "
+        "from attnviz import first_view; first_view.PRELOADING.set(); "
         "from tests.apptest import open_page; at = open_page(); "
         "print(len(at.get('plotly_chart')), 'torch' in sys.modules)")
     assert last_line(code) == "1 False"
@@ -240,9 +232,8 @@ def test_with_a_stored_view_the_preload_waits_for_the_first_page(cpu_model, cach
     assert first_view.wait_for_first_page(5) == 0.0  # nothing stored
     first_view.save(cpu_model, cpu_model.trace(DEFAULT_TEXT), cuda=False, **ARGS)
     assert 0.2 <= first_view.wait_for_first_page(0.2) < 2  # no page: the timeout
-    monkeypatch.setenv("ATTNVIZ_PRELOAD", "class")
-    assert first_view.wait_for_first_page(5) == 0.0
-    monkeypatch.delenv("ATTNVIZ_PRELOAD")
+    with settings.override(preload="class"):
+        assert first_view.wait_for_first_page(5) == 0.0
     threading.Timer(0.3, first_view.FIRST_PAGE.set).start()
     assert 0.25 <= first_view.wait_for_first_page(30) < 10  # a page: at its end
     first_view.FIRST_PAGE.clear()

@@ -74,12 +74,13 @@ def test_different_figures_are_drawn_one_at_a_time():
     assert sorted(got) == sorted(f"<svg>f{i}</svg>".encode() for i in range(6))
 
 
-def test_a_request_that_cannot_get_a_turn_fails_quickly(monkeypatch):
-    monkeypatch.setattr(figures, "EXPORT_WAIT_S", 0.2)
+def test_a_request_that_cannot_get_a_turn_fails_quickly():
+    from attnviz import settings
+
     assert figures._EXPORT_SLOT.acquire(timeout=5)  # another export is running
     try:
         render = Renderer()
-        with pytest.raises(figures.ExportBusy):
+        with settings.override(export_wait_s=0.2), pytest.raises(figures.ExportBusy):
             figures.svg_bytes(figure("busy"), render)
         assert render.calls == 0
     finally:
@@ -159,76 +160,38 @@ def test_a_figure_is_summarised_once(monkeypatch):
     assert key not in figures._SUMMARIES
 
 
-def test_a_cached_figure_sends_the_same_chart_and_is_copied_once(monkeypatch):
-    """ui.cached_figure keeps a figure's JSON as st.plotly_chart sends it (Streamlit made the
-    figure's dict and its JSON on every rerun): the chart is byte for byte the one an unfrozen
-    figure gives, the dict is made once, when the figure is cached, and not when it is drawn,
-    and the figure cache counts the JSON's bytes."""
-    from streamlit.testing.v1 import AppTest
-
-    from attnviz import plotting
-    from attnviz.ui import speedups
+def test_a_cached_figure_is_built_once_per_language_and_sized_by_its_dict():
+    """ui.cached_figure builds a figure once per (language, key) and hands out the same object;
+    the figure cache counts what the figure's dict holds."""
+    from attnviz import i18n, plotting
     from attnviz.ui.cache import footprint
 
     w = np.random.default_rng(0).random((12, 5, 5))
     tokens = ["[CLS]", "i", "saw", "saw", "[SEP]"]
+    built = []
 
     def build() -> go.Figure:
+        built.append(i18n.language())
         return plotting.heads_grid(w, tokens, "weights", title="grid")
 
-    plain = build()
-    calls = []
-    real = go.Figure.to_dict
-    monkeypatch.setattr(go.Figure, "to_dict", lambda self: calls.append(1) or real(self))
-    frozen = figures.frozen(build())
-    assert len(calls) == 1
-    assert footprint(frozen) == footprint(plain) + 50 + len(speedups.chart_json(frozen))
-
-    def script(fig) -> None:
-        import streamlit as st
-
-        st.plotly_chart(fig, key="chart")
-
-    def drawn(fig):
-        return AppTest.from_function(script, args=(fig,)).run().get("plotly_chart")[0].proto
-
-    sent = drawn(frozen)
-    assert len(calls) == 1  # drawn without a dict
-    assert sent.SerializeToString() == drawn(plain).SerializeToString()
-    assert frozen.to_dict() == real(plain)  # the figure is as it was
+    key = ("test_cached_figure", float(w.sum()))
+    CACHES["figures"].discard(("en", key))
+    fig = figures.cached_figure(key, build)
+    assert figures.cached_figure(key, build) is fig and built == ["en"]
+    with i18n.use("zh"):
+        assert figures.cached_figure(key, build) is not fig and built == ["en", "zh"]
+    assert footprint(fig) == footprint(fig.to_dict()) > w[0].nbytes
 
 
-def test_a_big_cached_figure_keeps_its_dict_instead_of_its_json(monkeypatch):
-    """Past KEEP_JSON_MAX characters a frozen figure keeps its to_dict() (handed out every
-    time) and no JSON; the chart Streamlit sends is still byte for byte Plotly's."""
-    from streamlit.testing.v1 import AppTest
+def test_an_expander_without_a_key_is_named_by_its_title_once_per_run():
+    """Two figures of one title in a run get two expander keys, the same in the next run."""
+    from attnviz.ui import worklist
 
-    from attnviz import plotting
-    from attnviz.ui import speedups
-    from attnviz.ui.cache import footprint
-
-    w = np.random.default_rng(1).random((12, 5, 5))
-    tokens = ["[CLS]", "i", "saw", "saw", "[SEP]"]
-
-    def build() -> go.Figure:
-        return plotting.heads_grid(w, tokens, "weights", title="grid")
-
-    plain = build()
-    size = len(speedups.chart_json(plain))
-    monkeypatch.setattr(figures, "KEEP_JSON_MAX", size)  # at the limit: the JSON is kept
-    assert speedups.wire(figures.frozen(build())) is not None
-    monkeypatch.setattr(figures, "KEEP_JSON_MAX", size - 1)  # one past it: the dict
-    big = figures.frozen(build())
-    assert speedups.wire(big) is None
-    assert big.to_dict() is big.to_dict() and big.to_dict() == plain.to_dict()
-    own = footprint(plain)
-    assert footprint(big) == 2 * own
-
-    def script(fig) -> None:
-        import streamlit as st
-
-        st.plotly_chart(fig, key="chart")
-
-    sent = [AppTest.from_function(script, args=(f,)).run().get("plotly_chart")[0].proto
-            for f in (big, plain)]
-    assert sent[0].SerializeToString() == sent[1].SerializeToString()
+    worklist.new_run()
+    first = [figures.numbers_key(None, "Weights"), figures.numbers_key(None, "Weights"),
+             figures.numbers_key(None, "Scores"), figures.numbers_key("grid", "Weights")]
+    assert first[0] != first[1] and first[1] == first[0] + "_2"
+    assert first[2] != first[0] and first[3] == "numbers_grid"
+    worklist.new_run()
+    assert [figures.numbers_key(None, "Weights"), figures.numbers_key(None, "Weights"),
+            figures.numbers_key(None, "Scores"), figures.numbers_key("grid", "Weights")] == first

@@ -2,19 +2,19 @@
 is the one the first page uses: it lies in the cache registry under the key the sidebar's
 default asks for, a page that asks while it is loading waits and gets the same object (one
 load, not two), and the default page then runs without loading anything. scripts/run_app.py
-imports neither torch nor attnviz before Streamlit listens (checked in a fresh interpreter).
+imports neither torch nor Streamlit before the server runs, and starts the preload once the
+server answers its health check (checked in a fresh interpreter).
 """
 
 from __future__ import annotations
 
 import os
-import sys
 import threading
-import types
 from pathlib import Path
 
 import pytest
 
+from attnviz import settings as app_settings
 from attnviz.engine import TraceRequest
 from attnviz.ui import preload
 from attnviz.ui.cache import CACHES
@@ -44,13 +44,37 @@ def test_a_page_asking_during_the_preload_gets_the_preloaded_model():
     assert (models.misses, traces.misses) == before  # nothing loaded or computed again
 
 
-def test_run_app_imports_no_torch_before_streamlit_listens():
-    code = ("import runpy, sys; sys.argv = ['run_app.py']; "
+def test_run_app_imports_no_torch_before_the_server_answers():
+    """The preload thread waits for the health check before it imports anything: until the
+    server answers, only attnviz's settings are imported (no torch, Streamlit or attnviz.ui)."""
+    code = ("import runpy, sys, time; sys.argv = ['run_app.py']; "
             "m = runpy.run_path('scripts/run_app.py', run_name='not_main'); "
-            "m['preload_when_serving'](); "
-            "print(sorted(k for k in sys.modules if k.split('.')[0] in ('torch', 'attnviz', "
-            "'transformers')))")
-    assert last_line(code, timeout=120) == "[]"
+            "url = m['health_url'](['--server.port', '1']); "
+            "thread = m['start_preload'](url); time.sleep(1.0); "
+            "print(url, thread.is_alive(), sorted(k for k in sys.modules if k.split('.')[0] in "
+            "('torch', 'attnviz', 'transformers', 'streamlit')))")
+    assert last_line(code, timeout=120) == (
+        "http://127.0.0.1:1/_stcore/health True ['attnviz', 'attnviz.settings']")
+
+
+@pytest.mark.parametrize("flags, env, url", [
+    ([], {}, "http://127.0.0.1:8501/_stcore/health"),
+    (["--server.port", "8600"], {}, "http://127.0.0.1:8600/_stcore/health"),
+    (["--server.port=8601", "--server.address", "0.0.0.0"], {},
+     "http://127.0.0.1:8601/_stcore/health"),
+    (["--server.address=10.1.2.3"], {"STREAMLIT_SERVER_PORT": "9000"},
+     "http://10.1.2.3:9000/_stcore/health"),
+    ([], {"STREAMLIT_SERVER_ADDRESS": "::1"}, "http://[::1]:8501/_stcore/health")])
+def test_run_app_waits_for_the_server_its_flags_start(monkeypatch, flags, env, url):
+    import runpy
+
+    for name in ("STREAMLIT_SERVER_PORT", "STREAMLIT_SERVER_ADDRESS"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    m = runpy.run_path(str(ROOT / "scripts" / "run_app.py"), run_name="not_main")
+    assert m["health_url"](flags) == url
+    assert not m["wait_until_answering"]("http://127.0.0.1:1/_stcore/health", timeout_s=0.3)
 
 
 def test_a_class_server_warms_the_lessons_and_the_samples_slow_first_work(monkeypatch):
@@ -96,13 +120,13 @@ def test_a_class_server_warms_the_lessons_and_the_samples_slow_first_work(monkey
     laid_out = []  # Inside one score's grids, for every sentence length
     monkeypatch.setattr(neuron, "prepare_grids", lambda real=neuron.prepare_grids:
                         laid_out.append(real()))
-    monkeypatch.delenv("ATTNVIZ_PRELOAD", raising=False)
-    preload.preload()
+    with app_settings.override(preload="1"):
+        preload.preload()
     assert not any(key in CACHES[kind] for kind, key in keys)
     assert not laid_out
 
-    monkeypatch.setenv("ATTNVIZ_PRELOAD", "class")
-    preload.preload()
+    with app_settings.override(preload="class"):
+        preload.preload()
     assert preload.STATE["class_error"] is None
     assert laid_out == [16]
     assert all(key in CACHES[kind] for kind, key in keys), [key in CACHES[k] for k, key in keys]
@@ -147,58 +171,19 @@ def test_a_class_server_leaves_a_core_to_the_pages(monkeypatch, preload_mode, om
                 if v is not None})
     monkeypatch.setattr(os, "environ", env)  # a copy: nothing leaks into later tests
     monkeypatch.setattr(os, "cpu_count", lambda: cores)
-    runpy.run_path("scripts/run_app.py", run_name="not_main")["class_threads"]()
-    assert os.environ.get("OMP_NUM_THREADS") == want
-
-
-def test_while_the_model_loads_a_page_first_sends_a_hidden_chart(monkeypatch):
-    """A fresh server's first pages (the preload thread running, no model loaded yet) begin
-    with a chart no one sees, so that the browser compiles Plotly's script while the model
-    loads; once the page is drawn its slot is emptied, and the page is what it is without it.
-    Otherwise (no preload thread, or a model loaded) nothing is sent."""
-    import copy
-
-    import plotly.graph_objects as go
-
-    from attnviz import first_chart
-
-    fig = go.Figure(**copy.deepcopy(first_chart.HIDDEN_CHART))  # valid as Streamlit checks it
-    assert [t.visible for t in fig.data] == [False] and fig.layout.height == 10
-    assert 'name="attnviz-preload"' in (ROOT / "scripts" / "run_app.py").read_text()
-    assert first_chart.PRELOAD_THREAD == "attnviz-preload"
-    assert not first_chart.model_loading()  # no preload thread in the tests
-    assert first_chart.send_hidden_chart() is None
-
-    normal = open_page()
-    stop = threading.Event()
-    thread = threading.Thread(target=stop.wait, name=first_chart.PRELOAD_THREAD, daemon=True)
-    thread.start()
     try:
-        assert len(CACHES["models"]) > 0 and not first_chart.model_loading()  # loaded: none
-        monkeypatch.setattr(CACHES["models"], "_items", {})
-        assert first_chart.model_loading()
-        monkeypatch.setenv("ATTNVIZ_FIRST_CHART", "0")  # the benchmark's comparison server
-        assert not first_chart.model_loading()
-        monkeypatch.delenv("ATTNVIZ_FIRST_CHART")
-        # the preload thread is importing ui.cache right now: half a module, no CACHES yet
-        monkeypatch.setitem(sys.modules, "attnviz.ui.cache", types.ModuleType("half"))
-        assert first_chart.model_loading()
-        monkeypatch.undo()  # the page itself must find its model
-        monkeypatch.setattr(first_chart, "model_loading", lambda: True)
-        loading = open_page()
+        app_settings.reload()  # from this environment
+        runpy.run_path("scripts/run_app.py", run_name="not_main")["class_threads"]()
     finally:
-        stop.set()
-        thread.join(5)
-    assert loading.main[0].type == "empty"  # the hidden chart's slot, emptied at the end
-    assert len(loading.main) == len(normal.main) + 1
-    charts = lambda at: [c.proto.spec for c in at.get("plotly_chart")]  # noqa: E731
-    assert charts(loading) == charts(normal)
+        monkeypatch.undo()
+        app_settings.reload()
+    assert env.get("OMP_NUM_THREADS") == want
 
 
 def test_importing_attnviz_imports_no_torch():
-    """app.py imports attnviz.first_chart (and so the attnviz package) before anything else:
-    that import must not wait for torch (checked in a fresh interpreter)."""
-    out = last_line("import sys, attnviz, attnviz.first_chart; "
+    """Importing the attnviz package (and its settings) must not wait for torch: a fresh
+    server's preload and first page import it first (checked in a fresh interpreter)."""
+    out = last_line("import sys, attnviz, attnviz.settings, attnviz.first_view; "
                     "print('torch' in sys.modules, 'streamlit' in sys.modules)")
     assert out == "False False"
     out = last_line("from attnviz import TraceRequest, load_model; "

@@ -131,14 +131,13 @@ def test_a_waiting_session_is_told_its_place_and_can_leave():
         assert line.running == 1
 
 
-def test_a_thread_holding_a_slot_reenters_and_idle_is_reported():
-    idle = []
-    line = WorkLine(1, poll=0.02, on_idle=lambda: idle.append(1))
+def test_a_thread_holding_a_slot_reenters():
+    line = WorkLine(1, poll=0.02)
     with line.turn():
         with line.turn():  # nested: no deadlock
             assert line.running == 1
-        assert idle == []
-    assert idle == [1] and line.running == 0
+        assert line.running == 1
+    assert line.running == 0
 
 
 def test_heavy_means_a_long_input():
@@ -224,12 +223,41 @@ def test_a_lease_is_given_back_while_waiting(monkeypatch):
     w.join(10)
 
 
-def test_heavy_lease_outside_a_streamlit_run_does_nothing():
-    from attnviz.ui.progress import heavy_lease
-
+def test_heavy_lease_outside_a_script_run_does_nothing():
     line = WorkLine(1)
-    heavy_lease("x", line)
+    worklist.heavy_lease("x", line)
     assert not line.holds() and line.running == 0
+
+
+def test_a_waiting_page_is_told_its_place_at_every_poll_and_a_stop_ends_the_wait(monkeypatch):
+    """Inside a script run, a lease's wait draws its place in line at every poll (each drawing
+    is where Streamlit stops a left page's script: here the box raises as Streamlit would),
+    and the place is given up; outside a script run nothing is drawn."""
+    line = WorkLine(1, poll=0.02)
+    drawn = []
+
+    class Box:
+        def info(self, text, icon=None):
+            drawn.append(text)
+            if len(drawn) == 3:
+                raise RuntimeError("the page was left")
+
+        def empty(self):
+            drawn.append(None)
+
+    monkeypatch.setattr(worklist.st, "empty", Box)
+    release = threading.Event()
+    holder = threading.Thread(target=lambda: (line.hold(), release.wait(10), line.release()))
+    holder.start()
+    wait_until(lambda: line.running == 1)
+    with worklist.script_run(), pytest.raises(RuntimeError):
+        assert worklist.in_script_run()
+        worklist.heavy_lease("Long text.", line)
+    assert not worklist.in_script_run()
+    assert drawn[:3] == [worklist.waiting_message("Long text.", 1)] * 3 and drawn[3] is None
+    assert line.waiting == 0 and not line.holds()
+    release.set()
+    holder.join(10)
 
 
 def test_quick_work_never_waits_behind_long_work(monkeypatch):

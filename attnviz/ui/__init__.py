@@ -1,9 +1,11 @@
 """The only Streamlit-aware code besides pages/, one module per job:
 
-    router      the page list and the navigation app.py runs
+    router      the page list and the navigation app.py runs; context(), what pages read
     sidebar     the shared sidebar
+    language    the session's language (the sidebar's switch, the link's `lang`)
     context     the Context pages read (model + TraceRequest), its models and traces
     cache       the one cache registry (models, traces, results, figures, taggers)
+    worklist    heavy work taking turns (the server's lines), each script run's own state
     progress    long work with a progress bar, computed once per server
     figures     drawing a figure with its PNG/SVG downloads; the figure cache
     live_chart  a chart kept on the page and redrawn in place (Plotly.react) from run to run
@@ -22,7 +24,6 @@ from .context import (
     bert_like,
     cached_model,
     cached_trace,
-    context,
     require_bert_like,
     require_text,
     trace_or_message,
@@ -31,7 +32,7 @@ from .downloads import download_arrays, download_csv
 from .figures import cached_figure, show_figure
 from .progress import with_progress
 from .recorder import fragment
-from .router import ensure_router
+from .router import context, ensure_router
 from .sidebar import sidebar
 
 __all__ = [

@@ -1,17 +1,15 @@
 """The app's one cache registry: everything computed once per server and shared by sessions.
 
-    kind      key                                     bound (environment variable, default)
-    models    (folder, device)                        count (ATTNVIZ_MODELS, 4)
-    traces    Trace.key = (model key, TraceRequest)   bytes (ATTNVIZ_TRACE_CACHE_MB, 640)
-    results   (name, Trace.key or settings, ...)      bytes (ATTNVIZ_RESULT_CACHE_MB, 128)
-    figures   (name, Trace.key or settings, ...)      bytes (ATTNVIZ_FIGURE_CACHE_MB, 128)
-    exports   (format, figure JSON digest)            bytes (ATTNVIZ_EXPORT_CACHE_MB, 32)
+    kind      key                                     bound (attnviz.settings, default)
+    models    (folder, device)                        count (models, 4)
+    traces    Trace.key = (model key, TraceRequest)   bytes (trace_cache_mb, 640)
+    results   (name, Trace.key or settings, ...)      bytes (result_cache_mb, 128)
+    figures   (name, Trace.key or settings, ...)      bytes (figure_cache_mb, 128)
+    exports   (format, figure JSON digest)            bytes (export_cache_mb, 32)
     taggers   taggers.Settings                        count (4)
 
 Figures and exports are sized by `footprint` (their arrays, lists and strings), the others by
-the bytes of their NumPy arrays (`nbytes`). The sizes held now are served, with each model's
-weights and its idle trace buffers, in Streamlit's /_stcore/metrics as
-`cache_memory_bytes{cache_type="attnviz",cache=KIND}` (`register_metrics`).
+the bytes of their NumPy arrays (`nbytes`).
 
 Keys are plain values (strings, numbers, frozen requests and settings), never arrays. Each
 cache evicts its least recently used entries past its bound and computes a key once when
@@ -25,7 +23,6 @@ message, which any client can send, does not reach them.
 from __future__ import annotations
 
 import dataclasses
-import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
@@ -34,7 +31,8 @@ from contextlib import AbstractContextManager, nullcontext
 import numpy as np
 
 from ..i18n import _
-from .worklist import heavy_trace, release_leases
+from ..settings import settings
+from .worklist import heavy_lease, heavy_trace, release_leases
 
 
 def nbytes(value) -> int:
@@ -59,7 +57,7 @@ _TEMPLATE_SIZES: dict[bytes, int] = {}  # a Plotly template's JSON -> footprint 
 def footprint(value) -> int:
     """Approximate bytes held by a value: NumPy arrays and tensors by their data, strings and
     bytes by their length, containers by their items plus a pointer each (Python's own object
-    headers included roughly). A Plotly figure counts its data and layout."""
+    headers included roughly). A Plotly figure counts its data and layout (its to_dict())."""
     kind = type(value)
     if kind in _NUMBERS:  # most of a figure's leaves: answered first
         return 24
@@ -86,15 +84,8 @@ def footprint(value) -> int:
         if kinds == {str}:  # 50 bytes and its length a string
             return 56 + 58 * len(value) + sum(map(len, value))
         return 56 + sum(footprint(v) + 8 for v in value)
-    if hasattr(value, "_data") and hasattr(value, "_layout"):  # a plotly Figure
-        own = footprint(value._data) + footprint(value._layout)
-        kept = value.__dict__
-        wire = kept.get("_attnviz_wire")  # ui.figures.frozen: its JSON
-        if wire is not None:
-            return own + footprint(getattr(wire, "json", None))
-        if "_attnviz_dict" in kept:  # or its to_dict(), which mirrors the figure (containers
-            return 2 * own  # copied, arrays as base64): counted as the figure again
-        return own
+    if hasattr(value, "to_plotly_json") and hasattr(value, "to_dict"):  # a plotly Figure
+        return footprint(value.to_dict())  # its data and layout (a copy, counted once)
     if hasattr(value, "element_size") and hasattr(value, "numel"):  # a torch.Tensor
         return value.numel() * value.element_size()
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -206,23 +197,27 @@ class SharedCache:
 def _admit_trace(key: Hashable) -> None:
     """A page run reading a trace of a long input takes a BIG_TRACES lease (ui.worklist)."""
     if heavy_trace(key):
-        from .progress import heavy_lease
-
         heavy_lease(_("This page reads a long text."))
 
 
-def _mb(name: str, default: float) -> int:
-    return int(float(os.environ.get(name, default)) * 2**20)
+def _mb(size_mb: float) -> int:
+    return int(size_mb * 2**20)
 
 
-CACHES: dict[str, SharedCache] = {
-    "models": SharedCache(int(os.environ.get("ATTNVIZ_MODELS", 4))),
-    "traces": SharedCache(_mb("ATTNVIZ_TRACE_CACHE_MB", 640), size=nbytes, admit=_admit_trace),
-    "results": SharedCache(_mb("ATTNVIZ_RESULT_CACHE_MB", 128), size=nbytes),
-    "figures": SharedCache(_mb("ATTNVIZ_FIGURE_CACHE_MB", 128), size=footprint),
-    "exports": SharedCache(_mb("ATTNVIZ_EXPORT_CACHE_MB", 32), size=footprint),
-    "taggers": SharedCache(4),
-}
+def _caches() -> dict[str, SharedCache]:
+    """The registry's caches, bounded as attnviz.settings says."""
+    s = settings()
+    return {
+        "models": SharedCache(s.models),
+        "traces": SharedCache(_mb(s.trace_cache_mb), size=nbytes, admit=_admit_trace),
+        "results": SharedCache(_mb(s.result_cache_mb), size=nbytes),
+        "figures": SharedCache(_mb(s.figure_cache_mb), size=footprint),
+        "exports": SharedCache(_mb(s.export_cache_mb), size=footprint),
+        "taggers": SharedCache(4),
+    }
+
+
+CACHES: dict[str, SharedCache] = _caches()
 
 
 def cached(kind: str, key: Hashable, compute: Callable[[], object],
@@ -251,52 +246,3 @@ def clear_caches(*kinds: str) -> None:
     """Forget the cached values of these kinds (all but the models when none are named)."""
     for kind in kinds or [k for k in CACHES if k != "models"]:
         CACHES[kind].clear()
-
-
-def held_bytes() -> dict[str, int]:
-    """{name: bytes held now}: each cache, the models' weights and their idle trace buffers."""
-    out = {}
-    for kind, cache in CACHES.items():
-        with cache._lock:
-            values = [v for v, _ in cache._items.values()]
-        if kind == "models":
-            out[kind] = sum(footprint([t for t in vars(m).values() if hasattr(t, "numel")])
-                            + footprint(getattr(m, "layers", [])) for m in values)
-            out["trace_buffer_pool"] = sum(
-                getattr(getattr(m, "_pool", None), "free_bytes", 0) for m in values)
-        elif cache._size is nbytes or cache._size is footprint:
-            out[kind] = cache.total
-        else:
-            out[kind] = sum(footprint(v) for v in values)
-    return out
-
-
-class _Metrics:
-    """A Streamlit stats provider: the app's caches in /_stcore/metrics."""
-
-    stats_families = ("cache_memory_bytes",)
-
-    def get_stats(self, family_names=None):
-        from streamlit.runtime.stats import CacheStat
-
-        return {"cache_memory_bytes": [CacheStat("attnviz", name, size)
-                                       for name, size in held_bytes().items()]}
-
-
-_REGISTERED = threading.Event()
-_REGISTER_LOCK = threading.Lock()
-
-
-def register_metrics() -> None:
-    """Serve held_bytes() in Streamlit's /_stcore/metrics (once per server; the router calls
-    it on every run)."""
-    if _REGISTERED.is_set():
-        return
-    with _REGISTER_LOCK:
-        if _REGISTERED.is_set():
-            return
-        from streamlit.runtime import Runtime
-
-        if Runtime.exists():
-            Runtime.instance().stats_mgr.register_provider(_Metrics())
-            _REGISTERED.set()

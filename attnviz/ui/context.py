@@ -1,7 +1,7 @@
 """What pages read: the model and the sidebar's sentence as a `Context`, and the traces and
 models behind it, loaded or computed once per server from the cache registry.
 
-    ctx = context()                      # the model + TraceRequest of the typed sentence
+    ctx = ui.context()                   # the model + TraceRequest of the typed sentence
     t = ctx.trace(window=1)              # Model.trace(ctx.request.with_options(window=1)),
                                          # cached under (model.key, request)
 
@@ -18,17 +18,16 @@ sentence's stored trace in the cache under the model's key; whatever else a page
 waits for the real model.
 
 One model per (folder, device), shared read-only by every session; one Trace per
-`Trace.key` = (model key, TraceRequest). After the first model load every object alive
-(torch, transformers, plotly, the model) is moved out of the garbage collector's sight
-(gc.freeze, once per process): they live as long as the server, and a full collection no
-longer walks them while holding the GIL that all sessions share.
+`Trace.key` = (model key, TraceRequest).
+
+`read_context()` only reads the widgets' state (and loads what it names): it draws nothing
+but a spinner and never reruns the script. Pages call `ui.context()` (ui.router.context), which
+first makes sure the sidebar is there.
 """
 
 from __future__ import annotations
 
 import contextlib
-import gc
-import threading
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,12 +35,7 @@ from typing import TYPE_CHECKING
 
 import streamlit as st
 
-from attnviz.defaults import (
-    DEFAULT_DEVICE,
-    DEFAULT_MAX_TOKENS,
-    DEFAULT_TEXT,
-    server_max_tokens,
-)
+from attnviz.defaults import DEFAULT_DEVICE, DEFAULT_MAX_TOKENS, DEFAULT_TEXT
 from attnviz.engine import (
     DECODER,
     ENCODER,
@@ -56,15 +50,13 @@ from attnviz.engine import (
 )
 from attnviz.engine.folders import BUNDLED_NAME
 from attnviz.i18n import N_, _
+from attnviz.settings import settings
 
 if TYPE_CHECKING:  # the model's module imports torch: loaded with the first model
     from attnviz.engine import Model
 
 from .cache import cached, is_cached
-from .router import ensure_router
 from .text import literal
-
-_FROZEN = threading.Event()
 
 
 @dataclass(frozen=True)
@@ -101,9 +93,10 @@ def first_view_card(device: str):
     first view (attnviz/first_view.py) for the sidebar's default device, its trace of the
     default sentence put in the trace cache under the model's key; else None (no preload
     running, the model loaded, another device, or no valid stored view)."""
-    from attnviz import first_chart, first_view
+    from attnviz import first_view
 
-    if device != DEFAULT_DEVICE or not first_chart.model_loading():
+    if (device != DEFAULT_DEVICE or not first_view.PRELOADING.is_set()
+            or is_cached("models", (None, DEFAULT_DEVICE))):
         return None
     stored = cached("results", ("first_view",), lambda: first_view.load(
         **first_view.default_args(), real=lambda: cached_model(None, DEFAULT_DEVICE)))
@@ -122,12 +115,7 @@ def cached_model(folder: str | None, device: str) -> Model:
     def load() -> Model:
         from attnviz.engine import load_model
 
-        model = load_model(folder, device=device, max_tokens=server_max_tokens())
-        if not _FROZEN.is_set():
-            _FROZEN.set()
-            gc.collect()
-            gc.freeze()
-        return model
+        return load_model(folder, device=device, max_tokens=settings().max_tokens)
 
     return cached("models", (folder, device), load, waiting=lambda: st.spinner(
         "Loading the model (once per server)..."))
@@ -233,7 +221,8 @@ def demo_model(kind: str, device: str) -> Model:
         try:
             save_random_checkpoint(family, folder / family, seed=0, hidden=64, heads=4,
                                    intermediate=128, positions=DEFAULT_MAX_TOKENS, **sizes)
-            model = load_model(folder / family, device=device, max_tokens=server_max_tokens())
+            model = load_model(folder / family, device=device,
+                               max_tokens=settings().max_tokens)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
         model.name = f"random {model.title}"
@@ -303,9 +292,8 @@ def _demo_image():
     return cached("results", ("demo_image",), demo_image)
 
 
-def context() -> Context:
+def read_context() -> Context:
     """The sentence, model and device chosen in the sidebar, read from the widgets' state."""
-    ensure_router()
     folder = _clean(st.session_state.get("model_dir")).strip() or None
     device = st.session_state.get("device", "auto")
     model, error = None, None

@@ -4,10 +4,10 @@ reader users.
 
 The PNG is drawn by the student's browser. The SVG is drawn on the server by kaleido, whose
 headless Chromium (about 1 GB, a dozen processes) is started once per server and kept
-(`render_svg`): the server draws one SVG at a time (others wait in line up to EXPORT_WAIT_S
-seconds, then get an error), and keeps each figure's SVG bytes in the "exports" cache, keyed by
-a digest of the figure's JSON, so a repeated click, by anyone, costs a digest instead of a
-drawing.
+(`render_svg`): the server draws one SVG at a time (others wait in line up to
+settings().export_wait_s seconds, then get an error), and keeps each figure's SVG bytes in the
+"exports" cache, keyed by a digest of the figure's JSON, so a repeated click, by anyone, costs a
+digest instead of a drawing.
 """
 
 from __future__ import annotations
@@ -24,21 +24,21 @@ from collections.abc import Callable, Hashable
 import pandas  # imported whole before any chart is drawn (see below)
 import plotly.graph_objects as go
 import streamlit as st
-from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from ..i18n import _, language
 from ..plotting.summary import Summary, Table, describe, plain, summarise
-from . import live_chart, speedups
+from ..settings import settings
+from . import live_chart
 from .cache import cached
 from .text import literal
+from .worklist import run_state
 
 log = logging.getLogger(__name__)
-EXPORT_WAIT_S = float(os.environ.get("ATTNVIZ_EXPORT_WAIT_S", 30))
 _EXPORT_SLOT = threading.BoundedSemaphore(1)  # one server-side browser at a time
 
 
 class ExportBusy(RuntimeError):
-    """The server is drawing other SVGs; the caller waited EXPORT_WAIT_S seconds."""
+    """The server is drawing other SVGs; the caller waited settings().export_wait_s seconds."""
 
 # The modebar: PNG by default, and a second button for SVG (bertviz #33: users want images).
 PLOT_CONFIG = {
@@ -64,38 +64,7 @@ def cached_figure(key: Hashable, build: Callable[[], go.Figure]) -> go.Figure:
     The session's language is part of the key: titles and axis labels are translated when the
     figure is built, so a Chinese session never gets an English session's figure.
     """
-    return cached("figures", (language(), key), lambda: frozen(build()))
-
-
-KEEP_JSON_MAX = 256 * 1024  # chars: a bigger figure keeps its dict instead of its JSON
-
-
-def frozen(fig: go.Figure) -> go.Figure:
-    """The figure, what st.plotly_chart makes of it on every rerun made once, though a cached
-    figure never changes: its dict (a deep copy with every array base64-encoded, 4 ms for a
-    12-head grid) and that dict's JSON text.
-
-    A figure whose JSON is at most KEEP_JSON_MAX characters (a 9-token sentence's largest,
-    the all-heads mosaic, is 75 K) keeps that JSON on the figure in a speedups.ChartStandIn,
-    which st.plotly_chart gets in place of the figure's dict (ui.speedups.charts_once); its
-    to_dict() stays Plotly's. A bigger one (a pasted paragraph's) keeps its dict only, handed
-    out by its to_dict(), as before the JSON was kept: with both, or with the JSON of every
-    figure, a class pasting long text kept 100-270 MiB more after closing (README, *Speed*,
-    seventeenth stop), and a big figure is drawn by few. Both are counted by the figure
-    cache's `footprint`."""
-    speedups.charts_once()
-    as_dict = type(fig).to_dict(fig)  # the class's own (plotting.common)
-    text = speedups.plotly_to_json()(as_dict, validate=False)
-    if len(text) <= KEEP_JSON_MAX:
-        layout = as_dict.get("layout") or {}
-        stand_in = speedups.ChartStandIn(layout={k: layout[k] for k in ("width", "height")
-                                               if k in layout})
-        stand_in.json = text
-        object.__setattr__(fig, speedups.WIRE, stand_in)
-    else:
-        object.__setattr__(fig, "_attnviz_dict", as_dict)
-        object.__setattr__(fig, "to_dict", lambda: as_dict)
-    return fig
+    return cached("figures", (language(), key), build)
 
 
 def show_figure(fig: go.Figure, key: str | None = None,
@@ -201,19 +170,18 @@ def _unread(fig: go.Figure, error: Exception, what: str) -> str:
 
 def numbers_key(key: str | None, name: str = "") -> str:
     """The user key of a figure's "Numbers in this figure" expander: `numbers_<key>` for a
-    figure with a key; else one made from its title (`name`), numbered when this run already
-    has one of that title, so it stays the same from rerun to rerun."""
+    figure with a key; else one made from its title (`name`), numbered when this script run
+    (ui.worklist.run_state) already gave one of that title out, so it stays the same from
+    rerun to rerun."""
     if key is not None:
         return f"numbers_{key}"
-    # The user keys this run has taken (a Streamlit internal; if it goes, none are known and
-    # a second figure of one title would need a key of its own).
-    ctx = get_script_run_ctx()
-    taken = getattr(getattr(ctx, "shared", None), "widget_user_keys_this_run", ())
+    taken = run_state().setdefault("numbers_keys", set())
     base = "numbers_t" + hashlib.blake2s(name.encode(), digest_size=6).hexdigest()
     n, found = 1, base
     while found in taken:
         n += 1
         found = f"{base}_{n}"
+    taken.add(found)
     return found
 
 
@@ -265,29 +233,23 @@ def _title_of(fig: go.Figure) -> str:
 
 
 def title_text(fig: go.Figure) -> str | None:
-    """fig.layout.title.text, read from the layout's own dict where it is there (plotly's
-    property objects, made on first access, cost ~0.1 ms a figure on every rerun)."""
-    layout = getattr(fig, "_layout", None)
-    title = layout.get("title") if isinstance(layout, dict) else None
-    if isinstance(title, dict) and (title.get("text") is None or
-                                    isinstance(title.get("text"), str)):
-        return title.get("text")
-    if title is None and isinstance(layout, dict):
-        return None
+    """The figure's title (fig.layout.title.text)."""
     return fig.layout.title.text
 
 
 def svg_bytes(fig: go.Figure, render: Callable[[go.Figure], bytes] | None = None) -> bytes:
     """The figure as SVG: from the exports cache when this figure (same JSON) was drawn before,
     else drawn by `render` (kaleido) while holding the server's one export slot. Concurrent
-    requests for one figure draw it once; others wait EXPORT_WAIT_S at most (ExportBusy)."""
+    requests for one figure draw it once; others wait settings().export_wait_s at most
+    (ExportBusy)."""
     render = render or render_svg
     digest = hashlib.sha256(fig.to_json().encode()).hexdigest()
+    wait_s = settings().export_wait_s
 
     def draw() -> bytes:
-        if not _EXPORT_SLOT.acquire(timeout=EXPORT_WAIT_S):
+        if not _EXPORT_SLOT.acquire(timeout=wait_s):
             raise ExportBusy(f"the server is drawing other SVGs; try again in a moment "
-                             f"(waited {EXPORT_WAIT_S:.0f} s)")
+                             f"(waited {wait_s:.0f} s)")
         try:
             return bytes(render(fig))
         finally:

@@ -3,7 +3,7 @@
 Without this, a fresh server imports torch and transformers and loads the model on the first
 request, and its first visitor waits for all of it. `preload()` does that work in a
 background thread of the server process (started by scripts/run_app.py as soon as Streamlit
-listens): it loads the bundled model into the cache registry under the very key the
+answers its health check): it loads the bundled model into the cache registry under the very key the
 sidebar's default asks for (`context.cached_model(None, "auto")`), computes the default
 sentence's trace, and imports the plotting code. A page that arrives before it is done waits
 on the registry's key (the "Loading the model" spinner) and gets the same model: each key is
@@ -14,26 +14,25 @@ view, `keep_first_view`, attnviz/first_view.py): a fresh server then draws its f
 it, and its preload waits for that page to be drawn (at most 10 s) before it imports torch,
 so that the browser's files and the first page are served first.
 
-With ATTNVIZ_PRELOAD=class (what `make serve` sets for its workers) the same thread then does
+With settings().preload == "class" (ATTNVIZ_PRELOAD=class, what `make serve` sets for its
+workers) the same thread then does
 the slow first computations a whole class would otherwise wait for together (`warm_class`): the
 lesson's taggers for the default settings, their numbers and the overfitting sweep, the corpus
 page's bundled sample, the families page's random demo models (GPT-2, BART, ViT), the similarity
 page's default sentence B prepared for every student's A (analysis.attribution.prepare_side),
 the Inside one score page's grids for every sentence length (plotting.neuron.prepare_grids) and
-the windows page's timings at its default choices. It runs at the lowest CPU priority (this
-thread only), so a student's own request is served first; a page that asks while it runs waits
-on the key. It first starts the flow's worker processes at the usual priority, so that every
-sentence's flow, a short one's too, is solved outside the server's GIL (ui.flow.workers_for).
+the windows page's timings at its default choices; a page that asks while it runs waits on
+the key. It first starts the flow's worker processes, so that every sentence's flow, a short
+one's too, is solved outside the server's GIL (ui.flow.workers_for).
 """
 
 from __future__ import annotations
 
-import os
 import sys
-import threading
 import time
 
 from attnviz.defaults import DEFAULT_DEVICE as PRELOAD_DEVICE  # the sidebar's default device
+from attnviz.settings import settings
 
 STATE: dict[str, float | str | None] = {"started": None, "done": None, "error": None,
                                         "class_done": None, "class_error": None,
@@ -59,7 +58,7 @@ def preload() -> None:
               "model", file=sys.stderr, flush=True)
     finally:
         STATE["done"] = time.time()
-    if os.environ.get("ATTNVIZ_PRELOAD") == "class" and STATE["error"] is None:
+    if settings().preload == "class" and STATE["error"] is None:
         warm_class()
 
 
@@ -98,14 +97,10 @@ def keep_first_view(model, request) -> None:
 
 def warm_class() -> None:
     """The class's shared first computations, under the very keys the pages ask for."""
-    try:  # before the priority drops: a child process would inherit it
+    try:
         from attnviz.analysis import flow_workers
         flow_workers.prestart(flow_workers.default_workers())
-    except Exception:  # noqa: BLE001 (no worker: flows are solved in-process as before)
-        pass
-    try:
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)  # this thread only
-    except (AttributeError, OSError):  # not Linux: run at the usual priority
+    except Exception:  # noqa: BLE001 (no worker: flows are solved in-process)
         pass
     try:
         from attnviz.analysis import corpus_heads, taggers

@@ -1,17 +1,18 @@
 """The app's pages, in teaching order, and the router that app.py runs (`run`).
 
-Importable (tests read PAGES from here); running it draws Streamlit's navigation and the
-shared sidebar, then the chosen page. Page files live in the repository's `pages/` folder.
-On a fresh server's first visits app.py has sent a hidden chart before importing this
-(attnviz.first_chart); `run` empties its slot once the page is drawn.
-Before anything else on every run it drops URL values no widget can take (ui.urlstate), marks
-the run's start for the heavy-work line (ui.worklist), and, once per server, tunes malloc
-(ui.malloc), keeps answers Streamlit and Plotly would make again on every rerun (ui.speedups)
-and puts the app's caches into /_stcore/metrics (ui.cache.register_metrics).
+Importable (tests read PAGES from here); running it draws Streamlit's navigation (st.navigation
+over st.Page's) and the shared sidebar, then the chosen page. Page files live in the
+repository's `pages/` folder. Before anything else on every run it sets the session's language
+(ui.language), drops URL values no widget can take (ui.urlstate) and marks the run's start for
+the heavy-work lines (ui.worklist).
+
+Pages read what the sidebar chose through `context()`: ui.context.read_context (which only reads
+the widgets' state and never reruns the script), once the page runs inside the router
+(`ensure_router`).
+
 The tab icon is a file shipped with the app: a Material icon name would make every browser
 fetch it from fonts.gstatic.com, and the app makes no outside request. It is handed to
-Streamlit as a data: URL read once per server (`favicon_url`): given the file's path,
-Streamlit opens and registers the file again on every rerun (~4% of a class's GIL time).
+Streamlit as a data: URL read once per server (`favicon_url`).
 """
 
 from __future__ import annotations
@@ -26,7 +27,11 @@ import streamlit as st
 from attnviz import first_view
 from attnviz.i18n import N_, _
 
+from .context import Context, read_context
+
 FAVICON = "assets/favicon.png"  # relative to the app's folder
+APP_ROOT = Path(__file__).resolve().parents[2]  # the folder of app.py and pages/
+HANDED_OVER = "attnviz_handed_over"  # session state: a page run alone handed over to app.py
 
 
 @functools.lru_cache(maxsize=4)
@@ -63,37 +68,42 @@ DEFAULT_PAGE = "pages/layer_heads.py"  # served at "/"
 DEFAULT_ALIAS = "layer_heads"  # a hidden page at /layer_heads showing the default page
 
 
-def run(root: Path, hint=None) -> None:
-    """Page config, navigation over the PAGES found under `root`, the sidebar, the page.
-    `hint`: the slot of app.py's hidden first chart (attnviz.first_chart), emptied at the end
-    however the run ends (drawn, stopped, rerun or failed)."""
+def run(root: Path) -> None:
+    """Page config, navigation over the PAGES found under `root`, the sidebar, the page."""
     try:
         _run(root)
     finally:
-        if hint is not None:
-            hint.empty()
         first_view.FIRST_PAGE.set()  # a fresh server's preload may begin (its docstring)
 
 
 def _run(root: Path) -> None:
     from . import urlstate
-    from .sidebar import use_session_language
+    from .language import use_session_language
     from .worklist import script_run
 
     use_session_language()  # before any text: titles below are in the session's language
     urlstate.sanitize()  # after it: options from a link in another language read in this one
+    st.session_state[HANDED_OVER] = False
     with script_run():  # this run's heavy-work lease, if it takes one, is given back at its end
         _page(root)
 
 
 def _page(root: Path) -> None:
-    from . import malloc, recorder, speedups, style
-    from .cache import register_metrics
+    from . import recorder
     from .sidebar import sidebar
 
-    malloc.tune()
-    speedups.install()
-    register_metrics()
+    nav = navigation(root)
+    sidebar()
+    with recorder.recording(nav.title):  # what the page shows, for "Download this view"
+        nav.run()
+    recorder.offer_download()
+
+
+def navigation(root: Path):
+    """The page's config and style, and st.navigation over the PAGES found under `root`
+    (drawn in the sidebar); returns the page the URL names."""
+    from . import style
+
     st.set_page_config(page_title=_("attnviz: see self-attention"),
                        page_icon=favicon_url(root), layout="wide")
     style.apply("phone")  # constant CSS: charts and tables fit a 390 px phone (ui.style)
@@ -106,7 +116,7 @@ def _page(root: Path) -> None:
             # and /layer_heads becomes a hidden page that runs the same file (its URL's
             # settings apply: switch_page cannot carry parameters bound to widgets).
             extra = dict(default=True, url_path="start") if path == DEFAULT_PAGE else {}
-            page = st.Page(path, title=_(title), icon=icon, **extra)
+            page = st.Page(root / path, title=_(title), icon=icon, **extra)
             sections.setdefault(_(section), []).append(page)
             default = page if path == DEFAULT_PAGE else default
     if default is not None:  # /layer_heads, the default page's own name, shows that page too
@@ -114,25 +124,34 @@ def _page(root: Path) -> None:
         sections[next(iter(sections))].append(st.Page(
             lambda: runpy.run_path(page_file), title=default.title, url_path=DEFAULT_ALIAS,
             visibility="hidden"))
-    nav = st.navigation(sections)
-    sidebar()
-    with recorder.recording(nav.title):  # what the page shows, for "Download this view"
-        nav.run()
-    recorder.offer_download()
+    return st.navigation(sections)
 
 
 def ensure_router() -> None:
-    """Make sure app.py's router (and so the shared sidebar) runs, whatever URL came first.
+    """Make sure the page runs inside app.py's router (and so has the shared sidebar),
+    whatever URL came first; a no-op inside the router's run and in a fragment's rerun.
 
-    On a freshly started server, Streamlit treats a first request for a sub-page such as
-    /positions in its legacy multipage mode (a `pages/` folder exists and `st.navigation` has
-    not run yet) and runs that page file alone, without app.py. Leave that mode and rerun:
-    the rerun goes through app.py, which resolves the same page by its URL.
-    """
-    try:
-        from streamlit.runtime.pages_manager import PagesManager
-    except ImportError:  # pragma: no cover - a Streamlit without the legacy mode
+    Until a first st.navigation has run in a server process (and at every run of Streamlit's
+    AppTest), a `pages/` folder beside app.py puts Streamlit in its pages/ folder mode: a
+    request for a sub-page such as /positions runs that page file alone, without app.py. Such
+    a run, before the page reads anything, leaves that mode (st.navigation) and runs the script
+    again (st.rerun): the new run goes through app.py, which resolves the same page by its URL.
+    A page that still runs alone after that (a script that is itself the app) goes on without
+    the router rather than run again. This handover is the one rerun that pages cause, and
+    only the pages/ folder mode causes it: with the page files in a folder of another name it
+    never happens."""
+    from .worklist import in_script_run
+
+    if in_script_run() or st.session_state.get(HANDED_OVER):
         return
-    if getattr(PagesManager, "uses_pages_directory", False):
-        PagesManager.uses_pages_directory = False
-        st.rerun()
+    st.session_state[HANDED_OVER] = True
+    navigation(APP_ROOT)
+    st.rerun()
+
+
+def context() -> Context:
+    """What a page reads: the sentence, model and device chosen in the sidebar
+    (ui.context.read_context, which never reruns), once the page runs in the router
+    (`ensure_router`)."""
+    ensure_router()
+    return read_context()

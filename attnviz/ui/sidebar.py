@@ -3,8 +3,8 @@ app.py's router on every rerun so it is the same on every page. The language and
 live in the URL (`bind="query-params"`: `?lang=zh&text=...`), so a link reproduces what the
 class sees, as long as the sentences fit in a link that can be reloaded (ui.urlstate.URL_BUDGET):
 a longer sentence is left out of the link, and the sidebar says so. The boxes hold MAX_CHARS
-characters; text cut there is said to be cut. Pages read the sentences through `context()`, the
-language through attnviz.i18n."""
+characters; text cut there is said to be cut. Pages read the sentences through `ui.context()`,
+the language through attnviz.i18n."""
 
 from __future__ import annotations
 
@@ -13,42 +13,17 @@ import streamlit as st
 from attnviz import i18n
 from attnviz.i18n import _
 
-from .context import DEFAULT_TEXT, Context, context, first_view_card, shown_name
+from .context import DEFAULT_TEXT, Context, first_view_card, read_context, shown_name
+from .language import (
+    LANG_KEY,
+    use_session_language,  # noqa: F401 - ui.recorder imports it from here
+)
 from .model_picker import model_picker
 from .text import literal
 from .urlstate import URL_BUDGET, encoded_length, fits_in_link
 
 MAX_CHARS = 20_000  # more text than 512 tokens can hold; longer input is cut with a warning
-LANG_KEY = "lang"
 LANGUAGE_LABEL = "Language · 语言"  # in both languages on purpose: found whatever is shown
-
-
-def session_language() -> str:
-    """The session's language: the switch's value once drawn, else the URL's `lang`
-    (a first visit from a shared link), else English. Anything unknown is English."""
-    if LANG_KEY in st.session_state:
-        return i18n.normalise(st.session_state[LANG_KEY])
-    return language_in_link(st.query_params.get(LANG_KEY, i18n.DEFAULT))
-
-
-def language_in_link(value: object) -> str:
-    """The language a link's `lang` names: its code (`lang=zh`, as a link is written by hand)
-    or the name the switch writes there when clicked (`lang=English`, `lang=%20中文`: Streamlit
-    keeps a bound option widget's shown label in the URL). Anything else is English."""
-    if isinstance(value, str):
-        for code, name in i18n.LANGUAGES.items():
-            if value.strip() in (code, name):
-                return code
-    return i18n.DEFAULT
-
-
-def use_session_language() -> str:
-    """Look strings up in this session's language for the rest of this run (per thread,
-    so other sessions keep theirs). A `lang` the URL mistyped is set back to the default."""
-    lang = session_language()
-    if st.session_state.get(LANG_KEY) != lang:
-        st.session_state[LANG_KEY] = lang  # the switch starts from it (it has no default)
-    return i18n.set_language(lang)
 
 
 def language_name(code: str) -> str:
@@ -131,7 +106,7 @@ def sidebar() -> Context:
             model_picker()
             devices = ["auto", "cpu"] + (["cuda"] if _cuda() else [])
             st.selectbox(_("Device"), devices, key="device")
-    ctx = context()
+    ctx = read_context()
     if ctx.model is not None:
         st.sidebar.caption(_(
             "{name}: {layers} layers x {heads} heads, hidden {hidden}, on **{device}**").format(

@@ -6,15 +6,16 @@ of them while it draws. Run side by side for a class, such requests starve each 
 memory adds up with the number of students. So heavy work waits in one of two lines per server:
 
     LONG_WORK    each `with_progress` computation (sweeps, timings, training) takes a turn:
-                 a slot for the computation (ATTNVIZ_HEAVY_SLOTS at once, default 1)
+                 a slot for the computation (settings().heavy_slots at once, default 1)
     BIG_TRACES   a page run that reads a trace of a long input (`heavy_trace`), computed or
-                 cached, first takes a lease: a slot until the run ends (ATTNVIZ_TRACE_SLOTS
-                 at once, default 1). A page waiting for its lease holds no long trace yet, so
-                 the memory of long traces in use is bounded by the leases, not the class size.
+                 cached, first takes a lease: a slot until the run ends
+                 (settings().trace_slots at once, default 1). A page waiting for its lease
+                 holds no long trace yet, so the memory of long traces in use is bounded by
+                 the leases, not the class size.
 
     QUICK_WORK   a `with_progress` computation the page knows is short (`quick=True`: a
                  short sentence's attribution, flow or sweep, well under a second or two):
-                 ATTNVIZ_QUICK_SLOTS at once (default: the machine's cores), so it never
+                 settings().quick_slots at once (default: the machine's cores), so it never
                  waits behind a long training or a corpus (a class's many small requests
                  were waiting tens of seconds behind one long job in a single line).
 
@@ -32,18 +33,25 @@ lines cannot deadlock with each other or with the cache's compute-once locks.
     BIG_TRACES.hold(tell)            wait for a slot kept until end_run() or release()
 
 Light work (short sentences, cache hits of short traces) never enters a line: it stays fast
-while heavy work runs. When both lines fall idle, free memory goes back to the system
-(ui.malloc.trim).
+while heavy work runs.
+
+A page run waiting in a line sees an info box with its place (`heavy_turn`, `heavy_lease`),
+redrawn while it waits: each redraw is where Streamlit ends a run whose page was left or
+rerun, so the place in line is given up. Only script runs wait in a line (`script_run`: the
+router's page run, or a fragment that reruns alone); other threads, such as the preload's,
+never do.
 """
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 
-from . import malloc
+import streamlit as st
+
+from attnviz.i18n import _
+from attnviz.settings import settings
 
 HEAVY_CHARS = 500  # characters of text (+ second sentence): ~100-500 tokens and more
 HEAVY_TOKENS = 128  # token ids given directly
@@ -52,10 +60,9 @@ HEAVY_TOKENS = 128  # token ids given directly
 class WorkLine:
     """At most `slots` holders at once; the others wait in line, polled every `poll` s."""
 
-    def __init__(self, slots: int, poll: float = 1.0, on_idle: Callable[[], None] | None = None):
+    def __init__(self, slots: int, poll: float = 1.0):
         self.slots = max(1, int(slots))
         self.poll = poll
-        self.on_idle = on_idle  # called when the last holder leaves and nobody waits
         self._cond = threading.Condition()
         self._waiting: list[tuple[bool, object]] = []  # (no turn yet this run, ticket)
         self._holders: dict[int, int] = {}  # thread id -> depth (turns, plus 1 for a lease)
@@ -124,9 +131,6 @@ class WorkLine:
                 return
             del self._holders[me]
             self._cond.notify_all()
-            idle = not self._holders and not self._waiting
-        if idle and self.on_idle is not None:
-            self.on_idle()
 
     def _ahead(self, ticket: object) -> int:
         """Holders plus tickets waiting before this one."""
@@ -166,15 +170,9 @@ class WorkLine:
             raise
 
 
-def _trim_when_idle() -> None:
-    if all(line.running == 0 and line.waiting == 0 for line in lines()):
-        malloc.trim()
-
-
-LONG_WORK = WorkLine(int(os.environ.get("ATTNVIZ_HEAVY_SLOTS", 1)), on_idle=_trim_when_idle)
-BIG_TRACES = WorkLine(int(os.environ.get("ATTNVIZ_TRACE_SLOTS", 1)), on_idle=_trim_when_idle)
-QUICK_WORK = WorkLine(int(os.environ.get("ATTNVIZ_QUICK_SLOTS", os.cpu_count() or 1)),
-                      on_idle=_trim_when_idle)
+LONG_WORK = WorkLine(settings().heavy_slots)
+BIG_TRACES = WorkLine(settings().trace_slots)
+QUICK_WORK = WorkLine(settings().quick_slots_or_cores)
 
 
 def lines() -> tuple[WorkLine, ...]:
@@ -193,11 +191,15 @@ def release_leases() -> None:
         line.release()
 
 
+_RUN = threading.local()  # this thread's script run: .active (inside script_run), .state
+
+
 def new_run() -> None:
     """A script run starts on this thread (the router calls this first on every run)."""
     release_leases()
     for line in lines():
         line.new_run()
+    _RUN.state = {}
 
 
 def end_run() -> None:
@@ -212,10 +214,26 @@ def script_run() -> Iterator[None]:
     ends: a fragment's run that read a long trace would otherwise keep its lease after its
     thread is gone, and every later long trace would wait for it forever."""
     new_run()
+    _RUN.active = True
     try:
         yield
     finally:
+        _RUN.active = False
         end_run()
+
+
+def in_script_run() -> bool:
+    """Whether this thread runs a page inside `script_run` (only such runs wait in a line)."""
+    return getattr(_RUN, "active", False)
+
+
+def run_state() -> dict:
+    """A dict of this thread's script run, new at each run's start (`new_run`): what a run
+    keeps for itself, such as the expander keys it has given out (ui.figures.numbers_key)."""
+    state = getattr(_RUN, "state", None)
+    if state is None:
+        state = _RUN.state = {}
+    return state
 
 
 def heavy_trace(key: Hashable) -> bool:
@@ -225,3 +243,66 @@ def heavy_trace(key: Hashable) -> bool:
         return len(request.ids) >= HEAVY_TOKENS
     text = getattr(request, "text", None) or ""
     return len(text) + len(getattr(request, "pair", None) or "") >= HEAVY_CHARS
+
+
+def waiting_message(label: str, ahead: int) -> str:
+    """What a session waiting in the heavy-work line reads."""
+    if ahead == 1:
+        return _("{label} Waiting for the server: 1 heavy job is ahead of this one. Long texts, "
+                 "sweeps and training take turns, so that everyone else's pages stay fast."
+                 ).format(label=label)
+    return _("{label} Waiting for the server: {n} heavy jobs are ahead of this one. Long texts, "
+             "sweeps and training take turns, so that everyone else's pages stay fast."
+             ).format(label=label, n=ahead)
+
+
+class WaitingBox:
+    """The info box a waiting page run reads, redrawn at every poll of its wait: each redraw
+    is a message to the browser, where Streamlit stops or reruns a script whose page was left
+    or rerun (leaving the page gives the place up). Outside a script run it shows nothing."""
+
+    def __init__(self, label: str) -> None:
+        self.label, self.box = label, None
+        self.shown = in_script_run()
+
+    def tell(self, ahead: int) -> None:
+        if not self.shown:
+            return
+        self.box = self.box or st.empty()
+        self.box.info(waiting_message(self.label, ahead), icon=":material/hourglass_top:")
+
+    def clear(self) -> None:
+        if self.box is not None:
+            self.box.empty()
+            self.box = None
+
+
+@contextmanager
+def heavy_turn(label: str, line: WorkLine | None = None) -> Iterator[None]:
+    """Hold a turn in one of the server's heavy-work lines (default LONG_WORK) for the block,
+    showing the place in line while waiting (an info box, removed when the turn comes)."""
+    line = LONG_WORK if line is None else line
+    if holds_turn() and not line.holds():  # nested in a turn: no second line
+        yield
+        return
+    box = WaitingBox(label)
+    try:
+        with line.turn(box.tell):
+            box.clear()
+            yield
+    finally:
+        box.clear()
+
+
+def heavy_lease(label: str, line: WorkLine | None = None) -> None:
+    """Take this run's lease in a heavy-work line (default BIG_TRACES; kept until the run
+    ends), showing the place in line while waiting. Outside a script run it does nothing:
+    only page runs take turns."""
+    if not in_script_run():
+        return
+    line = BIG_TRACES if line is None else line
+    box = WaitingBox(label)
+    try:
+        line.hold(box.tell)
+    finally:
+        box.clear()
