@@ -1,8 +1,8 @@
 """What one student's click costs the server, page by page: CPU seconds of one rerun.
 
-A lecture hall's latency is bound by the CPU its reruns take (README, "A lecture hall"): with
-120 students clicking every 0.2-1 s on 2 cores, p95 <= 2 s needs ~67 reruns a second, ~30 ms
-of CPU each. This tells which page's reruns are dear. One server started as `make serve`
+A lecture hall's latency is bound by the CPU its reruns take: 120 students clicking every
+0.2-1 s make some 70 reruns a second, so on 2 cores each may take ~30 ms of CPU. This tells
+which page's reruns are dear. One server started as `make serve`
 starts a worker (ATTNVIZ_PRELOAD=class, one torch thread per core less one), its class
 warm-up awaited; then one protocol session (tests/load/run_load.Session, what a browser tab
 is to the server) visits every page in turn, `repeats` times, and for each:
