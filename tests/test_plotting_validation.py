@@ -1,17 +1,16 @@
-"""Figures are built without plotly's property validation on the server (plotting.common.VALIDATE,
-off unless ATTNVIZ_VALIDATE_FIGURES=1) and with it in the tests (conftest.py switches it on):
-the figures must be the same either way, to the byte, and the tests' switch must validate.
+"""Every public figure builder of attnviz.plotting makes a plotly go.Figure that plotly
+validates as it is built (a misspelt property or an invalid value fails at once), and what the
+pages read back out of a figure (plotting.summary) leaves it as it was.
 
 Run as a script (`python tests/test_plotting_validation.py OUT.json`) it builds every public
 figure builder of attnviz.plotting (overview's aside) on small inputs and writes {name: the
-figure's plotly.io.to_json} to OUT.json; the test runs it once with validation on and once off.
+figure's plotly.io.to_json} to OUT.json: two checkouts' files compared say whether a change
+moved any figure.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -264,30 +263,22 @@ def build_figures() -> dict:
     return figs
 
 
-def _built(validate: bool, tmp_path: Path) -> dict:
-    """build_figures() in a fresh interpreter, validation on or off: {"validate": bool,
-    "json": {name: plotly.io.to_json(figure)}, "summary": {name: repr(summarise(figure))}}."""
-    out = tmp_path / f"figures-{int(validate)}.json"
-    env = {**os.environ, "ATTNVIZ_VALIDATE_FIGURES": "1" if validate else "0"}
-    run = subprocess.run([sys.executable, __file__, str(out)], cwd=ROOT, env=env,
-                         capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, f"validation {'on' if validate else 'off'}:\n{run.stderr[-3000:]}"
-    return json.loads(out.read_text())
+def test_every_figure_is_a_validated_plotly_figure():
+    import plotly.graph_objects as go
+    import plotly.io
 
-
-def test_figures_are_the_same_with_and_without_validation(tmp_path):
-    on, off = _built(True, tmp_path), _built(False, tmp_path)
-    assert on["validate"] is True and off["validate"] is False
-    assert sorted(on["json"]) == sorted(off["json"]) and len(on["json"]) > 80
-    differ = [name for name in on["json"] if on["json"][name] != off["json"][name]]
-    assert not differ, f"figures whose JSON validation changes: {differ}"
-    differ = [name for name in on["summary"] if on["summary"][name] != off["summary"][name]]
-    assert not differ, f"figures whose summary validation changes: {differ}"
+    figs = build_figures()
+    assert len(figs) > 80
+    for name, fig in figs.items():
+        assert type(fig) is go.Figure, name
+        # validated as built: validating its own JSON again changes nothing
+        spec = json.loads(plotly.io.to_json(fig))
+        assert json.loads(plotly.io.to_json(go.Figure(spec))) == spec, name
 
 
 def test_summaries_read_the_figure_in_place_and_change_nothing():
-    """summarise() reads a figure's own dicts (no deep copy): the same summary as from
-    to_plotly_json's copies, and the figure's JSON is unchanged after it, for every figure."""
+    """summarise() gives the same summary as summarise_parts of the figure's to_plotly_json
+    parts, and the figure's JSON is unchanged after it, for every figure."""
     import plotly.io
 
     from attnviz.plotting.summary import summarise, summarise_parts
@@ -300,151 +291,28 @@ def test_summaries_read_the_figure_in_place_and_change_nothing():
         assert plotly.io.to_json(fig) == before, name
 
 
-def test_the_tests_validate():
-    """conftest.py switches validation on: a misspelt property fails a test."""
+def test_a_bad_property_fails_as_the_figure_is_built():
     from attnviz.plotting import common
+    from attnviz.plotting.heatmaps import attention_heatmap
 
-    assert common.VALIDATE
+    grid = common.Grid(rows=1, cols=2)
+    grid.add(dict(type="heatmap", z=[[1]], colorbarr={}))
     with pytest.raises(ValueError, match="colorbarr"):
-        common.figure(data=[dict(type="heatmap", z=[[1]], colorbarr={})])
+        grid.figure()
     with pytest.raises(ValueError, match="tickanglee"):
-        common.figure(layout=dict(xaxis=dict(tickanglee=-45)))
+        common.Grid().figure(xaxis=dict(tickanglee=-45))
     with pytest.raises(ValueError):  # an invalid value, not only an invalid name
         common.Grid(rows=1, cols=2).figure(height="tall")
-
-
-def test_without_validation_a_bad_property_passes_unchecked(monkeypatch):
-    """The switch is the only thing that validates: off, plotly keeps what it is given."""
-    from attnviz.plotting import common
-
-    monkeypatch.setattr(common, "VALIDATE", False)
-    fig = common.figure(data=[dict(type="heatmap", z=[[1]], colorbarr={})])
-    assert fig.to_dict()["data"][0]["colorbarr"] == {}
+    fig = attention_heatmap(np.eye(3, dtype=np.float32), ["a", "b", "c"])
+    with pytest.raises(ValueError):
+        fig.update_layout(height="tall")
 
 
 def _main(path: str) -> None:
     import plotly.io as pio
 
-    from attnviz.plotting import common
-    from attnviz.plotting.summary import summarise
-
     figs = build_figures()
-    Path(path).write_text(json.dumps({
-        "validate": common.VALIDATE,
-        "json": {name: pio.to_json(fig) for name, fig in figs.items()},
-        # what the pages read back out of a figure (its numbers as text) is the same too
-        "summary": {name: repr(summarise(fig)) for name, fig in figs.items()},
-    }))
-
-
-if __name__ == "__main__":
-    sys.path.insert(0, str(ROOT))
-    _main(sys.argv[1])
-
-
-def test_a_lean_figure_is_a_plotly_figure_after_changes_too(monkeypatch):
-    """Without validation figure() stores the layout as a dict and makes its parts when read
-    (common._with_layout) and to_dict() copies only containers (common._wire): the JSON is the
-    validated figure's, byte for byte, also after the changes pages make to a figure (numbered
-    subplots' axes, annotations, shapes, a nested property set); each figure has a template of
-    its own; the numbered axes read back."""
-    import plotly.graph_objects as go
-    import plotly.io
-
-    from attnviz.plotting import common
-
-    def build():
-        g = common.Grid(rows=2, cols=2, subplot_titles=["a", "b <b>", "", "d"])
-        z = np.arange(6, dtype=np.int64).reshape(2, 3)
-        for r, c in ((1, 1), (1, 2), (2, 2)):
-            g.add(dict(type="heatmap", z=z * r, coloraxis="coloraxis2", x=["p", "q", "r"],
-                       customdata=np.stack([z, z], axis=-1).astype(np.float32)), r, c)
-        g.yaxis(2, 2).update(autorange="reversed", title=None, tickvals=[0, 1])
-        fig = g.figure(coloraxis2=dict(colorscale="Viridis", colorbar=dict(title="w")),
-                       height=300, xaxis_range=[0, 1])
-        fig.update_layout(xaxis2_title_text="keys", yaxis3_tickangle=-45)
-        fig.add_annotation(text="note", x=0.5, y=1.1, xref="paper", yref="paper")
-        fig.add_shape(type="rect", x0=0, x1=1, y0=0, y1=1, xref="x4", yref="y4")
-        fig.layout.xaxis4.tickfont.size = 9
-        return fig
-
-    monkeypatch.setattr(common, "VALIDATE", True)
-    checked = build()
-    monkeypatch.setattr(common, "VALIDATE", False)
-    lean, other = build(), build()
-    assert type(checked) is go.Figure and isinstance(lean, go.Figure)
-    assert plotly.io.to_json(lean) == plotly.io.to_json(checked)
-    assert lean.to_dict() == checked.to_dict()
-    assert lean.layout.xaxis2.title.text == "keys" and lean.layout.xaxis4.tickfont.size == 9
-    assert lean.layout.yaxis4.domain == checked.layout.yaxis4.domain
-    assert lean.layout.coloraxis2.colorbar.title.text == "w"
-    assert lean._layout["template"] == checked._layout["template"]
-    assert lean._layout["template"] is not other._layout["template"]
-    assert lean.to_dict()["data"][0]["z"] == {"dtype": "i1", "bdata": "AAECAwQF",
-                                             "shape": "2, 3"}
-
-
-def test_arrays_are_sent_as_plotly_sends_them():
-    """common._wire's typed arrays are plotly's own (convert_to_base64 of a deep copy) for
-    every dtype, shape and layout of array a figure may hold, the rare ones left to plotly."""
-    import copy
-
-    from _plotly_utils.utils import convert_to_base64
-
-    from attnviz.plotting.common import _wire
-
-    rng = np.random.default_rng(0)
-    m = rng.normal(size=(4, 6))
-    arrays = [m, m.astype(np.float32), m[:, ::2], m.T, np.array(2.5),
-              np.arange(5), np.arange(5) * 1000, np.arange(5) * 100_000, np.arange(3) * 2**40,
-              -np.arange(4), np.arange(6, dtype=np.int32).reshape(2, 3),
-              np.arange(4, dtype=np.uint8), np.arange(3, dtype=np.uint64), np.zeros(0),
-              np.array([True, False]), m.astype(">f8"), np.array(["a", "saw"]),
-              np.arange(4, dtype=np.float16)]
-    for a in arrays:
-        value = {"z": a, "range": a, "marker": {"color": a}, "items": [a, {"x": a}]}
-        theirs = copy.deepcopy(value)
-        convert_to_base64(theirs)
-        ours = _wire(value)
-        assert repr(ours) == repr(theirs), (a.dtype, a.shape)
-        assert a.flags.writeable  # the figure's own array is left as it was
-
-
-def test_a_lean_figure_takes_what_plotly_takes(monkeypatch):
-    """The corners of common._with_layout: plotly's key order with path keys (legend_x) and
-    numbered subplots together; plotly objects as layout values, changed afterwards; a layout
-    assigned later keeps the template; the caller's arrays are copied; a figure pickles."""
-    import pickle
-
-    import plotly.graph_objects as go
-    import plotly.io
-
-    from attnviz.plotting import common
-
-    ticks = np.arange(3)
-
-    def build():
-        fig = common.figure(
-            data=[dict(type="heatmap", z=np.eye(3), xaxis="x2", yaxis="y2")],
-            layout=dict(xaxis2=go.layout.XAxis(domain=[0.5, 1], anchor="y2"),
-                        yaxis2=dict(anchor="x2", tickvals=ticks), legend_x=0.5,
-                        title=go.layout.Title(text="t"), height=300))
-        fig.update_layout(title_font_size=9, xaxis2_tickangle=30)
-        return fig
-
-    monkeypatch.setattr(common, "VALIDATE", True)
-    checked = build()
-    monkeypatch.setattr(common, "VALIDATE", False)
-    lean = build()
-    ticks[0] = 7  # the caller's array changes after building: the figures do not
-    assert list(lean.to_dict()["layout"]) == list(checked.to_dict()["layout"])
-    assert plotly.io.to_json(lean) == plotly.io.to_json(checked)
-    back = pickle.loads(pickle.dumps(lean))  # rebuilt with validation: plotly's key order
-    assert json.loads(plotly.io.to_json(back)) == json.loads(plotly.io.to_json(lean))
-    lean.layout = dict(height=200)
-    checked.layout = dict(height=200)
-    assert plotly.io.to_json(lean) == plotly.io.to_json(checked)
-    assert "template" in lean.to_dict()["layout"]
+    Path(path).write_text(json.dumps({name: pio.to_json(fig) for name, fig in figs.items()}))
 
 
 def test_a_charts_accessible_name_is_its_summarys_text_without_the_tables():
@@ -471,36 +339,6 @@ def test_a_charts_accessible_name_is_its_summarys_text_without_the_tables():
             assert describe(figs[name]) == summarise(figs[name]).text, name
 
 
-def test_a_lean_figures_trace_objects_are_made_when_read(monkeypatch):
-    """Without validation the traces are kept as plotly keeps their properties (its `_data`)
-    and the trace objects (fig.data) are made on first reading (common.Figure._data_objs):
-    building, to_dict() and the summaries make none; read, changed or added to, the figure
-    is the validated one's, byte for byte; the caller's arrays stay the caller's."""
-    import plotly.graph_objects as go
-    import plotly.io
-
-    from attnviz.plotting import common
-    from attnviz.plotting.summary import describe
-
-    def build(z):
-        return common.figure([dict(type="heatmap", z=z, x=["a", "b"], hovertemplate="%{z}"),
-                              dict(type="scatter", x=[0, 1], y=[1, 0], name="line")],
-                             dict(title="t", height=200))
-
-    z = np.array([[0.25, 0.75], [1.0, 0.0]])
-    monkeypatch.setattr(common, "VALIDATE", True)
-    checked = build(z.copy())
-    monkeypatch.setattr(common, "VALIDATE", False)
-    lean = build(z)
-    z[0, 0] = 9.0  # after building: not the figure's
-    describe(lean)
-    assert lean.to_dict() == checked.to_dict()
-    assert lean.__dict__["_lean_data_objs"] is None  # no trace object made so far
-    assert [t.type for t in lean.data] == ["heatmap", "scatter"]
-    assert lean.data[0].z[0][0] == 0.25 and lean.data[1].name == "line"
-    for fig in (lean, checked):
-        fig.update_traces(zmin=0.0, selector=dict(type="heatmap"))
-        fig.data[1].line.width = 3
-        fig.add_trace(go.Bar(x=["p"], y=[2]))
-    assert plotly.io.to_json(lean) == plotly.io.to_json(checked)
-    assert lean._data[0]["zmin"] == 0.0 and lean._data[1]["line"] == {"width": 3}
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+    _main(sys.argv[1])

@@ -9,7 +9,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ..i18n import _
-from .common import FONT, PATTERNS, axis_labels, category_colour, escape, figure, tick_labels
+from .common import FONT, PATTERNS, axis_labels, category_colour, escape, tick_labels
 
 
 def attribution_bars(tokens: list[str], series: dict[str, np.ndarray], title: str) -> go.Figure:
@@ -28,7 +28,7 @@ def attribution_bars(tokens: list[str], series: dict[str, np.ndarray], title: st
             hovertemplate=f"{escape(name)}<br>%{{x}}<br>" + _("value = %{customdata:.5f}")
                           + "<extra></extra>",
         ))
-    return figure(data=data, layout=dict(
+    return go.Figure(data=data, layout=dict(
         title=dict(text=title, y=0.98, yanchor="top"), font=FONT, barmode="group", height=460,
         # a repeated word's places told apart on the ticks (saw #2, saw #4), others bare
         xaxis=dict(type="category", categoryorder="array", categoryarray=labels,

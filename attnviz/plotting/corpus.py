@@ -18,7 +18,6 @@ from .common import (
     ON_IMAGE,
     category_colour,
     category_marker,
-    figure,
 )
 
 BEHAVIOURS = ("[CLS]", "[SEP]", "previous", "next", "broad", "mixed")
@@ -66,7 +65,7 @@ def head_map(coords: np.ndarray, behaviour: np.ndarray, selected: tuple[int, int
         r = 0.04 * float(np.ptp(coords[:, 0]) or 1.0)
         shapes.append(dict(type="circle", x0=x - r, x1=x + r, y0=y - r, y1=y + r,
                            line=dict(color=OKABE_ITO[3], width=2)))
-    return figure(data=data, layout=dict(
+    return go.Figure(data=data, layout=dict(
         title=title, font=FONT, height=560, shapes=shapes, clickmode="event+select",
         xaxis=dict(title=dict(text=_("MDS axis 1")), zeroline=False),
         yaxis=dict(title=dict(text=_("MDS axis 2")), zeroline=False, scaleanchor="x"),

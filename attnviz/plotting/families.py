@@ -19,7 +19,6 @@ from .common import (
     category_dash,
     category_marker,
     escape,
-    figure,
 )
 
 
@@ -36,7 +35,7 @@ def later_weight_chart(curves: Mapping[str, np.ndarray], title: str = "") -> go.
                              escape(name), _("layer") + " %{x}",
                              _("weight on later tokens") + " = %{y:.6f}<extra></extra>"])))
     top = max([float(np.max(c)) for c in curves.values()] + [0.05])
-    return figure(data=data, layout=dict(
+    return go.Figure(data=data, layout=dict(
         title=title, font=FONT, height=340, margin=dict(l=10, r=10, t=60, b=10),
         xaxis=dict(title=dict(text=_("layer")), dtick=1),
         yaxis=dict(title=dict(text=_("mean weight on later tokens")), range=[-0.02, top * 1.1],
@@ -54,7 +53,7 @@ def image_attention(image: np.ndarray, grid_map: np.ndarray, title: str = "",
     ph, pw = H / R, W / C
     z = np.asarray(grid_map, dtype=np.float32)
     text = [[_("patch {row},{col}").format(row=r, col=c) for c in range(C)] for r in range(R)]
-    return figure(
+    return go.Figure(
         data=[
             dict(type="image", z=np.asarray(image, dtype=np.uint8), hoverinfo="skip"),
             dict(type="heatmap", z=z, x0=pw / 2 - 0.5, dx=pw, y0=ph / 2 - 0.5, dy=ph,

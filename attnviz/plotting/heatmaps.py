@@ -14,7 +14,6 @@ from .common import (
     axis_labels,
     block_reduce,
     colorbar_room,
-    figure,
     label_room,
     tick_labels,
 )
@@ -73,13 +72,13 @@ def attention_heatmap(
     if zmax is not None:
         colors["zmax"] = zmax
     x, y = _axis_props(tokens, key_tokens, indices=indices, key_indices=key_indices,
-                       max_x=MAX_X_TICKS)
+                       max_x=MAX_X_TICKS, rows=rows, cols=cols)
     if max(len(tokens), len(key_tokens)) > SQUARE_FROM:  # square cells, not a squeezed strip
         y.update(scaleanchor="x", constrain="domain")
         x.update(constrain="domain")
     n = max(len(tokens), 8)
     size = height or int(min(900, max(320, 28 * n + 140)))
-    return figure(
+    return go.Figure(
         data=[dict(
             type="heatmap", z=np.asarray(matrix, dtype=np.float32), x=cols, y=rows,
             hovertemplate=_cell_hover(kind),
@@ -99,17 +98,20 @@ def attention_heatmap(
 
 
 def _axis_props(tokens, key_tokens, show_x: bool = True, show_y: bool = True,
-                indices=None, key_indices=None, max_x: int = 60,
-                max_y: int = 60) -> tuple[dict, dict]:
+                indices=None, key_indices=None, max_x: int = 60, max_y: int = 60,
+                rows: list[str] | None = None,
+                cols: list[str] | None = None) -> tuple[dict, dict]:
     """(x axis, y axis) properties for a categorical [query, key] heatmap, at most max_x /
-    max_y tick labels (slanted column labels need more room than row labels)."""
-    yv, yt = tick_labels(tokens, max_ticks=max_y, indices=indices)
-    xv, xt = tick_labels(key_tokens, max_ticks=max_x, indices=key_indices)
-    y = dict(type="category", categoryorder="array", categoryarray=axis_labels(tokens, indices),
+    max_y tick labels (slanted column labels need more room than row labels). `rows`,
+    `cols`: the axes' labels (axis_labels) when the caller has them already."""
+    rows = axis_labels(tokens, indices) if rows is None else rows
+    cols = axis_labels(key_tokens, key_indices) if cols is None else cols
+    yv, yt = tick_labels(tokens, max_ticks=max_y, indices=indices, labels=rows)
+    xv, xt = tick_labels(key_tokens, max_ticks=max_x, indices=key_indices, labels=cols)
+    y = dict(type="category", categoryorder="array", categoryarray=rows,
              tickvals=yv, ticktext=yt, autorange="reversed", showticklabels=show_y, title=None)
-    x = dict(type="category", categoryorder="array",
-             categoryarray=axis_labels(key_tokens, key_indices), tickvals=xv, ticktext=xt,
-             tickangle=-45, showticklabels=show_x, side="bottom")
+    x = dict(type="category", categoryorder="array", categoryarray=cols, tickvals=xv,
+             ticktext=xt, tickangle=-45, showticklabels=show_x, side="bottom")
     return x, y
 
 
@@ -128,12 +130,12 @@ def heads_grid(
 
     Drawn as ONE heatmap on one pair of category axes: the heads are its blocks, panel by
     panel, with blank (NaN) categories between them and each head's title an annotation; its
-    `customdata` holds each cell's head for the hover. Twelve subplots (24 axes) took Plotly
-    about twice as long to draw on a student's first visit (README, Speed); twelve heatmaps on
-    one pair of category axes cannot hover (Plotly spreads each over every category, so the
-    top one answers everywhere). A panel column's categories are the token labels followed
-    by as many zero-width spaces (PANEL_MARK) as the column's number, so 'saw #2' of two
-    panel columns are two categories that read the same; tick text drops the marks.
+    `customdata` holds each cell's head for the hover. Twelve subplots (24 axes) are many
+    more for Plotly to draw; twelve heatmaps on one pair of category axes cannot hover (Plotly
+    spreads each over every category, so the top one answers everywhere). A panel column's
+    categories are the token labels followed by as many zero-width spaces (PANEL_MARK) as the
+    column's number, so 'saw #2' of two panel columns are two categories that read the same;
+    tick text drops the marks.
     `layout.meta["panels"]` says where each head is (`summary.grid_panels` reads it back: the
     figure's number tables, one per head, and the tests).
     """
@@ -194,7 +196,7 @@ def heads_grid(
                              _("block max") + f" = %{{z:{fmt}}}<extra></extra>"])
     ca = _color_args(kind, matrices)
     axis = dict(type="category", categoryorder="array", showgrid=False, zeroline=False)
-    return figure(
+    return go.Figure(
         data=[dict(type="heatmap", z=z, x=xcat, y=ycat, customdata=head, hoverongaps=False,
                    coloraxis="coloraxis", hovertemplate=hover)],
         layout=dict(

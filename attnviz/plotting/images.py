@@ -25,7 +25,6 @@ from .common import (
     ON_IMAGE,
     WEIGHTS_SCALE,
     Grid,
-    figure,
 )
 
 PICK = dict(color=OKABE_ITO[3], width=2)  # outline of the picked pixel
@@ -83,7 +82,7 @@ def image_figure(image: np.ndarray, pick: tuple[int, int] | None = None, title: 
         ))
     shapes = [] if pick is None else [_outline(pick[0], pick[0], pick[1], pick[1], PICK)]
     # clickmode/dragmode left unset: Streamlit sets "event+select" when selection is on
-    return figure(data=data, layout=dict(
+    return go.Figure(data=data, layout=dict(
         shapes=shapes, **_pixel_axes(height, width), title=title, height=380, font=FONT,
         margin=MARGIN))
 
@@ -108,7 +107,7 @@ def map_figure(values: np.ndarray, pick: tuple[int, int], title: str, kind: str 
         raise ValueError("kind must be 'weights' or 'influence'")
     shapes = [] if field is None else [_outline(*field, FIELD)]
     shapes.append(_outline(pick[0], pick[0], pick[1], pick[1], PICK))
-    return figure(
+    return go.Figure(
         data=[dict(type="heatmap", z=z,
                    hovertemplate=f"{_pixel_hover()}<br>{hover}<extra></extra>",
                    colorbar=dict(title=dict(text=bar), thickness=12, **TOP_CLEAR), **colour)],

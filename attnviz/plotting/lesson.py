@@ -27,7 +27,6 @@ from .common import (
     category_dash,
     category_marker,
     escape,
-    figure,
 )
 from .common import NEUTRAL as GREY
 
@@ -103,7 +102,7 @@ def tag_table(words: Sequence[str], rows: Mapping[str, Sequence[str]],
                 col.append(RIGHT if r[i] == gold[i] else WRONG)
         colours.append(col)
     size = _size(big)
-    return figure(data=[dict(
+    return go.Figure(data=[dict(
         type="table", columnwidth=[first_width] + [1] * len(words),
         header=dict(values=labels, fill_color=TABLE_FILLS["header"],
                     font=dict(size=size, weight="bold", color=CELL_TEXT),
@@ -126,7 +125,7 @@ def far_table(labels: Sequence[str], gold: Sequence[str], tags: Mapping[str, Seq
         colours.append([NEUTRAL if x == HIDDEN else RIGHT if x == g else WRONG
                         for x, g in zip(t, gold, strict=True)])
     size = _size(big)
-    return figure(data=[dict(
+    return go.Figure(data=[dict(
         type="table", columnwidth=[2.2, 1] + [1] * len(tags),
         header=dict(values=["", _("gold"), *[escape(k) for k in tags]],
                     fill_color=TABLE_FILLS["header"],
@@ -184,7 +183,7 @@ def accuracy_by_distance(curves: Mapping[str, Mapping[int, float]],
             marker=dict(size=9, symbol=category_marker(k)),
             hovertemplate=escape(name) + "<br>" + _("distance %{x}: %{y:.1f}%")
             + "<extra></extra>"))
-    return projector(figure(data=data, layout=dict(
+    return projector(go.Figure(data=data, layout=dict(
         font=_font(big), height=420 if big else 420, margin=dict(l=10, r=10, t=10, b=10),
         xaxis=dict(title=dict(text=_("words back to the deciding word (held-out words)")),
                    tickvals=dist, ticktext=ticks),
@@ -205,7 +204,7 @@ def accuracy_grid(scores: Mapping[str, object], baseline: Mapping[str, float] | 
     z = [[100 * float(getattr(scores[n], a)) for a, _m in METRICS] for n in scores]
     if baseline is not None:
         z.append([100 * float(baseline[a]) for a, _m in METRICS])
-    return projector(figure(data=[dict(
+    return projector(go.Figure(data=[dict(
         type="heatmap", z=z, x=[_(label) for _m, label in METRICS],
         y=[escape(n) for n in names], zmin=40, zmax=100, xgap=3, ygap=3,
         colorscale=ACCURACY_SCALE, showscale=False,
@@ -238,7 +237,7 @@ def cost_figure(parameters: Mapping[str, int], sizes: Sequence[int],
             hovertemplate="%{y}<br>" + _("{n} training sentences: %{{x:.1f}} points").format(n=n)
                           + "<extra></extra>"))
     values = [100 * float(v) for gap in gaps.values() for v in gap]
-    return projector(figure(data=data, layout=dict(
+    return projector(go.Figure(data=data, layout=dict(
         barmode="group", bargap=0.25, font=_font(big),
         height=(115 if big else 100) * len(names) + 150,
         xaxis=dict(title=dict(text=_("training minus held-out (points)")),
@@ -271,7 +270,7 @@ def cosine_by_layer(curves: Mapping[str, np.ndarray], word: str, big: bool = Fal
     n = max(len(c) for c in curves.values())
     low = min(float(np.min(c)) for c in curves.values())
     low = min(0.9, low - 0.1 * (1.0 - low) - 0.02)
-    return projector(figure(data=data, layout=dict(
+    return projector(go.Figure(data=data, layout=dict(
         font=_font(big), height=440 if big else 380, margin=dict(l=10, r=70, t=50, b=10),
         title=(_("cosine of '{word}' #{a} and '{word}' #{b}, layer by layer").format(
             word=escape(word), a=pair[0], b=pair[1]) if pair else
@@ -287,7 +286,7 @@ def cosine_by_layer(curves: Mapping[str, np.ndarray], word: str, big: bool = Fal
 
 def loss_curves(losses: Mapping[str, Sequence[float]], big: bool = False) -> go.Figure:
     """Mean training loss (cross-entropy) per epoch for each tagger."""
-    return projector(figure(
+    return projector(go.Figure(
         data=[dict(type="scatter", x=list(range(1, len(ls) + 1)), y=list(ls),
                    mode="lines+markers", name=escape(name),
                    line=dict(color=category_colour(k), dash=category_dash(k)),

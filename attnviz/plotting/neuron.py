@@ -80,7 +80,7 @@ def _value_grid(n: int) -> Grid:
 def prepare_grids() -> int:
     """Lay out both figures' grids for every number of keys at which they differ (1 key up to
     the first whose strip is MIN_STRIP; from there on they are all alike), once per process:
-    a number of keys not laid out yet costs make_subplots ~45 ms for the two, which the page's
+    a number of keys not laid out yet costs a make_subplots call for each, which the page's
     first visitor with a sentence of that length would pay (a class server's warm-up calls
     this). The grids' layouts do not depend on the titles' text (common._grid_layout). Returns
     how many numbers of keys were laid out."""

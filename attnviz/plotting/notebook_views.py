@@ -24,7 +24,6 @@ from .common import (
     block_reduce,
     category_colour,
     escape,
-    figure,
 )
 
 
@@ -88,7 +87,7 @@ def layer_lines(weights: np.ndarray, query_tokens: list[str], key_tokens: list[s
     buttons = [dict(label=_("layer {layer}").format(layer=li), method="restyle",
                     args=[{"visible": [o in (-1, li) for o in owner]}]) for li in range(L)]
     height = int(min(2400, max(360, 22 * span + 140)))
-    return figure(data=data, layout=dict(
+    return go.Figure(data=data, layout=dict(
         title=title, font=FONT, height=height, hovermode="closest",
         xaxis=dict(visible=False, range=[-0.6, 1.6]),
         yaxis=dict(visible=False, autorange="reversed"),
@@ -126,7 +125,7 @@ def mosaic(weights: np.ndarray, query_tokens: list[str], key_tokens: list[str],
     xs = [col.format(head=h, key=k) if k is not None else f"· {i}"
           for i, (h, k) in enumerate((h, k) for h in range(H) for k in [*k_names, None])][:-1]
     size = max(360, min(1600, 14 * z.shape[1] + 120))
-    return figure(
+    return go.Figure(
         data=[dict(type="heatmap", z=z, x=xs, y=ys, colorscale=WEIGHTS_SCALE, zmin=0, zmax=1,
                    hovertemplate="%{y}<br>%{x}<br>" + _("weight") + " = %{z:.4f}<extra></extra>",
                    colorbar=dict(title=dict(text=_("weight")), thickness=12))],

@@ -30,7 +30,6 @@ from .common import (
     axis_labels,
     block_reduce,
     colorbar_room,
-    figure,
     label_room,
 )
 
@@ -120,7 +119,7 @@ def overview_mosaic(
     if factor > 1:
         title = gettext("{title} (blocks of {factor}x{factor} tokens, max)").format(
             title=title, factor=factor)
-    return figure(data=[heat, points], layout=dict(
+    return go.Figure(data=[heat, points], layout=dict(
         xaxis=dict(type="category", categoryorder="array", categoryarray=x, tickvals=cx,
                    ticktext=[str(h) for h in range(H)] + [gettext("mean")], side="top",
                    showgrid=False),
@@ -144,13 +143,14 @@ def mark_head(fig: go.Figure, layer: int, head: int, colour: str = OPEN_COLOUR) 
     c, step = int(meta["tile"]), int(meta["step"])
     if not (0 <= layer < int(meta["layers"]) and 0 <= head < int(meta["heads"])):
         raise ValueError(f"no tile for layer {layer}, head {head}")
-    d = fig.to_dict()  # read only: a big cached figure's own dict (ui.figures.frozen)
+    d = fig.to_dict()
     shape = dict(type="rect", xref="x", yref="y", x0=head * step - 0.5,
                  x1=head * step + c - 0.5, y0=layer * step - 0.5, y1=layer * step + c - 0.5,
                  line=dict(color=colour, width=3), fillcolor="rgba(0,0,0,0)",
                  name=gettext("open: layer {layer}, head {head}").format(layer=layer, head=head))
     layout = {k: v for k, v in d["layout"].items() if k != "template"}
-    return figure(data=d["data"], layout={**layout, "shapes": [*layout.get("shapes", ()), shape]})
+    return go.Figure(data=d["data"],
+                     layout={**layout, "shapes": [*layout.get("shapes", ()), shape]})
 
 
 def pick_head(point: dict) -> tuple[int | None, int | None]:

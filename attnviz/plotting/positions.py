@@ -23,7 +23,6 @@ from .common import (
     Grid,
     axis_labels,
     escape,
-    figure,
     tick_labels,
 )
 
@@ -40,7 +39,7 @@ MODE_PATTERNS = {"learned": "", "none": "/", "sinusoidal": ".", "shuffled": "x"}
 
 
 def _layout(title: str, height: int, **more) -> dict:
-    """The layout every figure here shares, as a dict for one figure(data, layout) call.
+    """The layout every figure here shares, as a dict for one go.Figure(data, layout) call.
 
     Figures are built from dicts and validated once: add_trace / update_* on a built figure
     re-validate each time and cost several ms per call on the class server.
@@ -85,7 +84,7 @@ def permutation_figure(tokens: list[str], perm: np.ndarray, title: str | None = 
         textposition="bottom center", marker=dict(size=9, color=NEUTRAL), showlegend=False,
         customdata=perm, hovertemplate=_("shuffled position %{x}: %{text} (was #%{customdata})")
         + "<extra></extra>"))
-    return figure(data=data, layout=_layout(
+    return go.Figure(data=data, layout=_layout(
         title or _("The shuffle: token perm[i] moves to position i"), 260,
         yaxis=dict(tickvals=[0, 1], ticktext=[_("shuffled"), _("original")], range=[-0.6, 1.6],
                    zeroline=False, showgrid=False),
@@ -118,7 +117,7 @@ def equivariance_figure(diffs: dict[str, np.ndarray], title: str | None = None) 
                        showarrow=False, yanchor="bottom", font=dict(
                            color=MODE_COLORS.get(mode)), xshift=(k - (len(diffs) - 1) / 2) * 30)
                   for i in np.flatnonzero(d == 0)]
-    return figure(data=data, layout=_layout(
+    return go.Figure(data=data, layout=_layout(
         title or _("Outputs of the shuffled sentence vs the original outputs, shuffled the "
                    "same way"), 380, barmode="group", legend=dict(orientation="h", y=-0.2),
         annotations=notes,
@@ -140,7 +139,7 @@ def cosine_curve(curves: dict[str, np.ndarray], pair_label: str,
                       dash="dash" if mode == "none" else None),
             hovertemplate=_("layer %{x}: cosine = %{y:.6f}") + "<extra></extra>"))
     n = len(next(iter(curves.values())))
-    return figure(data=data, layout=_layout(
+    return go.Figure(data=data, layout=_layout(
         title or _("Cosine similarity of {pair}, layer by layer").format(pair=pair_label), 400,
         xaxis=dict(title=dict(text=_("layer (0 = embeddings, before any attention)")),
                    tickvals=list(range(n)), ticktext=[_("emb")] + [str(i) for i in range(1, n)]),
@@ -226,7 +225,7 @@ def encoding_heatmap(pe: np.ndarray, title: str, clip: float | None = None) -> g
     lim = _sym(pe)
     if clip is not None:
         lim = float(np.percentile(np.abs(pe), clip)) or lim
-    return figure(data=[dict(
+    return go.Figure(data=[dict(
         type="heatmap", z=pe, colorscale=SCORES_SCALE, zmid=0, zmin=-lim, zmax=lim,
         colorbar=dict(title=dict(text=_("value")), thickness=10),
         hovertemplate=_("position %{y}<br>dimension %{x}<br>value = %{z:.4f}")
@@ -241,7 +240,7 @@ def position_matrix(m: np.ndarray, title: str, name: str | None = None) -> go.Fi
     m = np.asarray(m, dtype=np.float32)
     lim = _sym(m)
     name = _("cosine") if name is None else name
-    return figure(data=[dict(
+    return go.Figure(data=[dict(
         type="heatmap", z=m, colorscale=SCORES_SCALE, zmid=0, zmin=-lim, zmax=lim,
         colorbar=dict(title=dict(text=name), thickness=10),
         hovertemplate=_("position %{y} vs %{x}") + f"<br>{name} = %{{z:.4f}}<extra></extra>")],
@@ -255,7 +254,7 @@ def pca_scatter(coords: np.ndarray, ratio: np.ndarray, title: str | None = None,
     """Positions first, first + 1, ... projected on two principal components, coloured by index."""
     coords = np.asarray(coords, dtype=np.float64)
     idx = np.arange(first, first + len(coords))
-    return figure(data=[
+    return go.Figure(data=[
         dict(type="scatter", x=coords[:, 0], y=coords[:, 1], mode="lines", hoverinfo="skip",
              line=dict(color=NEUTRAL, width=1), showlegend=False),
         dict(type="scatter", x=coords[:, 0], y=coords[:, 1], mode="markers", customdata=idx,
@@ -308,7 +307,7 @@ def final_change_figure(cosines: dict[str, np.ndarray], tokens: list[str],
                  + _("%{x}: cosine = %{y:.4f}") + "<extra></extra>")
             for mode, c in cosines.items()]
     ref = mode_name(reference)
-    return figure(data=data, layout=_layout(
+    return go.Figure(data=data, layout=_layout(
         title or _("Final vectors: how close each mode stays to {ref}").format(ref=ref), 380,
         xaxis=dict(type="category", categoryorder="array", categoryarray=labels, tickvals=xv,
                    ticktext=xt, tickangle=-45),

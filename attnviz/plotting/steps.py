@@ -27,7 +27,6 @@ from .common import (
     category_dash,
     category_marker,
     escape,
-    figure,
 )
 
 MAX_PRINTED_CELLS = 144  # matrices up to this size print their numbers
@@ -130,7 +129,7 @@ def matrix_figure(
     """One matrix as a heatmap; numbers printed in the cells when it is small enough."""
     x, y = _axes(rows, cols)
     r = len(rows)
-    return figure(
+    return go.Figure(
         data=[_heatmap(matrix, rows, cols, kind, decimals, numbers, showscale=True)],
         layout=dict(xaxis=x, yaxis=y, title=title, font=FONT, margin=MARGIN,
                     height=height or int(min(700, max(220, 34 * min(r, 16) + 130)))))
@@ -185,7 +184,7 @@ def dot_terms_figure(terms: np.ndarray, title: str) -> go.Figure:
     """The products q_t k_t whose sum is the score, one bar per coordinate t."""
     terms = np.asarray(terms, dtype=np.float64)
     colors = np.where(terms >= 0, OKABE_ITO[3], OKABE_ITO[0])  # sign also in the bar's side
-    return figure(
+    return go.Figure(
         data=[dict(type="bar", x=list(range(1, len(terms) + 1)), y=terms, marker_color=colors,
                    hovertemplate="t = %{x}<br>q_t k_t = %{y:.6g}<extra></extra>")],
         layout=dict(title=_("{title}: sum = {sum:.4f}").format(title=title, sum=terms.sum()),
@@ -199,7 +198,7 @@ def weights_bar_figure(rows: dict[str, np.ndarray], tokens: list[str], title: st
     labels = token_axis(tokens)
     x = list(range(len(tokens)))
     xv, xt = _ticks(labels)
-    return figure(
+    return go.Figure(
         data=[dict(type="bar", x=x, y=np.asarray(w, dtype=np.float64), name=escape(name),
                    customdata=labels, marker=dict(color=category_colour(k),
                                                   pattern=dict(shape=PATTERNS[k % 6])),
@@ -218,7 +217,7 @@ def temperature_figure(sweep: dict, current: float, n: int) -> go.Figure:
     norm = np.log(n) if n > 1 else 1.0
     now = _vline(current, f"T = {current:g}", log=True, dash="dot")
     one = _vline(1.0, "T = 1", position="bottom right", log=True, color=NEUTRAL, width=1)
-    return figure(
+    return go.Figure(
         data=[dict(type="scatter", x=t, y=sweep["max_weight"],
                    name=_("largest weight (1 = all on one key)"),
                    line=dict(color=category_colour(0), dash=category_dash(0))),
@@ -283,7 +282,7 @@ def weighted_sum_figure(contrib: np.ndarray, tokens: list[str], query: int,
         pad = 0.12 * (hi - lo) or 0.05 * max(abs(hi), 1e-3)
         return [lo - pad, hi + pad]
 
-    return figure(data=data, layout=dict(
+    return go.Figure(data=data, layout=dict(
         title=_("Weighted values adding up to b<sup>{k}</sup> (coordinates {a}, {b}; each "
                 "axis to its own scale)").format(k=query + 1, a=a + 1, b=b + 1),
         font=FONT, height=420,
@@ -305,7 +304,7 @@ def contributions_figure(contrib: np.ndarray, tokens: list[str], query: int) -> 
                      name=f"b<sup>{query + 1}</sup>",
                      marker=dict(symbol="diamond", size=11, color=NEUTRAL,
                                  line=dict(width=1.5, color=OKABE_ITO[3]))))
-    return figure(data=data, layout=dict(
+    return go.Figure(data=data, layout=dict(
         barmode="relative",
         title=_("b<sup>{k}</sup>, coordinate by coordinate").format(k=query + 1),
         font=FONT, height=360, xaxis=dict(title=dict(text=_("coordinate t")), dtick=1),
@@ -337,7 +336,7 @@ def heads_figure(weights: np.ndarray, tokens: list[str], title: str, decimals: i
 def entropy_by_heads_figure(sweep: dict) -> go.Figure:
     """Mean entropy of the weights and mean largest weight for each number of heads."""
     heads = [str(h) for h in sweep["heads"]]
-    return figure(
+    return go.Figure(
         data=[dict(type="bar", x=heads, y=sweep["max_weight"], name=_("mean largest weight"),
                    marker=dict(color=category_colour(0))),
               dict(type="bar", x=heads, y=sweep["entropy_norm"], name=_("mean entropy / ln n"),

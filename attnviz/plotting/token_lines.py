@@ -29,7 +29,6 @@ from .common import (
     axis_labels,
     category_colour,
     category_dash,
-    figure,
     tick_labels,
 )
 
@@ -102,7 +101,8 @@ def token_lines(
     ))
     px = max(2.5, min(24.0, 1400 / max(n, 1)))
     show_text = n <= LABELS_UP_TO
-    names = tick_labels(tokens, max_ticks=n, indices=indices)[1]  # repeated: 'saw #2'
+    # a repeated token as 'saw #2', a token seen once bare
+    names = tick_labels(tokens, max_ticks=n, indices=indices, labels=labels)[1]
 
     def token_hover(role: str) -> str:
         return f"{role} %{{customdata}}<extra></extra>"
@@ -115,8 +115,7 @@ def token_lines(
         else:
             # Past LABELS_UP_TO tokens the dots (2.7 px apart at 512) touch anyway: one line
             # through the tokens' places, hovered at each, is one SVG path where n dots were
-            # n SVG elements that Plotly styles one by one (at 512 tokens the figure draws in
-            # 25-30 ms on a plain page instead of ~110 ms).
+            # n SVG elements that Plotly styles one by one.
             marks = dict(mode="lines", line=dict(color=NEUTRAL, width=4))
         data.append(dict(
             type="scatter", x=[x] * n, y=list(range(n)), name=side, showlegend=False,
@@ -129,7 +128,7 @@ def token_lines(
             marker=dict(size=10, symbol="diamond", color=OKABE_ITO[3]),
             customdata=[labels[query]], hovertemplate=token_hover(_("query")),
         ))
-    return figure(data=data, layout=dict(
+    return go.Figure(data=data, layout=dict(
         xaxis=dict(visible=False, range=[-0.45, 1.45]),
         yaxis=dict(visible=False, autorange="reversed"),
         title=title, font=FONT, height=int(min(1500, max(320, px * n + 120))),

@@ -28,7 +28,6 @@ from .common import (
     Grid,
     axis_labels,
     escape,
-    figure,
     tick_labels,
 )
 
@@ -232,7 +231,7 @@ def context_curve(
                            y0=0, y1=1, line=dict(dash="dot", color=NEUTRAL, width=1)))
         notes.append(dict(text=f"w = {current}", showarrow=False, xref="x", x=current,
                           xanchor="left", yref="y domain", y=1, yanchor="top"))
-    return figure(data=data, layout=dict(
+    return go.Figure(data=data, layout=dict(
         shapes=shapes, annotations=notes,
         xaxis=dict(title=dict(text=_("window w (each token sees ±w neighbours)")),
                    dtick=max(1, len(windows) // 12)),
