@@ -413,13 +413,23 @@ def summarise(fig: go.Figure, k: int = TOP_K, max_rows: int = MAX_ROWS,
 
 
 def _parts(fig: go.Figure) -> tuple[dict, list[dict]]:
-    """The figure's layout and traces as plain dicts, read where the figure keeps them:
-    to_plotly_json deep-copies them, plotly's whole default template included, which cost half
-    of a 12-head grid's summary. Nothing here writes to them."""
-    layout, data = getattr(fig, "_layout", None), getattr(fig, "_data", None)
-    if isinstance(layout, dict) and isinstance(data, list):
-        return layout, data
+    """The figure's layout and traces as plain dicts (plotly's to_plotly_json: copies)."""
     return fig.layout.to_plotly_json(), [t.to_plotly_json() for t in fig.data]
+
+
+_OUTLINE = ("type", "visible", "hoverinfo", "xaxis")  # what describe() reads of a trace
+
+
+def _outline(fig: go.Figure) -> tuple[dict, list[dict]]:
+    """What describe() reads of a figure, through plotly's properties (no copy of its data):
+    the layout's title and meta; each trace's _OUTLINE (an image trace whole)."""
+    traces = []
+    for t in fig.data:
+        if t.type == "image":
+            traces.append(t.to_plotly_json())
+        else:
+            traces.append({name: t[name] for name in _OUTLINE if name in t})
+    return {"title": fig.layout.title.text, "meta": fig.layout.meta}, traces
 
 
 def describe(fig: go.Figure, k: int = TOP_K) -> str:
@@ -427,7 +437,7 @@ def describe(fig: go.Figure, k: int = TOP_K) -> str:
     hold, for the chart's accessible name on every run (the tables themselves are made only
     when a reader opens them). Only a figure of more than MAX_TABLES tables differs: its
     summary's text also says how many are shown."""
-    layout, traces = _parts(fig)
+    layout, traces = _outline(fig)
     grid = _heads_grid(layout, traces)
     if grid is not None:  # panels by title, as summarise_parts makes them
         kinds, count, sentences = ["heatmap"], len(dict.fromkeys(grid.get("titles", ()))), []
