@@ -1,9 +1,10 @@
 """ui.live_chart, the chart redrawn in place: what the browser gets is the figure's exact JSON
-(as st.plotly_chart would send it), the Plotly.js it uses is the one Streamlit ships and
-announces on `window`, show_figure uses it only where asked (and falls back to st.plotly_chart
-where it cannot), and "Download this view (HTML)" records its figure like any other.
-The browser side (drawn, redrawn in place, hover, toolbar) is checked in
-tests/e2e/test_e2e_explore.py."""
+(as st.plotly_chart would send it), the Plotly.js it uses is the installed plotly package's
+own copy, sent to the page once per session after the first chart's JSON (again when the page
+asks), the chart's script draws with Plotly.react, show_figure uses it only where asked (and
+falls back to st.plotly_chart where it cannot), and "Download this view (HTML)" records its
+figure like any other. The browser side (drawn, redrawn in place, hover, toolbar, a page that asks
+for plotly.js again) is checked in tests/e2e/test_e2e_explore.py."""
 
 from __future__ import annotations
 
@@ -12,13 +13,11 @@ import re
 from pathlib import Path
 
 import numpy as np
+import plotly
 import plotly.graph_objects as go
 import plotly.io as pio
 import pytest
-import streamlit
-from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-from attnviz.export import html as export
 from attnviz.plotting.heatmaps import attention_heatmap
 from attnviz.ui import figures, live_chart, recorder
 from tests.apptest import open_page
@@ -33,14 +32,28 @@ def heatmap() -> go.Figure:
     return attention_heatmap(w / w.sum(1, keepdims=True), TOKENS, "weights", "Layer 1, head 2")
 
 
-def test_plotly_is_the_copy_streamlit_ships_and_it_sets_window_plotly():
-    found = live_chart.plotly_module()
-    assert found and found.startswith("static/js/PlotlyChart.") and found.endswith(".js")
-    path = Path(streamlit.__file__).parent / "static" / found
-    assert path.is_file()
-    # The component's JS waits for this global; the module sets it when it is evaluated.
-    assert "window.Plotly=" in path.read_text(encoding="utf-8")
+def test_plotly_js_is_the_plotly_packages_own_copy():
+    shipped = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+    assert live_chart.plotly_js() == shipped.read_bytes()
     assert live_chart.available()
+    # Nothing from Streamlit's own bundle, nothing from elsewhere.
+    assert "PlotlyChart" not in live_chart.JS and "http" not in live_chart.JS
+    assert "import(" not in live_chart.JS
+
+
+def test_the_script_draws_with_plotly_react_on_the_pages_copy():
+    # The chart waits for the page's one copy and updates its plot with Plotly.react.
+    assert "r.ready.then(" in live_chart.JS
+    assert re.search(r"P\.react\(chart\.div, fig\.data, themed\(", live_chart.JS)
+    assert not re.search(r"window\.Plotly\.\w+\(", live_chart.JS)  # not whichever copy is there
+    # The bytes after the chart's JSON run as a script that hands Plotly to the page's copy;
+    # a page with none asks for it.
+    assert "load(r, bytes.subarray(cut + 1))" in live_chart.JS
+    assert 'setTriggerValue("missing", true)' in live_chart.JS
+    # plotly.min.js is a UMD bundle that gives a CommonJS-style `module` its Plotly.
+    head = live_chart.plotly_js()[:2000].decode()
+    assert 'typeof module === "object" && module.exports' in head
+    assert "module.exports = factory()" in head
 
 
 def test_the_payload_holds_the_figure_exactly(heatmap):
@@ -49,36 +62,18 @@ def test_the_payload_holds_the_figure_exactly(heatmap):
     got = json.loads(data)
     assert got["figure"] == json.loads(pio.to_json(heatmap, validate=False))
     assert got["config"] == config and got["alt"] == "a heatmap's text"
-    assert got["plotly"] == live_chart.plotly_module()
+    assert "could not be drawn" in got["failed"]
+    assert set(got) == {"config", "alt", "failed", "figure"}  # no script in a chart's payload
     np.testing.assert_array_equal(decode(got["figure"]["data"][0]["z"]), heatmap.data[0].z)
     assert got["figure"]["data"][0]["x"] == ["[CLS] #0", "i #1", "saw #2", "a #3", "saw #4",
                                              "[SEP] #5"]  # two distinct saws
     spec, cfg = live_chart.spec_of(data)
     assert json.loads(spec) == got["figure"] and cfg == config
     assert live_chart.spec_of(b"not json") is None and live_chart.spec_of(b"{}") is None
-
-
-def _live_msg(name: str, data: bytes, path=(0, 3)) -> ForwardMsg:
-    msg = ForwardMsg()
-    msg.metadata.delta_path[:] = list(path)
-    msg.delta.new_element.bidi_component.component_name = name
-    msg.delta.new_element.bidi_component.bytes = data
-    return msg
-
-
-def test_the_view_recorder_keeps_a_live_charts_figure(heatmap):
-    data = live_chart.payload(heatmap, figures.PLOT_CONFIG, None)
-    [block] = recorder.blocks_of(_live_msg(live_chart.NAME, data))
-    assert block == recorder.LiveFigure(data)  # kept as sent; decoded when a file is made
-    assert recorder.size_of(block) == len(data)
-    rec = recorder.Recorded("t")
-    rec.add(block)
-    rec.add(recorder.LiveFigure(b"broken"))  # a payload that cannot be read is left out
-    [figure] = rec.view().blocks
-    assert isinstance(figure, export.Figure) and figure.app_template
-    assert json.loads(figure.spec) == json.loads(pio.to_json(heatmap, validate=False))
-    assert recorder.blocks_of(_live_msg("someone_elses", data)) == []
-    assert recorder.blocks_of(_live_msg(live_chart.NAME, data, path=(1, 0))) == []  # sidebar
+    # With plotly.js: one line of JSON (no raw newline in it), a newline, the script.
+    both = live_chart.payload(heatmap, config, "a heatmap's text", b"script\nbytes")
+    assert b"\n" not in data and both == data + b"\nscript\nbytes"
+    assert live_chart.spec_of(both) == (spec, cfg)
 
 
 def test_show_figure_draws_in_place_only_where_asked(monkeypatch, heatmap):
@@ -100,15 +95,29 @@ def test_show_figure_draws_in_place_only_where_asked(monkeypatch, heatmap):
     assert drawn == ["streamlit"] * 4
 
 
+def _live(at) -> list:
+    """The charts drawn in place, in page order."""
+    found = at.get("bidi_component")
+    assert all(e.proto.component_name == live_chart.NAME for e in found)
+    return found
+
+
+def _script(el) -> bytes | None:
+    """The plotly.js a chart's payload brings (after its JSON line), or None."""
+    _head, sep, script = el.proto.bytes.partition(b"\n")
+    return script if sep else None
+
+
 def test_the_explore_page_draws_its_open_head_and_lines_in_place():
     at = open_page("pages/explore.py", timeout=180)
-    el, lines = at.get("bidi_component")  # the open head and its token lines
-    assert el.proto.component_name == live_chart.NAME and el.proto.id.endswith("live_ex_one")
-    assert lines.proto.id.endswith("live_ex_lines")
+    el, lines = _live(at)  # the open head and its token lines
+    assert el.proto.id.endswith("live_ex_one") and lines.proto.id.endswith("live_ex_lines")
     spec, config = live_chart.spec_of(el.proto.bytes)
     assert json.loads(spec)["layout"]["title"]["text"] == "Layer 0, head 0"
     assert config["toImageButtonOptions"]["filename"] == "attnviz_layer_0_head_0"
     first_id = el.proto.id
+    # plotly.js goes to the page once: with the session's first chart drawn in place.
+    assert _script(el) == live_chart.plotly_js() and _script(lines) is None
     # "Download this view (HTML)" holds the page's three figures, the live ones included.
     doc = recorder.html_of(at.session_state[recorder.STATE_KEY])
     found = [json.loads(m)["figure"] for m in re.findall(
@@ -118,8 +127,16 @@ def test_the_explore_page_draws_its_open_head_and_lines_in_place():
         fig["layout"].pop("template", None)
     assert len(found) == 3 and found == shown
     at.button_group(key="ex_head").set_value(7).run()
-    el, _ = at.get("bidi_component")
+    el, lines = _live(at)
     # The same element (its id comes from the key alone), holding the new head.
     assert el.proto.id == first_id
     assert json.loads(live_chart.spec_of(el.proto.bytes)[0])["layout"]["title"]["text"] == \
         "Layer 0, head 7"
+    assert _script(el) is None and _script(lines) is None  # sent already
+    # A page that has none (reloaded on the same session) asks: the chart's trigger calls
+    # _send_again, and the next run's first chart brings plotly.js again.
+    at.session_state[live_chart.SENT] = False
+    at.run()
+    el, lines = _live(at)
+    assert _script(el) == live_chart.plotly_js() and _script(lines) is None
+    assert at.session_state[live_chart.SENT] is True

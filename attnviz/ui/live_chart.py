@@ -1,92 +1,217 @@
 """A Plotly chart that stays on the page from rerun to rerun and is redrawn in place.
 
 Streamlit's own chart (st.plotly_chart) gives every new figure a new element id (the id hashes
-the figure), so the browser unmounts the old chart and mounts a new one, and on mount (and again
-in an effect) it turns the whole figure into JSON text, runs its theme's colour replacements over
-that text and parses it back. For the all-heads page's enlarged 512 x 512 head that pipeline,
-not Plotly's drawing, was most of a head change (README, "Explore at 512 tokens").
+the figure), so the browser unmounts the old chart and mounts a new one. `live_chart` draws a
+figure through a Streamlit v2 component (`st.components.v2.component`) kept under a fixed
+key: the element stays mounted, a new figure arrives as bytes (the figure's JSON, parsed once)
+and is drawn with `Plotly.react`, which updates the existing plot.
 
-`live_chart` draws a figure through a Streamlit v2 component (st.components.v2) kept under a
-fixed key: the element stays mounted, a new figure arrives as bytes (the figure's JSON, parsed
-once) and is drawn with `Plotly.react`, which updates the existing plot. Plotly.js is the copy
-Streamlit itself ships (its lazily loaded PlotlyChart module sets `window.Plotly`), so the page
-needs no other script, nothing is fetched from elsewhere, and the chart looks and behaves like
-the app's other charts: the same hover, the same toolbar with its PNG download, the theme's
-fonts and colours (from the CSS variables Streamlit gives its components).
+Plotly.js is the copy the installed `plotly` package ships (`plotly.offline.get_plotlyjs()`,
+package_data/plotly.min.js): nothing is fetched from elsewhere. It comes to the page once per
+session, after the first chart's payload (`payload`); the browser runs it once and keeps it for
+the page, and every chart of the page waits for that copy. A page that has none (reloaded on the
+same session) says so to the server (the component's "missing" trigger), which sends it again.
 
-When this Streamlit has no v2 components, or its Plotly module cannot be found, `available()`
-is False and figures go through st.plotly_chart as before.
+The chart looks and behaves like the app's other charts: the same hover, the same toolbar with
+its PNG download, the theme's fonts and colours (from the CSS variables Streamlit gives its
+components), light or dark.
 """
 
 from __future__ import annotations
 
 import functools
-import importlib.util
 import json
-from pathlib import Path
 
 import plotly.graph_objects as go
+import plotly.io as pio
 
 from ..i18n import _
-from . import speedups
 
 NAME = "attnviz_live_chart"
+SENT = "attnviz_plotly_js_sent"  # session state: this session's page was sent plotly.js
 
 JS = r"""
-const charts = new WeakMap();  // parent element -> {div, seq, text, fullscreen}
-
-async function plotly(url) {
-  if (window.Plotly) return window.Plotly;
-  // Streamlit's own Plotly module (the one its charts load): importing it sets window.Plotly.
-  await import(new URL(url, document.baseURI).href);
-  for (let i = 0; i < 200 && !window.Plotly; i++) await new Promise(r => setTimeout(r, 25));
-  if (!window.Plotly) throw new Error("Plotly.js did not load");
-  return window.Plotly;
+// The page's one copy of plotly.js, which every chart drawn in place waits for.
+function registry() {
+  let r = window.attnvizPlotly;
+  if (!r) {
+    r = {state: "none"};  // none -> asked -> loading -> ready | failed
+    r.ready = new Promise((resolve, reject) => { r.resolve = resolve; r.reject = reject; });
+    r.ready.catch(() => {});  // a chart that waits for it says so itself
+    window.attnvizPlotly = r;
+  }
+  return r;
 }
+
+// plotly.min.js is a UMD bundle: given a `module`, it hands Plotly to it. It also sets
+// window.Plotly, which is put back as it was (Streamlit's own charts keep their copy there).
+function load(r, source) {
+  r.state = "loading";
+  const holder = {exports: {}};
+  window.attnvizPlotlyModule = holder;
+  const blob = new Blob([
+    "(function (module, before) {\n", source,
+    "\n;if (before === undefined) delete window.Plotly; else window.Plotly = before;\n" +
+    "})(window.attnvizPlotlyModule, window.Plotly);\n//# sourceURL=attnviz-plotly.min.js\n",
+  ], {type: "text/javascript"});
+  const url = URL.createObjectURL(blob);
+  const script = document.createElement("script");
+  const done = (error) => {
+    URL.revokeObjectURL(url);
+    script.remove();
+    delete window.attnvizPlotlyModule;
+    const P = holder.exports;
+    if (!error && P && typeof P.react === "function") {
+      r.state = "ready";
+      r.resolve(P);
+    } else {
+      r.state = "failed";
+      r.reject(error || new Error("plotly.js did not load"));
+    }
+  };
+  script.onload = () => done(null);
+  script.onerror = () => done(new Error("plotly.js could not be read"));
+  script.src = url;
+  document.head.appendChild(script);
+}
+
+let asking = null;
+
+// No copy on this page and none on its way: ask the server (a rerun sends it), and again
+// every few seconds until one comes.
+function ask(r, setTriggerValue) {
+  if (asking !== null) return;
+  const tick = () => {
+    if (r.state !== "none" && r.state !== "asked") { asking = null; return; }
+    r.state = "asked";
+    setTriggerValue("missing", true);
+    asking = setTimeout(tick, 3000);
+  };
+  asking = setTimeout(tick, 0);  // after this run's other charts: one may bring it
+}
+
+const charts = new WeakMap();  // parent element -> {div, seq, text, plotly, fullscreen}
 
 function css(el, name, fallback) {
   const v = getComputedStyle(el).getPropertyValue(name).trim();
   return v && v !== "unset" ? v : fallback;
 }
 
-// `color` with opacity `alpha` (any CSS colour the browser knows), for Plotly.
-function faded(color, alpha) {
+// [r, g, b] of any CSS colour the browser knows (null if it knows none).
+function rgbOf(color) {
   const probe = document.createElement("span");
   probe.style.color = color;
   document.body.appendChild(probe);
-  const rgb = (getComputedStyle(probe).color.match(/[\d.]+/g) || []).slice(0, 3);
+  const rgb = (getComputedStyle(probe).color.match(/[\d.]+/g) || []).slice(0, 3).map(Number);
   probe.remove();
-  return rgb.length === 3 ? `rgba(${rgb.join(", ")}, ${alpha})` : color;
+  return rgb.length === 3 ? rgb : null;
 }
 
-// The app theme's look, as Streamlit's own chart gives it to figures: a template under the
-// figure's layout (what the figure sets itself wins), the theme's fonts and colours from the
-// CSS variables Streamlit sets on its components, axis text faded, the title bold.
+function withAlpha(color, alpha) {
+  const rgb = rgbOf(color);
+  return rgb ? `rgba(${rgb.join(", ")}, ${alpha})` : color;
+}
+
+// A background is light when its relative luminance passes 0.5 (as Streamlit decides).
+function isLight(color) {
+  const rgb = rgbOf(color);
+  if (!rgb) return true;
+  const [r, g, b] = rgb.map(c => { c /= 255; return c <= 0.04045 ? c / 12.92
+                                                               : ((c + 0.055) / 1.055) ** 2.4; });
+  return 0.2126 * r + 0.7152 * g + 0.0722 * b > 0.5;
+}
+
+// The greys of Streamlit's palette its own chart uses (st.plotly_chart, theme="streamlit"),
+// chosen by the background's lightness: text, lines (grid, ticks), legend text.
+const GREYS = {light: ["#808495", "#e6eaf1", "#262730"], dark: ["#e6eaf1", "#31333F", "#fafafa"]};
+
+// The colours the "streamlit" plotly template (which the server's figures carry) leaves as
+// placeholders: #000001-#000010 categorical, -#000020 sequential, -#000030 diverging, then
+// increasing, decreasing, total, lines, text, legend text, background, faint lines, header.
+function placeholders(el, [text, lines, legend], bg) {
+  const list = name => css(el, name, "").split(",").map(c => c.trim()).filter(Boolean);
+  const out = new Map();
+  const put = (from, colours) => colours.slice(0, 10).forEach(
+    (c, i) => out.set("#" + String(from + i).padStart(6, "0"), c));
+  put(1, list("--st-chart-categorical-colors"));
+  put(11, list("--st-chart-sequential-colors"));
+  put(21, list("--st-chart-diverging-colors"));
+  put(32, [css(el, "--st-green-color", "#21c354"), css(el, "--st-red-color", "#ff4b4b"),
+           css(el, "--st-blue-color", "#1c83e1"), lines, text, legend, bg,
+           withAlpha(css(el, "--st-text-color", text), 0.05),
+           css(el, "--st-secondary-background-color", bg)]);
+  return out;
+}
+
+// A copy of `value` with every placeholder colour replaced.
+function replaced(value, colours) {
+  if (typeof value === "string") return colours.get(value.toLowerCase()) || value;
+  if (Array.isArray(value)) return value.map(v => replaced(v, colours));
+  if (value && typeof value === "object") {
+    const out = {};
+    for (const [k, v] of Object.entries(value)) out[k] = replaced(v, colours);
+    return out;
+  }
+  return value;
+}
+
+// `over` merged into a copy of `base` (objects key by key, `over` winning).
+function merged(base, over) {
+  const out = {...base};
+  for (const [k, v] of Object.entries(over)) {
+    const b = out[k];
+    out[k] = v && typeof v === "object" && !Array.isArray(v) && b && typeof b === "object" &&
+             !Array.isArray(b) ? merged(b, v) : v;
+  }
+  return out;
+}
+
+// The app theme's look as Streamlit's own chart gives it to a figure: the figure's template
+// (its placeholder colours made the theme's) under Streamlit's chart theme, from the CSS
+// variables Streamlit gives its components and its palette's greys; what the figure's layout
+// sets itself wins; the title bold.
 function themed(layout, el) {
-  const text = css(el, "--st-text-color", "#31333F");
   const bg = css(el, "--st-background-color", "#ffffff");
   const font = css(el, "--st-font", "\"Source Sans\", sans-serif");
-  const heading = css(el, "--st-heading-font", font);
-  const border = css(el, "--st-border-color", "rgba(49, 51, 63, 0.2)");
-  const axisText = faded(text, 0.6), lines = faded(text, 0.1);
-  const axis = {tickfont: {color: axisText, size: 12}, tickcolor: lines, gridcolor: lines,
-                zerolinecolor: lines, title: {font: {color: axisText, size: 14}},
-                automargin: true};
-  const template = {layout: {
-    font: {color: axisText, family: font, size: 12},
-    title: {font: {family: heading, size: 16, color: text}, x: 0, xanchor: "left",
-            pad: {l: 4}},
+  const headingColor = css(el, "--st-heading-color", css(el, "--st-text-color", "#31333F"));
+  const greys = GREYS[isLight(bg) ? "light" : "dark"];
+  const [text, lines] = greys;
+  const rem = parseFloat(getComputedStyle(document.documentElement).fontSize) || 16;
+  const px = r => r * rem;
+  const axisTitle = {font: {color: text, size: px(0.875)}};
+  const theme = {
+    font: {color: text, family: font, size: px(0.75),
+           weight: Number(css(el, "--st-base-font-weight", "400")) || 400},
+    title: {font: {family: css(el, "--st-heading-font", font), size: px(1), color: headingColor},
+            pad: {l: px(0.25)}, xanchor: "left", x: 0},
+    legend: {title: {font: {size: px(0.75), color: text}, side: "top"}, valign: "top",
+             bordercolor: "rgba(0, 0, 0, 0)", borderwidth: 0,
+             font: {size: px(0.75), color: greys[2]}},
     paper_bgcolor: bg, plot_bgcolor: bg,
-    hoverlabel: {bgcolor: bg, bordercolor: border, font: {color: text, family: font, size: 12}},
-    xaxis: {...axis, showgrid: false, zeroline: false},
-    yaxis: axis,
-    coloraxis: {colorbar: {title: {font: {color: axisText, size: 14}},
-                           tickfont: {color: axisText, size: 12}}},
-  }};
+    yaxis: {ticklabelposition: "outside", zerolinecolor: lines, title: {...axisTitle,
+            standoff: px(1.5)}, tickcolor: lines, tickfont: {color: text, size: px(0.75)},
+            gridcolor: lines, minor: {gridcolor: lines}, automargin: true},
+    xaxis: {zerolinecolor: lines, gridcolor: lines, showgrid: false,
+            tickfont: {color: text, size: px(0.75)}, tickcolor: lines,
+            title: {...axisTitle, standoff: px(1.25)}, minor: {gridcolor: lines},
+            zeroline: false, automargin: true,
+            rangeselector: {bgcolor: bg, bordercolor: lines, borderwidth: 1, x: 0}},
+    margin: {pad: px(0.5), r: 0, l: 0},
+    hoverlabel: {bgcolor: bg, bordercolor: css(el, "--st-border-color", lines),
+                 font: {color: text, family: font, size: px(0.75)}},
+    coloraxis: {colorbar: {thickness: 16, xpad: px(1.5), ticklabelposition: "outside",
+                           outlinecolor: "rgba(0, 0, 0, 0)", outlinewidth: 8, len: 0.75,
+                           y: 0.5745, title: {font: {color: text, size: px(0.875)}},
+                           tickfont: {color: text, size: px(0.75)}}},
+  };
+  const given = layout.template && typeof layout.template === "object" ? layout.template : {};
+  const template = replaced(given, placeholders(el, greys, bg));
+  template.layout = merged(template.layout || {}, theme);
   const out = {...layout, template};
   const title = layout.title;
-  if (title && typeof title.text === "string" && !title.text.startsWith("<b>")) {
-    out.title = {...title, text: "<b>" + title.text + "</b>"};
+  const titleText = typeof title === "string" ? title : title && title.text;
+  if (typeof titleText === "string" && !titleText.startsWith("<b>")) {
+    out.title = {...(typeof title === "string" ? {} : title), text: "<b>" + titleText + "</b>"};
   }
   return out;
 }
@@ -111,8 +236,18 @@ function withFullscreen(config, chart) {
                                            chart.fullscreen]};
 }
 
-export default function ({data, parentElement}) {
-  const text = typeof data === "string" ? data : new TextDecoder().decode(data);
+export default function ({data, parentElement, setTriggerValue}) {
+  // The payload: the chart's JSON, and once per session a newline and plotly.js.
+  const bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
+  const cut = bytes.indexOf(10);
+  const r = registry();
+  if (cut >= 0) {
+    if (asking !== null) { clearTimeout(asking); asking = null; }
+    if (r.state === "none" || r.state === "asked") load(r, bytes.subarray(cut + 1));
+  } else if (r.state === "none" || r.state === "asked") {
+    ask(r, setTriggerValue);
+  }
+  const text = new TextDecoder().decode(cut >= 0 ? bytes.subarray(0, cut) : bytes);
   let chart = charts.get(parentElement);
   if (!chart) {
     const div = document.createElement("div");
@@ -120,13 +255,13 @@ export default function ({data, parentElement}) {
     div.setAttribute("data-testid", "attnvizLiveChart");
     div.setAttribute("role", "figure");
     parentElement.appendChild(div);
-    chart = {div, seq: 0, text: null};
+    chart = {div, seq: 0, text: null, plotly: null};
     charts.set(parentElement, chart);
   }
   // On unmount: free the plot (a later draw's run keeps it).
   const cleanup = (seq => () => {
     if (seq !== chart.seq) return;
-    if (window.Plotly) window.Plotly.purge(chart.div);
+    if (chart.plotly) chart.plotly.purge(chart.div);
     chart.div.remove();
     charts.delete(parentElement);
   });
@@ -136,8 +271,9 @@ export default function ({data, parentElement}) {
   const seq = ++chart.seq;
   chart.div.setAttribute("aria-label", payload.alt || "");
   const fig = payload.figure;
-  plotly(payload.plotly).then(P => {
+  r.ready.then(P => {
     if (seq !== chart.seq) return;
+    chart.plotly = P;
     const config = withFullscreen(payload.config, chart);
     // Plotly.react draws the whole chart anew when the config differs from the last one
     // (gd._context). The PNG's file name follows the figure's title, which changes with the
@@ -167,20 +303,16 @@ CSS = """
 
 
 @functools.cache
-def plotly_module() -> str | None:
-    """Streamlit's Plotly module as a path relative to the app's URL
-    (`static/js/PlotlyChart.<hash>.js`), found without importing streamlit; None if this
-    Streamlit has none, or more than one."""
-    spec = importlib.util.find_spec("streamlit")
-    if spec is None or spec.origin is None:
-        return None
-    found = sorted((Path(spec.origin).parent / "static" / "static" / "js").glob(
-        "PlotlyChart.*.js"))
-    return f"static/js/{found[0].name}" if len(found) == 1 else None
+def plotly_js() -> bytes:
+    """The installed plotly package's plotly.js (package_data/plotly.min.js), as UTF-8."""
+    from plotly.offline import get_plotlyjs
+
+    return get_plotlyjs().encode()
 
 
 @functools.cache
 def _component():
+    """The chart as a st.components.v2 component; None where this Streamlit has none."""
     import streamlit as st
 
     v2 = getattr(st.components, "v2", None)
@@ -192,34 +324,50 @@ def _component():
 
 
 def available() -> bool:
-    """Whether figures can be drawn in place here (v2 components and Streamlit's Plotly)."""
+    """Whether figures can be drawn in place here (v2 components and plotly's plotly.js)."""
     try:
-        return plotly_module() is not None and _component() is not None
+        return _component() is not None and bool(plotly_js())
     except Exception:  # noqa: BLE001 - an older or newer Streamlit: st.plotly_chart instead
         return False
 
 
-def payload(fig: go.Figure, config: dict, alt: str | None) -> bytes:
-    """What the browser gets: the figure's JSON (as st.plotly_chart would send it), the chart's
-    config, its text alternative, where Plotly.js is and what to say (as text) if the chart
-    cannot be drawn, as one JSON document in UTF-8."""
-    spec = speedups.chart_json(fig)  # kept for a cached figure (ui.figures.frozen)
+def payload(fig: go.Figure, config: dict, alt: str | None,
+            script: bytes | None = None) -> bytes:
+    """What the browser gets: the figure's JSON (as st.plotly_chart sends it:
+    plotly.io.to_json without validation), the chart's config, its text alternative and what
+    to say (as text) if the chart cannot be drawn, as one line of JSON in UTF-8; then, when
+    `script` is given (plotly.js), a newline and the script."""
+    spec = pio.to_json(fig, validate=False)
     failed = _("This chart could not be drawn here. Reload the page to try again; its numbers "
                "stay under \"Numbers in this figure\".")
-    head = json.dumps({"config": config, "alt": alt or "", "plotly": plotly_module(),
-                       "failed": failed})
-    return (head[:-1] + ', "figure": ' + spec + "}").encode()
+    head = json.dumps({"config": config, "alt": alt or "", "failed": failed})
+    data = (head[:-1] + ', "figure": ' + spec + "}").encode()
+    return data if script is None else data + b"\n" + script
+
+
+def _send_again() -> None:
+    """The page has no plotly.js (its loader asked): the next loader sends it."""
+    import streamlit as st
+
+    st.session_state[SENT] = False
 
 
 def live_chart(fig: go.Figure, key: str, config: dict, alt: str | None = None) -> None:
-    """Draw `fig` under `key`, redrawn in place when a later run draws another figure there."""
-    _component()(key=f"live_{key}", data=payload(fig, config, alt))
+    """Draw `fig` under `key`, redrawn in place when a later run draws another figure there.
+    The session's first chart drawn in place (or the first after its page asked) brings
+    plotly.js with it."""
+    import streamlit as st
+
+    send = not st.session_state.get(SENT, False)
+    _component()(key=f"live_{key}", data=payload(fig, config, alt, plotly_js() if send else None),
+                 on_missing_change=_send_again)
+    st.session_state[SENT] = True
 
 
 def spec_of(data: bytes) -> tuple[str, dict] | None:
     """(figure JSON, config) from a live chart's payload (for the view recorder)."""
     try:
-        found = json.loads(data)
+        found = json.loads(data.split(b"\n", 1)[0])
         return json.dumps(found["figure"]), dict(found.get("config") or {})
     except (ValueError, KeyError, TypeError):
         return None

@@ -3,6 +3,7 @@
 import re
 
 import pytest
+from plotly.offline import get_plotlyjs_version
 
 from tests.serve import choose
 
@@ -19,8 +20,15 @@ def open_page(page, app_url: str, path: str) -> None:
     wait_for_app(page)
 
 
+def wait_for_live(page) -> None:
+    """Both charts drawn in place (the open head, its lines) are drawn: the page's plotly.js
+    runs once, after the mosaic (Streamlit's chart) is drawn."""
+    page.wait_for_function(LIVE_DRAWN, timeout=60_000)
+
+
 def test_explore_draws_and_click_opens_a_head(page, app_url):
     open_page(page, app_url, "/explore")
+    wait_for_live(page)
     assert page.locator(".js-plotly-plot").count() >= 3  # mosaic, one head, token lines
     assert not page_errors(page)
     screenshot(page, "explore_default")
@@ -50,6 +58,8 @@ def test_explore_sentence_pair_filter(page, app_url):
 
 
 LIVE = "[data-testid=attnvizLiveChart]"
+LIVE_DRAWN = (f"() => [...document.querySelectorAll('{LIVE}')].length === 2 && "
+              f"[...document.querySelectorAll('{LIVE}')].every(c => c.dataset.drawn)")
 LIVE_CELL = """([query, key]) => {
   const gd = document.querySelector('[data-testid=attnvizLiveChart]');
   const L = gd._fullLayout, box = gd.getBoundingClientRect(), tr = gd._fullData[0];
@@ -77,9 +87,12 @@ def test_the_open_head_is_redrawn_in_place(page, app_url, model):
             if not r.url.startswith(app_url) and not r.url.startswith(("data:", "blob:"))
             else None)
     open_page(page, app_url, "/explore?text=I+saw+a+saw&ex_layer=2&ex_head=5")
-    page.locator(f"{LIVE} .heatmaplayer image").wait_for()
+    wait_for_live(page)
     one = page.locator(LIVE).first  # then the token lines, also drawn in place
     assert one.locator(".gtitle").text_content() == "Layer 2, head 5"
+    # Drawn by the plotly package's own plotly.js, which the page got once from the server.
+    assert page.evaluate("() => window.attnvizPlotly.ready.then(P => P.version)") == \
+        get_plotlyjs_version()
     buttons = [b.get_attribute("data-title") for b in one.locator(".modebar-btn").all()]
     assert buttons[0] == "Download plot as a PNG" and buttons[-1] == "Fullscreen"  # as others
     page.evaluate(f"() => document.querySelectorAll('{LIVE}').forEach((c, i) => {{"
@@ -126,6 +139,40 @@ def test_the_open_head_is_redrawn_in_place(page, app_url, model):
                            "document.fullscreenElement.dataset.testid === 'attnvizLiveChart'")
     page.evaluate("() => document.exitFullscreen()")
 
+    # A reloaded page has no plotly.js of its own: it gets it again and draws.
+    page.reload()
+    wait_for_app(page)
+    wait_for_live(page)
+    assert page.locator(LIVE).first.locator(".gtitle").text_content() == "Layer 2, head 7"
+    assert not page_errors(page) and not outside, outside
+
+
+THEMED = """() => [...document.querySelectorAll('.js-plotly-plot')].map(gd => {
+  const L = gd._fullLayout;
+  return [L.paper_bgcolor, L.plot_bgcolor, L.font.family, L.font.color, L.title.font.color,
+          L.hoverlabel.bgcolor, L.hoverlabel.font.color, (L.xaxis.tickfont || {}).color];
+})"""
+
+
+def test_a_chart_drawn_in_place_looks_like_the_others_dark_and_in_chinese(browser, app_url):
+    """Dark theme (the browser's preference) and Chinese: the open head, drawn in place, takes
+    the same background, font and colours as Streamlit's own chart of the mosaic, and shows
+    its Chinese title after a head change."""
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000}, color_scheme="dark")
+    page = ctx.new_page()
+    open_page(page, app_url, "/explore?lang=zh&text=I+saw+a+saw&ex_layer=1&ex_head=2")
+    wait_for_live(page)
+    choose(page, "头", "4")
+    page.wait_for_function(f"() => (document.querySelector('{LIVE} .gtitle') || {{}})"
+                           ".textContent === '第 1 层，第 4 个头'", timeout=60_000)
+    wait_for_app(page)
+    mosaic, one, lines = page.evaluate(THEMED)
+    assert one == mosaic and lines[:-1] == mosaic[:-1], (mosaic, one, lines)
+    assert mosaic[0].lower() not in ("#fff", "#ffffff", "white", "rgb(255, 255, 255)")  # dark
+    assert not page_errors(page)
+    screenshot(page, "explore_live_head_dark_zh")
+    ctx.close()
+
 
 def test_past_the_outline_limit_layer_and_head_rerun_only_their_part(page, app_url):
     """Past 24 shown tokens the mosaic does not outline the open head, so layer and head are
@@ -133,7 +180,7 @@ def test_past_the_outline_limit_layer_and_head_rerun_only_their_part(page, app_u
     mosaic's plot as it was, and still puts the head in the link."""
     text = "the cat sat on the mat and the dog sat on the log " * 3  # 41 tokens in all
     open_page(page, app_url, "/explore?text=" + text.strip().replace(" ", "+"))
-    page.locator(f"{LIVE} .heatmaplayer image").wait_for()
+    wait_for_live(page)
     assert page.get_by_text("tokens shown: past 24", exact=False).count() == 1
     mosaic = page.locator(".stPlotlyChart .js-plotly-plot").first
     mosaic.evaluate("g => { g.dataset.kept = 'yes'; }")
@@ -147,11 +194,16 @@ def test_past_the_outline_limit_layer_and_head_rerun_only_their_part(page, app_u
 
 
 def test_a_chart_that_cannot_be_drawn_says_so(browser, app_url):
-    """Where Plotly.js cannot load (here: its module refused), a chart drawn in place says so
-    as text on the page instead of staying blank; the page's other parts still work."""
+    """Where plotly.js cannot load (here: the page's copy is marked failed before the app
+    runs, as a script that does not evaluate leaves it), a chart drawn in place says so as
+    text on the page instead of staying blank; the page's other parts still work."""
     ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+    ctx.add_init_script("""(() => {
+      const r = {state: "failed", ready: Promise.reject(new Error("refused by the test"))};
+      r.ready.catch(() => {});
+      window.attnvizPlotly = r;
+    })();""")
     page = ctx.new_page()
-    page.route("**/static/js/PlotlyChart.*", lambda route: route.abort())
     page.goto(f"{app_url}/")
     wait_for_app(page, plots=False)
     page.goto(f"{app_url}/explore?text=I+saw+a+saw")
@@ -162,6 +214,7 @@ def test_a_chart_that_cannot_be_drawn_says_so(browser, app_url):
         "'could not be drawn'))", timeout=60_000)
     assert "Numbers in this figure" in page.locator(LIVE).first.text_content()
     assert page.get_by_text("Numbers in this figure").count() >= 2
+    assert page.locator(".stPlotlyChart .js-plotly-plot .main-svg").count() >= 1  # the mosaic
     page.locator(LIVE).first.scroll_into_view_if_needed()
     screenshot(page, "explore_chart_failed")
     ctx.close()
