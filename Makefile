@@ -2,9 +2,16 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-# A CPU or CUDA torch already in the venv is kept. Otherwise this one is installed first
-# (on this project's machines a CPU build lies on disk; elsewhere pip fetches the usual one).
-TORCH ?= torch==2.13.0
+# requirements.lock: the versions the tests ran on; `make setup` installs them (`make lock`
+# writes it from .venv). A CPU or CUDA torch already in the venv is kept. Otherwise the locked
+# one is installed first (on this project's machines a CPU build lies on disk; elsewhere pip
+# fetches the usual one).
+LOCK := requirements.lock
+TORCH ?= $(shell grep '^torch==' $(LOCK))
+# make test: pytest-xdist workers (one per core); JOBS=0 runs in this process alone. Each
+# worker takes whole groups (tests/conftest.py: a module, or all e2e tests), longest first.
+JOBS ?= auto
+XDIST := --dist loadgroup --no-loadscope-reorder
 PORT ?= 8501
 # make serve: Streamlit processes behind nginx. make load: concurrent sessions, and a running
 # server to load (e.g. URL=http://127.0.0.1:8501); no URL: the tool starts its own process.
@@ -15,15 +22,34 @@ SESSIONS ?= 30
 URL ?=
 LECTURE ?=
 
-.PHONY: setup run serve stop test test-fast bench load lint screenshots clean
+.PHONY: setup lock browser run serve stop test test-fast bench load lint screenshots clean
 
 setup: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml $(LOCK)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q "$(TORCH)"
-	$(PY) -m pip install -q -e ".[test]"
+	grep -v '^torch==' $(LOCK) > $(VENV)/constraints.txt
+	$(PY) -m pip install -q -c $(VENV)/constraints.txt -e ".[test]"
 	touch $@
+
+# requirements.lock from what .venv holds (attnviz itself left out; torch without the build
+# label after its version, e.g. +cpu, so any build of that release satisfies it).
+lock:
+	{ sed -n '1,3p' $(LOCK); $(PY) -m pip freeze --exclude-editable | grep -v '^#' \
+	  | sed 's/^torch==\([^+]*\)+.*/torch==\1/' | sort -f; } > $(LOCK).new
+	mv $(LOCK).new $(LOCK)
+
+# Debian's chromium (the e2e tests' browser, driven by Playwright without a download of its
+# own) and a font with Chinese glyphs, installed with apt-get where they are missing and
+# apt-get can run (as root). Without a chromium the e2e tests skip and say why.
+browser:
+	@missing=""; test -x /usr/bin/chromium || missing="chromium"; \
+	fc-list :lang=zh 2>/dev/null | grep -q . || missing="$$missing fonts-noto-cjk"; \
+	if [ -n "$$missing" ] && command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
+	  echo "apt-get install$$missing"; apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	elif [ -n "$$missing" ]; then echo "not installed:$$missing (e2e tests may skip)"; fi
 
 # `streamlit run app.py` that loads the model while the server starts (scripts/run_app.py).
 run: setup
@@ -37,11 +63,14 @@ serve: setup
 stop:
 	$(PYTHON) scripts/serve.py --stop --port $(PORT)
 
-test: setup
-	$(PY) -m pytest -q -ra
+# Every test, in parallel; the e2e tests (one server, one browser) run in one worker.
+test: setup browser
+	$(PY) -m pytest -q -ra -n $(JOBS) $(XDIST) --durations=25
 
+# The engine, analysis, plotting and views (what pages show) in a few minutes: no browser, no
+# server, no AppTest run of a page, nothing marked slow.
 test-fast: setup
-	$(PY) -m pytest -q -ra -m "not e2e and not slow"
+	$(PY) -m pytest -q -ra -n $(JOBS) $(XDIST) -m "not e2e and not slow and not apptest and not server"
 
 bench: setup
 	$(PY) -m benchmarks $(BENCH)
@@ -56,7 +85,7 @@ load: setup
 # Every page at 390x844 (a phone), 1280x720 (a laptop, a projector) and 1400x1000, light and dark, English and
 # Chinese, with one contact sheet per size: $(SHOTS)/sheets/*.png (scripts/screenshots.py).
 SHOTS ?= /tmp/attnviz-screenshots
-screenshots: setup
+screenshots: setup browser
 	$(PY) scripts/screenshots.py --matrix --out $(SHOTS)
 
 lint: setup

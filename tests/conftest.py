@@ -1,10 +1,16 @@
-"""Shared fixtures: the bundled model is loaded once per test session."""
+"""Shared fixtures (the bundled model is loaded once per test process) and the suite's tiers.
+
+Markers (pyproject's [tool.pytest.ini_options] lists them): `e2e` (everything under
+tests/e2e), `apptest` (a module that runs the app in Streamlit's AppTest: set here from the
+module's source), `server` and `slow` (set in the modules). `make test-fast` leaves out all
+four; `make test` runs everything on pytest-xdist workers, each module on one worker (its
+module-scoped fixtures are built once) and every e2e test on the same one (one server, one
+browser), the longest groups handed out first.
+"""
 
 import os
+import re
 
-# Figures are validated by plotly in the tests (the server skips it: plotting.common.VALIDATE),
-# so a misspelt property fails a test; read when attnviz.plotting is first imported.
-os.environ["ATTNVIZ_VALIDATE_FIGURES"] = "1"
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # Tests open checkpoints they write under the temporary folder; the app's default roots are
@@ -20,6 +26,46 @@ os.environ.setdefault("ATTNVIZ_MODEL_ROOTS", os.pathsep.join(
 os.environ.setdefault("ATTNVIZ_CACHE_DIR", tempfile.mkdtemp(prefix="attnviz-test-cache-"))
 
 import pytest  # noqa: E402
+
+# On pytest-xdist workers the cores are shared out: torch in each worker (and in the servers
+# and fresh interpreters its tests start, which inherit the variable) takes its share instead
+# of every worker running one thread per core on all of them.
+_workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+if _workers > 1 and "OMP_NUM_THREADS" not in os.environ:
+    os.environ["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // _workers))
+
+APPTEST = re.compile(r"\bAppTest\b|\bopen_page\(|tests\.apptest")
+# Groups handed to xdist workers first (the longest): the browser tests, then modules that
+# start servers, then those that run pages in AppTest.
+ORDER = ("e2e", "server", "apptest")
+
+
+def _module_source(module) -> str:
+    try:
+        return Path(module.__file__).read_text(encoding="utf-8")
+    except (AttributeError, TypeError, OSError):
+        return ""
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by these marks
+def pytest_collection_modifyitems(config, items):
+    sources: dict[str, str] = {}
+    for item in items:
+        module = item.module
+        if "e2e" in item.path.parts:
+            item.add_marker(pytest.mark.e2e)
+        if module.__name__ not in sources:
+            sources[module.__name__] = _module_source(module)
+        if APPTEST.search(sources[module.__name__]):
+            item.add_marker(pytest.mark.apptest)
+        if config.pluginmanager.hasplugin("xdist"):
+            group = "e2e" if item.get_closest_marker("e2e") else module.__name__
+            item.add_marker(pytest.mark.xdist_group(group))
+
+    def rank(item) -> int:
+        return next((i for i, m in enumerate(ORDER) if item.get_closest_marker(m)), len(ORDER))
+
+    items.sort(key=rank)  # stable: within a rank, the collection order
 
 
 @pytest.fixture(scope="session")
