@@ -1,16 +1,16 @@
 """End-to-end fixtures: `streamlit run app.py` on loopback, driven by headless Chromium.
 
-Chromium comes from Debian (`apt-get install chromium`), installed here when missing, and so
-does a font with Chinese glyphs (`fonts-noto-cjk`: without one, headless Chromium draws the
-Chinese pages' characters as boxes);
-Playwright's Python package drives it through executable_path (no browser download).
+Chromium comes from Debian: `make test` installs it (and `fonts-noto-cjk`, without which
+headless Chromium draws the Chinese pages' characters as boxes) through its `browser` step
+where apt-get can; without one every e2e test skips and says why. Playwright's Python package
+drives it through executable_path (no browser download). One server and one browser serve
+the whole session (pytest-xdist runs every e2e test on one worker: tests/conftest.py).
 Screenshots go to test-output/screenshots/ (the test run's output folder).
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -25,24 +25,16 @@ CHROME_ARGS = serve.CHROME_ARGS
 free_port = serve.free_port
 
 
-def has_cjk_font() -> bool:
-    """True when fontconfig knows a font covering Chinese (`fc-list :lang=zh`)."""
-    if not shutil.which("fc-list"):
-        return False
-    out = subprocess.run(["fc-list", ":lang=zh"], capture_output=True, text=True, check=False)
-    return bool(out.stdout.strip())
+NO_CHROMIUM = (f"no Chromium at {CHROMIUM}: `make browser` installs Debian's chromium (as "
+               "root, with apt-get), or set CHROMIUM to a Chromium or Chrome binary")
 
 
 def ensure_chromium() -> str:
-    """Debian's chromium and a CJK font, installed with apt-get (as root) when missing."""
-    missing = ([] if Path(CHROMIUM).exists() else ["chromium"]) + (
-        [] if has_cjk_font() else ["fonts-noto-cjk"])
-    if missing and shutil.which("apt-get") and os.geteuid() == 0:
-        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-        subprocess.run(["apt-get", "update", "-qq"], check=False, env=env)
-        subprocess.run(["apt-get", "install", "-y", "-qq", *missing], check=True, env=env)
-    if not Path(CHROMIUM).exists():
-        pytest.fail("Debian's chromium is missing and could not be installed")
+    """The Chromium binary to drive (CHROMIUM, default Debian's /usr/bin/chromium);
+    RuntimeError saying how to get one when it is missing. Installing it belongs to the
+    Makefile (`make browser`), never to a test."""
+    if not (Path(CHROMIUM).is_file() and os.access(CHROMIUM, os.X_OK)):
+        raise RuntimeError(NO_CHROMIUM)
     return CHROMIUM
 
 
@@ -65,9 +57,13 @@ def app_url():
 
 @pytest.fixture(scope="session")
 def browser():
+    """One headless Chromium for the whole session; each test opens its own context."""
+    try:
+        exe = ensure_chromium()
+    except RuntimeError as e:
+        pytest.skip(str(e))
     from playwright.sync_api import sync_playwright
 
-    exe = ensure_chromium()
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=exe, args=CHROME_ARGS)
         yield b
