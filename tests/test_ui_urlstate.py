@@ -264,16 +264,19 @@ def test_a_link_is_cleaned_by_dropping_and_translating_its_values():
 
 
 def test_a_hostile_link_is_run_once_more_and_a_clean_one_once(monkeypatch):
-    """The router reruns (before drawing anything) only when it changed the link."""
-    from attnviz.ui import router
+    """The router reruns (before any widget) only when it changed the link, and stays on the
+    page the link names."""
+    import importlib
 
+    sidebar = importlib.import_module("attnviz.ui.sidebar")  # the module (ui.sidebar: a function)
     runs = []
-    real = router._page
-    monkeypatch.setattr(router, "_page", lambda root: runs.append(1) or real(root))
+    real = sidebar.sidebar
+    monkeypatch.setattr(sidebar, "sidebar", lambda: runs.append(1) or real())
     at = open_with("pages/positions.py", {})
     assert not at.exception and runs == [1]
     runs.clear()
     at = open_with("pages/positions.py", {"pos_seed": "inf", "pos_n": "1e999"})
     assert not at.exception and runs == [1]  # drawn once: the first run stopped at the link
+    assert at.title[0].value == "What positional encoding does"
     assert "pos_seed" not in at.query_params and "pos_n" not in at.query_params
     assert at.number_input(key="pos_seed").value == 0

@@ -77,22 +77,24 @@ def run(root: Path) -> None:
 
 
 def _run(root: Path) -> None:
-    from . import urlstate
     from .language import use_session_language
     from .worklist import script_run
 
     use_session_language()  # before any text: titles below are in the session's language
-    urlstate.sanitize()  # after it: options from a link in another language read in this one
     st.session_state[HANDED_OVER] = False
     with script_run():  # this run's heavy-work lease, if it takes one, is given back at its end
         _page(root)
 
 
 def _page(root: Path) -> None:
-    from . import recorder
+    from . import recorder, urlstate
     from .sidebar import sidebar
 
     nav = navigation(root)
+    # Before any widget; after the navigation, so that a rerun stays on the page the URL
+    # names, and after the language, so that options from a link in another language read in
+    # this one.
+    urlstate.sanitize()
     sidebar()
     with recorder.recording(nav.title):  # what the page shows, for "Download this view"
         nav.run()

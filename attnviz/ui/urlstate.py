@@ -3,9 +3,9 @@
 Widgets with `bind="query-params"` take their first value from the URL. Streamlit parses a
 number widget's value with float() and then int(), so `inf`, `-inf`, `1e999` or a 100,000-digit
 number raises OverflowError inside Streamlit on every rerun of the page, and typing a new
-sentence does not recover. The router calls `sanitize()` first on every run (after the
-session's language is set), so no widget ever sees such a value, and an option written in
-another language reads in this one:
+sentence does not recover. The router calls `sanitize()` on every run before any widget
+(after the session's language and the navigation are set), so no widget ever sees such a
+value, and an option written in another language reads in this one:
 
     a value is dropped when   it reads as a number that is not finite or beyond +-2**53
                               (no widget of the app has such a value; JavaScript numbers
