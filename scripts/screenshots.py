@@ -1,6 +1,6 @@
-"""Screenshots of every page in headless Debian chromium: the README's, or the whole check.
+"""Screenshots of every page in headless Debian chromium: the assets', or the whole check.
 
-README (as before): each page of the router's PAGES with the sentence given (default "I saw a
+By default: each page of the router's PAGES with the sentence given (default "I saw a
 saw"), waited on until the script finished and the Plotly figures are drawn, saved as
 assets/screenshots/<page>.png (the visible window, 1400x1000):
 
@@ -19,7 +19,7 @@ on a page, a page that never finished drawing.
         [--sizes 390x844,1280x720,1400x1000] [--themes light,dark] [--langs en,zh]
         [--pages lesson,explore] [--full-page]
 
---languages: the README's pictures in Chinese and in the dark theme (LANGUAGE_SHOTS), into
+--languages: the pictures in Chinese and in the dark theme (LANGUAGE_SHOTS), into
 assets/screenshots/ (or --out).
 
 --full-page captures the page's length (up to FULL_PAGE_SCREENS windows) instead of its window.
@@ -47,7 +47,7 @@ LANGS = ("en", "zh")
 FULL_PAGE_SCREENS = 4  # a --full-page shot is at most this many windows tall
 PAGES_PER_ROW = {"wide": 1, "phone": 2}  # pages side by side on a contact sheet's row
 CELL_WIDTH = {"wide": 360, "phone": 195}  # px of one picture on a contact sheet
-# The README's "English and 中文" pictures (--languages): (file, page stem, window, theme,
+# The English and Chinese pictures (--languages): (file, page stem, window, theme,
 # language, full page, size saved as (scaled), or the height it is cropped to). Each under
 # 300 KB.
 LANGUAGE_SHOTS = (
@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pages", default="", help="page stems to shoot (default: all)")
     ap.add_argument("--full-page", action="store_true")
     ap.add_argument("--languages", action="store_true",
-                    help="the README's English and Chinese, light and dark pictures "
+                    help="the English and Chinese, light and dark pictures "
                          "(LANGUAGE_SHOTS) into --out (default assets/screenshots)")
     args = ap.parse_args(argv)
     if args.languages:
