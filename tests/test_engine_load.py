@@ -154,10 +154,27 @@ def test_a_huge_config_is_refused_before_anything_is_built(tiny, tmp_path, monke
     assert elapsed < 30  # generous: a shared machine; building would take forever
 
 
-def test_the_byte_cap_refuses_a_model_too_big_for_the_server(tiny, monkeypatch):
-    monkeypatch.setenv("ATTNVIZ_MAX_MODEL_MB", "1")
-    with pytest.raises(ModelError, match="at most 1 MB"):
+def test_the_byte_cap_refuses_a_model_too_big_for_the_server(tiny):
+    import attnviz.settings
+
+    with attnviz.settings.override(max_model_mb=1), \
+            pytest.raises(ModelError, match="at most 1 MB"):
         attnviz.load_model(tiny, device="cpu")
+    attnviz.load_model(tiny, device="cpu")  # within the default cap
+
+
+def test_the_byte_cap_comes_from_the_environment_variable(monkeypatch):
+    import attnviz.settings
+    from attnviz.engine.weights import Limits
+
+    monkeypatch.setenv("ATTNVIZ_MAX_MODEL_MB", "2.5")
+    try:
+        attnviz.settings.reload()
+        assert Limits.from_settings().max_bytes == int(2.5 * (1 << 20))
+    finally:
+        monkeypatch.undo()
+        attnviz.settings.reload()
+    assert Limits.from_settings() == Limits()
 
 
 def test_missing_and_misshapen_tensors_are_refused(tiny, tmp_path, monkeypatch):

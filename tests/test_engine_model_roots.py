@@ -5,15 +5,16 @@ import os
 
 import pytest
 
+import attnviz.settings
 from attnviz.engine import ModelError, allowed_model_roots, check_allowed_folder
 
 
 @pytest.fixture
-def roots(tmp_path, monkeypatch):
+def roots(tmp_path):
     inside = tmp_path / "models"
     inside.mkdir()
-    monkeypatch.setenv("ATTNVIZ_MODEL_ROOTS", str(inside))
-    return inside
+    with attnviz.settings.override(model_roots=(str(inside),)):
+        yield inside
 
 
 def refusal(path) -> str:
@@ -40,9 +41,26 @@ def test_inside_is_allowed_then_checked_as_a_checkpoint(roots):
 
 def test_default_roots_are_home_and_working_folder(monkeypatch):
     monkeypatch.delenv("ATTNVIZ_MODEL_ROOTS", raising=False)
-    roots = allowed_model_roots()
+    try:
+        attnviz.settings.reload()
+        roots = allowed_model_roots()
+    finally:
+        monkeypatch.undo()
+        attnviz.settings.reload()
     assert os.path.realpath(os.path.expanduser("~")) in map(str, roots)
     assert os.path.realpath(os.getcwd()) in map(str, roots)
+
+
+def test_the_roots_come_from_the_environment_variable(tmp_path, monkeypatch):
+    a, b = tmp_path / "a", tmp_path / "b"
+    monkeypatch.setenv("ATTNVIZ_MODEL_ROOTS", os.pathsep.join([str(a), "", str(b)]))
+    try:
+        attnviz.settings.reload()
+        roots = allowed_model_roots()
+    finally:
+        monkeypatch.undo()
+        attnviz.settings.reload()
+    assert roots == [a.resolve(), b.resolve()]
 
 
 def test_spellings_of_one_folder_resolve_to_one_path(roots, monkeypatch):

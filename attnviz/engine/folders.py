@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 from ..i18n import N_, _
+from ..settings import settings
 from .hub import hub_cache_dir, looks_like_hub_id, resolve_hub_id
 
 
@@ -77,12 +78,11 @@ def read_config(folder: Path, shown: str) -> dict:
 def allowed_model_roots() -> list[Path]:
     """Folders under which a server may open a checkpoint (never anything outside them).
 
-    ATTNVIZ_MODEL_ROOTS (paths joined by os.pathsep) sets them, e.g. on a class server;
-    by default: the user's home (which holds the Hugging Face cache) and the working folder.
+    The setting model_roots (ATTNVIZ_MODEL_ROOTS, paths joined by os.pathsep) sets them, e.g.
+    on a class server; by default: the user's home (which holds the Hugging Face cache) and
+    the working folder.
     """
-    env = os.environ.get("ATTNVIZ_MODEL_ROOTS")
-    roots = env.split(os.pathsep) if env else [str(Path.home()), os.getcwd()]
-    return [Path(r).expanduser().resolve() for r in roots if r.strip()]
+    return settings().model_root_paths
 
 
 def check_allowed_folder(folder: str | os.PathLike) -> Path:

@@ -6,16 +6,16 @@
 
 The family comes from config.model_type (engine.families: one file per family). transformers
 reads the config and the tokenizer, except for the bundled model, whose files engine.light
-reads without importing transformers (~1.4 s of a fresh server's first seconds; it falls back
-to transformers if the files ever say something it does not reproduce); the weights are read
-by engine.weights, checked against the config before anything is built (missing, misshapen or
-unexpected tensors refuse the folder; a server's caps refuse what is too big), and the engine
-does the maths. The hub is never contacted: HF_HUB_OFFLINE is set before transformers is
-imported and every `from_pretrained` call passes local_files_only=True. Remote code is never
-trusted.
+reads without importing transformers (a long import in a fresh server's first seconds; it
+falls back to transformers if the files ever say something it does not reproduce); the
+weights are read by engine.weights, checked against the config before anything is built
+(missing, misshapen or unexpected tensors refuse the folder; a server's caps refuse what is
+too big), and the engine does the maths. The hub is never contacted: HF_HUB_OFFLINE is set
+before transformers is imported and every `from_pretrained` call passes
+local_files_only=True. Remote code is never trusted.
 
 A server shared by a class opens folders only under its allowed roots (`check_allowed_folder`,
-ATTNVIZ_MODEL_ROOTS), with one message for everything outside that says nothing about what
+the setting model_roots), with one message for everything outside that says nothing about what
 exists there.
 """
 
@@ -106,15 +106,16 @@ def load_model(path: str | os.PathLike | None = None, device: str | None = None,
 
     `path`: a folder or a Hub id in the local Hugging Face cache. `max_tokens`: a server's
     limit on tokens per trace (default: the model's positions). `limits`: what a server agrees
-    to build (default: engine.weights.Limits, ATTNVIZ_MAX_MODEL_MB). `light`: read the bundled
-    model's config and tokenizer without transformers (engine.light); False reads them with
-    transformers, as every other checkpoint (the tests compare the two).
+    to build (default: engine.weights.Limits.from_settings(), the setting max_model_mb).
+    `light`: read the bundled model's config and tokenizer without transformers
+    (engine.light); False reads them with transformers, as every other checkpoint (the tests
+    compare the two).
     """
     folder = bundled_model_dir() if path is None else locate_model(path)
     folder = check_model_dir(folder).resolve()
     raw = read_config(folder, str(folder))
     family = family_for(raw["model_type"])
-    limits = Limits.from_env() if limits is None else limits
+    limits = Limits.from_settings() if limits is None else limits
     dev = pick_device(device)
     light = light and path is None  # only the bundled model's files are known to match
     config = bert_config(raw) if light else None

@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import struct
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+
+from ..settings import settings
 
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
                 "pytorch_model.bin.index.json")
@@ -41,7 +42,8 @@ class WeightsError(ValueError):
 @dataclass(frozen=True)
 class Limits:
     """What a server agrees to build. The byte cap is the float32 size of the tensors read;
-    ATTNVIZ_MAX_MODEL_MB sets it (default 4096 MB: GPT-2 large fits, GPT-2 XL does not)."""
+    the setting max_model_mb (ATTNVIZ_MAX_MODEL_MB) sets it (default 4096 MB: GPT-2 large
+    fits, GPT-2 XL does not)."""
 
     max_bytes: int = 4096 << 20
     max_layers: int = 128
@@ -52,15 +54,9 @@ class Limits:
     max_vocab: int = 1 << 20
 
     @classmethod
-    def from_env(cls) -> Limits:
-        mb = os.environ.get("ATTNVIZ_MAX_MODEL_MB", "").strip()
-        try:
-            value = float(mb) if mb else None
-        except ValueError:
-            value = None
-        if value is None or not math.isfinite(value) or value <= 0:
-            return cls()
-        return cls(max_bytes=int(value * (1 << 20)))
+    def from_settings(cls) -> Limits:
+        """The caps with the byte cap of the setting max_model_mb (attnviz.settings)."""
+        return cls(max_bytes=int(settings().max_model_mb * (1 << 20)))
 
     def check_sizes(self, sizes: dict[str, int]) -> None:
         """Refuse a config whose sizes are not positive whole numbers or exceed the caps."""
