@@ -9,12 +9,12 @@ from attnviz.analysis.common import equal_up_to_rounding
 from attnviz.engine import (
     ARRAY_FIELDS,
     POSITION_MODES,
-    attention,
     build_mask,
     causal_mask,
     sinusoidal,
     window_mask,
 )
+from attnviz.engine.attention import attention
 
 TEXT = "I saw a saw"
 
@@ -168,3 +168,51 @@ def test_trace_is_deterministic(model):
     a, b = model.trace(TEXT), model.trace(TEXT)
     for name in ARRAY_FIELDS:
         assert np.array_equal(getattr(a, name), getattr(b, name))
+
+
+def test_engine_attention_is_the_module_and_the_function_is_in_it():
+    """`attnviz.engine.attention` names the submodule, as any submodule; the function every
+    layer calls is `attnviz.engine.attention.attention`."""
+    import types
+
+    import attnviz.engine as engine
+    from attnviz.engine import attention as module
+
+    assert isinstance(module, types.ModuleType) and engine.attention is module
+    assert module.attention is attention and callable(attention)
+
+
+def test_a_trace_is_what_the_taught_attention_function_returns(model):
+    """Each layer's weights, scores and outputs are attention() of its recorded Q, K, V (the
+    trace's own numbers, bit for bit), and the layer's input gives those Q, K, V."""
+    t = model.trace(TEXT, window=1)
+    mask = torch.from_numpy(t.mask)
+    for layer in range(model.n_layers):
+        q, k, v = (torch.from_numpy(getattr(t, n)[layer]) for n in ("queries", "keys", "values"))
+        outputs, weights, scores = attention(q, k, v, mask, t.scale)
+        assert torch.equal(scores, torch.from_numpy(t.scores[layer]))
+        assert torch.equal(weights, torch.from_numpy(t.weights[layer]))
+        assert torch.equal(outputs, torch.from_numpy(t.outputs[layer]))
+
+
+def test_last_hidden_of_a_batch_is_each_sequence_encoded_alone(model):
+    """last_hidden: the last layer of encode(), for one sequence or a batch with one mask for
+    all or a mask per sequence ([b, 1, n, n]: the context sweep's windows); autograd flows."""
+    rng = np.random.default_rng(0)
+    n = 11
+    xs = torch.stack([model.embed([101, *rng.integers(1000, 30000, n - 2).tolist(), 102],
+                                  [0] * n)[0] for _ in range(3)])  # [3, n, hidden]
+    idx = torch.arange(n)
+    masks = torch.stack([(idx[:, None] - idx[None, :]).abs() <= w for w in (0, 3, 7)])
+    with torch.no_grad():
+        for i in range(3):
+            alone = model.encode(xs[i], masks[i], record=True).hidden_states[-1]
+            assert torch.equal(model.last_hidden(xs[i], masks[i]), alone)
+            batch = model.last_hidden(xs, masks[:, None])[i]
+            np.testing.assert_allclose(batch.numpy(), alone.numpy(), rtol=0, atol=1e-5)
+            shared = model.last_hidden(xs, masks[1])[i]
+            np.testing.assert_allclose(
+                shared.numpy(), model.last_hidden(xs[i], masks[1]).numpy(), rtol=0, atol=1e-5)
+    x = xs[0].clone().requires_grad_(True)
+    (g,) = torch.autograd.grad(model.last_hidden(x).sum(), x)
+    assert g.shape == x.shape and torch.isfinite(g).all() and g.abs().sum() > 0

@@ -4,7 +4,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attnviz.engine import attention, band_to_dense, build_mask, window_mask, windowed_attention
+from attnviz.engine import band_to_dense, build_mask, window_mask, windowed_attention
+from attnviz.engine.attention import attention
 
 CASES = [  # n, window, causal, block
     (1, 0, False, None), (6, 1, False, None), (17, 2, True, None), (40, 3, False, 5),

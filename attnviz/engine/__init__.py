@@ -5,17 +5,20 @@ Each name loads its module when first used: `from attnviz.engine import Trace, T
 imports NumPy only, `load_model` or `Model` import torch. A fresh server draws its first page
 from a stored trace before torch is imported (attnviz/first_view.py), so the modules that
 page needs (request, trace, kinds, folders, hub, tokens) never import torch themselves.
+
+`attnviz.engine.attention` is the module engine/attention.py, as for every submodule; the
+function every layer calls is in it:
+
+    from attnviz.engine.attention import attention
 """
 
 from __future__ import annotations
 
 import importlib
-import sys
-import types
 
 _MODULES: dict[str, tuple[str, ...]] = {
-    "attention": ("AttentionBuffers", "Windowed", "attention", "band_to_dense", "build_mask",
-                  "causal_mask", "full_mask", "window_mask", "windowed_attention"),
+    "attention": ("Windowed", "band_to_dense", "build_mask", "causal_mask", "full_mask",
+                  "window_mask", "windowed_attention"),
     "families": ("FAMILIES", "family_for", "supported_titles", "supported_types"),
     "folders": ("ModelError", "allowed_model_roots", "bundled_model_dir",
                 "check_allowed_folder", "locate_model"),
@@ -39,28 +42,10 @@ def __getattr__(name: str):
         value = getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
         globals()[name] = value  # found once: later lookups skip this function
         return value
+    if name in _MODULES:  # a submodule by its name (importing it binds it here)
+        return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
-
-
-class _Engine(types.ModuleType):
-    """`engine.attention` is the function, as it was when this file imported everything: the
-    import system binds a submodule to its package's attribute of the same name once it is
-    imported (here attention.py, which model.py imports), and this property keeps the name for
-    the function (the module stays in sys.modules: `from attnviz.engine.attention import ...`)."""
-
-    @property
-    def attention(self):
-        from .attention import attention
-
-        return attention
-
-    @attention.setter
-    def attention(self, module) -> None:  # the import system's binding: the function stays
-        pass
-
-
-sys.modules[__name__].__class__ = _Engine
