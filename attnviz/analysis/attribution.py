@@ -103,9 +103,7 @@ def _inputs(model, text: str) -> tuple[torch.Tensor, torch.Tensor, list[str]]:
 
 def sentence_embedding(model, x: torch.Tensor) -> torch.Tensor:
     """e = mean_i h_L(x)_i for input vectors x [n, hidden] or a batch [points, n, hidden] (full
-    attention): [..., hidden]. Model.last_hidden runs the encoder as one graph on the CPU (no
-    GIL hand-over per operation on a busy server: an attribution took 2-3.5 s under a class's
-    load instead of 0.25 s)."""
+    attention): [..., hidden], by Model.last_hidden (the engine's one eager pass)."""
     return model.last_hidden(x).mean(dim=-2)
 
 

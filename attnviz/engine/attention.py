@@ -24,45 +24,26 @@ import torch
 import torch.nn.functional as F
 
 
-@dataclass
-class AttentionBuffers:
-    """Preallocated results for `attention(..., out=)`: written in place, nothing new made."""
-
-    scores: torch.Tensor  # [..., n_q, n_k]
-    weights: torch.Tensor  # [..., n_q, n_k]
-    outputs: torch.Tensor  # [..., n_q, d_v]
-
-
 def attention(
     queries: torch.Tensor,
     keys: torch.Tensor,
     values: torch.Tensor,
     mask: torch.Tensor | None = None,
     scale: float | None = None,
-    out: AttentionBuffers | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Return (outputs, weights, scores) for queries/keys/values of shape [..., n, d].
 
     scores = Q K^T (unscaled), weights = softmax(scores * scale) with scale = 1/sqrt(d_k),
     outputs = weights @ V. `mask` is broadcastable to [..., n, n], True = may attend.
-    With `out` (no autograd), the three results are written into its tensors.
     """
     if scale is None:
         scale = 1.0 / math.sqrt(queries.shape[-1])
-    if out is None:
-        scores = queries @ keys.transpose(-1, -2)  # [..., n_q, n_k]
-        logits = scores * scale
-        if mask is not None:
-            logits = logits.masked_fill(~mask, float("-inf"))
-        weights = torch.softmax(logits, dim=-1)  # [..., n_q, n_k]
-        outputs = weights @ values  # [..., n_q, d_v]
-        return outputs, weights, scores
-    scores = torch.matmul(queries, keys.transpose(-1, -2), out=out.scores)
-    weights = torch.mul(scores, scale, out=out.weights)  # the logits, then the weights
+    scores = queries @ keys.transpose(-1, -2)  # [..., n_q, n_k]
+    logits = scores * scale
     if mask is not None:
-        weights.masked_fill_(~mask, float("-inf"))
-    torch.softmax(weights, dim=-1, out=weights)  # rows sum to 1
-    outputs = torch.matmul(weights, values, out=out.outputs)
+        logits = logits.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(logits, dim=-1)  # [..., n_q, n_k]
+    outputs = weights @ values  # [..., n_q, d_v]
     return outputs, weights, scores
 
 

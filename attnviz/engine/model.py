@@ -14,6 +14,13 @@ layer's input [tokens, hidden]:
     pre:  A' = A + Z;                A = A' + FF(LayerNorm_2(A'))
     FF(x) = act(x W_1 + b_1) W_2 + b_2
 
+Every trace is computed by one eager pass, `Model.encode`: each layer projects Q, K, V,
+calls `attention()` (engine.attention, the function the pages teach) and keeps what it
+returns; after the last layer the per-layer results are stacked into the Trace's
+[layers, heads, ...] arrays. The same pass without recording (`last_hidden`) serves the
+analyses that only need the last layer (integrated gradients' path points, the context
+sweep's windows), with autograd.
+
 Weights come from a Hugging Face checkpoint (read by engine.load, never instantiated through
 transformers); the computation is ours and the tests check it against transformers' eager
 implementation of each family.
@@ -31,9 +38,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from . import graphs
-from .attention import AttentionBuffers, attention, build_mask, causal_mask
-from .buffers import BufferPool
+from .attention import attention, build_mask, causal_mask
 from .images import ImageInput
 from .kinds import DECODER, ENCODER, ENCODER_DECODER, VISION  # noqa: F401 - the families import them here
 from .positions import POSITION_MODES, position_vectors
@@ -41,23 +46,12 @@ from .request import TraceRequest
 from .tokens import WORDPIECE, control_token_note, display_tokens, typed_control_tokens
 from .trace import Trace
 
-LINEAR_WEIGHTS = ("qkv_w", "out_w", "ff1_w", "ff2_w")  # Layer's matrices, [out, in]
-
-
-def column_major(w: torch.Tensor) -> torch.Tensor:
-    """w [out, in] with the same values, stored column by column (a transposed view of w.t()
-    made contiguous). F.linear(x, w) then multiplies x by a matrix stored as it is read; MKL's
-    path for the other layout is 1.5-4x slower on a few rows (a 16-token trace 15.5 -> 9.7 ms
-    on this project's 2 cores, README *Speed*); from 64 tokens on the two are close (a trace
-    0.95-1.05x)."""
-    return w.t().contiguous().t()
-
 
 @dataclass
 class Layer:
-    """One layer's parameters (Linear weights [out, in] as in torch; on the CPU stored column
-    by column, `column_major`). ln1 is the attention's LayerNorm (after the residual sum in
-    post-LN families, before the attention in pre-LN ones); ln2 is the feed-forward's."""
+    """One layer's parameters (Linear weights [out, in] as in torch). ln1 is the attention's
+    LayerNorm (after the residual sum in post-LN families, before the attention in pre-LN
+    ones); ln2 is the feed-forward's."""
 
     qkv_w: torch.Tensor  # [3 * hidden, hidden]  W^q, W^k, W^v stacked: one matrix product
     qkv_b: torch.Tensor  # [3 * hidden]
@@ -85,6 +79,10 @@ class Layer:
         return self.qkv_w.chunk(3)[2]
 
 
+# What `encode` records per layer, in the order it is recorded (an Encoded field each).
+RECORDED = ("queries", "keys", "values", "scores", "weights", "outputs", "layer_inputs")
+
+
 @dataclass
 class Encoded:
     """Tensors from `Model.encode` (kept on the model's device, autograd-friendly)."""
@@ -96,7 +94,6 @@ class Encoded:
     scores: torch.Tensor | None = None  # [layers, heads, tokens, tokens]
     weights: torch.Tensor | None = None
     outputs: torch.Tensor | None = None  # [layers, heads, tokens, head_dim]
-    stacked_states: torch.Tensor | None = None  # [layers + 1, tokens, hidden] when pooled
     layer_inputs: torch.Tensor | None = None  # [layers, tokens, hidden] (pre-LN families)
 
 
@@ -144,16 +141,9 @@ class Model:
         self.position_embeddings: torch.Tensor | None = None  # [positions, hidden]
         self._cap = max_tokens  # a server's limit on tokens per trace (None: the model's)
         self._tok_lock = threading.Lock()  # fast tokenizers are not safe across threads
-        self._pool = BufferPool()  # reuses big trace arrays once nothing references them
-        self._graphs: dict[tuple, object] = {}  # traced encoders (graph_for), None: eager
-        self._graphs_lock = threading.Lock()
         self._state = state
         self.setup(config)
         del self._state
-        if self.device.type == "cpu":  # the same values, read faster (column_major)
-            for layer in self.layers:
-                for name in LINEAR_WEIGHTS:
-                    setattr(layer, name, column_major(getattr(layer, name)))
         self.head_dim: int = self.hidden // self.n_heads
 
     # --- what a family implements ---------------------------------------------------------
@@ -304,23 +294,14 @@ class Model:
         return e, (pos_ids if pos_ids is not None else np.full(n, -1))
 
     # ---------------------------------------------------------------- encoder
-    def encode(
-        self,
-        x: torch.Tensor,
-        mask: torch.Tensor | None = None,
-        record: bool = True,
-        alloc=torch.empty,
-        buffers: bool = True,
-    ) -> Encoded:
-        """Run every layer on input vectors x [tokens, hidden]; record per-head intermediates.
-        Without recording, x may carry leading batch dimensions [..., tokens, hidden] (each
-        sequence is encoded on its own: integrated gradients' path points in one batch).
-
-        Each layer calls `attention()` (engine.attention), the function the pages teach. With
-        record=True and no autograd, its results are written straight into [layers, heads, ...]
-        arrays made by `alloc` (the trace's buffer pool): nothing is copied afterwards
-        (buffers=False: each layer's results are stacked instead, as under autograd). A
-        decoder's causal mask is always applied (combined with `mask`).
+    def encode(self, x: torch.Tensor, mask: torch.Tensor | None = None,
+               record: bool = True) -> Encoded:
+        """Run every layer on input vectors x [tokens, hidden] and record, per layer and head,
+        what `attention()` (engine.attention) is given and returns. Without recording, x may
+        carry leading batch dimensions [..., tokens, hidden] (each sequence is encoded on its
+        own: integrated gradients' path points in one batch) and `mask` may be one per
+        sequence ([..., 1, tokens, tokens]). A decoder's causal mask is always applied
+        (combined with `mask`). Autograd flows through it.
         """
         n, H, d = x.shape[-2], self.n_heads, self.head_dim
         batch = x.shape[:-2]
@@ -330,43 +311,22 @@ class Model:
             c = causal_mask(n, x.device)
             mask = c if mask is None else mask & c
         scale = 1.0 / math.sqrt(d)
-        L = self.n_layers
         pre = self.pre_norm
-        fast = record and buffers and not x.requires_grad
-        out = Encoded(hidden_states=[x])
-        if fast:
-            kw = dict(dtype=x.dtype)
-            states = _alloc(alloc, x.device, (L + 1, n, self.hidden), **kw)
-            out.hidden_states = [states[0].copy_(x)]
-            out.queries, out.keys, out.values, out.outputs = (
-                _alloc(alloc, x.device, (L, H, n, d), **kw) for _ in range(4))
-            out.scores = _alloc(alloc, x.device, (L, H, n, n), **kw)
-            out.weights = _alloc(alloc, x.device, (L, H, n, n), **kw)
-            if pre:
-                out.layer_inputs = _alloc(alloc, x.device, (L, n, self.hidden), **kw)
-        elif record:
-            rec: dict[str, list[torch.Tensor]] = {k: [] for k in
-                                                   ("queries", "keys", "values", "scores",
-                                                    "weights", "outputs", "layer_inputs")}
-        buffers = None
+        kept: dict[str, list[torch.Tensor]] = {name: [] for name in RECORDED}
+        hidden_states = [x]
         for li, layer in enumerate(self.layers):
             # a: what Q, K, V are projected from (the LayerNorm of x in pre-LN families)
             a = F.layer_norm(x, (self.hidden,), layer.ln1_w, layer.ln1_b, self.eps) if pre else x
-            qkv = F.linear(a, layer.qkv_w, layer.qkv_b)  # [n, 3 * hidden]
-            # 3 x [..., H, n, d]
+            qkv = F.linear(a, layer.qkv_w, layer.qkv_b)  # [..., n, 3 * hidden]
+            # Q, K, V: each [..., H, n, d]
             q, k, v = qkv.view(*batch, n, 3, H, d).movedim(-3, 0).transpose(-3, -2).unbind(0)
-            if fast:  # the trace's arrays are the attention's own output buffers
-                q, k, v = out.queries[li].copy_(q), out.keys[li].copy_(k), out.values[li].copy_(v)
-                buffers = AttentionBuffers(out.scores[li], out.weights[li], out.outputs[li])
-                if pre:
-                    out.layer_inputs[li].copy_(a)
             # S = Q K^T; W = softmax(S / sqrt(d_k)) where the mask allows; Y = W V
-            y, weights, scores = attention(q, k, v, mask, scale, out=buffers)  # [H, n, d] ...
-            if record and not fast:
-                for name, val in zip(rec, (q, k, v, scores, weights, y, a), strict=True):
-                    rec[name].append(val)
+            y, weights, scores = attention(q, k, v, mask, scale)  # [..., H, n, d], [..., H, n, n]
+            if record:
+                for name, value in zip(RECORDED, (q, k, v, scores, weights, y, a), strict=True):
+                    kept[name].append(value)
             concat = y.transpose(-3, -2).reshape(*batch, n, self.hidden)  # heads side by side
-            z = F.linear(concat, layer.out_w, layer.out_b)
+            z = F.linear(concat, layer.out_w, layer.out_b)  # [..., n, hidden]
             if pre:
                 x = x + z
                 h = F.layer_norm(x, (self.hidden,), layer.ln2_w, layer.ln2_b, self.eps)
@@ -377,18 +337,21 @@ class Model:
                 ff = F.linear(self.act(F.linear(x, layer.ff1_w, layer.ff1_b)),
                               layer.ff2_w, layer.ff2_b)
                 x = F.layer_norm(x + ff, (self.hidden,), layer.ln2_w, layer.ln2_b, self.eps)
-            if self.final_ln is not None and li == L - 1:
+            if self.final_ln is not None and li == self.n_layers - 1:
                 x = F.layer_norm(x, (self.hidden,), *self.final_ln, self.eps)
-            if fast:
-                x = states[li + 1].copy_(x)
-            out.hidden_states.append(x)
-        if fast:
-            out.stacked_states = states
-        if record and not fast:
-            for name, vals in rec.items():
+            hidden_states.append(x)
+        out = Encoded(hidden_states=hidden_states)
+        if record:  # each [layers, ...]
+            for name, values in kept.items():
                 if name != "layer_inputs" or pre:
-                    setattr(out, name, torch.stack(vals))
+                    setattr(out, name, torch.stack(values))
         return out
+
+    def last_hidden(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """The last layer's vectors, encode(x, mask, record=False).hidden_states[-1], for x
+        [tokens, hidden] or a batch [b, tokens, hidden] (mask [tokens, tokens] or one per
+        sequence [b, 1, tokens, tokens]); autograd flows through it."""
+        return self.encode(x, mask, record=False).hidden_states[-1]
 
     # ------------------------------------------------------------------ trace
     def trace(self, request, pair: str | None = None, **options) -> Trace:
@@ -442,88 +405,13 @@ class Model:
         n = len(ids)
         x, pos_ids = self.embed(ids, segments, request.positions, request.seed)
         mask = build_mask(n, request.window, request.causal, self.device)
-        enc = self._encode_recorded(x, mask)
+        enc = self.encode(x, mask)
         pieces = self.pieces_of(ids)
         return self._make_trace(
             enc, x, request, mask, pieces=pieces,
             tokens=display_tokens(pieces, self.token_scheme, self.special_pieces()),
             token_ids=np.asarray(ids, dtype=np.int64), segments=segments, pos_ids=pos_ids,
             dropped=tok.dropped, controls=tok.controls, notes=self.notes(request, tok))
-
-    # ------------------------------------------------------- the encoder as one graph
-    # On the CPU the encoder's passes run as TorchScript graphs of `encode` (engine.graphs:
-    # the same operations, so the same numbers, run in one call without the GIL, which a busy
-    # server's other sessions hold): a trace's pass up to GRAPH_MAX_TOKENS tokens (its results
-    # copied into the pooled arrays, a few MB at 128 tokens; longer inputs, where computing
-    # outweighs the calls, keep the eager pass that writes into the pool) and `last_hidden`
-    # (integrated gradients' path points, the context sweep's windows), autograd included.
-    GRAPH_MAX_TOKENS: ClassVar[int] = 128
-
-    def _recorded_tensors(self, x: torch.Tensor, mask: torch.Tensor | None = None):
-        enc = self.encode(x, mask, record=True, buffers=False)
-        out = (torch.stack(enc.hidden_states), enc.queries, enc.keys, enc.values, enc.scores,
-               enc.weights, enc.outputs)
-        return out + ((enc.layer_inputs,) if self.pre_norm else ())
-
-    def _last_hidden(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
-        return self.encode(x, mask, record=False).hidden_states[-1]
-
-    def graph_for(self, what: str, batch: bool = False, mask_dims: int | None = None):
-        """The traced encoder `what` ("record": every intermediate of one sequence; "last":
-        the last hidden states) for one sequence or a batch of them (`batch`: x [2, n, hidden]
-        when checked), with a mask of `mask_dims` dimensions or none; checked against the
-        eager encoder at two other lengths (engine.graphs.traced), a different band mask per
-        sequence. None where it cannot be used."""
-        w = self.layers[0].qkv_w
-        fn = self._recorded_tensors if what == "record" else self._last_hidden
-
-        def inputs(n: int) -> tuple:
-            gen = torch.Generator().manual_seed(n)
-            shape = (2, n, self.hidden) if batch else (n, self.hidden)
-            x = torch.randn(*shape, generator=gen).to(dtype=w.dtype, device=w.device)
-            if mask_dims is None:
-                return (x,)
-            idx = torch.arange(n, device=w.device)
-            bands = torch.stack([(idx[:, None] - idx[None, :]).abs() <= k for k in (1, 2)])
-            return x, (bands[0] if mask_dims == 2 else bands[:, None])  # [n, n] / [2, 1, n, n]
-
-        key = (what, batch, mask_dims)
-        with self._graphs_lock:
-            if key not in self._graphs:
-                self._graphs[key] = graphs.traced(fn, inputs)
-            return self._graphs[key]
-
-    def last_hidden(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
-        """encode(x, mask, record=False).hidden_states[-1] for x [n, hidden] or a batch
-        [b, n, hidden] (mask [n, n] or one per sequence [b, 1, n, n]), by a graph on the CPU;
-        autograd flows through it."""
-        usable = x.dim() in (2, 3) and (mask is None or mask.dim() in (2, 4))
-        return self._by_graph("last", x.dim() == 3, usable, self._last_hidden, x, mask)
-
-    def _by_graph(self, what: str, batch: bool, usable: bool, eager, x: torch.Tensor,
-                  mask: torch.Tensor | None):
-        """eager(x, mask), by graph_for(what, ...) where one is usable on this device."""
-        graph = None
-        if usable and self.device.type == "cpu":
-            graph = self.graph_for(what, batch, None if mask is None else mask.dim())
-        if graph is None:
-            return eager(x, mask)
-        return graphs.run(graph, *((x,) if mask is None else (x, mask)))
-
-    def _encode_recorded(self, x: torch.Tensor, mask: torch.Tensor | None) -> Encoded:
-        """encode(x, mask, record=True) into the pool, by the graph where there is one."""
-        results = self._by_graph("record", False, x.shape[0] <= self.GRAPH_MAX_TOKENS,
-                                 lambda *_: None, x, mask)
-        if results is None:  # the eager pass, writing into the pool itself
-            return self.encode(x, mask, record=True, alloc=self._pool.empty)
-
-        def pooled(t: torch.Tensor) -> torch.Tensor:
-            return _alloc(self._pool.empty, x.device, tuple(t.shape), t.dtype).copy_(t)
-
-        states, q, k, v, scores, weights, outputs = (pooled(t) for t in results[:7])
-        return Encoded(hidden_states=list(states), queries=q, keys=k, values=v, scores=scores,
-                       weights=weights, outputs=outputs, stacked_states=states,
-                       layer_inputs=pooled(results[7]) if self.pre_norm else None)
 
     def _make_trace(self, enc: Encoded, x: torch.Tensor, request: TraceRequest, mask,
                     *, tokens, pieces, token_ids, segments, pos_ids, dropped=0,
@@ -544,8 +432,7 @@ class Model:
             scores=cpu(enc.scores),
             weights=cpu(enc.weights),
             outputs=cpu(enc.outputs),
-            hidden_states=cpu(enc.stacked_states if enc.stacked_states is not None
-                              else torch.stack(enc.hidden_states)),
+            hidden_states=cpu(torch.stack(enc.hidden_states)),
             mask=np.ones((n, n), dtype=bool) if mask is None else cpu(mask),
             scale=1.0 / math.sqrt(self.head_dim),
             request=request,
@@ -562,12 +449,10 @@ class Model:
             **more,
         )
 
-    def _to_numpy(self, t: torch.Tensor) -> np.ndarray:
-        """CPU NumPy view of a result; GPU results are copied into pooled CPU memory."""
-        t = t.detach()
-        if t.device.type != "cpu":
-            t = self._pool.empty(*t.shape, dtype=t.dtype).copy_(t)
-        return self._pool.to_numpy(t)
+    @staticmethod
+    def _to_numpy(t: torch.Tensor) -> np.ndarray:
+        """A result as a NumPy array (a view of CPU memory; a GPU result is copied)."""
+        return t.detach().cpu().numpy()
 
     def __repr__(self) -> str:
         return (f"Model({self.name!r}, {self.title}, layers={self.n_layers}, "
@@ -606,9 +491,3 @@ def activation(name: str):
                          f"(supported: {', '.join(ACTIVATIONS)})")
     return ACTIVATIONS[name]
 
-
-def _alloc(alloc, device: torch.device, shape: tuple, dtype: torch.dtype) -> torch.Tensor:
-    """Trace buffers: from the CPU pool, or plain device memory on a GPU."""
-    if device.type == "cpu":
-        return alloc(*shape, dtype=dtype)
-    return torch.empty(*shape, dtype=dtype, device=device)
