@@ -1,8 +1,8 @@
 """The bundled BERT's config and tokenizer read straight from its files, without transformers.
 
-Importing transformers costs a fresh server ~1.4 s of pure-Python import that holds the GIL
-while it serves its first visitor; for the bundled model (engine.load's default) these two
-light pieces stand in for `AutoConfig.from_pretrained` and `AutoTokenizer.from_pretrained`:
+Importing transformers is a long pure-Python import that holds the GIL while a fresh server
+serves its first visitor; for the bundled model (engine.load's default) these two light
+pieces stand in for `AutoConfig.from_pretrained` and `AutoTokenizer.from_pretrained`:
 
     bert_config(config_json)   LightBertConfig: the file's values, BertConfig's defaults
     bert_tokenizer(folder)     LightTokenizer: tokenizers.Tokenizer on tokenizer.json, with
