@@ -52,7 +52,10 @@ def preload() -> None:
         import plotly.graph_objects  # noqa: F401
 
         import attnviz.plotting  # noqa: F401 - the figures' modules, imported once here
-    except Exception as e:  # the first page then loads (and reports) it as before
+
+        print("attnviz: preload done (the bundled model and the default sentence are ready)",
+              file=sys.stderr, flush=True)  # harnesses wait for this line in the server's log
+    except Exception as e:  # the first page then loads (and reports) it
         STATE["error"] = f"{type(e).__name__}: {e}"
         print(f"attnviz: preload failed ({STATE['error']}); the first page will load the "
               "model", file=sys.stderr, flush=True)
