@@ -73,6 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the site's language: en (English, default) or zh (Chinese)")
     i = sub.add_parser("info", help="describe a model folder (default: the bundled model)")
     i.add_argument("--model", default=None, help=MODEL_HELP)
+    i.add_argument("--device", default=None, help="cpu, cuda or auto (default)")
     n = sub.add_parser("lesson", help="train the lesson's taggers; print their held-out numbers")
     n.add_argument("--json", action="store_true", help="print JSON (default: a table)")
     n.add_argument("--seed", type=int, default=0, help="seed of the corpus and the training")
