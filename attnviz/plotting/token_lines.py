@@ -92,7 +92,8 @@ def token_lines(
                          line=dict(color=colour, width=4, dash=dash),
                          legendgroup=f"h{head}"))
     data.append(dict(
-        type="scatter", x=hx, y=hy, mode="markers", marker=dict(size=6, opacity=0),
+        type="scatter", x=np.asarray(hx, dtype=np.float64), y=np.asarray(hy, dtype=np.float64),
+        mode="markers", marker=dict(size=6, opacity=0),
         customdata=hdata,
         hovertemplate="<br>".join([
             "%{customdata[0]}", _("query") + " %{customdata[1]}", _("key") + " %{customdata[2]}",
@@ -118,7 +119,7 @@ def token_lines(
             # n SVG elements that Plotly styles one by one.
             marks = dict(mode="lines", line=dict(color=NEUTRAL, width=4))
         data.append(dict(
-            type="scatter", x=[x] * n, y=list(range(n)), name=side, showlegend=False,
+            type="scatter", x=np.full(n, x), y=np.arange(n), name=side, showlegend=False,
             customdata=labels, hovertemplate=token_hover(one), **marks,
         ))
     if query is not None:  # the chosen query token, on top
