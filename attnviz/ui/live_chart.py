@@ -223,8 +223,7 @@ const EXPAND = {width: 512, height: 512,
 
 // The button is made once per chart (kept in its record): Plotly.react compares the config it
 // is given with the last one, and a new click function every time would read as a new config,
-// which Plotly answers by drawing the whole chart anew (at 512 tokens about twice the time of
-// a redraw).
+// which Plotly answers by drawing the whole chart anew instead of updating it.
 function withFullscreen(config, chart) {
   if (!chart.fullscreen) {
     const div = chart.div;
