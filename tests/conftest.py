@@ -65,7 +65,14 @@ def pytest_collection_modifyitems(config, items):
     def rank(item) -> int:
         return next((i for i, m in enumerate(ORDER) if item.get_closest_marker(m)), len(ORDER))
 
-    items.sort(key=rank)  # stable: within a rank, the collection order
+    # a module (an e2e file) goes where its most demanding test puts it; stable sort: within
+    # a rank, the collection order
+    first: dict[str, int] = {}
+    for item in items:
+        key = "e2e" if item.get_closest_marker("e2e") else item.module.__name__
+        first[key] = min(first.get(key, len(ORDER)), rank(item))
+    items.sort(key=lambda item: first["e2e" if item.get_closest_marker("e2e")
+                                      else item.module.__name__])
 
 
 @pytest.fixture(scope="session")

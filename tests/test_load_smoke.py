@@ -1,8 +1,12 @@
 """The class-of-30 load tool (make load) in miniature: 3 sessions, a few reruns each, on
 loopback. Checks that the tool itself works (connects, types, changes layers, tabs and pages,
 reports latency and memory) and that the server answers every rerun without an error. The
-latency figures are recorded in the README from `make load`, never asserted here. Run as its
-own process, as `make load` does (the suite may hold an event loop in this one)."""
+latency figures are recorded in docs/performance.md from `make load`, never asserted here.
+Run as its own process, as `make load` does (the suite may hold an event loop in this one).
+
+The class, the all-heads class and the walk load one server started for this module (the tool's
+--url and --pid): the first class meets it cold, as `make load` does; the scenarios of
+memory.py and heavy.py start servers of their own, set up for them."""
 
 import json
 import subprocess
@@ -11,15 +15,27 @@ from pathlib import Path
 
 import pytest
 
+from tests import serve
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_a_small_class(tmp_path):
+@pytest.fixture(scope="module")
+def server(tmp_path_factory) -> list[str]:
+    """One app server for the module; the tool's arguments that point it there."""
+    port = serve.free_port()
+    proc = serve.start_server(port, tmp_path_factory.mktemp("load_smoke") / "streamlit.log")
+    yield ["--url", f"http://127.0.0.1:{port}", "--pid", str(proc.pid)]
+    serve.stop_server(proc)
+
+
+@pytest.mark.server
+def test_a_small_class(tmp_path, server):
     out = tmp_path / "load.json"
     run = subprocess.run(
         [sys.executable, "tests/load/run_load.py", "--sessions", "3", "--steps", "9",
          "--duration", "90", "--shared", "1", "--think", "0", "0.1", "--settle", "1",
-         "--json", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+         "--json", str(out), *server], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert out.exists(), run.stdout[-2000:] + run.stderr[-2000:]
     report = json.loads(out.read_text())
     assert run.returncode == 0 and report["errors"] == [] and report["server_alive"], report
@@ -30,14 +46,15 @@ def test_a_small_class(tmp_path):
     assert report["rss_mib"]["peak"] > report["rss_mib"]["start"] > 0
 
 
-def test_a_class_on_the_all_heads_page_changes_layers_by_its_buttons(tmp_path):
+@pytest.mark.server
+def test_a_class_on_the_all_heads_page_changes_layers_by_its_buttons(tmp_path, server):
     """The all-heads page's layer is a row of buttons (a segmented control): the tool clicks
     them as a student does (a layer rerun on that page, answered without an error)."""
     out = tmp_path / "load.json"
     run = subprocess.run(
         [sys.executable, "tests/load/run_load.py", "--sessions", "2", "--steps", "6",
          "--duration", "90", "--shared", "1", "--think", "0", "0.1", "--settle", "1",
-         "--pages", "explore", "--json", str(out)],
+         "--pages", "explore", "--json", str(out), *server],
         cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert out.exists(), run.stdout[-2000:] + run.stderr[-2000:]
     report = json.loads(out.read_text())
@@ -51,13 +68,14 @@ LIGHT_PAGES = {"layer_heads", "explore", "value_norms", "inside_score", "corpus_
                "compare", "head_stats", "positions", "families", "images", "windows"}
 
 
-def test_every_layer_and_tab_change_reruns_only_its_fragment(tmp_path):
+@pytest.mark.server
+def test_every_layer_and_tab_change_reruns_only_its_fragment(tmp_path, server):
     """The walk (run_load --walk): one session visits every page, changes its layer and opens
     another tab. Every such rerun is answered without an error and reruns only its fragment,
     as a browser asks for it (BackMsg rerun_script.fragment_id)."""
     out = tmp_path / "walk.json"
-    run = subprocess.run([sys.executable, "tests/load/run_load.py", "--walk", "--json", str(out)],
-                         cwd=ROOT, capture_output=True, text=True, timeout=600)
+    run = subprocess.run([sys.executable, "tests/load/run_load.py", "--walk", "--json", str(out),
+                          *server], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert out.exists(), run.stdout[-2000:] + run.stderr[-2000:]
     reruns = json.loads(out.read_text())["reruns"]
     assert run.returncode == 0 and all(r["ok"] for r in reruns), run.stdout[-3000:]
@@ -98,6 +116,7 @@ def test_a_lecture_class_types_the_teachers_sentences():
 
 
 @pytest.mark.slow
+@pytest.mark.server
 def test_the_memory_and_heavy_scenarios_run(tmp_path):
     """tests/load/memory.py and heavy.py in miniature: they connect, walk and report (their
     goals are checked at full size by `make load`, not here)."""
@@ -110,7 +129,6 @@ def test_the_memory_and_heavy_scenarios_run(tmp_path):
     assert report["errors"] == [] and report["server_alive"], report["errors"]
     assert report["ok"] == report["reruns"] == 2 * 7
     assert report["rss_mib"]["peak"] >= report["rss_mib"]["idle"] > 0
-    assert report["app_caches_bytes"]["at_close"]["traces"] > 0
     heavy = tmp_path / "heavy.json"
     run = subprocess.run(
         [sys.executable, "tests/load/heavy.py", "--alone", "10", "--json", str(heavy)],

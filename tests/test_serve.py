@@ -11,7 +11,7 @@ from a gzip-compressed copy (the same bytes as the workers would send, decompres
 The supervisor (with stand-in workers, tests/fake_worker.py, behind a real nginx): a worker
 killed with SIGKILL is logged and replaced on its port while nginx sends its students to the
 other worker; nginx then serves the replacement; stop() leaves no process of the group and
-starts no replacement.
+starts no replacement. The tests that start nginx are marked `server` (not in `make test-fast`).
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ def nginx() -> str:
         pytest.fail(f"nginx is missing and could not be installed: {e}")
 
 
+@pytest.mark.server
 def test_nginx_accepts_the_generated_config(nginx, tmp_path):
     (tmp_path / "nginx.conf").write_text(serve.nginx_config(18999, [18001, 18002, 18003],
                                                             tmp_path))
@@ -121,6 +122,7 @@ def test_streamlit_static_is_the_folder_streamlit_serves():
     assert any(found.glob("js/*.js")) and any(found.glob("css/*.css"))
 
 
+@pytest.mark.server
 def test_static_location_serves_the_copy_and_everything_else_stays_sticky(nginx, tmp_path):
     conf = serve.nginx_config(18999, [18001, 18002], tmp_path, static=tmp_path / "static")
     assert conf.count("location ") == 2 and "location / {" in conf
@@ -144,6 +146,7 @@ def fetch(url: str, gzip_ok: bool) -> tuple[int, dict, bytes]:
         return e.code, dict(e.headers), b""
 
 
+@pytest.mark.server
 def test_nginx_sends_streamlits_static_files_itself_compressed(nginx, tmp_path):
     source = serve.streamlit_static()
     script = max(source.glob("js/*.js"), key=lambda f: f.stat().st_size)  # the largest
@@ -178,6 +181,7 @@ def test_nginx_sends_streamlits_static_files_itself_compressed(nginx, tmp_path):
         cluster.stop(grace_s=5)
 
 
+@pytest.mark.server
 def test_proxy_static_leaves_static_files_to_the_workers(nginx, tmp_path):
     cluster = serve.Cluster(workers=1, port=serve._free_port(), log_dir=tmp_path,
                             runner=ROOT / "tests" / "fake_worker.py", static=False)
@@ -222,6 +226,7 @@ def worker_for(port: int, key: str) -> str:
         return r.headers["X-Attnviz-Worker"]
 
 
+@pytest.mark.server
 def test_a_killed_worker_is_replaced_on_its_port(nginx, tmp_path, capsys):
     cluster = serve.Cluster(workers=2, port=serve._free_port(), log_dir=tmp_path,
                             runner=ROOT / "tests" / "fake_worker.py")
@@ -274,6 +279,7 @@ def test_a_killed_worker_is_replaced_on_its_port(nginx, tmp_path, capsys):
     assert [p for p in seen if Path(f"/proc/{p}").exists()] == []
 
 
+@pytest.mark.server
 def test_new_browsers_are_dealt_in_turn_and_keep_their_worker(nginx, tmp_path):
     """Four browsers without a cookie, each holding its connection open (as a websocket
     does): two per worker, each told by its cookie which; a browser whose cookie names a
@@ -310,6 +316,7 @@ def test_new_browsers_are_dealt_in_turn_and_keep_their_worker(nginx, tmp_path):
         cluster.stop(grace_s=5)
 
 
+@pytest.mark.server
 def test_no_cookie_names_a_worker_when_none_answered(nginx, tmp_path):
     cluster = serve.Cluster(workers=1, port=serve._free_port(), log_dir=tmp_path,
                             runner=ROOT / "tests" / "fake_worker.py")
@@ -328,6 +335,7 @@ def test_no_cookie_names_a_worker_when_none_answered(nginx, tmp_path):
         cluster.stop(grace_s=5)
 
 
+@pytest.mark.server
 def test_a_worker_that_keeps_dying_is_restarted_after_a_doubling_pause(nginx, tmp_path,
                                                                        capsys):
     """Dead on arrival (its runner exits at once): restarts 0, 1, 2, 4 s apart, not a
@@ -361,6 +369,7 @@ def test_a_worker_that_keeps_dying_is_restarted_after_a_doubling_pause(nginx, tm
     assert group_members(cluster.pgid) == []
 
 
+@pytest.mark.server
 def test_a_worker_that_cannot_be_started_is_tried_again_later(nginx, tmp_path, capsys):
     cluster = serve.Cluster(workers=2, port=serve._free_port(), log_dir=tmp_path,
                             runner=ROOT / "tests" / "fake_worker.py")

@@ -9,7 +9,7 @@ visit of every page with the default sentence (model loaded, imports done), its 
 Sessions speak Streamlit's websocket protocol on loopback, as in tests/load/run_load.py (one
 websocket per browser tab; the server does all the work a class causes and nothing else).
 Reported: RSS at idle, its peak while the sessions run, and 0, 30 and 60 s after they close;
-every rerun's latency and any error; the app's own cache sizes from /_stcore/metrics.
+every rerun's latency and any error.
 
     .venv/bin/python tests/load/memory.py [--sessions 8] [--after 60] [--json PATH]
 """
@@ -22,9 +22,7 @@ import json
 import os
 import random
 import sys
-import threading
 import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -112,39 +110,6 @@ async def run_pasters(url: str, texts: list[str], timeout: float) -> list[Rerun]
     return results
 
 
-def app_caches(port: int) -> dict[str, int]:
-    """{cache name: bytes} of the app's own caches, read from /_stcore/metrics."""
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/metrics", timeout=10) as r:
-            text = r.read().decode()
-    except OSError:
-        return {}
-    out = {}
-    for line in text.splitlines():
-        if line.startswith("cache_memory_bytes{") and any(
-                f'cache_type="{t}"' in line for t in ("attnviz", "dbg")):
-            name = line.split('cache="', 1)[1].split('"', 1)[0]
-            out[name] = int(float(line.rsplit(" ", 1)[1]))
-    return out
-
-
-class CacheWatch(threading.Thread):
-    """The app's cache sizes (MiB) and the server's RSS every `every` seconds."""
-
-    def __init__(self, port: int, t0: float, every: float = 10) -> None:
-        super().__init__(daemon=True)
-        self.port, self.t0, self.every, self.rows = port, t0, every, []
-        self._stop_event = threading.Event()
-
-    def run(self) -> None:
-        while not self._stop_event.wait(self.every):
-            caches = {k: round(v / 2**20) for k, v in app_caches(self.port).items()}
-            self.rows.append({"t": round(time.time() - self.t0), **caches})
-
-    def stop(self) -> None:
-        self._stop_event.set()
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sessions", type=int, default=8)
@@ -167,18 +132,12 @@ def main(argv: list[str] | None = None) -> int:
         time.sleep(5)
         idle = rss_mib(proc.pid)
         t0 = time.time()
-        watch = CacheWatch(port, t0)
-        watch.start()
         results = asyncio.run(run_pasters(url, texts, args.timeout))
-        watch.stop()
         t_closed = time.time()
-        caches_closed = app_caches(port)
         after = {}
         for mark in (0, args.after / 2, args.after):
             time.sleep(max(0.0, t_closed + mark - time.time()))
             after[f"{mark:.0f}s"] = round(rss_mib(proc.pid))
-        caches_after = app_caches(port)
-        after["after_metrics"] = round(rss_mib(proc.pid))
         alive = proc.poll() is None
     finally:
         sampler.stop()
@@ -191,12 +150,10 @@ def main(argv: list[str] | None = None) -> int:
         "walk_seconds": round(t_closed - t0, 1),
         "warm_up": summary(warm), **summary(results), "server_alive": alive,
         "rss_mib": {"idle": round(idle), "peak": round(peak), "after_close": after},
-        "app_caches_bytes": {"at_close": caches_closed, f"after_{args.after:.0f}s": caches_after},
         "goal": {"peak_under_mib": GOAL_PEAK_MIB, "after_within_mib_of_idle": GOAL_AFTER_MIB,
                  "met": bool(peak < GOAL_PEAK_MIB and last - idle <= GOAL_AFTER_MIB)},
         "rss_curve_mib": [(round(t - t0, 1), round(m)) for t, m in sampler.samples[::8]
                           if t >= t0],
-        "app_caches_mib_curve": watch.rows,
     }
     args.json.write_text(json.dumps(report, indent=1, ensure_ascii=False))
     lat = report["latency"]
@@ -206,7 +163,6 @@ def main(argv: list[str] | None = None) -> int:
     print(f"rerun latency p50 {lat['p50_s']} s, p95 {lat['p95_s']} s, max {lat['max_s']} s")
     print(f"server RSS MiB: idle {round(idle)}, peak {round(peak)} (goal < {GOAL_PEAK_MIB}), "
           f"after close {after} (goal <= idle + {GOAL_AFTER_MIB:.0f})")
-    print(f"app caches (bytes) at close {caches_closed}, after {caches_after}")
     for e in report["errors"][:20]:
         print("  ERROR", e)
     print(("goal met" if report["goal"]["met"] else "GOAL NOT MET") + f"; report: {args.json}")

@@ -27,6 +27,8 @@ sentences (and the same small variants of it), so that each server computes each
 With --url the sessions load a server that is already running (e.g. `make serve WORKERS=2`,
 nginx in front of several processes) instead of one started here; its memory is then not
 measured, and the report counts the sessions each worker served (nginx's X-Attnviz-Worker).
+With --url and --pid PID it is one Streamlit process, whose memory and life are read as for a
+server started here, and which is left running (tests/test_load_smoke.py shares one so).
 """
 
 from __future__ import annotations
@@ -502,7 +504,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, default=ROOT / "test-output" / "load.json")
     ap.add_argument("--url", help="load this running server (http://host:port) instead of "
                                   "starting one")
+    ap.add_argument("--pid", type=int,
+                    help="with --url: that server is this one process (no nginx in front); its "
+                         "memory is read and its life checked as for a server started here")
     args = ap.parse_args(argv)
+    if args.pid is not None and not args.url:
+        ap.error("--pid goes with --url")
     if not 0 <= args.lecture <= len(SENTENCES):
         ap.error(f"--lecture takes 1 to {len(SENTENCES)} sentences (0: each student their own)")
     global FRAGMENT_RERUNS, ONLY_PAGES
@@ -510,25 +517,29 @@ def main(argv: list[str] | None = None) -> int:
     ONLY_PAGES = set(args.pages) if args.pages else None
 
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    if args.url:
+    if args.url and args.pid is None:
         return load_url(args)
-    port = free_port()
-    url = f"ws://127.0.0.1:{port}/_stcore/stream"
     t_start = time.time()
-    log = args.json.parent / "load_streamlit.log"
-    if args.class_warm_up:
-        os.environ["ATTNVIZ_PRELOAD"] = "class"
-    proc = start_server(port, log)
-    if args.class_warm_up:
-        wait_for_class_warm_up(log)
+    if args.url:  # one running process, its pid given
+        proc, pid, url = None, args.pid, stream_url(args.url)
+    else:
+        port = free_port()
+        url = f"ws://127.0.0.1:{port}/_stcore/stream"
+        log = args.json.parent / "load_streamlit.log"
+        if args.class_warm_up:
+            os.environ["ATTNVIZ_PRELOAD"] = "class"
+        proc = start_server(port, log)
+        pid = proc.pid
+        if args.class_warm_up:
+            wait_for_class_warm_up(log)
     if args.walk:
         return walk(url, proc, args)
-    sampler = MemorySampler(proc.pid)
+    sampler = MemorySampler(pid)
     sampler.start()
     try:
-        rss_start = rss_mib(proc.pid)
+        rss_start = rss_mib(pid)
         warm = asyncio.run(warm_up(url, args.timeout))
-        rss_warm = rss_mib(proc.pid)
+        rss_warm = rss_mib(pid)
         t_class, cpu_class = time.time(), time.process_time()
         results = asyncio.run(run_class(url, args.sessions, args.steps, args.duration,
                                         args.timeout, args.shared, tuple(args.think),
@@ -536,11 +547,12 @@ def main(argv: list[str] | None = None) -> int:
         class_s, client_cpu = time.time() - t_class, time.process_time() - cpu_class
         t_closed = time.time()
         time.sleep(args.settle)
-        rss_after = rss_mib(proc.pid)
-        alive = proc.poll() is None
+        rss_after = rss_mib(pid)
+        alive = proc.poll() is None if proc is not None else Path(f"/proc/{pid}").exists()
     finally:
         sampler.stop()
-        serve.stop_server(proc)
+        if proc is not None:  # a server started here
+            serve.stop_server(proc)
     during = [m for t, m in sampler.samples if t_class <= t <= t_closed]
     report = {
         "machine": f"{os.cpu_count()} CPU cores, loadavg at end {os.getloadavg()[0]:.1f}",
@@ -574,13 +586,15 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if not report["errors"] and alive else 1
 
 
-def walk(url: str, proc: subprocess.Popen, args: argparse.Namespace) -> int:
+def walk(url: str, proc: subprocess.Popen | None, args: argparse.Namespace) -> int:
     """--walk: every page's layer and tab changes, once each, and whether each reran only its
-    fragment (a report of them all; 0 if every rerun was answered without an error)."""
+    fragment (a report of them all; 0 if every rerun was answered without an error). `proc`:
+    the server started here, stopped at the end (None: a running one, left running)."""
     try:
         results = asyncio.run(fragment_walk(url, args.timeout))
     finally:
-        serve.stop_server(proc)
+        if proc is not None:
+            serve.stop_server(proc)
     report = {"reruns": [{"page": r.page, "action": r.action, "ok": r.ok,
                           "fragment": r.fragment, "seconds": round(r.seconds, 3),
                           "errors": r.errors} for r in results]}
@@ -612,13 +626,18 @@ def print_thirds(report: dict) -> None:
             f"{k} n={v['n']} p50 {v['p50_s']} s p95 {v['p95_s']} s" for k, v in thirds.items()))
 
 
-def load_url(args: argparse.Namespace) -> int:
-    """The class against a running server at args.url (no server started, no memory read)."""
+def stream_url(address: str) -> str:
+    """The websocket address of the app served at `address` (http://host:port[/path])."""
     import urllib.parse
 
-    parts = urllib.parse.urlsplit(args.url)
+    parts = urllib.parse.urlsplit(address)
     scheme = "wss" if parts.scheme == "https" else "ws"
-    url = f"{scheme}://{parts.netloc}{parts.path.rstrip('/')}/_stcore/stream"
+    return f"{scheme}://{parts.netloc}{parts.path.rstrip('/')}/_stcore/stream"
+
+
+def load_url(args: argparse.Namespace) -> int:
+    """The class against a running server at args.url (no server started, no memory read)."""
+    url = stream_url(args.url)
     t_start = time.time()
     warm, warmed, unchanged = [], set(), 0
     while unchanged < 4 and len(warm) < 400:  # warm every worker behind nginx: each new
