@@ -41,7 +41,13 @@ def launch(port: int, log_path: Path, root: Path = ROOT,
 
 def start_server(port: int, log_path: Path, timeout_s: float = 120) -> subprocess.Popen:
     """Serve app.py on 127.0.0.1:port; return once /_stcore/health answers ok."""
-    proc = launch(port, log_path)
+    return wait_until_up(launch(port, log_path), port, log_path, timeout_s)
+
+
+def wait_until_up(proc: subprocess.Popen, port: int, log_path: Path,
+                  timeout_s: float = 120) -> subprocess.Popen:
+    """`proc` (launched on `port`, its output in `log_path`) once /_stcore/health answers ok;
+    RuntimeError with the end of its log if it does not in time (it is then killed)."""
     deadline = time.time() + timeout_s
     while time.time() < deadline:
         try:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import subprocess
 from pathlib import Path
+from urllib.parse import urlparse
 
 import pytest
 
@@ -46,13 +47,24 @@ def start_server(port: int, log_path: Path) -> subprocess.Popen:
 
 
 @pytest.fixture(scope="session")
-def app_url():
-    """A running app on loopback for the whole e2e session; stopped by its PID at the end."""
+def app_server():
+    """A running app on loopback for the whole e2e session, (its URL, its process); stopped by
+    its PID at the end."""
     SHOTS.mkdir(parents=True, exist_ok=True)
     port = free_port()
     proc = start_server(port, SHOTS.parent / "streamlit.log")
-    yield f"http://127.0.0.1:{port}"
+    yield f"http://127.0.0.1:{port}", proc
     serve.stop_server(proc)
+
+
+@pytest.fixture(scope="session")
+def app_url(app_server) -> str:
+    return app_server[0]
+
+
+@pytest.fixture(scope="session")
+def app_pid(app_server) -> int:
+    return app_server[1].pid
 
 
 @pytest.fixture(scope="session")
@@ -76,6 +88,33 @@ def page(browser):
     pg = ctx.new_page()
     yield pg
     ctx.close()
+
+
+LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
+
+
+def outside(url: str) -> bool:
+    """Whether a request to `url` would leave this machine (data:, blob: and about: stay)."""
+    parts = urlparse(url)
+    return parts.scheme not in ("data", "blob", "about") and parts.hostname not in LOOPBACK
+
+
+def guard_outside(page) -> list[str]:
+    """From now on, every request `page`'s browser context attempts to a host other than the
+    loopback server is aborted, and its URL (websockets included) added to the list returned."""
+    attempted: list[str] = []
+
+    def guard(route):
+        if outside(route.request.url):
+            attempted.append(route.request.url)
+            route.abort()
+        else:
+            route.continue_()
+
+    page.context.route("**/*", guard)
+    page.on("websocket", lambda ws: attempted.append(ws.url) if outside(ws.url) else None)
+    page.on("request", lambda r: attempted.append(r.url) if outside(r.url) else None)
+    return attempted
 
 
 def wait_for_app(page, timeout_ms: int = 120_000, plots: bool = True) -> None:

@@ -5,8 +5,9 @@ open its URL, wait for the script to finish, check that Plotly figures are drawn
 div holds traces) and that no exception or error box and no JavaScript error appear; change a
 control (slider, select box, radio or tab) and check again; on pages that read the sentence,
 type one with HTML and script tags: no dialog opens, no tag becomes an element, the tokens show
-as typed. Screenshots of each page go to test-output/screenshots/all_pages_<page>.png (and
-all_pages_<page>_typed.png).
+as typed. All along, the browser attempts no request to another host than the loopback
+server (conftest.guard_outside; test_e2e_network.py says why). Screenshots of each page go
+to test-output/screenshots/all_pages_<page>.png (and all_pages_<page>_typed.png).
 
 A shared link (a page URL with its state) is the first thing a student opens, so one test
 starts its own fresh server and opens a sub-page link before anyone visited "/".
@@ -21,6 +22,7 @@ import pytest
 from tests.pages_list import default_page, existing_pages, takes_text, url_path
 
 from .conftest import (
+    guard_outside,
     page_errors,
     screenshot,
     set_sentence,
@@ -127,6 +129,7 @@ def test_page_in_browser(page, app_url, path):
     dialogs: list[str] = []
     page.on("pageerror", lambda e: js_errors.append(str(e)))
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    attempted = guard_outside(page)
 
     # Open "/" first: on a fresh server a direct sub-page link bypasses app.py (see
     # test_direct_link_on_fresh_server); here each page is reached the way the router serves it.
@@ -160,3 +163,5 @@ def test_page_in_browser(page, app_url, path):
                 ".map(t => t.textContent).join(' ')")
             assert "zebra" in svg_text and "<" in svg_text, f"{stem}: typed tokens not shown"
         screenshot(page, f"all_pages_{stem}_typed")
+    page.wait_for_timeout(1000)  # icons, fonts and late requests
+    assert not sorted(set(attempted)), f"{stem}: outside requests: {sorted(set(attempted))}"

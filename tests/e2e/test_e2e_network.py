@@ -1,10 +1,12 @@
 """The app makes no outside request, and a URL with unusable numbers still draws, in Chromium.
 
 Network: every request the browser attempts to a host other than the loopback server is
-aborted and recorded (page.route on the whole context), websockets included, while every page
-of the app is visited; none may be attempted. A classroom server may be offline, and a class's
-browsers should not tell anyone which pages they read. (The tab icon used to be a Material icon
-name, which Streamlit's frontend fetches from fonts.gstatic.com.)
+aborted and recorded (conftest.guard_outside: a route on the whole context), websockets
+included; none may be attempted. A classroom server may be offline, and a class's browsers
+should not tell anyone which pages they read. Every page is visited under that guard by
+test_e2e_all_pages (opened, a control changed, a sentence typed); here the default page and its
+tab icon, the app's own file handed over as a data: URL. (The tab icon used to be a Material
+icon name, which Streamlit's frontend fetches from fonts.gstatic.com.)
 
 URL values: a link carrying `inf`, `-inf`, `1e999` and a 5,000-digit number in bound number
 widgets opens without an error box (a 100,000-digit one does not fit in a URL the server
@@ -16,49 +18,22 @@ from __future__ import annotations
 
 import base64
 from pathlib import Path
-from urllib.parse import urlparse
 
 import pytest
 
-from tests.pages_list import existing_pages, url_path
-
-from .conftest import page_errors, screenshot, set_sentence, wait_for_app
+from .conftest import guard_outside, outside, page_errors, screenshot, set_sentence, wait_for_app
 
 pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[2]
-LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
 
-
-def outside(url: str) -> bool:
-    parts = urlparse(url)
-    return parts.scheme not in ("data", "blob", "about") and parts.hostname not in LOOPBACK
-
-
-def test_no_page_makes_an_outside_request(browser, app_url):
-    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
-    attempted: list[str] = []
-
-    def guard(route):
-        if outside(route.request.url):
-            attempted.append(route.request.url)
-            route.abort()
-        else:
-            route.continue_()
-
-    ctx.route("**/*", guard)
-    page = ctx.new_page()
-    page.on("websocket", lambda ws: attempted.append(ws.url) if outside(ws.url) else None)
-    page.on("request", lambda r: attempted.append(r.url) if outside(r.url) else None)
-    try:
-        for path in existing_pages():
-            page.goto(app_url + url_path(path))
-            wait_for_app(page)
-            page.wait_for_timeout(1500)  # icons, fonts and late requests
-            assert not page_errors(page), (path, page_errors(page))
-        icon = page.evaluate("document.querySelector(\"link[rel*='icon']\")?.href || ''")
-    finally:
-        ctx.close()
+def test_the_default_page_and_its_icon_make_no_outside_request(page, app_url):
+    attempted = guard_outside(page)
+    page.goto(app_url + "/")
+    wait_for_app(page)
+    page.wait_for_timeout(1500)  # icons, fonts and late requests
+    assert not page_errors(page), page_errors(page)
+    icon = page.evaluate("document.querySelector(\"link[rel*='icon']\")?.href || ''")
     assert not sorted(set(attempted)), f"outside requests: {sorted(set(attempted))}"
     assert icon and not outside(icon), icon
     # the app's own icon, handed over as a data: URL (attnviz.ui.router.favicon_url)
