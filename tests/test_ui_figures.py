@@ -160,6 +160,25 @@ def test_a_figure_is_summarised_once(monkeypatch):
     assert key not in figures._SUMMARIES
 
 
+def test_a_figures_title_and_accessible_name_are_read_once_per_language(monkeypatch):
+    """What show_figure reads out of a figure on every rerun (its title, its accessible name)
+    is read once per figure object and language; another figure is read on its own."""
+    from attnviz import i18n
+
+    calls = []
+    real = figures.describe
+    monkeypatch.setattr(figures, "describe", lambda fig: calls.append(fig) or real(fig))
+    fig = go.Figure(go.Bar(x=["a", "b"], y=[1, 2]), layout=dict(title="bars"))
+    alt = figures.figure_alt(fig)
+    assert figures.figure_alt(fig) == alt == real(fig) and len(calls) == 1
+    assert figures.title_text(fig) == figures.title_text(fig) == "bars"
+    with i18n.use("zh"):
+        figures.figure_alt(fig)
+    assert len(calls) == 2
+    figures.figure_alt(go.Figure(fig))
+    assert len(calls) == 3
+
+
 def test_a_cached_figure_is_built_once_per_language_and_sized_by_its_dict():
     """ui.cached_figure builds a figure once per (language, key) and hands out the same object;
     the figure cache counts what the figure's dict holds."""

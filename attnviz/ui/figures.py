@@ -114,36 +114,54 @@ def show_figure(fig: go.Figure, key: str | None = None,
 SUMMARY_FAILURES: list[str] = []  # figures whose numbers could not be read (tests: empty)
 
 
-_SUMMARIES: dict[int, tuple[weakref.ref, Summary]] = {}  # id(figure): (the figure, its summary)
-_SUMMARIES_LOCK = threading.Lock()
+class PerFigure:
+    """Values read out of a figure, kept once per figure object and language: a figure of the
+    figure cache is the same object on every rerun of every session, and reading it again
+    (plotly's property objects, plotting.summary) would cost as much on every rerun. An entry
+    goes when its figure does."""
+
+    def __init__(self) -> None:
+        self._items: dict[tuple, tuple[weakref.ref, object]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, fig: go.Figure, read: Callable[[go.Figure], object]):
+        key = (id(fig), language())
+        with self._lock:
+            found = self._items.get(key)
+        if found is not None and found[0]() is fig:
+            return found[1]
+        value = read(fig)
+
+        def forget(ref, key=key) -> None:
+            with self._lock:
+                if self._items.get(key, (None,))[0] is ref:
+                    del self._items[key]
+
+        with self._lock:
+            self._items[key] = (weakref.ref(fig, forget), value)
+        return value
+
+    def __contains__(self, fig_id: int) -> bool:
+        with self._lock:
+            return any(k[0] == fig_id for k in self._items)
+
+
+_SUMMARIES, _ALTS, _TITLES = PerFigure(), PerFigure(), PerFigure()
 
 
 def figure_summary(fig: go.Figure) -> Summary:
-    """The figure's summary, read once per figure object: a figure from the figure cache (the
-    same object on every rerun of every session, in one language) is summarised once, not on
-    every rerun; the entry goes when the figure does."""
-    with _SUMMARIES_LOCK:
-        found = _SUMMARIES.get(id(fig))
-    if found is not None and found[0]() is fig:
-        return found[1]
-    summary = _summarise(fig)
-    key = id(fig)
-
-    def forget(_ref, key=key) -> None:
-        with _SUMMARIES_LOCK:
-            if _SUMMARIES.get(key, (None,))[0] is _ref:
-                del _SUMMARIES[key]
-
-    with _SUMMARIES_LOCK:
-        _SUMMARIES[key] = (weakref.ref(fig, forget), summary)
-    return summary
+    """The figure's summary, read once per figure object (PerFigure)."""
+    return _SUMMARIES.get(fig, _summarise)
 
 
 def figure_alt(fig: go.Figure) -> str:
-    """The chart's accessible name: summarise(fig).text without making its tables
-    (plotting.summary.describe: a 12-head grid's tables took 3.4 ms, on every new figure of
-    every run, for an expander that is nearly always closed). A figure it cannot read gets
-    its title."""
+    """The chart's accessible name, read once per figure object (PerFigure):
+    summarise(fig).text without making its tables (plotting.summary.describe), for an
+    expander that is nearly always closed. A figure it cannot read gets its title."""
+    return _ALTS.get(fig, _describe)
+
+
+def _describe(fig: go.Figure) -> str:
     try:
         return describe(fig)
     except Exception as e:  # noqa: BLE001 - the chart matters more than its text
@@ -233,8 +251,8 @@ def _title_of(fig: go.Figure) -> str:
 
 
 def title_text(fig: go.Figure) -> str | None:
-    """The figure's title (fig.layout.title.text)."""
-    return fig.layout.title.text
+    """The figure's title (fig.layout.title.text), read once per figure object (PerFigure)."""
+    return _TITLES.get(fig, lambda f: f.layout.title.text)
 
 
 def svg_bytes(fig: go.Figure, render: Callable[[go.Figure], bytes] | None = None) -> bytes:
