@@ -4,35 +4,32 @@
   process all give bit-identical arrays (every Trace field compared as raw bytes).
 - App: for every page that takes text, two fresh AppTest sessions (all Streamlit caches and
   attnviz's shared trace and figure caches cleared between them, so the second one
-  recomputes) give bit-identical exports (each download's bytes; inside a .npz, each
-  member's bytes) and identical Plotly figure JSON, tab by tab where tabs are lazy.
+  recomputes) give bit-identical exports and identical Plotly figure JSON, tab by tab where
+  tabs are lazy. The exports are read from the view the page recorded (attnviz.ui.recorder,
+  kept in the session's state): every .npz and .csv download a page offers goes through it
+  (ui.download_arrays, ui.download_csv), each array compared as dtype, shape and raw bytes,
+  and the "Download this view (HTML)" file as its text.
 
-A .npz file is a zip whose entries carry the time they were written (numpy's savez), so two
-downloads made seconds apart differ in those timestamp bytes only; the members (.npy headers
-and data) are compared bit for bit instead. Measured timings (the windows page's cost
-benchmark, the lesson's training time) are not a function of the input and are left out
-by name.
+Measured timings (the windows page's cost benchmark, the lesson's training time) are not a
+function of the input and are left out by name.
 """
 
 from __future__ import annotations
 
-import io
 import json
 import subprocess
 import sys
 import threading
-import zipfile
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
 import streamlit as st
-from streamlit.runtime.media_file_manager import MediaFileManager
-from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 from streamlit.testing.v1 import AppTest
 
 from attnviz.engine import ARRAY_FIELDS
+from attnviz.export import html as export
+from attnviz.ui import recorder
 from attnviz.ui.cache import clear_caches
 from tests.apptest import APP
 from tests.pages_list import default_page, text_pages
@@ -126,57 +123,35 @@ def test_engine_other_process_same_bits(model, tmp_path):
 
 
 # ---------------------------------------------------------------------------- app
-class Recorder:
-    """Keeps every file a download button hands to Streamlit, by file id: stored bytes, or the
-    function a deferred download (made on click) would call."""
-
-    def __init__(self, monkeypatch) -> None:
-        self.files: dict[str, tuple[str | None, bytes]] = {}
-        self.deferred: dict[str, tuple[str | None, Callable]] = {}
-        original = MemoryMediaFileStorage.load_and_get_id
-        original_deferred = MediaFileManager.add_deferred
-
-        def load_and_get_id(storage, path_or_data, mimetype, kind, filename=None):
-            file_id = original(storage, path_or_data, mimetype, kind, filename)
-            data = storage._files_by_id[file_id].content
-            self.files[file_id] = (filename, data)
-            return file_id
-
-        def add_deferred(manager, data_callable, mimetype, coordinates, file_name=None, **kw):
-            file_id = original_deferred(manager, data_callable, mimetype, coordinates, file_name,
-                                        **kw)
-            self.deferred[file_id] = (file_name, data_callable)
-            return file_id
-
-        monkeypatch.setattr(MemoryMediaFileStorage, "load_and_get_id", load_and_get_id)
-        monkeypatch.setattr(MediaFileManager, "add_deferred", add_deferred)
-
-    def content(self, button) -> tuple[str | None, bytes] | None:
-        """A download button's (file name, bytes); None for a figure's SVG (compared as JSON)."""
-        if button.proto.url:
-            return self.files[Path(button.proto.url).stem]
-        name, make = self.deferred[button.proto.deferred_file_id]
-        if name and name.endswith(".svg"):
-            return None
-        data = make()
-        return name, data.encode() if isinstance(data, str) else data
+def array_bytes(value) -> bytes:
+    """An array (or a token list) as its dtype, shape and raw bytes."""
+    arr = np.asarray(value)
+    return f"{arr.dtype.str} {arr.shape} ".encode() + (
+        arr.tobytes() if arr.dtype != object else repr(arr.tolist()).encode())
 
 
-def export_parts(name: str | None, data: bytes) -> dict[str, bytes]:
-    """A download's content: a zip (.npz) member by member, anything else as is."""
-    if data[:4] == b"PK\x03\x04":
-        with zipfile.ZipFile(io.BytesIO(data)) as z:
-            return {f"{name}:{m}": z.read(m) for m in sorted(z.namelist())}
-    return {str(name): data}
+def exports_of(at: AppTest) -> dict[str, bytes]:
+    """What the page offers for download now: each .npz's arrays and each .csv's text, from
+    the view it recorded (made as a click would make them), and the view's HTML file."""
+    rec = at.session_state[recorder.STATE_KEY]
+    out: dict[str, bytes] = {}
+    for block in rec.view().blocks:
+        if not isinstance(block, export.Numbers):
+            continue
+        made = block.make()
+        if block.kind == "csv":
+            out[block.file_name] = export.csv_text(made).encode()
+        else:
+            out.update({f"{block.file_name}:{k}": array_bytes(v) for k, v in made.items()})
+    out[recorder.file_name(rec.title)] = recorder.html_of(rec).encode()
+    return out
 
 
-def fresh_session(page: str, rec: Recorder) -> dict:
+def fresh_session(page: str) -> dict:
     """Run the page in a new AppTest session after clearing every cache; collect its output."""
     st.cache_data.clear()
     st.cache_resource.clear()
     clear_caches()  # the app's own registry: traces, results, figures, taggers
-    rec.files.clear()
-    rec.deferred.clear()
     at = AppTest.from_file(APP, default_timeout=300)
     at.run()
     at.session_state["text"] = TEXT
@@ -190,13 +165,8 @@ def fresh_session(page: str, rec: Recorder) -> dict:
     figures: list[str] = []
     labels = [t.label for t in at.tabs] if page in LAZY_TABS else []
     for label in labels[1:] + [None]:  # every tab of a lazy tab group (each run computes one)
-        for button in at.get("download_button"):
-            found = rec.content(button)
-            if found is None:
-                continue
-            name, data = found
-            exports.update({k: v for k, v in export_parts(name, data).items()
-                            if not any(s in k for s in skip)})
+        exports.update({k: v for k, v in exports_of(at).items()
+                        if not any(s in k for s in skip)})
         figures += [spec for key, spec in charts(at) if not any(s in key for s in skip)]
         if label is not None:
             at.session_state[LAZY_TABS[page]] = label
@@ -205,21 +175,23 @@ def fresh_session(page: str, rec: Recorder) -> dict:
     return {"exports": exports, "figures": figures}
 
 
-def test_export_parts_splits_npz():
-    buf = io.BytesIO()
-    np.savez_compressed(buf, weights=np.eye(3, dtype=np.float32), tokens=np.array(["a", "b"]))
-    parts = export_parts("x.npz", buf.getvalue())
-    assert sorted(parts) == ["x.npz:tokens.npy", "x.npz:weights.npy"]
-    assert parts["x.npz:weights.npy"].endswith(np.eye(3, dtype=np.float32).tobytes())
-    assert export_parts("a.csv", b"1,2\n") == {"a.csv": b"1,2\n"}
+def test_array_bytes_tell_dtype_shape_and_values_apart():
+    a = np.arange(6, dtype=np.float32)
+    assert array_bytes(a) == array_bytes(a.copy())
+    assert array_bytes(a) != array_bytes(a.reshape(2, 3))
+    assert array_bytes(a) != array_bytes(a.astype(np.float64))
+    b = a.copy()
+    b[3] = np.nextafter(b[3], np.float32(10))
+    assert array_bytes(a) != array_bytes(b)
+    assert array_bytes(["a", "b"]) != array_bytes(["a", "c"])
 
 
 @pytest.mark.parametrize("page", text_pages(), ids=lambda p: Path(p).stem)
-def test_two_sessions_same_exports(page, monkeypatch):
-    rec = Recorder(monkeypatch)
-    first = fresh_session(page, rec)
-    second = fresh_session(page, rec)
-    assert first["exports"], f"{page}: no export to compare (each page offers its numbers)"
+def test_two_sessions_same_exports(page):
+    first = fresh_session(page)
+    second = fresh_session(page)
+    assert [k for k in first["exports"] if not k.endswith(".html")], \
+        f"{page}: no numbers to compare (each page offers its numbers)"
     assert sorted(first["exports"]) == sorted(second["exports"])
     for name, data in first["exports"].items():
         assert data == second["exports"][name], f"{page}: export {name} differs between sessions"
