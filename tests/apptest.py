@@ -37,9 +37,7 @@ NUMBERS = "Numbers in this figure"
 def open_numbers(at: AppTest, label: str = NUMBERS) -> AppTest:
     """Open every "Numbers in this figure" expander of the page and rerun: their tables are
     made only while they are open (ui.figures.show_numbers), as a click in a browser does."""
-    from streamlit.elements.lib.utils import user_key_from_element_id
-
-    keys = [user_key_from_element_id(e.proto.id) for e in at.expander if e.label == label]
+    keys = [e.key for e in at.expander if e.label == label]
     assert keys and all(keys), keys  # each tracks its state under a key
     for key in keys:
         at.session_state[key] = True
