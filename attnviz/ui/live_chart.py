@@ -47,6 +47,13 @@ function registry() {
 // window.Plotly, which is put back as it was (Streamlit's own charts keep their copy there).
 function load(r, source) {
   r.state = "loading";
+  // Its first run holds the page's main thread a while: it starts when the page is idle
+  // (the page's other charts drawn), within a second and a half.
+  if (window.requestIdleCallback) requestIdleCallback(() => run(r, source), {timeout: 1500});
+  else setTimeout(() => run(r, source), 0);
+}
+
+function run(r, source) {
   const holder = {exports: {}};
   window.attnvizPlotlyModule = holder;
   const blob = new Blob([
