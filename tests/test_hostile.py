@@ -1,10 +1,21 @@
-"""Hostile and odd input through every page that takes text (issue 8), with AppTest.
+"""Hostile and odd input (issue 8): every input of tests/data/hostile_inputs.py through what
+each page computes and shows, and through the app itself.
 
-For each page of app.py's PAGES that exists and reads the sidebar's sentence, and each input of
-tests/data/hostile_inputs.py: no exception element reaches the page, and the page answers with
-a clear message (nothing to encode) or its figures (a result), a warning when tokens were
-dropped. One AppTest session per page takes the whole corpus in turn, so the last check (a
-normal sentence draws again) also shows the session survived everything before it.
+Every input reaches the pages by one path: the sidebar's text (NULs removed) becomes the
+request of one trace (ui.context), and a page draws that trace. So:
+
+- Functions, every input (of the long ones, `tokens_600`): the engine's trace of it (nothing
+  to encode: no trace; too long: a trace with the dropped tokens reported) and the page of
+  each view module that takes the sentence (attnviz.views: layer_heads, value_norms,
+  head_stats, step_by_step; positions and windows, which compute more traces of it, for the
+  REPRESENTATIVE inputs) built from it, as the page opens: no exception, every figure's text
+  escaped.
+- AppTest, the app: the default page takes every input, one session in turn (the strict
+  answers: a message, figures, a warning that tokens were dropped); every other page that
+  takes the sidebar's text takes one input of each kind that reaches a different branch
+  (REPRESENTATIVE: nothing left once NULs are removed, only [CLS] and [SEP], a lone
+  punctuation mark, markup, Chinese, 600 tokens), the hostile second sentences, and then a
+  normal sentence again, which shows the session survived everything before it.
 
 Escaping: every string in every Plotly figure is walked; after removing the few formatting tags
 Plotly itself uses (<b>, <br>, <extra>, ...), no raw '<' may remain, i.e. user text such as
@@ -25,9 +36,17 @@ import re
 import shutil
 from pathlib import Path
 
+import plotly.graph_objects as go
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from attnviz.views import common as common_view
+from attnviz.views import head_stats as head_stats_view
+from attnviz.views import layer_heads as layer_heads_view
+from attnviz.views import positions as positions_view
+from attnviz.views import step_by_step as step_by_step_view
+from attnviz.views import value_norms as value_norms_view
+from attnviz.views import windows as windows_view
 from tests.apptest import open_page
 from tests.data.hostile_inputs import (
     HOSTILE,
@@ -42,6 +61,9 @@ from tests.plotly_json import figures
 ROOT = Path(__file__).resolve().parents[1]
 NORMAL = "I saw a saw"
 LONG_ON_EVERY_PAGE = {"tokens_600"}
+# One input per branch a page can take (see the docstring); the default page takes them all.
+REPRESENTATIVE = ("only_nul", "zero_width_only", "one_punct", "html_tags", "chinese",
+                  "tokens_600")
 
 # Known bugs in files this suite does not own: {(page, input name): reason}, marked
 # xfail(strict=False). Empty: the unescaped-title bugs found here were fixed.
@@ -133,6 +155,8 @@ def cases() -> list:
     params = []
     for page in text_pages():
         for name, text, expect in HOSTILE:
+            if page != default_page() and name not in REPRESENTATIVE:
+                continue
             if expect == "long" and name not in LONG_ON_EVERY_PAGE and page != default_page():
                 continue
             marks = []
@@ -155,6 +179,10 @@ def test_corpus_is_complete():
         assert needed in kinds
     assert len(next(t for n, t, _ in HOSTILE if n == "chars_100k")) == 100_000
     assert text_pages(), "no page takes text?"
+    assert set(REPRESENTATIVE) <= kinds
+    # one of each kind of answer
+    assert {e for n, _, e in HOSTILE if n in REPRESENTATIVE} == {"message", "either", "result",
+                                                                  "long"}
 
 
 def test_raw_html_check_can_fail():
@@ -173,6 +201,71 @@ def test_hostile_input(page, name, text, expect):
     if name == "html_entities" and page == default_page():
         # '&lt;' typed by the student must show as '&lt;', so its '&' is escaped again.
         assert any("&amp;" in s for f in figs for s in strings(f)), "token '&' not escaped"
+
+
+# ------------------------------------------------------------- the views, as functions
+def _trace_of(model, request):
+    """A page's way to the sentence's trace under other engine options (ui.Context.trace)."""
+    return lambda **options: model.trace(request.with_options(**options))
+
+
+# What each view module's page shows as it opens, from (model, request, trace). The pages
+# that compute more traces of the sentence (positions shuffles it, windows masks it) take the
+# REPRESENTATIVE inputs; the others every input.
+MORE_TRACES = {"positions", "windows"}
+VIEWS = {
+    "layer_heads": lambda m, r, t: layer_heads_view.page(t),
+    "value_norms": lambda m, r, t: value_norms_view.page(m, t),
+    "head_stats": lambda m, r, t: head_stats_view.page(t),
+    "positions": lambda m, r, t: positions_view.page(m, r, _trace_of(m, r)),
+    "windows": lambda m, r, t: windows_view.page(m, _trace_of(m, r)),
+    "step_by_step": lambda m, r, t: step_by_step_view.page(r.text, 1),
+}
+
+
+def view_cases() -> list:
+    """Every input; of the long ones (a 512-token page each), those every page takes."""
+    return [pytest.param(name, text, expect, id=name,
+                         marks=[pytest.mark.slow] if expect == "long" else [])
+            for name, text, expect in HOSTILE
+            if expect != "long" or name in LONG_ON_EVERY_PAGE]
+
+
+@pytest.mark.parametrize(("name", "text", "expect"), view_cases())
+def test_hostile_input_in_every_view(model, name, text, expect):
+    """The sentence as the sidebar hands it on (ui.context: NULs removed), its trace, and the
+    page of every view module built from that trace."""
+    import plotly.io as pio
+
+    from attnviz.engine import TraceRequest
+
+    typed = text.replace("\x00", "")
+    if expect == "message":  # the pages answer before any trace: nothing to encode
+        assert not typed.strip(), name
+        return
+    assert typed.strip(), f"{name}: nothing left to encode"
+    request = TraceRequest(typed)
+    t = model.trace(request)
+    report = common_view.trace_report(model, t)
+    if expect == "long":
+        assert t.dropped > 0 and "dropped" in report[0].text, name
+    else:
+        assert t.dropped == 0, name
+    if expect == "either":
+        assert t.n_tokens >= 2, name  # [CLS] and [SEP] at least
+    for view, page in VIEWS.items():
+        if view in MORE_TRACES and name not in REPRESENTATIVE:
+            continue
+        blocks = page(model, request, t)
+        assert blocks, f"{view} / {name}: nothing shown"
+        figs = [json.loads(pio.to_json(b)) for b in blocks if isinstance(b, go.Figure)]
+        texts = [s for f in figs for s in strings(f)]
+        bad = raw_html(texts)
+        assert not bad, f"{view} / {name}: unescaped '<' in figure text: {bad[:5]}"
+        blob = "\n".join(texts)
+        assert not [m for m in HTML_MARKERS if m in blob], f"{view} / {name}: raw HTML"
+        if name == "html_tags" and view == "layer_heads":  # the typed tags shown as text
+            assert "&lt;" in blob, "tokens '<' not shown"
 
 
 @pytest.mark.parametrize("page", text_pages())
