@@ -67,7 +67,7 @@ from .flow_workers import (
 from .rollout import residual_attention
 
 SCALE = 2**30  # capacities become integers: each row of Â sums to exactly SCALE
-MAX_TOKENS = 128  # the longest input whose full flow matrix a page computes (docs/performance.md: bench_flow)
+MAX_TOKENS = 128  # the longest input whose full flow matrix a page computes (bench_flow)
 MIXES = (0.1, 0.2)  # candidate middle vectors w: (1 - mix) * sinks' demand + mix * rollout
 PARALLEL_PAIRS = 512  # n² below this: solved in-process (a job's round trip costs more)
 
