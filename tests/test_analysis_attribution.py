@@ -175,10 +175,9 @@ def test_two_halves_of_24_points_are_as_close_as_one_panel_of_32(model):
     assert DEFAULT_STEPS == 24 and max(two) <= max(one) and max(two) <= 0.01, (two, one)
 
 
-def test_the_traced_encoder_gives_the_eager_numbers(model):
-    """Attribution's encoder passes run as one TorchScript graph (Model.last_hidden: no GIL
-    hand-over per operation on a busy server): the same embeddings and gradients as the eager
-    encoder at other batch sizes and lengths than it was traced with."""
+def test_the_batched_encoder_gives_the_per_sequence_numbers(model):
+    """Attribution encodes its path points in batches (Model.last_hidden of [b, n, hidden]):
+    the same embeddings and gradients as the encoder run on each shape directly."""
     from attnviz.analysis.attribution import _cos, sentence_embedding
 
     def eager(v):
@@ -197,8 +196,6 @@ def test_the_traced_encoder_gives_the_eager_numbers(model):
             (g,) = torch.autograd.grad(_cos(fn(xg), other).sum(), xg)
             grads.append(g.numpy())
         np.testing.assert_allclose(grads[0], grads[1], atol=1e-6)
-    assert isinstance(model.graph_for("last", True), torch.jit.ScriptFunction)
-    assert isinstance(model.graph_for("last", False), torch.jit.ScriptFunction)
 
 
 @pytest.mark.parametrize("text_a", ["I saw a saw.", "x", A])

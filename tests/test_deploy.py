@@ -107,7 +107,13 @@ def test_dockerfile_installs_like_the_makefile_and_serves_its_port(dockerfile):
     assert "make setup" in runs  # the Makefile's own steps: venv, torch, attnviz
     assert re.search(r"apt-get install .*\bnginx\b", runs)
     (torch,) = [a for a in dockerfile["ARG"] if a.startswith("TORCH=")]
-    assert torch == f"TORCH={makefile_default('TORCH')}"
+    # the Makefile's default torch is the lock file's: the image installs the same one
+    assert re.search(r"^TORCH \?= \$\(shell grep '\^torch==' \$\(LOCK\)\)$",
+                     (ROOT / "Makefile").read_text(), re.M)
+    assert re.search(r"^LOCK := requirements\.lock$", (ROOT / "Makefile").read_text(), re.M)
+    (locked,) = [line for line in (ROOT / "requirements.lock").read_text().splitlines()
+                 if line.startswith("torch==")]
+    assert torch == f"TORCH={locked}"
     (cmd,) = dockerfile["CMD"]
     argv = json.loads(cmd)  # exec form: the launcher is PID 1 and gets docker's SIGTERM
     assert argv[:2] == [".venv/bin/python", "scripts/serve.py"]
