@@ -3,7 +3,8 @@
 - pyproject.toml's lowest Streamlit and Plotly: both are installed into a scratch environment
   (a venv of this interpreter that sees the project's packages through a .pth file, with
   streamlit and plotly at those versions, and whatever older dependencies they ask for,
-  inside it), where every page of the router opens in AppTest with no exception.
+  inside it), where every page of the router opens in AppTest with no exception or error
+  box, and draws its charts.
 - requirements.lock (what `make setup` installs) pins every dependency within pyproject's
   ranges, and this environment runs the locked versions: the versions the tests ran on.
 
@@ -109,6 +110,7 @@ sys.path.insert(0, os.getcwd())
 import plotly, streamlit
 from streamlit.testing.v1 import AppTest
 from attnviz.ui.router import DEFAULT_PAGE, PAGES
+from tests.plotly_json import charts
 
 app = os.path.abspath("app.py")
 out = {"streamlit": streamlit.__version__, "plotly": plotly.__version__,
@@ -123,7 +125,7 @@ for path, *_ in PAGES:
         at.run()
     out["pages"][path] = {"exceptions": [str(e.value) for e in at.exception],
                           "errors": [str(e.value) for e in at.error],
-                          "elements": len(at.main)}
+                          "elements": len(at.main), "charts": len(charts(at))}
 print("RESULT " + json.dumps(out))
 """
 
@@ -176,4 +178,4 @@ def test_every_page_opens_at_the_declared_minimums():
     broken = {page: r for page, r in got["pages"].items() if r["exceptions"] or r["errors"]}
     assert not broken, (f"at streamlit {pins['streamlit']} and plotly {pins['plotly']}: "
                         f"{json.dumps(broken, indent=1)[:6000]}\n{run.stderr[-3000:]}")
-    assert all(r["elements"] for r in got["pages"].values()), got["pages"]
+    assert all(r["elements"] and r["charts"] for r in got["pages"].values()), got["pages"]
