@@ -28,8 +28,9 @@ setup: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml $(LOCK)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q "$(TORCH)"
 	grep -v '^torch==' $(LOCK) > $(VENV)/constraints.txt
+	$(PY) -c "import torch" 2>/dev/null || \
+	  $(PY) -m pip install -q -c $(VENV)/constraints.txt "$(TORCH)"
 	$(PY) -m pip install -q -c $(VENV)/constraints.txt -e ".[test]"
 	touch $@
 

@@ -10,7 +10,8 @@
 - SVG downloads: six concurrent requests for one figure start at most one server-side browser
   and draw it once; asking again starts none (ui.figures.svg_bytes).
 
-The browsers are counted among the shared server's child processes (its pid: app_pid).
+The SVG test starts a server of its own and counts the browsers among its child processes;
+the others use the shared e2e server.
 """
 
 from __future__ import annotations
@@ -24,7 +25,10 @@ from pathlib import Path
 import pytest
 
 from attnviz.ui.figures import svg_export_available
+from tests import serve
 from tests.load.run_load import Session
+
+from .conftest import SHOTS
 
 pytestmark = pytest.mark.e2e
 
@@ -118,6 +122,21 @@ def test_debug_shutdown_is_refused(app_url):
 
 
 # ------------------------------------------------------------------------- SVG export
+@pytest.fixture(scope="module")
+def fresh_server():
+    """(URL, pid) of a server of this module's own, so that no other test's export has started
+    its SVG renderer: the browsers under it are this test's."""
+    port = serve.free_port()
+    log = SHOTS.parent / "streamlit_svg.log"
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    try:
+        proc = serve.start_server(port, log)
+    except RuntimeError as e:
+        pytest.fail(str(e))
+    yield f"http://127.0.0.1:{port}", proc.pid
+    serve.stop_server(proc)
+
+
 def browsers_under(pid: int) -> set[int]:
     """Pids of the Chromium browser processes (not their helpers) descended from `pid`."""
     children: dict[int, list[int]] = {}
@@ -176,14 +195,11 @@ async def request_files(s: Session, file_ids: list[str], timeout: float = 240) -
 
 
 @pytest.mark.skipif(not svg_export_available(), reason="no Chromium for kaleido")
-@pytest.mark.xfail(strict=False, reason=(
-    "open: on the shared e2e server six SVG requests at once were seen with 3 Chromium "
-    "browsers under the app's process; whether the renderer starts more than once or the "
-    "count takes kaleido's child processes for browsers is not yet known (issue 40's note)"))
-def test_concurrent_svg_requests_start_one_browser_and_repeat_for_free(app_url, app_pid):
+def test_concurrent_svg_requests_start_one_browser_and_repeat_for_free(fresh_server):
     """Six requests at once for a figure's SVG: one server-side browser at most (the renderer is
     started once per server and kept), every request answered; the same requests again start
     no new browser (the SVG comes from the exports cache)."""
+    app_url, app_pid = fresh_server
     async def scenario():
         s = await opened(app_url, "I saw a saw and it cut")
         svgs = [fid for label, fid in s.downloads if label == "SVG"]
