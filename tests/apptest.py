@@ -44,3 +44,20 @@ def open_numbers(at: AppTest, label: str = NUMBERS) -> AppTest:
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     return at
+
+
+def download(at: AppTest, file_name: str) -> bytes:
+    """The bytes of the page's download `file_name` (.npz or .csv) as a click would make them,
+    read from the view the page recorded (attnviz.ui.recorder: every download_arrays and
+    download_csv goes there)."""
+    from attnviz.export import html as export
+    from attnviz.ui import recorder
+
+    rec = at.session_state[recorder.STATE_KEY]
+    found = [b for b in rec.view().blocks
+             if isinstance(b, export.Numbers) and b.file_name == file_name]
+    assert found, f"no download {file_name!r} on the page"
+    block = found[-1]
+    if block.kind == "csv":
+        return export.csv_text(block.make()).encode()
+    return export.npz_bytes(block.make())

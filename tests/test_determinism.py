@@ -123,6 +123,42 @@ def test_engine_other_process_same_bits(model, tmp_path):
 
 
 # ---------------------------------------------------------------------------- app
+class Recorder:
+    """Kept for tests/test_page_value_norms.py until it reads its download with
+    tests.apptest.download: every file a download button hands to Streamlit, by file id,
+    through a patch of Streamlit's media file storage (not used here)."""
+
+    def __init__(self, monkeypatch) -> None:
+        from streamlit.runtime.media_file_manager import MediaFileManager
+        from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
+
+        self.files: dict[str, tuple[str | None, bytes]] = {}
+        self.deferred: dict = {}
+        original = MemoryMediaFileStorage.load_and_get_id
+        original_deferred = MediaFileManager.add_deferred
+
+        def load_and_get_id(storage, path_or_data, mimetype, kind, filename=None):
+            file_id = original(storage, path_or_data, mimetype, kind, filename)
+            self.files[file_id] = (filename, storage._files_by_id[file_id].content)
+            return file_id
+
+        def add_deferred(manager, data_callable, mimetype, coordinates, file_name=None, **kw):
+            file_id = original_deferred(manager, data_callable, mimetype, coordinates, file_name,
+                                        **kw)
+            self.deferred[file_id] = (file_name, data_callable)
+            return file_id
+
+        monkeypatch.setattr(MemoryMediaFileStorage, "load_and_get_id", load_and_get_id)
+        monkeypatch.setattr(MediaFileManager, "add_deferred", add_deferred)
+
+    def content(self, button) -> tuple[str | None, bytes] | None:
+        if button.proto.url:
+            return self.files[Path(button.proto.url).stem]
+        name, make = self.deferred[button.proto.deferred_file_id]
+        data = make()
+        return name, data.encode() if isinstance(data, str) else data
+
+
 def array_bytes(value) -> bytes:
     """An array (or a token list) as its dtype, shape and raw bytes."""
     arr = np.asarray(value)
