@@ -38,7 +38,6 @@ import streamlit as st
 from attnviz.defaults import DEFAULT_DEVICE, DEFAULT_MAX_TOKENS, DEFAULT_TEXT
 from attnviz.engine import (
     DECODER,
-    ENCODER,
     ENCODER_DECODER,
     VISION,
     ModelError,
@@ -48,9 +47,14 @@ from attnviz.engine import (
     demo_image,
     locate_model,
 )
-from attnviz.engine.folders import BUNDLED_NAME
 from attnviz.i18n import N_, _
 from attnviz.settings import settings
+from attnviz.views.common import (  # noqa: F401 - pages and ui read them here too
+    BERT_LIKE,
+    bert_like,
+    shown_name,
+    why_not_bert_like,
+)
 
 if TYPE_CHECKING:  # the model's module imports torch: loaded with the first model
     from attnviz.engine import Model
@@ -152,16 +156,6 @@ def neutral_refusal(typed: str, fallback: str = BUNDLED_INSTEAD) -> str:
     what is shown instead."""
     return _("Model refused: “{name}” is not a checkpoint folder or cached Hub id that this "
              "server can open.").format(name=_shown(typed)) + " " + _(fallback)
-
-
-def shown_name(model: Model) -> str:
-    """The model's name in the session's language: the bundled model and the random demos
-    are named by the app (translated), a checkpoint by its folder or Hub id (as it is)."""
-    if model.name == BUNDLED_NAME:
-        return _(BUNDLED_NAME)
-    if model.name == f"random {model.title}":
-        return _("random {title}").format(title=model.title)
-    return model.name
 
 
 def open_checkpoint(typed: str, fallback: str = BUNDLED_INSTEAD) -> str:
@@ -329,36 +323,6 @@ def require_text(ctx: Context) -> bool:
         st.info(_("Type a sentence in the sidebar to begin, e.g. *I saw a saw*."))
         return False
     return True
-
-
-BERT_LIKE = "BERT, RoBERTa or DistilBERT"
-
-
-def bert_like(model: Model) -> bool:
-    """A bidirectional text encoder with BERT's post-LayerNorm layer: what the lessons on
-    positions, windows and the step-by-step recomputation are written for."""
-    caps = model.capabilities
-    return (model.kind == ENCODER and caps["input"] == "text" and caps["bidirectional"]
-            and not caps["pre_norm"])
-
-
-def why_not_bert_like(model: Model, what: str) -> str:
-    """One plain sentence: why `what` is not shown for this model."""
-    caps = model.capabilities
-    if caps["input"] == "image":
-        reason = _("reads an image as patches on a 2-D grid, not a sentence")
-    elif not caps["bidirectional"] or model.kind == DECODER:
-        reason = _("is a decoder: each token sees only the tokens before it, so what this "
-                   "part shows about a bidirectional encoder does not hold")
-    elif model.kind == ENCODER_DECODER:
-        reason = _("is an encoder-decoder")
-    else:
-        reason = _("puts LayerNorm before attention (pre-LayerNorm), not after it as BERT does")
-    return _("{what} is written for a bidirectional text encoder with BERT's layers "
-             "({bert_like}). The loaded model, {name}, is a {title} that {reason}. Pick such a "
-             "model in the sidebar, or see *Decoders, encoder-decoders, images* for this "
-             "one.").format(what=what, bert_like=BERT_LIKE, name=literal(model.name),
-                            title=model.title, reason=reason)
 
 
 def require_bert_like(ctx: Context, what: str) -> bool:
