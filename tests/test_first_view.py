@@ -151,9 +151,9 @@ def test_the_first_page_drawn_from_the_stored_view_is_the_page_without_the_model
     normal = open_page()
 
     models = CACHES["models"]
-    monkeypatch.setattr(models, "_items", {})  # a fresh server: no model yet
-    monkeypatch.setattr(CACHES["traces"], "_items", type(CACHES["traces"]._items)())
-    monkeypatch.setattr(CACHES["figures"], "_items", type(CACHES["figures"]._items)())
+    for cache in (models, CACHES["traces"], CACHES["figures"]):  # a fresh server: no model yet
+        monkeypatch.setattr(cache, "_items", type(cache._items)())  # (and the totals with them:
+        monkeypatch.setattr(cache, "_total", 0)  # a later test's cache must not think it full)
     misses = models.misses
     first_view.PRELOADING.set()  # the preload thread of scripts/run_app.py runs
     try:

@@ -57,7 +57,7 @@ def test_the_prepared_default_b_gives_the_same_numbers(model, monkeypatch):
     """A class server's warm-up prepares B's half (attnviz.ui.preload); the page then encodes
     only A's path and shows the numbers both paths give."""
     from attnviz.analysis import attribution
-    from attnviz.ui.cache import CACHES, cached
+    from attnviz.ui.cache import cached, forget
 
     a = "The carpenter saw the old saw."
     key = attribution.side_key(model.key, B, DEFAULT_STEPS)
@@ -65,8 +65,7 @@ def test_the_prepared_default_b_gives_the_same_numbers(model, monkeypatch):
     try:
         check_the_prepared_side(model, monkeypatch, a)
     finally:  # other tests of B get both paths, as a server without the warm-up
-        with CACHES["results"]._lock:
-            CACHES["results"]._items.pop(key, None)
+        forget("results", key)
 
 
 def check_the_prepared_side(model, monkeypatch, a):
