@@ -19,6 +19,7 @@ DEFAULT_B = "I saw a dog"
 
 
 def main() -> None:
+    ui.ensure_router()  # a first request for this page hands over to app.py (once)
     render(Heading(_("Compare two sentences"), 1))
     render(Markdown(_(
         "Change a word and watch a head change its mind. Both sentences are encoded alone; "

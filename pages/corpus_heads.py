@@ -50,6 +50,7 @@ def corpus_text(ctx) -> str:
 
 
 def main() -> None:
+    ui.ensure_router()  # a first request for this page hands over to app.py (once)
     render(Heading(_("Heads across many sentences"), 1))
     render(Markdown(_(
         "One sentence shows what a head did once. Averaged over many sentences, the statistics "

@@ -58,6 +58,7 @@ def open_clicked() -> None:
 
 
 def main() -> None:
+    ui.ensure_router()  # a first request for this page hands over to app.py (once)
     render(Heading(_("All heads, token lines"), 1))
     render(Markdown(_(
         "Every tile is one head's softmax weights $w_{ij}$: rows are **queries** $i$ (who "

@@ -229,6 +229,7 @@ def vision_tab(ctx: ui.Context) -> None:
 
 
 def main() -> None:
+    ui.ensure_router()  # a first request for this page hands over to app.py (once)
     render(Heading(_("Beyond BERT: decoders, encoder-decoders, images"), 1))
     render(Markdown(_("The same attention, $w_{ij} = \\mathrm{softmax}_j(q^i \\cdot "
                       "k^j/\\sqrt{d_k})$, in three other shapes of transformer. Models come "

@@ -96,6 +96,7 @@ def flow_tab(t, words: bool) -> None:
 
 
 def main() -> None:
+    ui.ensure_router()  # a first request for this page hands over to app.py (once)
     render(view.intro())
     ctx = ui.context()
     t = ui.trace_or_message(ctx)

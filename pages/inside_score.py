@@ -19,6 +19,7 @@ from attnviz.ui.text import literal
 
 
 def main() -> None:
+    ui.ensure_router()  # a first request for this page hands over to app.py (once)
     render(Heading(_("Inside one score"), 1))
     render(Markdown(_(
         "For one head and one **query** token $i$: multiply $q^i$ with each **key** $k^j$ "

@@ -12,6 +12,7 @@ from attnviz.views import layer_heads as view
 
 
 def main() -> None:
+    ui.ensure_router()  # a first request for this page hands over to app.py (once)
     render(view.intro())
     ctx = ui.context()
     t = ui.trace_or_message(ctx)

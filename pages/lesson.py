@@ -45,6 +45,7 @@ def controls(ctx: ui.Context, present: bool) -> tuple[str, taggers.Settings, boo
 
 
 def main() -> None:
+    ui.ensure_router()  # a first request for this page hands over to app.py (once)
     ctx = ui.context()
     if ctx.model is None:
         st.error(ctx.error or _("No model is loaded."))

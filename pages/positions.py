@@ -125,6 +125,7 @@ def compare_tab(ctx: ui.Context, t, seed: int) -> None:
 
 
 def main() -> None:
+    ui.ensure_router()  # a first request for this page hands over to app.py (once)
     render(view.intro())
     ctx = ui.context()
     t = ui.trace_or_message(ctx)

@@ -85,6 +85,7 @@ def sentence_panel(name: str, res, side: str, t) -> None:
 
 
 def main() -> None:
+    ui.ensure_router()  # a first request for this page hands over to app.py (once)
     render(Heading(_("Why are two sentences similar?"), 1))
     render(Markdown(_(
         "all-MiniLM-L6-v2 turns a sentence into one vector: the mean of its tokens' last-layer "

@@ -28,6 +28,7 @@ def draw(blocks: list, keys, table=st.dataframe) -> None:
 
 
 def main() -> None:
+    ui.ensure_router()  # a first request for this page hands over to app.py (once)
     render(view.intro())
     ctx = ui.context()
     c1, c2 = st.columns([1, 4])

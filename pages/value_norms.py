@@ -25,6 +25,7 @@ def pick_cell() -> None:
 
 
 def main() -> None:
+    ui.ensure_router()  # a first request for this page hands over to app.py (once)
     render(view.intro())
     ctx = ui.context()
     t = ui.trace_or_message(ctx)

@@ -94,15 +94,21 @@ def reruns(tree: ast.AST) -> list[int]:
 
 def test_reading_the_context_never_reruns():
     """ui.context reads the widgets' state and reruns nothing; what pages call
-    (ui.router.context) is ensure_router, then that reading; only ensure_router may rerun
-    (the hand-over of Streamlit's pages/ folder mode, tested below)."""
+    (ui.router.context) is that reading alone; only ensure_router, each page's first call, may
+    rerun (the hand-over of Streamlit's pages/ folder mode, tested below)."""
     assert reruns(ast.parse((UI / "context.py").read_text(encoding="utf-8"))) == []
     router = {n.name: n for n in ast.parse((UI / "router.py").read_text(encoding="utf-8")).body
               if isinstance(n, ast.FunctionDef)}
     assert reruns(router["navigation"]) == [] and reruns(router["context"]) == []
     called = [c.func.id for c in ast.walk(router["context"])
               if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)]
-    assert called == ["ensure_router", "read_context"]
+    assert called == ["read_context"]
+    for page in sorted((UI.parents[1] / "pages").glob("*.py")):  # every page hands over first
+        main = next(n for n in ast.parse(page.read_text(encoding="utf-8")).body
+                    if isinstance(n, ast.FunctionDef) and n.name == "main")
+        first = next(s for s in main.body if not (isinstance(s, ast.Expr)
+                                                   and isinstance(s.value, ast.Constant)))
+        assert "ensure_router" in ast.unparse(first), page.name
 
 
 def test_a_page_asked_for_first_is_handed_to_the_router_once(monkeypatch):

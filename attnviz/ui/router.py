@@ -6,9 +6,9 @@ repository's `pages/` folder. Before anything else on every run it sets the sess
 (ui.language), drops URL values no widget can take (ui.urlstate) and marks the run's start for
 the heavy-work lines (ui.worklist).
 
-Pages read what the sidebar chose through `context()`: ui.context.read_context (which only reads
-the widgets' state and never reruns the script), once the page runs inside the router
-(`ensure_router`).
+Pages read what the sidebar chose through `context()`: ui.context.read_context, which only reads
+the widgets' state and never reruns the script. Each page's `main` starts with `ensure_router`,
+the one place a page may rerun (a first request for a sub-page on a fresh server).
 
 The tab icon is a file shipped with the app: a Material icon name would make every browser
 fetch it from fonts.gstatic.com, and the app makes no outside request. It is handed to
@@ -153,7 +153,6 @@ def ensure_router() -> None:
 
 def context() -> Context:
     """What a page reads: the sentence, model and device chosen in the sidebar
-    (ui.context.read_context, which never reruns), once the page runs in the router
-    (`ensure_router`)."""
-    ensure_router()
+    (ui.context.read_context). Reading it never reruns the script; a page calls
+    `ensure_router` first, as the first line of its `main`."""
     return read_context()
