@@ -139,7 +139,7 @@ def plotly_js() -> str:
     return plotly_js_path().read_text(encoding="utf-8")
 
 
-# A figure's toolbar, as the app gives it (ui.figures.PLOT_CONFIG): PNG, shown on hover
+# A figure's toolbar, in the app (ui.figures.PLOT_CONFIG) and in a file: PNG, shown on hover
 FIGURE_CONFIG = {"displayModeBar": "hover", "displaylogo": False,
                  "toImageButtonOptions": {"format": "png", "scale": 2},
                  "modeBarButtonsToAdd": ["toImage"]}

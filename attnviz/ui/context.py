@@ -266,20 +266,11 @@ def family_model(ctx: Context, kind: str, label: str, key: str) -> tuple[Model, 
 
 
 def adapted_request(model: Model, text: str, pair: str | None) -> tuple[TraceRequest, tuple]:
-    """The sidebar's sentence(s) as this model's family takes them, and what was adapted."""
-    title = model.title
-    if model.kind == VISION:
-        return TraceRequest(image=_demo_image()), (
-            _("{title} reads an image, not the sentence: it sees attnviz's demo "
-              "image.").format(title=title),)
-    if model.kind == ENCODER_DECODER:
-        note = (_("{title} is an encoder-decoder: the sentence is the source, the second "
-                  "sentence the decoder's target.").format(title=title) if pair else ())
-        return TraceRequest(text, target=pair), ((note,) if note else ())
-    if model.kind == DECODER and pair:
-        return TraceRequest(text), (_("{title} reads one text: the second sentence is left "
-                                      "out.").format(title=title),)
-    return TraceRequest(text, pair), ()
+    """The sidebar's sentence(s) as this model's family takes them, and what was adapted
+    (attnviz.views.common.adapted_request, with the demo image made once per server)."""
+    from ..views.common import adapted_request as adapted
+
+    return adapted(model, text, pair, image=_demo_image() if model.kind == VISION else None)
 
 
 def _demo_image():

@@ -25,10 +25,11 @@ import pandas  # imported whole before any chart is drawn (see below)
 import plotly.graph_objects as go
 import streamlit as st
 
+from ..export.html import FIGURE_CONFIG
 from ..i18n import _, language
 from ..plotting.summary import Summary, Table, describe, plain, summarise
 from ..settings import settings
-from . import live_chart
+from . import live_chart, recorder
 from .cache import cached
 from .text import literal
 from .worklist import run_state
@@ -41,12 +42,8 @@ class ExportBusy(RuntimeError):
     """The server is drawing other SVGs; the caller waited settings().export_wait_s seconds."""
 
 # The modebar: PNG by default, and a second button for SVG (bertviz #33: users want images).
-PLOT_CONFIG = {
-    "displayModeBar": "hover",  # shown while the pointer is on the chart (a tap on a phone)
-    "displaylogo": False,
-    "toImageButtonOptions": {"format": "png", "scale": 2},
-    "modeBarButtonsToAdd": ["toImage"],
-}
+# Shown while the pointer is on the chart (a tap on a phone); the HTML export's too.
+PLOT_CONFIG = FIGURE_CONFIG
 
 
 # plotly looks pandas up in sys.modules without importing it (plotly's get_module): while one
@@ -98,6 +95,7 @@ def show_figure(fig: go.Figure, key: str | None = None,
         event = None
     else:
         event = st.plotly_chart(fig, config=PLOT_CONFIG, key=key, alt=alt or None, **kwargs)
+    recorder.record_figure(fig, PLOT_CONFIG)  # in the page's HTML view (ui.render: once)
     if key is not None and svg_export_available():
         st.download_button(
             "SVG", data=lambda: svg_bytes(fig), file_name=f"{file_stem(fig, key)}.svg",

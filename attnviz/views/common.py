@@ -62,15 +62,15 @@ def trace_report(model, t, notes=()) -> list:
     return out
 
 
-def adapted_request(model, text: str, pair: str | None):
+def adapted_request(model, text: str, pair: str | None, image=None):
     """(request, notes): the sentence(s) as this model's family takes them (a vision model:
-    the demo image; an encoder-decoder: the pair as the decoder's target; a decoder: one
-    text), and what was adapted, as sentences."""
+    `image`, by default the demo image; an encoder-decoder: the pair as the decoder's target;
+    a decoder: one text), and what was adapted, as sentences."""
     from ..engine import DECODER, ENCODER_DECODER, VISION, TraceRequest, demo_image
 
     title = model.title
     if model.kind == VISION:
-        return TraceRequest(image=demo_image()), (
+        return TraceRequest(image=demo_image() if image is None else image), (
             _("{title} reads an image, not the sentence: it sees attnviz's demo "
               "image.").format(title=title),)
     if model.kind == ENCODER_DECODER:
