@@ -127,12 +127,14 @@ CONVERTED = ["pages/lesson.py", "pages/inside_score.py", "pages/compare.py",
              "attnviz/plotting/windows.py", "attnviz/analysis/walkthrough.py",
              "attnviz/analysis/positions.py", "attnviz/analysis/windows.py",
              "attnviz/analysis/cost.py", "attnviz/analysis/receptive.py", "pages/layer_heads.py",
-             "pages/explore.py", "pages/images.py", "pages/families.py", "attnviz/ui/flow.py"]
+             "pages/explore.py", "pages/images.py", "pages/families.py", "attnviz/ui/flow.py",
+             *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "attnviz" / "views").glob("*.py"))]
 SHOWN = {"title", "header", "subheader", "markdown", "caption", "info", "warning", "error",
          "success", "button", "toggle", "selectbox", "slider", "text_input", "text_area",
          "segmented_control", "popover", "progress", "download_button", "page_link",
          "checkbox", "radio", "number_input", "expander", "tabs", "metric", "write",
-         "set_page_config", "download_arrays", "download_csv", "with_progress", "Page"}
+         "set_page_config", "download_arrays", "download_csv", "with_progress", "Page",
+         "Markdown", "Heading"}  # a view's blocks (attnviz.export.html), shown as they are
 TEXT_KEYWORDS = {"label", "help", "text", "placeholder", "page_title", "title", "body"}
 ICON = re.compile(r":material/\w+:")
 
