@@ -22,7 +22,7 @@ in the same run:
 cold = server start -> first heatmap drawn (the start includes Streamlit's own start-up; the
 time to the health check is printed apart); then a second visit at once (a new browser session,
 while the preload may still be loading the model), and warm = the median of three visits once
-the model is loaded (the server's /_stcore/metrics counts its weights).
+the model is loaded (the preload's "preload done" line in the server's log).
 Goals: attnviz warm <= 1.2x bare warm; attnviz cold <= bare cold + 2 s. Medians of a few runs.
 
     make bench BENCH=first_visit        (or: python -m benchmarks.bench_first_visit [repeats])
@@ -77,8 +77,7 @@ def start(kind: str, port: int, folder: Path) -> tuple[subprocess.Popen, float]:
         env["ATTNVIZ_PRELOAD"] = "0" if kind == "attnviz, no preload" else "1"
         env["ATTNVIZ_FIRST_VIEW"] = "0" if kind == "attnviz, first start" else "1"
         env["ATTNVIZ_CACHE_DIR"] = str(folder / "cache")
-    name = "".join(c if c.isalnum() else "_" for c in kind)
-    log = open(folder / f"{name}_{port}.log", "w")  # noqa: SIM115
+    log = open(log_of(folder, kind, port), "w")  # noqa: SIM115
     t0 = time.perf_counter()
     proc = subprocess.Popen([*argv, "--server.port", str(port), *FLAGS], cwd=cwd, env=env,
                             stdout=log, stderr=subprocess.STDOUT)
@@ -118,20 +117,22 @@ def visit(browser, url: str) -> float:
     return seconds
 
 
-def wait_model_loaded(port: int, timeout_s: float = 180) -> None:
-    """Until the server's /_stcore/metrics counts a model's weights (the app's caches are
-    there: ui.cache.register_metrics; Streamlit computes them at most every 5 s)."""
+def log_of(folder: Path, kind: str, port: int) -> Path:
+    """The server's log (`start` writes it)."""
+    name = "".join(c if c.isalnum() else "_" for c in kind)
+    return folder / f"{name}_{port}.log"
+
+
+def wait_model_loaded(log: Path, kind: str, timeout_s: float = 180) -> None:
+    """Until the model is loaded: the preload's "preload done" line in the server's log
+    (attnviz.ui.preload); without a preload the first visit, which drew the heatmaps, loaded
+    it."""
+    if kind == "attnviz, no preload":
+        return
     deadline = time.time() + timeout_s
     while time.time() < deadline:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/metrics",
-                                        timeout=10) as r:
-                lines = r.read().decode().splitlines()
-            if any(line.startswith("cache_memory_bytes{") and 'cache="models"' in line
-                   and float(line.rsplit(" ", 1)[1]) > 0 for line in lines):
-                return
-        except (OSError, ValueError):
-            pass
+        if "attnviz: preload done" in log.read_text(errors="replace"):
+            return
         time.sleep(0.5)
     raise RuntimeError("the model was not loaded")
 
@@ -146,7 +147,7 @@ def one_run(browser, kind: str, folder: Path) -> dict[str, float]:
         cold = time.perf_counter() - t0
         soon = visit(browser, f"http://127.0.0.1:{port}/")  # a second visitor right after
         if kind != "bare":
-            wait_model_loaded(port)
+            wait_model_loaded(log_of(folder, kind, port), kind)
         warm = statistics.median(visit(browser, f"http://127.0.0.1:{port}/")
                                  for _ in range(3))
     except Exception:
