@@ -313,6 +313,12 @@ class Model:
         scale = 1.0 / math.sqrt(d)
         pre = self.pre_norm
         kept: dict[str, list[torch.Tensor]] = {name: [] for name in RECORDED}
+        # The [layers, heads, n, n] scores and weights are written in place, layer by layer
+        # (attention's `out`), where no gradient is asked for: stacking them would copy both.
+        square = None
+        if record and not (torch.is_grad_enabled() and x.requires_grad):
+            square = {name: torch.empty(len(self.layers), H, n, n, dtype=x.dtype,
+                                        device=x.device) for name in ("scores", "weights")}
         hidden_states = [x]
         for li, layer in enumerate(self.layers):
             # a: what Q, K, V are projected from (the LayerNorm of x in pre-LN families)
@@ -321,7 +327,9 @@ class Model:
             # Q, K, V: each [..., H, n, d]
             q, k, v = qkv.view(*batch, n, 3, H, d).movedim(-3, 0).transpose(-3, -2).unbind(0)
             # S = Q K^T; W = softmax(S / sqrt(d_k)) where the mask allows; Y = W V
-            y, weights, scores = attention(q, k, v, mask, scale)  # [..., H, n, d], [..., H, n, n]
+            y, weights, scores = attention(  # [..., H, n, d], [..., H, n, n]
+                q, k, v, mask, scale,
+                out=None if square is None else (square["scores"][li], square["weights"][li]))
             if record:
                 for name, value in zip(RECORDED, (q, k, v, scores, weights, y, a), strict=True):
                     kept[name].append(value)
@@ -343,7 +351,9 @@ class Model:
         out = Encoded(hidden_states=hidden_states)
         if record:  # each [layers, ...]
             for name, values in kept.items():
-                if name != "layer_inputs" or pre:
+                if square is not None and name in square:
+                    setattr(out, name, square[name])
+                elif name != "layer_inputs" or pre:
                     setattr(out, name, torch.stack(values))
         return out
 
