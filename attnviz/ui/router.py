@@ -25,13 +25,14 @@ from pathlib import Path
 import streamlit as st
 
 from attnviz import first_view
-from attnviz.i18n import N_, _
+from attnviz.i18n import N_, _, language
 
 from .context import Context, read_context
 
 FAVICON = "assets/favicon.png"  # relative to the app's folder
 APP_ROOT = Path(__file__).resolve().parents[2]  # the folder of app.py and pages/
 HANDED_OVER = "attnviz_handed_over"  # session state: a page run alone handed over to app.py
+PAGES_KEY = "attnviz_pages"  # session state: the session's st.Page objects (`navigation`)
 
 
 @functools.lru_cache(maxsize=4)
@@ -109,6 +110,17 @@ def navigation(root: Path):
     st.set_page_config(page_title=_("attnviz: see self-attention"),
                        page_icon=favicon_url(root), layout="wide")
     style.apply("phone")  # constant CSS: charts and tables fit a 390 px phone (ui.style)
+    # The session's st.Page objects, made on its first run in each language and reused by
+    # its later runs (st.navigation marks the page it runs on the object, so sessions do not
+    # share them).
+    key = f"{PAGES_KEY}:{language()}:{root}"
+    if key not in st.session_state:
+        st.session_state[key] = _sections(root)
+    return st.navigation(st.session_state[key])
+
+
+def _sections(root: Path) -> dict[str, list]:
+    """{section title: [st.Page]} for the PAGES found under `root`, titles translated."""
     sections: dict[str, list] = {}
     default = None
     for path, title, icon, section in PAGES:
@@ -126,7 +138,7 @@ def navigation(root: Path):
         sections[next(iter(sections))].append(st.Page(
             lambda: runpy.run_path(page_file), title=default.title, url_path=DEFAULT_ALIAS,
             visibility="hidden"))
-    return st.navigation(sections)
+    return sections
 
 
 def ensure_router() -> None:
