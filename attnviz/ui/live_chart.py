@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import functools
 import json
+import threading
+import weakref
 
 import plotly.graph_objects as go
 import plotly.io as pio
@@ -337,13 +339,38 @@ def available() -> bool:
         return False
 
 
+_SPECS: dict[int, tuple[weakref.ref, str]] = {}  # id(figure) -> (the figure, its JSON)
+_SPECS_LOCK = threading.Lock()
+
+
+def figure_json(fig: go.Figure) -> str:
+    """plotly.io.to_json(fig) without validation, made once per figure object: a figure of
+    the figure cache (ui.figures.cached_figure) is the same read-only object on every rerun of
+    every session, so a rerun that draws it again sends the JSON made the first time."""
+    with _SPECS_LOCK:
+        found = _SPECS.get(id(fig))
+    if found is not None and found[0]() is fig:
+        return found[1]
+    spec = pio.to_json(fig, validate=False)
+    key = id(fig)
+
+    def forget(ref, key=key) -> None:
+        with _SPECS_LOCK:
+            if _SPECS.get(key, (None,))[0] is ref:
+                del _SPECS[key]
+
+    with _SPECS_LOCK:
+        _SPECS[key] = (weakref.ref(fig, forget), spec)
+    return spec
+
+
 def payload(fig: go.Figure, config: dict, alt: str | None,
             script: bytes | None = None) -> bytes:
     """What the browser gets: the figure's JSON (as st.plotly_chart sends it:
     plotly.io.to_json without validation), the chart's config, its text alternative and what
     to say (as text) if the chart cannot be drawn, as one line of JSON in UTF-8; then, when
     `script` is given (plotly.js), a newline and the script."""
-    spec = pio.to_json(fig, validate=False)
+    spec = figure_json(fig)
     failed = _("This chart could not be drawn here. Reload the page to try again; its numbers "
                "stay under \"Numbers in this figure\".")
     head = json.dumps({"config": config, "alt": alt or "", "failed": failed})
