@@ -12,6 +12,7 @@
     downloads   a page's numbers as .npz or .csv, made on click
     lesson      the lesson's trained taggers; lesson_steps: each step's view
     recorder    what a page shows, recorded for "Download this view (HTML)"; fragment()
+    render      drawing a view's blocks (attnviz.views) on the page, recorded as drawn
     text        literal(): typed text shown as typed in Markdown
     choices     a layer or head chosen by one click (a row of buttons), bound to the URL
     model_picker  the sidebar's list of cached models
@@ -32,12 +33,13 @@ from .downloads import download_arrays, download_csv
 from .figures import cached_figure, show_figure
 from .progress import with_progress
 from .recorder import fragment
+from .render import render
 from .router import context, ensure_router
 from .sidebar import sidebar
 
 __all__ = [
     "DEFAULT_TEXT", "Context", "bert_like", "cached", "cached_figure", "cached_model",
     "cached_trace", "clear_caches", "context", "download_arrays", "download_csv",
-    "ensure_router", "fragment", "require_bert_like", "require_text", "show_figure", "sidebar",
-    "trace_or_message", "with_progress",
+    "ensure_router", "fragment", "render", "require_bert_like", "require_text", "show_figure",
+    "sidebar", "trace_or_message", "with_progress",
 ]

@@ -53,13 +53,16 @@ from attnviz.views.common import (  # noqa: F401 - pages and ui read them here t
     BERT_LIKE,
     bert_like,
     shown_name,
+    trace_report,
     why_not_bert_like,
 )
 
 if TYPE_CHECKING:  # the model's module imports torch: loaded with the first model
     from attnviz.engine import Model
 
+from ..export.html import Markdown
 from .cache import cached, is_cached
+from .render import render
 from .text import literal
 
 
@@ -249,19 +252,19 @@ def family_model(ctx: Context, kind: str, label: str, key: str) -> tuple[Model, 
             model = load_checkpoint(typed, device, fallback=DEMO_INSTEAD)
             if model.kind == kind:
                 return model, False
-            st.warning(_("“{typed}” is a {title} ({kind}); this part needs {example}. Showing "
-                         "a random demo model instead.").format(
+            render(Markdown(_("“{typed}” is a {title} ({kind}); this part needs {example}. "
+                              "Showing a random demo model instead.").format(
                 typed=_shown(typed), title=model.title, kind=model.kind,
-                example=_(KIND_EXAMPLES[kind])))
+                example=_(KIND_EXAMPLES[kind])), "warning"))
         except ModelError as e:
-            st.warning(str(e))
+            render(Markdown(str(e), "warning"))
     model = demo_model(kind, device)
-    st.info(_("No trained {title} given, so this is a small {title} with random weights "
-              "({layers} layers, {heads} heads): its masks, shapes and tokens are {title}'s, its "
-              "attention patterns mean nothing. For a trained one, type {example} above (a "
-              "folder, or a Hub id in your Hugging Face cache).").format(
+    render(Markdown(_("No trained {title} given, so this is a small {title} with random weights "
+                      "({layers} layers, {heads} heads): its masks, shapes and tokens are "
+                      "{title}'s, its attention patterns mean nothing. For a trained one, type "
+                      "{example} above (a folder, or a Hub id in your Hugging Face cache).").format(
         title=model.title, layers=model.n_layers, heads=model.n_heads,
-        example=_(KIND_EXAMPLES[kind])))
+        example=_(KIND_EXAMPLES[kind])), "info"))
     return model, True
 
 
@@ -308,10 +311,10 @@ def read_context() -> Context:
 def require_text(ctx: Context) -> bool:
     """Show a friendly message and return False when there is nothing to encode."""
     if ctx.model is None:
-        st.error(ctx.error or _("No model is loaded."))
+        render(Markdown(ctx.error or _("No model is loaded."), "error"))
         return False
     if ctx.request.image is None and not ctx.text.strip():
-        st.info(_("Type a sentence in the sidebar to begin, e.g. *I saw a saw*."))
+        render(Markdown(_("Type a sentence in the sidebar to begin, e.g. *I saw a saw*."), "info"))
         return False
     return True
 
@@ -320,7 +323,7 @@ def require_bert_like(ctx: Context, what: str) -> bool:
     """True when the loaded model is `bert_like`; else one sentence saying why not, False."""
     if ctx.model is None or bert_like(ctx.model):
         return True
-    st.info(why_not_bert_like(ctx.model, what))
+    render(Markdown(why_not_bert_like(ctx.model, what), "info"))
     return False
 
 
@@ -329,15 +332,15 @@ def trace_or_message(ctx: Context, **options) -> Trace | None:
     if not require_text(ctx):
         return None
     if ctx.error:
-        st.warning(ctx.error)
+        render(Markdown(ctx.error, "warning"))
     try:
         request = ctx.request.with_options(**options)
         with loading(is_cached("traces", (ctx.model.key, request)),
                      _("Running {title}...").format(title=ctx.model.title)):
             t = cached_trace(ctx.model, request)
     except ValueError as e:
-        st.error(_("Cannot run {title} on this: {error}").format(title=ctx.model.title,
-                                                                 error=literal(str(e))))
+        render(Markdown(_("Cannot run {title} on this: {error}").format(
+            title=ctx.model.title, error=literal(str(e))), "error"))
         return None
     report(ctx.model, t, ctx.notes)
     return t
@@ -345,14 +348,4 @@ def trace_or_message(ctx: Context, **options) -> Trace | None:
 
 def report(model: Model, t: Trace, notes=()) -> None:
     """What a page says with a trace: tokens dropped (a warning), then the notes."""
-    if t.dropped:
-        st.warning(_("The input is longer than the model's {n} positions: {dropped} tokens "
-                     "at the end were dropped.").format(n=model.max_positions, dropped=t.dropped))
-    show_notes((*notes, *t.notes))
-
-
-def show_notes(notes) -> None:
-    """The engine's and the Context's plain sentences about this input (typed control tokens,
-    a decoder's causal mask, what a family does with the sidebar's input), as captions."""
-    for note in dict.fromkeys(notes):
-        st.caption(f":material/info: {literal(note)}")
+    render(trace_report(model, t, notes))
