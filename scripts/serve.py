@@ -270,6 +270,12 @@ http {{
 
     server {{
         listen {address}:{port};
+        # Streamlit's metrics (sessions, times, cache bytes) are not the class's to watch: never
+        # through nginx, whatever the spelling (nginx matches the decoded, normalised path);
+        # each worker answers them on its own loopback port (docs/deploy.md).
+        location ~* ^/_stcore/metrics {{
+            return 404;
+        }}
         location / {{
             proxy_pass http://$attnviz_upstream;
             proxy_http_version 1.1;

@@ -6,7 +6,8 @@ the next worker in turn for a new browser (never ip_hash, which puts every clien
 address on one worker; a hash of a random key split a class 72 / 48); websockets get the Upgrade
 and Connection headers and long timeouts; every path (/, /_stcore/, /media/, /static/) goes
 through the one sticky location, except Streamlit's /static/ files, which nginx sends itself
-from a gzip-compressed copy (the same bytes as the workers would send, decompressed).
+from a gzip-compressed copy (the same bytes as the workers would send, decompressed), and
+Streamlit's /_stcore/metrics, which nginx never passes on (however it is spelled).
 `--stop` never signals a process that is not a launcher.
 The supervisor (with stand-in workers, tests/fake_worker.py, behind a real nginx): a worker
 killed with SIGKILL is logged and replaced on its port while nginx sends its students to the
@@ -69,7 +70,8 @@ def test_affinity_is_a_cookie_naming_the_worker_and_websockets_are_proxied(tmp_p
     assert "proxy_pass http://$attnviz_upstream;" in conf
     assert f"$cookie_{serve.COOKIE}" in conf and "$request_id" not in conf
     assert re.search(rf'"{serve.COOKIE}=\$attnviz_worker; Path=/; HttpOnly', conf)
-    assert conf.count("location ") == 1 and "location / {" in conf  # every path is sticky
+    # every path is sticky, but the metrics, which are not passed on
+    assert conf.count("location ") == 2 and "location / {" in conf
     for line in ("proxy_http_version 1.1;", "proxy_set_header Upgrade $http_upgrade;",
                  "proxy_set_header Connection $connection_upgrade;", "daemon off;",
                  "proxy_read_timeout 1d;", "proxy_send_timeout 1d;"):
@@ -125,7 +127,7 @@ def test_streamlit_static_is_the_folder_streamlit_serves():
 @pytest.mark.server
 def test_static_location_serves_the_copy_and_everything_else_stays_sticky(nginx, tmp_path):
     conf = serve.nginx_config(18999, [18001, 18002], tmp_path, static=tmp_path / "static")
-    assert conf.count("location ") == 2 and "location / {" in conf
+    assert conf.count("location ") == 3 and "location / {" in conf
     assert f"location ^~ /static/ {{\n            alias {tmp_path.as_posix()}/static/;" in conf
     for line in ("gzip_static on;", "gzip_vary on;", "application/javascript js mjs;",
                  'add_header Cache-Control "public, max-age=31536000, immutable" always;'):
@@ -191,6 +193,37 @@ def test_proxy_static_leaves_static_files_to_the_workers(nginx, tmp_path):
         assert "/static/" not in (cluster.folder / "nginx.conf").read_text()
         status, headers, body = fetch(f"http://127.0.0.1:{cluster.port}/static/js/x.js", True)
         assert status == 200 and body == b"ok" and headers["X-Attnviz-Worker"] == "1"
+    finally:
+        cluster.stop(grace_s=5)
+
+
+def test_metrics_are_never_passed_on(tmp_path):
+    conf = serve.nginx_config(8501, [9001, 9002], tmp_path)
+    block = conf[conf.index("location ~* ^/_stcore/metrics"):]
+    assert block[:block.index("}")].split("{")[1].split() == ["return", "404;"]
+    assert conf.index("location ~* ^/_stcore/metrics") < conf.index("location / {")
+
+
+@pytest.mark.server
+def test_metrics_are_not_reachable_through_nginx_in_any_spelling(nginx, tmp_path):
+    """/_stcore/metrics (sessions, their times, cache bytes) answers 404 from nginx itself
+    however the path is written; the workers' other paths still answer."""
+    cluster = serve.Cluster(workers=1, port=serve._free_port(), log_dir=tmp_path,
+                            runner=ROOT / "tests" / "fake_worker.py")
+    cluster.start(timeout_s=60)
+    try:
+        base = f"http://127.0.0.1:{cluster.port}"
+        for path in ("/_stcore/metrics", "/_stcore/metrics/", "/_stcore//metrics",
+                     "//_stcore/metrics", "/_STCORE/Metrics", "/_stcore/%6detrics",
+                     "/%5fstcore/metrics", "/static/../_stcore/metrics",
+                     "/_stcore/metrics?format=text", "/x/%2e%2e/_stcore/metrics"):
+            status, headers, body = fetch(base + path, gzip_ok=False)
+            assert status == 404 and body != b"ok", path
+            assert "X-Attnviz-Worker" not in headers, path  # no worker was asked
+        status, _, body = fetch(base + "/_stcore/health", gzip_ok=False)
+        assert status == 200 and body == b"ok"
+        worker = cluster.worker_ports[0]  # from the machine itself, the worker answers
+        assert fetch(f"http://127.0.0.1:{worker}/_stcore/metrics", False)[2] == b"ok"
     finally:
         cluster.stop(grace_s=5)
 
