@@ -40,6 +40,7 @@ import torch.nn.functional as F
 
 from .attention import attention, build_mask, causal_mask
 from .images import ImageInput
+from .intervene import Ablation, Edit, ablation_edit, patch_edit
 from .kinds import DECODER, ENCODER, ENCODER_DECODER, VISION  # noqa: F401 - the families import them here
 from .positions import POSITION_MODES, position_vectors
 from .request import TraceRequest
@@ -295,18 +296,24 @@ class Model:
 
     # ---------------------------------------------------------------- encoder
     def encode(self, x: torch.Tensor, mask: torch.Tensor | None = None,
-               record: bool = True) -> Encoded:
+               record: bool = True, edit: Edit | None = None, start: int = 0) -> Encoded:
         """Run every layer on input vectors x [tokens, hidden] and record, per layer and head,
         what `attention()` (engine.attention) is given and returns. Without recording, x may
         carry leading batch dimensions [..., tokens, hidden] (each sequence is encoded on its
         own: integrated gradients' path points in one batch) and `mask` may be one per
         sequence ([..., 1, tokens, tokens]). A decoder's causal mask is always applied
         (combined with `mask`). Autograd flows through it.
+
+        `edit` (engine.intervene) switches heads off or patches activations on the way: a
+        head's output Y_h before W_O, a layer's attention output Z, a layer's input. Without
+        recording, `start` runs layers start.. on x taken as layer `start`'s input
+        (hidden_states then begins there): what comes before an edit need not be recomputed.
         """
         n, H, d = x.shape[-2], self.n_heads, self.head_dim
         batch = x.shape[:-2]
-        if batch and record:
-            raise ValueError("a batch of sequences is encoded without recording")
+        if (batch or start) and record:
+            raise ValueError("a batch of sequences, or a start past layer 0, is encoded "
+                             "without recording")
         if self.kind == DECODER:
             c = causal_mask(n, x.device)
             mask = c if mask is None else mask & c
@@ -320,7 +327,9 @@ class Model:
             square = {name: torch.empty(len(self.layers), H, n, n, dtype=x.dtype,
                                         device=x.device) for name in ("scores", "weights")}
         hidden_states = [x]
-        for li, layer in enumerate(self.layers):
+        for li, layer in enumerate(self.layers[start:], start):
+            if edit is not None:
+                x = edit.layer_input(li, x)  # residual-stream patching
             # a: what Q, K, V are projected from (the LayerNorm of x in pre-LN families)
             a = F.layer_norm(x, (self.hidden,), layer.ln1_w, layer.ln1_b, self.eps) if pre else x
             qkv = F.linear(a, layer.qkv_w, layer.qkv_b)  # [..., n, 3 * hidden]
@@ -330,11 +339,15 @@ class Model:
             y, weights, scores = attention(  # [..., H, n, d], [..., H, n, n]
                 q, k, v, mask, scale,
                 out=None if square is None else (square["scores"][li], square["weights"][li]))
+            if edit is not None:
+                y = edit.head_outputs(li, y)  # a head switched off or patched: Y_h replaced
             if record:
                 for name, value in zip(RECORDED, (q, k, v, scores, weights, y, a), strict=True):
                     kept[name].append(value)
             concat = y.transpose(-3, -2).reshape(*batch, n, self.hidden)  # heads side by side
             z = F.linear(concat, layer.out_w, layer.out_b)  # [..., n, hidden]
+            if edit is not None:
+                z = edit.attention_output(li, z)  # a whole attention sublayer left out
             if pre:
                 x = x + z
                 h = F.layer_norm(x, (self.hidden,), layer.ln2_w, layer.ln2_b, self.eps)
@@ -405,6 +418,16 @@ class Model:
             tok = Tokenized(list(request.ids), list(request.segments), 0)
         return self._record(tok, request)
 
+    def edit_of(self, request: TraceRequest, n: int) -> Edit | None:
+        """The request's intervention (engine.intervene) as tensors for encode, or None. A
+        patch's source is traced first, with this request's options."""
+        if request.ablate is None:
+            return None
+        if isinstance(request.ablate, Ablation):
+            return ablation_edit(self, request.ablate, request)
+        source = request.ablate.source.with_options(**request.options())
+        return patch_edit(self, request.ablate, self.trace(source), n)
+
     def notes(self, request: TraceRequest, tok: Tokenized) -> tuple[str, ...]:
         """Plain sentences a page shows with the trace."""
         return (control_token_note(tok.controls, self.title),) if tok.controls else ()
@@ -415,7 +438,7 @@ class Model:
         n = len(ids)
         x, pos_ids = self.embed(ids, segments, request.positions, request.seed)
         mask = build_mask(n, request.window, request.causal, self.device)
-        enc = self.encode(x, mask)
+        enc = self.encode(x, mask, edit=self.edit_of(request, n))
         pieces = self.pieces_of(ids)
         return self._make_trace(
             enc, x, request, mask, pieces=pieces,

@@ -18,6 +18,9 @@ Options (values, not flags, as in nanoGPT's GPTConfig):
 - causal:    True keeps j <= i (a decoder's mask)
 - seed:      which shuffle for positions="shuffled"; other modes ignore it, so it is set to 0
              for them and two requests that differ only in an unused seed are equal.
+- ablate:    None, or an intervention in the forward pass (engine.intervene): an Ablation
+             (heads switched off) or a Patch (activations copied from another run).
+             TraceRequest("I saw a saw", ablate=Ablation(heads=((0, 3),)))
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from dataclasses import dataclass, fields, replace
 import numpy as np
 
 from .images import ImageInput
+from .intervene import Ablation, Patch
 
 # How a trace places its tokens (engine.positions): here, so a request is made without torch.
 POSITION_MODES = ("learned", "none", "sinusoidal", "shuffled")
@@ -48,6 +52,8 @@ class TraceRequest:
     segments: tuple[int, ...] | None = None  # with ids: 0 = sentence A, 1 = sentence B
     target: str | None = None  # encoder-decoder: the decoder's text (the source is `text`)
     image: ImageInput | None = None  # instead of text: an RGB image (array or PIL image)
+    ablate: Ablation | Patch | None = None  # an intervention in the forward pass
+
 
     def __post_init__(self) -> None:
         set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
@@ -66,6 +72,10 @@ class TraceRequest:
         if isinstance(self.seed, (bool, np.bool_)) or not isinstance(self.seed, (int, np.integer)):
             raise ValueError(f"seed must be a whole number; got {self.seed!r}")
         set_("seed", int(self.seed) if self.positions == "shuffled" else 0)
+        if self.ablate is not None and not isinstance(self.ablate, (Ablation, Patch)):
+            raise ValueError("ablate must be an Ablation or a Patch (attnviz.engine.intervene)")
+        if self.ablate is not None and self.ablate.empty:
+            set_("ablate", None)  # switching nothing off is the plain trace, with its key
         if sum(x is not None for x in (self.text, self.ids, self.image)) != 1:
             raise ValueError("give one input: a text, token ids or an image")
         if self.target is not None:
@@ -100,7 +110,7 @@ class TraceRequest:
 
     def with_options(self, **options) -> TraceRequest:
         """The same input with other options (checked again): request.with_options(window=1)."""
-        unknown = set(options) - OPTION_NAMES
+        unknown = set(options) - OPTION_NAMES - {"ablate"}
         if unknown:
             raise ValueError(f"unknown trace options: {', '.join(sorted(unknown))}")
         return replace(self, **options)
@@ -114,6 +124,10 @@ class TraceRequest:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         if self.image is not None:
             out["image"] = self.image.as_dict()
+        if self.ablate is None:
+            del out["ablate"]  # a plain request's dict as before interventions existed
+        else:
+            out["ablate"] = self.ablate.as_dict()
         return out
 
 

@@ -150,7 +150,7 @@ class Vit(Model):
         seen = self.processing.resized(request.image)  # [H, W, 3] uint8
         pixels = torch.as_tensor(self.processing.pixels(request.image), device=self.device)
         x, pos_ids = self.embed_image(pixels, request.positions, request.seed)
-        enc = self.encode(x, None, record=True)
+        enc = self.encode(x, None, record=True, edit=self.edit_of(request, x.shape[0]))
         tokens = self.patch_tokens()
         n = len(tokens)
         return self._make_trace(

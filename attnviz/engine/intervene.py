@@ -1,0 +1,268 @@
+"""Switch it off and see: interventions in the one eager forward pass (ablation and activation
+patching), the causal question beside every attention map.
+
+A head's output is Y_h = W_h V_h [tokens, head_dim], before the heads are concatenated and
+multiplied by W_O (engine.model). An intervention replaces some of these before W_O:
+
+    Ablation(heads=((l, h), ...), mode="zero")   Y_h := 0
+    Ablation(heads=..., mode="mean")             Y_h := mean of Y_h over every token of the
+                                                 REFERENCE sentences (one vector, every row)
+    Ablation(layers=(l, ...))                    the whole attention sublayer of layer l left
+                                                 out: Z = concat(Y) W_O + b_O := 0, so the
+                                                 layer's input passes by the residual only
+    Patch(source, heads=((l, h), ...))           Y_h := Y_h of the source run
+    Patch(source, residual=((l, t), ...))        the residual stream entering layer l at
+                                                 token t := the source run's (hidden_states[l])
+
+Zero and mean ablation differ in what "gone" means. Zero puts a value there that the head never
+produces: the head's average contribution (which later LayerNorms and layers have learned to
+expect) goes too. Mean ablation keeps that average and removes only what this sentence's tokens
+made the head say (Michel et al. 2019 mask heads to zero; interpretability work such as Wang et
+al. 2022 prefers the mean). The reference set is REFERENCE_SENTENCES, encoded with the same
+options as the ablated sentence.
+
+Activation patching (Vig et al. 2020; Meng et al. 2022) runs a clean and a corrupted sentence
+of the same length and copies one activation from one run into the other: where ablation asks
+"what does this head matter?", patching asks "does this head carry the difference between the
+two sentences?".
+
+Positions off is the request's own option, TraceRequest(positions="none"): the position
+embeddings are left out (engine.positions).
+
+Every intervention is a small frozen value, part of the TraceRequest (its `ablate` field), so
+traces made with it are cached by their key like every other trace. `Edit` is the same thing as
+tensors, which `Model.encode` applies layer by layer; a batch of sequences can carry one edit
+each (the head-importance map ablates every head of a layer in one batched pass).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+ABLATION_MODES = ("zero", "mean")
+
+# The reference set of mean ablation: short, plain sentences of everyday English (a head's mean
+# output over every token of all of them, [CLS] and [SEP] included).
+REFERENCE_SENTENCES = (
+    "The cat sat on the mat.",
+    "She reads a book every night before bed.",
+    "We walked to the station in the rain.",
+    "My brother plays the guitar in a band.",
+    "The teacher wrote the answer on the board.",
+    "It was cold, so they lit a fire.",
+    "Birds fly south when winter comes.",
+    "He bought bread and milk at the shop.",
+)
+
+
+def _pairs(value, name: str) -> tuple[tuple[int, int], ...]:
+    try:
+        out = tuple(sorted({(int(a), int(b)) for a, b in value}))
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be (layer, index) pairs of whole numbers") from None
+    if any(a < 0 or b < 0 for a, b in out):
+        raise ValueError(f"{name}: layers, heads and tokens count from 0")
+    return out
+
+
+@dataclass(frozen=True)
+class Ablation:
+    """Heads (and whole attention sublayers) switched off; see the module docstring."""
+
+    heads: tuple[tuple[int, int], ...] = ()  # (layer, head) pairs, from 0
+    layers: tuple[int, ...] = ()  # attention sublayers left out entirely
+    mode: str = "zero"  # "zero" | "mean"
+    reference: tuple[str, ...] = REFERENCE_SENTENCES  # mean ablation's sentences
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "heads", _pairs(self.heads, "heads"))
+        try:
+            layers = tuple(sorted({int(x) for x in self.layers}))
+        except (TypeError, ValueError):
+            raise ValueError("layers must be whole numbers") from None
+        if any(x < 0 for x in layers):
+            raise ValueError("layers count from 0")
+        object.__setattr__(self, "layers", layers)
+        if self.mode not in ABLATION_MODES:
+            raise ValueError(f"mode must be one of {', '.join(ABLATION_MODES)}; got {self.mode!r}")
+        if isinstance(self.reference, str) or not all(isinstance(s, str) and s.strip()
+                                                       for s in self.reference):
+            raise ValueError("reference must be a tuple of sentences")
+        object.__setattr__(self, "reference", tuple(self.reference))
+        if self.mode == "mean" and self.heads and not self.reference:
+            raise ValueError("mean ablation needs reference sentences")
+
+    @property
+    def empty(self) -> bool:
+        return not self.heads and not self.layers
+
+    def as_dict(self) -> dict:
+        return {"kind": "ablation", "heads": [list(p) for p in self.heads],
+                "layers": list(self.layers), "mode": self.mode,
+                "reference": list(self.reference) if self.mode == "mean" else None}
+
+
+@dataclass(frozen=True)
+class Patch:
+    """Activations copied from a source run (same number of tokens) into this one."""
+
+    source: object  # a TraceRequest or a text: the run activations are copied from
+    heads: tuple[tuple[int, int], ...] = ()  # (layer, head): Y_h from the source
+    residual: tuple[tuple[int, int], ...] = ()  # (layer, token): layer l's input at token t
+
+    def __post_init__(self) -> None:
+        from .request import TraceRequest
+
+        source = self.source
+        if isinstance(source, str):
+            source = TraceRequest(source)
+        if not isinstance(source, TraceRequest):
+            raise ValueError("a patch's source is a text or a TraceRequest")
+        if source.ablate is not None:
+            raise ValueError("a patch's source is a plain run (no intervention of its own)")
+        object.__setattr__(self, "source", source)
+        object.__setattr__(self, "heads", _pairs(self.heads, "heads"))
+        object.__setattr__(self, "residual", _pairs(self.residual, "residual"))
+
+    @property
+    def empty(self) -> bool:
+        return not self.heads and not self.residual
+
+    def as_dict(self) -> dict:
+        return {"kind": "patch", "source": self.source.as_dict(),
+                "heads": [list(p) for p in self.heads],
+                "residual": [list(p) for p in self.residual]}
+
+
+def check(intervention, n_layers: int, n_heads: int, n_tokens: int | None = None) -> None:
+    """A plain ValueError when an intervention names a layer, head or token the model lacks."""
+    heads = intervention.heads
+    layers = getattr(intervention, "layers", ())
+    residual = getattr(intervention, "residual", ())
+    for layer, head in heads:
+        if layer >= n_layers or head >= n_heads:
+            raise ValueError(f"no head ({layer}, {head}): the model has {n_layers} layers of "
+                             f"{n_heads} heads (counted from 0)")
+    for layer in layers:
+        if layer >= n_layers:
+            raise ValueError(f"no layer {layer}: the model has {n_layers} (counted from 0)")
+    for layer, token in residual:
+        if layer >= n_layers or (n_tokens is not None and token >= n_tokens):
+            raise ValueError(f"no layer input ({layer}, {token}): {n_layers} layers, "
+                             f"{n_tokens} tokens (counted from 0)")
+
+
+# ------------------------------------------------------------------------ tensors
+@dataclass
+class Edit:
+    """An intervention as tensors, applied by Model.encode (leading batch dimensions [...]
+    optional, one edit per sequence of a batch):
+
+    keep       [..., layers, heads] bool: False = that head's output Y_h is replaced
+    fill       what replaces it: None (zero) or broadcastable to [..., layers, heads, n, d]
+    attention  [..., layers] bool: True = the layer's attention output Z is kept
+    inputs     (where [..., layers, n, 1] bool, values [..., layers, n, hidden]): the layer's
+               input at those tokens replaced (residual-stream patching); or None
+    """
+
+    keep: torch.Tensor | None = None
+    fill: torch.Tensor | None = None
+    attention: torch.Tensor | None = None
+    inputs: tuple[torch.Tensor, torch.Tensor] | None = None
+
+    def layer_input(self, li: int, x: torch.Tensor) -> torch.Tensor:
+        if self.inputs is None:
+            return x
+        where, values = self.inputs
+        return torch.where(where[..., li, :, :], values[..., li, :, :], x)
+
+    def head_outputs(self, li: int, y: torch.Tensor) -> torch.Tensor:  # y [..., H, n, d]
+        if self.keep is None:
+            return y
+        keep = self.keep[..., li, :, None, None]  # [..., H, 1, 1]
+        fill = 0.0 if self.fill is None else self.fill[..., li, :, :, :]
+        return torch.where(keep, y, fill)
+
+    def attention_output(self, li: int, z: torch.Tensor) -> torch.Tensor:  # z [..., n, hidden]
+        if self.attention is None:
+            return z
+        return torch.where(self.attention[..., li, None, None], z, 0.0)
+
+
+_MEANS: dict = {}
+_MEANS_LOCK = threading.Lock()
+
+
+def mean_outputs(model, reference: tuple[str, ...], request=None) -> torch.Tensor:
+    """Each head's output averaged over every token of the reference sentences, encoded with
+    the request's options: [layers, heads, 1, head_dim] on the model's device."""
+    if model.capabilities.get("input") != "text":
+        raise ValueError(f"mean ablation averages over reference sentences; {model.title} reads "
+                         "images: use zero ablation")
+    options = {} if request is None else {k: v for k, v in request.options().items()}
+    key = (model.key, reference, tuple(sorted(options.items())))
+    with _MEANS_LOCK:
+        if key in _MEANS:
+            return _MEANS[key]
+    from .request import TraceRequest
+
+    total, count = None, 0
+    for text in reference:
+        t = model.trace(TraceRequest(text, **options))
+        y = torch.as_tensor(t.outputs).sum(dim=2)  # [layers, heads, d]
+        total = y if total is None else total + y
+        count += t.outputs.shape[2]
+    mean = (total / count)[:, :, None, :].to(model.device)
+    with _MEANS_LOCK:
+        _MEANS[key] = mean
+    return mean
+
+
+def ablation_edit(model, ablation: Ablation, request=None) -> Edit | None:
+    """The Edit of an Ablation (None for an ablation of nothing: the plain pass, bit for bit)."""
+    if ablation.empty:
+        return None
+    check(ablation, model.n_layers, model.n_heads)
+    edit = Edit()
+    if ablation.heads:
+        keep = torch.ones(model.n_layers, model.n_heads, dtype=torch.bool, device=model.device)
+        for layer, head in ablation.heads:
+            keep[layer, head] = False
+        edit.keep = keep
+        if ablation.mode == "mean":
+            edit.fill = mean_outputs(model, ablation.reference, request)
+    if ablation.layers:
+        att = torch.ones(model.n_layers, dtype=torch.bool, device=model.device)
+        att[list(ablation.layers)] = False
+        edit.attention = att
+    return edit
+
+
+def patch_edit(model, patch: Patch, source_trace, n: int) -> Edit | None:
+    """The Edit of a Patch, given the source run's trace (n tokens in the patched run)."""
+    if patch.empty:
+        return None
+    m = len(source_trace.tokens)
+    if m != n:
+        raise ValueError(f"patching copies activations token by token: the source has {m} "
+                         f"tokens, this sentence {n}; choose two of the same length")
+    check(patch, model.n_layers, model.n_heads, n)
+    edit = Edit()
+    dev = model.device
+    if patch.heads:
+        keep = torch.ones(model.n_layers, model.n_heads, dtype=torch.bool, device=dev)
+        for layer, head in patch.heads:
+            keep[layer, head] = False
+        edit.keep = keep
+        edit.fill = torch.as_tensor(np.asarray(source_trace.outputs), device=dev)
+    if patch.residual:
+        where = torch.zeros(model.n_layers, n, 1, dtype=torch.bool, device=dev)
+        for layer, token in patch.residual:
+            where[layer, token] = True
+        values = torch.as_tensor(np.asarray(source_trace.hidden_states[:-1]), device=dev)
+        edit.inputs = (where, values)
+    return edit
