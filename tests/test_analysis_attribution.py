@@ -8,6 +8,7 @@ import torch
 from scipy.stats import spearmanr
 
 from attnviz.analysis.attribution import (
+    BASELINES,
     DEFAULT_B,
     DEFAULT_STEPS,
     attribute,
@@ -15,6 +16,7 @@ from attnviz.analysis.attribution import (
     path_rule,
     pooled_importance,
     spearman,
+    structural_ids,
 )
 
 A, B = "A man is playing a guitar.", "Someone plays music on an instrument."
@@ -24,8 +26,8 @@ def hf_inputs(hf, tok, text):
     enc = tok(text)
     ids = torch.tensor([enc["input_ids"]])
     seg = torch.tensor([enc["token_type_ids"]])
-    base = torch.tensor([baseline_ids(enc["input_ids"], set(tok.all_special_ids),
-                                      tok.pad_token_id)])
+    keep = {tok.cls_token_id, tok.sep_token_id, tok.pad_token_id}  # written out: no [UNK]
+    base = torch.tensor([[i if i in keep else tok.pad_token_id for i in enc["input_ids"]]])
     with torch.no_grad():
         return hf.embeddings(input_ids=ids, token_type_ids=seg)[0], \
             hf.embeddings(input_ids=base, token_type_ids=seg)[0]
@@ -228,3 +230,53 @@ def test_a_prepared_side_in_small_batches_and_for_its_own_sentence_only(model, m
         attribute(model, A, "Another sentence.", steps=8, side_b=whole)
     with pytest.raises(ValueError):
         attribute(model, A, B, steps=16, side_b=whole)
+
+
+def test_an_unknown_word_gets_credit_and_only_structural_tokens_are_kept(model, hf_model):
+    """[UNK] and [MASK] stand for words: they fade like words (nonzero credit), and the
+    credits still add up to the drop."""
+    tok = model.tokenizer
+    assert structural_ids(tok) == {tok.cls_token_id, tok.sep_token_id, tok.pad_token_id}
+    ids = [tok.cls_token_id, tok.unk_token_id, tok.mask_token_id, 7, tok.sep_token_id]
+    assert baseline_ids(ids, structural_ids(tok), 0) == [ids[0], 0, 0, 0, ids[-1]]
+    text = "I saw a saw ☃."  # ☃ is not in the vocabulary
+    res = attribute(model, text, B, steps=DEFAULT_STEPS)
+    unk = res.tokens_a.index("[UNK]")
+    assert abs(res.ig_a[unk]) > 1e-3
+    assert res.gap("a") <= 0.01 and res.gap("b") <= 0.01
+    xa, xa0 = hf_inputs(hf_model, tok, text)  # the HF side's blank, written out
+    assert not torch.equal(xa[unk], xa0[unk])
+
+
+@pytest.mark.parametrize("baseline", ["mask", "zero"])
+def test_other_blanks_give_other_credits_that_still_add_up(model, hf_model, result, baseline):
+    tok = model.tokenizer
+    res = attribute(model, A, B, steps=64 if baseline == "zero" else DEFAULT_STEPS,
+                    baseline=baseline)
+    assert res.baseline == baseline and res.score == pytest.approx(result.score, abs=1e-6)
+    enc = tok(A)
+    ids = enc["input_ids"]
+    seg = torch.tensor([enc["token_type_ids"]])
+    with torch.no_grad():
+        xa = hf_model.embeddings(input_ids=torch.tensor([ids]), token_type_ids=seg)[0]
+        if baseline == "mask":
+            blank = [i if i in (tok.cls_token_id, tok.sep_token_id) else tok.mask_token_id
+                     for i in ids]
+            xa0 = hf_model.embeddings(input_ids=torch.tensor([blank]), token_type_ids=seg)[0]
+        else:
+            xa0 = xa.clone()
+            xa0[1:-1] = 0.0
+        xb = hf_model.embeddings(**{k: torch.tensor([v]) for k, v in tok(B).items()
+                                    if k != "attention_mask"})[0]
+        eb = hf_model.encoder(xb[None]).last_hidden_state[0].mean(0)
+        assert res.baseline_a == pytest.approx(float(hf_similarity(hf_model, xa0, eb)),
+                                               abs=1e-5)
+    # the credits change with the blank; completeness holds for each (zero: a steeper path)
+    assert np.abs(res.ig_a - result.ig_a).max() > 1e-2
+    # the zero blank's path is steep near the blank: 64 points leave a few % here
+    assert res.gap("a") <= (0.01 if baseline == "mask" else 0.1)
+    if baseline == "mask":
+        np.testing.assert_allclose(res.ig_a, hf_ig(hf_model, xa, xa0, eb), atol=2e-3)
+    assert BASELINES == ("pad", "mask", "zero")
+    with pytest.raises(ValueError, match="baseline"):
+        attribute(model, A, B, steps=4, baseline="noise")

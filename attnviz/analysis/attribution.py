@@ -7,10 +7,20 @@ embedding is the mean of the last layer's token vectors (mean pooling over every
 
     e(X) = (1/n) sum_i h_L(X)_i,        s(A, B) = cos(e(A), e(B))
 
+Integrated gradients (Sundararajan, Taly and Yan 2017, "Axiomatic Attribution for Deep
+Networks", arXiv:1703.01365) fades ALL tokens of a sentence together, along one straight path
+from a baseline x' to the input x, and credits each token with the part of the score's change
+that its coordinates carry; it is not the drop from removing one token (that is occlusion,
+analysis.occlusion). The credits depend on the baseline.
+
 Inputs x are the encoder's input vectors (Model.embed: word + position + segment, after
-LayerNorm), one per token. The baseline x' of a sentence keeps [CLS] and [SEP] and puts the
-[PAD] word in every other place (same positions and segments): a blank sentence of the same
-length. Each sentence is attributed with the other one held fixed (two blanks of one length
+LayerNorm), one per token. The baseline x' of a sentence keeps the structural tokens
+([CLS], [SEP], [PAD], <s>, </s>: `structural_ids`) and blanks every other token, [UNK] and
+[MASK] included, at the same positions and segments; `BASELINES` names the blanks:
+"pad" (the default) puts the [PAD] word there, "mask" the [MASK] word, "zero" an all-zero
+input vector (its path is steep near the blank: completeness needs far more points than
+DEFAULT_STEPS, so the page offers "pad" and "mask").
+Each sentence is attributed with the other one held fixed (two blanks of one length
 would be near-identical, s(x'_A, x'_B) ~ 1, and every word would only "lower" the score):
 
     IG^A_i = sum_c (x_ic - x'_ic) * integral_0^1 ds(x' + a (x - x'), B)/dx_ic da
@@ -79,6 +89,7 @@ class Attribution:
     baseline_a: float  # s(x'_A, B): A blanked
     baseline_b: float  # s(A, x'_B): B blanked
     steps: int
+    baseline: str = "pad"  # the blank the tokens fade from (BASELINES)
 
     def gap(self, side: str) -> float:
         """Completeness: |sum IG - (s - baseline)| / |s - baseline| for side "a" or "b"."""
@@ -87,17 +98,38 @@ class Attribution:
         return abs(float(ig.sum()) - delta) / abs(delta) if delta else float("inf")
 
 
-def baseline_ids(ids: list[int], special: set[int], pad: int) -> list[int]:
-    """[CLS]/[SEP] (any special id) kept, every other token replaced by the [PAD] id."""
-    return [i if i in special else pad for i in ids]
+BASELINES = ("pad", "mask", "zero")  # what a word fades from (module docstring)
 
 
-def _inputs(model, text: str) -> tuple[torch.Tensor, torch.Tensor, list[str]]:
+def structural_ids(tokenizer) -> set[int]:
+    """The ids of the tokens every input has whatever its words ([CLS], [SEP], [PAD], <s>,
+    </s>): kept by every baseline. [UNK] and [MASK] stand for words and are not in it."""
+    names = ("cls_token_id", "sep_token_id", "pad_token_id", "bos_token_id", "eos_token_id")
+    return {i for i in (getattr(tokenizer, n, None) for n in names) if i is not None}
+
+
+def baseline_ids(ids: list[int], keep: set[int], blank: int) -> list[int]:
+    """The ids in `keep` (structural_ids) kept, every other token replaced by `blank`."""
+    return [i if i in keep else blank for i in ids]
+
+
+def _inputs(model, text: str, baseline: str = "pad"
+            ) -> tuple[torch.Tensor, torch.Tensor, list[str]]:
+    """(x [n, hidden], x' [n, hidden], tokens) of a sentence for a baseline in BASELINES."""
+    if baseline not in BASELINES:
+        raise ValueError(f"baseline must be one of {', '.join(BASELINES)}")
     ids, segments, _ = model.tokenize(text)
-    special = set(model.tokenizer.all_special_ids)
-    pad = model.tokenizer.pad_token_id or 0
+    tok = model.tokenizer
+    keep = structural_ids(tok)
     x, _ = model.embed(ids, segments)
-    x0, _ = model.embed(baseline_ids(ids, special, pad), segments)
+    if baseline == "zero":
+        kept = torch.tensor([i in keep for i in ids], device=x.device)[:, None]
+        x0 = torch.where(kept, x, torch.zeros_like(x))
+    else:
+        blank = tok.pad_token_id if baseline == "pad" else tok.mask_token_id
+        if blank is None:
+            raise ValueError(f"this tokenizer has no {baseline} token")
+        x0, _ = model.embed(baseline_ids(ids, keep, blank), segments)
     return x.detach(), x0.detach(), model.tokens_of(ids)
 
 
@@ -268,19 +300,21 @@ def _prepare_side(model, text, steps, progress) -> FixedSide:
 
 def attribute(model, text_a: str, text_b: str, steps: int = DEFAULT_STEPS,
               progress: Callable[[float, str], None] | None = None,
-              side_b: FixedSide | None = None) -> Attribution:
-    """Integrated gradients and gradient x input of s(A, B) (formulas in the docstring).
-    `side_b`: B's half made beforehand (`prepare_side(model, text_b, steps)`): only A's path is
-    encoded."""
+              side_b: FixedSide | None = None, baseline: str = "pad") -> Attribution:
+    """Integrated gradients and gradient x input of s(A, B) (formulas in the docstring), the
+    words fading from `baseline` (BASELINES). `side_b`: B's half made beforehand
+    (`prepare_side(model, text_b, steps)`, the "pad" baseline): only A's path is encoded."""
     path_rule(steps)  # refuses too few steps before any work
     if side_b is not None and (side_b.text != text_b or side_b.steps != steps
-                               or side_b.model_key != getattr(model, "key", None)):
-        raise ValueError("side_b was prepared for another sentence, model or number of steps")
-    xa, xa0, toks_a = _inputs(model, text_a)
+                               or side_b.model_key != getattr(model, "key", None)
+                               or baseline != "pad"):
+        raise ValueError("side_b was prepared for another sentence, model, number of steps "
+                         "or baseline")
+    xa, xa0, toks_a = _inputs(model, text_a, baseline)
     with torch.no_grad():
         ea = sentence_embedding(model, xa)
     if side_b is None:
-        xb, xb0, toks_b = _inputs(model, text_b)
+        xb, xb0, toks_b = _inputs(model, text_b, baseline)
         with torch.no_grad():
             eb = sentence_embedding(model, xb)
     else:
@@ -303,6 +337,7 @@ def attribute(model, text_a: str, text_b: str, steps: int = DEFAULT_STEPS,
         tokens_a=toks_a, tokens_b=toks_b, ig_a=pa.ig, ig_b=ig_b,
         gxi_a=per_token(xa, pa.end_grad), gxi_b=gxi_b,
         score=pa.end, baseline_a=pa.start, baseline_b=baseline_b, steps=steps,
+        baseline=baseline,
     )
 
 
