@@ -91,15 +91,18 @@ def _numpy(a) -> np.ndarray:
 
 
 def head_view(attentions, tokens=None, *, layer: int = 0, heads=None, which: str = "self",
-              key_tokens=None, min_weight: float = 0.02, batch: int = 0) -> View:
+              key_tokens=None, min_weight: float = 0.0, levels: int = 20,
+              batch: int = 0) -> View:
     """bertviz's head view: token lines of every head (or `heads`) of one layer, with a menu
     for the layer. `attentions`: a Trace, or transformers' outputs.attentions (then `tokens`
-    names the positions, e.g. tokenizer.convert_ids_to_tokens(ids))."""
+    names the positions, e.g. tokenizer.convert_ids_to_tokens(ids)). A line's opacity is its
+    weight rounded to the nearest 1/`levels` (bertviz: the weight itself); a pair whose weight
+    rounds to 0, or is below `min_weight`, is not drawn (the view's subtitle says so)."""
     w, q, k = attention_arrays(attentions, tokens, which, batch, key_tokens)
     title = {"self": "Attention", "decoder": "Decoder self-attention",
              "cross": "Cross-attention: decoder (left) to encoder (right)"}[which]
     return View(layer_lines(w, q, k, layer=layer, heads=heads, min_weight=min_weight,
-                            title=title))
+                            levels=levels, title=title))
 
 
 def model_view(attentions, tokens=None, *, which: str = "self", key_tokens=None,

@@ -22,29 +22,49 @@ def bart(tmp_path_factory):
         "bart", tmp_path_factory.mktemp("nb") / "bart", layers=2, heads=2), device="cpu")
 
 
-def visible_lines(fig, visible=None) -> dict[str, set[tuple[float, float]]]:
+def visible_lines(fig, visible=None, opacity=False) -> dict:
     """(query y, key y) pairs of the visible line traces, per head (`visible`: a layer menu
-    button's visibility list instead of the figure's own)."""
-    out: dict[str, set] = {}
+    button's visibility list instead of the figure's own); with `opacity`, a dict
+    {(query y, key y): the line's opacity} per head."""
+    out: dict = {}
     for i, tr in enumerate(fig.data):
         shown = tr.visible is not False if visible is None else visible[i]
         if tr.mode == "lines" and shown and tr.x[0] is not None:
             ys = np.asarray(tr.y, dtype=float)
-            out.setdefault(tr.name, set()).update(zip(ys[0::3], ys[1::3], strict=True))
+            pairs = list(zip(ys[0::3], ys[1::3], strict=True))
+            if opacity:
+                out.setdefault(tr.name, {}).update({p: tr.opacity for p in pairs})
+            else:
+                out.setdefault(tr.name, set()).update(pairs)
     return out
 
 
-def expected_lines(weights) -> set[tuple[float, float]]:
-    return {(float(i), float(j)) for i, j in zip(*np.nonzero(weights >= 0.02), strict=True)}
+def expected_lines(weights, levels=20) -> set[tuple[float, float]]:
+    """Every pair whose weight is at least half a level (it rounds to a visible opacity)."""
+    return {(float(i), float(j)) for i, j in zip(*np.nonzero(weights * levels >= 0.5),
+                                                  strict=True)}
 
 
 @pytest.mark.parametrize("layer", [0, 5])
-def test_head_view_draws_every_weight_above_the_cut(model, layer):
+def test_head_view_draws_each_line_with_its_weight_as_opacity(model, layer):
     t = model.trace(TEXT)
     fig = attnviz.head_view(t, layer=layer).figure
-    lines = visible_lines(fig)
+    lines = visible_lines(fig, opacity=True)
     for h in range(t.n_heads):
-        assert lines[f"head {h}"] == expected_lines(t.weights[layer, h])
+        w = t.weights[layer, h].astype(np.float64)
+        assert set(lines[f"head {h}"]) == expected_lines(w)
+        for (i, j), alpha in lines[f"head {h}"].items():  # bertviz: opacity = weight
+            assert abs(alpha - w[int(i), int(j)]) <= 0.025 + 1e-9
+    # every pair left out holds under 0.025, and the view says what is rounded and left out
+    assert "nearest 0.05" in fig.layout.title.subtitle.text
+    assert "under 0.025 are not drawn" in fig.layout.title.subtitle.text
+    coarse = attnviz.head_view(t, layer=layer, levels=4, min_weight=0.3).figure
+    assert "nearest 0.25" in coarse.layout.title.subtitle.text
+    assert "under 0.3 are not drawn" in coarse.layout.title.subtitle.text
+    w = t.weights[layer, 0].astype(np.float64)
+    want = {(float(i), float(j)) for i, j in zip(*np.nonzero((w >= 0.3) & (w * 4 >= 0.5)),
+                                                  strict=True)}
+    assert set(visible_lines(coarse)["head 0"]) == want
     # the menu's "layer 2" shows layer 2's lines and nothing else
     button = fig.layout.updatemenus[0].buttons[2]
     lines = visible_lines(fig, button.args[0]["visible"])
@@ -82,7 +102,7 @@ def test_cross_attention_views_have_decoder_rows_and_encoder_columns(bart):
     lines = visible_lines(attnviz.head_view(t, which="cross").figure)
     m, n = t.cross_weights.shape[-2:]
     y_q, y_k = np.linspace(0, max(m, n) - 1, m), np.linspace(0, max(m, n) - 1, n)
-    want = {(y_q[i], y_k[j]) for i, j in zip(*np.nonzero(t.cross_weights[0, 0] >= 0.02),
+    want = {(y_q[i], y_k[j]) for i, j in zip(*np.nonzero(t.cross_weights[0, 0] * 20 >= 0.5),
                                               strict=True)}
     assert lines["head 0"] == want
     with pytest.raises(ValueError, match="encoder-decoder"):

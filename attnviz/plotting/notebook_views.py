@@ -4,8 +4,13 @@ HTML file works offline.
 
 - `layer_lines`: bertviz's head view. Queries on the left, keys on the right (they may be
   different tokens: cross-attention's decoder rows and encoder columns); one line per
-  (query, key) pair with opacity growing with the weight W_ij, a colour per head, a menu to
-  pick the layer. Lines of weight below `min_weight` are left out.
+  (query, key) pair drawn with opacity W_ij, as bertviz draws it, a colour per head, a menu to
+  pick the layer. Plotly gives one opacity per trace, so the lines of a head are grouped by
+  their weight rounded to the nearest 1/`levels` (opacity off by at most 1/(2 levels)); a
+  pair whose weight rounds to 0 (opacity 0, invisible) is not drawn, nor one below
+  `min_weight` (default 0: none). The figure's subtitle says both. More levels: finer
+  opacities, more lines and a larger figure (bench_attribution measures both at 512
+  tokens); pass more for short inputs.
 - `mosaic`: bertviz's model view. Every layer (rows) x head (columns) weight matrix as tiles
   of one heatmap; inputs longer than `max_cells` tokens are max-pooled into blocks.
 """
@@ -27,11 +32,17 @@ from .common import (
 )
 
 
+def line_levels(w: np.ndarray, levels: int) -> np.ndarray:
+    """The opacity level of each weight: round(W_ij * levels), an int in 0..levels; the line
+    is drawn with opacity level / levels."""
+    return np.clip(np.rint(np.asarray(w, dtype=np.float64) * levels), 0, levels).astype(int)
+
+
 def _lines_of(w: np.ndarray, min_weight: float, levels: int):
     """(level, x, y) polylines for one head's [m, n] weights: x in {0, 1}, y = row / column."""
-    qi, kj = np.nonzero(w >= min_weight)
-    vals = w[qi, kj]
-    level = np.clip(np.ceil(vals * levels), 1, levels).astype(int)
+    all_levels = line_levels(w, levels)
+    qi, kj = np.nonzero((all_levels >= 1) & (w >= min_weight))
+    level = all_levels[qi, kj]
     for lv in range(1, levels + 1):
         sel = level == lv
         if sel.any():
@@ -41,13 +52,16 @@ def _lines_of(w: np.ndarray, min_weight: float, levels: int):
 
 
 def layer_lines(weights: np.ndarray, query_tokens: list[str], key_tokens: list[str],
-                layer: int = 0, heads: list[int] | None = None, min_weight: float = 0.02,
-                levels: int = 6, title: str = "") -> go.Figure:
+                layer: int = 0, heads: list[int] | None = None, min_weight: float = 0.0,
+                levels: int = 20, title: str = "") -> go.Figure:
     """Token lines for weights [layers, heads, m, n], one layer shown at a time (a menu picks
     it), the heads `heads` (default all) in distinct colours.
 
-    A line's opacity is 0.15 + 0.85 * ceil(W_ij * levels) / levels.
+    A line's opacity is round(W_ij * levels) / levels (bertviz: W_ij); pairs whose level is 0
+    or whose weight is below `min_weight` are not drawn.
     """
+    if levels < 1:
+        raise ValueError("levels must be at least 1")
     L, H, m, n = weights.shape
     heads = list(range(H)) if heads is None else [int(h) for h in heads]
     if not 0 <= layer < L or any(not 0 <= h < H for h in heads):
@@ -66,9 +80,10 @@ def layer_lines(weights: np.ndarray, query_tokens: list[str], key_tokens: list[s
                 ys = ys.copy()
                 ys[0::3] = y_q[ys[0::3].astype(int)]
                 ys[1::3] = y_k[ys[1::3].astype(int)]
+                xs, ys = xs.astype(np.float32), ys.astype(np.float32)  # half the bytes
                 data.append(dict(type="scatter", x=xs, y=ys, mode="lines", hoverinfo="skip",
                                  line=dict(color=colour, width=2), legendgroup=f"h{h}",
-                                 opacity=0.15 + 0.85 * lv / levels, showlegend=False,
+                                 opacity=lv / levels, showlegend=False,
                                  visible=li == layer, name=head_name))
                 owner.append(li)
     for idx, h in enumerate(heads):  # one legend entry per head: click to hide its lines
@@ -87,11 +102,15 @@ def layer_lines(weights: np.ndarray, query_tokens: list[str], key_tokens: list[s
     buttons = [dict(label=_("layer {layer}").format(layer=li), method="restyle",
                     args=[{"visible": [o in (-1, li) for o in owner]}]) for li in range(L)]
     height = int(min(2400, max(360, 22 * span + 140)))
+    note = _("Line opacity = attention weight, rounded to the nearest {step:g}; pairs under "
+             "{cut:g} are not drawn.").format(step=1 / levels,
+                                               cut=max(0.5 / levels, min_weight))
     return go.Figure(data=data, layout=dict(
-        title=title, font=FONT, height=height, hovermode="closest",
+        title=dict(text=title, subtitle=dict(text=escape(note))), font=FONT, height=height,
+        hovermode="closest",
         xaxis=dict(visible=False, range=[-0.6, 1.6]),
         yaxis=dict(visible=False, autorange="reversed"),
-        margin=dict(l=10, r=10, t=70, b=10),
+        margin=dict(l=10, r=10, t=90, b=10),
         legend=dict(orientation="h", y=1.0, x=1.0, xanchor="right", yanchor="bottom"),
         updatemenus=[dict(buttons=buttons, active=layer, x=0.0, y=1.0, xanchor="left",
                           yanchor="bottom", direction="down", showactive=True)],
