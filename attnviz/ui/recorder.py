@@ -2,8 +2,8 @@
 
 A page draws its main area from blocks (attnviz.export.html: Heading, Markdown, Tex, Code,
 Figure, Table, Numbers) and plotly Figures, with `ui.render` (attnviz.ui.render). Each block
-drawn is handed to `record` here; a figure to `record_figure` (by ui.show_figure, or by
-ui.render where show_figure does not); a page's numbers to `note_numbers` (by
+drawn is handed to `record` here; a figure to `record_figure` (by ui.show_figure, which
+ui.render calls for a figure); a page's numbers to `note_numbers` (by
 ui.download_arrays and ui.download_csv: made only when the file is). The blocks, in the order
 the page drew them, are the page's view; widgets and the sidebar are not part of it. Then
 `offer_download` puts one button in the sidebar; its file is built when clicked.
@@ -205,19 +205,6 @@ def record_figure(fig, config: dict | None = None) -> None:
     rec = active()
     if rec is not None:
         rec.add(FigureRef(fig, dict(config or {}), figure_size(fig)))
-
-
-@contextmanager
-def figure_drawn(fig, config: dict | None = None) -> Iterator[None]:
-    """Around a call that draws `fig`: the figure is in the view once, recorded by the call
-    (ui.show_figure's record_figure) or, where the call did not, here in its place."""
-    rec = active()
-    start = len(rec.entries) if rec is not None else 0
-    yield
-    if rec is None or active() is not rec:
-        return
-    if not any(isinstance(b, FigureRef) and b.figure is fig for _, b in rec.entries[start:]):
-        rec.add(FigureRef(fig, dict(config or {}), figure_size(fig)), at=start)
 
 
 def note_numbers(label: str, make: Callable[[], dict], file_name: str, kind: str) -> None:

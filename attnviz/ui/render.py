@@ -16,9 +16,8 @@ Each block drawn is also added to the session's recorded view (ui.recorder.recor
 page's HTML file holds exactly what was drawn, made from the same objects. Widgets are not
 blocks: a page draws them with st as usual, and they are not in the file.
 
-Figures: ui.show_figure records the figure it draws (recorder.record_figure), so a page may
-call it directly. `render(fig)` draws with show_figure and records the figure itself only
-where show_figure did not (recorder.figure_drawn): either way a figure is in the view once.
+Figures: ui.show_figure, which `render(fig)` calls, records the figure it draws
+(recorder.record_figure), so a figure is in the view once however it is drawn.
 Numbers: ui.download_arrays and ui.download_csv record their own Numbers block.
 """
 
@@ -33,7 +32,7 @@ import streamlit as st
 from ..export import html as export
 from . import recorder
 from .downloads import download_arrays, download_csv
-from .figures import PLOT_CONFIG, show_figure
+from .figures import show_figure
 
 _STYLES = {"info": "info", "warning": "warning", "error": "error", "success": "success"}
 
@@ -53,7 +52,7 @@ def render(item, where=None, key: str | None = None, **kwargs):
             render(block, where)
         return None
     if isinstance(item, go.Figure):
-        with _inside(where), recorder.figure_drawn(item, PLOT_CONFIG):
+        with _inside(where):
             return show_figure(item, key=key, **kwargs)
     if isinstance(item, export.Heading):
         if item.level <= 1:
