@@ -1,0 +1,278 @@
+"""Weight is not effect: switch heads off and measure what changes (Michel, Levy and Neubig 2019,
+"Are Sixteen Heads Really Better than One?", arXiv:1905.10650), and copy one run's activations
+into another (activation patching; Vig et al. 2020, Meng et al. 2022).
+
+Measures m of a sentence's last-layer vectors h_L (what is compared before and after):
+
+    "repeat"  cos(h_L[i], h_L[j]) of two tokens, by default the first repeated pair (the two
+              "saw"s of "I saw a saw")
+    "pair"    the similarity of a sentence pair, as analysis.attribution defines it: each
+              sentence encoded alone, mean-pooled, s(A, B) = cos(e(A), e(B))
+    "change"  how far every token's final vector moves: (1/n) sum_t (1 - cos(h_L[t], h'_L[t]))
+              between the plain run h_L and the ablated one h'_L (0 for the plain run)
+
+A head's importance is effect = m(ablated) - m(plain): the measure's change when that head's
+output Y_h is replaced (engine.intervene: zero, or its mean over the reference sentences).
+For "repeat", a positive effect means that removing the head brings the two tokens closer.
+
+Ablating head (l, h) leaves layers before l untouched, so the map starts each layer's heads from
+the plain run's input to layer l and runs the remaining layers once for all of that layer's
+heads as one batch (Model.encode with `start` and one Edit per sequence).
+
+Patching (clean and corrupted sentences of the same number of tokens, e.g. "I saw a saw" and
+"I saw a dog"): the corrupted run gets one activation of the clean run, a head's output or the
+input of layer l at token t, and
+
+    restored = (m(patched) - m(corrupted)) / (m(clean) - m(corrupted))
+
+is 1 where that one activation carries the whole difference and 0 where it carries none.
+Ablation asks whether a head matters at all; patching asks whether it carries what differs
+between the two sentences.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from ..engine.attention import build_mask
+from ..engine.intervene import REFERENCE_SENTENCES, Edit, mean_outputs
+from ..engine.request import TraceRequest
+from .common import first_repeated_pair
+
+MEASURES = ("repeat", "pair", "change")
+MAX_TOKENS = 128  # a map past this many tokens is refused (its cost grows with n^2 per pass)
+
+Progress = Callable[[int, int], None] | None
+
+
+def _cos(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return torch.nn.functional.cosine_similarity(a, b, dim=-1)
+
+
+@dataclass
+class Importance:
+    """A head-importance map: the measure after removing each head alone."""
+
+    measure: str
+    mode: str
+    base: float  # m of the plain run
+    values: np.ndarray  # [layers, heads] m with that head removed
+    tokens: list[str]
+    pair: tuple[int, int] | None = None  # "repeat": the two token positions
+
+    @property
+    def effect(self) -> np.ndarray:  # [layers, heads]
+        return self.values - self.base
+
+    def ranking(self) -> list[tuple[int, int]]:
+        """Heads by effect, largest first (for "repeat": most brings the two tokens closer);
+        ties keep layer-then-head order."""
+        e = self.effect.ravel()
+        order = np.argsort(-e, kind="stable")
+        H = self.values.shape[1]
+        return [(int(k // H), int(k % H)) for k in order]
+
+
+class _Run:
+    """A plain run of one sentence: its trace, mask and what ablations start from."""
+
+    def __init__(self, model, request: TraceRequest):
+        self.model, self.request = model, request
+        self.trace = model.trace(request)
+        n = self.trace.n_tokens
+        if n > MAX_TOKENS:
+            raise ValueError(f"these maps run the model once per head on every token; they are "
+                             f"made for up to {MAX_TOKENS} tokens and this text has {n}: "
+                             "shorten it")
+        self.n = n
+        self.mask = build_mask(n, request.window, request.causal, model.device)
+        self.states = torch.as_tensor(self.trace.hidden_states, device=model.device)
+        self.final = self.states[-1]  # [n, hidden]
+
+    def from_layer(self, layer: int, edit: Edit, batch: int) -> torch.Tensor:
+        """Final vectors [batch, n, hidden] of `batch` edited runs started at layer `layer`."""
+        x = self.states[layer].expand(batch, -1, -1)
+        with torch.inference_mode():
+            return self.model.encode(x, self.mask, record=False, edit=edit,
+                                     start=layer).hidden_states[-1]
+
+
+def _plain(request) -> TraceRequest:
+    return request if request.ablate is None else request.with_options(ablate=None)
+
+
+def _measure(measure: str, runs: list[_Run], pair: tuple[int, int] | None):
+    """m(finals) for the batch of final vectors of each run (one per sentence)."""
+    if measure == "repeat":
+        i, j = pair
+        return lambda finals: _cos(finals[0][..., i, :], finals[0][..., j, :])
+    if measure == "pair":
+        return lambda finals: _cos(finals[0].mean(-2), finals[1].mean(-2))
+    base = runs[0].final
+    return lambda finals: (1 - _cos(finals[0], base)).mean(-1)
+
+
+def _setup(model, request, measure, tokens, pair_text):
+    if measure not in MEASURES:
+        raise ValueError(f"measure must be one of {', '.join(MEASURES)}; got {measure!r}")
+    request = _plain(request)
+    runs = [_Run(model, request)]
+    pair = None
+    if measure == "repeat":
+        pair = tuple(tokens) if tokens is not None else first_repeated_pair(runs[0].trace.tokens)
+        if pair is None:
+            raise ValueError("the two-token measure needs a word that occurs twice (like the "
+                             "two 'saw's of 'I saw a saw'), or two positions")
+        if not all(0 <= p < runs[0].n for p in pair) or pair[0] == pair[1]:
+            raise ValueError(f"two different token positions from 0 to {runs[0].n - 1}")
+    if measure == "pair":
+        if request.text is None:
+            raise ValueError("the pair's similarity needs two texts")
+        text_b = pair_text if pair_text is not None else request.pair
+        if not text_b:
+            raise ValueError("the pair's similarity needs a second sentence")
+        runs = [_Run(model, TraceRequest(request.text, **request.options())),
+                _Run(model, TraceRequest(text_b, **request.options()))]
+    return request, runs, pair
+
+
+def _fill(model, mode, request):
+    if mode not in ("zero", "mean"):
+        raise ValueError(f"mode must be zero or mean; got {mode!r}")
+    return mean_outputs(model, REFERENCE_SENTENCES, request) if mode == "mean" else None
+
+
+def head_importance(model, request: TraceRequest, measure: str = "repeat", mode: str = "zero",
+                    tokens: tuple[int, int] | None = None, pair_text: str | None = None,
+                    progress: Progress = None) -> Importance:
+    """m with each head removed alone, [layers, heads] (see the module docstring)."""
+    request, runs, pair = _setup(model, request, measure, tokens, pair_text)
+    fill = _fill(model, mode, request)
+    m = _measure(measure, runs, pair)
+    L, H = model.n_layers, model.n_heads
+    with torch.inference_mode():
+        base = float(m([r.final for r in runs]))
+    values = np.zeros((L, H))
+    for layer in range(L):
+        keep = torch.ones(H, L, H, dtype=torch.bool, device=model.device)
+        keep[torch.arange(H), layer, torch.arange(H)] = False  # sequence b: head b removed
+        edit = Edit(keep=keep, fill=fill)
+        finals = [r.from_layer(layer, edit, H) for r in runs]
+        values[layer] = m(finals).double().cpu().numpy()
+        if progress is not None:
+            progress(layer + 1, L)
+    return Importance(measure, mode, base, values, list(runs[0].trace.tokens), pair)
+
+
+def layer_removal(model, request: TraceRequest, measure: str = "repeat",
+                  tokens: tuple[int, int] | None = None,
+                  pair_text: str | None = None) -> tuple[float, np.ndarray]:
+    """(m plain, m with layer l's whole attention sublayer left out [layers]): Z = 0."""
+    request, runs, pair = _setup(model, request, measure, tokens, pair_text)
+    m = _measure(measure, runs, pair)
+    L = model.n_layers
+    att = ~torch.eye(L, dtype=torch.bool, device=model.device)  # sequence l: layer l off
+    finals = [r.from_layer(0, Edit(attention=att), L) for r in runs]
+    with torch.inference_mode():
+        base = float(m([r.final for r in runs]))
+    return base, m(finals).double().cpu().numpy()
+
+
+def pruning_curve(model, request: TraceRequest, importance: Importance,
+                  tokens: tuple[int, int] | None = None, pair_text: str | None = None,
+                  progress: Progress = None) -> tuple[list[tuple[int, int]], np.ndarray]:
+    """Heads removed one after another, least important first (smallest |effect|), and m after
+    removing the first k of them, k = 0..layers*heads (Michel et al.'s pruning curve)."""
+    request, runs, pair = _setup(model, request, importance.measure, tokens or importance.pair,
+                                 pair_text)
+    fill = _fill(model, importance.mode, request)
+    m = _measure(importance.measure, runs, pair)
+    L, H = model.n_layers, model.n_heads
+    order = np.argsort(np.abs(importance.effect).ravel(), kind="stable")
+    heads = [(int(k // H), int(k % H)) for k in order]
+    out = np.zeros(L * H + 1)
+    chunk = 24
+    for s in range(0, L * H + 1, chunk):
+        ks = list(range(s, min(s + chunk, L * H + 1)))
+        keep = torch.ones(len(ks), L, H, dtype=torch.bool, device=model.device)
+        for b, k in enumerate(ks):
+            for layer, head in heads[:k]:
+                keep[b, layer, head] = False
+        finals = [r.from_layer(0, Edit(keep=keep, fill=fill), len(ks)) for r in runs]
+        out[ks] = m(finals).double().cpu().numpy()
+        if progress is not None:
+            progress(ks[-1] + 1, L * H + 1)
+    return heads, out
+
+
+@dataclass
+class Patching:
+    """How much of the measure's difference one clean activation restores in the corrupted run."""
+
+    clean: float  # m of the clean run
+    corrupted: float  # m of the corrupted run
+    heads: np.ndarray  # [layers, heads] restored fraction, patching that head's output
+    residual: np.ndarray  # [layers, tokens] restored fraction, patching layer l's input at t
+    tokens: list[str]  # the clean sentence's
+    corrupted_tokens: list[str]
+    pair: tuple[int, int]
+
+
+def patching(model, clean: TraceRequest, corrupted: TraceRequest,
+             tokens: tuple[int, int] | None = None, progress: Progress = None) -> Patching:
+    """Patch each head's output, and each layer's input at each token, from the clean run into
+    the corrupted one; measure "repeat" on positions `tokens` (default: the clean sentence's
+    first repeated pair)."""
+    c, k = _Run(model, _plain(clean)), _Run(model, _plain(corrupted))
+    if c.n != k.n:
+        raise ValueError(f"patching copies activations token by token: the clean sentence has "
+                         f"{c.n} tokens and the corrupted one {k.n}; choose two of the same "
+                         "length")
+    pair = tuple(tokens) if tokens is not None else first_repeated_pair(c.trace.tokens)
+    if pair is None:
+        raise ValueError("the measure needs a word that occurs twice in the clean sentence "
+                         "(like the two 'saw's), or two positions")
+    m = _measure("repeat", [k], pair)
+    with torch.inference_mode():
+        m_clean, m_bad = float(m([c.final])), float(m([k.final]))
+    gap = m_clean - m_bad
+    if abs(gap) < 1e-6:
+        raise ValueError("the two sentences give the same measure: nothing to restore")
+    L, H, n = model.n_layers, model.n_heads, c.n
+    clean_outputs = torch.as_tensor(c.trace.outputs, device=model.device)  # [L, H, n, d]
+    heads, resid = np.zeros((L, H)), np.zeros((L, n))
+    for layer in range(L):
+        keep = torch.ones(H, L, H, dtype=torch.bool, device=model.device)
+        keep[torch.arange(H), layer, torch.arange(H)] = False
+        heads[layer] = m([k.from_layer(layer, Edit(keep=keep, fill=clean_outputs), H)]
+                         ).double().cpu().numpy()
+        where = torch.zeros(n, L, n, 1, dtype=torch.bool, device=model.device)
+        where[torch.arange(n), layer, torch.arange(n)] = True  # sequence t: token t patched
+        edit = Edit(inputs=(where, c.states[:-1]))
+        resid[layer] = m([k.from_layer(layer, edit, n)]).double().cpu().numpy()
+        if progress is not None:
+            progress(layer + 1, L)
+    return Patching(m_clean, m_bad, (heads - m_bad) / gap, (resid - m_bad) / gap,
+                    list(c.trace.tokens), list(k.trace.tokens), pair)
+
+
+def saw_cosines(model, request: TraceRequest, tokens: tuple[int, int] | None = None
+                ) -> tuple[tuple[int, int], np.ndarray, np.ndarray]:
+    """The lesson's closing numbers: the two repeated tokens' cosine per layer (embedding and
+    after each layer), with positions as the request has them and with positions="none"."""
+    request = _plain(request)
+    on = model.trace(request)
+    pair = tuple(tokens) if tokens is not None else first_repeated_pair(on.tokens)
+    if pair is None:
+        raise ValueError("type a sentence in which a word occurs twice, like 'I saw a saw'")
+    off = model.trace(request.with_options(positions="none"))
+    i, j = pair
+
+    def per_layer(h):
+        h = torch.as_tensor(h)
+        return _cos(h[:, i], h[:, j]).double().numpy()
+    return pair, per_layer(on.hidden_states), per_layer(off.hidden_states)
