@@ -5,7 +5,7 @@ tests/e2e), `apptest` (a module that runs the app in Streamlit's AppTest: set he
 module's source), `server` and `slow` (set in the modules). `make test-fast` leaves out all
 four; `make test` runs everything on pytest-xdist workers, each module on one worker (its
 module-scoped fixtures are built once) and every e2e test on the same one (one server, one
-browser), the longest groups handed out first.
+browser; the browser tests in two such groups), the longest groups handed out first.
 """
 
 import os
@@ -40,6 +40,20 @@ APPTEST = re.compile(r"\bAppTest\b|\bopen_page\(|tests\.apptest")
 ORDER = ("e2e", "server", "apptest")
 
 
+# The browser tests run as two groups, each on one worker with a server and a browser of its
+# own, so that on two cores neither worker waits for the other's browser tests at the end.
+E2E_SECOND = {"test_e2e_lesson", "test_e2e_html_export", "test_e2e_research", "test_e2e_images",
+              "test_e2e_windows", "test_e2e_step_by_step", "test_e2e_serve", "test_e2e_server",
+              "test_e2e_deep_link"}
+
+
+def _group(item) -> str:
+    """The xdist group of a test: its module, or one of the two browser groups."""
+    if item.get_closest_marker("e2e") or "e2e" in item.path.parts:
+        return "e2e-2" if item.path.stem in E2E_SECOND else "e2e"
+    return item.module.__name__
+
+
 def _module_source(module) -> str:
     try:
         return Path(module.__file__).read_text(encoding="utf-8")
@@ -59,8 +73,7 @@ def pytest_collection_modifyitems(config, items):
         if APPTEST.search(sources[module.__name__]):
             item.add_marker(pytest.mark.apptest)
         if config.pluginmanager.hasplugin("xdist"):
-            group = "e2e" if item.get_closest_marker("e2e") else module.__name__
-            item.add_marker(pytest.mark.xdist_group(group))
+            item.add_marker(pytest.mark.xdist_group(_group(item)))
 
     def rank(item) -> int:
         return next((i for i, m in enumerate(ORDER) if item.get_closest_marker(m)), len(ORDER))
@@ -69,10 +82,8 @@ def pytest_collection_modifyitems(config, items):
     # a rank, the collection order
     first: dict[str, int] = {}
     for item in items:
-        key = "e2e" if item.get_closest_marker("e2e") else item.module.__name__
-        first[key] = min(first.get(key, len(ORDER)), rank(item))
-    items.sort(key=lambda item: first["e2e" if item.get_closest_marker("e2e")
-                                      else item.module.__name__])
+        first[_group(item)] = min(first.get(_group(item), len(ORDER)), rank(item))
+    items.sort(key=lambda item: first[_group(item)])
 
 
 @pytest.fixture(scope="session")

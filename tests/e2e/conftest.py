@@ -21,6 +21,8 @@ from tests import serve
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOTS = ROOT / "test-output" / "screenshots"
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")  # each worker's server logs on its own
+SERVER_LOG = SHOTS.parent / f"streamlit{'_' + _WORKER if _WORKER else ''}.log"
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 CHROME_ARGS = serve.CHROME_ARGS
 free_port = serve.free_port
@@ -52,7 +54,7 @@ def app_server():
     its PID at the end."""
     SHOTS.mkdir(parents=True, exist_ok=True)
     port = free_port()
-    proc = start_server(port, SHOTS.parent / "streamlit.log")
+    proc = start_server(port, SERVER_LOG)
     yield f"http://127.0.0.1:{port}", proc
     serve.stop_server(proc)
 

@@ -7,7 +7,7 @@ import pytest
 
 from attnviz.analysis.lesson import STEPS
 
-from .conftest import SHOTS, page_errors, screenshot, wait_for_app
+from .conftest import SERVER_LOG, page_errors, screenshot, wait_for_app
 
 pytestmark = pytest.mark.e2e
 
@@ -30,7 +30,7 @@ def app(page, app_url):
 
 
 def test_lesson_walks_from_first_to_last_step(page, app):
-    log_path = SHOTS.parent / "streamlit.log"
+    log_path = SERVER_LOG
     start = log_path.stat().st_size  # the server is shared: read only this test's part
     page.goto(f"{app}/lesson")
     settle(page)
