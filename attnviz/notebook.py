@@ -97,7 +97,7 @@ def head_view(attentions, tokens=None, *, layer: int = 0, heads=None, which: str
     for the layer. `attentions`: a Trace, or transformers' outputs.attentions (then `tokens`
     names the positions, e.g. tokenizer.convert_ids_to_tokens(ids)). A line's opacity is its
     weight rounded to the nearest 1/`levels` (bertviz: the weight itself); a pair whose weight
-    rounds to 0, or is below `min_weight`, is not drawn (the view's subtitle says so)."""
+    rounds to 0, or is below `min_weight`, is not drawn (a note under the view says so)."""
     w, q, k = attention_arrays(attentions, tokens, which, batch, key_tokens)
     title = {"self": "Attention", "decoder": "Decoder self-attention",
              "cross": "Cross-attention: decoder (left) to encoder (right)"}[which]

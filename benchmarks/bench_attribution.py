@@ -15,7 +15,11 @@ Three measures:
   tests' B, both sides' IG by 32 points in one Gauss-Legendre panel and by 16, 24 and 32 points
   in two halves, against 128 points in two halves (itself checked against 128 in one panel);
   the error is the largest per-token difference over the largest |IG| of the reference. Also
-  where on the path the integrand (summed over tokens) peaks.
+  where on the path the integrand (summed over tokens) peaks;
+- occlusion (attnviz.analysis.occlusion: every word removed and masked in turn, in batches)
+  of one sentence against the default B, by length;
+- the notebook head view (attnviz.head_view) of a 512-token trace by opacity levels: the
+  lines drawn, the figure's build time and its JSON size.
 """
 
 from __future__ import annotations
@@ -174,6 +178,30 @@ def quadrature_accuracy(model) -> Table:
              f"(median {np.median(peaks):.2f}; 101 points).")
 
 
+def occlusion_and_head_view(model) -> list[Table]:
+    """Occlusion's wall time by length; the head view's size by opacity levels."""
+    import attnviz
+    from attnviz.analysis.occlusion import occlude
+
+    occ = Table(["tokens", "variants", "seconds (median of 3)"],
+                title="Occlusion of sentence A against the default B (remove and mask)")
+    for words in (8, 32, 126):
+        text = " ".join(["saw"] * words)
+        ms = median_ms({"occlusion": lambda t=text: occlude(model, t, A.DEFAULT_B)}, 3)
+        occ.rows.append([words + 2, 2 * words, f"{ms['occlusion'] / 1e3:.2f}"])
+    trace = model.trace(" ".join(["the teacher saw the saw"] * 120))
+    view = Table(["levels", "opacity within", "lines drawn", "build (s)", "JSON (MB)"],
+                 title=f"Notebook head view, {trace.n_tokens} tokens, all layers and heads")
+    for levels in (6, 20, 50):
+        start = time.perf_counter()
+        fig = attnviz.head_view(trace, levels=levels).figure
+        built = time.perf_counter() - start
+        lines = sum(len(d.x) // 3 for d in fig.data if d.mode == "lines" and d.x[0] is not None)
+        view.rows.append([levels, f"{0.5 / levels:.3f}", lines, f"{built:.2f}",
+                          f"{len(fig.to_json()) / 1e6:.1f}"])
+    return [occ, view]
+
+
 def main() -> list[Table]:
     model = load_model()
     ways = Table(["sentences", "threads", "batched (s)", "one point at a time (s)", "ratio",
@@ -182,7 +210,8 @@ def main() -> list[Table]:
                        f"{model.device}; medians of 3")
     for label, (a, b) in PAIRS.items():
         ways.rows += measure(model, label, a, b)
-    return show(ways, prepared(model), quadrature_accuracy(model))
+    return show(ways, prepared(model), *occlusion_and_head_view(model),
+                quadrature_accuracy(model))
 
 
 if __name__ == "__main__":

@@ -1,9 +1,11 @@
 """Why are two sentences similar? The bundled model is a sentence-embedding model: each
 sentence is encoded alone, its tokens' last-layer vectors are averaged, and two sentences are
-compared by the cosine. Integrated gradients and gradient x input attribute that cosine to
-each token, beside what raw attention, rollout and flow say about the same tokens.
+compared by the cosine. Integrated gradients (from a chosen blank) and gradient x input
+attribute that cosine to each token, beside what raw attention, rollout and flow say about the
+same tokens, and beside occlusion (each word removed or masked in turn).
 
-Numbers: analysis.attribution (IG with a progress bar, once per server) on the model;
+Numbers: analysis.attribution (IG with a progress bar, once per server) and
+analysis.occlusion on the model;
 analysis.rollout and analysis.flow (ui.flow: a progress bar, shared with Head statistics) on
 each sentence's cached Trace; figures: plotting.attribution."""
 
@@ -11,12 +13,13 @@ import numpy as np
 import streamlit as st
 
 from attnviz import TraceRequest, ui
-from attnviz.analysis import attribution, flow
+from attnviz.analysis import attribution, flow, occlusion
 from attnviz.analysis.common import special_mask
 from attnviz.analysis.rollout import rollout
 from attnviz.export.html import Heading, Markdown, Metric, Table
 from attnviz.i18n import N_, _
-from attnviz.plotting.attribution import attribution_bars
+from attnviz.plotting.attribution import attribution_bars, occlusion_bars
+from attnviz.plotting.common import axis_labels
 from attnviz.ui import worklist
 from attnviz.ui.cache import peek
 from attnviz.ui.flow import flow_of
@@ -26,6 +29,7 @@ from attnviz.ui.text import literal
 DEFAULT_B = attribution.DEFAULT_B
 VIEW_LABELS = {"raw attention (last layer)": N_("raw attention (last layer)"),
                "rollout": N_("rollout"), "flow": N_("flow")}  # shown translated; export keys stay
+BLANKS = {"pad": N_("[PAD] (the default)"), "mask": N_("[MASK]")}  # attribution.BASELINES
 
 
 def attention_views(t) -> dict:
@@ -51,7 +55,7 @@ def prepared_side(model, text_b: str, steps: int):
     return peek("results", attribution.side_key(model.key, text_b, steps))
 
 
-def sentence_panel(name: str, res, side: str, t) -> None:
+def sentence_panel(name: str, res, side: str, t, occ) -> None:
     ig, gxi = (res.ig_a, res.gxi_a) if side == "a" else (res.ig_b, res.gxi_b)
     if len(ig) <= 2:
         render(Markdown(_("Sentence {name} has no words to credit (only [CLS] and [SEP]).")
@@ -82,6 +86,20 @@ def sentence_panel(name: str, res, side: str, t) -> None:
     if "flow" not in views:
         render(Markdown(_("Flow is computed up to {max} tokens; this sentence has {n}.")
                         .format(max=flow.MAX_TOKENS, n=t.n_tokens), "caption"))
+    if occ is None:
+        render(Markdown(_("Occlusion is computed up to {max} tokens; this sentence has {n}.")
+                        .format(max=occlusion.MAX_TOKENS, n=t.n_tokens), "caption"))
+        return
+    tokens = res.tokens_a if side == "a" else res.tokens_b
+    occ_series = {ig_label: ig, _("occlusion: word removed"): occ.remove,
+                  _("occlusion: word → [MASK]"): occ.mask}
+    render(occlusion_bars(tokens, occ_series, _("Sentence {name}: integrated gradients and "
+                                                "occlusion, in units of the cosine")
+                          .format(name=name)), key=f"sim_occ_{side}")
+    occluded = ~np.isnan(occ.remove)  # the words ([CLS]/[SEP] are never occluded)
+    render(Table({_("token"): list(np.asarray(axis_labels(tokens))[occluded]),
+                  **{k: np.round(np.asarray(v, float)[occluded], 5)
+                     for k, v in occ_series.items()}}))
 
 
 def main() -> None:
@@ -90,10 +108,15 @@ def main() -> None:
     render(Markdown(_(
         "all-MiniLM-L6-v2 turns a sentence into one vector: the mean of its tokens' last-layer "
         "vectors. Two sentences are similar when the **cosine** of their vectors is high. "
-        "**Integrated gradients** credit that cosine to each token: how much it drops when the "
-        "token's input vector fades to a blank ([PAD], same position), summed along the way "
-        "(the credits add up to the drop: *completeness*). Beside them, what the attention "
-        "maps say mean pooling takes from each token.")))
+        "**Integrated gradients** (Sundararajan, Taly and Yan 2017) credit that cosine to each "
+        "token: the input vectors of **all** words fade together, along one straight path, to "
+        "a blank sentence (here each word becomes the word you pick below, at the same place; "
+        "[CLS] and [SEP] stay), and each token is credited with the part of the cosine's "
+        "change that its own coordinates carry along the way. The credits add up to the score "
+        "minus the blank's score (*completeness*), and they depend on the blank: another "
+        "blank gives other credits. Beside them, what the attention maps say mean pooling "
+        "takes from each token, and **occlusion**: each word taken away alone, the others "
+        "kept.")))
     ctx = ui.context()
     if not ui.require_text(ctx):
         return
@@ -107,15 +130,22 @@ def main() -> None:
     steps = st.select_slider(_("Integration steps"), [8, 16, 24, 32, 64],
                              value=attribution.DEFAULT_STEPS, key="sim_steps",
                              bind="query-params")
+    blank = st.radio(_("Blank the words fade from"), list(BLANKS), key="sim_blank",
+                     format_func=lambda k: _(BLANKS[k]), horizontal=True, bind="query-params")
     model = ctx.model
     try:
         ta = ui.cached_trace(model, TraceRequest(ctx.text))
         tb = ui.cached_trace(model, TraceRequest(text_b))
-        side = prepared_side(model, text_b, steps)
-        res = ui.with_progress("results", ("ig", model.key, ctx.text, text_b, steps),
+        side = prepared_side(model, text_b, steps) if blank == "pad" else None
+        res = ui.with_progress("results", ("ig", model.key, ctx.text, text_b, steps, blank),
                                _("Integrated gradients..."), lambda progress: attribution.attribute(
-                                   model, ctx.text, text_b, steps, progress, side_b=side),
+                                   model, ctx.text, text_b, steps, progress, side_b=side,
+                                   baseline=blank),
                                quick=len(ctx.text) + len(text_b) < worklist.HEAVY_CHARS)
+        occ_a, occ_b = (ui.cached(
+            "results", ("occlusion", model.key, x, y), lambda x=x, y=y: occlusion.occlude(
+                model, x, y)) if tr.n_tokens <= occlusion.MAX_TOKENS else None
+            for x, y, tr in ((ctx.text, text_b, ta), (text_b, ctx.text, tb)))
     except ValueError as e:
         render(Markdown(_("Cannot encode this input: {error}").format(error=e), "error"))
         return
@@ -128,21 +158,27 @@ def main() -> None:
     render(Markdown(f"A: {literal(ctx.text)}  \nB: {literal(text_b)}"))
     left, right = st.columns(2)
     with left:
-        sentence_panel("A", res, "a", ta)
+        sentence_panel("A", res, "a", ta, occ_a)
     with right:
-        sentence_panel("B", res, "b", tb)
+        sentence_panel("B", res, "b", tb, occ_b)
     render(Markdown(_(
         "The bars of each method are scaled to its largest |value| (hover for the number). "
         "IG and gradient × input can be negative (a token that makes the sentences less "
         "alike); the attention views are shares and never negative, and they say where "
         "information can flow, not what it does to the cosine. [CLS] and [SEP] are part of "
         "the blank, so IG gives them 0 by construction; the rank correlations leave them "
-        "out."), "info"))
+        "out. Occlusion and IG are both in units of the cosine but ask different questions: "
+        "occlusion takes one word away while all the others stay (its drops need not add up "
+        "to anything); IG fades all words together and shares out the whole change."),
+        "info"))
     ui.download_arrays(_("Download the attributions (.npz)"), lambda: {
         "tokens_a": np.array(res.tokens_a), "tokens_b": np.array(res.tokens_b),
         "ig_a": res.ig_a, "ig_b": res.ig_b, "gxi_a": res.gxi_a, "gxi_b": res.gxi_b,
         "score": res.score, "baseline_a": res.baseline_a, "baseline_b": res.baseline_b,
-        "steps": steps, **{f"a_{k}": v for k, v in attention_views(ta).items()},
+        "steps": steps, "blank": blank,
+        **{f"occlusion_{mode}_{k}": getattr(o, mode) for k, o in (("a", occ_a), ("b", occ_b))
+           if o is not None for mode in occlusion.MODES},
+        **{f"a_{k}": v for k, v in attention_views(ta).items()},
         **{f"b_{k}": v for k, v in attention_views(tb).items()}},
         file_name="attnviz_similarity.npz", key="sim_download")
 

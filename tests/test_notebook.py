@@ -56,15 +56,17 @@ def test_head_view_draws_each_line_with_its_weight_as_opacity(model, layer):
         for (i, j), alpha in lines[f"head {h}"].items():  # bertviz: opacity = weight
             assert abs(alpha - w[int(i), int(j)]) <= 0.025 + 1e-9
     # every pair left out holds under 0.025, and the view says what is rounded and left out
-    assert "nearest 0.05" in fig.layout.title.subtitle.text
-    assert "under 0.025 are not drawn" in fig.layout.title.subtitle.text
+    assert "nearest 0.05" in fig.layout.annotations[0].text
+    assert "under 0.025 are not drawn" in fig.layout.annotations[0].text
     coarse = attnviz.head_view(t, layer=layer, levels=4, min_weight=0.3).figure
-    assert "nearest 0.25" in coarse.layout.title.subtitle.text
-    assert "under 0.3 are not drawn" in coarse.layout.title.subtitle.text
+    assert "nearest 0.25" in coarse.layout.annotations[0].text
+    assert "under 0.3 are not drawn" in coarse.layout.annotations[0].text
     w = t.weights[layer, 0].astype(np.float64)
     want = {(float(i), float(j)) for i, j in zip(*np.nonzero((w >= 0.3) & (w * 4 >= 0.5)),
                                                   strict=True)}
     assert set(visible_lines(coarse)["head 0"]) == want
+    labels = [tr.text for tr in fig.data if tr.mode == "markers+text"]
+    assert labels[0] == ("[CLS]", "i", "saw #2", "a", "saw #4", "[SEP]") == labels[1]
     # the menu's "layer 2" shows layer 2's lines and nothing else
     button = fig.layout.updatemenus[0].buttons[2]
     lines = visible_lines(fig, button.args[0]["visible"])

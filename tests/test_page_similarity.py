@@ -8,6 +8,7 @@ import pytest
 
 from attnviz.analysis.attribution import DEFAULT_STEPS, attribute, pooled_importance
 from attnviz.analysis.flow import attention_flow
+from attnviz.analysis.occlusion import occlude
 from tests.apptest import open_page
 from tests.plotly_json import decode
 from tests.test_ui_recorder import assert_file_holds_the_screen
@@ -26,7 +27,7 @@ def test_numbers_from_the_analysis(at, model):
     text = " ".join(m.value for m in at.markdown)
     assert f"completeness gap **{res.gap('a'):.3%}** (within 1%)" in text
     assert f"completeness gap **{res.gap('b'):.3%}** (within 1%)" in text
-    bars_a, bars_b = (json.loads(c.proto.spec) for c in at.get("plotly_chart"))
+    bars_a, occ_a, bars_b, occ_b = (json.loads(c.proto.spec) for c in at.get("plotly_chart"))
     names = [tr["name"] for tr in bars_a["data"]]
     assert names == ["integrated gradients", "gradient × input", "raw attention (last layer)",
                      "rollout", "flow"]
@@ -38,8 +39,31 @@ def test_numbers_from_the_analysis(at, model):
     assert "saw #2" in bars_a["data"][0]["x"] and "saw #4" in bars_a["data"][0]["x"]
     ticks = bars_a["layout"]["xaxis"]["ticktext"]  # a repeated word's places apart, as hover
     assert "saw #2" in ticks and "saw #4" in ticks and "a" in ticks
+    # occlusion beside IG, in the cosine's units, both sentences (HF loop: test_analysis_occlusion)
+    assert [tr["name"] for tr in occ_a["data"]] == [
+        "integrated gradients", "occlusion: word removed", "occlusion: word → [MASK]"]
+    for fig, text, other, ig in ((occ_a, A, B, res.ig_a), (occ_b, B, A, res.ig_b)):
+        want = occlude(model, text, other)
+        np.testing.assert_allclose(decode(fig["data"][0]["y"]), ig, atol=1e-6)
+        for k, mode in ((1, "remove"), (2, "mask")):
+            got = np.asarray(decode(fig["data"][k]["y"]), dtype=float)
+            np.testing.assert_allclose(got, getattr(want, mode), atol=1e-6)  # nan: [CLS]/[SEP]
+    assert "saw #2" in occ_a["data"][1]["x"] and "saw #4" in occ_a["data"][1]["x"]
     assert_file_holds_the_screen(at)  # the metric and the rank tables too
     assert at.get("download_button")
+
+
+def test_the_mask_blank_gives_its_own_credits(at, model):
+    at.radio(key="sim_blank").set_value("mask").run()
+    assert not at.exception
+    res = attribute(model, A, B, steps=DEFAULT_STEPS, baseline="mask")
+    pad = attribute(model, A, B, steps=DEFAULT_STEPS)
+    text = " ".join(m.value for m in at.markdown)
+    assert f"blanked = {res.score:.5f} - {res.baseline_a:.5f}" in text
+    assert f"completeness gap **{res.gap('a'):.3%}** (within 1%)" in text
+    bars_a = json.loads(at.get("plotly_chart")[0].proto.spec)
+    np.testing.assert_allclose(decode(bars_a["data"][0]["customdata"]), res.ig_a, atol=1e-6)
+    assert np.abs(res.ig_a - pad.ig_a).max() > 1e-2  # another blank, other credits
 
 
 def test_pair_from_the_sidebar_and_blank_b(at):
@@ -82,7 +106,7 @@ def check_the_prepared_side(model, monkeypatch, a):
     assert not at.exception
     assert len(paths) == 1  # A's path only
     assert at.metric[0].value == f"{res.score:.4f}"
-    bars_a, bars_b = (json.loads(c.proto.spec) for c in at.get("plotly_chart"))
+    bars_a, _, bars_b, _ = (json.loads(c.proto.spec) for c in at.get("plotly_chart"))
     np.testing.assert_allclose(decode(bars_b["data"][0]["customdata"]), res.ig_b, atol=1e-6)
     np.testing.assert_allclose(decode(bars_b["data"][1]["customdata"]), res.gxi_b, atol=1e-6)
     np.testing.assert_allclose(decode(bars_a["data"][0]["customdata"]), res.ig_a, atol=1e-6)

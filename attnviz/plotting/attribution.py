@@ -38,3 +38,28 @@ def attribution_bars(tokens: list[str], series: dict[str, np.ndarray], title: st
         legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0),
         margin=dict(l=10, r=10, t=160, b=10),  # the title above the legend's rows
     ))
+
+
+def occlusion_bars(tokens: list[str], series: dict[str, np.ndarray], title: str) -> go.Figure:
+    """series: {method: change of the score per token [n]} in the score's own units (not
+    scaled: integrated gradients and occlusion drops are both changes of the cosine); nan
+    (a token not occluded) leaves a gap."""
+    labels = axis_labels(tokens)
+    ticks = tick_labels(tokens)
+    data = []
+    for k, (name, values) in enumerate(series.items()):
+        v = np.asarray(values, dtype=np.float64)
+        data.append(dict(
+            type="bar", x=labels, y=v, name=name,
+            marker=dict(color=category_colour(k), pattern=dict(shape=PATTERNS[k % len(PATTERNS)])),
+            hovertemplate=f"{escape(name)}<br>%{{x}}<br>" + _("value = %{y:.5f}")
+                          + "<extra></extra>",
+        ))
+    return go.Figure(data=data, layout=dict(
+        title=dict(text=title, y=0.98, yanchor="top"), font=FONT, barmode="group", height=420,
+        xaxis=dict(type="category", categoryorder="array", categoryarray=labels,
+                   tickvals=ticks[0], ticktext=ticks[1], tickangle=-45),
+        yaxis=dict(title=dict(text=_("change of the cosine")), zeroline=True),
+        legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0),
+        margin=dict(l=10, r=10, t=130, b=10),
+    ))

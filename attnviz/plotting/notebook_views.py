@@ -8,7 +8,7 @@ HTML file works offline.
   pick the layer. Plotly gives one opacity per trace, so the lines of a head are grouped by
   their weight rounded to the nearest 1/`levels` (opacity off by at most 1/(2 levels)); a
   pair whose weight rounds to 0 (opacity 0, invisible) is not drawn, nor one below
-  `min_weight` (default 0: none). The figure's subtitle says both. More levels: finer
+  `min_weight` (default 0: none). A note under the figure says both. More levels: finer
   opacities, more lines and a larger figure (bench_attribution measures both at 512
   tokens); pass more for short inputs.
 - `mosaic`: bertviz's model view. Every layer (rows) x head (columns) weight matrix as tiles
@@ -29,6 +29,7 @@ from .common import (
     block_reduce,
     category_colour,
     escape,
+    tick_labels,
 )
 
 
@@ -95,7 +96,9 @@ def layer_lines(weights: np.ndarray, query_tokens: list[str], key_tokens: list[s
     for side, x, ys, toks, pos in ((_("query"), 0.0, y_q, query_tokens, "middle left"),
                                    (_("key"), 1.0, y_k, key_tokens, "middle right")):
         data.append(dict(type="scatter", x=[x] * len(toks), y=ys, mode="markers+text",
-                         text=[escape(t) for t in toks], textposition=pos, showlegend=False,
+                         # a repeated word's places told apart (saw #2, saw #4), others bare
+                         text=tick_labels(toks, max_ticks=max(1, len(toks)))[1],
+                         textposition=pos, showlegend=False,
                          marker=dict(size=5, color=NEUTRAL), customdata=axis_labels(toks),
                          hovertemplate=f"{side} %{{customdata}}<extra></extra>"))
         owner.append(-1)
@@ -106,11 +109,12 @@ def layer_lines(weights: np.ndarray, query_tokens: list[str], key_tokens: list[s
              "{cut:g} are not drawn.").format(step=1 / levels,
                                                cut=max(0.5 / levels, min_weight))
     return go.Figure(data=data, layout=dict(
-        title=dict(text=title, subtitle=dict(text=escape(note))), font=FONT, height=height,
-        hovermode="closest",
+        title=title, font=FONT, height=height, hovermode="closest",
+        annotations=[dict(text=escape(note), xref="paper", yref="paper", x=0, y=0,
+                          xanchor="left", yanchor="top", yshift=-6, showarrow=False)],
         xaxis=dict(visible=False, range=[-0.6, 1.6]),
         yaxis=dict(visible=False, autorange="reversed"),
-        margin=dict(l=10, r=10, t=90, b=10),
+        margin=dict(l=10, r=10, t=70, b=40),
         legend=dict(orientation="h", y=1.0, x=1.0, xanchor="right", yanchor="bottom"),
         updatemenus=[dict(buttons=buttons, active=layer, x=0.0, y=1.0, xanchor="left",
                           yanchor="bottom", direction="down", showactive=True)],

@@ -30,6 +30,13 @@ def test_saved_view_draws_offline(browser, model, tmp_path, view):
         assert page.locator(".heatmaplayer image").count() == 1
     else:
         assert page.locator(".scatterlayer .js-line").count() > 10
+        note = "Line opacity = attention weight, rounded to the nearest 0.05"
+        assert page.get_by_text(note, exact=False).count() == 1  # drawn under the lines
+        opacities = page.evaluate("""() => [...document.querySelectorAll(
+            '.scatterlayer .trace')].filter(g => g.querySelector('.js-line'))
+            .map(g => parseFloat(getComputedStyle(g).opacity))""")
+        assert opacities and all(abs(o * 20 - round(o * 20)) < 1e-3 for o in opacities)
+        assert min(opacities) < 0.2  # faint lines stay faint (no floor)
         page.locator(".updatemenu-header-group").first.click()  # the layer menu opens
         assert page.locator(".updatemenu-dropdown-button").count() == 6
     assert not errors and not outside, (errors, outside)
