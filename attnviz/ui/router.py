@@ -58,6 +58,7 @@ PAGES: list[tuple[str, str, str, str]] = [
     ("pages/head_stats.py", N_("Head statistics, rollout and flow"), ":material/bar_chart:",
      EXPLORE),
     ("pages/value_norms.py", N_("Weights vs value norms"), ":material/straighten:", EXPLORE),
+    ("pages/ablation.py", N_("Switch it off and see"), ":material/power_settings_new:", EXPLORE),
     ("pages/compare.py", N_("Compare two sentences"), ":material/difference:", EXPLORE),
     ("pages/corpus_heads.py", N_("Heads across many sentences"), ":material/scatter_plot:",
      EXPLORE),

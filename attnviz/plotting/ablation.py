@@ -1,0 +1,121 @@
+"""Figures of ablation and patching (analysis.ablation): a layer x head map of effects, the two
+repeated tokens' cosine per layer with positions on and off, a layer's attention removed, the
+pruning curve, and the patching maps (layer x head, layer x token)."""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from ..i18n import _
+from .common import (
+    FONT,
+    OKABE_ITO,
+    VALUES_SCALE,
+    axis_labels,
+    category_dash,
+    category_marker,
+    escape,
+    tick_labels,
+)
+
+
+def _diverging(z: np.ndarray) -> dict:
+    top = float(np.abs(z).max()) or 1.0
+    return dict(colorscale=VALUES_SCALE, zmin=-top, zmax=top, zmid=0.0)
+
+
+def head_map(effect: np.ndarray, title: str, value: str,
+             selected: tuple[int, int] | None = None) -> go.Figure:
+    """effect [layers, heads] on a diverging scale centred at 0; hover: layer, head, value.
+    Clicking a cell reports x = head, y = layer."""
+    L, H = effect.shape
+    fig = go.Figure(go.Heatmap(
+        z=np.asarray(effect, dtype=np.float64), x=list(range(H)), y=list(range(L)),
+        colorbar=dict(title=dict(text=escape(value), side="right"), thickness=12),
+        hovertemplate=_("layer %{y}, head %{x}") + f"<br>{escape(value)} = "
+                      "%{z:.6f}<extra></extra>", **_diverging(effect)))
+    layers, heads = np.divmod(np.arange(L * H), H)
+    fig.add_trace(go.Scatter(x=heads, y=layers, mode="markers", hoverinfo="skip",
+                             marker=dict(size=14, opacity=0), showlegend=False))
+    if selected is not None:
+        layer, head = selected
+        fig.add_shape(type="rect", x0=head - 0.5, x1=head + 0.5, y0=layer - 0.5, y1=layer + 0.5,
+                      line=dict(color=OKABE_ITO[3], width=2))
+    fig.update_yaxes(range=[L - 0.5, -0.5], dtick=1, title=_("layer"))
+    fig.update_xaxes(range=[-0.5, H - 0.5], dtick=1, title=_("head"))
+    fig.update_layout(title=dict(text=title), font=FONT, height=120 + 34 * L,
+                      margin=dict(l=10, r=10, t=50, b=10), clickmode="event+select",
+                      hovermode="closest")
+    return fig
+
+
+def saw_cosines(on: np.ndarray, off: np.ndarray, label_i: str, label_j: str) -> go.Figure:
+    """cos of the two tokens' vectors after each layer (0 = the embeddings), positions on and
+    off: two lines with their own dash and marker."""
+    x = list(range(len(on)))
+    fig = go.Figure()
+    for k, (ys, name) in enumerate(((on, _("positions on")), (off, _("positions off")))):
+        fig.add_trace(go.Scatter(
+            x=x, y=ys, name=name, mode="lines+markers",
+            line=dict(color=OKABE_ITO[k], dash=category_dash(k)),
+            marker=dict(symbol=category_marker(k), size=9),
+            hovertemplate=name + "<br>" + _("layer %{x}") + "<br>cos = %{y:.6f}<extra></extra>"))
+    fig.update_xaxes(title=_("after layer (0 = embeddings)"), dtick=1)
+    fig.update_yaxes(title=_("cosine"), range=[min(0.0, float(np.min(on)) - 0.05), 1.05])
+    fig.update_layout(title=dict(text=_("cos({a}, {b}) layer by layer").format(
+        a=escape(label_i), b=escape(label_j))), font=FONT, height=360,
+        legend=dict(orientation="h", y=-0.25), margin=dict(l=10, r=10, t=50, b=10))
+    return fig
+
+
+def layer_bars(base: float, values: np.ndarray, value: str) -> go.Figure:
+    """The measure with each layer's whole attention left out, beside the plain value."""
+    L = len(values)
+    fig = go.Figure(go.Bar(x=list(range(L)), y=values - base, marker_color=OKABE_ITO[0],
+                           customdata=values, name=value,
+                           hovertemplate=_("layer %{x}") + "<br>" + escape(value)
+                           + " = %{customdata:.6f}<br>" + _("change") + " = %{y:+.6f}"
+                           "<extra></extra>"))
+    fig.update_xaxes(title=_("layer whose attention is removed"), dtick=1)
+    fig.update_yaxes(title=_("change of the measure"), zeroline=True)
+    fig.update_layout(title=dict(text=_("Removing a whole layer's attention")), font=FONT,
+                      height=320, margin=dict(l=10, r=10, t=50, b=10))
+    return fig
+
+
+def pruning(curve: np.ndarray, heads: list[tuple[int, int]], value: str) -> go.Figure:
+    """The measure after removing the k least important heads, k = 0..all."""
+    k = np.arange(len(curve))
+    last = [""] + [_("layer {l}, head {h}").format(l=a, h=b) for a, b in heads]
+    fig = go.Figure(go.Scatter(x=k, y=curve, mode="lines+markers", customdata=last,
+                               line=dict(color=OKABE_ITO[1]), marker=dict(size=5),
+                               hovertemplate=_("{k} heads removed").format(k="%{x}")
+                               + "<br>%{customdata}<br>" + escape(value)
+                               + " = %{y:.6f}<extra></extra>"))
+    fig.update_xaxes(title=_("heads removed, least important first"))
+    fig.update_yaxes(title=escape(value))
+    fig.update_layout(title=dict(text=_("Pruning curve")), font=FONT, height=320,
+                      margin=dict(l=10, r=10, t=50, b=10))
+    return fig
+
+
+def residual_map(restored: np.ndarray, tokens: list[str], other: list[str]) -> go.Figure:
+    """restored [layers, tokens]: patching layer l's input at one token; columns keep repeated
+    tokens apart ('saw #2', 'saw #4') and say what the corrupted sentence had there."""
+    L, n = restored.shape
+    labels = axis_labels(tokens)
+    vals, text = tick_labels(tokens)
+    text = [t if tokens[i] == other[i] else f"{t} / {escape(other[i])}"
+            for t, i in zip(text, range(len(text)), strict=True)] if len(text) == n else text
+    fig = go.Figure(go.Heatmap(
+        z=np.asarray(restored, dtype=np.float64), x=labels, y=list(range(L)),
+        colorbar=dict(title=dict(text=_("restored"), side="right"), thickness=12),
+        hovertemplate=_("layer %{y}, token %{x}") + "<br>" + _("restored")
+                      + " = %{z:.4f}<extra></extra>", **_diverging(restored)))
+    fig.update_xaxes(type="category", categoryorder="array", categoryarray=labels,
+                     tickvals=vals, ticktext=text, tickangle=-45, title=_("token patched"))
+    fig.update_yaxes(range=[L - 0.5, -0.5], dtick=1, title=_("input of layer"))
+    fig.update_layout(title=dict(text=_("Patching one layer's input at one token")), font=FONT,
+                      height=140 + 34 * L, margin=dict(l=10, r=10, t=50, b=10))
+    return fig

@@ -1,0 +1,147 @@
+"""Switch it off and see (pages/ablation.py): what changes when positions or heads are removed,
+and what one clean activation restores in a corrupted run (analysis.ablation, engine.intervene).
+
+`lesson_parts` is the lesson's closing view: positions off make the two "saw"s one vector in
+every layer; with positions on, the heads whose removal brings them closest."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..analysis import ablation
+from ..engine.request import TraceRequest
+from ..export.html import Heading, Markdown, Metric, Table
+from ..i18n import N_, _
+from ..plotting import ablation as plots
+from ..plotting.common import axis_labels
+from ..plotting.stats import maps_side_by_side
+from .common import literal, numbers
+
+MEASURE_NAMES = {"repeat": N_("cosine of the two repeated tokens"),
+                 "pair": N_("similarity of the sentence pair"),
+                 "change": N_("mean change of every token's final vector")}
+MODE_NAMES = {"zero": N_("zero (the head's output set to 0)"),
+              "mean": N_("mean (its average over reference sentences)")}
+TOP = 3  # heads shown with their weights in the lesson's view
+
+
+def intro() -> list:
+    return [Heading(_("Switch it off and see"), 1), Markdown(_(
+        "A weight says where a head looks, not whether it matters. Here a part of the model is "
+        "**removed** and the result measured again: the position embeddings, one head's output "
+        "$Y_h = W_h V_h$ (before $W_O$), or a whole layer's attention. **Zero** ablation sets "
+        "$Y_h$ to 0; **mean** ablation replaces it by its average over a fixed set of reference "
+        "sentences, so only what *this* sentence made the head say is removed (zero also "
+        "removes the head's usual offset, which later layers expect)."))]
+
+
+def lesson_parts(model, request: TraceRequest, progress=None) -> list:
+    """Positions off -> the two repeated tokens' cosine is 1 in every layer; positions on ->
+    all heads ranked by how much removing each (zero ablation) brings the two closest, the top
+    ones with their weights."""
+    try:
+        pair, on, off = ablation.saw_cosines(model, request)
+        imp = ablation.head_importance(model, request, "repeat", "zero", progress=progress)
+    except ValueError as e:
+        return [Markdown(literal(str(e)), "info")]
+    t = model.trace(request.with_options(ablate=None))
+    labels = axis_labels(t.tokens)
+    i, j = pair
+    ranked = imp.ranking()
+    top = ranked[:TOP]
+    maps = [t.weights[layer, head] for layer, head in top]
+    titles = [_("layer {l}, head {h}: {e:+.4f}").format(l=layer, h=head, e=imp.effect[layer, head])
+              for layer, head in top]
+    return [
+        Heading(_("Positions off, then heads off"), 2),
+        Markdown(_("Without position embeddings the two tokens {a} and {b} enter layer 0 as "
+                   "the same vector and stay the same in every layer (cosine 1 up to float "
+                   "rounding): attention alone cannot tell them apart.").format(
+                       a=f"`{labels[i]}`", b=f"`{labels[j]}`")),
+        plots.saw_cosines(on, off, labels[i], labels[j]),
+        Metric(_("Cosine after the last layer"),
+               _("{on:.4f} with positions, {off:.6f} without").format(on=on[-1], off=off[-1])),
+        Markdown(_("With positions on, each of the {n} heads is removed alone (zero ablation) "
+                   "and the cosine measured again: a positive change means that removing the "
+                   "head brings the two closer, so the head helps to tell them apart.").format(
+                       n=imp.values.size)),
+        plots.head_map(imp.effect, _("Change of the cosine when one head is removed"),
+                       _("change"), selected=top[0] if top else None),
+        Table({_("rank"): list(range(1, 11)),
+               _("layer"): [a for a, _b in ranked[:10]],
+               _("head"): [b for _a, b in ranked[:10]],
+               _("cosine without it"): [f"{imp.values[h]:.4f}" for h in ranked[:10]],
+               _("change"): [f"{imp.effect[h]:+.4f}" for h in ranked[:10]]}),
+        Markdown(_("The weights of the top {k} heads (rows: who looks, columns: who is looked "
+                   "at):").format(k=TOP)),
+        maps_side_by_side(maps, titles, t.tokens, value=_("weight")),
+    ]
+
+
+def importance_parts(model, request: TraceRequest, measure: str, mode: str, progress=None,
+                     pair_text: str | None = None) -> list:
+    """The head-importance map for a measure and mode, a layer's attention removed, the pruning
+    curve, and the numbers."""
+    imp = ablation.head_importance(model, request, measure, mode, pair_text=pair_text,
+                                   progress=progress)
+    base, layers = ablation.layer_removal(model, request, measure, pair_text=pair_text)
+    order, curve = ablation.pruning_curve(model, request, imp, pair_text=pair_text)
+    name = _(MEASURE_NAMES[measure])
+    return [
+        Heading(_("Head-importance map"), 2),
+        Metric(name, f"{imp.base:.4f}", _("the plain run, nothing removed")),
+        plots.head_map(imp.effect, _("Change of the {measure} when one head is removed ({mode})")
+                       .format(measure=name, mode=_(MODE_NAMES[mode])), _("change")),
+        Markdown(_("Compare with *Head statistics*: a head that looks at the previous token is "
+                   "not necessarily one that matters for this output (Michel et al. 2019)."),
+                 "caption"),
+        plots.layer_bars(base, layers, name),
+        plots.pruning(curve, order, name),
+        numbers(_("Download the ablation numbers (.npz)"),
+                {"base": np.float64(imp.base), "values": imp.values, "effect": imp.effect,
+                 "layer_removed": layers, "pruning_order": np.array(order),
+                 "pruning_curve": curve, "tokens": np.array(imp.tokens)},
+                f"attnviz_ablation_{measure}_{mode}.npz"),
+    ]
+
+
+def patching_parts(model, clean: TraceRequest, corrupted: TraceRequest, progress=None) -> list:
+    """Activation patching from the clean run into the corrupted one (same length)."""
+    try:
+        p = ablation.patching(model, clean, corrupted, progress=progress)
+    except ValueError as e:
+        return [Heading(_("Activation patching"), 2), Markdown(literal(str(e)), "info")]
+    labels = axis_labels(p.tokens)
+    i, j = p.pair
+    return [
+        Heading(_("Activation patching"), 2),
+        Markdown(_("Measure: the cosine of {a} and {b}; {clean:.4f} in the clean run, "
+                   "{bad:.4f} in the corrupted one. One activation of the clean run is copied "
+                   "into the corrupted run; 1 = it restores the whole difference, 0 = none. "
+                   "Ablation asks whether a part matters at all; patching asks whether it "
+                   "carries what differs between the two sentences.").format(
+                       a=f"`{labels[i]}`", b=f"`{labels[j]}`", clean=p.clean, bad=p.corrupted)),
+        plots.head_map(p.heads, _("Patching one head's output"), _("restored")),
+        plots.residual_map(p.residual, p.tokens, p.corrupted_tokens),
+        numbers(_("Download the patching numbers (.npz)"),
+                {"clean": np.float64(p.clean), "corrupted": np.float64(p.corrupted),
+                 "heads_restored": p.heads, "residual_restored": p.residual,
+                 "tokens": np.array(p.tokens), "corrupted_tokens": np.array(p.corrupted_tokens)},
+                "attnviz_patching.npz"),
+    ]
+
+
+def page(model, request: TraceRequest, measure: str = "repeat", mode: str = "zero",
+         corrupted: str = "I saw a dog") -> list:
+    """The page as it opens (its widgets left out)."""
+    out = [*intro(), *lesson_parts(model, request)]
+    try:
+        out += importance_parts(model, request, measure, mode)
+    except ValueError as e:
+        out.append(Markdown(literal(str(e)), "info"))
+    return out + patching_parts(model, request, TraceRequest(corrupted, **request.options()))
+
+
+def message(error: Exception) -> list:
+    """A plain message for what the maps cannot do (too long, no repeated word, no pair)."""
+    return [Markdown(literal(str(error)), "info")]

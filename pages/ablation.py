@@ -1,0 +1,64 @@
+"""Switch it off and see: positions and heads removed (zero or mean ablation), the effect on a
+measure as a layer x head map, and activation patching between two sentences.
+
+Numbers: analysis.ablation on the engine's one eager pass with an intervention
+(engine.intervene); what it shows: views.ablation."""
+
+import streamlit as st
+
+from attnviz import ui
+from attnviz.engine.request import TraceRequest
+from attnviz.i18n import _, language
+from attnviz.ui.render import render
+from attnviz.views import ablation as view
+
+MEASURES = tuple(view.MEASURE_NAMES)
+MODES = tuple(view.MODE_NAMES)
+
+
+def progress_of(p):
+    """analysis' (done, total) as the progress bar's (fraction, message)."""
+    return lambda done, total: p(done / total, f"{done}/{total}")
+
+
+def main() -> None:
+    ui.ensure_router()  # a first request for this page hands over to app.py (once)
+    ctx = ui.context()
+    render(view.intro())
+    t = ui.trace_or_message(ctx)
+    if t is None:
+        return
+    model, request = ctx.model, ctx.request
+    if request.image is None:
+        render(ui.with_progress(
+            "results", ("ablation_lesson", model.key, request, language()),
+            _("Removing each head..."),
+            lambda p: view.lesson_parts(model, request, progress_of(p)), quick=True))
+    c1, c2 = st.columns(2)
+    measure = c1.selectbox(_("Measure"), MEASURES, key="abl_measure", bind="query-params",
+                           format_func=lambda m: _(view.MEASURE_NAMES[m]))
+    mode = c2.radio(_("Ablation"), MODES, key="abl_mode", bind="query-params",
+                    format_func=lambda m: _(view.MODE_NAMES[m]))
+    try:
+        render(ui.with_progress(
+            "results", ("ablation_map", model.key, request, measure, mode, language()),
+            _("Removing each head..."),
+            lambda p: view.importance_parts(model, request, measure, mode, progress_of(p)),
+            quick=True))
+    except ValueError as e:
+        render(view.message(e))
+    if request.text is None:
+        return
+    corrupted = st.text_input(_("Corrupted sentence (same number of tokens)"),
+                              value="I saw a dog", key="abl_corrupted", bind="query-params")
+    try:
+        other = TraceRequest(corrupted, **request.options())
+        render(ui.with_progress(
+            "results", ("ablation_patch", model.key, request, other, language()),
+            _("Patching each head and token..."),
+            lambda p: view.patching_parts(model, request, other, progress_of(p)), quick=True))
+    except ValueError as e:
+        render(view.message(e))
+
+
+main()
