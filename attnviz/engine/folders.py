@@ -11,7 +11,9 @@ from pathlib import Path
 
 from ..i18n import N_, _
 from ..settings import settings
-from .hub import hub_cache_dir, looks_like_hub_id, resolve_hub_id
+from .hub import MAX_CONFIG_BYTES, file_inside, hub_cache_dir, looks_like_hub_id, resolve_hub_id
+
+MAX_FOLDER_ENTRIES = 10_000  # a checkpoint folder holds a handful of files
 
 
 class ModelError(ValueError):
@@ -66,6 +68,10 @@ def read_config(folder: Path, shown: str) -> dict:
         raise ModelError(_("no config.json in {folder}: not a Hugging Face checkpoint "
                            "folder").format(folder=shown))
     try:
+        if cfg.stat().st_size > MAX_CONFIG_BYTES:
+            raise ModelError(_("config.json in {folder} is larger than {mb} MB: not a "
+                               "checkpoint's config").format(folder=shown,
+                                                             mb=MAX_CONFIG_BYTES >> 20))
         config = json.loads(cfg.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise ModelError(_("config.json in {folder} cannot be read: {error}").format(
@@ -85,16 +91,36 @@ def allowed_model_roots() -> list[Path]:
     return settings().model_root_paths
 
 
+def outside_files(folder: Path) -> list[str]:
+    """The names of the (resolved) folder's entries whose links lead out of it: every file the
+    loader may open (config.json, the tokenizer's files, the weights) must really lie in the
+    folder or, for a Hugging Face cache snapshot, in its repository's blobs/ (hub.link_homes).
+    A folder of more than MAX_FOLDER_ENTRIES entries is refused as a whole (['*'])."""
+    names = []
+    try:
+        with os.scandir(folder) as entries:
+            for i, entry in enumerate(entries):
+                if i >= MAX_FOLDER_ENTRIES:
+                    return ["*"]
+                if entry.is_symlink() and not file_inside(Path(entry.path), folder):
+                    names.append(entry.name)
+    except OSError:
+        return ["*"]
+    return sorted(names)
+
+
 def check_allowed_folder(folder: str | os.PathLike) -> Path:
     """The folder, resolved (so './m', 'm//' and '/abs/m' are one folder), when it lies under
-    an allowed root; else one refusal that says nothing about what exists."""
+    an allowed root and none of its files links out of it (outside_files); else one refusal
+    that says nothing about what exists."""
     folder = str(folder)
     roots = allowed_model_roots()
     try:
         path = Path(folder).expanduser().resolve()  # symlinks resolved: no escaping the roots
     except (OSError, RuntimeError, ValueError):
         path = None
-    if path is None or "://" in folder or not any(path.is_relative_to(r) for r in roots):
+    if (path is None or "://" in folder or not any(path.is_relative_to(r) for r in roots)
+            or (path.is_dir() and outside_files(path))):
         raise ModelError(
             "only checkpoint folders inside the allowed folders can be opened "
             f"({', '.join(str(r) for r in roots)}; set ATTNVIZ_MODEL_ROOTS to change them)"

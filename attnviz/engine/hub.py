@@ -20,6 +20,7 @@ from pathlib import Path
 
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}(/[A-Za-z0-9][A-Za-z0-9._-]{0,95})?$")
 _REF = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
+MAX_CONFIG_BYTES = 16 << 20  # a config.json larger than this is not a checkpoint's (real: KB)
 
 
 def hub_cache_dir() -> Path:
@@ -37,6 +38,26 @@ def hub_cache_dir() -> Path:
 def looks_like_hub_id(text: str) -> bool:
     """'gpt2' or 'org/name': letters, digits, '.', '_', '-' (no '..', no leading '/')."""
     return bool(_ID.match(text)) and ".." not in text
+
+
+def link_homes(folder: Path) -> tuple[Path, ...]:
+    """Where the files of a (resolved) checkpoint folder may really lie: the folder itself,
+    and for a snapshot of the Hugging Face cache (models--ORG--NAME/snapshots/REV) also that
+    repository's blobs/, which the snapshot's files link into."""
+    repo = folder.parent.parent
+    if folder.parent.name == "snapshots" and repo.name.startswith("models--"):
+        return folder, repo / "blobs"
+    return (folder,)
+
+
+def file_inside(file: Path, folder: Path) -> bool:
+    """Whether `file` (an entry of the resolved `folder`), its links followed, lies in one of
+    the folder's link_homes; a link that cannot be resolved (a loop) is not inside."""
+    try:
+        real = file.resolve()
+    except (OSError, RuntimeError, ValueError):
+        return False
+    return any(real.is_relative_to(home) for home in link_homes(folder))
 
 
 def _snapshot(repo: Path) -> Path | None:
@@ -100,9 +121,11 @@ def cached_models(model_types: tuple[str, ...] | None = None,
         if not looks_like_hub_id(model_id):
             continue
         snap = _snapshot(repo)
-        if snap is None:
+        if snap is None or not file_inside(snap / "config.json", snap.resolve()):
             continue
         try:
+            if (snap / "config.json").stat().st_size > MAX_CONFIG_BYTES:
+                continue
             config = json.loads((snap / "config.json").read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError):
             continue

@@ -16,7 +16,11 @@ local_files_only=True. Remote code is never trusted.
 
 A server shared by a class opens folders only under its allowed roots (`check_allowed_folder`,
 the setting model_roots), with one message for everything outside that says nothing about what
-exists there.
+exists there. Whoever calls, every file the loader opens must really lie in the checkpoint's
+folder (or, for a Hugging Face cache snapshot, in its repository's blobs/): a link out of it
+refuses the folder (folders.outside_files). What costs memory or time is refused by size
+before it is read: weight files (Limits.check_files), a safetensors header, the tokenizer's
+files (TOKENIZER_BYTES_PER_ROW).
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from .folders import (  # noqa: E402, F401 - engine.load's names since the first
     bundled_model_dir,
     check_allowed_folder,
     locate_model,
+    outside_files,
     read_config,
     supported_sentence,
 )
@@ -56,6 +61,12 @@ from .weights import (  # noqa: E402
 )
 
 TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json")
+# Every file a tokenizer may read, and their size in all: at most 1 MB plus this many bytes per
+# embedding row (GPT-2's three files: 2.9 MB for 50,257 rows; XLM-R's: 22 MB for 250,002).
+TOKENIZER_READS = ("tokenizer.json", "vocab.txt", "vocab.json", "merges.txt",
+                   "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json",
+                   "spiece.model", "sentencepiece.bpe.model")
+TOKENIZER_BYTES_PER_ROW = 128
 
 
 def pick_device(device: str | torch.device | None = None) -> torch.device:
@@ -80,6 +91,11 @@ def check_model_dir(path: str | os.PathLike) -> Path:
         raise ModelError(_("folder not found: {folder}").format(folder=text))
     if not p.is_dir():
         raise ModelError(_("not a folder: {folder}").format(folder=text))
+    escaping = outside_files(p.resolve())  # before any file is opened
+    if escaping:
+        raise ModelError(_("{folder} refused: {files} link outside the checkpoint folder (only "
+                           "a Hugging Face cache snapshot's links into its blobs/ are "
+                           "followed)").format(folder=p.name, files=", ".join(escaping)))
     config = read_config(p, text)
     mtype = config.get("model_type")
     try:
@@ -128,6 +144,7 @@ def load_model(path: str | os.PathLike | None = None, device: str | None = None,
         expected = family.parameter_shapes(config)
         limits.check_total(expected)
         files = weight_files(folder)
+        limits.check_files(files)
         match = match_weights(read_shapes(files), expected, family.aliases(config),
                               family.base_prefixes, family.ignorable)
     except (WeightsError, OSError, AttributeError, TypeError) as e:
@@ -181,9 +198,24 @@ def _hf_config(folder: Path):
             folder=folder, error=f"{type(e).__name__}: {e}")) from e
 
 
+def check_tokenizer_size(folder: Path, rows: int) -> int:
+    """Refuse, from their sizes alone, tokenizer files too large for an embedding table of
+    `rows` rows (a tokenizer of a million tokens takes seconds and hundreds of MB to load);
+    their size in bytes."""
+    total = sum(f.stat().st_size for f in (folder / n for n in TOKENIZER_READS) if f.is_file())
+    allowed = (1 << 20) + TOKENIZER_BYTES_PER_ROW * rows
+    if total > allowed:
+        raise ModelError(_("the tokenizer files in {folder} hold {mb:,.1f} MB, more than a "
+                           "tokenizer for {rows:,} embedding rows needs ({cap:,.1f} MB at "
+                           "most): refused unread").format(folder=folder.name, mb=total / 2**20,
+                                                           rows=rows, cap=allowed / 2**20))
+    return total
+
+
 def _tokenizer(folder: Path, rows: int, light: bool = False):
     """The folder's tokenizer (engine.light's when `light` and its files allow, else
     transformers'), refused when it makes ids the embedding table does not have."""
+    check_tokenizer_size(folder, rows)
     tokenizer = bert_tokenizer(folder) if light else None
     if tokenizer is None:
         try:

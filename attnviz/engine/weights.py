@@ -12,15 +12,24 @@ check). So, in this order:
 3. only then the tensors are read (as float32) and the model built.
 
 safetensors files (also sharded, with model.safetensors.index.json) are read by their header;
-a PyTorch .bin file is opened memory-mapped with weights_only=True (no code is run).
+a PyTorch .bin file is opened memory-mapped with weights_only=True (no code is run). Before
+any of it, the files' sizes are checked against the byte cap (`Limits.check_files`: a file
+far larger than the model the server agrees to build is refused unread), a safetensors header
+or a .bin file's pickle larger than MAX_HEADER is refused before it is parsed, and a refusal
+is remembered by (path, size, modification time), so asking again costs a stat.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
+import pickle
 import re
 import struct
+import threading
+import zipfile
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,7 +39,9 @@ from ..settings import settings
 
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
                 "pytorch_model.bin.index.json")
-MAX_HEADER = 100 << 20  # a safetensors header larger than this is not a checkpoint's
+MAX_HEADER = 8 << 20  # a safetensors header (or a .bin's pickle) larger: not a checkpoint's
+MAX_TENSORS = 100_000  # tensors listed in one file's header
+FILE_FACTOR = 2  # weight files may hold this many times the cap (float64, a task's head)
 DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1,
                "U8": 1, "BOOL": 1, "F8_E4M3": 1, "F8_E5M2": 1}
 
@@ -78,6 +89,16 @@ class Limits:
             raise WeightsError(f"hidden size {sizes['hidden']} is not a multiple of "
                                f"{sizes['heads']} heads")
 
+    def check_files(self, files: list[Path]) -> int:
+        """Refuse weight files larger in all than FILE_FACTOR times the byte cap, from their
+        sizes alone (nothing is read); their total size in bytes."""
+        total = sum(f.stat().st_size for f in files)
+        if total > FILE_FACTOR * self.max_bytes:
+            raise WeightsError(f"the weight files hold {total / (1 << 20):,.0f} MB; this server "
+                               f"reads at most {FILE_FACTOR * self.max_bytes / (1 << 20):,.0f} "
+                               f"MB of weight files ({FILE_FACTOR} x ATTNVIZ_MAX_MODEL_MB)")
+        return total
+
     def check_total(self, shapes: dict[str, tuple[int, ...]]) -> int:
         total = 4 * sum(math.prod(s) for s in shapes.values())
         if total > self.max_bytes:
@@ -120,7 +141,10 @@ def _safetensors_header(path: Path) -> dict[str, tuple[int, ...]]:
         if len(head) < 8:
             raise WeightsError(f"{path.name} is not a safetensors file")
         (n,) = struct.unpack("<Q", head)
-        if n > min(MAX_HEADER, size - 8):
+        if n > MAX_HEADER:  # refused before a byte of it is read
+            raise WeightsError(f"{path.name} is not a safetensors file: its header would be "
+                               f"{n:,} bytes, a checkpoint's is at most {MAX_HEADER >> 20} MB")
+        if n > size - 8:
             raise WeightsError(f"{path.name} is not a safetensors file (bad header)")
         try:
             header = json.loads(f.read(n))
@@ -128,6 +152,9 @@ def _safetensors_header(path: Path) -> dict[str, tuple[int, ...]]:
             raise WeightsError(f"{path.name} is not a safetensors file (bad header)") from e
     if not isinstance(header, dict):
         raise WeightsError(f"{path.name} is not a safetensors file (bad header)")
+    if len(header) > MAX_TENSORS:
+        raise WeightsError(f"{path.name} lists {len(header):,} tensors; a checkpoint's file "
+                           f"holds at most {MAX_TENSORS:,}")
     shapes, end = {}, 0
     for name, info in header.items():
         if name == "__metadata__":
@@ -148,25 +175,76 @@ def _safetensors_header(path: Path) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
-def _load_bin(path: Path) -> dict[str, torch.Tensor]:
+def _check_pickle(path: Path) -> None:
+    """A .bin file in torch's zip format: its pickle (the tensors' names and shapes; the data
+    lies beside it) must be at most MAX_HEADER bytes, checked from the zip's directory."""
     try:
-        state = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
-    except RuntimeError:  # an old (non-zip) file cannot be memory-mapped
-        state = torch.load(path, map_location="cpu", weights_only=True)
+        with zipfile.ZipFile(path) as z:
+            pickles = [i for i in z.infolist() if i.filename.endswith("data.pkl")]
+    except (zipfile.BadZipFile, OSError, ValueError):
+        return  # torch's old (non-zip) format: read whole, its size already checked
+    if len(pickles) != 1 or pickles[0].file_size > MAX_HEADER:
+        raise WeightsError(f"{path.name} is not a PyTorch state dict attnviz can read")
+
+
+def _load_bin(path: Path) -> dict[str, torch.Tensor]:
+    """The file's tensors, memory-mapped (only the tensors used are ever read), weights only:
+    a file that needs code to load (a pickled object) is refused, its code never run."""
+    _check_pickle(path)
+    try:
+        try:
+            state = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+        except RuntimeError as e:  # an old (non-zip) file cannot be memory-mapped
+            if "mmap" not in str(e) and "zip" not in str(e):
+                raise
+            state = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as e:
+        raise WeightsError(f"{path.name} holds more than tensors (a pickled object that needs "
+                           "code to load); attnviz reads weights only and never runs a "
+                           "checkpoint's code") from e
+    except (RuntimeError, EOFError, ValueError, TypeError, AttributeError, KeyError) as e:
+        raise WeightsError(f"{path.name} cannot be read as PyTorch weights "
+                           f"({type(e).__name__})") from e
     if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
         raise WeightsError(f"{path.name} does not hold a dict of tensors")
     return state
 
 
+_REFUSED: OrderedDict[tuple, str] = OrderedDict()  # (path, size, mtime) -> the refusal
+_REFUSED_LOCK = threading.Lock()
+_REFUSED_MAX = 256
+
+
+def _stamp(path: Path) -> tuple:
+    st = os.stat(path)
+    return (str(path.resolve()), st.st_size, st.st_mtime_ns)
+
+
+def _file_shapes(path: Path) -> dict[str, tuple[int, ...]]:
+    if path.suffix == ".safetensors":
+        return _safetensors_header(path)
+    return {k: tuple(v.shape) for k, v in _load_bin(path).items()}
+
+
 def read_shapes(files: list[Path]) -> dict[str, tuple[int, ...]]:
     """Every tensor's name and shape, without reading tensor data (safetensors) or with the
-    data memory-mapped, not read (.bin)."""
+    data memory-mapped, not read (.bin). A file refused once is refused again at the cost of
+    a stat while its size and modification time are the same."""
     shapes: dict[str, tuple[int, ...]] = {}
     for path in files:
-        if path.suffix == ".safetensors":
-            shapes |= _safetensors_header(path)
-        else:
-            shapes |= {k: tuple(v.shape) for k, v in _load_bin(path).items()}
+        stamp = _stamp(path)
+        with _REFUSED_LOCK:
+            known = _REFUSED.get(stamp)
+        if known is not None:
+            raise WeightsError(known)
+        try:
+            shapes |= _file_shapes(path)
+        except WeightsError as e:
+            with _REFUSED_LOCK:
+                _REFUSED[stamp] = str(e)
+                while len(_REFUSED) > _REFUSED_MAX:
+                    _REFUSED.popitem(last=False)
+            raise
     return shapes
 
 
