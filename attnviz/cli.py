@@ -78,6 +78,22 @@ def build_parser() -> argparse.ArgumentParser:
     n.add_argument("--json", action="store_true", help="print JSON (default: a table)")
     n.add_argument("--seed", type=int, default=0, help="seed of the corpus and the training")
     n.add_argument("--epochs", type=int, default=None, help="passes over the training set")
+    a = sub.add_parser("ablate", help="switch each head off and rank the heads by the change "
+                       "of a measure; optionally patch from a clean into a corrupted sentence")
+    a.add_argument("--text", required=True, help="the sentence (the clean one for --patch)")
+    a.add_argument("--pair", default=None, help="second sentence, for --measure pair")
+    a.add_argument("--measure", default="repeat", choices=("repeat", "pair", "change"),
+                   help="repeat: cosine of the first repeated word's two tokens (default); "
+                   "pair: the pair's similarity; change: mean change of every final vector")
+    a.add_argument("--mode", default="zero", choices=("zero", "mean"),
+                   help="zero: a head's output set to 0; mean: its mean over reference sentences")
+    a.add_argument("--patch", default=None, metavar="CORRUPTED",
+                   help="a corrupted sentence of the same length: patch each head from --text")
+    a.add_argument("--top", type=int, default=10, help="how many heads to list")
+    a.add_argument("--json", action="store_true", help="print JSON (default: a table)")
+    a.add_argument("--out", default=None, help="also write the numbers to this .npz file")
+    a.add_argument("--model", default=None, help=MODEL_HELP)
+    a.add_argument("--device", default=None, help="cpu, cuda or auto (default)")
     return p
 
 
@@ -130,6 +146,54 @@ def html(args: argparse.Namespace) -> int:
     return 0
 
 
+def ablate(args: argparse.Namespace) -> int:
+    """Rank every head by the change of a measure when it alone is switched off
+    (analysis.ablation.head_importance); with --patch, the fraction of the measure's difference
+    each clean head restores in the corrupted run."""
+    import numpy as np
+
+    from .analysis import ablation
+    from .engine import ModelError, TraceRequest, load_model
+
+    try:
+        if not args.text.strip() or not 1 <= args.top <= 10000:
+            raise ValueError("--text is empty or --top is not between 1 and 10000")
+        request = TraceRequest(args.text, args.pair)
+        model = load_model(args.model, device=args.device)
+        imp = ablation.head_importance(model, request, args.measure, args.mode)
+        out = {"measure": args.measure, "mode": args.mode, "base": imp.base,
+               "tokens": imp.tokens, "pair_tokens": imp.pair,
+               "heads": [{"layer": a, "head": b, "value": float(imp.values[a, b]),
+                          "change": float(imp.effect[a, b])}
+                         for a, b in imp.ranking()[:args.top]]}
+        arrays = {"values": imp.values, "effect": imp.effect}
+        if args.patch is not None:
+            p = ablation.patching(model, request, TraceRequest(args.patch))
+            order = np.argsort(-p.heads.ravel(), kind="stable")[:args.top]
+            out["patch"] = {"clean": p.clean, "corrupted": p.corrupted, "heads": [
+                {"layer": int(k // model.n_heads), "head": int(k % model.n_heads),
+                 "restored": float(p.heads.ravel()[k])} for k in order]}
+            arrays |= {"patch_heads_restored": p.heads, "patch_residual_restored": p.residual}
+        if args.out:
+            np.savez(args.out, **arrays)
+    except (ModelError, ValueError, OSError) as err:
+        print(f"attnviz: error: {err}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(out, indent=1))
+        return 0
+    print(f"{args.measure} ({args.mode} ablation): {imp.base:.6f} with every head")
+    print(f"{'layer':>5} {'head':>4} {'without it':>11} {'change':>10}")
+    for row in out["heads"]:
+        print(f"{row['layer']:>5} {row['head']:>4} {row['value']:>11.6f} {row['change']:>+10.6f}")
+    if "patch" in out:
+        pt = out["patch"]
+        print(f"patching into {args.patch!r}: clean {pt['clean']:.6f}, corrupted "
+              f"{pt['corrupted']:.6f}; restored by one head:")
+        for row in pt["heads"]:
+            print(f"{row['layer']:>5} {row['head']:>4} {row['restored']:>11.4f}")
+    return 0
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "lesson":
@@ -140,6 +204,8 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     if args.command == "html":
         return html(args)
+    if args.command == "ablate":
+        return ablate(args)
     from .engine import ModelError, TraceRequest, load_model
 
     try:

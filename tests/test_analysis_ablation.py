@@ -109,3 +109,20 @@ def test_positions_off_and_plain_messages(model):
     seen = []
     ablation.head_importance(model, SAW, "change", progress=lambda d, t: seen.append((d, t)))
     assert seen[-1] == (6, 6)
+
+
+def test_the_command_line_ranks_heads_as_the_analysis(model, saw_map, tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "attnviz", "ablate", "--text", "I saw a saw",
+                          "--top", "3", "--json", "--out", str(tmp_path / "a.npz")],
+                         capture_output=True, text=True, timeout=120, check=True)
+    got = json.loads(out.stdout)
+    assert [(h["layer"], h["head"]) for h in got["heads"]] == saw_map.ranking()[:3]
+    assert abs(got["base"] - saw_map.base) < TOL
+    np.testing.assert_allclose(np.load(tmp_path / "a.npz")["effect"], saw_map.effect, atol=TOL)
+    bad = subprocess.run([sys.executable, "-m", "attnviz", "ablate", "--text", "I saw a dog"],
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "occurs twice" in bad.stderr and "Traceback" not in bad.stderr
