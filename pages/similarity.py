@@ -80,7 +80,7 @@ def sentence_panel(name: str, res, side: str, t, occ) -> None:
     words = ~special_mask(res.tokens_a if side == "a" else res.tokens_b)
     methods = [m for m in series if m != ig_label]
     render(Table({_("method"): methods,
-                  _("Spearman rank correlation with IG (words only)"): [
+                  _("Spearman ρ with IG (words)"): [
                       attribution.spearman(ig[words], np.asarray(series[m])[words])
                       for m in methods]}))
     if "flow" not in views:
@@ -93,13 +93,13 @@ def sentence_panel(name: str, res, side: str, t, occ) -> None:
     tokens = res.tokens_a if side == "a" else res.tokens_b
     occ_series = {ig_label: ig, _("occlusion: word removed"): occ.remove,
                   _("occlusion: word → [MASK]"): occ.mask}
-    render(occlusion_bars(tokens, occ_series, _("Sentence {name}: integrated gradients and "
-                                                "occlusion, in units of the cosine")
+    render(occlusion_bars(tokens, occ_series, _("Sentence {name}: IG beside occlusion")
                           .format(name=name)), key=f"sim_occ_{side}")
     occluded = ~np.isnan(occ.remove)  # the words ([CLS]/[SEP] are never occluded)
     render(Table({_("token"): list(np.asarray(axis_labels(tokens))[occluded]),
-                  **{k: np.round(np.asarray(v, float)[occluded], 5)
-                     for k, v in occ_series.items()}}))
+                  **{k: np.round(np.asarray(v, float)[occluded], 5) for k, v in zip(
+                      (_("IG"), _("removed"), _("→ [MASK]")), occ_series.values(),
+                      strict=True)}}))
 
 
 def main() -> None:
