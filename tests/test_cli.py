@@ -1,8 +1,14 @@
-"""`python -m attnviz export` writes the Trace under the API's names; bad arguments fail cleanly."""
+"""`python -m attnviz export` writes the Trace under the API's names; bad arguments fail cleanly;
+every command the documentation shows runs as a user types it into a shell (the quick ones in
+`make test-fast`, the lesson and the pack marked slow); a checkpoint that is not weights only
+and an `html --out` that names no folder, someone else's folder or a link are one sentence."""
 
 import json
+import os
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -138,3 +144,146 @@ def test_help_names_the_families():
     for name in ("RoBERTa", "DistilBERT", "GPT-2", "ViT", "BART", "Hub id", "--image",
                  "--target"):
         assert name in r.stdout, name
+
+
+# ------------------------------------------------------------ documented commands, from a shell
+ROOT = Path(__file__).resolve().parents[1]
+PY_BIN = str(Path(sys.executable).parent)
+
+
+def documented_commands() -> list[str]:
+    """Every `python -m attnviz ...` line in the code blocks of README.md and docs/*.md, as a
+    user would type it: continuation lines joined, the trailing comment dropped."""
+    found = []
+    for doc in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        inside, code = False, []
+        for line in doc.read_text(encoding="utf-8").splitlines():
+            if line.strip().startswith("```"):
+                inside = not inside
+            elif inside:
+                code.append(line)
+        for line in "\n".join(code).replace("\\\n", " ").splitlines():
+            line = re.sub(r"\s+#\s.*$", "", line).strip()
+            if line.startswith("python -m attnviz"):
+                found.append(re.sub(r"\s+", " ", line))
+    return found
+
+
+def shell(command: str, cwd: Path, **env) -> subprocess.CompletedProcess:
+    """`command` run by bash in `cwd`, `python` being this interpreter, as a user types it."""
+    environ = {**os.environ, "PATH": PY_BIN + os.pathsep + os.environ["PATH"],
+               "PYTHONPATH": str(ROOT), **env}
+    return subprocess.run(["bash", "-c", command], cwd=cwd, capture_output=True, text=True,
+                          timeout=300, env=environ)
+
+
+def as_typed(line: str, model: str = "") -> str:
+    """A documented line with its optional parts ([...]) left out and its placeholders filled."""
+    line = re.sub(r"\s*\[[^\]]*\]", "", line)
+    return line.replace("--model DIR", f"--model {model}").replace("--out DIR", "--out pack")
+
+
+def test_the_documentation_shows_the_commands():
+    lines = documented_commands()
+    commands = {line.split()[3] for line in lines if len(line.split()) > 3}
+    assert {"export", "info", "lesson", "html", "--help"} <= commands, lines
+
+
+@pytest.mark.parametrize("line", [
+    "python -m attnviz --help",
+    "python -m attnviz export --help",
+    'python -m attnviz export --text "I saw a saw" --out trace.npz',
+    "python -m attnviz info",
+    "python -m attnviz info --device cpu",
+])
+def test_quick_documented_commands_run_from_a_shell(line, tmp_path):
+    """The README's quick commands, typed into bash (`info` crashed on a missing --device)."""
+    assert line in {as_typed(x) for x in documented_commands()} or line.endswith(
+        "--device cpu") or line.endswith("export --help")
+    r = shell(line, tmp_path)
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    if line.endswith(" info") or "--device" in line:
+        assert r.stdout.startswith("Model('all-MiniLM-L6-v2 (bundled)', BERT, layers=6"), r.stdout
+    if "trace.npz" in line:
+        assert (tmp_path / "trace.npz").is_file()
+
+
+def test_info_reads_a_hub_id_from_the_cache_from_a_shell(tmp_path):
+    from attnviz.engine.random_models import save_random_checkpoint
+    from tests.test_hostile_cache import put_in_cache
+
+    ckpt = save_random_checkpoint("bert", tmp_path / "made", seed=1)
+    put_in_cache(tmp_path / "hf" / "hub", "org/tiny-bert", ckpt)
+    r = shell("python -m attnviz info --model org/tiny-bert", tmp_path,
+              HF_HOME=str(tmp_path / "hf"))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("Model('org/tiny-bert', BERT, layers=2"), r.stdout
+
+
+class Pickled:
+    """An object torch.load(weights_only=True) refuses to build."""
+
+
+def test_a_pickle_only_checkpoint_is_one_sentence_on_the_command_line(tmp_path):
+    """Before: a full UnpicklingError traceback."""
+    import shutil
+
+    import torch
+
+    from attnviz.engine.random_models import save_random_checkpoint
+
+    ckpt = save_random_checkpoint("bert", tmp_path / "m", seed=1)
+    (ckpt / "model.safetensors").unlink()
+    torch.save(Pickled(), ckpt / "pytorch_model.bin")  # an object: not weights only
+    for cmd in ("info --model m", 'export --text "I saw a saw" --out t.npz --model m'):
+        r = shell(f"python -m attnviz {cmd}", tmp_path)
+        lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+        assert r.returncode == 2 and len(lines) == 1, r.stderr
+        assert lines[0].startswith("attnviz: error:") and "needs code to load" in lines[0]
+    shutil.rmtree(ckpt)
+
+
+@pytest.mark.parametrize("out, make, why", [
+    ("", None, "--out is empty"),
+    ("  ", None, "--out is empty"),
+    ("full", "foreign", "did not write"),
+    ("link", "link", "is a link"),
+    ("file.txt", "file", "is a file"),
+])
+def test_html_out_refuses_before_any_work(out, make, why, tmp_path, monkeypatch, capsys):
+    """`--out ""` used to write 58 files into the working folder; a folder of someone else's
+    files was overwritten, a link written through. Refused before the model loads."""
+    from attnviz.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    if make == "foreign":
+        (tmp_path / out).mkdir()
+        (tmp_path / out / "index.html").write_text("mine")
+    elif make == "link":
+        (tmp_path / "target").mkdir()
+        (tmp_path / out).symlink_to(tmp_path / "target")
+    elif make == "file":
+        (tmp_path / out).write_text("x")
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    import attnviz.engine
+
+    monkeypatch.setattr(attnviz.engine, "load_model", lambda *a, **k: pytest.fail("loaded"))
+    assert main(["html", "--text", "I saw a saw", "--out", out]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and why in err[0], err
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before  # nothing written
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("line", [x for x in dict.fromkeys(documented_commands())
+                                  if re.search(r"attnviz (lesson|html)", x)])
+def test_slow_documented_commands_run_from_a_shell(line, tmp_path):
+    """The lesson (trains the taggers) and the lesson pack, typed into bash as documented."""
+    line = as_typed(line)
+    r = shell(line, tmp_path)
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    if " html " in line:
+        out = tmp_path / line.split("--out ")[1].split()[0]
+        assert (out / "index.html").is_file() and (out / ".attnviz-pack").is_file()
+        again = shell(line, tmp_path)  # a folder attnviz wrote: written again
+        assert again.returncode == 0, again.stderr
