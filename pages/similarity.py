@@ -142,10 +142,11 @@ def main() -> None:
                                    model, ctx.text, text_b, steps, progress, side_b=side,
                                    baseline=blank),
                                quick=len(ctx.text) + len(text_b) < worklist.HEAVY_CHARS)
-        occ_a, occ_b = (ui.cached(
-            "results", ("occlusion", model.key, x, y), lambda x=x, y=y: occlusion.occlude(
-                model, x, y)) if tr.n_tokens <= occlusion.MAX_TOKENS else None
-            for x, y, tr in ((ctx.text, text_b, ta), (text_b, ctx.text, tb)))
+        occ_a, occ_b = (ui.with_progress(
+            "results", ("occlusion", model.key, x, y), _("Occlusion..."),
+            lambda progress, x=x, y=y: occlusion.occlude(model, x, y, progress),
+            quick=len(x) < worklist.HEAVY_CHARS) if tr.n_tokens <= occlusion.MAX_TOKENS
+            else None for x, y, tr in ((ctx.text, text_b, ta), (text_b, ctx.text, tb)))
     except ValueError as e:
         render(Markdown(_("Cannot encode this input: {error}").format(error=e), "error"))
         return

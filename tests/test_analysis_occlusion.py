@@ -48,7 +48,10 @@ def test_the_other_side_as_an_embedding_and_in_small_batches(model, monkeypatch)
     with torch.no_grad():
         eb = attribution.sentence_embedding(model, model.embed(ids, seg)[0])
     monkeypatch.setattr(occlusion, "MEMORY_PER_BATCH", 1)  # one variant per pass
-    again = occlude(model, A, eb)
+    seen = []
+    again = occlude(model, A, eb, lambda f, msg: seen.append(f))
+    words = len(res.tokens) - 2
+    assert len(seen) == 2 * words and seen[-1] == 1.0 and seen == sorted(seen)
     for mode in MODES:
         np.testing.assert_allclose(getattr(again, mode), getattr(res, mode), atol=1e-6)
 

@@ -16,6 +16,7 @@ many at once as MEMORY_PER_BATCH allows: one batch up to a few hundred tokens.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -52,8 +53,10 @@ def variant_ids(ids: list[int], keep: set[int], mode: str, mask_id: int | None
     raise ValueError(f"mode must be one of {', '.join(MODES)}")
 
 
-def _embeddings(model, variants: list[list[int]], segments: list[int]) -> torch.Tensor:
-    """Sentence embeddings [len(variants), hidden] of equal-length id lists, in batches."""
+def _embeddings(model, variants: list[list[int]], segments: list[int],
+                tick: Callable[[int], None] = lambda done: None) -> torch.Tensor:
+    """Sentence embeddings [len(variants), hidden] of equal-length id lists, in batches;
+    tick(variants done) after each batch."""
     size = sequences_per_batch(model, len(variants[0]), MEMORY_PER_BATCH)
     out = []
     with torch.no_grad():
@@ -61,12 +64,14 @@ def _embeddings(model, variants: list[list[int]], segments: list[int]) -> torch.
             x = torch.stack([model.embed(v, segments[:len(v)])[0]
                              for v in variants[start:start + size]])  # [b, n, hidden]
             out.append(sentence_embedding(model, x))
+            tick(min(start + size, len(variants)))
     return torch.cat(out)
 
 
-def occlude(model, text_a: str, other: torch.Tensor | str) -> Occlusion:
+def occlude(model, text_a: str, other: torch.Tensor | str,
+            progress: Callable[[float, str], None] | None = None) -> Occlusion:
     """Occlusion drops of s(A, B) for each token of A; `other` is B's text or its embedding
-    [hidden]."""
+    [hidden]. `progress(fraction, message)` after each batch of variants."""
     if isinstance(other, str):
         ids_b, seg_b, _ = model.tokenize(other)
         other = _embeddings(model, [ids_b], seg_b)[0]
@@ -77,11 +82,18 @@ def occlude(model, text_a: str, other: torch.Tensor | str) -> Occlusion:
         _embeddings(model, [ids], segments)[0], other, dim=0))
     n = len(ids)
     out = {}
-    for mode in MODES:
+    for k, mode in enumerate(MODES):
         drops = np.full(n, np.nan)
         places, variants = variant_ids(ids, keep, mode, tok.mask_token_id)
+        total = len(places)
+
+        def tick(done: int, k=k, total=total) -> None:
+            if progress is not None:
+                progress((k * total + done) / (len(MODES) * total),
+                         f"{k * total + done} of {len(MODES) * total}")
+
         if places:
-            e = _embeddings(model, variants, segments)  # [places, hidden]
+            e = _embeddings(model, variants, segments, tick)  # [places, hidden]
             s = torch.nn.functional.cosine_similarity(e, other[None], dim=-1)
             drops[places] = score - s.double().cpu().numpy()
         out[mode] = drops
