@@ -175,10 +175,10 @@ def test_pack_has_every_view_with_its_figures(pack):
     for name, n in PACK_FIGURES.items():
         page = (out / f"{name}.html").read_text()
         assert page.count('class="attnviz-figure"') == n, name
-        assert '<p class="settings">sentence: <span>I saw a saw</span> · lang: ' \
-               '<span>English</span>' in page
+        assert '<p class="settings">sentence: <span><bdi>I saw a saw</bdi></span> · lang: ' \
+               '<span><bdi>English</bdi></span>' in page
         assert not URL.search(page.encode()), name
-    assert "· layer: <span>3</span>" in (out / "heads-of-layer-3.html").read_text()
+    assert "· layer: <span><bdi>3</bdi></span>" in (out / "heads-of-layer-3.html").read_text()
     assert "<h2>Heads of one layer</h2>" in (out / "heads-of-layer-3.html").read_text()
     lesson = (out / "lesson-2-10-a-a-classifier-that-sees-one-word.html").read_text()
     assert "<h3>(a) A classifier that sees one word</h3>" in lesson
@@ -220,3 +220,100 @@ def test_pack_views_run_without_streamlit():
                          timeout=600)
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.strip().splitlines()[-1] == "[]"
+
+
+# ------------------------------------------------------------ a careless --out, odd text
+def test_site_never_writes_through_a_link(tmp_path):
+    """A folder attnviz wrote whose index.html (and a page) were made links to files
+    elsewhere: the links are replaced by the site's files, the files they named untouched
+    (before: the target was overwritten)."""
+    out = tmp_path / "pack"
+    export.write_site(out, [_view("I saw a saw")], "t")
+    victim = tmp_path / "victim.html"
+    victim.write_text("precious")
+    for name in ("index.html", "a-view.html"):
+        (out / name).unlink()
+        (out / name).symlink_to(victim)
+    export.write_site(out, [_view("I saw a saw")], "t")
+    assert victim.read_text() == "precious"
+    for name in ("index.html", "a-view.html"):
+        assert not (out / name).is_symlink() and "<!DOCTYPE html>" in (out / name).read_text()
+    assert not list(out.glob(".*.tmp"))
+
+
+def test_site_writes_only_into_a_new_empty_or_its_own_folder(tmp_path):
+    foreign = tmp_path / "notes"
+    foreign.mkdir()
+    (foreign / "index.html").write_text("my own page")
+    with pytest.raises(ValueError, match="did not write: name a new or empty folder"):
+        export.write_site(foreign, [_view("x")], "t")
+    assert (foreign / "index.html").read_text() == "my own page"
+    (foreign / export.PACK_MARK).symlink_to(tmp_path / "elsewhere")  # a mark must be a file
+    with pytest.raises(ValueError, match="did not write"):
+        export.write_site(foreign, [_view("x")], "t")
+    (foreign / export.PACK_MARK).unlink()
+    written = export.write_site(foreign, [_view("x")], "t", replace=True)  # asked to
+    assert (foreign / "index.html").read_text() != "my own page" and written
+    export.write_site(foreign, [_view("x")], "t")  # now attnviz's own: no need to ask
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path / "somewhere")
+    for bad, why in ((link, "is a link"), ("", "name is empty"), (" ", "name is empty"),
+                     (foreign / "index.html", "is a file")):
+        with pytest.raises(ValueError, match=why):
+            export.write_site(bad, [_view("x")], "t")
+    assert not (tmp_path / "somewhere").exists()
+
+
+ODD = "I saw\x00 a\x1b[31m saw\x07\u202e evil\r"  # NUL, an escape, a bell, an unclosed RLO
+
+
+def test_shown_text_has_no_control_characters_and_closes_its_directions():
+    view = _view(ODD)
+    view.title = ODD
+    doc = export.page_html(view)
+    body = _body(doc)
+    assert not re.search("[\x00-\x08\x0b-\x1f\x7f]", body)  # before: NUL bytes in the file
+    assert "\\u0000" not in body and "\\u001b" not in body  # nor as JSON escapes
+    assert "I saw a[31m saw" in body
+    for line in re.sub(r"<script.*?</script>", "", body, flags=re.S).splitlines():
+        opened = line.count("\u202e") + line.count("\u202b") + line.count("\u202d") + \
+            line.count("\u202a")
+        assert line.count("\u202c") >= opened, line  # no override runs into the next line
+    assert f"<h1><bdi>{export.shown_text(ODD)}</bdi></h1>" in doc
+    assert "sentence: <span><bdi>" in doc
+
+
+@pytest.mark.parametrize("text, shown", [
+    ("a\u202eb", "a\u202eb\u202c"),
+    ("a\u202eb\u202cc", "a\u202eb\u202cc"),
+    ("\u2067x\u202ey", "\u2067x\u202ey\u202c\u2069"),
+    ("\u2067x\u202ey\u2069z", "\u2067x\u202ey\u2069z"),  # PDI closes the override inside it
+    ("one\u202e\ntwo", "one\u202e\u202c\ntwo"),
+    ("tab\tok\n", "tab\tok\n"),
+])
+def test_directions_are_closed_where_their_line_ends(text, shown):
+    assert export.shown_text(text) == shown
+
+
+@pytest.mark.slow
+def test_a_long_text_makes_a_bounded_pack_that_says_what_it_left_out(tmp_path):
+    """20,000 characters (before: a 241 MB pack, one view 39 MB, 1.96 GB peak): the pack's
+    traces read PACK_MAX_TOKENS tokens, the pages show the text's start, the index says what
+    was left out."""
+    from attnviz.analysis import taggers
+    from attnviz.export import site
+    from tests.lesson_trained import sweep, trained
+
+    text = ("I saw a saw with a saw. " * 900)[:20_000]
+    done = {"trained": trained(), "sweep": sweep()}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(taggers, "train_all", lambda settings, *a, **k: done["trained"])
+        mp.setattr(taggers, "overfitting", lambda settings, *a, **k: done["sweep"])
+        written = site.build(tmp_path / "pack", text, progress=lambda line: None)
+    sizes = {p.name: p.stat().st_size for p in written}
+    assert sum(sizes.values()) < 40 << 20 and max(sizes.values()) < 8 << 20, sizes
+    index = (tmp_path / "pack" / "index.html").read_text()
+    assert f"its pages show its first {site.PACK_MAX_TOKENS} tokens" in index
+    assert "(19,000 more characters)" in index
+    page = (tmp_path / "pack" / "heads-of-layer-0.html").read_text()
+    assert "tokens at the end were dropped" in page and len(page) < 4 << 20

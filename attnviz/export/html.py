@@ -16,6 +16,13 @@ Plotly's JavaScript comes from the installed plotly package (never a CDN URL). E
 user typed is escaped: headings and table cells with html.escape, Markdown rendered by
 markdown-it with raw HTML off (so `<script>` shows as text), TeX shown as its source, figure
 JSON with `<`, `>` and `&` written as JSON escapes so it cannot close its <script> element.
+Shown text loses its control characters (NUL and the like: `shown_text`), and a direction
+override it leaves open is closed where its line ends, so it cannot turn the text after it
+around; titles and settings sit in <bdi> (their direction isolated).
+
+write_site writes only into a new folder, an empty one, or one it wrote before (it leaves a
+PACK_MARK file there), unless asked to replace; each file is written beside its name and
+renamed over it, so a link in the folder is replaced, never written through.
 No Streamlit here: the app and the command line both call these functions.
 """
 
@@ -25,6 +32,7 @@ import base64
 import html
 import io
 import json
+import os
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -39,6 +47,45 @@ INLINE = "inline"  # page_html's script_src: embed plotly.js in the page
 MAX_TABLE_ROWS = 200  # a table longer than this shows its first rows (the file has them all)
 MAX_ARRAY_CELLS = 400  # arrays up to this many values (1-D or 2-D) are also shown as tables
 MAX_EMBEDDED_BYTES = 32 << 20  # numbers larger than this are not inlined as a data: link
+
+
+PACK_MARK = ".attnviz-pack"  # the file write_site leaves in a folder it fills
+
+# C0 controls but tab and newline, DEL, C1 controls: never shown, never written
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# the same characters as JSON escapes them (after an even number of backslashes)
+_JSON_CONTROL = re.compile(r"(?<!\\)((?:\\\\)*)\\u00"
+                           r"(?:0[0-8b-fB-F]|1[0-9a-fA-F]|7[fF]|[89][0-9a-fA-F])")
+_OPENERS = {"\u202a": "\u202c", "\u202b": "\u202c", "\u202d": "\u202c", "\u202e": "\u202c",
+            "\u2066": "\u2069", "\u2067": "\u2069", "\u2068": "\u2069"}
+
+
+def _close_directions(line: str) -> str:
+    """`line` with every embedding, override or isolate it opens and leaves open closed at its
+    end (PDF U+202C, PDI U+2069), as the Unicode bidirectional algorithm pairs them."""
+    if not any(c in line for c in _OPENERS):
+        return line
+    stack: list[str] = []
+    for c in line:
+        if c in _OPENERS:
+            stack.append(c)
+        elif c == "\u202c" and stack and _OPENERS[stack[-1]] == "\u202c":
+            stack.pop()
+        elif c == "\u2069" and "\u2069" in (_OPENERS[o] for o in stack):
+            while stack and _OPENERS[stack.pop()] != "\u2069":
+                pass
+    return line + "".join(_OPENERS[o] for o in reversed(stack))
+
+
+def shown_text(text: str) -> str:
+    """Text as a page shows it: no control characters (NUL, escape, DEL...; tab and newline
+    stay, a carriage return goes), and on each line the directions it opens closed."""
+    return "\n".join(_close_directions(line) for line in _CONTROL.sub("", str(text)).split("\n"))
+
+
+def _bdi(text: str) -> str:
+    """Shown text, escaped, its direction isolated from what surrounds it."""
+    return f"<bdi>{html.escape(shown_text(text))}</bdi>"
 
 
 # ------------------------------------------------------------------ blocks
@@ -172,7 +219,8 @@ def csv_text(columns: dict) -> str:
     names = list(columns)
     fmt = lambda v: f"{v:.6g}" if isinstance(v, (float, np.floating)) else str(v)  # noqa: E731
     rows = zip(*(columns[n] for n in names), strict=True)
-    return "\n".join([",".join(names), *(",".join(fmt(v) for v in row) for row in rows)]) + "\n"
+    text = "\n".join([",".join(names), *(",".join(fmt(v) for v in row) for row in rows)]) + "\n"
+    return _CONTROL.sub("", text)
 
 
 # ------------------------------------------------------------------ text
@@ -218,14 +266,14 @@ def markdown_html(text: str, inline: bool = False) -> str:
     global _MD
     if _MD is None:
         _MD = _markdown()
-    text = _ICON.sub("", text)
+    text = shown_text(_ICON.sub("", text))
     return _MD.renderInline(text) if inline else _MD.render(text)
 
 
 def _cell(value) -> str:
     if isinstance(value, (float, np.floating)):
         return f"{value:.6g}"
-    return str(value)
+    return shown_text(str(value))
 
 
 def slug(text: str) -> str:
@@ -241,7 +289,7 @@ def _table_html(columns: dict, note: str = "") -> str:
               else list(columns[n]) for n in names]
     rows = max((len(v) for v in values), default=0)
     shown = min(rows, MAX_TABLE_ROWS)
-    head = "".join(f"<th>{html.escape(str(n))}</th>" for n in names)
+    head = "".join(f"<th>{html.escape(shown_text(n))}</th>" for n in names)
     body = "".join(
         "<tr>" + "".join(f"<td>{html.escape(_cell(v[r]) if r < len(v) else '')}</td>"
                          for v in values) + "</tr>" for r in range(shown))
@@ -281,9 +329,9 @@ class _Writer:
             body = markdown_html(b.text)
             return f'<div class="{b.style or "text"}">{body}</div>' if b.style else body
         if isinstance(b, Tex):
-            return f'<pre class="tex">{html.escape(b.source)}</pre>'
+            return f'<pre class="tex">{html.escape(shown_text(b.source))}</pre>'
         if isinstance(b, Code):
-            return f"<pre><code>{html.escape(b.text)}</code></pre>"
+            return f"<pre><code>{html.escape(shown_text(b.text))}</code></pre>"
         if isinstance(b, Figure):
             self.figures += 1
             config = {**b.config, "displaylogo": False, "responsive": True}
@@ -293,6 +341,7 @@ class _Writer:
                 fig.get("layout", {}).pop("template", None)
                 spec = json.dumps(fig)
             payload = f'{{"figure": {spec}, "config": {json.dumps(config)}}}'
+            payload = _JSON_CONTROL.sub(r"\1", _CONTROL.sub("", payload))
             payload = (payload.replace("&", "\\u0026").replace("<", "\\u003c")
                        .replace(">", "\\u003e"))
             return f'<script type="application/json" class="attnviz-figure">{payload}</script>'
@@ -388,7 +437,7 @@ def footer_text() -> str:
 def _settings_html(settings: dict) -> str:
     if not settings:
         return ""
-    items = " · ".join(f"{html.escape(str(k))}: <span>{html.escape(str(v))}</span>"
+    items = " · ".join(f"{html.escape(shown_text(k))}: <span>{_bdi(v)}</span>"
                        for k, v in settings.items())
     return f'<p class="settings">{items}</p>'
 
@@ -410,12 +459,12 @@ def page_html(view: View, script_src: str = INLINE, nav: str = "",
         script = f"<script>{plotly_js()}</script>"
     else:
         script = f'<script src="{html.escape(script_src)}"></script>'
-    title = html.escape(view.title)
+    title = html.escape(shown_text(view.title).replace("\n", " "))
     lang = "zh-Hans" if i18n.language() == "zh" else i18n.language()
     return (f'<!DOCTYPE html>\n<html lang="{lang}"><head><meta charset="utf-8">\n'
             f'<meta name="viewport" content="width=device-width, initial-scale=1">\n'
             f"<title>{title} · attnviz</title>\n<style>{STYLE}</style>\n{script}\n</head>\n"
-            f"<body>\n{nav}\n<h1>{title}</h1>\n{_settings_html(view.settings)}\n{body}\n"
+            f"<body>\n{nav}\n<h1><bdi>{title}</bdi></h1>\n{_settings_html(view.settings)}\n{body}\n"
             f"<footer>{html.escape(footer_text())}</footer>\n"
             f"<script>{DRAW}</script>\n</body></html>\n")
 
@@ -423,11 +472,9 @@ def page_html(view: View, script_src: str = INLINE, nav: str = "",
 def _nav(views: Sequence[View], i: int) -> str:
     links = [f'<a href="index.html">{html.escape(_("Contents"))}</a>']
     if i > 0:
-        links.append(f'<a href="{views[i - 1].slug}.html">◀ '
-                     f"{html.escape(views[i - 1].title)}</a>")
+        links.append(f'<a href="{views[i - 1].slug}.html">◀ {_bdi(views[i - 1].title)}</a>')
     if i + 1 < len(views):
-        links.append(f'<a href="{views[i + 1].slug}.html">{html.escape(views[i + 1].title)}'
-                     " ▶</a>")
+        links.append(f'<a href="{views[i + 1].slug}.html">{_bdi(views[i + 1].title)} ▶</a>')
     return "<nav>" + "".join(links) + "</nav>"
 
 
@@ -443,29 +490,66 @@ def unique_slugs(views: Iterable[View]) -> None:
         v.slug = name
 
 
+def check_out_dir(out_dir: Path | str, replace: bool = False) -> Path:
+    """The folder a site may be written to, else ValueError saying why: a name that is not
+    empty, not a link, not a file; new, empty, written by write_site before (PACK_MARK), or
+    `replace` given (its files of the site's names are then replaced, others kept)."""
+    text = str(out_dir)
+    if not text.strip():
+        raise ValueError("the output folder's name is empty")
+    out = Path(text).expanduser()
+    if out.is_symlink():
+        raise ValueError(f"{out} is a link: attnviz does not write through links (name the "
+                         "folder itself)")
+    if out.exists():
+        if not out.is_dir():
+            raise ValueError(f"{out} is a file, not a folder")
+        mark = out / PACK_MARK
+        ours = mark.is_file() and not mark.is_symlink()
+        if not (ours or replace) and any(out.iterdir()):
+            raise ValueError(f"{out} holds files attnviz did not write: name a new or empty "
+                             "folder, or pass --replace to write over them")
+    return out
+
+
+def write_file(path: Path, data: bytes) -> Path:
+    """`data` written beside `path` and renamed over it: a link at `path` is replaced, never
+    written through (nor is anything else the name pointed to)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(tmp, flags, 0o644)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return path
+
+
 def write_site(out_dir: Path | str, views: Sequence[View], title: str,
-               intro: Sequence[str] = (), settings: dict | None = None) -> list[Path]:
+               intro: Sequence[str] = (), settings: dict | None = None,
+               replace: bool = False) -> list[Path]:
     """index.html, one page per view and plotly.min.js (once) in `out_dir`; the paths written.
 
     `intro`: Markdown paragraphs on the index page (escaped like any Markdown here).
+    `out_dir` is checked first (check_out_dir; `replace`: write over a folder's files).
     """
-    out = Path(out_dir)
+    out = check_out_dir(out_dir, replace)
     out.mkdir(parents=True, exist_ok=True)
+    mark = write_file(out / PACK_MARK, b"written by attnviz (python -m attnviz html)\n")
     unique_slugs(views)
-    written = [out / "plotly.min.js"]
-    written[0].write_bytes(plotly_js_path().read_bytes())
+    written = [write_file(out / "plotly.min.js", plotly_js_path().read_bytes())]
     for i, v in enumerate(views):
         files: dict[str, bytes] = {}
-        page = out / f"{v.slug}.html"
-        page.write_text(page_html(v, "plotly.min.js", _nav(views, i), files), encoding="utf-8")
-        written.append(page)
+        page = page_html(v, "plotly.min.js", _nav(views, i), files)
+        written.append(write_file(out / f"{v.slug}.html", page.encode("utf-8")))
         for name, data in files.items():
-            (out / name).write_bytes(data)
-            written.append(out / name)
-    items = "".join(f'<li><a href="{v.slug}.html">{html.escape(v.title)}</a></li>'
-                    for v in views)
+            written.append(write_file(out / name, data))
+    items = "".join(f'<li><a href="{v.slug}.html">{_bdi(v.title)}</a></li>' for v in views)
     index = View(title, [Markdown(p) for p in intro], settings or {}, "index")
     doc = page_html(index, "plotly.min.js").replace(
         "<footer>", f'<ol class="contents">{items}</ol>\n<footer>', 1)
-    (out / "index.html").write_text(doc, encoding="utf-8")
-    return [out / "index.html", *written]
+    write_file(out / "index.html", doc.encode("utf-8"))
+    return [out / "index.html", *written, mark]

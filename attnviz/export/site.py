@@ -6,6 +6,10 @@ opens with the view's settings: the page's own functions in attnviz.views build 
 same trace (attnviz.engine: load_model, Model.trace) and the same analysis, so the site holds
 the pages' figures, text and numbers, never a second copy of them; attnviz.export.html writes
 it (index.html, a page per view, plotly.min.js once). No Streamlit here.
+
+A pack is bounded: its traces read at most PACK_MAX_TOKENS tokens (a view's figures and
+numbers grow with the square of the tokens; the pages say how many were dropped), and the
+typed text is shown up to PACK_SHOWN_CHARS characters; the index says what was left out.
 """
 
 from __future__ import annotations
@@ -19,6 +23,9 @@ from .. import i18n
 from ..i18n import N_, _
 from ..views.common import adapted_request, trace_report
 from . import html as export
+
+PACK_MAX_TOKENS = 128  # tokens a pack's traces read (the app reads up to the model's positions)
+PACK_SHOWN_CHARS = 1000  # characters of the typed text shown on each page
 
 
 @dataclass
@@ -159,29 +166,41 @@ def views(n_layers: int) -> list[ViewSpec]:
     ]
 
 
+def shown(text: str) -> str:
+    """The typed text as a pack's pages show it: its first PACK_SHOWN_CHARS characters."""
+    if len(text) <= PACK_SHOWN_CHARS:
+        return text
+    return _("{start}… ({n:,} more characters)").format(start=text[:PACK_SHOWN_CHARS],
+                                                         n=len(text) - PACK_SHOWN_CHARS)
+
+
 def settings_line(p: Pack, lang: str, params: dict) -> dict:
     """The settings a view is shown with: the sentence(s), the language, the view's own."""
-    out = {_("sentence"): p.text}
+    out = {_("sentence"): shown(p.text)}
     if p.pair:
-        out[_("second sentence")] = p.pair
+        out[_("second sentence")] = shown(p.pair)
     return {**out, "lang": i18n.LANGUAGES[lang], **params}
 
 
 def build(out_dir: Path | str, text: str, pair: str | None = None, model: str | None = None,
-          progress: Callable[[str], None] = print, lang: str = i18n.DEFAULT) -> list[Path]:
+          progress: Callable[[str], None] = print, lang: str = i18n.DEFAULT,
+          replace: bool = False) -> list[Path]:
     """Make every view for `text` (and `pair`, `model`) and write the site into `out_dir`, in
-    the language `lang` ("en" or "zh": pages, titles, index); file names stay English."""
+    the language `lang` ("en" or "zh": pages, titles, index); file names stay English.
+    `out_dir` is checked before anything is made (export.check_out_dir; `replace`: write
+    over the files of a folder attnviz did not write)."""
     if lang not in i18n.LANGUAGES:
         raise ValueError(f"--lang must be one of {', '.join(i18n.LANGUAGES)}, not {lang!r}")
+    out = export.check_out_dir(out_dir, replace)
     with i18n.use(lang):
-        return _build(Path(out_dir), text, pair, model, progress, lang)
+        return _build(out, text, pair, model, progress, lang, replace)
 
 
 def _build(out_dir: Path, text: str, pair: str | None, model: str | None,
-           progress: Callable[[str], None], lang: str) -> list[Path]:
+           progress: Callable[[str], None], lang: str, replace: bool) -> list[Path]:
     from ..engine import load_model
 
-    p = Pack(load_model(model), text, pair or None)
+    p = Pack(load_model(model, max_tokens=PACK_MAX_TOKENS), text, pair or None)
     specs = views(p.model.n_layers)
     with i18n.use("en"):  # the same file names in every language
         slugs = [export.slug(s.title) for s in views(p.model.n_layers)]
@@ -191,10 +210,16 @@ def _build(out_dir: Path, text: str, pair: str | None, model: str | None,
         written.append(export.View(spec.title, spec.make(p),
                                    settings_line(p, lang, spec.params), name))
     progress(f"writing {len(written)} pages and plotly.min.js to {out_dir}")
-    settings = {_("sentence"): text, **({_("second sentence"): pair} if pair else {}),
+    settings = {_("sentence"): shown(text), **({_("second sentence"): shown(pair)} if pair else {}),
                 _("model"): model or _("bundled all-MiniLM-L6-v2")}
     intro = [_("A lesson on self-attention exported by attnviz: every page below opens from "
                "disk, with no server and no network. Figures keep their hover; each page "
                "links its numbers (.npz and .csv files in this folder).")]
+    dropped = p.trace().dropped
+    if dropped:
+        intro.append(_("The text is longer than a lesson pack reads: its pages show its first "
+                       "{n} tokens; {dropped:,} tokens at the end were left out (the app reads "
+                       "up to the model's {positions} positions).").format(
+            n=p.model.max_positions, dropped=dropped, positions=p.model.model_positions))
     return export.write_site(out_dir, written, _("attnviz: self-attention, {text}").format(
-        text=text[:60]), intro, settings)
+        text=text[:60]), intro, settings, replace=replace)
