@@ -32,7 +32,7 @@ def head_map(effect: np.ndarray, title: str, value: str,
     L, H = effect.shape
     fig = go.Figure(go.Heatmap(
         z=np.asarray(effect, dtype=np.float64), x=list(range(H)), y=list(range(L)),
-        colorbar=dict(title=dict(text=escape(value), side="right"), thickness=12),
+        colorbar=dict(title=dict(text=escape(value)), thickness=12),
         hovertemplate=_("layer %{y}, head %{x}") + f"<br>{escape(value)} = "
                       "%{z:.6f}<extra></extra>", **_diverging(effect)))
     layers, heads = np.divmod(np.arange(L * H), H)
@@ -110,7 +110,7 @@ def residual_map(restored: np.ndarray, tokens: list[str], other: list[str]) -> g
             for t, i in zip(text, range(len(text)), strict=True)] if len(text) == n else text
     fig = go.Figure(go.Heatmap(
         z=np.asarray(restored, dtype=np.float64), x=labels, y=list(range(L)),
-        colorbar=dict(title=dict(text=_("restored"), side="right"), thickness=12),
+        colorbar=dict(title=dict(text=_("restored")), thickness=12),
         hovertemplate=_("layer %{y}, token %{x}") + "<br>" + _("restored")
                       + " = %{z:.4f}<extra></extra>", **_diverging(restored)))
     fig.update_xaxes(type="category", categoryorder="array", categoryarray=labels,

@@ -59,8 +59,8 @@ def lesson_parts(model, request: TraceRequest, progress=None) -> list:
                    "rounding): attention alone cannot tell them apart.").format(
                        a=f"`{labels[i]}`", b=f"`{labels[j]}`")),
         plots.saw_cosines(on, off, labels[i], labels[j]),
-        Metric(_("Cosine after the last layer"),
-               _("{on:.4f} with positions, {off:.6f} without").format(on=on[-1], off=off[-1])),
+        Metric(_("Cosine after the last layer, positions on"), f"{on[-1]:.4f}"),
+        Metric(_("Cosine after the last layer, positions off"), f"{off[-1]:.6f}"),
         Markdown(_("With positions on, each of the {n} heads is removed alone (zero ablation) "
                    "and the cosine measured again: a positive change means that removing the "
                    "head brings the two closer, so the head helps to tell them apart.").format(
