@@ -268,3 +268,16 @@ def test_a_million_token_tokenizer_is_refused_by_its_size(bert, tmp_path, monkey
     assert isinstance(result, ModelError), result
     assert "tokenizer files" in str(result) and "refused unread" in str(result)
     assert grew < 32, grew
+
+
+def test_the_app_gives_a_link_out_the_words_of_a_missing_folder(hub, bert, tmp_path):
+    """The page's refusal (ui.context.open_checkpoint) says nothing about what is where."""
+    from attnviz.ui.context import neutral_refusal, open_checkpoint
+
+    snap = put_in_cache(hub, "org/tiny-bert", bert)
+    (snap / "vocab.txt").unlink()
+    (snap / "vocab.txt").symlink_to(tmp_path / "anything.txt")
+    for typed in ("org/tiny-bert", str(snap)):
+        with pytest.raises(ModelError) as e:
+            open_checkpoint(typed)
+        assert str(e.value) == neutral_refusal(typed)
