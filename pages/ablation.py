@@ -47,6 +47,7 @@ def main() -> None:
             quick=True))
     except ValueError as e:
         render(view.message(e))
+    one_head_view(ctx)
     if request.text is None:
         return
     corrupted = st.text_input(_("Corrupted sentence (same number of tokens)"),
@@ -57,6 +58,23 @@ def main() -> None:
             "results", ("ablation_patch", model.key, request, other, language()),
             _("Patching each head and token..."),
             lambda p: view.patching_parts(model, request, other, progress_of(p)), quick=True))
+    except ValueError as e:
+        render(view.message(e))
+
+
+@ui.fragment  # choosing a head reruns only this part
+def one_head_view(ctx: ui.Context) -> None:
+    model, request = ctx.model, ctx.request
+    render(view.one_head_intro())
+    c1, c2, c3 = st.columns(3)
+    layer = c1.selectbox(_("Layer"), range(model.n_layers), key="abl_layer", bind="query-params")
+    head = c2.selectbox(_("Head"), range(model.n_heads), key="abl_head", bind="query-params")
+    mode = c3.radio(_("Ablation"), MODES, key="abl_one_mode", format_func=lambda m: _(
+        view.MODE_NAMES[m]))
+    try:
+        render(ui.cached("results", ("ablation_one", model.key, request, layer, head, mode,
+                                     language()),
+                         lambda: view.one_head_parts(model, request, layer, head, mode)))
     except ValueError as e:
         render(view.message(e))
 

@@ -49,3 +49,22 @@ def test_measure_mode_and_plain_messages(at, model):
     assert not at.exception and any("same length" in m.value for m in at.info)
     at.selectbox(key="abl_measure").set_value("pair").run()
     assert not at.exception and any("second sentence" in m.value for m in at.info)
+
+
+def test_one_head_removed(at, model):
+    at.selectbox(key="abl_layer").set_value(2).run()
+    at.selectbox(key="abl_head").set_value(7).run()
+    assert not at.exception
+    from attnviz.engine.intervene import Ablation
+
+    plain = model.trace("I saw a saw")
+    cut = model.trace("I saw a saw", ablate=Ablation(heads=((2, 7),)))
+    a, b = cut.hidden_states[-1].astype(float), plain.hidden_states[-1].astype(float)
+    want = (a * b).sum(-1) / np.linalg.norm(a, axis=-1) / np.linalg.norm(b, axis=-1)
+    bars = [tr for x in at.get("plotly_chart") for tr in json.loads(x.proto.spec)["data"]
+            if tr["type"] == "bar" and len(decode(tr["y"])) == len(want)]
+    assert any(np.allclose(decode(tr["y"]), want, atol=1e-6) for tr in bars)
+    dw = np.abs(cut.weights.astype(float) - plain.weights).mean(axis=(-1, -2))
+    assert (dw[:3] == 0).all() and dw[3:].max() > 0  # only later layers change
+    assert any(np.allclose(z, dw, atol=1e-9) for z in (decode(tr["z"]) for _t, tr in heatmaps(at))
+               if z.shape == dw.shape)

@@ -119,3 +119,18 @@ def residual_map(restored: np.ndarray, tokens: list[str], other: list[str]) -> g
     fig.update_layout(title=dict(text=_("Patching one layer's input at one token")), font=FONT,
                       height=140 + 34 * L, margin=dict(l=10, r=10, t=50, b=10))
     return fig
+
+
+def token_cosines(cos: np.ndarray, tokens: list[str], title: str) -> go.Figure:
+    """cos(final vector with the head removed, plain final vector) per token."""
+    labels = axis_labels(tokens)
+    vals, text = tick_labels(tokens)
+    fig = go.Figure(go.Bar(x=labels, y=cos, marker_color=OKABE_ITO[0],
+                           hovertemplate="%{x}<br>cos = %{y:.6f}<extra></extra>"))
+    fig.update_xaxes(type="category", categoryorder="array", categoryarray=labels,
+                     tickvals=vals, ticktext=text, tickangle=-45)
+    low = float(np.min(cos)) if len(cos) else 0.0
+    fig.update_yaxes(title=_("cosine to the plain run"), range=[min(low - 0.02, 0.9), 1.0])
+    fig.update_layout(title=dict(text=title), font=FONT, height=320,
+                      margin=dict(l=10, r=10, t=50, b=10))
+    return fig

@@ -131,6 +131,42 @@ def patching_parts(model, clean: TraceRequest, corrupted: TraceRequest, progress
     ]
 
 
+def one_head(model, request: TraceRequest, layer: int, head: int, mode: str = "zero") -> dict:
+    """What removing one head changes: each token's final vector (cosine to the plain run's)
+    and every head's weights (mean |change| of its [n, n] weights; heads up to `layer` do not
+    change)."""
+    from ..engine.intervene import Ablation
+
+    plain = model.trace(request.with_options(ablate=None))
+    cut = model.trace(request.with_options(ablate=Ablation(heads=((layer, head),), mode=mode)))
+    a, b = cut.hidden_states[-1].astype(np.float64), plain.hidden_states[-1].astype(np.float64)
+    cos = (a * b).sum(-1) / np.linalg.norm(a, axis=-1) / np.linalg.norm(b, axis=-1)
+    dw = np.abs(cut.weights.astype(np.float64) - plain.weights).mean(axis=(-1, -2))
+    return {"token_cosine": cos, "weights_change": dw, "tokens": plain.tokens}
+
+
+def one_head_intro() -> list:
+    return [Heading(_("One head removed"), 2), Markdown(_(
+        "Pick a head: what its removal changes in every token's final vector, and in every "
+        "later head's weights (heads in earlier layers cannot change)."), "caption")]
+
+
+def one_head_parts(model, request: TraceRequest, layer: int, head: int,
+                   mode: str = "zero") -> list:
+    nb = one_head(model, request, layer, head, mode)
+    return [
+        plots.token_cosines(nb["token_cosine"], nb["tokens"], _(
+            "Each token's final vector with layer {l}, head {h} removed").format(l=layer, h=head)),
+        plots.head_map(nb["weights_change"], _("How much each head's weights change (mean "
+                                               "|change| of its weights)"), _("change"),
+                       selected=(layer, head)),
+        numbers(_("Download this head's effect (.npz)"),
+                {"token_cosine": nb["token_cosine"], "weights_change": nb["weights_change"],
+                 "layer": layer, "head": head, "tokens": np.array(nb["tokens"])},
+                f"attnviz_ablation_layer_{layer}_head_{head}.npz"),
+    ]
+
+
 def page(model, request: TraceRequest, measure: str = "repeat", mode: str = "zero",
          corrupted: str = "I saw a dog") -> list:
     """The page as it opens (its widgets left out)."""
