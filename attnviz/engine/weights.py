@@ -39,8 +39,8 @@ from ..settings import settings
 
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
                 "pytorch_model.bin.index.json")
-MAX_HEADER = 8 << 20  # a safetensors header (or a .bin's pickle) larger: not a checkpoint's
-MAX_TENSORS = 100_000  # tensors listed in one file's header
+MAX_HEADER = 2 << 20  # a safetensors header (or a .bin's pickle) larger: not a checkpoint's
+MAX_TENSORS = 20_000  # tensors listed in one file's header (GPT-2 XL: about 600)
 FILE_FACTOR = 2  # weight files may hold this many times the cap (float64, a task's head)
 DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1,
                "U8": 1, "BOOL": 1, "F8_E4M3": 1, "F8_E5M2": 1}
