@@ -93,6 +93,9 @@ def test_patching_restores_the_difference(model):
     assert abs(p.residual[3, 1] - (m - p.corrupted) / (p.clean - p.corrupted)) < TOL
     with pytest.raises(ValueError, match="same length"):
         ablation.patching(model, SAW, TraceRequest("I saw a big dog"))
+    long = "I saw a saw " + "and then more words " * 20
+    p = ablation.patching(model, TraceRequest(long), TraceRequest(long.replace("a saw", "a dog")))
+    assert p.residual is None and p.heads.shape == (6, 12)  # past RESIDUAL_MAX_TOKENS
 
 
 def test_positions_off_and_plain_messages(model):

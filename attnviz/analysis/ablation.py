@@ -45,6 +45,10 @@ from .common import first_repeated_pair
 
 MEASURES = ("repeat", "pair", "change")
 MAX_TOKENS = 128  # a map past this many tokens is refused (its cost grows with n^2 per pass)
+CHUNK = 16  # sequences per batched pass in the layer x token patching map
+# The layer x token patching map runs layers x tokens passes (not layers x heads): past this many
+# tokens it is left out (at 128 tokens it takes seconds, not a fraction of one).
+RESIDUAL_MAX_TOKENS = 64
 
 Progress = Callable[[int, int], None] | None
 
@@ -216,7 +220,8 @@ class Patching:
     clean: float  # m of the clean run
     corrupted: float  # m of the corrupted run
     heads: np.ndarray  # [layers, heads] restored fraction, patching that head's output
-    residual: np.ndarray  # [layers, tokens] restored fraction, patching layer l's input at t
+    residual: np.ndarray | None  # [layers, tokens] restored fraction, patching layer l's
+    # input at t; None past RESIDUAL_MAX_TOKENS
     tokens: list[str]  # the clean sentence's
     corrupted_tokens: list[str]
     pair: tuple[int, int]
@@ -250,13 +255,17 @@ def patching(model, clean: TraceRequest, corrupted: TraceRequest,
         keep[torch.arange(H), layer, torch.arange(H)] = False
         heads[layer] = m([k.from_layer(layer, Edit(keep=keep, fill=clean_outputs), H)]
                          ).double().cpu().numpy()
-        where = torch.zeros(n, L, n, 1, dtype=torch.bool, device=model.device)
-        where[torch.arange(n), layer, torch.arange(n)] = True  # sequence t: token t patched
-        edit = Edit(inputs=(where, c.states[:-1]))
-        resid[layer] = m([k.from_layer(layer, edit, n)]).double().cpu().numpy()
+        for s in range(0, n if n <= RESIDUAL_MAX_TOKENS else 0, CHUNK):  # b: token s + b
+            ts = torch.arange(s, min(s + CHUNK, n), device=model.device)
+            where = torch.zeros(len(ts), L, n, 1, dtype=torch.bool, device=model.device)
+            where[torch.arange(len(ts)), layer, ts] = True
+            edit = Edit(inputs=(where, c.states[:-1]))
+            resid[layer, s:s + len(ts)] = m([k.from_layer(layer, edit, len(ts))]
+                                            ).double().cpu().numpy()
         if progress is not None:
             progress(layer + 1, L)
-    return Patching(m_clean, m_bad, (heads - m_bad) / gap, (resid - m_bad) / gap,
+    resid = (resid - m_bad) / gap if n <= RESIDUAL_MAX_TOKENS else None
+    return Patching(m_clean, m_bad, (heads - m_bad) / gap, resid,
                     list(c.trace.tokens), list(k.trace.tokens), pair)
 
 

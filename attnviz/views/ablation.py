@@ -122,10 +122,14 @@ def patching_parts(model, clean: TraceRequest, corrupted: TraceRequest, progress
                    "carries what differs between the two sentences.").format(
                        a=f"`{labels[i]}`", b=f"`{labels[j]}`", clean=p.clean, bad=p.corrupted)),
         plots.head_map(p.heads, _("Patching one head's output"), _("restored")),
-        plots.residual_map(p.residual, p.tokens, p.corrupted_tokens),
+        plots.residual_map(p.residual, p.tokens, p.corrupted_tokens)
+        if p.residual is not None else Markdown(_(
+            "The layer x token map is made for up to {n} tokens (it runs the model once per "
+            "layer and token).").format(n=ablation.RESIDUAL_MAX_TOKENS), "caption"),
         numbers(_("Download the patching numbers (.npz)"),
                 {"clean": np.float64(p.clean), "corrupted": np.float64(p.corrupted),
-                 "heads_restored": p.heads, "residual_restored": p.residual,
+                 "heads_restored": p.heads,
+                 **({} if p.residual is None else {"residual_restored": p.residual}),
                  "tokens": np.array(p.tokens), "corrupted_tokens": np.array(p.corrupted_tokens)},
                 "attnviz_patching.npz"),
     ]
