@@ -67,7 +67,11 @@ def build_parser() -> argparse.ArgumentParser:
                        "no network needed to open it)")
     h.add_argument("--text", required=True, help="the sentence to encode")
     h.add_argument("--pair", default=None, help="optional second sentence (segment B)")
-    h.add_argument("--out", required=True, help="output folder (created if missing)")
+    h.add_argument("--out", required=True, help="output folder: new, empty, or one attnviz "
+                   "wrote before (created if missing)")
+    h.add_argument("--replace", action="store_true",
+                   help="write into a folder attnviz did not write, over its files of the "
+                   "same names")
     h.add_argument("--model", default=None, help=MODEL_HELP)
     h.add_argument("--lang", default="en", choices=("en", "zh"),
                    help="the site's language: en (English, default) or zh (Chinese)")
@@ -134,11 +138,14 @@ def html(args: argparse.Namespace) -> int:
     try:
         if not args.text.strip():
             raise ValueError("--text is empty")
+        if not args.out.strip():
+            raise ValueError("--out is empty: name the folder to write")
         out = Path(args.out)
         if out.exists() and not out.is_dir():
             raise ValueError(f"--out is a file, not a folder: {out}")
         written = site.build(out, args.text, args.pair, args.model,
-                             progress=lambda line: print(line, flush=True), lang=args.lang)
+                             progress=lambda line: print(line, flush=True), lang=args.lang,
+                             replace=args.replace)
     except (ModelError, ValueError, OSError, RuntimeError) as err:
         print(f"attnviz: error: {err}", file=sys.stderr)
         return 2
@@ -196,7 +203,18 @@ def ablate(args: argparse.Namespace) -> int:
             print(f"{row['layer']:>5} {row['head']:>4} {row['restored']:>11.4f}")
     return 0
 
+
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; any failure is one line on stderr and exit status 2 (never a
+    traceback)."""
+    try:
+        return _main(argv)
+    except Exception as err:  # noqa: BLE001 - a command line prints a sentence, not a traceback
+        print(f"attnviz: error: {type(err).__name__}: {err}".splitlines()[0], file=sys.stderr)
+        return 2
+
+
+def _main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "lesson":
         try:
