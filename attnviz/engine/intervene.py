@@ -39,9 +39,12 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
+
+if TYPE_CHECKING:  # torch is imported with the first model: a request can be made without it
+    import torch
 
 ABLATION_MODES = ("zero", "mean")
 
@@ -175,12 +178,16 @@ class Edit:
     inputs: tuple[torch.Tensor, torch.Tensor] | None = None
 
     def layer_input(self, li: int, x: torch.Tensor) -> torch.Tensor:
+        import torch
+
         if self.inputs is None:
             return x
         where, values = self.inputs
         return torch.where(where[..., li, :, :], values[..., li, :, :], x)
 
     def head_outputs(self, li: int, y: torch.Tensor) -> torch.Tensor:  # y [..., H, n, d]
+        import torch
+
         if self.keep is None:
             return y
         keep = self.keep[..., li, :, None, None]  # [..., H, 1, 1]
@@ -188,6 +195,8 @@ class Edit:
         return torch.where(keep, y, fill)
 
     def attention_output(self, li: int, z: torch.Tensor) -> torch.Tensor:  # z [..., n, hidden]
+        import torch
+
         if self.attention is None:
             return z
         return torch.where(self.attention[..., li, None, None], z, 0.0)
@@ -200,6 +209,8 @@ _MEANS_LOCK = threading.Lock()
 def mean_outputs(model, reference: tuple[str, ...], request=None) -> torch.Tensor:
     """Each head's output averaged over every token of the reference sentences, encoded with
     the request's options: [layers, heads, 1, head_dim] on the model's device."""
+    import torch
+
     if model.capabilities.get("input") != "text":
         raise ValueError(f"mean ablation averages over reference sentences; {model.title} reads "
                          "images: use zero ablation")
@@ -224,6 +235,8 @@ def mean_outputs(model, reference: tuple[str, ...], request=None) -> torch.Tenso
 
 def ablation_edit(model, ablation: Ablation, request=None) -> Edit | None:
     """The Edit of an Ablation (None for an ablation of nothing: the plain pass, bit for bit)."""
+    import torch
+
     if ablation.empty:
         return None
     check(ablation, model.n_layers, model.n_heads)
@@ -244,6 +257,8 @@ def ablation_edit(model, ablation: Ablation, request=None) -> Edit | None:
 
 def patch_edit(model, patch: Patch, source_trace, n: int) -> Edit | None:
     """The Edit of a Patch, given the source run's trace (n tokens in the patched run)."""
+    import torch
+
     if patch.empty:
         return None
     m = len(source_trace.tokens)
