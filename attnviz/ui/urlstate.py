@@ -40,7 +40,7 @@ from ..i18n import in_this_language
 
 # Text boxes bound to the URL (the sidebar's sentences, the second sentence of the similarity
 # and compare pages, the encoder-decoder's target): any text, never translated.
-FREE_TEXT = frozenset({"text", "pair", "sim_b", "cmp_b", "fam_target"})
+FREE_TEXT = frozenset({"text", "pair", "sim_b", "cmp_b", "fam_target", "abl_corrupted"})
 # Widgets whose link holds a token of the sentence (a word such as "key" or "head" is also a
 # catalogue text, and must stay as typed) or the language itself: never translated.
 NOT_TRANSLATED = FREE_TEXT | {"lang", "ins_query", "win_token", "pos_ref", "pos_i", "pos_j",
