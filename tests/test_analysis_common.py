@@ -53,5 +53,5 @@ def test_special_and_repeated_tokens():
 
 
 def test_token_labels_keep_repeated_tokens_apart():
-    assert token_labels(["i", "saw", "a", "saw"]) == ["i #0", "saw #1", "a #2", "saw #3"]
+    assert token_labels(["i", "saw", "a", "saw"]) == ["i #1", "saw #2", "a #3", "saw #4"]
     assert token_labels(["saw", "saw"], np.array([2, 4])) == ["saw #2", "saw #4"]

@@ -107,7 +107,7 @@ def test_final_change_and_toy_figures():
     toy = P.toy_self_attention(["I", "saw", "a", "saw"])
     g = fig.toy_outputs(toy, ["I", "saw", "a", "saw"])
     np.testing.assert_allclose(g.data[0].z, toy["none"]["outputs"])
-    assert list(g.data[0].y) == ["I #0", "saw #1", "a #2", "saw #3"]
+    assert list(g.data[0].y) == ["I #1", "saw #2", "a #3", "saw #4"]
 
 
 def test_token_text_is_escaped():

@@ -62,7 +62,7 @@ def test_long_maps_colour_up_to_a_percentile():
     assert fig.layout.coloraxis.cmax == pytest.approx(top)
     assert "99%" not in fig.layout.coloraxis.colorbar.title.text
     assert "top 1%" in fig.layout.coloraxis.colorbar.title.text
-    assert fig.layout.yaxis.ticktext[1].startswith("#5 ")  # thinned ticks name positions
+    assert fig.layout.yaxis.ticktext[1].startswith("#6 ")  # thinned ticks name positions
 
 
 def test_narrow_panels_keep_room_for_labels():

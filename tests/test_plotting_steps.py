@@ -22,9 +22,9 @@ def test_matrix_figure_prints_numbers_and_keeps_repeated_tokens(walk):
     np.testing.assert_array_equal(np.asarray(hm.z), walk.inputs.T)
     assert hm.texttemplate == "%{z:.2f}"
     assert list(fig.layout.xaxis.tickvals) == [0, 1, 2, 3]  # 4 columns, not 3 merged
-    assert list(fig.layout.xaxis.ticktext) == ["I #0", "saw #1", "a #2", "saw #3"]
+    assert list(fig.layout.xaxis.ticktext) == ["I #1", "saw #2", "a #3", "saw #4"]
     assert list(fig.layout.yaxis.ticktext) == ["a_1", "a_2", "a_3", "a_4"]
-    assert hm.customdata[1][3][1] == "saw #3"
+    assert hm.customdata[1][3][1] == "saw #4"
 
 
 def test_big_matrices_are_light_and_unprinted():
@@ -38,7 +38,7 @@ def test_big_matrices_are_light_and_unprinted():
 
 def test_tokens_are_escaped():
     fig = sp.matrix_figure(np.eye(2), ["<b>x</b>", "y"], sp.token_axis(["<b>", "a&b"]), "t")
-    assert fig.layout.xaxis.ticktext == ("&lt;b&gt; #0", "a&amp;b #1")
+    assert fig.layout.xaxis.ticktext == ("&lt;b&gt; #1", "a&amp;b #2")
 
 
 def test_product_figure_panels_and_operators(walk):

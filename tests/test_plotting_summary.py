@@ -103,7 +103,7 @@ def test_long_inputs_are_capped_and_say_so():
 def test_tokens_show_as_typed():
     tokens = ["<b>bold</b>", "a&b", "<b>bold</b>"]
     (table,) = summary.summarise(attention_heatmap(np.eye(3), tokens, "weights")).tables
-    assert [r[0] for r in table.rows] == ["<b>bold</b> #0", "a&b", "<b>bold</b> #2"]
+    assert [r[0] for r in table.rows] == ["<b>bold</b> #1", "a&b", "<b>bold</b> #3"]
 
 
 def test_bars_and_lines():
@@ -152,7 +152,7 @@ def test_tables_images_and_the_cap_on_tables():
     words = go.Figure(go.Table(header=dict(values=["", "I", "saw", "a", "saw"]),
                                cells=dict(values=[["gold"], ["PRON"], ["VERB"], ["DET"],
                                                   ["NOUN"]])))
-    assert summary.summarise(words).tables[0].columns == ("", "I", "saw #1", "a", "saw #3")
+    assert summary.summarise(words).tables[0].columns == ("", "I", "saw #2", "a", "saw #4")
     img = go.Figure(go.Image(z=np.zeros((20, 30, 3), dtype=np.uint8)))
     assert "30 × 20" in summary.summarise(img).text
     many = heads_grid(np.random.default_rng(1).random((20, 4, 4)), list("abcd"), cols=5)

@@ -192,10 +192,22 @@ class Trace:
         )
 
 
-def token_labels(tokens: list[str], positions=None) -> list[str]:
-    """Unique labels for possibly repeated tokens: '<token> #<position>' ('saw #2', 'saw #4').
+START_TOKENS = frozenset({"[CLS]", "<s>", "<|endoftext|>", "<bos>", "[BOS]", "<|begin_of_text|>",
+                          "<pad>"})
 
-    `positions` are the tokens' places in the sentence when only some are shown (default:
-    0, 1, 2, ...)."""
-    positions = range(len(tokens)) if positions is None else positions
-    return [f"{tok} #{int(p)}" for tok, p in zip(tokens, positions, strict=True)]
+
+def token_labels(tokens: list[str], positions=None) -> list[str]:
+    """Unique labels for possibly repeated tokens: '<token> #<number>' ('saw #2', 'saw #4').
+
+    One numbering everywhere, the lecture's a^1..a^4: a word's number is its place counted
+    from 1 (I #1, saw #2, a #3, saw #4), and a start token a model adds ([CLS], <s>) is #0,
+    so BERT's and GPT-2's saws carry the same numbers. `positions` are the tokens' places in
+    the sentence (0, 1, 2, ... by default) when only some are shown; a view leaves position 0
+    out only where it is a start token (hidden [CLS]), so the numbers then are the positions."""
+    positions = list(range(len(tokens)) if positions is None else positions)
+    first = int(positions[0]) if positions else 0
+    if first == 0:
+        start = 0 if tokens and tokens[0] in START_TOKENS else 1
+    else:  # position 0 is left out of a view only where it is a start token ([CLS] hidden)
+        start = 0
+    return [f"{tok} #{int(p) + start}" for tok, p in zip(tokens, positions, strict=True)]

@@ -81,10 +81,11 @@ def escape(text: str) -> str:
 
 
 def axis_labels(tokens: list[str], indices=None) -> list[str]:
-    """One unique, escaped category per token: '<token> #<index>' (engine.token_labels).
+    """One unique, escaped category per token: '<token> #<number>' (engine.token_labels:
+    words counted from 1, a start token such as [CLS] is #0).
 
     `indices`: each token's place in the sentence when only some tokens are shown."""
-    return token_labels([escape(t) for t in tokens], indices)
+    return [escape(label) for label in token_labels(list(tokens), indices)]
 
 
 def tick_labels(tokens: list[str], max_ticks: int = 60, indices=None,
@@ -106,7 +107,7 @@ def tick_labels(tokens: list[str], max_ticks: int = 60, indices=None,
     if step == 1:
         text = [labels[i] if seen[tokens[i]] > 1 else escape(tokens[i]) for i in idx]
     else:
-        text = [f"#{int(indices[i])} {escape(tokens[i])}" for i in idx]
+        text = [f"#{labels[i].rsplit(' #', 1)[-1]} {escape(tokens[i])}" for i in idx]
     return [labels[i] for i in idx], text
 
 

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import plotly.graph_objects as go
 
+from attnviz.engine.trace import token_labels
 from attnviz.i18n import _
 
 TOP_K = 3  # keys named per query of a heatmap
@@ -391,13 +392,14 @@ def table_table(trace: dict, title: str, max_rows: int = MAX_ROWS) -> Table | No
 
 def _numbered_header(names: list[str]) -> tuple[str, ...]:
     """A table's header with each repeated name numbered by its column's place, as the axes
-    name tokens ('saw #1', 'saw #3' for the words of "I saw a saw"); places count from the
-    first column after an empty one (the column naming the rows)."""
+    name tokens ('saw #2', 'saw #4' for the words of "I saw a saw", engine.token_labels);
+    places count from the first column after an empty one (the column naming the rows)."""
     offset = 1 if names and names[0] == "" else 0
     count: dict[str, int] = {}
     for name in names:
         count[name] = count.get(name, 0) + 1
-    return tuple(f"{name} #{i - offset}" if name and count[name] > 1 else name
+    numbers = token_labels(list(names[offset:]))  # the one numbering: words from 1, [CLS] 0
+    return tuple(numbers[i - offset] if i >= offset and name and count[name] > 1 else name
                  for i, name in enumerate(names))
 
 
