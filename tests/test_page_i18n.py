@@ -347,7 +347,7 @@ def test_the_less_common_branches_in_chinese(zh):
     for key, value in dict(text="I saw a saw", sbs_step=4, sbs_seed=3, sbs_query=1).items():
         at.session_state[key] = value
     at.run()
-    assert "T → 0 时 saw #1, saw #3 各得 0.5（并列）" in texts(at)
+    assert "T → 0 时 saw #2, saw #4 各得 0.5（并列）" in texts(at)
     no_missing_and_chinese(at)
 
     at = open_page("pages/positions.py", timeout=600, lang="zh", text="Dogs bark loudly",

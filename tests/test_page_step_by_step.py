@@ -161,7 +161,7 @@ def test_corrected_statements(at):
     walkthrough.heads_trend, pinned in its own test); the lecture is named, no 'seed 003'."""
     go(at, "toy", 4, text="I saw a saw", sbs_m=4, sbs_dk=3, sbs_p=3, sbs_seed=3, sbs_query=1)
     text = " ".join(m.value for m in at.markdown)
-    assert "0.5 to each of saw #1, saw #3 (tied)" in text
+    assert "0.5 to each of saw #2, saw #4 (tied)" in text
     assert "one-hot" not in text
     go(at, step=7)
     said = next(c.value for c in at.caption if "no consistent trend" in c.value)

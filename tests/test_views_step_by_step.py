@@ -25,7 +25,7 @@ def test_every_step_as_the_page_opens(step):
     blocks = view.page(TEXT, step)
     head, caption, query, title = blocks[:4]
     assert isinstance(head, Heading) and head.level == 1 and caption.style == "caption"
-    assert query.text == "Query: **I #0**, i.e. $q^{1}$."
+    assert query.text == "Query: **I #1**, i.e. $q^{1}$."
     assert title == Heading(f"Step {step}: {view.STEPS[step]}", 3)
     figures = [b for b in blocks if hasattr(b, "to_plotly_json")]
     assert len(figures) == len(view.FIGURES[step])
@@ -59,7 +59,7 @@ def test_softmax_table_written_out(walk):
 
 def test_similarity_latex_and_terms(walk):
     blocks = view.similarity(walk, 1, 3, "toy")
-    assert blocks[0].text.startswith("Key: **saw #3**")
+    assert blocks[0].text.startswith("Key: **saw #4**")
     tex = [b for b in blocks if isinstance(b, Tex)]
     assert len(tex) == walk.n
     assert tex[3].source.endswith(f"= {walk.queries[1] @ walk.keys[3]:.4f}")

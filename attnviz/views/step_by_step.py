@@ -70,9 +70,14 @@ def decimals(mode: str) -> tuple[int, int]:
     return (1, 2) if mode == "toy" else (3, 3)
 
 
+def _number(walk, i: int) -> str:
+    """Token i's number as every label gives it (engine.token_labels: words from 1)."""
+    return token_labels(walk.tokens)[i].rsplit(" #", 1)[1]
+
+
 def query_note(walk, i: int) -> Markdown:
     return Markdown(_("Query: **{token} #{i}**, i.e. $q^{{{k}}}$.").format(
-        token=literal(walk.tokens[i]), i=i, k=i + 1), "caption")
+        token=literal(walk.tokens[i]), i=_number(walk, i), k=i + 1), "caption")
 
 
 def step_heading(step: int) -> Heading:
@@ -113,7 +118,7 @@ def similarity(walk, i: int, j: int, mode: str) -> list:
     """Step 3 up to its layout choice: the key, (toy) every dot product, q^i · k^j's terms."""
     qdec = decimals(mode)[1]
     out = [Markdown(_("Key: **{token} #{j}**, i.e. $k^{{{k}}}$.").format(
-        token=literal(walk.tokens[j]), j=j, k=j + 1), "caption")]
+        token=literal(walk.tokens[j]), j=_number(walk, j), k=j + 1), "caption")]
     if mode == "toy":
         out += [Tex(sp.dot_product_latex(walk.queries[i], walk.keys[k], i, k, qdec))
                 for k in range(walk.n)]
