@@ -35,7 +35,7 @@ def test_receptive_field_shows_the_masks_with_distinct_labels():
     fig = P.receptive_field(WORDS, masks)
     assert len(fig.data) == 2
     np.testing.assert_array_equal(np.asarray(fig.data[0].z), np.eye(4))
-    assert list(fig.data[0].x) == ["i #0", "saw #1", "a #2", "saw #3"]  # two saws, two columns
+    assert list(fig.data[0].x) == ["i #1", "saw #2", "a #3", "saw #4"]  # two saws, as a^1..a^4
 
 
 def scores(near, far, double_role):
