@@ -8,8 +8,10 @@ import streamlit as st
 
 from attnviz import ui
 from attnviz.engine.request import TraceRequest
+from attnviz.export.html import Markdown
 from attnviz.i18n import _, language
 from attnviz.ui.render import render
+from attnviz.ui.text import literal
 from attnviz.views import ablation as view
 
 MEASURES = tuple(view.MEASURE_NAMES)
@@ -29,11 +31,14 @@ def main() -> None:
     if t is None:
         return
     model, request = ctx.model, ctx.request
-    if request.image is None:
-        render(ui.with_progress(
-            "results", ("ablation_lesson", model.key, request, language()),
-            _("Removing each head..."),
-            lambda p: view.lesson_parts(model, request, progress_of(p)), quick=True))
+    if request.image is None and ui.bert_like(model):  # the lesson's view: BERT's two saws
+        try:
+            render(ui.with_progress(
+                "results", ("ablation_lesson", model.key, request, language()),
+                _("Removing each head..."),
+                lambda p: view.lesson_parts(model, request, progress_of(p)), quick=True))
+        except ValueError as e:  # what this model or sentence cannot show, in plain words
+            render(Markdown(literal(str(e)), "warning"))
     c1, c2 = st.columns(2)
     measure = c1.selectbox(_("Measure"), MEASURES, key="abl_measure", bind="query-params",
                            format_func=lambda m: _(view.MEASURE_NAMES[m]))

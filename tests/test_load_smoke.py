@@ -65,7 +65,7 @@ def test_a_class_on_the_all_heads_page_changes_layers_by_its_buttons(tmp_path, s
 # Pages whose layer, head or tab a student changes: each change redraws only the part of the
 # page that depends on it (an st.fragment), not the sidebar and the page above it.
 LIGHT_PAGES = {"layer_heads", "explore", "value_norms", "inside_score", "corpus_heads",
-               "compare", "head_stats", "positions", "families", "images", "windows"}
+               "compare", "head_stats", "positions", "families", "images", "windows", "ablation"}
 
 
 @pytest.mark.server

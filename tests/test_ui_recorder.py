@@ -186,7 +186,8 @@ def test_typed_text_stays_text_in_the_file():
     doc = recorder.html_of(at.session_state[recorder.STATE_KEY])
     body = doc.replace(export.plotly_js(), "")
     assert "<script>alert" not in body and "<strong>b" not in body
-    assert "sentence: <span><bdi>&lt;script&gt;alert(1)&lt;/script&gt; $x$ **b**</bdi></span>" in body
+    typed = "&lt;script&gt;alert(1)&lt;/script&gt; $x$ **b**"
+    assert f"sentence: <span><bdi>{typed}</bdi></span>" in body
     assert "A: &lt;script&gt;alert(1)&lt;/script&gt; $x$ **b**" in body  # the page's own line
     assert_file_holds_the_screen(at)
 

@@ -13,7 +13,7 @@ def test_ablation_page_draws_and_keeps_its_choices_in_the_url(page, app_url):
     open_page(page, app_url, "/ablation?text=I+saw+a+saw")
     assert page.locator(".js-plotly-plot").count() >= 7  # cosines, ranking, top weights, ...
     assert page.get_by_text("Positions off, then heads off").count() == 1
-    page.get_by_text("mean (its average over reference sentences)").click()
+    page.get_by_text("mean (its average over reference sentences)").first.click()
     page.wait_for_timeout(1000)
     wait_for_app(page)
     assert "abl_mode=mean" in page.url, page.url  # the link keeps the choice
