@@ -18,7 +18,6 @@ import logging
 import os
 import shutil
 import threading
-import weakref
 from collections.abc import Callable, Hashable
 
 import pandas  # imported whole before any chart is drawn (see below)
@@ -31,6 +30,7 @@ from ..plotting.summary import Summary, Table, describe, plain, summarise
 from ..settings import settings
 from . import live_chart, recorder
 from .cache import cached
+from .per_figure import PerFigure
 from .text import literal
 from .worklist import run_state
 
@@ -110,38 +110,6 @@ def show_figure(fig: go.Figure, key: str | None = None,
 
 
 SUMMARY_FAILURES: list[str] = []  # figures whose numbers could not be read (tests: empty)
-
-
-class PerFigure:
-    """Values read out of a figure, kept once per figure object and language: a figure of the
-    figure cache is the same object on every rerun of every session, and reading it again
-    (plotly's property objects, plotting.summary) would cost as much on every rerun. An entry
-    goes when its figure does."""
-
-    def __init__(self) -> None:
-        self._items: dict[tuple, tuple[weakref.ref, object]] = {}
-        self._lock = threading.Lock()
-
-    def get(self, fig: go.Figure, read: Callable[[go.Figure], object]):
-        key = (id(fig), language())
-        with self._lock:
-            found = self._items.get(key)
-        if found is not None and found[0]() is fig:
-            return found[1]
-        value = read(fig)
-
-        def forget(ref, key=key) -> None:
-            with self._lock:
-                if self._items.get(key, (None,))[0] is ref:
-                    del self._items[key]
-
-        with self._lock:
-            self._items[key] = (weakref.ref(fig, forget), value)
-        return value
-
-    def __contains__(self, fig_id: int) -> bool:
-        with self._lock:
-            return any(k[0] == fig_id for k in self._items)
 
 
 _SUMMARIES, _ALTS, _TITLES = PerFigure(), PerFigure(), PerFigure()

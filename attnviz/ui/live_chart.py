@@ -21,13 +21,12 @@ from __future__ import annotations
 
 import functools
 import json
-import threading
-import weakref
 
 import plotly.graph_objects as go
 import plotly.io as pio
 
 from ..i18n import _
+from .per_figure import PerFigure
 
 NAME = "attnviz_live_chart"
 SENT = "attnviz_plotly_js_sent"  # session state: this session's page was sent plotly.js
@@ -339,29 +338,14 @@ def available() -> bool:
         return False
 
 
-_SPECS: dict[int, tuple[weakref.ref, str]] = {}  # id(figure) -> (the figure, its JSON)
-_SPECS_LOCK = threading.Lock()
+_SPECS = PerFigure()
 
 
 def figure_json(fig: go.Figure) -> str:
     """plotly.io.to_json(fig) without validation, made once per figure object: a figure of
     the figure cache (ui.figures.cached_figure) is the same read-only object on every rerun of
     every session, so a rerun that draws it again sends the JSON made the first time."""
-    with _SPECS_LOCK:
-        found = _SPECS.get(id(fig))
-    if found is not None and found[0]() is fig:
-        return found[1]
-    spec = pio.to_json(fig, validate=False)
-    key = id(fig)
-
-    def forget(ref, key=key) -> None:
-        with _SPECS_LOCK:
-            if _SPECS.get(key, (None,))[0] is ref:
-                del _SPECS[key]
-
-    with _SPECS_LOCK:
-        _SPECS[key] = (weakref.ref(fig, forget), spec)
-    return spec
+    return _SPECS.get(fig, lambda f: pio.to_json(f, validate=False))
 
 
 def payload(fig: go.Figure, config: dict, alt: str | None,
