@@ -76,10 +76,14 @@ def one_head_view(ctx: ui.Context) -> None:
     head = c2.selectbox(_("Head"), range(model.n_heads), key="abl_head", bind="query-params")
     mode = c3.radio(_("Ablation"), MODES, key="abl_one_mode", format_func=lambda m: _(
         view.MODE_NAMES[m]))
+    shown = st.selectbox(_("Later layers' weights shown"), range(-1, model.n_heads),
+                         key="abl_shown", bind="query-params", format_func=lambda h: _(
+                             "mean of the layer's heads") if h < 0 else _("head {h}").format(h=h))
     try:
         render(ui.cached("results", ("ablation_one", model.key, request, layer, head, mode,
-                                     language()),
-                         lambda: view.one_head_parts(model, request, layer, head, mode)))
+                                     shown, language()),
+                         lambda: view.one_head_parts(model, request, layer, head, mode,
+                                                     None if shown < 0 else shown)))
     except ValueError as e:
         render(view.message(e))
 

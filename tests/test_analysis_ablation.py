@@ -1,6 +1,8 @@
 """analysis.ablation: every batched map against one intervened trace per entry (engine traces
-that tests/test_engine_intervene.py checks against hooks on Hugging Face's eager modules), and
-the pair measure against analysis.attribution's own similarity."""
+that tests/test_engine_intervene.py checks against hooks on Hugging Face's eager modules), the
+pair measure against analysis.attribution's own similarity, one head's weight differences
+against HF's eager attentions with a hook, and importance beside Clark et al.'s statistics
+against the formulas on HF's attentions and scipy's Spearman correlation."""
 
 from __future__ import annotations
 
@@ -129,3 +131,80 @@ def test_the_command_line_ranks_heads_as_the_analysis(model, saw_map, tmp_path):
     bad = subprocess.run([sys.executable, "-m", "attnviz", "ablate", "--text", "I saw a dog"],
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "occurs twice" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def hf_run(hf_model, ids, layer=None, head=None, head_dim=None):
+    """HF's eager BertModel, head (layer, head) zeroed by a pre-hook on the output projection."""
+    handle = None
+    if layer is not None:
+        def pre(module, args):
+            x = args[0].clone()
+            x[..., head * head_dim:(head + 1) * head_dim] = 0.0
+            return (x, *args[1:])
+        handle = hf_model.encoder.layer[layer].attention.output.dense.register_forward_pre_hook(
+            pre)
+    try:
+        with torch.no_grad():
+            return hf_model(torch.tensor([ids]), output_attentions=True)
+    finally:
+        if handle is not None:
+            handle.remove()
+
+
+def test_one_head_weight_differences_and_token_cosines_match_hf(model, hf_model):
+    layer, head = 2, 7
+    nb = ablation.one_head(model, SAW, layer, head)
+    ids = model.trace(SAW).token_ids.tolist()
+    plain = hf_run(hf_model, ids)
+    cut = hf_run(hf_model, ids, layer, head, model.head_dim)
+    want = (torch.stack(cut.attentions)[:, 0].double()
+            - torch.stack(plain.attentions)[:, 0].double()).numpy()  # [layers, heads, n, n]
+    np.testing.assert_allclose(nb.weights_diff, want, atol=TOL, rtol=0)
+    assert (nb.weights_diff[:layer + 1] == 0).all()  # nothing before the head's output moves
+    assert np.abs(nb.weights_diff[layer + 1:]).max() > 1e-3
+    np.testing.assert_allclose(nb.weights_diff.sum(-1), 0.0, atol=1e-5)  # rows sum to 1 twice
+    np.testing.assert_allclose(nb.weights_change, np.abs(want).mean(axis=(-1, -2)), atol=TOL)
+    a, b = cut.last_hidden_state[0].double(), plain.last_hidden_state[0].double()
+    np.testing.assert_allclose(nb.token_cosine, torch.nn.functional.cosine_similarity(
+        a, b, dim=-1).numpy(), atol=TOL, rtol=0)
+    assert nb.token_cosine.min() < 1 - 1e-4
+    later = nb.later()
+    assert [x for x, _m in later] == [3, 4, 5]
+    np.testing.assert_allclose(later[0][1], want[3].mean(0), atol=TOL)
+    np.testing.assert_allclose(nb.later(4)[2][1], want[5, 4], atol=TOL)
+    assert ablation.one_head(model, SAW, 5, 0).later() == []  # the last layer: none later
+    mean = ablation.one_head(model, SAW, layer, head, "mean")
+    assert np.abs(mean.weights_diff - nb.weights_diff).max() > 1e-4
+
+
+@pytest.mark.filterwarnings("ignore:An input array is constant")
+def test_importance_beside_clark_statistics(model, hf_model, saw_map):
+    from scipy.stats import spearmanr
+
+    b = ablation.beside_stats(model, SAW, saw_map)
+    np.testing.assert_array_equal(b.size, np.abs(saw_map.effect))
+    ids = model.trace(SAW).token_ids.tolist()
+    w = torch.stack(hf_run(hf_model, ids).attentions)[:, 0].double().numpy()
+    n = w.shape[-1]  # [CLS] i saw a saw [SEP]: the formulas of analysis.head_stats' docstring
+    ar = np.arange(n - 1)
+    want = {"cls": w[..., 0].mean(-1), "sep": w[..., n - 1].mean(-1),
+            "self": np.einsum("lhii->lh", w) / n,
+            "prev": w[..., ar + 1, ar].sum(-1) / (n - 1),
+            "next": w[..., ar, ar + 1].sum(-1) / (n - 1),
+            "punct": np.zeros(w.shape[:2]),
+            "entropy": -(w * np.log(np.where(w > 0, w, 1.0))).sum(-1).mean(-1)}
+    assert set(b.stats) == set(want)
+    for k, v in want.items():
+        np.testing.assert_allclose(b.stats[k], v, atol=TOL, rtol=0, err_msg=k)
+    for k, v in b.stats.items():
+        ref = spearmanr(b.size.ravel(), v.ravel()).statistic
+        if np.isnan(ref):
+            assert np.isnan(b.rho[k]), k  # a constant statistic ("punct" here): no ranking
+        else:
+            assert abs(b.rho[k] - ref) < 1e-9, k
+    assert not np.isnan(b.rho["prev"]) and abs(b.rho["prev"]) > 1e-3
+    order = sorted(range(b.size.size), key=lambda k: -b.size.ravel()[k])
+    for k in ("prev", "cls"):
+        head, rank = b.top(k)
+        flat = int(np.argmax(want[k]))
+        assert head == divmod(flat, model.n_heads) and rank == order.index(flat) + 1

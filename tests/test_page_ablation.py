@@ -1,15 +1,13 @@
 """AppTest of Switch it off and see: the figures' numbers are analysis.ablation's (itself checked
 against intervened traces, and those against hooks on HF's eager modules)."""
 
-import json
-
 import numpy as np
 import pytest
 
 from attnviz.analysis import ablation
 from attnviz.engine.request import TraceRequest
 from tests.apptest import open_page
-from tests.plotly_json import decode
+from tests.plotly_json import decode, figures
 
 pytestmark = pytest.mark.apptest
 
@@ -20,7 +18,7 @@ def at():
 
 
 def heatmaps(at):
-    figs = [json.loads(x.proto.spec) for x in at.get("plotly_chart")]
+    figs = figures(at)
     return [(f["layout"].get("title", {}).get("text", ""), tr) for f in figs for tr in f["data"]
             if tr["type"] == "heatmap"]
 
@@ -61,10 +59,39 @@ def test_one_head_removed(at, model):
     cut = model.trace("I saw a saw", ablate=Ablation(heads=((2, 7),)))
     a, b = cut.hidden_states[-1].astype(float), plain.hidden_states[-1].astype(float)
     want = (a * b).sum(-1) / np.linalg.norm(a, axis=-1) / np.linalg.norm(b, axis=-1)
-    bars = [tr for x in at.get("plotly_chart") for tr in json.loads(x.proto.spec)["data"]
+    bars = [tr for f in figures(at) for tr in f["data"]
             if tr["type"] == "bar" and len(decode(tr["y"])) == len(want)]
     assert any(np.allclose(decode(tr["y"]), want, atol=1e-6) for tr in bars)
     dw = np.abs(cut.weights.astype(float) - plain.weights).mean(axis=(-1, -2))
     assert (dw[:3] == 0).all() and dw[3:].max() > 0  # only later layers change
     assert any(np.allclose(z, dw, atol=1e-9) for z in (decode(tr["z"]) for _t, tr in heatmaps(at))
                if z.shape == dw.shape)
+
+    # every later layer's weights, ablated minus plain: the layer's mean, then one head
+    nb = ablation.one_head(model, TraceRequest("I saw a saw"), 2, 7)
+    got = [decode(tr["z"]) for title, tr in heatmaps(at) if title.startswith("Later layers")]
+    assert len(got) == 3  # layers 3, 4, 5
+    for z, (_layer, want_map) in zip(got, nb.later(), strict=True):
+        np.testing.assert_allclose(z, want_map, atol=1e-6)
+    np.testing.assert_allclose(got[0], (cut.weights[3].astype(float) - plain.weights[3]).mean(0),
+                               atol=1e-6)
+    at.selectbox(key="abl_shown").set_value(4).run()
+    assert not at.exception
+    got = [decode(tr["z"]) for title, tr in heatmaps(at) if title.startswith("Later layers")]
+    np.testing.assert_allclose(got[-1], cut.weights[5, 4].astype(float) - plain.weights[5, 4],
+                               atol=1e-6)
+
+
+def test_importance_beside_statistics(at, model):
+    imp = ablation.head_importance(model, TraceRequest("I saw a saw"), "repeat", "zero")
+    b = ablation.beside_stats(model, TraceRequest("I saw a saw"), imp)
+    panels = [f for f in figures(at) if sum(tr["type"] == "scatter" and tr.get("mode") ==
+                                            "markers" and len(decode(tr["x"])) == 72
+                                            for tr in f["data"]) == len(b.stats)]
+    assert len(panels) == 1
+    for tr, (name, stat) in zip(panels[0]["data"], b.stats.items(), strict=True):
+        np.testing.assert_allclose(decode(tr["x"]), stat.ravel(), atol=1e-9, err_msg=name)
+        np.testing.assert_allclose(decode(tr["y"]), np.abs(imp.effect).ravel(), atol=1e-9)
+    titles = [a["text"] for a in panels[0]["layout"]["annotations"]]
+    assert f"ρ = {b.rho['prev']:+.2f}" in titles[list(b.stats).index("prev")]
+    assert any("Spearman" in str(c) for t in at.dataframe for c in t.value.columns)

@@ -28,6 +28,14 @@ input of layer l at token t, and
 is 1 where that one activation carries the whole difference and 0 where it carries none.
 Ablation asks whether a head matters at all; patching asks whether it carries what differs
 between the two sentences.
+
+One head removed (`one_head`): every token's final vector against the plain run's,
+cos(h'_L[t], h_L[t]), and every head's weights as a difference W'(l', h') - W(l', h') [n, n]
+(0 for layers l' <= l: removing Y_h changes nothing before layer l's output).
+
+Importance beside what the head looks at (`beside_stats`): the size of the change |effect| of
+every head next to Clark et al.'s statistics of the same heads on the same sentence
+(analysis.head_stats), with Spearman's rank correlation over the heads per statistic.
 """
 
 from __future__ import annotations
@@ -41,7 +49,9 @@ import torch
 from ..engine.attention import build_mask
 from ..engine.intervene import REFERENCE_SENTENCES, Edit, mean_outputs
 from ..engine.request import TraceRequest
+from .attribution import spearman
 from .common import first_repeated_pair
+from .head_stats import head_stats
 
 MEASURES = ("repeat", "pair", "change")
 MAX_TOKENS = 128  # a map past this many tokens is refused (its cost grows with n^2 per pass)
@@ -285,3 +295,79 @@ def saw_cosines(model, request: TraceRequest, tokens: tuple[int, int] | None = N
         h = torch.as_tensor(h)
         return _cos(h[:, i], h[:, j]).double().numpy()
     return pair, per_layer(on.hidden_states), per_layer(off.hidden_states)
+
+
+@dataclass
+class OneHead:
+    """What removing one head changes (see the module docstring)."""
+
+    layer: int
+    head: int
+    mode: str
+    token_cosine: np.ndarray  # [n] cos(final vector with the head removed, plain final vector)
+    weights_diff: np.ndarray  # [layers, heads, n, n] float32: ablated weights - plain weights
+    tokens: list[str]
+
+    @property
+    def weights_change(self) -> np.ndarray:  # [layers, heads] mean |difference| of each head
+        return np.abs(self.weights_diff.astype(np.float64)).mean(axis=(-1, -2))
+
+    def later(self, head: int | None = None) -> list[tuple[int, np.ndarray]]:
+        """(layer, [n, n]) for every layer after the removed head's: head `head`'s difference,
+        or (None) the mean of the layer's heads' differences."""
+        out = []
+        for layer in range(self.layer + 1, self.weights_diff.shape[0]):
+            d = self.weights_diff[layer].astype(np.float64)
+            out.append((layer, d.mean(axis=0) if head is None else d[head]))
+        return out
+
+
+def one_head(model, request: TraceRequest, layer: int, head: int,
+             mode: str = "zero") -> OneHead:
+    """Head (layer, head) removed alone (zero or mean ablation): each token's final vector
+    against the plain run's, and every head's weights minus the plain run's."""
+    from ..engine.intervene import Ablation
+
+    request = _plain(request)
+    plain = model.trace(request)
+    if plain.n_tokens > MAX_TOKENS:
+        raise ValueError(f"the weight differences are made for up to {MAX_TOKENS} tokens and "
+                         f"this text has {plain.n_tokens}: shorten it")
+    cut = model.trace(request.with_options(ablate=Ablation(heads=((layer, head),), mode=mode)))
+    a = cut.hidden_states[-1].astype(np.float64)
+    b = plain.hidden_states[-1].astype(np.float64)
+    cos = (a * b).sum(-1) / np.linalg.norm(a, axis=-1) / np.linalg.norm(b, axis=-1)
+    diff = (cut.weights.astype(np.float64) - plain.weights).astype(np.float32)
+    return OneHead(layer, head, mode, cos, diff, list(plain.tokens))
+
+
+@dataclass
+class BesideStats:
+    """A head-importance map's |effect| next to Clark et al.'s statistics of the same heads."""
+
+    size: np.ndarray  # [layers, heads] |effect|
+    stats: dict[str, np.ndarray]  # {statistic: [layers, heads]} (analysis.head_stats.STATS)
+    rho: dict[str, float]  # Spearman's rank correlation of size and each statistic over heads
+    conventions: str
+
+    def top(self, name: str) -> tuple[tuple[int, int], int]:
+        """The head with the most of statistic `name`, and its rank by |effect| (1 = the head
+        whose removal changes the measure most; ties keep layer-then-head order)."""
+        H = self.size.shape[1]
+        k = int(np.argmax(self.stats[name]))
+        order = np.argsort(-self.size.ravel(), kind="stable")
+        return (k // H, k % H), int(np.nonzero(order == k)[0][0]) + 1
+
+
+def beside_stats(model, request: TraceRequest, importance: Importance,
+                 conventions: str = "attnviz") -> BesideStats:
+    """|effect| of every head beside its statistics (analysis.head_stats) on the plain run of
+    the sentence the measure reads first (the pair measure: sentence A alone)."""
+    request = _plain(request)
+    if importance.measure == "pair":
+        request = TraceRequest(request.text, **request.options())
+    t = model.trace(request)
+    stats = head_stats(t.weights, list(t.tokens), conventions)
+    size = np.abs(importance.effect)
+    rho = {k: spearman(size.ravel(), v.ravel()) for k, v in stats.items()}
+    return BesideStats(size, stats, rho, conventions)

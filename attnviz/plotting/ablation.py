@@ -1,6 +1,7 @@
 """Figures of ablation and patching (analysis.ablation): a layer x head map of effects, the two
 repeated tokens' cosine per layer with positions on and off, a layer's attention removed, the
-pruning curve, and the patching maps (layer x head, layer x token)."""
+pruning curve, the patching maps (layer x head, layer x token), one head's removal as every
+later layer's weight differences, and importance beside Clark et al.'s statistics."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from .common import (
     FONT,
     OKABE_ITO,
     VALUES_SCALE,
+    Grid,
     axis_labels,
     category_dash,
     category_marker,
@@ -134,3 +136,68 @@ def token_cosines(cos: np.ndarray, tokens: list[str], title: str) -> go.Figure:
     fig.update_layout(title=dict(text=title), font=FONT, height=320,
                       margin=dict(l=10, r=10, t=50, b=10))
     return fig
+
+
+def weight_diffs(maps: list[tuple[int, np.ndarray]], tokens: list[str], head: int | None,
+                 cols: int = 3) -> go.Figure:
+    """One [query, key] map of ablated minus plain weights per later layer (`maps`: (layer,
+    [n, n])), on one diverging scale centred at 0 shared by every panel (so panels compare);
+    rows = who looks, columns = who is looked at; exact hover."""
+    n = len(tokens)
+    labels = axis_labels(tokens)
+    vals, text = tick_labels(tokens, max_ticks=max(6, 48 // min(cols, len(maps))))
+    cols = min(cols, len(maps))
+    rows = -(-len(maps) // cols)
+    name = _("mean of the layer's heads") if head is None else _("head {h}").format(h=head)
+    titles = [_("layer {l}, {which}").format(l=layer, which=name) for layer, _m in maps]
+    g = Grid(rows=rows, cols=cols, subplot_titles=titles, horizontal_spacing=0.06,
+             vertical_spacing=min(0.3, 0.5 / rows) if rows > 1 else 0.1)
+    top = max((float(np.abs(m).max()) for _l, m in maps), default=0.0) or 1.0
+    axis = dict(type="category", categoryorder="array", categoryarray=labels)
+    value = _("change of the weight")
+    for i, (_layer, m) in enumerate(maps):
+        r, c = i // cols + 1, i % cols + 1
+        g.add(dict(type="heatmap", z=np.asarray(m, dtype=np.float64), x=labels, y=labels,
+                   coloraxis="coloraxis", name=titles[i],
+                   hovertemplate=escape(titles[i]) + "<br>" + _("query %{y}<br>key %{x}")
+                   + f"<br>{escape(value)} = %{{z:+.6f}}<extra></extra>"), r, c)
+        g.yaxis(r, c).update(autorange="reversed", showticklabels=c == 1, tickvals=vals,
+                             ticktext=text, **axis)
+        g.xaxis(r, c).update(tickangle=-45, tickvals=vals, ticktext=text, **axis)
+    side = max(220, min(420, 14 * n + 120))
+    return g.figure(
+        coloraxis=dict(colorscale=VALUES_SCALE, cmin=-top, cmax=top, cmid=0.0,
+                       colorbar=dict(title=dict(text=escape(value), side="top"), thickness=12)),
+        title=dict(text=_("Later layers' weights, with the head removed minus without")),
+        font=FONT, height=int(side * rows + 80), margin=dict(l=10, r=10, t=70, b=10))
+
+
+def importance_vs_stats(size: np.ndarray, stats: dict[str, np.ndarray], titles: dict[str, str],
+                        rho: dict[str, float], value: str, cols: int = 4) -> go.Figure:
+    """One panel per statistic: every head as a point, x = the statistic, y = |effect| of its
+    removal; the panel's title gives Spearman's rank correlation over the heads."""
+    names = list(stats)
+    rows = -(-len(names) // cols)
+    L, H = size.shape
+    layers, heads = np.divmod(np.arange(L * H), H)
+    panel = [f"{escape(titles.get(k, k))}<br>ρ = " + ("—" if np.isnan(rho[k]) else
+                                                      f"{rho[k]:+.2f}") for k in names]
+    g = Grid(rows=rows, cols=cols, subplot_titles=panel, horizontal_spacing=0.06,
+             vertical_spacing=0.22 if rows > 1 else 0.1)
+    y = np.asarray(size, dtype=np.float64).ravel()
+    for i, k in enumerate(names):
+        r, c = i // cols + 1, i % cols + 1
+        x = np.asarray(stats[k], dtype=np.float64).ravel()
+        g.add(dict(type="scatter", x=x, y=y, mode="markers", name=titles.get(k, k),
+                   customdata=np.stack([layers, heads], axis=1), showlegend=False,
+                   marker=dict(color=OKABE_ITO[4], size=6, symbol=category_marker(0),
+                               line=dict(width=0.5, color=OKABE_ITO[2])),
+                   hovertemplate=_("layer %{customdata[0]}, head %{customdata[1]}")
+                   + f"<br>{escape(titles.get(k, k))} = %{{x:.4f}}<br>{escape(value)} = "
+                   "%{y:.6f}<extra></extra>"), r, c)
+        g.yaxis(r, c).update(title=dict(text=escape(value)) if c == 1 else None, rangemode="tozero")
+        g.xaxis(r, c).update(rangemode="tozero")
+    return g.figure(title=dict(text=_("Does the head matter where it looks? Every head: its "
+                                      "statistic (x) and its removal's effect (y)")),
+                    font=FONT, height=int(260 * rows + 90),
+                    margin=dict(l=10, r=10, t=90, b=10), hovermode="closest")

@@ -92,9 +92,7 @@ def importance_parts(model, request: TraceRequest, measure: str, mode: str, prog
         Metric(name, f"{imp.base:.4f}", _("the plain run, nothing removed")),
         plots.head_map(imp.effect, _("Change of the {measure} when one head is removed ({mode})")
                        .format(measure=name, mode=_(MODE_NAMES[mode])), _("change")),
-        Markdown(_("Compare with *Head statistics*: a head that looks at the previous token is "
-                   "not necessarily one that matters for this output (Michel et al. 2019)."),
-                 "caption"),
+        *stats_parts(model, request, imp),
         plots.layer_bars(base, layers, name),
         plots.pruning(curve, order, name),
         numbers(_("Download the ablation numbers (.npz)"),
@@ -135,39 +133,69 @@ def patching_parts(model, clean: TraceRequest, corrupted: TraceRequest, progress
     ]
 
 
-def one_head(model, request: TraceRequest, layer: int, head: int, mode: str = "zero") -> dict:
-    """What removing one head changes: each token's final vector (cosine to the plain run's)
-    and every head's weights (mean |change| of its [n, n] weights; heads up to `layer` do not
-    change)."""
-    from ..engine.intervene import Ablation
-
-    plain = model.trace(request.with_options(ablate=None))
-    cut = model.trace(request.with_options(ablate=Ablation(heads=((layer, head),), mode=mode)))
-    a, b = cut.hidden_states[-1].astype(np.float64), plain.hidden_states[-1].astype(np.float64)
-    cos = (a * b).sum(-1) / np.linalg.norm(a, axis=-1) / np.linalg.norm(b, axis=-1)
-    dw = np.abs(cut.weights.astype(np.float64) - plain.weights).mean(axis=(-1, -2))
-    return {"token_cosine": cos, "weights_change": dw, "tokens": plain.tokens}
-
-
 def one_head_intro() -> list:
     return [Heading(_("One head removed"), 2), Markdown(_(
         "Pick a head: what its removal changes in every token's final vector, and in every "
         "later head's weights (heads in earlier layers cannot change)."), "caption")]
 
 
-def one_head_parts(model, request: TraceRequest, layer: int, head: int,
-                   mode: str = "zero") -> list:
-    nb = one_head(model, request, layer, head, mode)
-    return [
-        plots.token_cosines(nb["token_cosine"], nb["tokens"], _(
+def one_head_parts(model, request: TraceRequest, layer: int, head: int, mode: str = "zero",
+                   shown: int | None = None) -> list:
+    """One head removed: each token's final vector, each head's mean |change| of weights, and
+    every later layer's weights as a difference map (head `shown`, or None: the layer's mean)."""
+    nb = ablation.one_head(model, request, layer, head, mode)
+    later = nb.later(shown)
+    out = [
+        plots.token_cosines(nb.token_cosine, nb.tokens, _(
             "Each token's final vector with layer {l}, head {h} removed").format(l=layer, h=head)),
-        plots.head_map(nb["weights_change"], _("How much each head's weights change (mean "
-                                               "|change| of its weights)"), _("change"),
+        plots.head_map(nb.weights_change, _("How much each head's weights change (mean "
+                                            "|change| of its weights)"), _("change"),
                        selected=(layer, head)),
+    ]
+    if later:
+        out += [plots.weight_diffs(later, nb.tokens, shown), Markdown(_(
+            "Purple: the query gives this key more weight without the head; orange: less. "
+            "Each row of a weight map sums to 1, so each row of a difference map sums to 0."),
+            "caption")]
+    else:
+        out.append(Markdown(_("Layer {l} is the last layer: no later layer's weights can "
+                              "change.").format(l=layer), "caption"))
+    return out + [
         numbers(_("Download this head's effect (.npz)"),
-                {"token_cosine": nb["token_cosine"], "weights_change": nb["weights_change"],
-                 "layer": layer, "head": head, "tokens": np.array(nb["tokens"])},
+                {"token_cosine": nb.token_cosine, "weights_change": nb.weights_change,
+                 "weights_diff": nb.weights_diff, "layer": layer, "head": head,
+                 "mode": mode, "tokens": np.array(nb.tokens)},
                 f"attnviz_ablation_layer_{layer}_head_{head}.npz"),
+    ]
+
+
+def stats_parts(model, request: TraceRequest, imp: ablation.Importance) -> list:
+    """|effect| beside Clark et al.'s statistics of the same heads, with the rank correlations
+    and, per statistic, where its strongest head ranks by importance."""
+    from .head_stats import names
+
+    b = ablation.beside_stats(model, request, imp)
+    titles = names()
+    value = _("|change| when removed")
+    tops = {k: b.top(k) for k in b.stats}
+    fmt = lambda r: "—" if np.isnan(r) else f"{r:+.3f}"  # noqa: E731
+    return [
+        Markdown(_("Where a head looks and whether it matters, head by head: each point is one "
+                   "of the {n} heads, placed by one of Clark et al.'s statistics on this "
+                   "sentence (as on *Head statistics*) and by how much removing it changes the "
+                   "measure. ρ is Spearman's rank correlation over the heads: near 0, looking "
+                   "there says little about mattering here.").format(n=b.size.size)),
+        plots.importance_vs_stats(b.size, b.stats, titles, b.rho, value),
+        Table({_("statistic"): [titles[k] for k in b.stats],
+               _("Spearman ρ with |change|"): [fmt(b.rho[k]) for k in b.stats],
+               _("head with the most of it"): [_("layer {l}, head {h}").format(
+                   l=tops[k][0][0], h=tops[k][0][1]) for k in b.stats],
+               _("its rank by |change|"): [f"{tops[k][1]} / {b.size.size}" for k in b.stats]}),
+        numbers(_("Download importance and statistics (.npz)"),
+                {"size": b.size, **{f"stat_{k}": v for k, v in b.stats.items()},
+                 "spearman": np.array([b.rho[k] for k in b.stats]),
+                 "statistics": np.array(list(b.stats)), "conventions": b.conventions},
+                f"attnviz_ablation_{imp.measure}_{imp.mode}_statistics.npz"),
     ]
 
 
