@@ -212,3 +212,110 @@ def test_positions_off_make_the_two_saws_one_vector_in_every_layer(model):
     np.testing.assert_allclose(cos, 1.0, atol=1e-6)
     on = model.trace("I saw a saw")
     assert ((on.hidden_states[-1, i] - on.hidden_states[-1, j]) ** 2).sum() > 1.0
+
+
+def bart_proj(ref, part: str, layer: int):
+    """HF BART's output projection of an attention: "encoder", "decoder" or "cross"."""
+    if part == "encoder":
+        return ref.encoder.layers[layer].self_attn.out_proj
+    if part == "decoder":
+        return ref.decoder.layers[layer].self_attn.out_proj
+    return ref.decoder.layers[layer].encoder_attn.out_proj
+
+
+def hf_bart_heads(ref, heads, head_dim, fill=None):
+    """Pre-hooks on HF BART's output projections: {(part, layer): [head, ...]} with part one of
+    "encoder", "decoder" (masked self-attention), "cross" (encoder_attn); a head's slice of the
+    projection's input := 0, or fill[(part, layer, head)]."""
+    handles = []
+    for (part, layer), hs in heads.items():
+        module = bart_proj(ref, part, layer)
+
+        def pre(m, args, part=part, layer=layer, hs=hs):
+            x = args[0].clone()
+            for h in hs:
+                x[..., h * head_dim:(h + 1) * head_dim] = (
+                    0.0 if fill is None else fill[(part, layer, h)])
+            return (x, *args[1:])
+        handles.append(module.register_forward_pre_hook(pre))
+    return handles
+
+
+def bart_inputs(ids, config):
+    from transformers.models.bart.modeling_bart import shift_tokens_right
+
+    src = torch.tensor([ids])
+    return src, shift_tokens_right(src, config.pad_token_id, config.decoder_start_token_id)
+
+
+@pytest.mark.parametrize("mode", ["zero", "mean"])
+def test_bart_decoder_and_cross_attention_heads_match_hf_hooks(folders, mode):
+    """BART's encoder, decoder self-attention and cross-attention heads, zero or mean ablated,
+    against pre-hooks on HF's eager BartModel; the means averaged independently, by hooks on
+    HF's projections over the reference sentences (each decoder reading its own sentence)."""
+    model = attnviz.load_model(folders["bart"], device="cpu")
+    ref = hf(folders["bart"], "bart")
+    assert model.n_decoder_layers >= 2
+    d = model.head_dim
+    abl = Ablation(heads=((0, 1),), decoder_heads=((0, 1), (1, 0)), cross_heads=((1, 1),),
+                   mode=mode)
+    heads = {("encoder", 0): [1], ("decoder", 0): [1], ("decoder", 1): [0], ("cross", 1): [1]}
+    fill = None
+    if mode == "mean":
+        seen: dict = {}
+        handles = []
+        for part, layer in heads:
+            handles.append(bart_proj(ref, part, layer).register_forward_pre_hook(
+                lambda m, a, key=(part, layer): seen.setdefault(key, []).append(a[0][0])))
+        with torch.no_grad():
+            for text in REFERENCE_SENTENCES:
+                src, dec = bart_inputs(model.tokenize(text)[0], ref.config)
+                ref(src, decoder_input_ids=dec)
+        for h in handles:
+            h.remove()
+        fill = {(part, layer, h): torch.cat(seen[(part, layer)]).mean(0)[h * d:(h + 1) * d]
+                for (part, layer), hs in heads.items() for h in hs}
+    text = "I saw a saw today"
+    t = model.trace(text, ablate=abl)
+    src, dec = bart_inputs(t.token_ids.tolist(), ref.config)
+    assert t.decoder_token_ids.tolist() == dec[0].tolist()
+    handles = hf_bart_heads(ref, heads, d, fill)
+    try:
+        with torch.no_grad():
+            out = ref(src, decoder_input_ids=dec, output_attentions=True,
+                      output_hidden_states=True)
+    finally:
+        for h in handles:
+            h.remove()
+    stack = lambda xs: torch.stack(xs)[:, 0].numpy()  # noqa: E731
+    np.testing.assert_allclose(t.hidden_states, stack(out.encoder_hidden_states), atol=TOL,
+                               rtol=0)
+    np.testing.assert_allclose(t.decoder_hidden_states, stack(out.decoder_hidden_states),
+                               atol=TOL, rtol=0)
+    np.testing.assert_allclose(t.decoder_weights, stack(out.decoder_attentions), atol=TOL,
+                               rtol=0)
+    np.testing.assert_allclose(t.cross_weights, stack(out.cross_attentions), atol=TOL, rtol=0)
+    plain = model.trace(text)
+    assert np.abs(t.decoder_hidden_states[-1] - plain.decoder_hidden_states[-1]).max() > 1e-3
+    if mode == "zero":
+        assert (t.decoder_outputs[1, 0] == 0).all() and (t.cross_outputs[1, 1] == 0).all()
+    # only the decoder's cross-attention heads: the encoder is the plain one, bit for bit
+    c = model.trace(text, ablate=Ablation(cross_heads=((0, 2),), mode=mode))
+    assert np.array_equal(c.hidden_states, plain.hidden_states)
+    assert np.array_equal(c.decoder_weights[0], plain.decoder_weights[0])
+    assert np.abs(c.decoder_hidden_states[-1] - plain.decoder_hidden_states[-1]).max() > 1e-4
+
+
+def test_decoder_heads_are_checked_and_keyed(folders, model):
+    a = Ablation(decoder_heads=[(1, 0), (0, 1)])
+    assert a.decoder_heads == ((0, 1), (1, 0)) and not a.empty
+    assert a.as_dict()["decoder_heads"] == [[0, 1], [1, 0]]
+    assert "cross_heads" not in a.as_dict() and "decoder_heads" not in Ablation(
+        heads=((0, 0),)).as_dict()
+    assert TraceRequest("x", ablate=a) != TraceRequest(
+        "x", ablate=Ablation(cross_heads=a.decoder_heads))
+    with pytest.raises(ValueError, match="has no decoder"):
+        model.trace("I saw a saw", ablate=Ablation(decoder_heads=((0, 0),)))
+    bart = attnviz.load_model(folders["bart"], device="cpu")
+    with pytest.raises(ValueError, match="no decoder head"):
+        bart.trace("I saw a saw", ablate=Ablation(cross_heads=((bart.n_decoder_layers, 0),)))

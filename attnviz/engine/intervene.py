@@ -7,6 +7,10 @@ multiplied by W_O (engine.model). An intervention replaces some of these before 
     Ablation(heads=((l, h), ...), mode="zero")   Y_h := 0
     Ablation(heads=..., mode="mean")             Y_h := mean of Y_h over every token of the
                                                  REFERENCE sentences (one vector, every row)
+    Ablation(decoder_heads=..., cross_heads=...) BART's decoder: a head of its masked
+                                                 self-attention, or of its cross-attention
+                                                 (queries from the decoder, keys and values
+                                                 from the encoder), Y_h := 0 or its mean
     Ablation(layers=(l, ...))                    the whole attention sublayer of layer l left
                                                  out: Z = concat(Y) W_O + b_O := 0, so the
                                                  layer's input passes by the residual only
@@ -19,7 +23,8 @@ produces: the head's average contribution (which later LayerNorms and layers hav
 expect) goes too. Mean ablation keeps that average and removes only what this sentence's tokens
 made the head say (Michel et al. 2019 mask heads to zero; interpretability work such as Wang et
 al. 2022 prefers the mean). The reference set is REFERENCE_SENTENCES, encoded with the same
-options as the ablated sentence.
+options as the ablated sentence (for BART's decoder: each sentence's decoder reading the
+sentence itself, as it does without a target).
 
 Activation patching (Vig et al. 2020; Meng et al. 2022) runs a clean and a corrupted sentence
 of the same length and copies one activation from one run into the other: where ablation asks
@@ -80,9 +85,13 @@ class Ablation:
     layers: tuple[int, ...] = ()  # attention sublayers left out entirely
     mode: str = "zero"  # "zero" | "mean"
     reference: tuple[str, ...] = REFERENCE_SENTENCES  # mean ablation's sentences
+    decoder_heads: tuple[tuple[int, int], ...] = ()  # BART: decoder self-attention heads
+    cross_heads: tuple[tuple[int, int], ...] = ()  # BART: decoder cross-attention heads
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "heads", _pairs(self.heads, "heads"))
+        object.__setattr__(self, "decoder_heads", _pairs(self.decoder_heads, "decoder_heads"))
+        object.__setattr__(self, "cross_heads", _pairs(self.cross_heads, "cross_heads"))
         try:
             layers = tuple(sorted({int(x) for x in self.layers}))
         except (TypeError, ValueError):
@@ -96,17 +105,22 @@ class Ablation:
                                                        for s in self.reference):
             raise ValueError("reference must be a tuple of sentences")
         object.__setattr__(self, "reference", tuple(self.reference))
-        if self.mode == "mean" and self.heads and not self.reference:
+        if self.mode == "mean" and not self.reference and (
+                self.heads or self.decoder_heads or self.cross_heads):
             raise ValueError("mean ablation needs reference sentences")
 
     @property
     def empty(self) -> bool:
-        return not self.heads and not self.layers
+        return not (self.heads or self.layers or self.decoder_heads or self.cross_heads)
 
     def as_dict(self) -> dict:
-        return {"kind": "ablation", "heads": [list(p) for p in self.heads],
-                "layers": list(self.layers), "mode": self.mode,
-                "reference": list(self.reference) if self.mode == "mean" else None}
+        out = {"kind": "ablation", "heads": [list(p) for p in self.heads],
+               "layers": list(self.layers), "mode": self.mode,
+               "reference": list(self.reference) if self.mode == "mean" else None}
+        for name in ("decoder_heads", "cross_heads"):  # BART's, named only when used
+            if getattr(self, name):
+                out[name] = [list(p) for p in getattr(self, name)]
+        return out
 
 
 @dataclass(frozen=True)
@@ -159,6 +173,22 @@ def check(intervention, n_layers: int, n_heads: int, n_tokens: int | None = None
                              f"{n_tokens} tokens (counted from 0)")
 
 
+def check_decoder(ablation, model) -> None:
+    """A plain ValueError when decoder or cross-attention heads are named for a model without
+    a decoder (BART has one), or heads it lacks."""
+    if not (ablation.decoder_heads or ablation.cross_heads):
+        return
+    n_layers = getattr(model, "n_decoder_layers", 0)
+    if not n_layers:
+        raise ValueError(f"{model.title} has no decoder: decoder and cross-attention heads are "
+                         "an encoder-decoder's (BART)")
+    for name in ("decoder_heads", "cross_heads"):
+        for layer, head in getattr(ablation, name):
+            if layer >= n_layers or head >= model.n_heads:
+                raise ValueError(f"no decoder head ({layer}, {head}): the decoder has "
+                                 f"{n_layers} layers of {model.n_heads} heads (counted from 0)")
+
+
 # ------------------------------------------------------------------------ tensors
 @dataclass
 class Edit:
@@ -206,16 +236,19 @@ _MEANS: dict = {}
 _MEANS_LOCK = threading.Lock()
 
 
-def mean_outputs(model, reference: tuple[str, ...], request=None) -> torch.Tensor:
+def mean_outputs(model, reference: tuple[str, ...], request=None,
+                 field: str = "outputs") -> torch.Tensor:
     """Each head's output averaged over every token of the reference sentences, encoded with
-    the request's options: [layers, heads, 1, head_dim] on the model's device."""
+    the request's options: [layers, heads, 1, head_dim] on the model's device. `field`: the
+    trace's outputs of the encoder ("outputs") or of BART's decoder ("decoder_outputs",
+    "cross_outputs"), each sentence's decoder reading the sentence itself."""
     import torch
 
     if model.capabilities.get("input") != "text":
         raise ValueError(f"mean ablation averages over reference sentences; {model.title} reads "
                          "images: use zero ablation")
     options = {} if request is None else {k: v for k, v in request.options().items()}
-    key = (model.key, reference, tuple(sorted(options.items())))
+    key = (model.key, reference, tuple(sorted(options.items())), field)
     with _MEANS_LOCK:
         if key in _MEANS:
             return _MEANS[key]
@@ -224,9 +257,10 @@ def mean_outputs(model, reference: tuple[str, ...], request=None) -> torch.Tenso
     total, count = None, 0
     for text in reference:
         t = model.trace(TraceRequest(text, **options))
-        y = torch.as_tensor(t.outputs).sum(dim=2)  # [layers, heads, d]
+        outputs = getattr(t, field)  # [layers, heads, tokens, d]
+        y = torch.as_tensor(outputs).sum(dim=2)  # [layers, heads, d]
         total = y if total is None else total + y
-        count += t.outputs.shape[2]
+        count += outputs.shape[2]
     mean = (total / count)[:, :, None, :].to(model.device)
     with _MEANS_LOCK:
         _MEANS[key] = mean
@@ -240,6 +274,9 @@ def ablation_edit(model, ablation: Ablation, request=None) -> Edit | None:
     if ablation.empty:
         return None
     check(ablation, model.n_layers, model.n_heads)
+    check_decoder(ablation, model)
+    if not ablation.heads and not ablation.layers:  # only BART's decoder: decoder_edits
+        return None
     edit = Edit()
     if ablation.heads:
         keep = torch.ones(model.n_layers, model.n_heads, dtype=torch.bool, device=model.device)
@@ -253,6 +290,30 @@ def ablation_edit(model, ablation: Ablation, request=None) -> Edit | None:
         att[list(ablation.layers)] = False
         edit.attention = att
     return edit
+
+
+def decoder_edits(model, ablation, request=None) -> tuple[Edit | None, Edit | None]:
+    """BART's decoder: (the Edit of its self-attention heads, that of its cross-attention
+    heads), each None when no head of it is named."""
+    import torch
+
+    if not isinstance(ablation, Ablation):
+        return None, None
+    check_decoder(ablation, model)
+    out = []
+    for name, field in (("decoder_heads", "decoder_outputs"), ("cross_heads", "cross_outputs")):
+        heads = getattr(ablation, name)
+        if not heads:
+            out.append(None)
+            continue
+        keep = torch.ones(model.n_decoder_layers, model.n_heads, dtype=torch.bool,
+                          device=model.device)
+        for layer, head in heads:
+            keep[layer, head] = False
+        fill = (mean_outputs(model, ablation.reference, request, field)
+                if ablation.mode == "mean" else None)
+        out.append(Edit(keep=keep, fill=fill))
+    return out[0], out[1]
 
 
 def patch_edit(model, patch: Patch, source_trace, n: int) -> Edit | None:

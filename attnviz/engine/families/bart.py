@@ -28,6 +28,7 @@ import torch.nn.functional as F
 
 from ...i18n import N_
 from ..attention import attention, causal_mask
+from ..intervene import decoder_edits
 from ..model import ENCODER_DECODER, Layer, Model, Tokenized, activation
 from ..positions import position_vectors
 from ..request import TraceRequest
@@ -202,9 +203,11 @@ class Bart(Model):
         ids = ([self.decoder_start] + labels[:-1])[:limit]
         return Tokenized(ids, [0] * len(ids), max(0, len(labels) - limit), controls)
 
-    def decode(self, y: torch.Tensor, memory: torch.Tensor) -> dict[str, torch.Tensor]:
+    def decode(self, y: torch.Tensor, memory: torch.Tensor, self_edit=None,
+               cross_edit=None) -> dict[str, torch.Tensor]:
         """Run the decoder on y [m, hidden] with the encoder's last states `memory` [n, hidden];
-        every intermediate stacked over layers (see trace.DECODER_FIELDS)."""
+        every intermediate stacked over layers (see trace.DECODER_FIELDS). `self_edit`,
+        `cross_edit` (engine.intervene.decoder_edits) replace heads' outputs Y_h before W_O."""
         m, n, H, d = y.shape[0], memory.shape[0], self.n_heads, self.head_dim
         scale = 1.0 / math.sqrt(d)
         mask = causal_mask(m, y.device)
@@ -215,10 +218,12 @@ class Bart(Model):
                 rec.setdefault(k, []).append(v)
 
         states = [y]
-        for layer in self.decoder_layers:
+        for li, layer in enumerate(self.decoder_layers):
             sa = layer.self_attn
             q, k, v = F.linear(y, sa.qkv_w, sa.qkv_b).view(m, 3, H, d).permute(1, 2, 0, 3)
             out, w, s = attention(q, k, v, mask, scale)  # masked self-attention
+            if self_edit is not None:
+                out = self_edit.head_outputs(li, out)  # a head switched off: Y_h replaced
             keep(decoder_queries=q, decoder_keys=k, decoder_values=v, decoder_scores=s,
                  decoder_weights=w, decoder_outputs=out)
             z = F.linear(out.transpose(0, 1).reshape(m, self.hidden), sa.out_w, sa.out_b)
@@ -227,6 +232,8 @@ class Bart(Model):
             ck, cv = F.linear(memory, layer.cross_kv_w, layer.cross_kv_b).view(
                 n, 2, H, d).permute(1, 2, 0, 3)
             out, w, s = attention(cq, ck, cv, None, scale)  # [H, m, d], [H, m, n]
+            if cross_edit is not None:
+                out = cross_edit.head_outputs(li, out)
             keep(cross_queries=cq, cross_keys=ck, cross_values=cv, cross_scores=s,
                  cross_weights=w, cross_outputs=out)
             z = F.linear(out.transpose(0, 1).reshape(m, self.hidden), layer.cross_out_w,
@@ -263,7 +270,7 @@ class Bart(Model):
         dec = self.decoder_input(request, tok.ids)
         y, dec_pos = self.embed_decoder(dec.ids, request.positions, request.seed)
         memory = torch.as_tensor(trace.hidden_states[-1], device=self.device)
-        recorded = self.decode(y, memory)
+        recorded = self.decode(y, memory, *decoder_edits(self, request.ablate, request))
         pieces = self.pieces_of(dec.ids)
         cpu = lambda t: t.detach().cpu().numpy()  # noqa: E731
         trace.decoder_tokens = display_tokens(pieces, self.token_scheme, self.special_pieces())
