@@ -6,7 +6,7 @@ import pytest
 
 from attnviz.plotting.summary import grid_panels
 from tests.apptest import open_page
-from tests.plotly_json import decode, figures_all_tabs
+from tests.plotly_json import charts, decode, figures_all_tabs, specs
 
 TABS = ["Weights, all heads", "Scores, all heads", "One head, exact"]
 
@@ -49,10 +49,10 @@ def test_layer_change_redraws_from_cache(at, model):
 
 
 def test_only_the_open_tab_is_built(at):
-    assert [c.proto.id.rsplit("-", 1)[-1] for c in at.get("plotly_chart")] == ["grid_w"]
+    assert [key for key, _ in charts(at)] == ["grid_w"]
     at.session_state["lh_tab"] = TABS[2]
     at.run()
-    assert [c.proto.id.rsplit("-", 1)[-1] for c in at.get("plotly_chart")] == ["one_s", "one_w"]
+    assert [key for key, _ in charts(at)] == ["one_s", "one_w"]
 
 
 @pytest.mark.parametrize("text", ["", "   \n\t ", "\x00\x00"])
@@ -60,14 +60,14 @@ def test_blank_input_shows_a_message_and_no_figure(at, text):
     at.session_state["text"] = text
     at.run()
     assert not at.exception
-    assert at.info and not at.get("plotly_chart")
+    assert at.info and not charts(at)
 
 
 def test_html_is_literal_and_unicode_works(at):
     at.session_state["text"] = "<script>alert(1)</script> 我看见一把锯 😀 مرحبا"
     at.run()
     assert not at.exception and not at.error
-    spec = at.get("plotly_chart")[0].proto.spec
+    spec = specs(at)[0]
     assert "<script>" not in spec and "&lt;" in spec
 
 
@@ -76,7 +76,7 @@ def test_too_long_input_is_truncated_with_a_warning(at):
     at.run()
     assert not at.exception
     assert any("dropped" in w.value for w in at.warning)
-    assert at.get("plotly_chart")
+    assert charts(at)
 
 
 def test_head_slider_only_where_one_head_is_shown(at, model):

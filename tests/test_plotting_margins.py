@@ -43,8 +43,11 @@ def test_the_explore_figures_reserve_their_labels_room(model):
     fig = attention_heatmap(t.weights[0, 0], t.tokens)
     m = fig.layout.margin
     assert m.l == 10 + common.label_room(fig.layout.yaxis.ticktext)
-    assert m.b == 10 + common.label_room(fig.layout.xaxis.ticktext, angle=-45, across=False)
-    assert m.r == common.colorbar_room("weights")
+    labels_b = 10 + common.label_room(fig.layout.xaxis.ticktext, angle=-45, across=False)
+    assert m.b == labels_b + common.COLORBAR_BELOW  # the colour bar lies under the labels
+    assert fig.data[0].colorbar.orientation == "h" and m.r == 20
+    right = attention_heatmap(t.weights[0, 0], t.tokens, colorbar="right").layout.margin
+    assert right.r == common.colorbar_room("weights") and right.b == labels_b
     longer = attention_heatmap(t.weights[0, 0], ["[CLS]", "i", "sawwwwwwwwww", "a", "saw",
                                                  "[SEP]"])
     assert longer.layout.margin.l > m.l and longer.layout.margin.b > m.b

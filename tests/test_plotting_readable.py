@@ -109,14 +109,16 @@ def test_pooled_heads_grid_labels_its_blocks(model):
 
     w = np.random.default_rng(0).random((12, 200, 200)).astype(np.float32)
     fig = heads_grid(w, ["t"] * 200)
-    for axis, panels in ((fig.layout.xaxis, 4), (fig.layout.yaxis, 3)):
+    # 67 blocks of 3; a block's tick names its first token (words count from 1): every 6th
+    # block down (GRID_TICKS a panel), every 10th across (GRID_X_TICKS over 4 panels)
+    for axis, panels, second in ((fig.layout.xaxis, 4, "#31 t"), (fig.layout.yaxis, 3, "#19 t")):
         assert len(axis.ticktext) % panels == 0
         assert 0 < len(axis.ticktext) // panels <= GRID_TICKS
-        assert axis.ticktext[0] == "#0" and axis.ticktext[1] == "#18"  # 67 blocks of 3, every 6th
+        assert axis.ticktext[0] == "#1 t" and axis.ticktext[1] == second
     assert "queries from %{y}" in fig.data[0].hovertemplate
     title, z, xs, ys = summary.grid_panels(fig)[5]  # head 5: row 1, column 1
     np.testing.assert_array_equal(z, block_reduce(w[5], 96)[0])
-    assert title == "head 5" and xs[:2] == ["#0", "#3"] and ys[:2] == ["#0", "#3"]
+    assert title == "head 5" and xs[:2] == ys[:2] == ["t #1 – t #3", "t #4 – t #6"]
 
 
 def test_heads_grid_is_one_heatmap_its_heads_as_blocks(model):

@@ -23,8 +23,9 @@ def t(model):
 def test_page_blocks_in_order(t):
     blocks = view.page(t, layer=2)
     kinds = [type(b).__name__ for b in blocks]
-    assert kinds == ["Heading", "Markdown", "Markdown", "Figure", "Numbers"]
-    title, intro, sizes, grid, numbers = blocks
+    assert kinds == ["Heading", "Markdown", "Markdown", "Markdown", "Figure", "Numbers"]
+    title, intro, sizes, numbering, grid, numbers = blocks
+    assert "saw #2 and saw #4" in numbering.text and "#0" in numbering.text
     assert title.level == 1 and title.text == "Heads of one layer"
     assert "tab *Scores*" in intro.text
     assert sizes.style == "caption" and sizes.text.startswith(
@@ -35,7 +36,8 @@ def test_page_blocks_in_order(t):
 
 @pytest.mark.parametrize("which,field", [(0, "weights"), (1, "scores")])
 def test_grids_hold_every_head_of_the_layer(t, which, field):
-    (fig,) = view.tab(t, 3, which)
+    *notes, fig = view.tab(t, 3, which)
+    assert len(notes) == which  # the scores grid says why it has one colour scale
     panels = grid_panels(json.loads(fig.to_json()))
     assert len(panels) == t.n_heads
     labels = ["[CLS] #0", "i #1", "saw #2", "a #3", "saw #4", "[SEP] #5"]
@@ -72,3 +74,15 @@ def test_the_page_writes_to_html(t):
     doc = export.page_html(export.View("Heads of layer 0", view.page(t, 0)))
     assert doc.count('class="attnviz-figure"') == 1 and "<h2>Heads of one layer</h2>" in doc
     assert "attnviz_layer0.npz" in doc
+
+
+def test_a_long_sentence_stacks_one_heads_two_maps_and_scales_its_weights(model, t):
+    """Past SQUARE_FROM tokens the two maps of tab One head, exact take the page's width one
+    below the other, and the weights' colours top at the head's largest weight (~1/n rows
+    would be one dark colour on a scale to 1); the numbers stay the trace's."""
+    long = model.trace("the cat sat on the mat and the dog saw a saw " * 5)
+    assert view.side_by_side(t) and not view.side_by_side(long)
+    fig = view.head_weights(long, 1, 2)
+    assert fig.data[0].zmax == pytest.approx(float(long.weights[1, 2].max()))
+    assert view.head_weights(t, 1, 2).data[0].zmax == 1.0
+    np.testing.assert_array_equal(np.asarray(fig.data[0].z), long.weights[1, 2])

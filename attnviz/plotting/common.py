@@ -251,3 +251,19 @@ def colorbar_room(title: str, ticks: str = "0.00", size: float = FONT["size"],
     wider of its title (Plotly writes it above the bar) and the bar with tick labels like
     `ticks`."""
     return int(60 + max(text_width(title, size), thickness + TICK_PAD + text_width(ticks, size)))
+
+
+COLORBAR_BELOW = 70  # px under the x labels: a horizontal colour bar, its title and its ticks
+
+
+def colorbar_below(title: str, drop: float, plot: float, thickness: int = 12,
+                   length: float = 0.6, x: float = 0.0, **extra) -> dict:
+    """A horizontal colour bar `drop` px below the plot area (under its x labels: keep
+    COLORBAR_BELOW px more in the bottom margin), `plot` px being the plot area's height;
+    its title above it; starting at `x` (paper: the plot area's left edge by default),
+    `length` of the plot area long. Below the plot, from its left edge, it stays on screen
+    where a phone shows a wide chart's left part only, and a bar on the right is the first
+    thing cut off."""
+    return dict(title=dict(text=title, side="top"), orientation="h", thickness=thickness,
+                len=length, lenmode="fraction", x=x, xanchor="left", xref="paper",
+                y=-drop / max(plot, 1.0), yanchor="top", yref="paper", ypad=0, **extra)

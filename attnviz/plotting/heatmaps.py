@@ -8,11 +8,13 @@ import plotly.graph_objects as go
 from attnviz.i18n import N_, _
 
 from .common import (
+    COLORBAR_BELOW,
     FONT,
     SCORES_SCALE,
     WEIGHTS_SCALE,
     axis_labels,
     block_reduce,
+    colorbar_below,
     colorbar_room,
     label_room,
     tick_labels,
@@ -20,7 +22,9 @@ from .common import (
 
 MAX_X_TICKS = 30  # slanted key labels of one head's heatmap
 SQUARE_FROM = 40  # tokens from which one head's heatmap keeps square cells
+LONG_TICKS = 24  # tick labels per axis of one head's heatmap past SQUARE_FROM tokens
 GRID_TICKS = 12  # token labels per panel of a heads grid past 24 tokens
+GRID_X_TICKS = 28  # slanted token labels along a heads grid's bottom, all panels together
 PANEL_GAPS = (0.13, 0.2)  # blank cells between a heads grid's panels, across / down, per cell
 PANEL_MARK = "\u200b"  # zero-width space: marks a heads grid's categories per panel column/row
 
@@ -57,42 +61,58 @@ def attention_heatmap(
     height: int | None = None,
     indices=None,
     zmax: float | None = None,
+    colorbar: str = "below",
 ) -> go.Figure:
     """One [query, key] matrix at full resolution; hover names both tokens and the exact value.
 
     `indices`: each row's place in the sentence when some tokens are hidden (labels keep it);
-    `zmax`: the top of the colour scale (default: 1 for weights, the largest |score|).
+    `zmax`: the top of the colour scale (default: 1 for weights, the largest |score|);
+    `colorbar`: "below" (horizontal, under the keys' labels: it stays on a phone's screen) or
+    "right" (vertical, beside the plot).
+
+    Past SQUARE_FROM tokens the cells stay square (a 138-token matrix is 138 x 138 squares,
+    not a strip) and each axis names every k-th token, at most LONG_TICKS of them, so the
+    labels never overlap; every cell's hover names its two tokens in full.
     """
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {tuple(KINDS)}")
+    if colorbar not in ("below", "right"):
+        raise ValueError('colorbar must be "below" or "right"')
     key_indices = indices if key_tokens is None else None
     key_tokens = tokens if key_tokens is None else key_tokens
     rows, cols = axis_labels(tokens, indices), axis_labels(key_tokens, key_indices)
     colors = _color_args(kind, matrix)
     if zmax is not None:
         colors["zmax"] = zmax
+    long = max(len(tokens), len(key_tokens)) > SQUARE_FROM
     x, y = _axis_props(tokens, key_tokens, indices=indices, key_indices=key_indices,
-                       max_x=MAX_X_TICKS, rows=rows, cols=cols)
-    if max(len(tokens), len(key_tokens)) > SQUARE_FROM:  # square cells, not a squeezed strip
-        y.update(scaleanchor="x", constrain="domain")
+                       max_x=LONG_TICKS if long else MAX_X_TICKS,
+                       max_y=LONG_TICKS if long else 60, rows=rows, cols=cols)
+    if long:  # square cells, not a squeezed strip; spare height goes below the plot
+        y.update(scaleanchor="x", constrain="domain", constraintoward="top")
         x.update(constrain="domain")
     n = max(len(tokens), 8)
     size = height or int(min(900, max(320, 28 * n + 140)))
+    bottom = 10 + label_room(x["ticktext"], angle=x["tickangle"], across=False)
+    if colorbar == "below":
+        size += 0 if height else COLORBAR_BELOW
+        bar = colorbar_below(_(KIND_NAMES[kind]), bottom, size - 50 - bottom - COLORBAR_BELOW)
+        right = 20
+        bottom += COLORBAR_BELOW
+    else:
+        bar = dict(title=dict(text=_(KIND_NAMES[kind])), thickness=12)
+        right = colorbar_room(kind, ticks="-0.00" if kind == "scores" else "0.00")
     return go.Figure(
         data=[dict(
             type="heatmap", z=np.asarray(matrix, dtype=np.float32), x=cols, y=rows,
-            hovertemplate=_cell_hover(kind),
-            colorbar=dict(title=dict(text=_(KIND_NAMES[kind])), thickness=12),
-            **colors,
+            hovertemplate=_cell_hover(kind), colorbar=bar, **colors,
         )],
         layout=dict(
             xaxis={**x, "title": dict(text=_("keys"))},
             yaxis={**y, "title": dict(text=_("queries"))},
             title=title or _(KINDS[kind]["title"]), height=size, font=FONT,
             # Room for the labels and the colour bar up front: drawn once, not twice.
-            margin=dict(l=10 + label_room(y["ticktext"]), t=50,
-                        r=colorbar_room(kind, ticks="-0.00" if kind == "scores" else "0.00"),
-                        b=10 + label_room(x["ticktext"], angle=x["tickangle"], across=False)),
+            margin=dict(l=10 + label_room(y["ticktext"]), t=50, r=right, b=bottom),
         ),
     )
 
@@ -147,17 +167,30 @@ def heads_grid(
     factor = factor[0]
     m = reduced[0].shape[0]  # cells along a panel's side
     fmt = KINDS[kind]["fmt"]
+    labels = axis_labels(tokens)
+    # x: slanted labels shared by the panels of a row, at least 4 a panel; y: all up to 24
+    # tokens, then GRID_TICKS a panel (a panel is ~250 px); thinned ticks name their number
+    x_most, y_most = max(4, GRID_X_TICKS // used), GRID_TICKS
     if factor == 1:
-        names = axis_labels(tokens)
-        # a panel is ~250 px: all labels up to 24 tokens, then GRID_TICKS of them (thinned
-        # ticks name their index), so a 52-token grid keeps its token labels
-        tick_vals, tick_text = tick_labels(tokens, max_ticks=n if n <= 24 else GRID_TICKS)
-    else:
-        names = [f"#{int(s_)}" for s_ in np.arange(m) * factor]  # a block's first position
-        tick_vals = tick_text = names[::max(1, -(-m // GRID_TICKS))]
+        names = labels
+        y_ticks = tick_labels(tokens, max_ticks=n if n <= 24 else y_most, labels=labels)
+        x_ticks = tick_labels(tokens, max_ticks=n if n <= 12 else x_most, labels=labels)
+    else:  # a block is named by its first and last token ('the #12 – sat #13')
+        starts = range(0, n, factor)
+        names = [f"{labels[s_]} – {labels[min(s_ + factor, n) - 1]}" for s_ in starts]
+        first = [labels[s_].rsplit(" #", 1) for s_ in starts]  # [token, number]
+        text = [f"#{num} {tok}" for tok, num in first]
+
+        def thinned(most: int) -> tuple[list[str], list[str]]:
+            step = max(1, -(-m // most))
+            return names[::step], text[::step]
+
+        y_ticks, x_ticks = thinned(y_most), thinned(x_most)
     gap_x, gap_y = (max(1, round(share * m)) for share in PANEL_GAPS)
 
-    def categories(count: int, gap: int, letter: str) -> tuple[list[str], list[str], list[str]]:
+    def categories(count: int, gap: int, letter: str,
+                   ticks: tuple[list[str], list[str]]) -> tuple[list[str], list[str], list[str]]:
+        tick_vals, tick_text = ticks
         cats, vals, text = [], [], []
         for p in range(count):
             mark = PANEL_MARK * p
@@ -168,8 +201,8 @@ def heads_grid(
                 cats += [f"{letter}{p} gap {g}" for g in range(gap)]
         return cats, vals, text
 
-    xcat, xvals, xtext = categories(used, gap_x, "x")
-    ycat, yvals, ytext = categories(rows, gap_y, "y")
+    xcat, xvals, xtext = categories(used, gap_x, "x", x_ticks)
+    ycat, yvals, ytext = categories(rows, gap_y, "y", y_ticks)
     z = np.full((len(ycat), len(xcat)), np.nan, dtype=np.float32)
     head = np.full(z.shape, -1, dtype=np.int8 if H <= 127 else np.int32)
     notes, starts = [], []
@@ -195,6 +228,7 @@ def heads_grid(
         hover = "<br>".join([which, _("queries from") + " %{y}", _("keys from") + " %{x}",
                              _("block max") + f" = %{{z:{fmt}}}<extra></extra>"])
     ca = _color_args(kind, matrices)
+    below = 10 + label_room(xtext, angle=-45, across=False, titled=False)  # x labels, px
     axis = dict(type="category", categoryorder="array", showgrid=False, zeroline=False)
     return go.Figure(
         data=[dict(type="heatmap", z=z, x=xcat, y=ycat, customdata=head, hoverongaps=False,
@@ -206,8 +240,12 @@ def heads_grid(
                        autorange="reversed"),
             annotations=notes,
             coloraxis=dict(colorscale=ca["colorscale"], cmin=ca["zmin"], cmax=ca["zmax"],
-                           colorbar=dict(title=dict(text=_(KIND_NAMES[kind])), thickness=12)),
-            height=int(260 * rows + 80), font=FONT, margin=dict(l=10, r=10, t=70, b=10),
+                           colorbar=colorbar_below(_(KIND_NAMES[kind]), below,
+                                                   260 * rows + 80 - 70 - below,
+                                                   length=0.5)),
+            height=int(260 * rows + 80 + COLORBAR_BELOW), font=FONT,
+            margin=dict(l=10 + label_room(ytext, titled=False), r=10, t=70,
+                        b=below + COLORBAR_BELOW),
             plot_bgcolor="rgba(0,0,0,0)",  # the gaps show the page, as between subplots
             meta=dict(panels=dict(titles=titles, starts=starts, size=m)),
             title=(_("{title} (overview: blocks of {factor} tokens, max)").format(

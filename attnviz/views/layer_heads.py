@@ -30,6 +30,21 @@ def sizes(t) -> Markdown:
         "caption")
 
 
+def numbering() -> Markdown:
+    """How every figure numbers the tokens, said where a student first meets the labels."""
+    return Markdown(_(
+        "Token labels carry a number: the words count from 1, as the lecture's $a^1, a^2, "
+        "\\dots$, and a start token the model adds ([CLS]) is #0, so the two saws of \"I saw "
+        "a saw\" read saw #2 and saw #4. Long inputs name every k-th token on the axes; the "
+        "hover names every cell's two tokens."), "caption")
+
+
+def side_by_side(t) -> bool:
+    """Whether tab *One head, exact* puts its two heatmaps side by side: up to
+    plotting.heatmaps.SQUARE_FROM tokens; longer ones each take the page's width."""
+    return t.n_tokens <= plotting.heatmaps.SQUARE_FROM
+
+
 def weights_grid(t, layer: int):
     return plotting.heads_grid(t.weights[layer], t.tokens, "weights",
                                title=_("Layer {layer}: softmax weights").format(layer=layer))
@@ -47,9 +62,21 @@ def head_scores(t, layer: int, head: int):
 
 
 def head_weights(t, layer: int, head: int):
+    """One head's weights; past SQUARE_FROM tokens a row's weights are small (~1/n), so the
+    colour scale tops at the head's largest weight (its bar says which) instead of at 1."""
+    w = t.weights[layer, head]
     return plotting.attention_heatmap(
-        t.weights[layer, head], t.tokens, "weights",
-        title=_("Layer {layer}, head {head}: weights").format(layer=layer, head=head))
+        w, t.tokens, "weights",
+        title=_("Layer {layer}, head {head}: weights").format(layer=layer, head=head),
+        zmax=None if side_by_side(t) else float(w.max()))
+
+
+def scores_note() -> Markdown:
+    """Why the scores grid has one colour scale."""
+    return Markdown(_(
+        "One colour scale for every head, so heads compare with each other: a head whose "
+        "scores span a small range looks pale here. Tab *One head, exact* scales one head to "
+        "its own largest |score|."), "caption")
 
 
 def layer_numbers(t, layer: int) -> dict:
@@ -68,12 +95,12 @@ def tab(t, layer: int, which: int, head: int = 0) -> list:
     if which == 0:
         return [weights_grid(t, layer)]
     if which == 1:
-        return [scores_grid(t, layer)]
+        return [scores_note(), scores_grid(t, layer)]
     return [head_scores(t, layer, head), head_weights(t, layer, head)]
 
 
 def page(t, layer: int = 0, which: int = 0, head: int = 0, report=()) -> list:
     """The page as it opens on `layer` with tab `which` (the widgets left out); `report`:
     what the page says about the trace (common.trace_report)."""
-    return [*intro(), *report, sizes(t), *tab(t, layer, which, head),
+    return [*intro(), *report, sizes(t), numbering(), *tab(t, layer, which, head),
             download(lambda: t, layer)]

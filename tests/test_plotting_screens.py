@@ -1,0 +1,88 @@
+"""Figures that read on every screen, checked on their layouts (no browser): a 138-token
+paragraph keeps square cells and thinned, non-overlapping labels that still name words; colour
+bars lie horizontal below the plot (on a phone a bar on the right is cut off) or beside their
+own panels."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attnviz.plotting.common import COLORBAR_BELOW
+from attnviz.plotting.heatmaps import LONG_TICKS, attention_heatmap, heads_grid
+from attnviz.plotting.stats import stats_heatmaps
+
+WORDS = ("the old carpenter kept a saw on the wall of his shop and each morning he took it "
+         "down to cut the boards that the village needed").split()
+N = 138
+
+
+@pytest.fixture(scope="module")
+def tokens() -> list[str]:
+    words = [WORDS[i % len(WORDS)] for i in range(N - 2)]
+    return ["[CLS]", *words, "[SEP]"]
+
+
+@pytest.fixture(scope="module")
+def weights() -> np.ndarray:
+    w = np.random.default_rng(1).random((12, N, N)).astype(np.float32)
+    return w / w.sum(-1, keepdims=True)
+
+
+def test_one_head_at_138_tokens_has_square_cells_and_few_labels(tokens, weights):
+    fig = attention_heatmap(weights[0], tokens)
+    x, y = fig.layout.xaxis, fig.layout.yaxis
+    assert y.scaleanchor == "x" and y.constrain == "domain"
+    assert 10 <= len(x.ticktext) <= LONG_TICKS and 10 <= len(y.ticktext) <= LONG_TICKS
+    # every k-th token, named by its number and word ('#6 saw'): the two saws stay apart
+    assert all(t.startswith("#") and " " in t for t in y.ticktext)
+    assert len(set(y.ticktext)) == len(y.ticktext)
+    # the hover names the full label of every cell; the values are the matrix, untouched
+    assert "%{y}" in fig.data[0].hovertemplate and "saw #6" in fig.data[0].y
+    np.testing.assert_array_equal(np.asarray(fig.data[0].z), weights[0])
+
+
+@pytest.mark.parametrize("n", [6, N])
+def test_one_head_colour_bar_lies_below_its_labels(tokens, weights, n):
+    fig = attention_heatmap(weights[0, :n, :n], tokens[:n], "scores")
+    bar, m = fig.data[0].colorbar, fig.layout.margin
+    assert bar.orientation == "h" and bar.yref == "paper" and bar.yanchor == "top"
+    plot = fig.layout.height - m.t - m.b
+    # its top edge below the x labels, and the bar with its title inside the bottom margin
+    assert -bar.y * plot == pytest.approx(m.b - COLORBAR_BELOW)
+    assert bar.x == 0 and bar.xanchor == "left"  # from the left edge: a phone shows it
+    assert m.r <= 20
+
+
+def test_pooled_heads_grid_names_words_and_thins_its_bottom_labels(tokens, weights):
+    fig = heads_grid(weights, tokens)  # 138 > 96 cells: blocks of 2 tokens
+    x, y = fig.layout.xaxis, fig.layout.yaxis
+    per_panel = len(x.ticktext) // 4
+    assert 4 <= per_panel <= 7  # 4 panels a row: at most 28 slanted labels in all
+    assert all(t.startswith("#") and t.split(" ", 1)[1] for t in x.ticktext + y.ticktext)
+    assert "#12 shop" in y.ticktext  # a block's tick names its first word
+    assert fig.layout.coloraxis.colorbar.orientation == "h"
+    assert fig.layout.coloraxis.colorbar.y < 0
+
+
+def test_stats_colour_bars_stand_beside_their_own_panels(weights, tokens):
+    from attnviz.analysis.head_stats import STATS, head_stats
+
+    fig = stats_heatmaps(head_stats(weights[None].repeat(2, 0), tokens), STATS)
+    layout = fig.layout
+    heat = [tr for tr in fig.data if tr.type == "heatmap"]
+    for axis_name in ("coloraxis", "coloraxis2"):
+        bar = layout[axis_name].colorbar
+        panels = [tr for tr in heat if (tr.coloraxis or "coloraxis") == axis_name]
+        beside = []
+        for tr in panels:
+            xd, yd = layout[tr.xaxis.replace("x", "xaxis")].domain, \
+                layout[tr.yaxis.replace("y", "yaxis")].domain
+            if yd[0] <= bar.y <= yd[1] and 0 <= bar.x - xd[1] <= 0.03:
+                beside.append(tr.name)
+        assert beside, axis_name  # right of one of its own panels, in that panel's row
+        others = [tr for tr in heat if tr not in panels]
+        for tr in others:  # and in no other scale's panel's way
+            xd = layout[tr.xaxis.replace("x", "xaxis")].domain
+            yd = layout[tr.yaxis.replace("y", "yaxis")].domain
+            assert not (yd[0] <= bar.y <= yd[1] and xd[0] - 0.02 <= bar.x <= xd[1] + 0.02)
