@@ -13,14 +13,15 @@ def test_stats_heatmaps_hold_every_statistic(model):
     fig = stats_heatmaps(s, STATS, selected=(2, 3))
     heat = [tr for tr in fig.data if tr.type == "heatmap"]
     dots = [tr for tr in fig.data if tr.type == "scatter"]
-    assert [tr.name for tr in heat] == list(STATS) == [tr.name for tr in dots]
+    order = [k for k in STATS if k != "entropy"] + ["entropy"]  # entropy (own scale) last
+    assert [tr.name for tr in heat] == order == [tr.name for tr in dots]
     for tr, dot in zip(heat, dots, strict=True):
         np.testing.assert_array_equal(np.asarray(tr.z), s[tr.name])
         # The click target of layer 2, head 3 sits on that cell and carries its value.
         i = 2 * t.n_heads + 3
         assert (dot.x[i], dot.y[i]) == (3, 2)
         assert dot.customdata[i] == s[tr.name][2, 3]
-    assert heat[0].coloraxis == "coloraxis2" and heat[1].coloraxis == "coloraxis"
+    assert heat[-1].coloraxis == "coloraxis2" and heat[0].coloraxis == "coloraxis"
     assert len(fig.layout.shapes) == len(STATS)  # the selected head is outlined everywhere
 
 
@@ -43,7 +44,8 @@ def test_long_panel_titles_take_two_lines_instead_of_their_neighbours_room(model
     inner = PAGE_WIDTH - fig.layout.margin.l - fig.layout.margin.r  # the plot area, px
     room = ((1 - 3 * 0.05) / 4 + 0.05) * inner  # 4 panels a row, 5% gaps
     titles = [a.text for a in fig.layout.annotations]
-    assert titles == [fitted_title(STATS[k], room) for k in STATS]
+    order = [k for k in STATS if k != "entropy"] + ["entropy"]  # entropy (own scale) last
+    assert titles == [fitted_title(STATS[k], room) for k in order]
     assert "weight on the<br>previous token" in titles and "weight on [CLS]" in titles
     for text in titles:  # every line fits over its panel
         assert all(text_width(line, TITLE_SIZE) <= room for line in text.split("<br>"))

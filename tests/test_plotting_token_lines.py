@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from attnviz.plotting.token_lines import LABELS_UP_TO, line_opacity, token_lines
+from attnviz.plotting.token_lines import LABEL_GAP, LABELS_UP_TO, line_opacity, token_lines
 
 SIDES = ("queries", "keys")  # the two columns of tokens (one line each past LABELS_UP_TO)
 
@@ -87,8 +87,13 @@ def test_tokens_are_marked_and_named_on_both_sides(model, n_words):
         assert set(tr.x) == {x} and "%{customdata}" in tr.hovertemplate
         if n <= LABELS_UP_TO:
             assert tr.mode == "markers+text" and len(tr.text) == n
-        else:
+        else:  # and every k-th token named, LABEL_GAP px apart or more, never overlapping
             assert tr.mode == "lines" and tr.text is None and tr.marker.size is None
+            (named,) = [tr for tr in fig.data if tr.name == f"{side} labels"]
+            px_per_token = (fig.layout.height - 60 - fig.layout.margin.b) / n
+            assert named.mode == "text" and 10 <= len(named.text) <= n // 2
+            assert min(np.diff(named.y)) * px_per_token >= LABEL_GAP * 0.85
+            assert named.text[1] == f"#{named.y[1]} saw" and set(named.x) == {x}
     chosen = fig.data[-1]
     assert chosen.marker.symbol == "diamond" and list(chosen.y) == [query]
     assert list(chosen.customdata) == [labels[query]] and chosen.x == (0.0,)

@@ -48,9 +48,10 @@ def stats_heatmaps(stats: dict[str, np.ndarray], titles: dict[str, str], cols: i
     (and "± spread" when `spread` {name: [layers, heads]} is given, e.g. over sentences).
 
     Built as dicts on a `Grid` and validated once (see common.Grid): the page redraws it on
-    every click.
+    every click. Entropy, on its own scale, is the last panel, and each colour bar stands
+    beside its own panels: the shares' beside the first row, entropy's right after its panel.
     """
-    names = list(stats)
+    names = [k for k in stats if k != "entropy"] + [k for k in stats if k == "entropy"]
     rows = -(-len(names) // cols)
     gap = 0.05
     margin = dict(l=10, r=60, t=50, b=10)  # r: the two colour bars
@@ -95,15 +96,25 @@ def stats_heatmaps(stats: dict[str, np.ndarray], titles: dict[str, str], cols: i
                                xref=f"x{sub}", yref=f"y{sub}"))
     return g.figure(
         shapes=shapes,
-        coloraxis=dict(colorscale=WEIGHTS_SCALE, cmin=0.0, cmax=1.0,
-                       colorbar=dict(title=dict(text=_("share")), thickness=12, x=1.0, len=0.45,
-                                     y=0.78)),
-        coloraxis2=dict(colorscale=STAT_SCALE,
-                        colorbar=dict(title=dict(text=_("entropy")), thickness=12, x=1.0,
-                                      len=0.45, y=0.22)),
+        coloraxis=dict(colorscale=WEIGHTS_SCALE, cmin=0.0, cmax=1.0, colorbar=dict(
+            title=dict(text=_("share")), thickness=12,
+            **_beside(g, min(cols, len(names)) - 1 if names[0] != "entropy" else 0, cols))),
+        coloraxis2=dict(colorscale=STAT_SCALE, colorbar=dict(
+            title=dict(text=_("entropy")), thickness=12,
+            **_beside(g, len(names) - 1, cols))),
         font=FONT, height=int(300 * rows + 60),
         margin=margin, clickmode="event+select", hovermode="closest",
     )
+
+
+def _beside(g: Grid, panel: int, cols: int) -> dict:
+    """A vertical colour bar's place right of panel `panel` (0-based, row by row) of `g`, as
+    tall as its row."""
+    r, c = panel // cols + 1, panel % cols + 1
+    x0, x1 = g.xaxis(r, c)["domain"]
+    y0, y1 = g.yaxis(r, c)["domain"]
+    return dict(x=x1 + 0.01, xanchor="left", y=(y0 + y1) / 2, yanchor="middle",
+                len=y1 - y0, lenmode="fraction")
 
 
 def rollout_pair(raw: np.ndarray, rolled: np.ndarray, tokens: list[str],

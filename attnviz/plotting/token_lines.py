@@ -10,8 +10,9 @@ drawable; for one picked token its 10 strongest lines always show. The exact wei
 each drawn line is in the hover of its midpoint.
 
 The tokens are a labelled dot each, up to LABELS_UP_TO of them; past that (the labels would
-overlap) each side is one line through the tokens' places, hovered per token, and the chosen
-query a diamond on top.
+overlap) each side is one line through the tokens' places, hovered per token, labelled at
+every k-th token (its number and text, LABEL_GAP px apart), and the chosen query a diamond
+on top.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from .common import (
 )
 
 LABELS_UP_TO = 127  # tokens up to which each token is a dot with its label (11 px apart)
+LABEL_GAP = 14  # px between the labels of every k-th token, past LABELS_UP_TO tokens
 
 
 def line_opacity(level: int, levels: int) -> float:
@@ -122,6 +124,15 @@ def token_lines(
             type="scatter", x=np.full(n, x), y=np.arange(n), name=side, showlegend=False,
             customdata=labels, hovertemplate=token_hover(one), **marks,
         ))
+        if not show_text:  # every k-th token named ('#27 the'), LABEL_GAP px or more apart
+            shown, text = tick_labels(tokens, max_ticks=max(1, int(px * n // LABEL_GAP)),
+                                      indices=indices, labels=labels)
+            at = {label: i for i, label in enumerate(labels)}
+            data.append(dict(
+                type="scatter", x=np.full(len(shown), x), y=[at[v] for v in shown],
+                mode="text", text=text, textposition=pos, name=f"{side} labels",
+                showlegend=False,
+                hoverinfo="skip"))
     if query is not None:  # the chosen query token, on top
         data.append(dict(
             type="scatter", x=[0.0], y=[query], mode="markers", name=_("query"),
