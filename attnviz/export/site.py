@@ -150,6 +150,14 @@ def value_norms_view(p: Pack) -> list:
     return value_norms.page(p.model, p.trace(), report=p.report())
 
 
+def ablation_view(p: Pack) -> list:
+    from ..views import ablation
+
+    if p.request.text is None:
+        return ablation.intro()
+    return ablation.page(p.model, p.request, report=p.report())
+
+
 def views(n_layers: int) -> list[ViewSpec]:
     """The pack's views in teaching order, titled in the current language; `params`: the
     view's own settings as the app's URL holds them (a default value is left out there)."""
@@ -163,6 +171,7 @@ def views(n_layers: int) -> list[ViewSpec]:
           for i in range(n_layers)),
         ViewSpec(_("Head statistics, rollout and flow"), head_stats_view),
         ViewSpec(_("Weights vs value norms"), value_norms_view),
+        ViewSpec(_("Switch it off and see"), ablation_view),
     ]
 
 

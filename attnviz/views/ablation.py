@@ -163,7 +163,9 @@ def one_head_parts(model, request: TraceRequest, layer: int, head: int, mode: st
     return out + [
         numbers(_("Download this head's effect (.npz)"),
                 {"token_cosine": nb.token_cosine, "weights_change": nb.weights_change,
-                 "weights_diff": nb.weights_diff, "layer": layer, "head": head,
+                 "later_layers": np.array([x for x, _m in later], dtype=np.int64),
+                 "later_weights_diff": np.array([m for _x, m in later], dtype=np.float32),
+                 "later_head": -1 if shown is None else shown, "layer": layer, "head": head,
                  "mode": mode, "tokens": np.array(nb.tokens)},
                 f"attnviz_ablation_layer_{layer}_head_{head}.npz"),
     ]
@@ -200,13 +202,15 @@ def stats_parts(model, request: TraceRequest, imp: ablation.Importance) -> list:
 
 
 def page(model, request: TraceRequest, measure: str = "repeat", mode: str = "zero",
-         corrupted: str = "I saw a dog") -> list:
-    """The page as it opens (its widgets left out)."""
-    out = [*intro(), *lesson_parts(model, request)]
-    try:
-        out += importance_parts(model, request, measure, mode)
-    except ValueError as e:
-        out.append(Markdown(literal(str(e)), "info"))
+         corrupted: str = "I saw a dog", report=()) -> list:
+    """The page as it opens (its widgets left out; one head removed: layer 0, head 0)."""
+    out = [*intro(), *report, *lesson_parts(model, request)]
+    for part in (lambda: importance_parts(model, request, measure, mode),
+                 lambda: [*one_head_intro(), *one_head_parts(model, request, 0, 0, mode)]):
+        try:
+            out += part()
+        except ValueError as e:
+            out.append(Markdown(literal(str(e)), "info"))
     return out + patching_parts(model, request, TraceRequest(corrupted, **request.options()))
 
 
