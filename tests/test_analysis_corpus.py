@@ -222,3 +222,27 @@ def test_generate_refuses_impossible_requests():
         generate(5)
     with pytest.raises(ValueError):
         make_corpus(held_out=1.0)
+
+
+def test_what_the_lesson_says_of_the_corpus_is_counted(corpus):
+    """The lesson calls the corpus synthetic and quotes its size: the word forms are those
+    the sentences use, the list and double-role shares are counted here from the sentences'
+    own words (the separators of a list, a word's tags), and the samples are what they say."""
+    from attnviz.analysis.corpus import has_list, samples, vocabulary
+
+    every = corpus.train + corpus.test
+    assert vocabulary() == {w for s in every for w in s.words}
+    assert len(vocabulary()) == 58
+    listed = [s for s in corpus.train if any(len(items) >= 2 for items in lists_of(s.words))]
+    assert [s for s in corpus.train if has_list(s)] == listed
+    assert len(listed) / len(corpus.train) == pytest.approx(0.355625, abs=1e-12)
+    two = [s for s in corpus.train
+           if any(len({t for x, t in zip(s.words, s.tags, strict=True) if x == w}) > 1
+                  for w in set(s.words))]
+    assert len(two) / len(corpus.train) == pytest.approx(0.21875, abs=1e-12)
+    assert max(len(s.words) for s in every) == max_words() == 20
+    assert max(d for s in corpus.train for d in distances_by_parse(s) if d) == 11
+    plain, double, nouns, verbs = samples(corpus.train)
+    assert not lists_of(plain.words) and not plain.double_role and double.double_role
+    for s, tag in ((nouns, "NOUN"), (verbs, "VERB")):
+        assert lists_of(s.words) and all(s.tags[i] == tag for i in lists_of(s.words)[0])

@@ -9,6 +9,7 @@ The layers are checked against independent references (F.scaled_dot_product_atte
 F.conv1d written out as a sum over offsets).
 """
 
+import json
 import math
 from collections import Counter, defaultdict
 
@@ -396,3 +397,75 @@ def test_tag_sentence_handles_unknown_and_empty(trained):
     np.testing.assert_allclose(p.sum(-1), 1.0, atol=1e-6)
     with pytest.raises(ValueError):
         T.build("rnn", c, T.Settings())
+
+
+SMALL = T.Settings(seed=3, n_sentences=200, epochs=1)
+
+
+def test_kept_taggers_are_the_trained_ones_bit_for_bit(tmp_path, monkeypatch):
+    """Kept on disk and read back: every weight, loss and time equal, the same predictions;
+    a kept file is used only for its own settings and code, and a damaged one is trained
+    again."""
+    tr = T.kept_or_trained(SMALL, tmp_path)
+    assert tr.kept is None and T.kept_path(tmp_path, SMALL).is_file()
+    monkeypatch.setattr(T, "train_all", lambda *a, **k: pytest.fail("trained again"))
+    back = T.kept_or_trained(SMALL, tmp_path)
+    assert back.kept == str(T.kept_path(tmp_path, SMALL))
+    assert back.losses == tr.losses and back.seconds == tr.seconds
+    for name, m in tr.models.items():
+        for (k, a), b in zip(m.state_dict().items(), back.models[name].state_dict().values(),
+                             strict=True):
+            assert torch.equal(a, b), (name, k)
+        assert T.predict(m, tr.corpus, tr.corpus.test) == \
+            T.predict(back.models[name], back.corpus, back.corpus.test)
+    assert [s.text for s in back.corpus.train] == [s.text for s in tr.corpus.train]
+    other = T.Settings(seed=4, n_sentences=200, epochs=1)
+    assert T.kept_path(tmp_path, other) != T.kept_path(tmp_path, SMALL)
+    assert T.load_trained(tmp_path, other) is None
+    T.kept_path(tmp_path, SMALL).write_bytes(b"not a checkpoint")
+    assert T.load_trained(tmp_path, SMALL) is None
+
+
+def test_sweeps_over_seeds_are_each_seeds_sweep(tmp_path):
+    sizes = (20, 160)
+    sw = T.overfitting_seeds(SMALL, (3, 5), sizes=sizes, names=("window3", "attention_pos"))
+    assert sw.seeds == (3, 5) and sw.sizes == sizes
+    five = T.overfitting(T.Settings(seed=5, n_sentences=200, epochs=1), sizes,
+                         ("window3", "attention_pos"))
+    assert sw.runs[1].train == five.train and sw.runs[1].held_out == five.held_out
+    gaps = np.array([[a - b for a, b in zip(r.train["window3"], r.held_out["window3"],
+                                            strict=True)] for r in sw.runs])
+    np.testing.assert_array_equal(sw.gaps("window3"), gaps)
+    assert sw.mean_gap("window3") == tuple(gaps.mean(0))
+    again = T.sweeps_from_json(json.loads(json.dumps(T.sweeps_to_json(sw))))
+    assert again == sw  # floats written exactly
+
+
+def test_cost_by_length_by_formula(trained):
+    """Parameters to see every word of an L-word sentence, written out: the window of 2L-1
+    (embedding, one d x d matrix per place, the MLP) and (d) with L position vectors."""
+    c, s = trained.corpus, trained.settings
+    v, t, d = len(c.vocab), len(c.tags), s.dim
+    block = 2 * 2 * d + (d * 3 * d + 3 * d) + (d * d + d) + (d * 2 * d + 2 * d) + (2 * d * d + d)
+    got = T.cost_by_length(c, s, (10, 20, 80))
+    assert got["window"] == [v * d + (2 * n - 1) * d * d + d + d * d + d + d * t + t
+                             for n in (10, 20, 80)]
+    assert got["attention_pos"] == [v * d + n * d + s.layers * block + 2 * d + d * t + t
+                                    for n in (10, 20, 80)]
+    assert got["window"][1] == T.parameters(trained.models["window39"])
+    assert T.parameters(trained.models["attention_pos"]) == \
+        v * d + T.MAX_WORDS * d + s.layers * block + 2 * d + d * t + t
+
+
+def test_position_rows_past_the_longest_training_sentence_are_never_trained(trained):
+    """Rows 20-31 of (d)'s position table: exactly as initialised (the initial weights
+    rebuilt here with torch's own seeding); every row a training sentence reaches moved."""
+    c, s = trained.corpus, trained.settings
+    longest = max(len(x.words) for x in c.train)
+    assert longest == 20
+    torch.manual_seed(s.seed)
+    start = T.build("attention_pos", c, s).position_embeddings.weight.detach()
+    table = trained.models["attention_pos"].position_embeddings.weight.detach()
+    assert torch.equal(table[longest:], start[longest:])
+    assert all(not torch.equal(table[i], start[i]) for i in range(longest))
+    assert T.untrained_positions(trained.models["attention_pos"], c, s) == (32, 20, 0.0)

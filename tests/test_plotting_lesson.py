@@ -10,22 +10,48 @@ GOLD = ("PRON", "VERB", "DET", "NOUN")
 
 
 def test_tag_table_colours_right_and_wrong():
-    fig = P.tag_table(WORDS, {"(a)": ["PRON", "NOUN", "DET", "NOUN"], "hidden": ["?"] * 4}, GOLD)
+    rows = {"(a)": ["PRON", "NOUN", "DET", "NOUN"], "hidden": ["?"] * 4, "(c)": list(GOLD)}
+    fig = P.tag_table(WORDS, rows, GOLD)  # four tag rows: one column per word
     t = fig.data[0]
-    assert list(t.header.values) == ["", *WORDS]
-    assert list(t.cells.values[0]) == ["gold", "(a)", "hidden"]
+    assert fig.layout.meta["words_as_rows"] is False
+    assert list(t.header.values) == ["", "i", "saw #2", "a", "saw #4"]  # as a^1..a^4
+    assert list(t.cells.values[0]) == ["gold", "(a)", "hidden", "(c)"]
     assert [list(c) for c in t.cells.values[1:]] == [
-        ["PRON", "PRON", "?"], ["VERB", "NOUN", "?"], ["DET", "DET", "?"], ["NOUN", "NOUN", "?"]]
+        ["PRON", "PRON", "?", "PRON"], ["VERB", "NOUN", "?", "VERB"], ["DET", "DET", "?", "DET"],
+        ["NOUN", "NOUN", "?", "NOUN"]]
     fill = t.cells.fill.color
-    assert fill[2] == [P.RIGHT, P.WRONG, P.NEUTRAL]  # the first saw: (a) says NOUN
-    assert fill[4] == [P.RIGHT, P.RIGHT, P.NEUTRAL]
+    assert fill[2] == [P.RIGHT, P.WRONG, P.NEUTRAL, P.RIGHT]  # the first saw: (a) says NOUN
+    assert fill[4] == [P.RIGHT, P.RIGHT, P.NEUTRAL, P.RIGHT]
     no_gold = P.tag_table(WORDS, {"(d)": list(GOLD)}).data[0]
-    assert all(c == [P.NEUTRAL] for c in no_gold.cells.fill.color)
+    assert all(c == [P.NEUTRAL] * 4 for c in no_gold.cells.fill.color)
+
+
+def test_a_short_tag_table_turns_one_row_per_word():
+    """Gold and one tagger: one row per word, so the table is three columns wide (a phone's
+    width holds it) and both saws are numbered, each with its gold and its tag."""
+    fig = P.tag_table(WORDS, {"(a)": ["PRON", "NOUN", "DET", "NOUN"]}, GOLD)
+    t = fig.data[0]
+    assert fig.layout.meta["words_as_rows"] is True
+    assert list(t.header.values) == ["", "gold", "(a)"]
+    assert [list(c) for c in t.cells.values] == [
+        ["i", "saw #2", "a", "saw #4"], list(GOLD), ["PRON", "NOUN", "DET", "NOUN"]]
+    assert t.cells.fill.color[2] == [P.RIGHT, P.WRONG, P.RIGHT, P.RIGHT]
+
+
+def test_tag_tables_follow_the_theme():
+    """No opaque light slab in the dark theme: translucent fills, the theme's text colour."""
+    for fig in (P.tag_table(WORDS, {"x": list(GOLD)}, GOLD),
+                P.far_table(["(1)"], ["NOUN"], {"3": ["VERB"]})):
+        t = fig.data[0]
+        fills = [t.header.fill.color, *[c for col in t.cells.fill.color for c in col]]
+        assert all(f.startswith("rgba(") and float(f.rsplit(",", 1)[1].strip(" )")) <= 0.5
+                   for f in fills), fills
+        assert t.cells.font.color is None and t.header.font.color is None
 
 
 def test_tag_table_escapes_typed_html():
     fig = P.tag_table(["<b>", "saw"], {"x": ["NOUN", "VERB"]})
-    assert fig.data[0].header.values[1] == "&lt;b&gt;"
+    assert fig.data[0].cells.values[0][0] == "&lt;b&gt;"
     big = P.tag_table(WORDS, {"x": list(GOLD)}, big=True)
     assert big.data[0].cells.font.size > fig.data[0].cells.font.size
 
@@ -83,6 +109,20 @@ def test_cost_figure_rows_carry_parameters_and_gaps():
     assert list(fig.data[0].y) == ["w3<br>20,937 parameters", "w39<br>168,393 parameters"]
     np.testing.assert_allclose(fig.data[0].x, [12.1, 29.2])
     np.testing.assert_allclose(fig.data[1].x, [5.2, 12.5])
+    assert not fig.data[0].error_x.visible
+
+
+def test_cost_figure_over_seeds_is_the_mean_with_the_spread():
+    gaps = {"w39": [[0.292, 0.125], [0.276, 0.109], [0.272, 0.130]]}  # [seeds, sizes]
+    fig = P.cost_figure({"w39": 168393}, (50, 200), gaps)
+    bar = fig.data[0]
+    np.testing.assert_allclose(bar.x, [(29.2 + 27.6 + 27.2) / 3])
+    err = bar.error_x
+    assert err.visible
+    np.testing.assert_allclose(err.array, [29.2 - bar.x[0]])
+    np.testing.assert_allclose(err.arrayminus, [bar.x[0] - 27.2])
+    assert list(bar.customdata) == ["29.2, 27.6, 27.2"]
+    assert "mean of 3 seeds" in fig.layout.xaxis.title.text
 
 
 def test_cosine_by_layer_plots_the_curves():

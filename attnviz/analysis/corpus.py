@@ -261,6 +261,30 @@ def _expand(template: tuple[str, ...], rng: random.Random, p_ambiguous: float,
     return Sentence(tuple(ws), tuple(ts))
 
 
+def vocabulary() -> frozenset[str]:
+    """Every word form the grammar can write (punctuation and "and" included)."""
+    return frozenset((*PRONOUNS, *DETERMINERS, *ADJECTIVES, *ADPOSITIONS, *AUXILIARIES,
+                      *PLAIN_NOUNS, *PLAIN_VERBS, *AMBIGUOUS, "and", ",", "."))
+
+
+def has_list(sentence: Sentence) -> bool:
+    """True when the sentence holds a list: an ambiguous word settled 2 or more words back (in
+    this grammar only the second and later words of a list of ambiguous words are)."""
+    return any(d is not None and d > 1 for d in deciding_distances(sentence))
+
+
+def samples(sentences: list[Sentence]) -> list[Sentence]:
+    """A few sentences that show what the grammar writes: the first plain one (no list, one
+    role per word), the first double-role one, the first noun list and the first verb list."""
+    def listed(s: Sentence, tag: str) -> bool:
+        return any(d is not None and d > 1 and t == tag
+                   for d, t in zip(deciding_distances(s), s.tags, strict=True))
+
+    kinds = (lambda s: not has_list(s) and not s.double_role, lambda s: s.double_role,
+             lambda s: listed(s, "NOUN"), lambda s: listed(s, "VERB"))
+    return [next(s for s in sentences if kind(s)) for kind in kinds]
+
+
 def max_words() -> int:
     """The longest sentence the grammar can write (every optional word present)."""
     np_len, list_len, tail = 3, 2 * max(LIST_SIZES) - 1, 1 + 3  # DET ADJ N; list; ADP NP

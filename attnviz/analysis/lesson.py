@@ -44,10 +44,11 @@ from attnviz.analysis.corpus import (
 from attnviz.i18n import N_, _
 
 __all__ = ["STEPS", "ZH_SENTENCES", "is_chinese", "lesson_words", "repeated_word",
-           "unknown_words", "FormRow", "Step", "cosine_per_layer", "cost_claim", "far_claim",
-           "form_table", "gold_tags", "max_abs_difference", "mlp_claim",
-           "model_description", "positions_claim", "receptive_fields", "repeated_ambiguous",
-           "roles_claim", "step_index", "token_positions", "top_key", "window_view"]
+           "unknown_words", "FormRow", "Step", "corpus_claim", "cosine_per_layer", "cost_claim",
+           "far_claim", "form_table", "gold_tags", "max_abs_difference", "mlp_claim",
+           "model_description", "parameters_claim", "positions_claim", "reach_claim",
+           "receptive_fields", "repeated_ambiguous", "roles_claim", "sink_claim",
+           "special_share", "step_index", "token_positions", "top_key", "window_view"]
 
 PAD_WORD = "·"  # what a window shows past either end of the sentence
 # The examples the lesson offers as its sentence: each repeats an ambiguous word (the far
@@ -55,8 +56,9 @@ PAD_WORD = "·"  # what a window shows past either end of the sentence
 SENTENCES: tuple[str, ...] = tuple(t for t in EXAMPLES if t not in FAR_PAIR)
 # Chinese examples: one character in two roles, as "saw" in the lecture. 上/下 are verbs
 # (go up/down) and then localisers (on/below the mountain); every character of the first two
-# is in the bundled model's vocabulary. The third is the lecture's own "I saw a saw" (锯 a
-# noun, then a verb), whose 锯 that vocabulary lacks: both copies are read as [UNK].
+# is in the bundled model's vocabulary. The third is this lesson's Chinese counterpart of "I
+# saw a saw" (锯 a noun, then a verb; the lecture notes do not have it), whose 锯 that
+# vocabulary lacks: both copies are read as [UNK].
 ZH_SENTENCES: tuple[str, ...] = ("我上山，山上有花。", "我下山，山下有河。", "我用锯锯木头。")
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _CJK_SPLIT = re.compile(f"[{_CJK}]|[^{_CJK}]+")
@@ -78,14 +80,15 @@ class Step:
 STEPS: tuple[Step, ...] = (
     Step("task", N_("The task: one tag per word"),
          N_("Part-of-speech tagging: one **tag** per word, as many outputs as inputs (PRON, VERB, "
-            "DET, NOUN, AUX, ...). The **gold** tags are the right answers, written by hand: "
-            "every tagger is scored against them."),
+            "DET, NOUN, AUX, ...). The **gold** tags are the right answers: every tagger is "
+            "scored against them."),
          N_("Tag each word of the sentence yourself, then reveal the gold tags."),
             ""),
     Step("per_word", N_("(a) A classifier that sees one word"),
          N_("Feed each word alone to one fully connected network: $y^i = f(x^i)$. Each tagger "
             "here learns from {n_train} tagged sentences and is scored on {n_test} **held-out** "
-            "ones: sentences it never saw while learning."),
+            "ones: sentences it never saw while learning. They are **synthetic**: a small "
+            "grammar writes them and their tags (below)."),
          N_("What will it say for the two *{word}*s?"),
          N_("Both *{word}*s are the same input $x$, so they **must** get the same output: "
             "one of the two is wrong.")),
@@ -115,8 +118,12 @@ STEPS: tuple[Step, ...] = (
          N_("Each word makes a query $q^i$, a key $k^i$, a value $v^i$: scores $\\alpha_{i,j} = "
             "q^i \\cdot k^j$, weights $\\alpha'_{i,j} = \\mathrm{softmax}_j(\\alpha_{i,j}/"
             "\\sqrt{d_k})$, outputs $b^i = \\sum_j \\alpha'_{i,j} v^j$. Shown: one head of "
-            "{model_name}, rows = queries $i$, columns = keys $j$."),
-         N_("Which word will the second *{word}* look at most?"),
+            "{model_name}, rows = queries $i$, columns = keys $j$. The model also reads two "
+            "tokens it adds itself, `[CLS]` before the sentence and `[SEP]` after it; a head "
+            "that finds nothing to look for in the sentence often rests most of its weight on "
+            "them (an *attention sink*)."),
+         N_("In the head shown, where will the second *{word}* put its largest weight: on a "
+            "word of the sentence, or on `[CLS]` or `[SEP]`?"),
             ""),
     Step("no_positions", N_("(c) Self-attention without positions"),
          N_("Tagger (c): two layers of self-attention (4 heads each) over the word vectors "
@@ -260,6 +267,14 @@ def max_abs_difference(hidden_states: np.ndarray, i: int, j: int) -> float:
     return float(np.abs(hidden_states[:, i] - hidden_states[:, j]).max())
 
 
+def special_share(weights: np.ndarray, columns: Sequence[int]) -> float:
+    """The share of attention weight on the key `columns` ([CLS], [SEP]): the sum of those
+    columns over every row (and every leading axis: layers, heads) divided by the sum of all
+    weights (each row sums to 1, so: divided by the number of rows)."""
+    w = np.asarray(weights, dtype=np.float64)
+    return float(w[..., list(columns)].sum() / w.sum())
+
+
 def top_key(weights_row: np.ndarray, tokens: list[str]) -> tuple[int, str, float]:
     """(position, token, weight) of the key a query's weight row puts most weight on."""
     j = int(np.argmax(weights_row))
@@ -297,6 +312,11 @@ class FormRow:
     predicted: str
 
     @property
+    def commoner_share(self) -> float:
+        """The share of its training copies that carry its most frequent tag."""
+        return max(self.train.values()) / sum(self.train.values())
+
+    @property
     def held_out_right(self) -> int:
         """Held-out copies the per-word tagger gets right (those whose gold is its tag)."""
         return self.held_out.get(self.predicted, 0)
@@ -313,26 +333,37 @@ def form_table(corpus: Corpus, predicted: Mapping[str, str],
 def mlp_claim(rows: Sequence[FormRow], ambiguous: float, baseline: float,
               best_possible: float) -> str:
     """Why the per-word tagger lands at or below the majority-tag baseline, with its numbers:
-    one tag per form, so at best each form's majority tag; the roles are close to evenly
-    split in training, so the tag it settles on for a form is close to a coin flip."""
+    one tag per form, so at best each form's majority tag; a two-role word's roles are close
+    to evenly split in training, so the tag it settles on is close to a coin flip; a word with
+    three roles (*can*: AUX, NOUN, VERB) is named with its counts, since its commoner share
+    is no coin flip between two."""
     minority = [r for r in rows if r.predicted != r.majority]
-    shares = [max(r.train.values()) / sum(r.train.values()) for r in rows]
+    two = [r for r in rows if len(r.train) == 2]
+    more = [r for r in rows if len(r.train) > 2]
     text = _("Held out it tags **{ambiguous}** of ambiguous words right. One tag per word can "
              "at best give each word its most frequent training tag: the **majority-tag "
-             "baseline**, {baseline} ({best} with the best tag for these very sentences). In "
-             "training each word's commoner role has only {low} to {high} of its copies, so the "
-             "tag it settles on is close to a coin flip").format(
-        ambiguous=pct(ambiguous), baseline=pct(baseline), best=pct(best_possible),
-        low=pct(min(shares)), high=pct(max(shares)))
+             "baseline**, {baseline} ({best} with the best tag for these very sentences).").format(
+        ambiguous=pct(ambiguous), baseline=pct(baseline), best=pct(best_possible))
+    if two:
+        shares = [r.commoner_share for r in two]
+        text += " " + _("For the words with two roles the commoner one has only {low} to "
+                        "{high} of a word's training copies, so the tag it settles on is close "
+                        "to a coin flip.").format(low=pct(min(shares)), high=pct(max(shares)))
+    for r in more:
+        counts = _(", ").join(f"{t} {n}" for t, n in sorted(r.train.items(),
+                                                              key=lambda x: -x[1]))
+        text += " " + _("*{word}* has {n} roles ({counts}): its commoner, {tag}, has "
+                        "{share}.").format(word=r.word, n=len(r.train), counts=counts,
+                                           tag=r.majority, share=pct(r.commoner_share))
     if not minority:
-        return text + _(": here it chose every word's majority tag, so it sits on the "
-                        "baseline.")
+        return text + " " + _("Here it chose every word's majority tag, so it sits on the "
+                              "baseline.")
     names = _(", ").join(f"*{r.word}*" for r in minority)
-    where = (_(": for {k} of {n} words ({names}) it chose the rarer tag, which puts it below "
+    where = (_("For {k} of {n} words ({names}) it chose the rarer tag, which puts it below "
                "the baseline.") if ambiguous < baseline else
-             _(": for {k} of {n} words ({names}) it chose the rarer tag, which puts it at the "
+             _("For {k} of {n} words ({names}) it chose the rarer tag, which puts it at the "
                "baseline."))
-    return text + where.format(k=len(minority), n=len(rows), names=names)
+    return text + " " + where.format(k=len(minority), n=len(rows), names=names)
 
 
 def double_role_claim(tagger: float) -> str:
@@ -350,44 +381,63 @@ def window_claim(double_role: float, mlp_double_role: float, ambiguous: float) -
                                              mlp=pct(mlp_double_role), ambiguous=pct(ambiguous))
 
 
-def far_claim(far: Mapping[int, float], baseline_far: float, n_far: int) -> str:
-    """Held-out accuracy of each window on the far words (deciding word 2+ words away)."""
-    parts = _(", ").join(f"{k}: **{pct(a)}**" for k, a in far.items())
-    return _("Held out, on {n} ambiguous words whose deciding word is 2 or more words back, "
-             "windows of {parts}. Majority tag per word: {baseline}.").format(
-        n=n_far, parts=parts, baseline=pct(baseline_far))
+def far_claim(n_far: int) -> str:
+    """The far words' accuracies are a table beside this sentence (views.lesson)."""
+    return _("Held out, on the {n} ambiguous words whose deciding word is 2 or more words "
+             "back:").format(n=n_far)
 
 
-def cost_claim(full: int, params: Mapping[str, int], far_wide: float,
-               sizes: Sequence[int], gap_wide: Sequence[float], gap_attention: Sequence[float],
+def cost_claim(full: int, params: Mapping[str, int], far_wide: float, sizes: Sequence[int],
+               seeds: Sequence[int], gap_wide: np.ndarray, gap_attention: np.ndarray,
                tolerance: float = 0.02) -> str:
-    """The widest window's accuracy and parameters, and its train/held-out gap against
-    self-attention's as the training set shrinks, with a verdict that follows the numbers:
-    'more' only where its gap exceeds attention's by more than `tolerance`."""
-    def gaps(g: Sequence[float]) -> str:
-        return ", ".join(f"{100 * x:.1f}" for x in g)
-
-    ratio = params["wide"] / params["attention"]
+    """The widest window's accuracy and parameters, then a verdict on overfitting that
+    follows the numbers of every seed: `gap_wide`, `gap_attention` are [seeds, sizes] train
+    minus held-out accuracy. At a size the wide window overfits more when its gap exceeds
+    self-attention's by more than `tolerance` in every seed, not more when it does so in no
+    seed; else the seeds disagree."""
+    gap_wide, gap_attention = np.asarray(gap_wide), np.asarray(gap_attention)
     text = _("Yes, **{far}** of far words held out, with **{wide:,}** parameters: {ratio:.1f} "
-             "times self-attention's {attention:,}. Training minus held-out accuracy, in "
-             "points, for {sizes} training sentences: window of {full} **{gap_wide}**, "
-             "self-attention + positions **{gap_attention}**. ").format(
-        far=pct(far_wide), wide=params["wide"], ratio=ratio, attention=params["attention"],
-        sizes=", ".join(map(str, sizes)), full=full, gap_wide=gaps(gap_wide),
-        gap_attention=gaps(gap_attention))
-    more = [n for n, w, a in zip(sizes, gap_wide, gap_attention, strict=True)
-            if w > a + tolerance]
-    if len(more) == len(sizes):
-        return text + _("The wide window overfits more at every size, as the lecture says.")
-    if more:
-        rest = [n for n in sizes if n not in more]
-        return text + _("With {more} sentences the wide window overfits more, as the lecture "
-                        "says; with {rest} it does not (the gaps are within {points:.0f} "
-                        "points, or self-attention's is larger).").format(
-            more=_(" and ").join(map(str, more)), rest=_(" and ").join(map(str, rest)),
-            points=100 * tolerance)
-    return text + _("Here the wide window does **not** overfit more than self-attention: this "
-                    "measurement does not show the lecture's claim.")
+             "times self-attention's {attention:,}. The table gives training minus held-out "
+             "accuracy on ambiguous words, in points, for seeds {seeds}: each seed writes its "
+             "own sentences and starts from its own weights.").format(
+        far=pct(far_wide), wide=params["wide"], ratio=params["wide"] / params["attention"],
+        attention=params["attention"], seeds=_(", ").join(map(str, seeds)))
+    more = gap_wide > gap_attention + tolerance  # [seeds, sizes]
+    groups = {"all": [n for k, n in enumerate(sizes) if more[:, k].all()],
+              "none": [n for k, n in enumerate(sizes) if not more[:, k].any()],
+              "some": [n for k, n in enumerate(sizes) if 0 < more[:, k].sum() < len(seeds)]}
+    join = lambda ns: _(" and ").join(map(str, ns))  # noqa: E731
+    if groups["all"]:
+        text += " " + _("With {sizes} training sentences the window of {full} overfits more "
+                        "than self-attention in every seed, as the lecture says.").format(
+            sizes=join(groups["all"]), full=full)
+    if groups["some"]:
+        text += " " + _("With {sizes} the seeds disagree.").format(sizes=join(groups["some"]))
+    if groups["none"]:
+        text += " " + _("With {sizes} it does not overfit more in any seed (the gaps are within "
+                        "{points:.0f} points, or self-attention's is larger).").format(
+            sizes=join(groups["none"]), points=100 * tolerance)
+    return text
+
+
+def parameters_claim(params: Mapping[str, int], gaps: Mapping[str, Sequence[float]],
+                     sizes: Sequence[int], labels: Mapping[str, str],
+                     tolerance: float = 0.02) -> str:
+    """Whether the mean gap grows with the parameter count, said as measured: '' when it
+    does at every size (taggers sorted by parameters, each gap at least the one before
+    less `tolerance`), else the size where it breaks most, with each tagger's numbers."""
+    order = sorted(gaps, key=lambda n: params[n])
+    worst, size = 0.0, None
+    for k in range(len(sizes)):
+        drops = [gaps[a][k] - gaps[b][k] for i, a in enumerate(order) for b in order[i + 1:]]
+        if max(drops) > tolerance and max(drops) > worst:
+            worst, size = max(drops), k
+    if size is None:
+        return ""
+    parts = _(", ").join(_("{name} ({params:,} parameters) {gap:.1f}").format(
+        name=labels[n], params=params[n], gap=100 * gaps[n][size]) for n in order)
+    return _("The gap does not follow the parameter count: with {n} sentences the mean gaps "
+             "are {parts} points.").format(n=sizes[size], parts=parts)
 
 
 def order_free_rule(sentences: Sequence[Sentence]) -> float:
@@ -415,15 +465,65 @@ def no_positions_claim(double_role: float, far: float, order_free: float) -> str
                                               order_free=pct(order_free))
 
 
-def positions_claim(near: float, far: float, double_role: float, params: int, wide: int,
-                    full: int, max_words: int) -> str:
-    """Tagger (d)'s held-out numbers and its parameters against the widest window's."""
+def positions_claim(near: float, far: float, double_role: float) -> str:
+    """Tagger (d)'s held-out numbers."""
     return _("Held out: **{near}** of ambiguous words whose deciding word is a neighbour, "
-             "**{far}** of those farther away, **{double_role}** of double-role words. "
-             "**{params:,}** parameters for any sentence up to {max_words} words; the window "
-             "of {full} has {wide:,} and covers {covers} words.").format(
-        near=pct(near), far=pct(far), double_role=pct(double_role), params=params,
-        max_words=max_words, full=full, wide=wide, covers=(full + 1) // 2)
+             "**{far}** of those farther away, **{double_role}** of double-role words.").format(
+        near=pct(near), far=pct(far), double_role=pct(double_role))
+
+
+def reach_claim(params: int, places: int, dim: int, longest: int, change: float,
+                wide: int, full: int) -> str:
+    """What (d)'s and the widest window's parameters buy, stated as they are: (d) has a table
+    of `places` position vectors ($d$ = `dim` numbers each), so it reads at most `places`
+    words; the training sentences have at most `longest` words, so the rows past them were
+    never trained (`change`: the largest change training made to them); the window is a
+    convolution and runs on any length but sees every word only of sentences up to
+    (full + 1) / 2 words."""
+    return _("Tagger (d) has **{params:,}** parameters, {table:,} of them its table of "
+             "{places} position vectors: it reads at most {places} words, and a longer limit "
+             "needs {dim} more parameters per place. The training sentences have at most "
+             "{longest} words, so the vectors of places {first} to {places} were never trained "
+             "({change}): (d) has been tested on sentences of up to "
+             "{longest} words only. The window of {full} has {wide:,} parameters; a "
+             "convolution runs on a sentence of any length, but it sees every word only of "
+             "sentences up to {covers} words (also tested up to {longest}). The table: what "
+             "each needs to see every word of a longer sentence.").format(
+        params=params, table=places * dim, places=places, dim=dim, longest=longest,
+        first=longest + 1, full=full, wide=wide, covers=(full + 1) // 2,
+        change=_("training left them exactly as they started") if change == 0 else
+        _("training changed them by at most {change:.2g}").format(change=change))
+
+
+def sink_claim(top: str, top_weight: float, row_share: float, all_share: float,
+               word_md: str, label: str) -> str:
+    """The attention step's answer: where the second copy puts its largest weight in the
+    head shown, its weight on [CLS]/[SEP], and that share over every layer, head and row."""
+    return _("The second *{word}* ({label}) puts its largest weight, **{w:.3f}**, on *{top}*; "
+             "**{row}** of its weight in this head is on `[CLS]` and `[SEP]`. Over every layer, "
+             "head and word of this sentence, **{all}** of the weight is on those two.").format(
+        word=word_md, label=label, w=top_weight, top=top, row=pct(row_share),
+        all=pct(all_share))
+
+
+def corpus_claim(n_forms: int, n_sentences: int, n_train: int, lists: float,
+                 double_role: float, longest: int, farthest: int,
+                 ambiguous: Sequence[str]) -> str:
+    """What the taggers' sentences are: synthetic, why, and what that does and does not
+    show (analysis.corpus; the shares are counted on the training split)."""
+    return _("**Where the sentences come from.** No real tagged text is used: a small grammar "
+             "of {forms} word forms (analysis/corpus.py) writes all {total} sentences and "
+             "their gold tags, {longest} words at most. It is built to isolate one thing, how "
+             "far back the word that decides a role lies. {n_amb} words ({words}) fill both "
+             "noun and verb slots; {lists} of the {train} training sentences hold a list such "
+             "as *i can duck , fish and fly*, where only the word before the list decides, up "
+             "to {farthest} words back; {double} use one word in two roles, as often in one as in "
+             "the other. So the results compare what each kind of tagger can *see*; they are not "
+             "accuracies on real English, which has far more words and cues and longer "
+             "sentences. A few of the training sentences:").format(
+        forms=n_forms, total=n_sentences, longest=longest, n_amb=len(ambiguous),
+        words=", ".join(f"*{w}*" for w in ambiguous), lists=pct(lists), train=n_train,
+        double=pct(double_role), farthest=farthest)
 
 
 def bert_claim(with_positions: float, without: float, word_md: str) -> str:

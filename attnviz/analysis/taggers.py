@@ -34,6 +34,7 @@ for the same number of optimizer steps and reports train and held-out accuracy.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable
@@ -145,14 +146,15 @@ class AttentionLayer(nn.Module):
 
 
 class AttentionTagger(nn.Module):
-    """(c)/(d) word vectors (+ learned position vectors p_i when `with_positions`), then
+    """(c)/(d) word vectors (+ learned position vectors p_i when `with_positions`: a table of
+    `max_words` rows, one per place, so the longest input it reads is `max_words` words), then
     blocks."""
 
     def __init__(self, n_words: int, n_tags: int, dim: int, layers: int, heads: int,
-                 with_positions: bool) -> None:
+                 with_positions: bool, max_words: int = MAX_WORDS) -> None:
         super().__init__()
         self.embed = nn.Embedding(n_words, dim, padding_idx=0)
-        self.position_embeddings = nn.Embedding(MAX_WORDS, dim) if with_positions else None
+        self.position_embeddings = nn.Embedding(max_words, dim) if with_positions else None
         self.blocks = nn.ModuleList(AttentionLayer(dim, heads) for _ in range(layers))
         self.ln = nn.LayerNorm(dim)
         self.out = nn.Linear(dim, n_tags)
@@ -275,6 +277,7 @@ class Trained:
     models: dict[str, nn.Module]
     losses: dict[str, list[float]]
     seconds: dict[str, float] = field(default_factory=dict)
+    kept: str | None = None  # the file they were read from (None: trained in this process)
 
     @property
     def total_seconds(self) -> float:
@@ -457,9 +460,41 @@ def tagger_weights(model: AttentionTagger, corpus: Corpus, ws: list[str]) -> np.
     return w[0].numpy()
 
 
+# ---------------------------------------------------------------- cost and reach
+def cost_by_length(corpus: Corpus, settings: Settings, lengths: tuple[int, ...]) -> dict:
+    """What it takes to see every word of a sentence of L words, for each L in `lengths`:
+    {"window": [parameters of a window tagger of width 2 L - 1], "attention_pos": [parameters
+    of tagger (d) with a table of L position vectors]}, counted on the built (untrained)
+    modules of this corpus' vocabulary and the settings' sizes."""
+    out: dict[str, list[int]] = {"window": [], "attention_pos": []}
+    v, t, d = len(corpus.vocab), len(corpus.tags), settings.dim
+    with seeded(settings.seed):
+        for n in lengths:
+            out["window"].append(parameters(WindowTagger(v, t, d, 2 * n - 1)))
+            out["attention_pos"].append(parameters(AttentionTagger(
+                v, t, d, settings.layers, settings.heads, True, max_words=n)))
+    return out
+
+
+def untrained_positions(model: AttentionTagger, corpus: Corpus,
+                        settings: Settings) -> tuple[int, int, float]:
+    """(places the position table has, the longest training sentence in words, the largest
+    change training made to any row past it). A row past the longest training sentence is
+    never added to a word, gets no gradient, and Adam leaves it where it started: the change
+    is 0.0, so those places are untested."""
+    table = model.position_embeddings.weight.detach()
+    with seeded(settings.seed):  # the weights as train_one built them, before any step
+        start = build("attention_pos", corpus, settings).position_embeddings.weight.detach()
+    longest = max(len(s.words) for s in corpus.train)
+    change = float((table[longest:] - start[longest:]).abs().max()) if longest < len(table) \
+        else 0.0
+    return len(table), longest, change
+
+
 # ---------------------------------------------------------------- overfitting
-SWEEP_NAMES: tuple[str, ...] = ("window3", window_name(FULL_WIDTH), "attention_pos")
+SWEEP_NAMES: tuple[str, ...] = ("window3", "window9", window_name(FULL_WIDTH), "attention_pos")
 SWEEP_SIZES: tuple[int, ...] = (50, 200, 1600)  # training sentences (the full split: 1600)
+SWEEP_SEEDS: tuple[int, ...] = (0, 1, 2)
 
 
 @dataclass(frozen=True)
@@ -522,6 +557,199 @@ def overfitting(settings: Settings = Settings(), sizes: tuple[int, ...] = SWEEP_
         held[name].append(evaluate(model, sub).ambiguous)
     return Sweep(sizes, steps, {k: tuple(v) for k, v in train.items()},
                  {k: tuple(v) for k, v in held.items()}, time.perf_counter() - start)
+
+
+@dataclass(frozen=True)
+class Sweeps:
+    """The overfitting sweep once per seed (`runs[k]` for `seeds[k]`): each seed draws its own
+    corpus, initial weights and batches, so the spread shows how much of a gap is chance."""
+
+    seeds: tuple[int, ...]
+    runs: tuple[Sweep, ...]
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        return self.runs[0].sizes
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(self.runs[0].train)
+
+    @property
+    def seconds(self) -> float:
+        return float(sum(r.seconds for r in self.runs))
+
+    def gaps(self, name: str) -> np.ndarray:
+        """[seeds, sizes] train minus held-out accuracy on ambiguous words."""
+        return np.array([r.gap(name) for r in self.runs], dtype=np.float64)
+
+    def mean_gap(self, name: str) -> tuple[float, ...]:
+        return tuple(float(x) for x in self.gaps(name).mean(0))
+
+
+def overfitting_seeds(settings: Settings = Settings(), seeds: tuple[int, ...] = SWEEP_SEEDS,
+                      progress: Progress | None = None, trained: Trained | None = None,
+                      sizes: tuple[int, ...] = SWEEP_SIZES,
+                      names: tuple[str, ...] = SWEEP_NAMES) -> Sweeps:
+    """`overfitting` for `settings` with each seed in `seeds` (the other settings kept);
+    `trained` (train_all of one of these settings) is reused for its own seed."""
+    runs = []
+    for k, seed in enumerate(seeds):
+        s = dataclasses.replace(settings, seed=seed)
+
+        def report(frac: float, msg: str, k: int = k, seed: int = seed) -> None:
+            if progress is not None:
+                progress((k + frac) / len(seeds), f"seed {seed}: {msg}")
+
+        runs.append(overfitting(s, sizes, names, report,
+                                trained if trained is not None and trained.settings == s
+                                else None))
+    return Sweeps(tuple(seeds), tuple(runs))
+
+
+def sweeps_to_json(sw: Sweeps) -> dict:
+    """Plain JSON values (floats written exactly: json writes each float's repr)."""
+    return {"seeds": list(sw.seeds), "runs": [
+        {"sizes": list(r.sizes), "steps": r.steps, "seconds": r.seconds,
+         "train": {k: list(v) for k, v in r.train.items()},
+         "held_out": {k: list(v) for k, v in r.held_out.items()}} for r in sw.runs]}
+
+
+def sweeps_from_json(data: dict) -> Sweeps:
+    return Sweeps(tuple(int(s) for s in data["seeds"]), tuple(
+        Sweep(tuple(r["sizes"]), int(r["steps"]), {k: tuple(v) for k, v in r["train"].items()},
+              {k: tuple(v) for k, v in r["held_out"].items()}, float(r["seconds"]))
+        for r in data["runs"]))
+
+
+# ---------------------------------------------------------------- kept on disk
+KEPT_FORMAT = 1  # what save_trained writes; a change makes every kept file stale
+KEPT_SOURCES = ("analysis/corpus.py", "analysis/taggers.py", "analysis/seeding.py",
+                "engine/attention.py")  # the code a trained tagger's weights depend on
+
+
+def kept_key(settings: Settings, what: str = "taggers") -> str:
+    """A digest of everything trained weights depend on: the settings, the code that builds,
+    trains and feeds the taggers (KEPT_SOURCES), the versions of torch and NumPy. The same key
+    means the same training, so the same weights bit for bit."""
+    import hashlib
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256(json.dumps([KEPT_FORMAT, what, dataclasses.asdict(settings),
+                                   torch.__version__, np.__version__]).encode())
+    for name in KEPT_SOURCES:
+        h.update(name.encode() + b"\0" + (root / name).read_bytes())
+    return h.hexdigest()[:24]
+
+
+def kept_path(folder, settings: Settings, what: str = "taggers"):
+    """Where `what` ("taggers": a .pt of state dicts; "sweeps": a .json) for `settings` is
+    kept in `folder`."""
+    from pathlib import Path
+
+    ext = "pt" if what == "taggers" else "json"
+    return Path(folder) / f"lesson-{what}-{kept_key(settings, what)}.{ext}"
+
+
+def _write_atomic(path, write: Callable) -> None:
+    """write(tmp) into a new file beside `path`, then renamed over it (never half a file)."""
+    import os
+    import tempfile
+    from pathlib import Path
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".lesson-", suffix=".tmp")
+    os.close(fd)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def save_trained(tr: Trained, folder) -> None:
+    """Keep trained taggers in `folder` (kept_path): their weights, losses and times."""
+    data = {"format": KEPT_FORMAT, "key": kept_key(tr.settings),
+            "models": {k: m.state_dict() for k, m in tr.models.items()},
+            "losses": {k: list(map(float, v)) for k, v in tr.losses.items()},
+            "seconds": {k: float(v) for k, v in tr.seconds.items()}}
+    _write_atomic(kept_path(folder, tr.settings), lambda tmp: torch.save(data, tmp))
+
+
+def load_trained(folder, settings: Settings) -> Trained | None:
+    """The taggers save_trained kept for `settings` (read without pickle's code:
+    weights_only), or None when there are none or the file does not fit them."""
+    path = kept_path(folder, settings)
+    if not path.is_file():
+        return None
+    try:
+        data = torch.load(path, map_location="cpu", weights_only=True)
+        if data.get("format") != KEPT_FORMAT or data.get("key") != kept_key(settings):
+            return None
+        corpus = make_corpus(settings.n_sentences, settings.seed)
+        models = {}
+        for name, state in data["models"].items():
+            with seeded(settings.seed):
+                models[name] = build(name, corpus, settings)
+            models[name].load_state_dict(state, strict=True)
+            models[name].eval()
+        return Trained(corpus, settings, models, {k: list(v) for k, v in data["losses"].items()},
+                       dict(data["seconds"]), kept=str(path))
+    except Exception:  # noqa: BLE001 - an unreadable or foreign file: train again
+        return None
+
+
+def kept_or_trained(settings: Settings, folder=None, progress: Progress | None = None,
+                    names: tuple[str, ...] = tuple(NAMES)) -> Trained:
+    """The taggers kept in `folder` for `settings`, else train_all (then kept there). A
+    folder that cannot be written only means training next time too."""
+    if folder is not None:
+        tr = load_trained(folder, settings)
+        if tr is not None and tuple(tr.models) == tuple(names):
+            return tr
+    tr = train_all(settings, progress, names)
+    if folder is not None:
+        try:
+            save_trained(tr, folder)
+        except OSError:
+            pass
+    return tr
+
+
+def kept_or_swept(settings: Settings, folder=None, progress: Progress | None = None,
+                  trained: Trained | None = None) -> Sweeps:
+    """overfitting_seeds for `settings` (SWEEP_SEEDS), kept in `folder` as JSON."""
+    import json
+
+    path = kept_path(folder, settings, "sweeps") if folder is not None else None
+    if path is not None and path.is_file():
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if data.get("key") == kept_key(settings, "sweeps"):
+                return sweeps_from_json(data)
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+    sw = overfitting_seeds(settings, progress=progress, trained=trained)
+    if folder is not None:
+        try:
+            save_sweeps(sw, folder, settings)
+        except OSError:
+            pass
+    return sw
+
+
+def save_sweeps(sw: Sweeps, folder, settings: Settings) -> None:
+    """Keep the sweeps for `settings` in `folder` (kept_path(..., "sweeps")) as JSON."""
+    import json
+    from pathlib import Path
+
+    data = {**sweeps_to_json(sw), "key": kept_key(settings, "sweeps")}
+    _write_atomic(kept_path(folder, settings, "sweeps"),
+                  lambda tmp: Path(tmp).write_text(json.dumps(data), encoding="utf-8"))
 
 
 def _scores_json(sc: Scores) -> dict:

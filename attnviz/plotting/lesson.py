@@ -1,8 +1,9 @@
 """Figures of the "I saw a saw" lesson (the lecture's example): tags, receptive fields,
 accuracies by distance, parameters and overfitting, cosines.
 
-Every word label is HTML-escaped and made unique by position ('saw #1', 'saw #3'), so the
-two saws never merge on a categorical axis. `big=True` is the projector size: large type in
+Every word label is HTML-escaped and made unique by position ('saw #2', 'saw #4': words
+counted from 1, as the lecture's a^1..a^4), so the two saws never merge on a categorical axis
+and read alike on every page. `big=True` is the projector size: large type in
 the text, the tick labels, the legend and the titles, not only in the colour bar.
 """
 
@@ -16,11 +17,9 @@ import plotly.graph_objects as go
 from ..i18n import N_, _
 from .common import (
     ACCURACY_SCALE,
-    CELL_TEXT,
     FONT,
     MASK_SCALE,
     ORDERED_SHADES,
-    TABLE_FILLS,
     Grid,
     axis_labels,
     category_colour,
@@ -30,7 +29,11 @@ from .common import (
 )
 from .common import NEUTRAL as GREY
 
-RIGHT, WRONG, NEUTRAL = TABLE_FILLS["right"], TABLE_FILLS["wrong"], TABLE_FILLS["neutral"]
+# Translucent tints of the palette's blue (right) and orange (wrong) over the page's own
+# background, and the theme's text colour: a table that reads in the light and the dark theme.
+RIGHT, WRONG = "rgba(0, 114, 178, 0.30)", "rgba(230, 159, 0, 0.45)"
+NEUTRAL, HEADER = "rgba(128, 128, 128, 0.12)", "rgba(128, 128, 128, 0.28)"
+TABLE_LINE = "rgba(128, 128, 128, 0.45)"
 HIDDEN = "?"  # a tag the class predicts before it is revealed
 METRICS = (("near", N_("neighbour<br>decides")), ("far", N_("decided 2+<br>words back")),
            ("double_role", N_("double-role<br>words")))  # column labels of the accuracy grid
@@ -42,12 +45,6 @@ SMALL, LARGE = 14, 22  # font sizes: screen, projector
 
 def _size(big: bool) -> int:
     return LARGE if big else SMALL
-
-
-def _cell_font(fills: list[list[str]], size: int) -> dict:
-    """Dark text on the pale fills, legible in either theme (the theme's own text colour is
-    white in dark mode). Right or wrong is also read by comparing with the gold row."""
-    return dict(size=size, color=[[CELL_TEXT] * len(col) for col in fills])
 
 
 def _font(big: bool) -> dict:
@@ -79,39 +76,63 @@ def projector(fig: go.Figure, big: bool) -> go.Figure:
     return fig
 
 
+def word_labels(words: Sequence[str]) -> list[str]:
+    """Each word as a table shows it, escaped: a word that occurs once bare, a repeated one
+    with its number (engine.token_labels: counted from 1, as the lecture's a^1..a^4), so the
+    two saws of "I saw a saw" read 'saw #2' and 'saw #4'."""
+    labels = axis_labels(list(words))
+    return [label if list(words).count(w) > 1 else escape(w)
+            for w, label in zip(words, labels, strict=True)]
+
+
+ROWS_AS_WORDS = 3  # a table of at most this many tag rows turns: one row per word
+
+
 def tag_table(words: Sequence[str], rows: Mapping[str, Sequence[str]],
               gold: Sequence[str] | None = None, big: bool = False,
               title: str | None = None, first_width: float = 2.6) -> go.Figure:
-    """A table: one column per word, one row per tagger; blue = gold tag, orange = wrong.
+    """A table of tags: blue = gold tag, orange = wrong, grey = "?" (HIDDEN: not revealed).
 
-    `rows` maps a tagger's name to its tags; `gold` (when known) is shown as the first row.
-    A tag "?" (HIDDEN) is not revealed yet and stays grey. `first_width`: the name column's
-    width relative to a word column.
+    `rows` maps a tagger's name to its tags; `gold` (when known) comes first. With at most
+    ROWS_AS_WORDS of them the table has one row per word (narrow: it fits a phone's width);
+    with more, one column per word and one row per tagger. `layout.meta["words_as_rows"]`
+    says which. The fills are translucent tints and the text takes the theme's colour, so
+    the table reads in the light and the dark theme. `first_width`: the name column's width
+    relative to a tag column.
     """
-    labels = ["", *[escape(w) for w in words]]
     names = ([_("gold")] if gold is not None else []) + list(rows)
     tag_rows = ([list(gold)] if gold is not None else []) + [list(t) for t in rows.values()]
-    cells = [[escape(n) for n in names]] + [[r[i] for r in tag_rows] for i in range(len(words))]
-    colours = [[NEUTRAL] * len(names)]
-    for i in range(len(words)):
-        col = []
-        for r in tag_rows:
-            if gold is None or r[i] == HIDDEN or gold[i] == HIDDEN:
-                col.append(NEUTRAL)
-            else:
-                col.append(RIGHT if r[i] == gold[i] else WRONG)
-        colours.append(col)
+    fills = []  # [tag row][word]
+    for r in tag_rows:
+        fills.append([NEUTRAL if gold is None or r[i] == HIDDEN or gold[i] == HIDDEN
+                      else RIGHT if r[i] == gold[i] else WRONG for i in range(len(words))])
+    heads = word_labels(words)
     size = _size(big)
+    turned = len(names) <= ROWS_AS_WORDS
+    if turned:  # one row per word: columns = the word, then each tag row
+        header = ["", *[escape(n) for n in names]]
+        cells = [heads, *tag_rows]
+        colours = [[NEUTRAL] * len(words), *fills]
+        widths = [1.4] + [first_width * 0.7] * len(names)
+        n_rows = len(words)
+    else:  # one column per word
+        header = ["", *heads]
+        cells = [[escape(n) for n in names]] + [[r[i] for r in tag_rows]
+                                                for i in range(len(words))]
+        colours = [[NEUTRAL] * len(names)] + [[f[i] for f in fills] for i in range(len(words))]
+        widths = [first_width] + [1] * len(words)
+        n_rows = len(names)
+    line = dict(color=TABLE_LINE, width=1)
     return go.Figure(data=[dict(
-        type="table", columnwidth=[first_width] + [1] * len(words),
-        header=dict(values=labels, fill_color=TABLE_FILLS["header"],
-                    font=dict(size=size, weight="bold", color=CELL_TEXT),
-                    height=int(size * 2.2)),
-        cells=dict(values=cells, fill_color=colours, font=_cell_font(colours, size),
-                   height=int(size * 2.1), align=["left"] + ["center"] * len(words)),
+        type="table", columnwidth=widths,
+        header=dict(values=header, fill_color=HEADER, line=line,
+                    font=dict(size=size, weight="bold"), height=int(size * 2.2)),
+        cells=dict(values=cells, fill_color=colours, line=line, font=dict(size=size),
+                   height=int(size * 2.1), align=["left"] + ["center"] * (len(cells) - 1)),
     )], layout=dict(
         title=title, font=_font(big), margin=dict(l=5, r=5, t=40 if title else 5, b=5),
-        height=int(size * 2.2 * (len(names) + 1) + (60 if title else 20))))
+        meta={"words_as_rows": turned},
+        height=int(size * 2.2 * (n_rows + 1) + (60 if title else 20))))
 
 
 def far_table(labels: Sequence[str], gold: Sequence[str], tags: Mapping[str, Sequence[str]],
@@ -125,13 +146,12 @@ def far_table(labels: Sequence[str], gold: Sequence[str], tags: Mapping[str, Seq
         colours.append([NEUTRAL if x == HIDDEN else RIGHT if x == g else WRONG
                         for x, g in zip(t, gold, strict=True)])
     size = _size(big)
+    line = dict(color=TABLE_LINE, width=1)
     return go.Figure(data=[dict(
         type="table", columnwidth=[2.2, 1] + [1] * len(tags),
-        header=dict(values=["", _("gold"), *[escape(k) for k in tags]],
-                    fill_color=TABLE_FILLS["header"],
-                    font=dict(size=size, weight="bold", color=CELL_TEXT),
-                    height=int(size * 2.2)),
-        cells=dict(values=cols, fill_color=colours, font=_cell_font(colours, size),
+        header=dict(values=["", _("gold"), *[escape(k) for k in tags]], fill_color=HEADER,
+                    line=line, font=dict(size=size, weight="bold"), height=int(size * 2.2)),
+        cells=dict(values=cols, fill_color=colours, line=line, font=dict(size=size),
                    height=int(size * 2.1), align=["left"] + ["center"] * (len(tags) + 1)),
     )], layout=dict(font=_font(big), margin=dict(l=5, r=5, t=5, b=5),
                     height=int(size * 2.2 * (len(labels) + 1) + 20)))
@@ -218,29 +238,41 @@ def accuracy_grid(scores: Mapping[str, object], baseline: Mapping[str, float] | 
 
 
 def cost_figure(parameters: Mapping[str, int], sizes: Sequence[int],
-                gaps: Mapping[str, Sequence[float]], big: bool = False) -> go.Figure:
+                gaps: Mapping[str, Sequence], big: bool = False) -> go.Figure:
     """One row per tagger (the keys of `gaps`, labelled with its number of parameters): its
     training minus held-out accuracy on ambiguous words (points) when trained on each number
-    of sentences in `sizes`, one bar per size: how much it overfits."""
+    of sentences in `sizes`, one bar per size: how much it overfits. A tagger's gaps are
+    [sizes] (one run) or [seeds, sizes]: the bar is then the mean over the seeds and its
+    whisker runs from the smallest to the largest seed's gap."""
     names = list(gaps)
+    runs = {n: np.atleast_2d(np.asarray(gaps[n], dtype=np.float64)) * 100 for n in names}
+    n_seeds = runs[names[0]].shape[0]
     rows = [escape(n) + "<br>" + _("{count} parameters").format(count=f"{parameters[n]:,}")
             for n in names]
     shades = ORDERED_SHADES
     data = []
     for k, n in enumerate(sizes):
-        vals = [100 * float(gaps[name][k]) for name in names]
+        mean = [float(runs[name][:, k].mean()) for name in names]
+        low = [m - float(runs[name][:, k].min()) for m, name in zip(mean, names, strict=True)]
+        high = [float(runs[name][:, k].max()) - m for m, name in zip(mean, names, strict=True)]
+        spread = ("<br>" + _("seeds: %{customdata}")) if n_seeds > 1 else ""
         data.append(dict(
-            type="bar", orientation="h", y=rows, x=vals, name=_("{n} sentences").format(n=n),
-            marker=dict(color=shades[k % len(shades)]), text=[f"{v:.1f}" for v in vals],
+            type="bar", orientation="h", y=rows, x=mean, name=_("{n} sentences").format(n=n),
+            marker=dict(color=shades[k % len(shades)]), text=[f"{v:.1f}" for v in mean],
             textposition="outside", textfont=dict(size=_size(big) - 2), cliponaxis=False,
             constraintext="none",
+            error_x=dict(type="data", array=high, arrayminus=low, visible=n_seeds > 1,
+                         color=GREY, thickness=1.5, width=4),
+            customdata=[", ".join(f"{g:.1f}" for g in runs[name][:, k]) for name in names],
             hovertemplate="%{y}<br>" + _("{n} training sentences: %{{x:.1f}} points").format(n=n)
-                          + "<extra></extra>"))
-    values = [100 * float(v) for gap in gaps.values() for v in gap]
+                          + spread + "<extra></extra>"))
+    values = [float(v) for r in runs.values() for v in r.ravel()]
     return projector(go.Figure(data=data, layout=dict(
         barmode="group", bargap=0.25, font=_font(big),
-        height=(115 if big else 100) * len(names) + 150,
-        xaxis=dict(title=dict(text=_("training minus held-out (points)")),
+        height=(80 if big else 90) * len(names) + 140,
+        xaxis=dict(title=dict(text=_("training minus held-out (points), mean of {n} seeds")
+                              .format(n=n_seeds) if n_seeds > 1
+                              else _("training minus held-out (points)")),
                    range=[min(0.0, min(values) - 0.15 * max(values)) - 1,
                           1.2 * max(values) + 3]),
         yaxis=dict(autorange="reversed", automargin=True),

@@ -18,11 +18,13 @@ import streamlit as st
 
 from attnviz.analysis import lesson, taggers
 from attnviz.i18n import _
+from attnviz.settings import settings as app_settings
 from attnviz.views.lesson import Numbers, numbers_of
 
 from . import style
 from .cache import cached
-from .progress import with_progress
+from .progress import throttled, with_progress
+from .worklist import LONG_WORK, heavy_turn
 
 SEEDS: tuple[int, ...] = (0, 1, 2)
 EPOCHS: tuple[int, ...] = (3, taggers.Settings.epochs, 12)
@@ -33,12 +35,37 @@ BACK_KEYS = ("PageUp",)  # besides the Back button's own Left
 
 
 # ------------------------------------------------------------------ numbers
+def kept_folder():
+    """Where trained taggers and sweeps are kept between runs (the app's cache folder)."""
+    return app_settings().cache_path / "lesson"
+
+
 def trained_taggers(settings: taggers.Settings) -> taggers.Trained:
-    """The trained taggers for `settings`; trains them (with a progress bar) on first use."""
+    """The trained taggers for `settings`: read from the cache folder when a run kept them
+    (same settings and code: the same weights bit for bit), else trained here with a
+    progress bar and kept there; once per settings per server."""
     return with_progress("taggers", settings, _(
         "Training {n} taggers on the CPU (once per settings, shared by every visitor)..."
     ).format(n=len(taggers.NAMES)),
-                         lambda progress: taggers.train_all(settings, progress))
+                         lambda progress: taggers.kept_or_trained(settings, kept_folder(),
+                                                                  progress))
+
+
+def retrain_live(settings: taggers.Settings) -> tuple[taggers.Trained, bool]:
+    """Train the taggers again here, with a progress bar, whatever is kept: (the new
+    taggers, whether every weight equals the ones the page shows, bit for bit)."""
+    import torch
+
+    shown = trained_taggers(settings)
+    with heavy_turn(_("Training again"), LONG_WORK):
+        bar = st.progress(0.0, text=_("Training again..."))
+        again = taggers.train_all(settings, throttled(lambda f, msg: bar.progress(
+            min(1.0, max(0.0, f)), text=msg)))
+        bar.empty()
+    same = all(torch.equal(a, b) for k in shown.models for a, b in zip(
+        shown.models[k].state_dict().values(), again.models[k].state_dict().values(),
+        strict=True))
+    return again, same
 
 
 def numbers(settings: taggers.Settings) -> Numbers:
@@ -48,16 +75,16 @@ def numbers(settings: taggers.Settings) -> Numbers:
                   lambda: numbers_of(trained_taggers(settings)))
 
 
-def sweep(settings: taggers.Settings) -> taggers.Sweep:
-    """The overfitting sweep for `settings` (retrained on smaller training sets), once per
-    server, with a progress bar."""
-    def compute(progress) -> taggers.Sweep:
-        return taggers.overfitting(settings, progress=progress,
-                                   trained=trained_taggers(settings))
+def sweep(settings: taggers.Settings) -> taggers.Sweeps:
+    """The overfitting sweep for `settings` and each of taggers.SWEEP_SEEDS (retrained on
+    smaller training sets), once per server, kept in the cache folder, with a progress bar."""
+    def compute(progress) -> taggers.Sweeps:
+        return taggers.kept_or_swept(settings, kept_folder(), progress,
+                                     trained=trained_taggers(settings))
 
-    return with_progress("results", ("lesson_sweep", settings),
-                         _("Retraining on smaller training sets (once per settings)..."),
-                         compute)
+    return with_progress("results", ("lesson_sweeps", settings), _(
+        "Retraining on smaller training sets, seeds {seeds} (once per settings)...").format(
+        seeds=", ".join(map(str, taggers.SWEEP_SEEDS))), compute)
 
 
 # ------------------------------------------------------------------ settings
@@ -74,7 +101,17 @@ def settings_widgets() -> taggers.Settings:
                                 bind="query-params", required=True)
     epochs = st.segmented_control(_("Epochs"), EPOCHS, default=taggers.Settings.epochs,
                                   key="lesson_epochs", bind="query-params", required=True)
-    return settings_from(seed, epochs)
+    settings = settings_from(seed, epochs)
+    st.caption(_("Trained taggers are kept on the server's disk: the same settings give the "
+                 "same numbers, bit for bit. Train them again to watch it happen."))
+    if st.button(_("Train again now"), key="lesson_retrain", icon=":material/replay:"):
+        again, same = retrain_live(settings)
+        (st.success if same else st.warning)((
+            _("Trained again in {s:.1f} s: every weight equals the taggers shown, bit for "
+              "bit.") if same else
+            _("Trained again in {s:.1f} s: some weights differ from the taggers shown."))
+            .format(s=again.total_seconds))
+    return settings
 
 
 # ------------------------------------------------------------------ steps

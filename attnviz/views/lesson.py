@@ -20,10 +20,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import plotting
+from ..analysis import corpus as corpora
 from ..analysis import lesson, taggers
 from ..analysis.corpus import EXAMPLES, FAR_PAIR, Sentence, deciding_distances, max_words, words
 from ..engine import TraceRequest
-from ..export.html import Heading, Markdown
+from ..engine.trace import token_labels
+from ..export.html import Heading, Markdown, Table
 from ..i18n import N_, _
 from ..plotting import lesson as plots
 from .common import bert_like, literal, numbers, shown_name, why_not_bert_like
@@ -121,7 +123,7 @@ class Lesson:
     settings: taggers.Settings
     trained: taggers.Trained | None
     numbers: Numbers | None
-    sweep: Callable[[], taggers.Sweep]
+    sweep: Callable[[], taggers.Sweeps | taggers.Sweep]
     ws: list[str]
     word: str | None  # the sentence's first repeated ambiguous word
     unknown: list[str] = field(default_factory=list)
@@ -212,6 +214,8 @@ def text(v: Lesson, shown: bool) -> list[Part]:
             + ("" if shown else " " + _("*(Answer ▶ reveals it.)*")))))
     if shown and s.reveal:
         out.append(Part("answer", Markdown(lesson.fill(_(s.reveal), word_md, **f))))
+    if s.key == "per_word" and v.trained is not None:
+        out += corpus_parts(v.trained.corpus)
     return out
 
 
@@ -252,7 +256,36 @@ def per_word(v: Lesson) -> list[Part]:
     return [Part("notes", Markdown(lesson.mlp_claim(forms, mlp.ambiguous, base["train_majority"],
                                                     base["best_possible"]) + " "
                                    + lesson.double_role_claim(mlp.double_role))),
-            Part("main", plots.receptive_field(v.ws, seen, v.big), "lesson_fig_fields")]
+            Part("main", plots.receptive_field(v.ws, seen, v.big), "lesson_fig_fields"),
+            Part("page", forms_table(forms))]
+
+
+def forms_table(rows: list[lesson.FormRow]) -> Table:
+    """Each ambiguous word: its roles in training, its commoner role's share, the one tag
+    the per-word tagger gives it, and how many held-out copies that tag gets right."""
+    return Table({
+        _("word"): [r.word for r in rows],
+        _("training copies by tag"): [", ".join(f"{t} {n}" for t, n in sorted(
+            r.train.items(), key=lambda x: -x[1])) for r in rows],
+        _("commoner tag's share"): [lesson.pct(r.commoner_share) for r in rows],
+        _("tag (a) gives"): [r.predicted for r in rows],
+        _("held-out copies right"): [f"{r.held_out_right} / {sum(r.held_out.values())}"
+                                     for r in rows]})
+
+
+def corpus_parts(corpus) -> list[Part]:
+    """What the taggers' sentences are (synthetic: analysis.corpus) and a few of them."""
+    train = corpus.train
+    shown = corpora.samples(train)
+    farthest = max(d for s in train for d in deciding_distances(s) if d is not None)
+    return [Part("page", Markdown(lesson.corpus_claim(
+                len(corpora.vocabulary()), len(train) + len(corpus.test), len(train),
+                sum(map(corpora.has_list, train)) / len(train),
+                sum(s.double_role for s in train) / len(train),
+                max(len(s.words) for s in (*train, *corpus.test)), farthest,
+                corpus.ambiguous))),
+            Part("page", Table({_("training sentence"): [s.text for s in shown],
+                                _("gold tags"): [" ".join(s.tags) for s in shown]}))]
 
 
 def window(v: Lesson) -> list[Part]:
@@ -274,9 +307,12 @@ def far_tags(v: Lesson) -> dict[str, list[str]]:
 def far(v: Lesson) -> list[Part]:
     num, windows = v.numbers, [taggers.window_name(w) for w in taggers.WIDTHS]
     counts = {d: n for d, _, n in num.scores["window3"].by_distance}
-    return [Part("notes", Markdown(lesson.far_claim({w: num.scores[n].far for w, n in zip(
-                taggers.WIDTHS, windows, strict=True)}, num.baseline["far"],
-                num.scores["window3"].n_far))),
+    return [Part("notes", Markdown(lesson.far_claim(num.scores["window3"].n_far))),
+            Part("notes", Table({
+                "": [label(n) for n in windows] + [_("majority tag per word")],
+                _("held-out accuracy on far words"): [lesson.pct(num.scores[n].far)
+                                                      for n in windows]
+                + [lesson.pct(num.baseline["far"])]})),
             Part("main", plots.far_table([_("(1) nouns: fly"), _("(2) verbs: fly")],
                                          [EXAMPLES[t][-1] for t in FAR_PAIR], far_tags(v),
                                          v.big), "lesson_fig_far_pair"),
@@ -285,16 +321,43 @@ def far(v: Lesson) -> list[Part]:
                 num.baseline["by_distance"], counts, v.big), "lesson_fig_distance")]
 
 
+def as_sweeps(sw: taggers.Sweeps | taggers.Sweep, seed: int = 0) -> taggers.Sweeps:
+    """One seed's Sweep as Sweeps (a caller that ran the sweep for one seed only)."""
+    return sw if isinstance(sw, taggers.Sweeps) else taggers.Sweeps((seed,), (sw,))
+
+
+def sweep_table(sw: taggers.Sweeps) -> Table:
+    """Training minus held-out accuracy (points): one row per tagger, one column per training
+    size, each cell the mean over the seeds with the smallest and largest seed's gap."""
+    cols = {_("tagger"): [label(n, short=True) for n in sw.names]}
+    for k, size in enumerate(sw.sizes):
+        cells = []
+        for n in sw.names:
+            g = 100 * sw.gaps(n)[:, k]
+            cells.append(f"{g.mean():.1f} ({g.min():.1f} … {g.max():.1f})" if len(g) > 1
+                         else f"{g[0]:.1f}")
+        cols[_("{n} sentences").format(n=size)] = cells
+    return Table(cols)
+
+
 def cost(v: Lesson) -> list[Part]:
-    num, sw = v.numbers, v.sweep()
+    num, sw = v.numbers, as_sweeps(v.sweep(), v.settings.seed)
     params = {"wide": num.parameters[WIDE], "attention": num.parameters["attention_pos"]}
+    means = {n: sw.mean_gap(n) for n in sw.names}
+    verdict = lesson.parameters_claim({n: num.parameters[n] for n in sw.names}, means, sw.sizes,
+                                      {n: label(n, short=True) for n in sw.names})
     return [Part("notes", Markdown(lesson.cost_claim(
-                taggers.FULL_WIDTH, params, num.scores[WIDE].far, sw.sizes, sw.gap(WIDE),
-                sw.gap("attention_pos")))),
+                taggers.FULL_WIDTH, params, num.scores[WIDE].far, sw.sizes, sw.seeds,
+                sw.gaps(WIDE), sw.gaps("attention_pos")) + (" " + verdict if verdict else ""))),
             Part("main", plots.cost_figure(
-                {label(n, short=True): num.parameters[n] for n in sw.train}, sw.sizes,
-                {label(n, short=True): sw.gap(n) for n in sw.train}, v.big),
-                "lesson_fig_cost")]
+                {label(n, short=True): num.parameters[n] for n in sw.names}, sw.sizes,
+                {label(n, short=True): sw.gaps(n) for n in sw.names}, v.big),
+                "lesson_fig_cost"),
+            Part("page", Markdown(_("Training minus held-out accuracy (points): the mean of "
+                                    "seeds {seeds}, and in brackets the smallest and largest "
+                                    "seed's.").format(seeds=", ".join(map(str, sw.seeds))),
+                                  "caption")),
+            Part("page", sweep_table(sw))]
 
 
 def real_model_refused(v: Lesson, what: str) -> list[Part]:
@@ -314,10 +377,12 @@ def attention(v: Lesson, layer: int = 0, head: int = 0) -> list[Part]:
     twins = lesson.token_positions(t.tokens, v.word) if v.word else []
     out = []
     if len(twins) > 1:
-        j, tok, w = lesson.top_key(t.weights[layer, head, twins[1]], t.tokens)
-        out.append(Part("notes", Markdown(_(
-            "The second *{word}* (token {i}) puts its largest weight, **{w:.3f}**, on *{token}* "
-            "(token {j}).").format(word=v.word_md, i=twins[1], w=w, token=literal(tok), j=j))))
+        names = token_labels(list(t.tokens))
+        j, _tok, w = lesson.top_key(t.weights[layer, head, twins[1]], t.tokens)
+        sinks = [i for i, tok in enumerate(t.tokens) if tok in ("[CLS]", "[SEP]")]
+        out.append(Part("notes", Markdown(lesson.sink_claim(
+            literal(names[j]), w, lesson.special_share(t.weights[layer, head, twins[1]], sinks),
+            lesson.special_share(t.weights, sinks), v.word_md, literal(names[twins[1]])))))
     out.append(Part("main", plots.projector(plotting.attention_heatmap(
         t.weights[layer, head], t.tokens, "weights",
         _("layer {layer}, head {head}: weights α′").format(layer=layer, head=head)), v.big),
@@ -356,14 +421,31 @@ def no_positions(v: Lesson) -> list[Part]:
     return [*out, tagger_heads(v, "attention")]
 
 
+REACH_LENGTHS = (10, 20, 40, 80)  # sentence lengths of the cost table (positions step)
+
+
+def reach_table(v: Lesson) -> Table:
+    """Parameters each needs to see every word of a sentence of L words, counted on built
+    models (taggers.cost_by_length)."""
+    cost = taggers.cost_by_length(v.trained.corpus, v.settings, REACH_LENGTHS)
+    return Table({_("sentence length L (words)"): list(REACH_LENGTHS),
+                  _("window of 2L−1: parameters"): [f"{n:,}" for n in cost["window"]],
+                  _("(d) with L places: parameters"): [f"{n:,}"
+                                                       for n in cost["attention_pos"]]})
+
+
 def positions(v: Lesson) -> list[Part]:
     d, num = v.numbers.scores["attention_pos"], v.numbers
-    return [Part("notes", Markdown(lesson.positions_claim(
-                d.near, d.far, d.double_role, num.parameters["attention_pos"],
-                num.parameters[WIDE], taggers.FULL_WIDTH, taggers.MAX_WORDS))),
+    places, longest, change = taggers.untrained_positions(
+        v.trained.models["attention_pos"], v.trained.corpus, v.settings)
+    return [Part("notes", Markdown(lesson.positions_claim(d.near, d.far, d.double_role))),
             Part("main", plots.accuracy_grid(
                 {label(k, short=True): s for k, s in num.scores.items()}, num.baseline, v.big),
                 "lesson_fig_accuracy"),
+            Part("page", Markdown(lesson.reach_claim(
+                num.parameters["attention_pos"], places, v.settings.dim, longest, change,
+                num.parameters[WIDE], taggers.FULL_WIDTH))),
+            Part("page", reach_table(v)),
             tagger_heads(v, "attention_pos")]
 
 
@@ -391,8 +473,12 @@ def next_steps(v: Lesson) -> list[Part]:
     tr = v.trained
     return [Part("page", plots.loss_curves({label(k, short=True): x for k, x in tr.losses.items()},
                                            v.big), "lesson_fig_loss"),
-            Part("page", Markdown(_("Training time (s) on this server, taken while it served "
-                                    "other work: {times}; total {total:.1f}").format(
+            Part("page", Markdown((_(
+                "These taggers were read from the server's disk, kept by an earlier run with "
+                "the same settings and code. Their training took (s): {times}; total "
+                "{total:.1f}") if tr.kept else _(
+                "Training time (s) on this server, taken while it served other work: {times}; "
+                "total {total:.1f}")).format(
                 times=", ".join(f"{label(k)} {x:.1f}" for k, x in tr.seconds.items()),
                 total=tr.total_seconds), "caption"))]
 
