@@ -59,6 +59,8 @@ def head_view(ctx: ui.Context, text_b: str) -> None:
     head = c2.selectbox(_("Head"), range(ta.n_heads), key="cmp_head", bind="query-params")
     wa, wb, diff = aligned_difference(ta.weights[layer, head], tb.weights[layer, head], pairs)
     toks = [ta.tokens[i] for i, _ in pairs]
+    # each aligned token's number in A, as every label has it (engine.token_labels: saw #2)
+    number = [ta.labels[i].rsplit(" #", 1)[1] for i, _ in pairs]
     render(Markdown(f"A: {literal(ctx.text)}  \nB: {literal(text_b)}  \n" + _(
         "{k} aligned tokens of {a} in A and {b} in B.").format(k=len(pairs), a=ta.n_tokens,
                                                               b=tb.n_tokens)))
@@ -67,12 +69,12 @@ def head_view(ctx: ui.Context, text_b: str) -> None:
         render(Markdown(_("Largest change: query {q} (#{qi} in A) reading key {k} (#{ki} in "
                           "A): {a:.3f} in A, {b:.3f} in B. Rows sum to less than 1: keys that "
                           "are not aligned are left out.").format(
-            q=literal(toks[big[0]]), qi=pairs[big[0]][0], k=literal(toks[big[1]]),
-            ki=pairs[big[1]][0], a=wa[big], b=wb[big]), "caption"))
+            q=literal(toks[big[0]]), qi=number[big[0]], k=literal(toks[big[1]]),
+            ki=number[big[1]], a=wa[big], b=wb[big]), "caption"))
     render(ui.cached_figure(("cmp_fig", ta.key, tb.key, layer, head), lambda: (
         compare_figure(wa, wb, diff, toks, (
             _("A, layer {layer} head {head}").format(layer=layer, head=head),
-            _("B, same head"), "A - B")))), key="cmp_fig")
+            _("B, same head"), "A - B"), labels=[ta.labels[i] for i, _ in pairs]))), key="cmp_fig")
     whole = aligned_difference(ta.weights, tb.weights, pairs)[2]
     render(Markdown(_("Mean |A - B| over the aligned pairs, per layer (all heads):") + " "
                     + _(", ").join(_("layer {i}: {v:.3f}").format(i=i, v=v) for i, v in

@@ -83,7 +83,9 @@ def one_score(ctx: ui.Context) -> None:
         names = merge_tokens(t.tokens, groups)
         render(Markdown(_("The word {word} ({n} piece(s)) reads:").format(
             word=literal(names[word]), n=len(groups[word])), "caption"))
-        render(Table({_("word"): [f"{w} #{g[0]}" for w, g in zip(names, groups, strict=True)],
+        # a word carries its first piece's number, as every label does (saw #2; [CLS] #0)
+        number = [labels[g[0]].rsplit(" #", 1)[1] for g in groups]
+        render(Table({_("word"): [f"{w} #{k}" for w, k in zip(names, number, strict=True)],
                       weight: row}), column_config={
             weight: st.column_config.NumberColumn(format="%.6f")})
 

@@ -60,7 +60,7 @@ def fields_tab(ctx: ui.Context) -> None:
                       lambda: receptive.all_fields(model, ids, segments, token, w))
     render(ui.cached_figure(("win_fields", *key), lambda: view.fields_figure(f, toks, token, w)),
            key="win_fields")
-    render(view.fields_note(model.n_layers, f, len(toks), token, w))
+    render(view.fields_note(model.n_layers, f, len(toks), token, w, toks))
     render(view.fields_download(toks, f), key="win_dl_r")
 
 

@@ -1,13 +1,12 @@
 """AppTest of Compare two sentences: the three panels come from analysis.compare."""
 
-import json
 
 import numpy as np
 import pytest
 
 from attnviz.analysis.compare import align_tokens, aligned_difference
 from tests.apptest import open_page
-from tests.plotly_json import decode
+from tests.plotly_json import decode, figures
 from tests.test_ui_recorder import assert_file_holds_the_screen
 
 
@@ -22,10 +21,12 @@ def test_aligned_panels(at, model):
     at.selectbox(key="cmp_head").set_value(9).run()
     pairs = align_tokens(ta.tokens, tb.tokens)
     wa, wb, d = aligned_difference(ta.weights[4, 9], tb.weights[4, 9], pairs)
-    fig = json.loads(at.get("plotly_chart")[0].proto.spec)
+    fig = figures(at)[0]
     heat = [tr for tr in fig["data"] if tr["type"] == "heatmap"]
     for tr, ref in zip(heat, (wa, wb, d), strict=True):
         np.testing.assert_allclose(decode(tr["z"]), ref, atol=1e-7)
+        # the aligned tokens carry A's numbers, as every label does ([CLS] #0, saw #2)
+        assert tr["x"] == ["[CLS] #0", "i #1", "saw #2", "a #3", "[SEP] #5"]
     assert any("5 aligned tokens" in m.value for m in at.markdown)
     assert_file_holds_the_screen(at)
     assert at.get("download_button")

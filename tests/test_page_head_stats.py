@@ -1,6 +1,5 @@
 """AppTest of head statistics, rollout and flow: heatmaps, table and maps from the analysis."""
 
-import json
 
 import numpy as np
 import pytest
@@ -9,6 +8,7 @@ from attnviz.analysis.flow import attention_flow
 from attnviz.analysis.head_stats import STATS, head_stats
 from attnviz.analysis.rollout import rollout
 from attnviz.analysis.words import words_view
+from tests import plotly_json as pj
 from tests.apptest import open_page
 from tests.plotly_json import decode
 
@@ -19,7 +19,7 @@ def at():
 
 
 def charts(at):
-    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    return pj.figures(at)
 
 
 def test_default_sentence(at, model):
@@ -84,14 +84,14 @@ def test_flow_beyond_its_cap_says_so(at):
 def test_pair_512_and_refused_folder(at):
     at.session_state["pair"] = "It cut the wood"
     at.run()
-    assert not at.exception and len(at.get("plotly_chart")) == 2
+    assert not at.exception and len(pj.charts(at)) == 2
     at.session_state["pair"] = ""
     at.session_state["text"] = "saw, " * 300
     at.run()
     assert not at.exception and any("dropped" in w.value for w in at.warning)
     at.session_state["hs_tab"] = "Rollout and flow"
     at.run()
-    assert not at.exception and len(at.get("plotly_chart")[0].proto.spec) < 5_000_000
+    assert not at.exception and len(pj.specs(at)[0]) < 5_000_000
     at.session_state["model_dir"] = "/nonexistent"
     at.run()
     assert not at.exception and any("refused" in w.value for w in at.warning)

@@ -1,10 +1,10 @@
 """AppTest of the neuron view: panels and the numbers table come from the trace."""
 
-import json
 
 import numpy as np
 import pytest
 
+from tests import plotly_json as pj
 from tests.apptest import open_page
 from tests.plotly_json import decode
 from tests.test_ui_recorder import assert_file_holds_the_screen
@@ -16,7 +16,7 @@ def at():
 
 
 def panels(at, i):
-    return {tr.get("name"): tr for tr in json.loads(at.get("plotly_chart")[i].proto.spec)["data"]}
+    return {tr.get("name"): tr for tr in pj.figures(at)[i]["data"]}
 
 
 def test_default_sentence_numbers(at, model):
@@ -41,7 +41,7 @@ def test_default_sentence_numbers(at, model):
 def test_pair_and_512_tokens(at, model):
     at.session_state["pair"] = "It cut the wood"
     at.run()
-    assert not at.exception and len(at.get("plotly_chart")) == 2
+    assert not at.exception and len(pj.charts(at)) == 2
     at.session_state["text"] = "saw " * 600
     at.session_state["pair"] = ""
     at.run()
@@ -55,7 +55,7 @@ def test_refused_model_folder(at):
     at.run()
     assert not at.exception
     assert any("refused" in w.value for w in at.warning)
-    assert len(at.get("plotly_chart")) == 2
+    assert len(pj.charts(at)) == 2
 
 
 def test_word_level_weights(at, model):
@@ -72,12 +72,12 @@ def test_word_level_weights(at, model):
     figures = CACHES["figures"]
     assert all(("en", (name, t.key, 0, 0, query)) in figures for name in ("ins_scores",
                                                                           "ins_values"))
-    misses, specs = figures.misses, [c.proto.spec for c in at.get("plotly_chart")]
+    misses, specs = figures.misses, pj.specs(at)
     at.toggle(key="ins_words").set_value(True).run()
     assert not at.exception
     # same trace, head and query: the two figures are the cached ones, not built again
     assert figures.misses == misses
-    assert [c.proto.spec for c in at.get("plotly_chart")][:2] == specs
+    assert pj.specs(at)[:2] == specs
     groups = word_groups(t.word_pieces)
     word = next(u for u, g in enumerate(groups) if query in g)
     table = at.dataframe[1].value

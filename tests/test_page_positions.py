@@ -9,6 +9,7 @@ import torch.nn.functional as F
 
 from attnviz.analysis import positions as P
 from attnviz.analysis.common import rounding_tolerance
+from tests import plotly_json as pj
 from tests.apptest import open_page
 from tests.plotly_json import decode, figures_all_tabs
 
@@ -135,7 +136,7 @@ def test_blank_input_shows_a_message(at, text):
     at.session_state["text"] = text
     at.run()
     assert not at.exception
-    assert at.info and not at.get("plotly_chart")
+    assert at.info and not pj.charts(at)
 
 
 def test_one_word_and_html_are_handled(at):

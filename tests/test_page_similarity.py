@@ -1,7 +1,6 @@
 """AppTest of Why are two sentences similar?: the cosine, the completeness line and the bars
 come from analysis.attribution (checked against HF in test_analysis_attribution)."""
 
-import json
 
 import numpy as np
 import pytest
@@ -9,6 +8,7 @@ import pytest
 from attnviz.analysis.attribution import DEFAULT_STEPS, attribute, pooled_importance
 from attnviz.analysis.flow import attention_flow
 from attnviz.analysis.occlusion import occlude
+from tests import plotly_json as pj
 from tests.apptest import open_page
 from tests.plotly_json import decode
 from tests.test_ui_recorder import assert_file_holds_the_screen
@@ -27,7 +27,7 @@ def test_numbers_from_the_analysis(at, model):
     text = " ".join(m.value for m in at.markdown)
     assert f"completeness gap **{res.gap('a'):.3%}** (within 1%)" in text
     assert f"completeness gap **{res.gap('b'):.3%}** (within 1%)" in text
-    bars_a, occ_a, bars_b, occ_b = (json.loads(c.proto.spec) for c in at.get("plotly_chart"))
+    bars_a, occ_a, bars_b, occ_b = pj.figures(at)
     names = [tr["name"] for tr in bars_a["data"]]
     assert names == ["integrated gradients", "gradient × input", "raw attention (last layer)",
                      "rollout", "flow"]
@@ -61,7 +61,7 @@ def test_the_mask_blank_gives_its_own_credits(at, model):
     text = " ".join(m.value for m in at.markdown)
     assert f"blanked = {res.score:.5f} - {res.baseline_a:.5f}" in text
     assert f"completeness gap **{res.gap('a'):.3%}** (within 1%)" in text
-    bars_a = json.loads(at.get("plotly_chart")[0].proto.spec)
+    bars_a = pj.figures(at)[0]
     np.testing.assert_allclose(decode(bars_a["data"][0]["customdata"]), res.ig_a, atol=1e-6)
     assert np.abs(res.ig_a - pad.ig_a).max() > 1e-2  # another blank, other credits
 
@@ -106,7 +106,7 @@ def check_the_prepared_side(model, monkeypatch, a):
     assert not at.exception
     assert len(paths) == 1  # A's path only
     assert at.metric[0].value == f"{res.score:.4f}"
-    bars_a, _, bars_b, _ = (json.loads(c.proto.spec) for c in at.get("plotly_chart"))
+    bars_a, _, bars_b, _ = pj.figures(at)
     np.testing.assert_allclose(decode(bars_b["data"][0]["customdata"]), res.ig_b, atol=1e-6)
     np.testing.assert_allclose(decode(bars_b["data"][1]["customdata"]), res.gxi_b, atol=1e-6)
     np.testing.assert_allclose(decode(bars_a["data"][0]["customdata"]), res.ig_a, atol=1e-6)

@@ -1,6 +1,5 @@
 """AppTest of the windows page: every figure's numbers come from the engine and analysis."""
 
-import json
 
 import numpy as np
 import pytest
@@ -10,6 +9,7 @@ from attnviz.analysis import cost as cost_mod
 from attnviz.analysis import receptive as rf
 from attnviz.analysis import windows as win
 from attnviz.engine import window_mask
+from tests import plotly_json as pj
 from tests.apptest import APP, open_page
 from tests.plotly_json import decode, figures_all_tabs
 
@@ -109,7 +109,7 @@ def test_context_tab_states_both_masks_and_the_sink(model):
     assert f"removes **{(a - b) / (1 - b):.0%}** of the drop" in text
     assert any("outside its training distribution" in c.value for c in at.caption)
     at.toggle(key="win_keep").set_value(False).run()  # the plain window becomes the solid one
-    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    spec = pj.figures(at)[0]
     main = [d for d in spec["data"] if d["line"]["dash"] == "solid"]
     np.testing.assert_allclose(decode(main[0]["y"])[1], b, atol=1e-6)
 
@@ -151,7 +151,7 @@ def test_blank_input_shows_a_message(text):
     at.session_state["text"] = text
     at.run()
     assert not at.exception
-    assert at.info and not at.get("plotly_chart")
+    assert at.info and not pj.charts(at)
 
 
 def test_sentence_without_repeats_and_html(at):
@@ -160,7 +160,7 @@ def test_sentence_without_repeats_and_html(at):
     assert not at.exception and not at.error
     assert any("appears twice" in i.value for i in at.info)
     open_tab(at, 0)
-    spec = at.get("plotly_chart")[0].proto.spec
+    spec = pj.specs(at)[0]
     assert "<b>" not in spec and "&lt; #1" in spec
 
 

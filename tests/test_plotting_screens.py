@@ -86,3 +86,50 @@ def test_stats_colour_bars_stand_beside_their_own_panels(weights, tokens):
             xd = layout[tr.xaxis.replace("x", "xaxis")].domain
             yd = layout[tr.yaxis.replace("y", "yaxis")].domain
             assert not (yd[0] <= bar.y <= yd[1] and xd[0] - 0.02 <= bar.x <= xd[1] + 0.02)
+
+
+def test_compare_colour_bars_lie_under_their_own_panels(weights, tokens):
+    from attnviz.plotting.compare import compare_figure
+
+    w = weights[0, :6, :6]
+    labels = ["[CLS] #0", "i #1", "saw #2", "a #3", "saw #4", "[SEP] #5"]
+    fig = compare_figure(w, w * 0.5, w * 0.5, ["[CLS]", "i", "saw", "a", "saw", "[SEP]"],
+                         ("A", "B", "A - B"), labels=labels)
+    layout = fig.layout
+    weights_bar, diff_bar = layout.coloraxis.colorbar, layout.coloraxis2.colorbar
+    assert weights_bar.orientation == diff_bar.orientation == "h"
+    assert weights_bar.y < 0 and diff_bar.y < 0
+    assert weights_bar.x == layout.xaxis.domain[0]  # under panels A and B
+    assert diff_bar.x == layout.xaxis3.domain[0]  # under the difference
+    assert list(fig.data[0].x) == labels and {"saw #2", "saw #4"} <= set(layout.xaxis.ticktext)
+
+
+def test_inside_one_score_names_both_saws():
+    from attnviz.plotting.neuron import score_steps, value_steps
+
+    rng = np.random.default_rng(0)
+    nb = {k: rng.random(shape) for k, shape in (
+        ("q", (4,)), ("keys", (6, 4)), ("products", (6, 4)), ("scores", (6,)),
+        ("scaled", (6,)), ("weights", (6,)), ("values", (6, 4)), ("weighted", (6, 4)),
+        ("output", (4,)))}
+    toks = ["[CLS]", "i", "saw", "a", "saw", "[SEP]"]
+    for fig in (score_steps(nb, toks, 2), value_steps(nb, toks, 2)):
+        text = list(fig.layout.yaxis.ticktext)
+        assert "saw #2" in text and "saw #4" in text and "saw" not in text
+
+
+def test_window_masks_off_cells_are_not_a_light_slab_on_the_dark_theme():
+    """The off cells are a translucent grey over the plot's background (either theme's),
+    never an opaque near-white; the on cells the palette's blue."""
+    import re
+
+    from attnviz.plotting.common import OKABE_ITO
+    from attnviz.plotting.windows import masks_and_weights
+
+    m = np.tril(np.ones((6, 6), bool))
+    fig = masks_and_weights(["[CLS]", "i", "saw", "a", "saw", "[SEP]"], {"causal": m},
+                            {"causal": m / m.sum(1, keepdims=True)})
+    scale = [tuple(stop) for stop in fig.data[0].colorscale]
+    off, on = scale[0][1], scale[-1][1]
+    alpha = re.fullmatch(r"rgba\(\s*(\d+),\s*(\d+),\s*(\d+),\s*([\d.]+)\)", off)
+    assert alpha and float(alpha.group(4)) <= 0.3 and on == OKABE_ITO[0]

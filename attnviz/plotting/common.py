@@ -53,6 +53,11 @@ CELL_TEXT = "#1A1A1A"  # text on the pale table fills below, whatever the theme'
 TABLE_FILLS = {  # pale tints: right = the palette's blue, wrong = its orange (plus bold text)
     "right": "#CDE4F4", "wrong": "#F9D9B0", "neutral": "#EEF1F6", "header": "#DDE3EE"}
 MASK_SCALE = [[0.0, "#EEF1F6"], [0.5, "#EEF1F6"], [0.5, OKABE_ITO[0]], [1.0, OKABE_ITO[0]]]
+# A mask's "off" cells in either theme: a translucent grey over the plot's own background (light
+# grey on white, dark grey on the dark theme's near-black), "on" the palette's blue.
+MASK_OFF = "rgba(128, 128, 128, 0.22)"
+MASK_SCALE_THEMED = [[0.0, MASK_OFF], [0.5, MASK_OFF], [0.5, OKABE_ITO[0]],
+                     [1.0, OKABE_ITO[0]]]
 ACCURACY_SCALE = "Blues"  # sequential (ColorBrewer) for shares in percent
 ORDERED_SHADES = ("#FDD0A2", "#FD8D3C", "#D94801", "#7F2704")  # an ordered series (Oranges)
 INFLUENCE_SCALE = "Magma"  # sequential, perceptually uniform (log influence)

@@ -19,7 +19,7 @@ import plotly.graph_objects as go
 
 from attnviz.i18n import _
 
-from .common import FONT, SCORES_SCALE, WEIGHTS_SCALE, Grid, axis_labels
+from .common import FONT, SCORES_SCALE, WEIGHTS_SCALE, Grid, axis_labels, tick_labels
 
 TEXT_MAX_KEYS = 40  # print numbers in the per-key columns up to this many keys
 
@@ -107,7 +107,7 @@ def score_steps(numbers: dict, tokens: list[str], query: int, indices=None,
     for c, name in enumerate([_("keys k<sup>j</sup>"), _("q ∘ k<sup>j</sup> (elementwise)"),
                               _("q·k<sup>j</sup> (sum)"), f"÷ √{d}", "softmax w<sub>j</sub>"], 1):
         g.xaxis(2, c)["title"] = dict(text=name)
-    return _finish(g, labels, title)
+    return _finish(g, labels, title, tokens, indices)
 
 
 def value_steps(numbers: dict, tokens: list[str], query: int, indices=None,
@@ -124,15 +124,16 @@ def value_steps(numbers: dict, tokens: list[str], query: int, indices=None,
     g.xaxis(2, 3)["title"] = dict(text=_(
         "output o = Σ<sub>j</sub> w<sub>j</sub> v<sup>j</sup> of {token} (the column sums "
         "above)").format(token=labels[query]))
-    return _finish(g, labels, title)
+    return _finish(g, labels, title, tokens, indices)
 
 
-def _finish(g: Grid, labels: list[str], title: str) -> go.Figure:
-    """The axes every panel shares, then the figure, validated once."""
+def _finish(g: Grid, labels: list[str], title: str, tokens: list[str],
+            indices=None) -> go.Figure:
+    """The axes every panel shares, then the figure, validated once. A repeated token keeps
+    its number on the axis ('saw #2', 'saw #4'), a token seen once shows bare; past 50 tokens
+    every k-th is named with its number (common.tick_labels)."""
     n = len(labels)
-    step = max(1, -(-n // 50))
-    tickvals = labels[::step]
-    ticktext = [lab.rsplit(" #", 1)[0] for lab in tickvals]
+    tickvals, ticktext = tick_labels(tokens, max_ticks=50, indices=indices, labels=labels)
     for r in range(1, g.rows + 1):
         for c in range(1, g.cols + 1):
             g.yaxis(r, c).update(type="category", autorange="reversed",

@@ -20,7 +20,7 @@ from attnviz.i18n import N_, _
 from .common import (
     FONT,
     INFLUENCE_SCALE,
-    MASK_SCALE,
+    MASK_SCALE_THEMED,
     NEUTRAL,
     OKABE_ITO,
     ON_IMAGE,
@@ -71,13 +71,14 @@ def masks_and_weights(
         + [_("weights: {name}").format(name=k) for k in names],
     )
     labels = axis_labels(list(tokens))
-    tv, tt = tick_labels(list(tokens))
+    tv, tt = tick_labels(list(tokens), max_ticks=24)  # a panel is a third of the width
     category = dict(type="category", categoryorder="array", categoryarray=labels, tickvals=tv,
                     ticktext=tt)
     for c, name in enumerate(names, start=1):
         m = np.asarray(masks[name], dtype=np.float32)
         g.add(dict(
-            type="heatmap", z=m, x=labels, y=labels, colorscale=MASK_SCALE, zmin=0, zmax=1,
+            type="heatmap", z=m, x=labels, y=labels, colorscale=MASK_SCALE_THEMED, zmin=0,
+            zmax=1,
             showscale=False,
             hovertemplate=f"{name}<br>" + _("query %{y}<br>key %{x}<br>may attend = %{z}")
             + "<extra></extra>",
@@ -163,7 +164,8 @@ def receptive_fields(
         g.add(dict(
             type="scatter", x=[token], y=[0], mode="markers",
             marker=dict(symbol="x", size=10, color=ON_IMAGE, line=dict(width=1, color=NEUTRAL)),
-            name=_("output token t = {token} #{t}").format(token=escape(tokens[token]), t=token),
+            name=_("output token t = {token} #{t}").format(  # its number as on every label
+                token=escape(tokens[token]), t=axis_labels(tokens)[token].rsplit(" #", 1)[1]),
             legendgroup="t",
             showlegend=c == 1, hoverinfo="skip",
         ), 1, c)

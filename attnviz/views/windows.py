@@ -20,6 +20,7 @@ from ..analysis import cost, receptive
 from ..analysis import windows as win
 from ..analysis.common import special_mask
 from ..engine import TraceRequest
+from ..engine.trace import START_TOKENS
 from ..export.html import Heading, Markdown, Table
 from ..i18n import N_, _
 from ..plotting import windows as plots
@@ -111,11 +112,20 @@ def fields_figure(f: dict, toks: list[str], token: int, w: int):
                              "r a fixed random unit vector (blank = exactly 0)"))
 
 
-def fields_note(depth: int, f: dict, n: int, token: int, w: int) -> Markdown:
+def fields_note(depth: int, f: dict, n: int, token: int, w: int,
+                toks: list[str] | None = None) -> Markdown:
+    """The fields' reach in the tokens' numbers (engine.token_labels of `toks`: [CLS] #0,
+    words from 1; positions when `toks` is not given)."""
     measured = {k: receptive.field_extent(v)[-1] for k, v in f.items()}
     a, b = receptive.field_extent(receptive.analytic_field("window", n, depth, token, w))[-1]
+    shift = 0 if toks is None or (toks and toks[0] in START_TOKENS) else 1
+
+    def number(p: int) -> int:  # clamped ends of the analytic field may lie outside
+        return int(p) + shift
+    a, b = number(a), number(b)
     reach = _(", ").join(_("{kind} reaches #{lo}..#{hi}").format(
-        kind=plots.field_title(k, w), lo=lo, hi=hi) for k, (lo, hi) in measured.items())
+        kind=plots.field_title(k, w), lo=number(lo), hi=number(hi))
+        for k, (lo, hi) in measured.items())
     return Markdown(_(
         "At depth {depth}: {reach}. Analytic field of the window and of the CNN (kernel 2w + 1): "
         "t ± l·w = #{a}..#{b}. The gradients are taken along r, one fixed random unit vector, so "
