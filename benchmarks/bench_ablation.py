@@ -4,7 +4,10 @@ forward hooks on Hugging Face's eager BertModel: one forward pass per head, and 
 12 heads in one batch (each sequence of the batch zeroes its own head).
 
 Medians at 16, 64 and 128 tokens, bundled model, CPU (and CUDA when present); the last column
-is the largest difference between the attnviz map and the hooks' map.
+is the largest difference between the attnviz map and the hooks' map. A second table times the
+rest of the page at the same lengths: one head removed (its trace, every head's weight
+differences, each token's cosine), the map beside Clark et al.'s statistics, a layer's attention
+removed, the pruning curve and patching.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from .bench_engine import random_ids
 from .report import Table, rows_table, show
 
 LENGTHS = (16, 64, 128)
-COST = "about a minute on a 2-core CPU"
+COST = "about two minutes on a 2-core CPU"
 
 
 def median_s(fn, repeats: int) -> tuple[float, object]:
@@ -97,6 +100,39 @@ def run(device: str = "cpu", repeats: int = 3) -> list[dict]:
     return rows
 
 
+def run_page(device: str = "cpu", repeats: int = 3) -> list[dict]:
+    """The page's other work, timed on the same random ids (patching: one run, it is the
+    slowest)."""
+    model = attnviz.load_model(device=device)
+    rng = np.random.default_rng(0)
+    rows = []
+    for n in LENGTHS:
+        ids = random_ids(rng, n)
+        request = TraceRequest(ids=tuple(ids))
+        other = TraceRequest(ids=tuple(ids[:n // 2] + [ids[n // 2] + 1] + ids[n // 2 + 1:]))
+        imp = ablation.head_importance(model, request, "change")
+        one_s, _ = median_s(lambda r=request: ablation.one_head(model, r, 2, 7), repeats)
+        stats_s, _ = median_s(lambda r=request, i=imp: ablation.beside_stats(model, r, i),
+                              repeats)
+        layer_s, _ = median_s(lambda r=request: ablation.layer_removal(model, r, "change"),
+                              repeats)
+        prune_s, _ = median_s(lambda r=request, i=imp: ablation.pruning_curve(model, r, i),
+                              repeats)
+        patch_s, _ = median_s(lambda r=request, o=other, t=(1, n // 2):
+                              ablation.patching(model, r, o, t), 1)
+        rows.append(dict(device=device, tokens=n, one_ms=1000 * one_s, stats_ms=1000 * stats_s,
+                         layer_ms=1000 * layer_s, prune_ms=1000 * prune_s, patch_s=patch_s))
+    return rows
+
+
+PAGE_COLUMNS = {"device": "device", "tokens": "tokens",
+                "one_ms": "one head removed: trace + weight differences (ms)",
+                "stats_ms": "map beside the statistics (ms)",
+                "layer_ms": "a layer's attention removed, every layer (ms)",
+                "prune_ms": "pruning curve, 73 points (ms)",
+                "patch_s": "patching: heads + layer x token map (s, one run)"}
+
+
 COLUMNS = {"device": "device", "tokens": "tokens",
            "attnviz_ms": "attnviz map, 72 heads (ms)",
            "hf_loop_ms": "HF eager + hooks, a pass per head (ms)",
@@ -105,12 +141,15 @@ COLUMNS = {"device": "device", "tokens": "tokens",
 
 
 def main() -> list[Table]:
-    rows = run("cpu")
-    if torch.cuda.is_available():
-        rows += run("cuda")
+    devices = ["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"]
+    rows = [r for d in devices for r in run(d)]
+    page = [r for d in devices for r in run_page(d)]
     return show(rows_table(rows, columns=COLUMNS,
                            title="Head-importance map (mean change of every token's final "
-                                 "vector, zero ablation), bundled model; medians of 3"))
+                                 "vector, zero ablation), bundled model; medians of 3"),
+                rows_table(page, columns=PAGE_COLUMNS,
+                           title="The rest of the ablation page, same ids; medians of 3 "
+                                 "(patching: one run; the layer x token map up to 64 tokens)"))
 
 
 if __name__ == "__main__":
