@@ -88,7 +88,8 @@ async def reruns(servers: list[tuple[subprocess.Popen, int]], rounds: int) -> li
     cpu, latency = [0.0, 0.0], [[], []]
     step = 0
     for r in range(rounds):
-        for page in list(sessions[0].pages):
+        for page in [p for p in sessions[0].pages if all(p in s.pages for s in sessions)]:
+            # the pages both versions have
             rngs = [random.Random(r), random.Random(r)]  # the same choices on both
             for kind in ("page", "layer", "tab", "layer", "tab"):
                 for k in ((0, 1) if step % 2 == 0 else (1, 0)):

@@ -29,7 +29,7 @@ def behaviour(name: str) -> str:
 
 
 def pick_head(n_heads: int) -> None:
-    points = [p for p in st.session_state["ch_map"].selection.points
+    points = [p for p in ui.clicked_points("ch_map")
               if p.get("curve_number", 0) == 0]
     if points:
         st.session_state["ch_layer"], st.session_state["ch_head"] = divmod(

@@ -48,7 +48,7 @@ def open_head(t) -> tuple[int, int]:
 
 
 def open_clicked() -> None:
-    points = st.session_state["ex_overview"].selection.points
+    points = ui.clicked_points("ex_overview")
     if points:
         layer, head = pick_head(points[0])
         if layer is not None:
@@ -131,8 +131,9 @@ def one_head(ctx: ui.Context, hide: bool, renorm: bool, seg: str, words: bool,
     e1, e2 = st.columns([3, 2])
     extra = e1.multiselect(_("More heads as lines, in colours"), range(t.n_heads), key="ex_more",
                            bind="query-params", placeholder=_("Choose heads"))
-    w, toks, idx = views.shown_weights(t.weights[layer], t.tokens, t.segments, hide, renorm, seg,
-                                       words, t.word_pieces)
+    shown = (t.key, layer, hide, renorm, seg, words)  # what the figures below are made of
+    w, toks, idx = ui.cached("results", ("ex_shown", *shown), lambda: views.shown_weights(
+        t.weights[layer], t.tokens, t.segments, hide, renorm, seg, words, t.word_pieces))
     labels = token_labels(toks, idx)
     # Past ALL_LINES_MAX tokens "all tokens" is not offered: every token's lines would form a
     # wall that hides each line; long inputs start on the first word.
@@ -155,13 +156,15 @@ def one_head(ctx: ui.Context, hide: bool, renorm: bool, seg: str, words: bool,
                    else st.columns(2))
     with left:
         one = _("Layer {layer}, head {head}").format(layer=layer, head=head)
-        render(attention_heatmap(w[head], toks, "weights", one, indices=idx,
-                                 zmax=float(w[head].max())), key="ex_one", in_place=True)
+        render(ui.cached_figure(("ex_one", *shown, head), lambda: attention_heatmap(
+            w[head], toks, "weights", one, indices=idx, zmax=float(w[head].max()))),
+            key="ex_one")
     with right:
         heads = [head] + [h for h in extra if h != head]
-        render(token_lines(w[heads], heads, toks, idx, query=pick,
-                           title=_("Layer {layer}: token lines (opacity = weight)")
-                           .format(layer=layer)), key="ex_lines", in_place=True)
+        render(ui.cached_figure(("ex_lines", *shown, tuple(heads), pick), lambda: token_lines(
+            w[heads], heads, toks, idx, query=pick,
+            title=_("Layer {layer}: token lines (opacity = weight)").format(layer=layer))),
+            key="ex_lines")
     if ctx.text_pair:
         shares = views.segment_shares(t.weights[layer, head], t.segments)
         render(Markdown(_("Share of this head's weight (mean over queries, tokens): {shares}")

@@ -32,7 +32,7 @@ def maps_of(t, layer: int, words: bool) -> dict:
 
 
 def pick_cell() -> None:
-    points = st.session_state["hs_map"].selection.points
+    points = ui.clicked_points("hs_map")
     if points:
         st.session_state["hs_layer"] = int(points[0]["y"])
         st.session_state["hs_head"] = int(points[0]["x"])

@@ -40,7 +40,7 @@ def as_attention(size: int, kernel_name: str, k: int, alpha: float | None) -> di
 
 def pick_from_click() -> None:
     """A click on the picture selects one invisible marker: copy its (row, col) to the inputs."""
-    points = (st.session_state.get("img_click") or {}).get("selection", {}).get("points", [])
+    points = ui.clicked_points("img_click")
     if points:
         st.session_state["img_row"], st.session_state["img_col"] = (
             int(points[0]["y"]), int(points[0]["x"]))

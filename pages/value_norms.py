@@ -18,7 +18,7 @@ def numbers(ctx, t) -> dict:
 
 
 def pick_cell() -> None:
-    points = st.session_state["vn_map"].selection.points
+    points = ui.clicked_points("vn_map")
     if points:
         st.session_state["vn_layer"] = int(points[0]["y"])
         st.session_state["vn_head"] = int(points[0]["x"])

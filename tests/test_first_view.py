@@ -23,6 +23,7 @@ from attnviz.ui.cache import CACHES, clear_caches
 from attnviz.ui.context import DEFAULT_TEXT
 from tests.apptest import open_page
 from tests.fresh import last_line
+from tests.plotly_json import specs
 from tests.test_determinism import same_bits
 
 ARGS = first_view.default_args()
@@ -161,8 +162,7 @@ def test_the_first_page_drawn_from_the_stored_view_is_the_page_without_the_model
         assert models.misses == misses and len(models) == 0  # the model was never needed
     finally:
         first_view.PRELOADING.clear()
-    charts = lambda at: [c.proto.spec for c in at.get("plotly_chart")]  # noqa: E731
-    assert charts(drawn) and charts(drawn) == charts(normal)
+    assert specs(drawn) and specs(drawn) == specs(normal)
     assert [c.value for c in drawn.sidebar.caption] == [c.value for c in normal.sidebar.caption]
     assert [c.value for c in drawn.caption] == [c.value for c in normal.caption]
     assert [m.value for m in drawn.markdown] == [m.value for m in normal.markdown]
@@ -178,8 +178,8 @@ def test_a_fresh_server_draws_its_first_page_without_importing_torch(app_model, 
         "import os, sys; "
         f"os.environ['ATTNVIZ_CACHE_DIR'] = {str(cache_dir)!r}; "
         "from attnviz import first_view; first_view.PRELOADING.set(); "
-        "from tests.apptest import open_page; at = open_page(); "
-        "print(len(at.get('plotly_chart')), 'torch' in sys.modules)")
+        "from tests.apptest import open_page; from tests.plotly_json import specs; "
+        "at = open_page(); print(len(specs(at)), 'torch' in sys.modules)")
     assert last_line(code) == "1 False"
 
 

@@ -63,7 +63,9 @@ def test_the_payload_holds_the_figure_exactly(heatmap):
     assert got["figure"] == json.loads(pio.to_json(heatmap, validate=False))
     assert got["config"] == config and got["alt"] == "a heatmap's text"
     assert "could not be drawn" in got["failed"]
-    assert set(got) == {"config", "alt", "failed", "figure"}  # no script in a chart's payload
+    assert set(got) == {"config", "alt", "failed", "figure", "select", "wide"}  # no script
+    assert got["select"] is False  # no click is sent back unless asked
+    assert got["wide"] is False  # one panel
     np.testing.assert_array_equal(decode(got["figure"]["data"][0]["z"]), heatmap.data[0].z)
     assert got["figure"]["data"][0]["x"] == ["[CLS] #0", "i #1", "saw #2", "a #3", "saw #4",
                                              "[SEP] #5"]  # two distinct saws
@@ -76,23 +78,27 @@ def test_the_payload_holds_the_figure_exactly(heatmap):
     assert live_chart.spec_of(both) == (spec, cfg)
 
 
-def test_show_figure_draws_in_place_only_where_asked(monkeypatch, heatmap):
+def test_show_figure_draws_in_place_unless_it_cannot(monkeypatch, heatmap):
     drawn = []
-    monkeypatch.setattr(live_chart, "live_chart", lambda *a, **k: drawn.append(a))
+    monkeypatch.setattr(live_chart, "live_chart", lambda *a, **k: drawn.append((a, k)))
     monkeypatch.setattr(figures.st, "plotly_chart", lambda *a, **k: drawn.append("streamlit"))
     monkeypatch.setattr(figures, "show_numbers", lambda *a, **k: None)
     monkeypatch.setattr(figures, "svg_export_available", lambda: False)
-    figures.show_figure(heatmap, key="one", in_place=True)
-    fig, key, config, alt = drawn.pop()
-    assert fig is heatmap and key == "one" and alt
+    figures.show_figure(heatmap, key="one")  # the default
+    (fig, key, config, alt), kw = drawn.pop()
+    assert fig is heatmap and key == "one" and alt and kw == {"on_select": None}
     assert config["toImageButtonOptions"] == {"format": "png", "scale": 2,
                                               "filename": "attnviz_layer_1_head_2"}
-    figures.show_figure(heatmap, key="one")  # not asked
-    figures.show_figure(heatmap, key="one", in_place=True, on_select="rerun")  # selections
-    figures.show_figure(heatmap, in_place=True)  # no key: nothing to keep it under
+    picked = lambda: None  # noqa: E731
+    figures.show_figure(heatmap, key="one", on_select=picked, selection_mode="points")
+    assert drawn.pop()[1] == {"on_select": picked}  # clicks come back through the chart
+    figures.show_figure(heatmap, key="one", in_place=False)  # asked not to
+    figures.show_figure(heatmap, key="one", on_select="rerun")  # no callback to call
+    figures.show_figure(heatmap, key="one", on_select=picked, selection_mode="box")  # boxes
+    figures.show_figure(heatmap)  # no key: nothing to keep it under
     monkeypatch.setattr(live_chart, "available", lambda: False)  # e.g. another Streamlit
-    figures.show_figure(heatmap, key="one", in_place=True)
-    assert drawn == ["streamlit"] * 4
+    figures.show_figure(heatmap, key="one")
+    assert drawn == ["streamlit"] * 5
 
 
 def _live(at) -> list:
@@ -110,14 +116,17 @@ def _script(el) -> bytes | None:
 
 def test_the_explore_page_draws_its_open_head_and_lines_in_place():
     at = open_page("pages/explore.py", timeout=180)
-    el, lines = _live(at)  # the open head and its token lines
+    overview, el, lines = _live(at)  # the mosaic, the open head and its token lines
+    assert overview.proto.id.endswith("live_ex_overview")
     assert el.proto.id.endswith("live_ex_one") and lines.proto.id.endswith("live_ex_lines")
     spec, config = live_chart.spec_of(el.proto.bytes)
     assert json.loads(spec)["layout"]["title"]["text"] == "Layer 0, head 0"
     assert config["toImageButtonOptions"]["filename"] == "attnviz_layer_0_head_0"
     first_id = el.proto.id
-    # plotly.js goes to the page once: with the session's first chart drawn in place.
-    assert _script(el) == live_chart.plotly_js() and _script(lines) is None
+    # plotly.js goes to the page once: with the session's first chart drawn in place, on the
+    # page the session opened first (open_page starts at the app's default page).
+    assert at.session_state[live_chart.SENT] is True
+    assert _script(overview) is None and _script(el) is None and _script(lines) is None
     # "Download this view (HTML)" holds the page's three figures, the live ones included.
     doc = recorder.html_of(at.session_state[recorder.STATE_KEY])
     found = [json.loads(m)["figure"] for m in re.findall(
@@ -127,7 +136,7 @@ def test_the_explore_page_draws_its_open_head_and_lines_in_place():
         fig["layout"].pop("template", None)
     assert len(found) == 3 and found == shown
     at.button_group(key="ex_head").set_value(7).run()
-    el, lines = _live(at)
+    overview, el, lines = _live(at)
     # The same element (its id comes from the key alone), holding the new head.
     assert el.proto.id == first_id
     assert json.loads(live_chart.spec_of(el.proto.bytes)[0])["layout"]["title"]["text"] == \
@@ -137,6 +146,18 @@ def test_the_explore_page_draws_its_open_head_and_lines_in_place():
     # _send_again, and the next run's first chart brings plotly.js again.
     at.session_state[live_chart.SENT] = False
     at.run()
-    el, lines = _live(at)
-    assert _script(el) == live_chart.plotly_js() and _script(lines) is None
+    overview, el, lines = _live(at)
+    assert _script(overview) == live_chart.plotly_js()
+    assert _script(el) is None and _script(lines) is None
     assert at.session_state[live_chart.SENT] is True
+
+
+def test_a_chart_of_three_panels_or_more_is_marked_wide(heatmap):
+    from plotly.subplots import make_subplots
+
+    three = make_subplots(rows=1, cols=3)
+    for col in (1, 2, 3):
+        three.add_heatmap(z=[[0, 1]], row=1, col=col)
+    assert live_chart.panels(heatmap) == 1 and live_chart.panels(three) == 3
+    wide = json.loads(live_chart.payload(three, {}, None).split(b"\n")[0])["wide"]
+    assert wide is True

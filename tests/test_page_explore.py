@@ -137,10 +137,10 @@ def test_past_the_outline_limit_a_head_change_leaves_the_mosaic_as_it_was(at, mo
     assert n == words + 2  # [CLS] and [SEP]
     at.session_state["text"] = text
     at.run()
-    before = at.get("plotly_chart")[0].proto.spec
+    before = specs(at)[0]
     at.button_group(key="ex_head").set_value(7).run()
     assert not at.exception
-    after = at.get("plotly_chart")[0].proto.spec
+    after = specs(at)[0]
     _, one, _ = figures(at)
     assert one["layout"]["title"]["text"] == "Layer 0, head 7"
     note = [c.value for c in at.caption if "not outlined" in c.value]

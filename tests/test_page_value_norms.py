@@ -1,14 +1,13 @@
 """AppTest of Weights vs value norms: the summary, the per-head maps and the maps of one head
 come from analysis.norms (itself checked against the formula and HF in test_analysis_norms)."""
 
-import json
 
 import numpy as np
 import pytest
 
 from attnviz.analysis import norms
 from tests.apptest import open_page
-from tests.plotly_json import decode
+from tests.plotly_json import decode, figures, specs
 
 
 @pytest.fixture
@@ -23,13 +22,13 @@ def test_summary_and_maps(at, model):
     c = norms.comparison(t.weights, vn, t.tokens)
     metric = at.metric[0]
     assert metric.value == f"{int(c['changed'].sum())} of 72 ({c['changed'].sum() / 72:.0%})"
-    stats_fig, maps_fig = (json.loads(x.proto.spec) for x in at.get("plotly_chart"))
+    stats_fig, maps_fig = figures(at)
     heat = [tr for tr in stats_fig["data"] if tr["type"] == "heatmap"]
     for tr in heat:
         np.testing.assert_allclose(decode(tr["z"]), c[tr["name"]], atol=1e-12)
     at.selectbox(key="vn_layer").set_value(2).run()
     at.selectbox(key="vn_head").set_value(7).run()
-    maps = [tr for tr in json.loads(at.get("plotly_chart")[1].proto.spec)["data"]
+    maps = [tr for tr in figures(at)[1]["data"]
             if tr["type"] == "heatmap"]
     w = t.weights[2, 7].astype(np.float64)
     np.testing.assert_allclose(decode(maps[0]["z"]), w, atol=1e-7)
@@ -44,12 +43,12 @@ def test_word_level_and_long_input(at):
     at.session_state["text"] = "Transformers use embeddings."
     at.toggle(key="vn_words").set_value(True).run()
     assert not at.exception
-    maps = json.loads(at.get("plotly_chart")[1].proto.spec)
+    maps = figures(at)[1]
     assert len(maps["data"][0]["x"]) < 8  # pieces merged
     at.session_state["text"] = "saw, " * 300
     at.toggle(key="vn_words").set_value(False).run()
     assert not at.exception and any("dropped" in w.value for w in at.warning)
-    assert len(at.get("plotly_chart")[1].proto.spec) < 10_000_000
+    assert len(specs(at)[1]) < 10_000_000
 
 
 def test_the_download_holds_the_head_shown(monkeypatch, model):

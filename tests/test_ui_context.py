@@ -13,6 +13,7 @@ from markdown_it import MarkdownIt
 from attnviz.engine.random_models import save_random_checkpoint
 from attnviz.ui.context import neutral_refusal, open_checkpoint
 from tests.apptest import open_page
+from tests.plotly_json import specs
 
 RENDER = MarkdownIt("commonmark")
 
@@ -75,7 +76,7 @@ def test_other_families_run_on_the_default_page(folders, family, note):
     at = open_page(model_dir=str(folders[family]), pair="the saw was sharp")
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert note in " ".join(c.value for c in at.caption).replace("\\", "")
-    assert at.get("plotly_chart")
+    assert specs(at)
 
 
 def test_typed_control_tokens_are_said_on_the_page():

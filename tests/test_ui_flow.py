@@ -2,7 +2,6 @@
 flow as the in-process computation, the workers it used stay for the server (module state of
 this process, which AppTest runs the page in), and the page starts them before the flow tab."""
 
-import json
 
 import numpy as np
 
@@ -10,7 +9,7 @@ from attnviz.analysis import flow_workers
 from attnviz.analysis.flow import max_flows_stats, normalise_rows
 from attnviz.analysis.rollout import residual_attention
 from tests.apptest import open_page
-from tests.plotly_json import decode
+from tests.plotly_json import decode, figures
 
 TEXT = ("The quick brown fox jumps over the lazy dog while the old cat watches from the wooden "
         "fence, and the farmer, tired after a long day, walks slowly home.")
@@ -31,7 +30,7 @@ def test_a_long_sentence_on_the_flow_tab(model):
     at.session_state["hs_tab"] = "Rollout and flow"
     at.run()
     assert not at.exception
-    (fig,) = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    (fig,) = figures(at)
     heat = [tr for tr in fig["data"] if tr["type"] == "heatmap"]
     np.testing.assert_allclose(decode(heat[2]["z"]), normalise_rows(want), atol=1e-6)
     assert flow_workers.running_workers() == running  # the same processes, none added

@@ -10,6 +10,8 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
+from tests.plotly_json import specs
+
 ROOT = Path(__file__).resolve().parents[1]
 UI = ROOT / "attnviz" / "ui"
 MODULES = sorted(p.stem for p in UI.glob("*.py") if p.stem != "__init__")
@@ -133,4 +135,4 @@ def test_a_page_asked_for_first_is_handed_to_the_router_once(monkeypatch):
     assert len(runs) == 2 and at.session_state[router.HANDED_OVER] is False
     assert at.title[0].value == "位置编码的作用" and len(at.title) == 1
     assert at.text_area(key="text").value == "I watch my watch"
-    assert at.get("plotly_chart")
+    assert specs(at)

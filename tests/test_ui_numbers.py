@@ -5,6 +5,8 @@ default page, whose first table must name head 0's top keys as the trace has the
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -41,8 +43,9 @@ def test_a_figure_gets_its_numbers_unless_the_page_says_otherwise():
     assert "two bars" in auto.caption[0].value
     assert own.markdown[0].value == "**own** words" and not own.table
     assert frame.table[0].value["value"].tolist() == [1.0]
-    charts = at.get("plotly_chart")
-    assert "two bars" in charts[0].proto.alt and "Bars" in charts[0].proto.alt
+    (chart, *_) = at.get("bidi_component")  # drawn in place (ui.live_chart)
+    alt = json.loads(chart.proto.bytes.split(b"\n", 1)[0])["alt"]
+    assert "two bars" in alt and "Bars" in alt
 
 
 def test_the_default_page_lists_each_heads_top_keys(model):

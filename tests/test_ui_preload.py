@@ -21,6 +21,7 @@ from attnviz.ui.cache import CACHES, forget, peek
 from attnviz.ui.context import DEFAULT_TEXT, cached_model
 from tests.apptest import open_page
 from tests.fresh import last_line
+from tests.plotly_json import specs
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -40,7 +41,7 @@ def test_a_page_asking_during_the_preload_gets_the_preloaded_model():
 
     before = (models.misses, traces.misses)
     at = open_page()  # the page served at "/" with the sidebar's defaults
-    assert at.get("plotly_chart"), "the first page draws its heatmaps"
+    assert specs(at), "the first page draws its heatmaps"
     assert (models.misses, traces.misses) == before  # nothing loaded or computed again
 
 
@@ -143,18 +144,18 @@ def test_a_class_server_warms_the_lessons_and_the_samples_slow_first_work(monkey
     monkeypatch.setattr(cost, "measure_attention", refuse)
     at = open_page("pages/corpus_heads.py", ch_src="sample")  # the warmed sample, same key
     assert not at.exception, [e.value for e in at.exception]
-    assert at.get("plotly_chart")
+    assert specs(at)
     at = open_page("pages/families.py")  # its three random demo models, made by the warm-up
     assert not at.exception, [e.value for e in at.exception]
-    assert at.get("plotly_chart")
+    assert specs(at)
     at = open_page("pages/windows.py", win_tab="Long sequences: cost")  # timed by the warm-up
     assert not at.exception, [e.value for e in at.exception]
-    assert at.get("plotly_chart") and at.select_slider(key="win_cost_w").value == 64
+    assert specs(at) and at.select_slider(key="win_cost_w").value == 64
     at = open_page("pages/lesson.py", lesson_step=5)  # "The cost of a wide window": the sweep
     if lesson.lesson.STEPS[4].predict:  # its answer (and figures) after the Answer button
         at.button(key="lesson_next").click().run()
     assert not at.exception, [e.value for e in at.exception]
-    assert at.get("plotly_chart")
+    assert specs(at)
 
 
 @pytest.mark.parametrize("preload_mode, omp, cores, want", [

@@ -31,6 +31,7 @@ from .context import (
 )
 from .downloads import download_arrays, download_csv
 from .figures import cached_figure, show_figure
+from .live_chart import clicked_points
 from .progress import with_progress
 from .recorder import fragment
 from .render import render
@@ -39,7 +40,7 @@ from .sidebar import sidebar
 
 __all__ = [
     "DEFAULT_TEXT", "Context", "bert_like", "cached", "cached_figure", "cached_model",
-    "cached_trace", "clear_caches", "context", "download_arrays", "download_csv",
+    "cached_trace", "clear_caches", "clicked_points", "context", "download_arrays", "download_csv",
     "ensure_router", "fragment", "render", "require_bert_like", "require_text", "show_figure",
     "sidebar", "trace_or_message", "with_progress",
 ]

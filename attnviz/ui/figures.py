@@ -66,7 +66,7 @@ def cached_figure(key: Hashable, build: Callable[[], go.Figure]) -> go.Figure:
 
 def show_figure(fig: go.Figure, key: str | None = None,
                 summary: Summary | str | pandas.DataFrame | bool | None = None,
-                in_place: bool = False, **kwargs):
+                in_place: bool = True, **kwargs):
     """Draw a Plotly figure: PNG from the chart toolbar (camera icon), SVG on a click below,
     and its key numbers as text under it (`show_numbers`).
 
@@ -76,22 +76,28 @@ def show_figure(fig: go.Figure, key: str | None = None,
     server by kaleido only when asked for, once per figure and one at a time (`svg_bytes`); it
     needs a Chrome or Chromium on the server, without one the button is not offered.
 
-    `in_place=True` (a figure with a key and no selection events): drawn by ui.live_chart,
-    which keeps the chart mounted and redraws it with Plotly.react when a later run draws
-    another figure under the same key, instead of Streamlit mounting a new chart for every new
-    figure (worth it for a big figure that changes with a choice, like the all-heads page's
-    open head at 512 tokens). Where live charts are not available, st.plotly_chart as usual.
+    A figure with a key is drawn by ui.live_chart (`in_place`, the default): the chart stays
+    mounted and is redrawn with Plotly.react when a later run draws another figure under the
+    same key, and a rerun that draws the same cached figure sends the JSON made the first time
+    instead of serialising the figure again (st.plotly_chart copies and serialises every
+    figure on every rerun). Clicks reach `on_select` with `selection_mode="points"` (read them
+    with ui.clicked_points). Other selection modes, a figure without a key, `in_place=False`,
+    or a Streamlit without v2 components: st.plotly_chart.
     """
     if summary is None or summary is True:  # read from the figure: its text now, its
         alt = figure_alt(fig)  # tables only when a reader opens them (show_numbers)
         summary = functools.partial(figure_summary, fig)
     else:
         alt = summary.text if isinstance(summary, Summary) else _title_of(fig)
-    if in_place and key is not None and not kwargs and live_chart.available():
+    on_select = kwargs.get("on_select") if kwargs.get("selection_mode") == "points" else None
+    clicks = on_select is not None and callable(on_select) and set(kwargs) == {
+        "on_select", "selection_mode"}
+    if (in_place and key is not None and (not kwargs or clicks)
+            and live_chart.available()):
         config = {**PLOT_CONFIG, "responsive": True, "showSendToCloud": False,
                   "toImageButtonOptions": {**PLOT_CONFIG["toImageButtonOptions"],
                                            "filename": file_stem(fig, key)}}
-        live_chart.live_chart(fig, key, config, alt)
+        live_chart.live_chart(fig, key, config, alt, on_select=on_select)
         event = None
     else:
         event = st.plotly_chart(fig, config=PLOT_CONFIG, key=key, alt=alt or None, **kwargs)

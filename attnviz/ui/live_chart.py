@@ -277,6 +277,8 @@ export default function ({data, parentElement, setTriggerValue}) {
   const payload = JSON.parse(text);
   const seq = ++chart.seq;
   chart.div.setAttribute("aria-label", payload.alt || "");
+  // Three panels or more: a wider chart on a phone (the page's style), set before it is drawn.
+  chart.div.classList.toggle("attnviz-wide", !!payload.wide);
   const fig = payload.figure;
   r.ready.then(P => {
     if (seq !== chart.seq) return;
@@ -291,6 +293,18 @@ export default function ({data, parentElement, setTriggerValue}) {
     }
     return P.react(chart.div, fig.data, themed(fig.layout || {}, parentElement), config);
   }).then(() => {
+    // A chart that takes clicks (payload.select) tells the server which point was clicked,
+    // with the fields st.plotly_chart's selection gives (x, y, z, curve_number, ...).
+    chart.select = payload.select ? setTriggerValue : null;
+    if (payload.select && !chart.listening) {
+      chart.listening = true;
+      chart.div.on("plotly_click", event => {
+        if (!chart.select) return;
+        chart.select("select", {points: (event.points || []).map(p => ({
+          x: p.x, y: p.y, z: p.z, curve_number: p.curveNumber, point_number: p.pointNumber,
+          point_index: p.pointIndex, customdata: p.customdata}))});
+      });
+    }
     if (seq === chart.seq) chart.div.setAttribute("data-drawn", String(seq));
   }).catch(error => {  // say so on the page (as text), not only in the console
     console.error("attnviz: a chart could not be drawn", error);
@@ -348,16 +362,26 @@ def figure_json(fig: go.Figure) -> str:
     return _SPECS.get(fig, lambda f: pio.to_json(f, validate=False))
 
 
+def panels(fig: go.Figure) -> int:
+    """How many panels the figure shows side by side or in a grid: its subplots, or the
+    panel titles of one heatmap drawn as blocks (plotting.common's grids title each block)."""
+    layout = fig.layout
+    axes = sum(1 for name in layout.to_plotly_json() if name.startswith("xaxis"))
+    return max(axes, len(layout.annotations or ()))
+
+
 def payload(fig: go.Figure, config: dict, alt: str | None,
-            script: bytes | None = None) -> bytes:
+            script: bytes | None = None, select: bool = False) -> bytes:
     """What the browser gets: the figure's JSON (as st.plotly_chart sends it:
-    plotly.io.to_json without validation), the chart's config, its text alternative and what
-    to say (as text) if the chart cannot be drawn, as one line of JSON in UTF-8; then, when
-    `script` is given (plotly.js), a newline and the script."""
+    plotly.io.to_json without validation), the chart's config, its text alternative, what
+    to say (as text) if the chart cannot be drawn and whether a click is sent back (`select`),
+    as one line of JSON in UTF-8; then, when `script` is given (plotly.js), a newline and the
+    script."""
     spec = figure_json(fig)
     failed = _("This chart could not be drawn here. Reload the page to try again; its numbers "
                "stay under \"Numbers in this figure\".")
-    head = json.dumps({"config": config, "alt": alt or "", "failed": failed})
+    head = json.dumps({"config": config, "alt": alt or "", "failed": failed,
+                       "select": bool(select), "wide": panels(fig) >= 3})
     data = (head[:-1] + ', "figure": ' + spec + "}").encode()
     return data if script is None else data + b"\n" + script
 
@@ -369,16 +393,37 @@ def _send_again() -> None:
     st.session_state[SENT] = False
 
 
-def live_chart(fig: go.Figure, key: str, config: dict, alt: str | None = None) -> None:
+def live_chart(fig: go.Figure, key: str, config: dict, alt: str | None = None,
+               on_select=None) -> None:
     """Draw `fig` under `key`, redrawn in place when a later run draws another figure there.
     The session's first chart drawn in place (or the first after its page asked) brings
-    plotly.js with it."""
+    plotly.js with it. With `on_select` (a callback), a click on a point calls it, as
+    st.plotly_chart's on_select does; `clicked_points(key)` reads the points inside it."""
     import streamlit as st
 
     send = not st.session_state.get(SENT, False)
-    _component()(key=f"live_{key}", data=payload(fig, config, alt, plotly_js() if send else None),
-                 on_missing_change=_send_again)
+    events = {"on_select_change": on_select} if on_select is not None else {}
+    _component()(key=f"live_{key}",
+                 data=payload(fig, config, alt, plotly_js() if send else None,
+                              select=on_select is not None),
+                 on_missing_change=_send_again, **events)
     st.session_state[SENT] = True
+
+
+def clicked_points(key: str) -> list[dict]:
+    """The points of the last click on the chart drawn under `key` (its on_select callback
+    reads them here): from a live chart's "select" event or st.plotly_chart's selection."""
+    import streamlit as st
+
+    live = st.session_state.get(f"live_{key}")
+    if live is not None:
+        event = live.get("select") if hasattr(live, "get") else None
+        return list((event or {}).get("points") or [])
+    chart = st.session_state.get(key)
+    if chart is None:
+        return []
+    selection = chart.get("selection") if hasattr(chart, "get") else None
+    return list((selection or {}).get("points") or [])
 
 
 def spec_of(data: bytes) -> tuple[str, dict] | None:

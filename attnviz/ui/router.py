@@ -117,7 +117,9 @@ def navigation(root: Path):
     key = f"{PAGES_KEY}:{language()}:{root}"
     if key not in st.session_state:
         st.session_state[key] = _sections(root)
-    return st.navigation(st.session_state[key])
+    # Every page listed (expanded): a collapsed menu hides pages behind "View N more", a
+    # button Streamlit labels in English whatever the page's language.
+    return st.navigation(st.session_state[key], expanded=True)
 
 
 def _sections(root: Path) -> dict[str, list]:

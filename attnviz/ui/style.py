@@ -30,7 +30,8 @@ STYLES: dict[str, str] = {
   .attnviz-live-chart {min-width: 520px;}
   .stElementContainer:has(.stPlotlyChart .subplot.x3y3) [data-testid="stFullScreenFrame"],
   .stElementContainer:has(.stPlotlyChart .infolayer .annotation[data-index="2"])
-      [data-testid="stFullScreenFrame"] {min-width: 760px;}
+      [data-testid="stFullScreenFrame"],
+  .attnviz-live-chart.attnviz-wide {min-width: 760px;}
   .stPlotlyChart .modebar-group:not(:first-child),
   .attnviz-live-chart .modebar-group:not(:first-child) {display: none;}
   [data-testid="stTable"], [data-testid="stDataFrame"] {overflow-x: auto;}

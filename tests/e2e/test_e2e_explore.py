@@ -21,8 +21,8 @@ def open_page(page, app_url: str, path: str) -> None:
 
 
 def wait_for_live(page) -> None:
-    """Both charts drawn in place (the open head, its lines) are drawn: the page's plotly.js
-    runs once, after the mosaic (Streamlit's chart) is drawn."""
+    """The open head and its lines are drawn (like every chart of the page, they are drawn in
+    place: ui.live_chart)."""
     page.wait_for_function(LIVE_DRAWN, timeout=60_000)
 
 
@@ -57,11 +57,13 @@ def test_explore_sentence_pair_filter(page, app_url):
     screenshot(page, "explore_pair_across")
 
 
-LIVE = "[data-testid=attnvizLiveChart]"
+# The open head and its token lines (the mosaic above them is drawn in place too).
+LIVE = ":is(.st-key-live_ex_one, .st-key-live_ex_lines) [data-testid=attnvizLiveChart]"
+EVERY_LIVE = "[data-testid=attnvizLiveChart]"
 LIVE_DRAWN = (f"() => [...document.querySelectorAll('{LIVE}')].length === 2 && "
               f"[...document.querySelectorAll('{LIVE}')].every(c => c.dataset.drawn)")
 LIVE_CELL = """([query, key]) => {
-  const gd = document.querySelector('[data-testid=attnvizLiveChart]');
+  const gd = document.querySelector('.st-key-live_ex_one [data-testid=attnvizLiveChart]');
   const L = gd._fullLayout, box = gd.getBoundingClientRect(), tr = gd._fullData[0];
   return [box.left + L._size.l + L.xaxis.d2p(tr.x[key]),
           box.top + L._size.t + L.yaxis.d2p(tr.y[query])];
@@ -152,12 +154,19 @@ THEMED = """() => [...document.querySelectorAll('.js-plotly-plot')].map(gd => {
   return [L.paper_bgcolor, L.plot_bgcolor, L.font.family, L.font.color, L.title.font.color,
           L.hoverlabel.bgcolor, L.hoverlabel.font.color, (L.xaxis.tickfont || {}).color];
 })"""
+# The page's own background and text colours, as rgb(...), and a colour as the page reads it.
+PAGE_COLOURS = """() => {
+  const app = getComputedStyle(document.querySelector('[data-testid=stApp]'));
+  return [app.backgroundColor, app.color];
+}"""
+AS_RGB = """c => { const s = document.createElement('span'); s.style.color = c;
+  document.body.appendChild(s); const v = getComputedStyle(s).color; s.remove(); return v; }"""
 
 
 def test_a_chart_drawn_in_place_looks_like_the_others_dark_and_in_chinese(browser, app_url):
-    """Dark theme (the browser's preference) and Chinese: the open head, drawn in place, takes
-    the same background, font and colours as Streamlit's own chart of the mosaic, and shows
-    its Chinese title after a head change."""
+    """Dark theme (the browser's preference) and Chinese: the charts drawn in place take the
+    page's own background and text colours, all alike, and the open head shows its Chinese
+    title after a head change."""
     ctx = browser.new_context(viewport={"width": 1400, "height": 1000}, color_scheme="dark")
     page = ctx.new_page()
     open_page(page, app_url, "/explore?lang=zh&text=I+saw+a+saw&ex_layer=1&ex_head=2")
@@ -168,7 +177,10 @@ def test_a_chart_drawn_in_place_looks_like_the_others_dark_and_in_chinese(browse
     wait_for_app(page)
     mosaic, one, lines = page.evaluate(THEMED)
     assert one == mosaic and lines[:-1] == mosaic[:-1], (mosaic, one, lines)
-    assert mosaic[0].lower() not in ("#fff", "#ffffff", "white", "rgb(255, 255, 255)")  # dark
+    background, text = page.evaluate(PAGE_COLOURS)
+    assert page.evaluate(AS_RGB, mosaic[0]) == background != "rgb(255, 255, 255)"  # dark
+    light = [int(v) for v in page.evaluate(AS_RGB, mosaic[3])[4:-1].split(",")[:3]]
+    assert min(light) > 180 and text != background  # light text on the dark page
     assert not page_errors(page)
     screenshot(page, "explore_live_head_dark_zh")
     ctx.close()
@@ -182,7 +194,7 @@ def test_past_the_outline_limit_layer_and_head_rerun_only_their_part(page, app_u
     open_page(page, app_url, "/explore?text=" + text.strip().replace(" ", "+"))
     wait_for_live(page)
     assert page.get_by_text("tokens shown: past 24", exact=False).count() == 1
-    mosaic = page.locator(".stPlotlyChart .js-plotly-plot").first
+    mosaic = page.locator(".st-key-live_ex_overview .js-plotly-plot").first
     mosaic.evaluate("g => { g.dataset.kept = 'yes'; }")
     image = mosaic.locator(".heatmaplayer image").first.get_attribute("href")
     open_head(page, 9, "Layer 0, head 9")
@@ -209,12 +221,11 @@ def test_a_chart_that_cannot_be_drawn_says_so(browser, app_url):
     page.goto(f"{app_url}/explore?text=I+saw+a+saw")
     wait_for_app(page, plots=False)
     page.wait_for_function(
-        f"() => [...document.querySelectorAll('{LIVE}')].length === 2 && "
-        f"[...document.querySelectorAll('{LIVE}')].every(c => c.textContent.includes("
+        f"() => [...document.querySelectorAll('{EVERY_LIVE}')].length === 3 && "
+        f"[...document.querySelectorAll('{EVERY_LIVE}')].every(c => c.textContent.includes("
         "'could not be drawn'))", timeout=60_000)
     assert "Numbers in this figure" in page.locator(LIVE).first.text_content()
     assert page.get_by_text("Numbers in this figure").count() >= 2
-    assert page.locator(".stPlotlyChart .js-plotly-plot .main-svg").count() >= 1  # the mosaic
     page.locator(LIVE).first.scroll_into_view_if_needed()
     screenshot(page, "explore_chart_failed")
     ctx.close()

@@ -122,7 +122,8 @@ def test_a_browser_stays_on_one_worker(hall, browser):
     ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = ctx.new_page()
     workers, static = [], []
-    page.on("response", lambda r: (static if "/static/" in r.url else workers).append(
+    page.on("response", lambda r: r.url.startswith("http") and (  # not the page's blob:
+        static if "/static/" in r.url else workers).append(   # plotly.js (ui.live_chart)
         (r.headers.get("x-attnviz-worker"), r.headers.get("content-encoding"))))
     page.goto(hall.url + "/")
     wait_for_app(page)

@@ -214,7 +214,7 @@ class Session:
                     elif etype == "download_button" and el.download_button.deferred_file_id:
                         self.downloads.append((el.download_button.label,
                                                el.download_button.deferred_file_id))
-                    elif etype == "plotly_chart":
+                    elif etype in ("plotly_chart", "bidi_component"):  # drawn in place too
                         charts += 1
                     elif etype in ("text_area", "selectbox", "slider", "button_group"):
                         w = getattr(el, etype)
