@@ -69,13 +69,15 @@ class Settings:
     # --- start-up
     preload: str = field(default="1", metadata=_doc(
         "What a server does while it starts: 1 loads the bundled model and the default "
-        "sentence; class also warms the lesson and the pages a class opens first; 0 nothing."))
+        "sentence, then has the lesson's taggers trained at the lowest priority and kept in "
+        "the cache folder (or reads them there); class also warms the pages a class opens "
+        "first; 0 nothing."))
     first_view: bool = field(default=True, metadata=_doc(
         "Keep the default sentence's trace on disk, so a fresh server draws its first page "
         "before the model is loaded."))
     cache_dir: str = field(default="", metadata=_doc(
-        "Where that stored first view lives (empty: $XDG_CACHE_HOME/attnviz or "
-        "~/.cache/attnviz)."))
+        "Where that stored first view and the lesson's trained taggers live (empty: "
+        "$XDG_CACHE_HOME/attnviz or ~/.cache/attnviz)."))
     workers: int = field(default=2, metadata=_doc(
         "Streamlit processes `make serve` starts behind nginx."))
 

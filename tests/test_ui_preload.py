@@ -9,6 +9,7 @@ server answers its health check (checked in a fresh interpreter).
 from __future__ import annotations
 
 import os
+import signal
 import threading
 from pathlib import Path
 
@@ -79,8 +80,10 @@ def test_run_app_waits_for_the_server_its_flags_start(monkeypatch, flags, env, u
 
 
 def test_a_class_server_warms_the_lessons_and_the_samples_slow_first_work(monkeypatch):
-    """ATTNVIZ_PRELOAD=class (make serve's workers): after the model, the preload thread computes
-    the lesson's taggers, numbers and sweep for the default settings, the corpus page's bundled
+    """Every server but ATTNVIZ_PRELOAD=0 warms the lesson's taggers, numbers and sweeps for
+    the default settings, read from where an earlier run kept them. ATTNVIZ_PRELOAD=class
+    (make serve's workers): after the model, the preload thread computes
+    the lesson's taggers, numbers and sweeps for the default settings, the corpus page's bundled
     sample, the families page's random demo models, the similarity page's default sentence B
     (prepared for every A), the inside-score page's grids and the windows page's default timings,
     under the keys the pages ask for, after starting the flow's worker processes; the lesson
@@ -97,8 +100,9 @@ def test_a_class_server_warms_the_lessons_and_the_samples_slow_first_work(monkey
     corpus_key = ("corpus", model.key,
                   tuple(corpus_heads.split_sentences(corpus_heads.sample_text())),
                   next(iter(CONVENTIONS)))
-    keys = [("taggers", settings), ("results", ("lesson_numbers", settings)),
-            ("results", ("lesson_sweep", settings)), ("results", corpus_key),
+    lesson_keys = [("taggers", settings), ("results", ("lesson_numbers", settings)),
+                   ("results", ("lesson_sweeps", settings))]
+    keys = [*lesson_keys, ("results", corpus_key),
             *[("models", ("demo", kind, preload.PRELOAD_DEVICE)) for kind in DEMO],
             ("results", window_cost.key(str(model.device),
                                         window_cost.lengths_up_to(window_cost.DEFAULT_TOP),
@@ -111,10 +115,15 @@ def test_a_class_server_warms_the_lessons_and_the_samples_slow_first_work(monkey
         forget(kind, key)  # (not a pop from its items: the cache's total must drop with it)
         if item is not None:
             kept[key] = item
-    for name, key in (("train_all", settings), ("overfitting", ("lesson_sweep", settings))):
-        real = getattr(taggers, name)
-        monkeypatch.setattr(taggers, name, lambda *a, real=real, key=key, **k:
-                            kept[key] if key in kept else real(*a, **k))
+    # The lesson's taggers and sweeps as an earlier run kept them in the cache folder (the
+    # shared ones; seed 0's sweep only): the warm-up reads them and trains nothing.
+    from tests.lesson_trained import sweep, trained
+
+    folder = lesson.kept_folder()
+    taggers.save_trained(trained(), folder)
+    taggers.save_sweeps(taggers.Sweeps((0,), (sweep(),)), folder, settings)
+    monkeypatch.setattr(preload, "keep_in_background",
+                        lambda *a: pytest.fail("the warm-up trained what was kept"))
 
     from attnviz.plotting import neuron
 
@@ -122,9 +131,16 @@ def test_a_class_server_warms_the_lessons_and_the_samples_slow_first_work(monkey
     monkeypatch.setattr(neuron, "prepare_grids", lambda real=neuron.prepare_grids:
                         laid_out.append(real()))
     with app_settings.override(preload="1"):
+        preload.preload()  # a plain server warms the lesson only
+    assert preload.STATE["lesson_error"] is None
+    assert all(key in CACHES[kind] for kind, key in lesson_keys)
+    assert not any(key in CACHES[kind] for kind, key in keys[len(lesson_keys):])
+    assert not laid_out
+    for kind, key in lesson_keys:
+        forget(kind, key)
+    with app_settings.override(preload="0"):
         preload.preload()
     assert not any(key in CACHES[kind] for kind, key in keys)
-    assert not laid_out
 
     with app_settings.override(preload="class"):
         preload.preload()
@@ -139,6 +155,7 @@ def test_a_class_server_warms_the_lessons_and_the_samples_slow_first_work(monkey
 
     monkeypatch.setattr(taggers, "train_all", refuse)
     monkeypatch.setattr(taggers, "overfitting", refuse)
+    monkeypatch.setattr(taggers, "overfitting_seeds", refuse)
     monkeypatch.setattr(corpus_heads, "corpus_heads", refuse)
     monkeypatch.setattr(random_models, "save_random_checkpoint", refuse)
     monkeypatch.setattr(cost, "measure_attention", refuse)
@@ -190,3 +207,104 @@ def test_importing_attnviz_imports_no_torch():
     out = last_line("from attnviz import TraceRequest, load_model; "
                     "print(TraceRequest.__module__, load_model.__module__)")
     assert out == "attnviz.engine.request attnviz.engine.load", out
+
+
+def test_the_lessons_background_training_runs_at_the_lowest_priority(tmp_path, monkeypatch):
+    """keep_in_background's child process: nice 19, one thread, ended with its parent, the
+    folder's lock held, given the folder and every setting (its work replaced here by code
+    that reports them)."""
+    import json
+
+    from attnviz.analysis import taggers
+
+    monkeypatch.setattr(preload, "KEEP", (
+        "import fcntl\n"
+        "probe = open(os.path.join(sys.argv[1], 'lesson.lock'), 'a')\n"
+        "try:\n"
+        "    fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)\n"
+        "    held = 'free'\n"
+        "except OSError:\n"
+        "    held = 'held'\n"
+        "import ctypes\n"
+        "sig = ctypes.c_int()\n"
+        "ctypes.CDLL(None).prctl(2, ctypes.byref(sig))\n"  # PR_GET_PDEATHSIG
+        "open(os.path.join(sys.argv[1], 'child'), 'w').write(chr(10).join(["
+        "str(os.nice(0)), os.environ['OMP_NUM_THREADS'], str(sig.value), held, "
+        "*sys.argv[2:4]]))\n"))
+    settings = taggers.Settings(seed=2, epochs=12, n_sentences=300)
+    assert preload.keep_in_background(settings, tmp_path, "sweeps") == (0, "")
+    nice, threads, sig, lock, given, what = (tmp_path / "child").read_text().split("\n")
+    assert (int(nice), threads, int(sig)) == (max(19, os.nice(0)), "1", signal.SIGTERM)
+    assert lock == "held"  # (flock is per open file: the child's second open waits too)
+    assert taggers.Settings(**json.loads(given)) == settings and what == "sweeps"
+
+
+def test_the_kept_lesson_lives_in_the_users_cache_folder():
+    """Never in the repository: under settings().cache_path."""
+    from attnviz.ui import lesson
+
+    folder = lesson.kept_folder().resolve()
+    assert folder.is_relative_to(app_settings.settings().cache_path.resolve())
+    assert not folder.is_relative_to(ROOT)
+
+
+@pytest.mark.slow
+def test_taggers_kept_by_the_background_child_are_bit_for_bit_those_trained_here(tmp_path):
+    """The child process (another interpreter, one thread, nice 19) keeps taggers whose every
+    weight and loss equal those train_all gives in this process for the same settings."""
+    import torch
+
+    from attnviz.analysis import taggers
+
+    small = taggers.Settings(seed=3, n_sentences=200, epochs=1)
+    assert preload.keep_in_background(small, tmp_path, "taggers")[0] == 0
+    kept = taggers.load_trained(tmp_path, small)
+    assert kept is not None and kept.kept == str(taggers.kept_path(tmp_path, small))
+    here = taggers.train_all(small)
+    assert kept.losses == here.losses
+    for name, m in here.models.items():
+        for (k, a), b in zip(m.state_dict().items(), kept.models[name].state_dict().values(),
+                             strict=True):
+            assert torch.equal(a, b), (name, k)
+
+
+def test_a_page_never_waits_on_the_background_training(monkeypatch, tmp_path):
+    """While the child trains, no cache key is held: a page asking then computes its own
+    (here in another thread, which must finish at once), and the warm-up then takes the
+    page's taggers and sweeps (here the child keeps nothing), not a copy of its own."""
+    from attnviz.analysis import taggers
+    from attnviz.ui import lesson
+    from attnviz.ui.cache import cached, is_cached, peek
+
+    settings = lesson.settings_from(0, taggers.Settings.epochs)
+    keys = [("taggers", settings), ("results", ("lesson_numbers", settings)),
+            ("results", ("lesson_sweeps", settings))]
+    before = {k: peek(*k) for k in keys}
+    for k in keys:
+        forget(*k)
+    page = {"taggers": object(), "sweeps": object()}  # what a page computed
+    monkeypatch.setattr(lesson, "numbers", lambda s: None)  # (numbers of those taggers)
+    asked = []
+
+    def child(s, folder, what):
+        kind, key = keys[0] if what == "taggers" else keys[2]
+        t = threading.Thread(target=lambda: cached(kind, key, lambda: page[what]))
+        t.start()
+        t.join(10)
+        asked.append((what, t.is_alive()))
+        return 1, "stopped by the test"
+
+    monkeypatch.setattr(preload, "keep_in_background", child)
+    try:
+        with app_settings.override(cache_dir=str(tmp_path)):
+            preload.STATE["done"] = 0.0
+            preload.warm_lesson()  # nothing kept, nothing cached: the child is asked
+        assert asked == [("taggers", False), ("sweeps", False)]
+        assert preload.STATE["lesson_error"] is None
+        assert peek(*keys[0]) is page["taggers"] and peek(*keys[2]) is page["sweeps"]
+    finally:
+        for k in keys:
+            forget(*k)
+            if before[k] is not None:
+                cached(*k, lambda v=before[k]: v)
+    assert all(is_cached(*k) == (before[k] is not None) for k in keys)

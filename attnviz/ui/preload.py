@@ -14,6 +14,13 @@ view, `keep_first_view`, attnviz/first_view.py): a fresh server then draws its f
 it, and its preload waits for that page to be drawn (at most 10 s) before it imports torch,
 so that the browser's files and the first page are served first.
 
+Then, unless settings().preload == "0", the same thread warms the lesson (`warm_lesson`): its
+taggers and overfitting sweeps for the page's default settings, read from the cache folder
+where an earlier run kept them (taggers.kept_or_trained: same settings and code, the same
+weights bit for bit), else first trained by a child process at the lowest CPU priority, which
+keeps them there, so a teacher who starts the server before class never waits for training,
+and the pages keep the CPU.
+
 With settings().preload == "class" (ATTNVIZ_PRELOAD=class, what `make serve` sets for its
 workers) the same thread then does
 the slow first computations a whole class would otherwise wait for together (`warm_class`): the
@@ -30,13 +37,15 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 
 from attnviz.defaults import DEFAULT_DEVICE as PRELOAD_DEVICE  # the sidebar's default device
 from attnviz.settings import settings
 
 STATE: dict[str, float | str | None] = {"started": None, "done": None, "error": None,
                                         "class_done": None, "class_error": None,
-                                        "first_view": None, "waited": None}
+                                        "first_view": None, "waited": None,
+                                        "lesson_done": None, "lesson_error": None}
 
 
 def preload() -> None:
@@ -63,6 +72,104 @@ def preload() -> None:
         STATE["done"] = time.time()
     if settings().preload == "class" and STATE["error"] is None:
         warm_class()
+    elif settings().preload != "0":
+        warm_lesson()
+
+
+# The child process that trains and keeps the lesson's taggers (then its sweeps) for one
+# settings: python -c CHILD + KEEP folder settings-json what server-pid. CHILD runs first,
+# whatever KEEP holds: the lowest CPU priority (nice 19), a request to be ended with the
+# server (Linux's PR_SET_PDEATHSIG: a stopped server leaves no training behind), then one
+# lock per folder held while it works, so two workers of one server never train the same
+# taggers at once (the second reads what the first kept).
+CHILD = ("import ctypes, fcntl, os, signal, sys\n"
+         "os.nice(19)\n"
+         "try:\n"
+         "    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)\n"
+         "except (OSError, AttributeError):\n"
+         "    pass\n"
+         "if os.getppid() != int(sys.argv[4]):  # the server ended before the request\n"
+         "    sys.exit(1)\n"
+         "os.makedirs(sys.argv[1], exist_ok=True)\n"
+         "_lock = open(os.path.join(sys.argv[1], 'lesson.lock'), 'a')\n"
+         "fcntl.flock(_lock, fcntl.LOCK_EX)\n")
+KEEP = ("import json\n"
+        "from attnviz.analysis import taggers as T\n"
+        "folder, what = sys.argv[1], sys.argv[3]\n"
+        "s = T.Settings(**json.loads(sys.argv[2]))\n"
+        "tr = T.kept_or_trained(s, folder)\n"
+        "if what == 'sweeps':\n"
+        "    T.kept_or_swept(s, folder, trained=tr)\n")
+
+
+def keep_in_background(settings, folder, what: str) -> tuple[int, str]:
+    """Train and keep `what` ("taggers" or "sweeps") for `settings` in `folder`, in a child
+    process at the lowest CPU priority with one thread (CHILD, then KEEP): the server's pages
+    and the browser always run first, and the child holds none of the server's GIL. (Its
+    exit status, the last line it wrote to stderr.)"""
+    import dataclasses
+    import json
+    import os
+    import subprocess
+    from pathlib import Path
+
+    package_root = str(Path(__file__).resolve().parents[2])  # attnviz importable from anywhere
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+           "PYTHONPATH": os.pathsep.join(filter(None, (package_root,
+                                                       os.environ.get("PYTHONPATH"))))}
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD + KEEP, str(folder),
+          json.dumps(dataclasses.asdict(settings)), what, str(os.getpid())], env=env,
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
+    lines = done.stderr.decode("utf-8", "replace").strip().splitlines()
+    return done.returncode, lines[-1] if lines else ""
+
+
+def warm_lesson() -> None:
+    """The lesson's taggers and sweeps for the page's default settings, under the keys the
+    page asks for: read from the cache folder, else first trained and kept there by a child
+    process at the lowest priority (keep_in_background), then read. No cache key is held
+    while the child works: a page that asks before it is done trains them itself, live, with
+    its progress bar, as it always did (never waiting on work that yields the CPU to
+    everything else), and keeps them in the folder. Never stops the preload: where nothing
+    could be kept, the page trains them itself."""
+    try:
+        from attnviz.analysis import taggers
+        from attnviz.ui import lesson
+        from attnviz.ui.cache import cached, is_cached
+
+        settings = lesson.settings_from(0, taggers.Settings.epochs)  # the page's defaults
+        folder = lesson.kept_folder()
+        sweeps_key = ("lesson_sweeps", settings)
+
+        def kept(what: str, done: Callable[[], bool]) -> None:
+            """Train and keep `what` in the child unless a page has it or it is kept."""
+            if done() or taggers.kept_path(folder, settings, what).is_file():
+                return
+            status, why = keep_in_background(settings, folder, what)
+            if not (done() or taggers.kept_path(folder, settings, what).is_file()):
+                raise OSError(f"the lesson's {what} could not be kept in {folder} "
+                              f"(exit status {status}: {why})")
+
+        def read_taggers() -> taggers.Trained:
+            tr = taggers.load_trained(folder, settings)
+            if tr is None:
+                raise OSError(f"the lesson's taggers kept in {folder} could not be read")
+            return tr
+
+        kept("taggers", lambda: is_cached("taggers", settings))
+        trained = cached("taggers", settings, read_taggers)  # a page's own when it has them
+        lesson.numbers(settings)  # the taggers are cached: no Streamlit call is made
+        kept("sweeps", lambda: is_cached("results", sweeps_key))
+        cached("results", sweeps_key, lambda: taggers.kept_or_swept(
+            settings, folder, trained=trained))  # read: the child kept them
+        STATE["lesson_done"] = time.time()
+        print(f"attnviz: lesson warmed ({STATE['lesson_done'] - STATE['done']:.0f} s)",
+              file=sys.stderr, flush=True)
+    except Exception as e:  # noqa: BLE001 - the page trains (and reports) them itself
+        STATE["lesson_error"] = f"{type(e).__name__}: {e}"
+        print(f"attnviz: lesson not warmed ({STATE['lesson_error']})", file=sys.stderr,
+              flush=True)
 
 
 def keep_first_view(model, request) -> None:
@@ -106,17 +213,13 @@ def warm_class() -> None:
     except Exception:  # noqa: BLE001 (no worker: flows are solved in-process)
         pass
     try:
-        from attnviz.analysis import corpus_heads, taggers
+        from attnviz.analysis import corpus_heads
         from attnviz.analysis.head_stats import CONVENTIONS
-        from attnviz.ui import lesson, window_cost
+        from attnviz.ui import window_cost
         from attnviz.ui.cache import cached
         from attnviz.ui.context import DEMO, cached_model, demo_model
 
-        settings = lesson.settings_from(0, taggers.Settings.epochs)  # the page's defaults
-        trained = cached("taggers", settings, lambda: taggers.train_all(settings, _quiet))
-        lesson.numbers(settings)  # the taggers are cached: no Streamlit call is made
-        cached("results", ("lesson_sweep", settings), lambda: taggers.overfitting(
-            settings, progress=_quiet, trained=trained))
+        warm_lesson()
         model = cached_model(None, PRELOAD_DEVICE)
         sentences = tuple(corpus_heads.split_sentences(corpus_heads.sample_text()))
         conv = next(iter(CONVENTIONS))  # the page's default
