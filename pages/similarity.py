@@ -79,10 +79,12 @@ def sentence_panel(name: str, res, side: str, t, occ) -> None:
            key=f"sim_bars_{side}")
     words = ~special_mask(res.tokens_a if side == "a" else res.tokens_b)
     methods = [m for m in series if m != ig_label]
-    render(Table({_("method"): methods,
-                  _("Spearman ρ with IG (words)"): [
-                      attribution.spearman(ig[words], np.asarray(series[m])[words])
-                      for m in methods]}))
+    rho = _("Spearman ρ with IG (words)")
+    # half a page wide: the method's name wraps in a medium column, the number keeps its room
+    render(Table({_("method"): methods, rho: [
+        attribution.spearman(ig[words], np.asarray(series[m])[words]) for m in methods]}),
+        column_config={_("method"): st.column_config.TextColumn(width="medium"),
+                       rho: st.column_config.NumberColumn(format="%.4f", width="small")})
     if "flow" not in views:
         render(Markdown(_("Flow is computed up to {max} tokens; this sentence has {n}.")
                         .format(max=flow.MAX_TOKENS, n=t.n_tokens), "caption"))

@@ -25,8 +25,15 @@ def test_permutation_figure_joins_each_token_to_its_new_place():
 def test_equivariance_figure_shows_zero_as_zero():
     diffs = {"none": np.zeros(7), "learned": np.linspace(0.5, 3, 7)}
     f = fig.equivariance_figure(diffs)
-    assert [t.name for t in f.data] == [fig.MODE_NAMES["none"], fig.MODE_NAMES["learned"]]
-    assert list(f.data[0].text) == ["0"] * 7
+    bars = [t for t in f.data if t.type == "bar"]
+    assert [t.name for t in bars] == [fig.MODE_NAMES["none"], fig.MODE_NAMES["learned"]]
+    # each bar's value is a text above an invisible marker on its top, grouped like the bars
+    # (clear of the bar; a bar's own "outside" text touches it)
+    (text0, text1) = [t for t in f.data if t.type == "scatter"]
+    assert list(text0.text) == ["0"] * 7 and text0.textposition == "top center"
+    assert text1.offsetgroup == bars[1].offsetgroup and f.layout.scattermode == "group"
+    assert text1.marker.size >= 10 and text1.marker.opacity == 0
+    np.testing.assert_array_equal(text1.y, diffs["learned"])
     assert np.isnan(np.asarray(f.data[0].y, dtype=float)).all()  # no bar on a log axis ...
     assert [a.text for a in f.layout.annotations] == ["0"] * 7  # ... a "0" on the floor
     np.testing.assert_array_equal(f.data[1].y, diffs["learned"])
@@ -108,6 +115,19 @@ def test_final_change_and_toy_figures():
     g = fig.toy_outputs(toy, ["I", "saw", "a", "saw"])
     np.testing.assert_allclose(g.data[0].z, toy["none"]["outputs"])
     assert list(g.data[0].y) == ["I #1", "saw #2", "a #3", "saw #4"]
+    # the words label the first panel only (the second's ran into the first); the colour bar
+    # has a title and lies below the panels
+    assert g.layout.yaxis.showticklabels is True and g.layout.yaxis2.showticklabels is False
+    bar = g.layout.coloraxis.colorbar
+    assert bar.title.text == "value" and bar.orientation == "h" and bar.y < 0
+
+
+def test_weights_comparison_colour_bars_lie_under_their_own_panels():
+    w = np.full((6, 6), 1 / 6)
+    f = fig.weights_comparison(w, w, TOKENS)
+    weights, diff = f.layout.coloraxis.colorbar, f.layout.coloraxis2.colorbar
+    assert weights.orientation == diff.orientation == "h" and weights.y < 0 and diff.y < 0
+    assert weights.x == f.layout.xaxis.domain[0] and diff.x == f.layout.xaxis3.domain[0]
 
 
 def test_token_text_is_escaped():

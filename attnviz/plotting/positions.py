@@ -14,6 +14,7 @@ import plotly.graph_objects as go
 from attnviz.i18n import N_, _
 
 from .common import (
+    COLORBAR_BELOW,
     DISTANCE_SCALE,
     FONT,
     NEUTRAL,
@@ -22,7 +23,9 @@ from .common import (
     WEIGHTS_SCALE,
     Grid,
     axis_labels,
+    colorbar_below,
     escape,
+    label_room,
     tick_labels,
 )
 
@@ -98,7 +101,7 @@ def equivariance_figure(diffs: dict[str, np.ndarray], title: str | None = None) 
     order 1; on a linear axis the first would be invisible. An exact 0 has no bar on a log
     axis: its label "0" sits on the axis floor instead.
     """
-    data, notes = [], []
+    data, notes, labels = [], [], []
     x = None
     positive = np.concatenate([np.asarray(d, dtype=np.float64).ravel() for d in diffs.values()])
     positive = positive[positive > 0]
@@ -111,15 +114,23 @@ def equivariance_figure(diffs: dict[str, np.ndarray], title: str | None = None) 
             type="bar", x=x, y=np.where(d > 0, d, np.nan),
             name=mode_name(mode), marker_color=MODE_COLORS.get(mode),
             marker_pattern_shape=MODE_PATTERNS.get(mode, ""),
-            text=[f"{v:.2g}" for v in d], textposition="outside", offsetgroup=str(k),
+            offsetgroup=str(k),
             hovertemplate=_("%{x}: max |difference| = %{y:.3g}") + "<extra></extra>"))
+        # each bar's value above it, clear of it: a text over an invisible marker on the bar's
+        # top, grouped as the bars are (layout.scattermode); a bar's own outside text touches
+        labels.append(dict(
+            type="scatter", x=x, y=np.where(d > 0, d, np.nan), mode="markers+text",
+            marker=dict(size=14, opacity=0), text=[f"{v:.2g}" for v in d],
+            textposition="top center", offsetgroup=str(k), showlegend=False,
+            hoverinfo="skip", cliponaxis=False, name=mode_name(mode)))
         notes += [dict(x=x[i], y=np.log10(floor), xref="x", yref="y", text="0",
                        showarrow=False, yanchor="bottom", font=dict(
                            color=MODE_COLORS.get(mode)), xshift=(k - (len(diffs) - 1) / 2) * 30)
                   for i in np.flatnonzero(d == 0)]
-    return go.Figure(data=data, layout=_layout(
+    return go.Figure(data=data + labels, layout=_layout(
         title or _("Outputs of the shuffled sentence vs the original outputs, shuffled the "
-                   "same way"), 380, barmode="group", legend=dict(orientation="h", y=-0.2),
+                   "same way"), 380, barmode="group", scattermode="group",
+        legend=dict(orientation="h", y=-0.2),
         annotations=notes,
         yaxis=dict(title=dict(text=_("max |difference| (log scale)")), type="log",
                    range=[np.log10(floor), np.log10(top)], exponentformat="power")))
@@ -195,13 +206,20 @@ def weights_comparison(w_with: np.ndarray, w_without: np.ndarray, tokens: list[s
         _token_axes(g, tokens, row=1, col=c, yticks=c == 1)
     lim = _sym(diff)
     n = max(len(tokens), 6)
-    return g.figure(**_layout(
-        title or _("One head's weights"), int(min(700, max(330, 24 * n + 160))),
-        # both colour bars on the right, stacked: none covers a panel
-        coloraxis=dict(colorscale=WEIGHTS_SCALE, cmin=0, cmax=1, colorbar=dict(
-            title=dict(text=_("weight")), thickness=10, x=1.01, y=0.78, len=0.45)),
-        coloraxis2=dict(colorscale=SCORES_SCALE, cmid=0, cmin=-lim, cmax=lim, colorbar=dict(
-            title=dict(text=_("diff")), thickness=10, x=1.01, y=0.22, len=0.45))))
+    height = int(min(700, max(330, 24 * n + 160))) + COLORBAR_BELOW
+    below = 10 + label_room(g.xaxis(1, 1)["ticktext"], angle=-45, across=False, titled=False)
+    plot = height - 60 - below - COLORBAR_BELOW
+    first, second, third = (g.xaxis(1, c)["domain"] for c in (1, 2, 3))
+    layout = _layout(
+        title or _("One head's weights"), height,
+        # each colour bar under its own panels: the weights' under the first two
+        coloraxis=dict(colorscale=WEIGHTS_SCALE, cmin=0, cmax=1, colorbar=colorbar_below(
+            _("weight"), below, plot, thickness=10, x=first[0], length=second[1] - first[0])),
+        coloraxis2=dict(colorscale=SCORES_SCALE, cmid=0, cmin=-lim, cmax=lim,
+                        colorbar=colorbar_below(_("diff"), below, plot, thickness=10,
+                                                x=third[0], length=third[1] - third[0])))
+    layout["margin"] = dict(layout["margin"], b=below + COLORBAR_BELOW)
+    return g.figure(**layout)
 
 
 def _token_axes(g: Grid, tokens: list[str], row: int, col: int, yticks: bool = True) -> None:
@@ -317,6 +335,9 @@ def final_change_figure(cosines: dict[str, np.ndarray], tokens: list[str],
 
 
 # ------------------------------------------------------------------ toy vectors
+TOY_X_LABELS = 24  # px of the toy panels' x labels ('dim 0'...: one unslanted line)
+
+
 def toy_outputs(toy: dict[str, dict], words: list[str], title: str | None = None) -> go.Figure:
     """The toy layer's outputs b^i ([n, d]) without and with positions, side by side."""
     modes = list(toy)
@@ -332,9 +353,17 @@ def toy_outputs(toy: dict[str, dict], words: list[str], title: str | None = None
             type="heatmap", z=y, y=labels, x=[_("dim {k}").format(k=k) for k in range(y.shape[1])],
             coloraxis="coloraxis", text=np.round(y, 3), texttemplate="%{text}",
             hovertemplate="%{y}, %{x}: %{z:.6f}<extra></extra>"), 1, c)
+        # the words label the first panel only: the rows are the same words in every panel,
+        # and labels beside the second ran into the first
         g.yaxis(1, c).update(type="category", categoryorder="array", categoryarray=labels,
-                             tickvals=v, ticktext=t, autorange="reversed")
-    return g.figure(**_layout(
-        title or _("Toy self-attention on 4-dimensional vectors"), 300,
+                             tickvals=v, ticktext=t, autorange="reversed",
+                             showticklabels=c == 1)
+    height, below = 300 + COLORBAR_BELOW, 10 + TOY_X_LABELS
+    layout = _layout(
+        title or _("Toy self-attention on 4-dimensional vectors"), height,
         coloraxis=dict(colorscale=SCORES_SCALE, cmid=0, cmin=-lim, cmax=lim,
-                       colorbar=dict(thickness=10))))
+                       colorbar=colorbar_below(_("value"), below,
+                                               height - 60 - below - COLORBAR_BELOW,
+                                               thickness=10)))
+    layout["margin"] = dict(layout["margin"], b=below + COLORBAR_BELOW)
+    return g.figure(**layout)
