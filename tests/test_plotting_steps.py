@@ -23,7 +23,8 @@ def test_matrix_figure_prints_numbers_and_keeps_repeated_tokens(walk):
     assert hm.texttemplate == "%{z:.2f}"
     assert list(fig.layout.xaxis.tickvals) == [0, 1, 2, 3]  # 4 columns, not 3 merged
     assert list(fig.layout.xaxis.ticktext) == ["I #1", "saw #2", "a #3", "saw #4"]
-    assert list(fig.layout.yaxis.ticktext) == ["a_1", "a_2", "a_3", "a_4"]
+    # components, not words: a[1]..a[4] (the lecture's a^1..a^4 are the words' vectors)
+    assert list(fig.layout.yaxis.ticktext) == ["a[1]", "a[2]", "a[3]", "a[4]"]
     assert hm.customdata[1][3][1] == "saw #4"
 
 
@@ -181,3 +182,10 @@ def test_real_mode_figures_readable(model):
     fig = sp.scores_figure(w, "queries", 3, 3)
     d0, d2 = fig.layout.xaxis.domain, fig.layout.xaxis3.domain
     assert (d2[1] - d2[0]) > 0.3 and (d2[1] - d2[0]) > 0.7 * (d0[1] - d0[0])
+
+
+def test_a_matrix_colour_bar_names_what_it_measures(walk):
+    fig = sp.matrix_figure(walk.inputs.T, sp.dim_labels("a", 4), sp.token_axis(TOKENS), "A")
+    assert fig.data[0].colorbar.title.text == "value"
+    w = sp.matrix_figure(np.eye(4), sp.token_axis(TOKENS), sp.token_axis(TOKENS), "W", "weights")
+    assert w.data[0].colorbar.title.text == "weight"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from attnviz.i18n import _
+from attnviz.i18n import N_, _
 
 from .common import (
     FONT,
@@ -30,17 +30,20 @@ from .common import (
 )
 
 MAX_PRINTED_CELLS = 144  # matrices up to this size print their numbers
-MAX_TICKS = 24  # row labels (a_1 .. a_384 thinned to every 16th)
+MAX_TICKS = 24  # row labels (a[1] .. a[384] thinned to every 16th)
 MAX_X_TICKS = 12  # column labels are slanted and need more room
 CLIP_PERCENTILE = 99  # big matrices: colours stop at this percentile of |value| (hover: exact)
 MAX_LABELLED_CELLS = 4096  # larger matrices hover with indices only
 MARGIN = dict(l=10, r=10, t=50, b=10)
+BAR_TITLES = {"weights": N_("weight"), "scores": N_("score"), "values": N_("value")}
 MIN_PANEL = 10.0  # a panel's least relative width in matrices_figure (24 = the widest)
 
 
 def dim_labels(prefix: str, size: int) -> list[str]:
-    """Unique labels for the coordinates of a vector: 'q_1' ... (1-based, as on paper)."""
-    return [f"{prefix}_{t + 1}" for t in range(size)]
+    """Unique labels for the components of a vector: 'q[1]', 'q[2]' ... (1-based). Brackets,
+    not 'q_1': the lecture writes a^1, q^1 for the first word's vectors, so a label like a_1
+    would read as a word; a[1] is component 1 of every column a^i."""
+    return [f"{prefix}[{t + 1}]" for t in range(size)]
 
 
 def token_axis(tokens: list[str]) -> list[str]:
@@ -88,7 +91,8 @@ def _heatmap(z, rows, cols, kind, decimals, numbers, showscale=False, name="") -
         texttemplate=f"%{{z:.{decimals}f}}" if printed else None,
         textfont=dict(size=12), showscale=showscale, name=name,
         hovertemplate=f"{name}<br>{where}<br>{_('value')} = %{{z:.6g}}<extra></extra>",
-        colorbar=dict(thickness=10), **_colors(kind, z),
+        colorbar=dict(thickness=10, title=dict(text=_(BAR_TITLES.get(kind, "value")))),
+        **_colors(kind, z),
     )
 
 
