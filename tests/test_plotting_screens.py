@@ -133,3 +133,22 @@ def test_window_masks_off_cells_are_not_a_light_slab_on_the_dark_theme():
     off, on = scale[0][1], scale[-1][1]
     alpha = re.fullmatch(r"rgba\(\s*(\d+),\s*(\d+),\s*(\d+),\s*([\d.]+)\)", off)
     assert alpha and float(alpha.group(4)) <= 0.3 and on == OKABE_ITO[0]
+
+
+def test_head_map_labels_never_overlap_in_a_dense_cluster():
+    from attnviz.plotting.corpus import LABEL_ROOM, head_map
+
+    rng = np.random.default_rng(3)
+    coords = np.concatenate([rng.normal(0, 0.01, (60, 2)), rng.normal(0, 1, (12, 2))])
+    behaviour = np.array(["mixed"] * 72, dtype=object).reshape(6, 12)
+    fig = head_map(coords, behaviour)
+    dots = fig.data[0]
+    shown = [i for i, t in enumerate(dots.text) if t]
+    room = np.array(LABEL_ROOM) * np.ptp(coords, axis=0)
+    for a in shown:
+        for b in shown:
+            if a < b:
+                assert not (np.abs(coords[a] - coords[b]) < room).all(), (a, b)
+    assert len(shown) < 40 and dots.text[0] == "0.0"  # the cluster keeps a few labels
+    # every dot still names its head in the hover
+    assert list(dots.customdata[:, 0].astype(int)) == list(np.repeat(np.arange(6), 12))

@@ -36,6 +36,26 @@ COLOURS = {k: (NEUTRAL if k == "mixed" else category_colour(c))
 SYMBOLS = {k: category_marker(i) for i, k in enumerate(BEHAVIOURS)}
 
 
+LABEL_ROOM = (0.07, 0.035)  # a label's room, as shares of the map's x and y extents
+
+
+def spaced_labels(coords: np.ndarray, labels: list[str]) -> list[str]:
+    """Each dot's label where it has room: a dot whose label would overlap one already kept
+    (closer than LABEL_ROOM across and down) shows none; every dot keeps its label in the
+    hover. Dots are taken in order (layer by layer), so the label kept is the lowest layer's."""
+    xy = np.asarray(coords, dtype=np.float64)
+    room = np.array(LABEL_ROOM) * np.maximum(np.ptp(xy, axis=0), 1e-12)
+    kept: list[np.ndarray] = []
+    out = []
+    for point, label in zip(xy, labels, strict=True):
+        if any((np.abs(point - k) < room).all() for k in kept):
+            out.append("")
+        else:
+            kept.append(point)
+            out.append(label)
+    return out
+
+
 def head_map(coords: np.ndarray, behaviour: np.ndarray, selected: tuple[int, int] | None = None,
              title: str = "") -> go.Figure:
     """coords [L*H, 2], behaviour [L, H] (str): one dot per head, labelled 'layer.head'."""
@@ -44,7 +64,8 @@ def head_map(coords: np.ndarray, behaviour: np.ndarray, selected: tuple[int, int
     kinds = behaviour.ravel()
     data = [dict(
         type="scatter", x=coords[:, 0], y=coords[:, 1], mode="markers+text",
-        text=[f"{a}.{b}" for a, b in zip(layers, heads, strict=True)], textposition="top center",
+        text=spaced_labels(coords, [f"{a}.{b}" for a, b in zip(layers, heads, strict=True)]),
+        textposition="top center",
         textfont=dict(size=9, color=NEUTRAL),
         marker=dict(size=11, color=[COLOURS.get(k, NEUTRAL) for k in kinds],
                     symbol=[SYMBOLS.get(k, "circle") for k in kinds],
