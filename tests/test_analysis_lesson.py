@@ -175,9 +175,10 @@ def test_the_overfitting_verdict_follows_every_seed():
             "w39": (0.280, 0.121)}
     p = {"w3": 20937, "w9": 45513, "a": 73545, "w39": 168393}
     names = {"w3": "3", "w9": "9", "a": "att", "w39": "39"}
-    said = L.parameters_claim(p, gaps, (50, 200), names)
-    assert said.startswith("The gap does not follow the parameter count: with 200 sentences")
-    assert "9 (45,513 parameters) 14.3, att (73,545 parameters) 3.0" in said
+    said = L.parameters_claim(p, gaps, (50, 200), names)  # w9 - a at 200: 11.3 points
+    assert said == ("The gap does not follow the parameter count: with 200 sentences 9 (45,513 "
+                    "parameters) overfits by 14.3 points on average, att (73,545 parameters) "
+                    "by 3.0.")
     rising = {"w3": (0.1, 0.05), "w9": (0.2, 0.1), "a": (0.25, 0.1), "w39": (0.3, 0.2)}
     assert L.parameters_claim(p, rising, (50, 200), names) == ""
 

@@ -12,6 +12,7 @@ from attnviz.analysis.common import rounding_tolerance
 from attnviz.analysis.corpus import EXAMPLES, FAR_PAIR
 from attnviz.ui import lesson as nav
 from attnviz.ui.text import literal
+from attnviz.views import lesson as view
 from tests.apptest import APP, open_page
 from tests.lesson_trained import prefill_app_cache, sweeps, trained
 from tests.plotly_json import decode, figures_by_key, specs
@@ -150,7 +151,7 @@ def test_per_word_step_says_why_it_is_at_or_below_the_baseline(at, ref):
     assert f"*can* has 3 roles ({counts}): its commoner, {tag}, has " \
            f"{pct(top / (top + sum(n for n, _t in rest)))}." in text
     assert counts == "AUX 208, NOUN 96, VERB 74"
-    forms = tables(at)[-1]
+    forms = next(t for t in tables(at) if "word" in t.columns)
     assert list(forms["word"]) == list(tr.corpus.ambiguous)
     assert list(forms["tag (a) gives"]) == [picked[w] for w in tr.corpus.ambiguous]
 
@@ -176,7 +177,7 @@ def test_per_word_step_says_the_corpus_is_synthetic(at):
     assert f"{pct(listed)} of the {len(c.train)} training sentences hold a list" in text
     assert f"up to {farthest} words back; {pct(two)} use one word in two roles" in text
     assert "not accuracies on real English" in text
-    shown = tables(at)[0]
+    shown = next(t for t in tables(at) if "training sentence" in t.columns)
     assert all(x in {s.text for s in c.train} for x in shown["training sentence"])
 
 
@@ -237,14 +238,14 @@ def test_cost_step_shows_parameters_and_the_overfitting_measured(at, ref):
     # another but a mean gap over 2 points smaller breaks it; the sentence names the size
     # where it breaks most, with every tagger's mean gap.
     mean = {n: g.mean(0) for n, g in gaps.items()}
-    breaks = [(mean[a][k] - mean[b][k], k) for k in range(len(sw.sizes)) for a in names
+    breaks = [(mean[a][k] - mean[b][k], k, a, b) for k in range(len(sw.sizes)) for a in names
               for b in names if numel[a] < numel[b] and mean[a][k] - mean[b][k] > 2]
     if breaks:
-        k = max(breaks)[1]
+        _excess, k, a, b = max(breaks)
         assert f"The gap does not follow the parameter count: with {sw.sizes[k]} sentences " \
-               "the mean gaps are" in text
-        for n in sorted(names, key=numel.get):
-            assert f"({numel[n]:,} parameters) {mean[n][k]:.1f}" in text
+               f"{view.label(a, short=True)} ({numel[a]:,} parameters) overfits by " \
+               f"{mean[a][k]:.1f} points on average, {view.label(b, short=True)} " \
+               f"({numel[b]:,} parameters) by {mean[b][k]:.1f}." in text
     else:
         assert "does not follow the parameter count" not in text
     bars = figs["lesson_fig_cost"]["data"]
@@ -281,6 +282,19 @@ def test_positions_step_grid_is_the_recounted_accuracy(at, ref):
         f"{v * d + (2 * n - 1) * d * d + 2 * d + d * d + d * t + t:,}" for n in (10, 20, 40, 80)]
     assert list(reach["(d) with L places: parameters"]) == [
         f"{numel - table.numel() + n * d:,}" for n in (10, 20, 40, 80)]
+
+
+@pytest.mark.slow
+def test_train_again_shows_the_same_weights_bit_for_bit(at):
+    """The Train again button trains the seven taggers live, on the page, and says whether
+    every weight equals the taggers shown (here: the tests' shared ones, trained apart)."""
+    go(at, 1)
+    at.button(key="lesson_retrain").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert [m.value for m in at.warning] == []
+    (done,) = [m.value for m in at.success]
+    assert done.startswith("Trained again in ") and done.endswith(
+        "every weight equals the taggers shown, bit for bit.")
 
 
 def test_last_step_shows_every_tagger_and_its_losses(at):

@@ -62,6 +62,8 @@ def test_receptive_field_shows_the_masks_with_distinct_labels():
     assert len(fig.data) == 2
     np.testing.assert_array_equal(np.asarray(fig.data[0].z), np.eye(4))
     assert list(fig.data[0].x) == ["i #1", "saw #2", "a #3", "saw #4"]  # two saws, as a^1..a^4
+    for axis in (fig.layout.xaxis, fig.layout.yaxis):  # what the axes show: numbered saws
+        assert list(axis.ticktext) == ["i", "saw #2", "a", "saw #4"]
 
 
 def scores(near, far, double_role):
@@ -122,6 +124,7 @@ def test_cost_figure_over_seeds_is_the_mean_with_the_spread():
     np.testing.assert_allclose(err.array, [29.2 - bar.x[0]])
     np.testing.assert_allclose(err.arrayminus, [bar.x[0] - 27.2])
     assert list(bar.customdata) == ["29.2, 27.6, 27.2"]
+    assert bar.text is None  # a label would sit on the whisker
     assert "mean of 3 seeds" in fig.layout.xaxis.title.text
 
 

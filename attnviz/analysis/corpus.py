@@ -274,15 +274,16 @@ def has_list(sentence: Sentence) -> bool:
 
 
 def samples(sentences: list[Sentence]) -> list[Sentence]:
-    """A few sentences that show what the grammar writes: the first plain one (no list, one
-    role per word), the first double-role one, the first noun list and the first verb list."""
+    """A few sentences that show what the grammar writes: the shortest plain one (no list,
+    one role per word), double-role one, noun list and verb list (the first of each length)."""
     def listed(s: Sentence, tag: str) -> bool:
         return any(d is not None and d > 1 and t == tag
                    for d, t in zip(deciding_distances(s), s.tags, strict=True))
 
     kinds = (lambda s: not has_list(s) and not s.double_role, lambda s: s.double_role,
              lambda s: listed(s, "NOUN"), lambda s: listed(s, "VERB"))
-    return [next(s for s in sentences if kind(s)) for kind in kinds]
+    return [min((s for s in sentences if kind(s)), key=lambda s: len(s.words))
+            for kind in kinds]
 
 
 def max_words() -> int:

@@ -424,20 +424,25 @@ def parameters_claim(params: Mapping[str, int], gaps: Mapping[str, Sequence[floa
                      sizes: Sequence[int], labels: Mapping[str, str],
                      tolerance: float = 0.02) -> str:
     """Whether the mean gap grows with the parameter count, said as measured: '' when it
-    does at every size (taggers sorted by parameters, each gap at least the one before
-    less `tolerance`), else the size where it breaks most, with each tagger's numbers."""
+    does at every size (no tagger's gap exceeds that of one with more parameters by more
+    than `tolerance`), else the pair and size where it breaks most: the tagger with fewer
+    parameters and the larger gap, and the one with more parameters and the smaller gap."""
     order = sorted(gaps, key=lambda n: params[n])
-    worst, size = 0.0, None
+    worst: tuple[float, int, str, str] | None = None  # (excess, size index, fewer, more)
     for k in range(len(sizes)):
-        drops = [gaps[a][k] - gaps[b][k] for i, a in enumerate(order) for b in order[i + 1:]]
-        if max(drops) > tolerance and max(drops) > worst:
-            worst, size = max(drops), k
-    if size is None:
+        for i, a in enumerate(order):
+            for b in order[i + 1:]:
+                excess = gaps[a][k] - gaps[b][k]
+                if excess > tolerance and (worst is None or excess > worst[0]):
+                    worst = (excess, k, a, b)
+    if worst is None:
         return ""
-    parts = _(", ").join(_("{name} ({params:,} parameters) {gap:.1f}").format(
-        name=labels[n], params=params[n], gap=100 * gaps[n][size]) for n in order)
-    return _("The gap does not follow the parameter count: with {n} sentences the mean gaps "
-             "are {parts} points.").format(n=sizes[size], parts=parts)
+    _excess, k, a, b = worst
+    return _("The gap does not follow the parameter count: with {n} sentences {small} "
+             "({p_small:,} parameters) overfits by {g_small:.1f} points on average, {big} "
+             "({p_big:,} parameters) by {g_big:.1f}.").format(
+        n=sizes[k], small=labels[a], p_small=params[a], g_small=100 * gaps[a][k],
+        big=labels[b], p_big=params[b], g_big=100 * gaps[b][k])
 
 
 def order_free_rule(sentences: Sequence[Sentence]) -> float:

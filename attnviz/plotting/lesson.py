@@ -159,9 +159,10 @@ def far_table(labels: Sequence[str], gold: Sequence[str], tags: Mapping[str, Seq
 
 def receptive_field(words: Sequence[str], fields: Mapping[str, np.ndarray],
                     big: bool = False) -> go.Figure:
-    """Side by side: which words (columns) each word's tag (rows) can depend on."""
+    """Side by side: which words (columns) each word's tag (rows) can depend on. A repeated
+    word is numbered on both axes (word_labels), so the two saws read saw #2 and saw #4."""
     labels = axis_labels(list(words))
-    text = [escape(w) for w in words]
+    text = word_labels(words)
     names = [_(FIELD_NAMES[k]) if k in FIELD_NAMES else k for k in fields]
     g = Grid(rows=1, cols=len(fields), subplot_titles=names, horizontal_spacing=0.06)
     for c, (name, mask) in enumerate(zip(names, fields.values(), strict=True), start=1):
@@ -242,8 +243,9 @@ def cost_figure(parameters: Mapping[str, int], sizes: Sequence[int],
     """One row per tagger (the keys of `gaps`, labelled with its number of parameters): its
     training minus held-out accuracy on ambiguous words (points) when trained on each number
     of sentences in `sizes`, one bar per size: how much it overfits. A tagger's gaps are
-    [sizes] (one run) or [seeds, sizes]: the bar is then the mean over the seeds and its
-    whisker runs from the smallest to the largest seed's gap."""
+    [sizes] (one run: the bar is labelled with its value) or [seeds, sizes]: the bar is then
+    the mean over the seeds and its whisker runs from the smallest to the largest seed's gap
+    (no label, which the whisker would cross: the hover and the table beside it give them)."""
     names = list(gaps)
     runs = {n: np.atleast_2d(np.asarray(gaps[n], dtype=np.float64)) * 100 for n in names}
     n_seeds = runs[names[0]].shape[0]
@@ -258,7 +260,8 @@ def cost_figure(parameters: Mapping[str, int], sizes: Sequence[int],
         spread = ("<br>" + _("seeds: %{customdata}")) if n_seeds > 1 else ""
         data.append(dict(
             type="bar", orientation="h", y=rows, x=mean, name=_("{n} sentences").format(n=n),
-            marker=dict(color=shades[k % len(shades)]), text=[f"{v:.1f}" for v in mean],
+            marker=dict(color=shades[k % len(shades)]),
+            text=[f"{v:.1f}" for v in mean] if n_seeds == 1 else None,
             textposition="outside", textfont=dict(size=_size(big) - 2), cliponaxis=False,
             constraintext="none",
             error_x=dict(type="data", array=high, arrayminus=low, visible=n_seeds > 1,

@@ -214,8 +214,8 @@ def text(v: Lesson, shown: bool) -> list[Part]:
             + ("" if shown else " " + _("*(Answer ▶ reveals it.)*")))))
     if shown and s.reveal:
         out.append(Part("answer", Markdown(lesson.fill(_(s.reveal), word_md, **f))))
-    if s.key == "per_word" and v.trained is not None:
-        out += corpus_parts(v.trained.corpus)
+    if s.key == "per_word" and v.trained is not None and not shown:
+        out += corpus_parts(v.trained.corpus)  # (once shown: under the answer's table)
     return out
 
 
@@ -257,7 +257,7 @@ def per_word(v: Lesson) -> list[Part]:
                                                     base["best_possible"]) + " "
                                    + lesson.double_role_claim(mlp.double_role))),
             Part("main", plots.receptive_field(v.ws, seen, v.big), "lesson_fig_fields"),
-            Part("page", forms_table(forms))]
+            Part("page", forms_table(forms)), *corpus_parts(v.trained.corpus)]
 
 
 def forms_table(rows: list[lesson.FormRow]) -> Table:
