@@ -133,6 +133,14 @@ def test_window_masks_off_cells_are_not_a_light_slab_on_the_dark_theme():
     off, on = scale[0][1], scale[-1][1]
     alpha = re.fullmatch(r"rgba\(\s*(\d+),\s*(\d+),\s*(\d+),\s*([\d.]+)\)", off)
     assert alpha and float(alpha.group(4)) <= 0.3 and on == OKABE_ITO[0]
+    # no grid lines show through them; at 138 tokens each of the three panels' slanted key
+    # labels are few enough not to run together
+    assert fig.layout.yaxis.showgrid is False and fig.layout.xaxis.showgrid is False
+    words = [WORDS[i % len(WORDS)] for i in range(N)]
+    long = np.ones((N, N), bool)
+    wide = masks_and_weights(words, {"a": long, "b": long, "c": long},
+                             {k: long / N for k in "abc"})
+    assert len(wide.layout.xaxis4.ticktext) <= 8 and len(wide.layout.yaxis4.ticktext) <= 24
 
 
 def test_head_map_labels_never_overlap_in_a_dense_cluster():

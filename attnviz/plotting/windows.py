@@ -71,9 +71,11 @@ def masks_and_weights(
         + [_("weights: {name}").format(name=k) for k in names],
     )
     labels = axis_labels(list(tokens))
-    tv, tt = tick_labels(list(tokens), max_ticks=24)  # a panel is a third of the width
-    category = dict(type="category", categoryorder="array", categoryarray=labels, tickvals=tv,
-                    ticktext=tt)
+    # a panel is a third of the width: its slanted key labels fewer than its query labels
+    tv, tt = tick_labels(list(tokens), max_ticks=24)
+    xv, xt = tick_labels(list(tokens), max_ticks=max(4, 24 // len(names)))
+    category = dict(type="category", categoryorder="array", categoryarray=labels,
+                    showgrid=False)  # no grid lines through the masks' translucent off cells
     for c, name in enumerate(names, start=1):
         m = np.asarray(masks[name], dtype=np.float32)
         g.add(dict(
@@ -90,9 +92,11 @@ def masks_and_weights(
             + "<extra></extra>",
         ), 2, c)
         for r in (1, 2):
-            g.yaxis(r, c).update(category, autorange="reversed", showticklabels=(c == 1))
+            g.yaxis(r, c).update(category, tickvals=tv, ticktext=tt, autorange="reversed",
+                                 showticklabels=(c == 1))
             # the masks share the weights' key labels below
-            g.xaxis(r, c).update(category, tickangle=-45, showticklabels=(r == 2))
+            g.xaxis(r, c).update(category, tickvals=xv, ticktext=xt, tickangle=-45,
+                                 showticklabels=(r == 2))
     n = max(len(tokens), 6)
     cell = int(min(420, max(220, 22 * n + 80)))
     return g.figure(
