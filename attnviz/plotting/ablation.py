@@ -20,6 +20,7 @@ from .common import (
     escape,
     tick_labels,
 )
+from .stats import PAGE_WIDTH, fitted_title
 
 
 def _diverging(z: np.ndarray) -> dict:
@@ -149,7 +150,7 @@ def weight_diffs(maps: list[tuple[int, np.ndarray]], tokens: list[str], head: in
     cols = min(cols, len(maps))
     rows = -(-len(maps) // cols)
     name = _("mean of the layer's heads") if head is None else _("head {h}").format(h=head)
-    titles = [_("layer {l}, {which}").format(l=layer, which=name) for layer, _m in maps]
+    titles = [_("layer {l}").format(l=layer) for layer, _m in maps]
     g = Grid(rows=rows, cols=cols, subplot_titles=titles, horizontal_spacing=0.06,
              vertical_spacing=min(0.3, 0.5 / rows) if rows > 1 else 0.1)
     top = max((float(np.abs(m).max()) for _l, m in maps), default=0.0) or 1.0
@@ -159,16 +160,18 @@ def weight_diffs(maps: list[tuple[int, np.ndarray]], tokens: list[str], head: in
         r, c = i // cols + 1, i % cols + 1
         g.add(dict(type="heatmap", z=np.asarray(m, dtype=np.float64), x=labels, y=labels,
                    coloraxis="coloraxis", name=titles[i],
-                   hovertemplate=escape(titles[i]) + "<br>" + _("query %{y}<br>key %{x}")
+                   hovertemplate=escape(titles[i]) + ", " + escape(name) + "<br>"
+                   + _("query %{y}<br>key %{x}")
                    + f"<br>{escape(value)} = %{{z:+.6f}}<extra></extra>"), r, c)
         g.yaxis(r, c).update(autorange="reversed", showticklabels=c == 1, tickvals=vals,
                              ticktext=text, **axis)
         g.xaxis(r, c).update(tickangle=-45, tickvals=vals, ticktext=text, **axis)
-    side = max(220, min(420, 14 * n + 120))
+    side = max(280, min(420, 14 * n + 160))
     return g.figure(
         coloraxis=dict(colorscale=VALUES_SCALE, cmin=-top, cmax=top, cmid=0.0,
                        colorbar=dict(title=dict(text=escape(value), side="top"), thickness=12)),
-        title=dict(text=_("Later layers' weights, with the head removed minus without")),
+        title=dict(text=_("Later layers' weights, with the head removed minus without: "
+                          "{which}").format(which=escape(name))),
         font=FONT, height=int(side * rows + 80), margin=dict(l=10, r=10, t=70, b=10))
 
 
@@ -180,10 +183,13 @@ def importance_vs_stats(size: np.ndarray, stats: dict[str, np.ndarray], titles: 
     rows = -(-len(names) // cols)
     L, H = size.shape
     layers, heads = np.divmod(np.arange(L * H), H)
-    panel = [f"{escape(titles.get(k, k))}<br>ρ = " + ("—" if np.isnan(rho[k]) else
-                                                      f"{rho[k]:+.2f}") for k in names]
-    g = Grid(rows=rows, cols=cols, subplot_titles=panel, horizontal_spacing=0.06,
-             vertical_spacing=0.22 if rows > 1 else 0.1)
+    gap = 0.06
+    room = ((1 - (cols - 1) * gap) / cols + gap) * (PAGE_WIDTH - 20)  # px over a panel
+    panel = [fitted_title(escape(titles.get(k, k)), room) + "<br>ρ = "
+             + ("—" if np.isnan(rho[k]) else f"{rho[k]:+.2f}") for k in names]
+    three = any(t.count("<br>") > 1 for t in panel)
+    g = Grid(rows=rows, cols=cols, subplot_titles=panel, horizontal_spacing=gap,
+             vertical_spacing=(0.3 if three else 0.22) if rows > 1 else 0.1)
     y = np.asarray(size, dtype=np.float64).ravel()
     for i, k in enumerate(names):
         r, c = i // cols + 1, i % cols + 1
@@ -199,5 +205,6 @@ def importance_vs_stats(size: np.ndarray, stats: dict[str, np.ndarray], titles: 
         g.xaxis(r, c).update(rangemode="tozero")
     return g.figure(title=dict(text=_("Does the head matter where it looks? Every head: its "
                                       "statistic (x) and its removal's effect (y)")),
-                    font=FONT, height=int(260 * rows + 90),
-                    margin=dict(l=10, r=10, t=90, b=10), hovermode="closest")
+                    font=FONT, height=int(280 * rows + 140),
+                    margin=dict(l=10, r=10, t=140 if three else 100, b=10),
+                    hovermode="closest")
