@@ -61,7 +61,7 @@ def stats_heatmaps(stats: dict[str, np.ndarray], titles: dict[str, str], cols: i
     if two_lines:
         margin["t"] = 66  # room for the second line of the top row's titles
     g = Grid(rows=rows, cols=cols, subplot_titles=panel_titles, horizontal_spacing=gap,
-             vertical_spacing=0.18 if two_lines else 0.14)
+             vertical_spacing=0.21 if two_lines else 0.17)
     shapes = []
     for i, name in enumerate(names):
         z = np.asarray(stats[name], dtype=np.float64)
@@ -102,7 +102,7 @@ def stats_heatmaps(stats: dict[str, np.ndarray], titles: dict[str, str], cols: i
         coloraxis2=dict(colorscale=STAT_SCALE, colorbar=dict(
             title=dict(text=_("entropy")), thickness=12,
             **_beside(g, len(names) - 1, cols))),
-        font=FONT, height=int(300 * rows + 60),
+        font=FONT, height=int(310 * rows + 60),  # + the x title between the rows
         margin=margin, clickmode="event+select", hovermode="closest",
     )
 
