@@ -426,6 +426,22 @@ def test_kept_taggers_are_the_trained_ones_bit_for_bit(tmp_path, monkeypatch):
     assert T.load_trained(tmp_path, SMALL) is None
 
 
+def test_files_older_code_kept_are_removed(tmp_path):
+    """A kept file's name ends in the code's digest; the files an older code wrote (any
+    settings) are removed, the current code's file and other files stay."""
+    old = [tmp_path / f"lesson-taggers-{'a' * 12}-{'0' * 12}.pt",
+           tmp_path / f"lesson-sweeps-{'b' * 12}-{'0' * 12}.json"]
+    for p in old:
+        p.write_bytes(b"old")
+    other = tmp_path / "notes.txt"
+    other.write_text("not ours")
+    current = T.kept_path(tmp_path, SMALL)
+    current.write_bytes(b"")
+    assert current.name.endswith(f"-{T.code_key()}.pt")
+    assert sorted(T.forget_stale(tmp_path)) == sorted(p.name for p in old)
+    assert not any(p.exists() for p in old) and other.exists() and current.exists()
+
+
 def test_sweeps_over_seeds_are_each_seeds_sweep(tmp_path):
     sizes = (20, 160)
     sw = T.overfitting_seeds(SMALL, (3, 5), sizes=sizes, names=("window3", "attention_pos"))

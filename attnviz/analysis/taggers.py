@@ -628,20 +628,28 @@ KEPT_SOURCES = ("analysis/corpus.py", "analysis/taggers.py", "analysis/seeding.p
                 "engine/attention.py")  # the code a trained tagger's weights depend on
 
 
-def kept_key(settings: Settings, what: str = "taggers") -> str:
-    """A digest of everything trained weights depend on: the settings, the code that builds,
-    trains and feeds the taggers (KEPT_SOURCES), the versions of torch and NumPy. The same key
-    means the same training, so the same weights bit for bit."""
+def code_key() -> str:
+    """A digest of the code and versions trained weights depend on: the file format, the code
+    that builds, trains and feeds the taggers (KEPT_SOURCES), torch's and NumPy's versions."""
     import hashlib
     import json
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1]
-    h = hashlib.sha256(json.dumps([KEPT_FORMAT, what, dataclasses.asdict(settings),
-                                   torch.__version__, np.__version__]).encode())
+    h = hashlib.sha256(json.dumps([KEPT_FORMAT, torch.__version__, np.__version__]).encode())
     for name in KEPT_SOURCES:
         h.update(name.encode() + b"\0" + (root / name).read_bytes())
-    return h.hexdigest()[:24]
+    return h.hexdigest()[:12]
+
+
+def kept_key(settings: Settings, what: str = "taggers") -> str:
+    """A digest of everything trained weights depend on: what is kept, the settings, then
+    code_key(). The same key means the same training, so the same weights bit for bit."""
+    import hashlib
+    import json
+
+    mine = hashlib.sha256(json.dumps([what, dataclasses.asdict(settings)]).encode())
+    return f"{mine.hexdigest()[:12]}-{code_key()}"
 
 
 def kept_path(folder, settings: Settings, what: str = "taggers"):
@@ -651,6 +659,22 @@ def kept_path(folder, settings: Settings, what: str = "taggers"):
 
     ext = "pt" if what == "taggers" else "json"
     return Path(folder) / f"lesson-{what}-{kept_key(settings, what)}.{ext}"
+
+
+def forget_stale(folder) -> list[str]:
+    """Remove the kept files in `folder` that older code wrote (their key ends in another
+    code_key()): no run can read them again. The names removed."""
+    from pathlib import Path
+
+    gone, code = [], code_key()
+    for path in Path(folder).glob("lesson-*-*-*.*"):
+        if path.suffix in (".pt", ".json") and not path.stem.endswith("-" + code):
+            try:
+                path.unlink()
+                gone.append(path.name)
+            except OSError:
+                pass
+    return gone
 
 
 def _write_atomic(path, write: Callable) -> None:
@@ -715,6 +739,7 @@ def kept_or_trained(settings: Settings, folder=None, progress: Progress | None =
     if folder is not None:
         try:
             save_trained(tr, folder)
+            forget_stale(folder)
         except OSError:
             pass
     return tr
@@ -737,6 +762,7 @@ def kept_or_swept(settings: Settings, folder=None, progress: Progress | None = N
     if folder is not None:
         try:
             save_sweeps(sw, folder, settings)
+            forget_stale(folder)
         except OSError:
             pass
     return sw
