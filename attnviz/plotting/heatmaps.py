@@ -242,7 +242,7 @@ def heads_grid(
             coloraxis=dict(colorscale=ca["colorscale"], cmin=ca["zmin"], cmax=ca["zmax"],
                            colorbar=colorbar_below(_(KIND_NAMES[kind]), below,
                                                    260 * rows + 80 - 70 - below,
-                                                   length=0.5)),
+                                                   length=0.35)),  # on a phone too
             height=int(260 * rows + 80 + COLORBAR_BELOW), font=FONT,
             margin=dict(l=10 + label_room(ytext, titled=False), r=10, t=70,
                         b=below + COLORBAR_BELOW),

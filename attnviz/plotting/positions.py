@@ -94,6 +94,14 @@ def permutation_figure(tokens: list[str], perm: np.ndarray, title: str | None = 
         xaxis=dict(title=dict(text=_("position")), showgrid=False, zeroline=False)))
 
 
+def _short(v: float) -> str:
+    """Two significant digits, the exponent without padding ('1.2e-6', not '1.2e-06'): a
+    label as narrow as its bar."""
+    text = f"{v:.2g}"
+    mantissa, e, exponent = text.partition("e")
+    return f"{mantissa}e{int(exponent)}" if e else text
+
+
 def equivariance_figure(diffs: dict[str, np.ndarray], title: str | None = None) -> go.Figure:
     """Bars of max |Y' - P Y| per layer (0 = embeddings), one group per position mode.
 
@@ -120,8 +128,9 @@ def equivariance_figure(diffs: dict[str, np.ndarray], title: str | None = None) 
         # top, grouped as the bars are (layout.scattermode); a bar's own outside text touches
         labels.append(dict(
             type="scatter", x=x, y=np.where(d > 0, d, np.nan), mode="markers+text",
-            marker=dict(size=14, opacity=0), text=[f"{v:.2g}" for v in d],
-            textposition="top center", offsetgroup=str(k), showlegend=False,
+            marker=dict(size=14, opacity=0), text=[_short(v) for v in d],
+            textposition="top center", textfont=dict(size=11), offsetgroup=str(k),
+            showlegend=False,
             hoverinfo="skip", cliponaxis=False, name=mode_name(mode)))
         notes += [dict(x=x[i], y=np.log10(floor), xref="x", yref="y", text="0",
                        showarrow=False, yanchor="bottom", font=dict(
