@@ -43,7 +43,9 @@ def intro() -> list:
         "$O=VA'$. Elsewhere attnviz draws score and weight matrices with **queries in "
         "rows**: $A^{\\top}$ and $A'^{\\top}$ (PyTorch's row layout writes them "
         "$QK^{\\top}$ and $\\mathrm{softmax}(QK^{\\top}/\\sqrt{d_k})$). Math indices "
-        "count from 1 like the lecture; axis labels count tokens from #0."), "caption")]
+        "count from 1 like the lecture, and so do the words on the axes (I #1 is $a^1$; a "
+        "start token such as [CLS] is #0). The token boxes below take positions from 0; the "
+        "line under them names the token."), "caption")]
 
 
 def toy_cut(walk) -> list:
