@@ -78,3 +78,14 @@ def test_cost_table_as_shown():
     raw = cost.measurements_table(ms)
     np.testing.assert_array_equal(table.columns["peak MiB"], raw["peak_bytes"] / 2**20)
     assert view.cost_download(ms).make() is not None
+
+
+def test_fields_note_numbers_tokens_as_every_label():
+    """The fields' reach in the labels' numbers: with a start token ([CLS] #0) a position is
+    its number; without one (GPT-2's 'i' is #1) every number is one more."""
+    from attnviz.analysis import receptive
+
+    f = {"window": receptive.analytic_field("window", 6, 2, 3, 1)}  # reaches 1..5 at depth 2
+    bert = view.fields_note(2, f, 6, 3, 1, ["[CLS]", "i", "saw", "a", "saw", "[SEP]"]).text
+    gpt2 = view.fields_note(2, f, 6, 3, 1, ["i", "saw", "a", "saw", "it", "."]).text
+    assert "#1..#5" in bert and "#2..#6" in gpt2
