@@ -344,7 +344,7 @@ def final_change_figure(cosines: dict[str, np.ndarray], tokens: list[str],
 
 
 # ------------------------------------------------------------------ toy vectors
-TOY_X_LABELS = 24  # px of the toy panels' x labels ('dim 0'...: one unslanted line)
+TOY_X_LABELS = 36  # px of the toy panels' x labels ('dim 0'...: one unslanted line, its pad)
 
 
 def toy_outputs(toy: dict[str, dict], words: list[str], title: str | None = None) -> go.Figure:
