@@ -22,7 +22,9 @@ from .common import (
 
 MAX_X_TICKS = 30  # slanted key labels of one head's heatmap
 SQUARE_FROM = 40  # tokens from which one head's heatmap keeps square cells
-LONG_TICKS = 24  # tick labels per axis of one head's heatmap past SQUARE_FROM tokens
+LONG_TICKS = 24  # row labels of one head's heatmap past SQUARE_FROM tokens
+LONG_X_TICKS = 16  # its slanted column labels (on a phone's ~360 px plot, 22 px apart)
+LONG_HEIGHT = 780  # px, its most past SQUARE_FROM: on a phone the square plot is ~360 px
 GRID_TICKS = 12  # token labels per panel of a heads grid past 24 tokens
 GRID_X_TICKS = 28  # slanted token labels along a heads grid's bottom, all panels together
 PANEL_GAPS = (0.13, 0.2)  # blank cells between a heads grid's panels, across / down, per cell
@@ -71,8 +73,9 @@ def attention_heatmap(
     "right" (vertical, beside the plot).
 
     Past SQUARE_FROM tokens the cells stay square (a 138-token matrix is 138 x 138 squares,
-    not a strip) and each axis names every k-th token, at most LONG_TICKS of them, so the
-    labels never overlap; every cell's hover names its two tokens in full.
+    not a strip) and each axis names every k-th token, at most LONG_TICKS rows and
+    LONG_X_TICKS slanted columns, so the labels never overlap; every cell's hover names its
+    two tokens in full.
     """
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {tuple(KINDS)}")
@@ -86,13 +89,13 @@ def attention_heatmap(
         colors["zmax"] = zmax
     long = max(len(tokens), len(key_tokens)) > SQUARE_FROM
     x, y = _axis_props(tokens, key_tokens, indices=indices, key_indices=key_indices,
-                       max_x=LONG_TICKS if long else MAX_X_TICKS,
+                       max_x=LONG_X_TICKS if long else MAX_X_TICKS,
                        max_y=LONG_TICKS if long else 60, rows=rows, cols=cols)
     if long:  # square cells, not a squeezed strip; spare height goes below the plot
         y.update(scaleanchor="x", constrain="domain", constraintoward="top")
         x.update(constrain="domain")
     n = max(len(tokens), 8)
-    size = height or int(min(900, max(320, 28 * n + 140)))
+    size = height or int(min(LONG_HEIGHT if long else 900, max(320, 28 * n + 140)))
     bottom = 10 + label_room(x["ticktext"], angle=x["tickangle"], across=False)
     if colorbar == "below":
         size += 0 if height else COLORBAR_BELOW
