@@ -189,3 +189,10 @@ def test_a_matrix_colour_bar_names_what_it_measures(walk):
     assert fig.data[0].colorbar.title.text == "value"
     w = sp.matrix_figure(np.eye(4), sp.token_axis(TOKENS), sp.token_axis(TOKENS), "W", "weights")
     assert w.data[0].colorbar.title.text == "weight"
+
+
+def test_a_matrix_colour_bar_lies_below_it(walk):
+    fig = sp.matrix_figure(walk.inputs.T, sp.dim_labels("a", 4), sp.token_axis(TOKENS), "A")
+    bar = fig.data[0].colorbar
+    assert bar.orientation == "h" and bar.y < 0 and bar.x == 0 and bar.xanchor == "left"
+    np.testing.assert_array_equal(np.asarray(fig.data[0].z), walk.inputs.T)

@@ -14,6 +14,7 @@ import plotly.graph_objects as go
 from attnviz.i18n import N_, _
 
 from .common import (
+    COLORBAR_BELOW,
     FONT,
     NEUTRAL,
     OKABE_ITO,
@@ -26,7 +27,9 @@ from .common import (
     category_colour,
     category_dash,
     category_marker,
+    colorbar_below,
     escape,
+    label_room,
 )
 
 MAX_PRINTED_CELLS = 144  # matrices up to this size print their numbers
@@ -130,13 +133,20 @@ def matrix_figure(
     numbers: bool | None = None,
     height: int | None = None,
 ) -> go.Figure:
-    """One matrix as a heatmap; numbers printed in the cells when it is small enough."""
+    """One matrix as a heatmap; numbers printed in the cells when it is small enough. Its
+    colour bar lies below it, from its left edge (a phone shows the chart's left part)."""
     x, y = _axes(rows, cols)
     r = len(rows)
+    size = (height or int(min(700, max(220, 34 * min(r, 16) + 130)))) + COLORBAR_BELOW
+    below = 10 + label_room(x["ticktext"], angle=x["tickangle"], across=False, titled=False)
+    trace = _heatmap(matrix, rows, cols, kind, decimals, numbers, showscale=True)
+    trace["colorbar"] = colorbar_below(trace["colorbar"]["title"]["text"], below,
+                                       size - MARGIN["t"] - below - COLORBAR_BELOW,
+                                       thickness=10, length=0.5)
     return go.Figure(
-        data=[_heatmap(matrix, rows, cols, kind, decimals, numbers, showscale=True)],
-        layout=dict(xaxis=x, yaxis=y, title=title, font=FONT, margin=MARGIN,
-                    height=height or int(min(700, max(220, 34 * min(r, 16) + 130)))))
+        data=[trace],
+        layout=dict(xaxis=x, yaxis=y, title=title, font=FONT, height=size,
+                    margin=dict(MARGIN, b=below + COLORBAR_BELOW)))
 
 
 def matrices_figure(
