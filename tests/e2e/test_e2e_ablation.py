@@ -1,5 +1,6 @@
-"""Switch it off and see in a real browser: the lesson's view, the map, and the URL keeping the
-chosen measure and ablation."""
+"""Switch it off and see in a real browser: the lesson's view, the map beside the head
+statistics, one head's later-layer difference maps, and the URL keeping the chosen measure and
+ablation."""
 
 import pytest
 
@@ -13,6 +14,9 @@ def test_ablation_page_draws_and_keeps_its_choices_in_the_url(page, app_url):
     open_page(page, app_url, "/ablation?text=I+saw+a+saw")
     assert page.locator(".js-plotly-plot").count() >= 7  # cosines, ranking, top weights, ...
     assert page.get_by_text("Positions off, then heads off").count() == 1
+    assert page.locator(".js-plotly-plot").filter(
+        has_text="Later layers' weights, with the head removed minus without").count() == 1
+    assert page.locator(".js-plotly-plot").filter(has_text="ρ = ").count() == 1
     page.get_by_text("mean (its average over reference sentences)").first.click()
     page.wait_for_timeout(1000)
     wait_for_app(page)
