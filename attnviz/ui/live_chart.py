@@ -356,15 +356,25 @@ _SPECS = PerFigure()
 
 
 def figure_json(fig: go.Figure) -> str:
-    """plotly.io.to_json(fig) without validation, made once per figure object: a figure of
-    the figure cache (ui.figures.cached_figure) is the same read-only object on every rerun of
-    every session, so a rerun that draws it again sends the JSON made the first time."""
-    return _SPECS.get(fig, lambda f: pio.to_json(f, validate=False))
+    """plotly.io.to_json(fig) without validation (what the chart draws)."""
+    return _read(fig)[0].decode()
+
+
+def _read(fig: go.Figure) -> tuple[bytes, int]:
+    """The figure's JSON as UTF-8 and its number of panels, made once per figure object: a
+    figure of the figure cache (ui.figures.cached_figure) is the same read-only object on
+    every rerun of every session, so a rerun that draws it again sends the bytes made the
+    first time."""
+    return _SPECS.get(fig, lambda f: (pio.to_json(f, validate=False).encode(), _panels(f)))
 
 
 def panels(fig: go.Figure) -> int:
     """How many panels the figure shows side by side or in a grid: its subplots, or the
     panel titles of one heatmap drawn as blocks (plotting.common's grids title each block)."""
+    return _read(fig)[1]
+
+
+def _panels(fig: go.Figure) -> int:
     layout = fig.layout
     axes = sum(1 for name in layout.to_plotly_json() if name.startswith("xaxis"))
     return max(axes, len(layout.annotations or ()))
@@ -377,13 +387,15 @@ def payload(fig: go.Figure, config: dict, alt: str | None,
     to say (as text) if the chart cannot be drawn and whether a click is sent back (`select`),
     as one line of JSON in UTF-8; then, when `script` is given (plotly.js), a newline and the
     script."""
-    spec = figure_json(fig)
+    spec, n_panels = _read(fig)
     failed = _("This chart could not be drawn here. Reload the page to try again; its numbers "
                "stay under \"Numbers in this figure\".")
     head = json.dumps({"config": config, "alt": alt or "", "failed": failed,
-                       "select": bool(select), "wide": panels(fig) >= 3})
-    data = (head[:-1] + ', "figure": ' + spec + "}").encode()
-    return data if script is None else data + b"\n" + script
+                       "select": bool(select), "wide": n_panels >= 3})
+    parts = [head[:-1].encode(), b', "figure": ', spec, b"}"]
+    if script is not None:
+        parts += [b"\n", script]
+    return b"".join(parts)
 
 
 def _send_again() -> None:
