@@ -55,7 +55,8 @@ def test_clark_conventions_and_word_level(at, model):
     assert len(words) < t.n_tokens  # some pieces really merged
     s = head_stats(w, words, "clark")
     heat = [tr for tr in charts(at)[0]["data"] if tr["type"] == "heatmap"]
-    np.testing.assert_allclose(decode(heat[5]["z"]), s["prev"], atol=1e-12)
+    (prev,) = [tr for tr in heat if tr["name"] == "prev"]
+    np.testing.assert_allclose(decode(prev["z"]), s["prev"], atol=1e-12)
 
 
 def test_rollout_and_flow_tab(at, model):

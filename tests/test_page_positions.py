@@ -41,7 +41,7 @@ def test_default_sentence_every_figure(at, model):
     assert list(figs) == KEYS
     assert not at.error
     # Shuffle: the page's "none" bars are ~0, the "learned" bars are not.
-    none, learned = figs["pos_fig_equi"]["data"]
+    none, learned = [tr for tr in figs["pos_fig_equi"]["data"] if tr["type"] == "bar"]
     assert np.nanmax(decode(none["y"])) < 1e-5 and decode(learned["y"]).max() > 0.1
     said = next(m.value for m in at.markdown if "equal up to float rounding" in m.value)
     shown = float(said.split("every layer is **")[1].split("**")[0])
