@@ -69,6 +69,7 @@ def main() -> None:
         text, settings, big = controls(ctx, present)
     if big != present:
         st.rerun()  # the URL asked for the other mode: lay the page out again
+    nav.retrain_if_asked(settings)
     if not present:
         nav.step_slider()
     ws, notes = view.sentence_notes(text)

@@ -273,7 +273,7 @@ def cost_figure(parameters: Mapping[str, int], sizes: Sequence[int],
     return projector(go.Figure(data=data, layout=dict(
         barmode="group", bargap=0.25, font=_font(big),
         height=(80 if big else 90) * len(names) + 140,
-        xaxis=dict(title=dict(text=_("training minus held-out (points), mean of {n} seeds")
+        xaxis=dict(title=dict(text=_("training minus held-out (points),<br>mean of {n} seeds")
                               .format(n=n_seeds) if n_seeds > 1
                               else _("training minus held-out (points)")),
                    range=[min(0.0, min(values) - 0.15 * max(values)) - 1,

@@ -104,14 +104,31 @@ def settings_widgets() -> taggers.Settings:
     settings = settings_from(seed, epochs)
     st.caption(_("Trained taggers are kept on the server's disk: the same settings give the "
                  "same numbers, bit for bit. Train them again to watch it happen."))
-    if st.button(_("Train again now"), key="lesson_retrain", icon=":material/replay:"):
-        again, same = retrain_live(settings)
-        (st.success if same else st.warning)((
-            _("Trained again in {s:.1f} s: every weight equals the taggers shown, bit for "
-              "bit.") if same else
-            _("Trained again in {s:.1f} s: some weights differ from the taggers shown."))
-            .format(s=again.total_seconds))
+    st.button(_("Train again now"), key="lesson_retrain", icon=":material/replay:",
+              on_click=_ask_retrain)
     return settings
+
+
+RETRAIN_ASKED = "lesson_retrain_asked"
+
+
+def _ask_retrain() -> None:
+    """The Train again button's callback: a flag that outlives any rerun of the script."""
+    st.session_state[RETRAIN_ASKED] = True
+
+
+def retrain_if_asked(settings: taggers.Settings) -> None:
+    """After the Train again button (in the settings popover, which a rerun may close): the
+    taggers trained again on the page itself, with a progress bar, then whether every weight
+    equals the taggers shown."""
+    if not st.session_state.pop(RETRAIN_ASKED, False):
+        return
+    again, same = retrain_live(settings)
+    (st.success if same else st.warning)((
+        _("Trained again in {s:.1f} s: every weight equals the taggers shown, bit for "
+          "bit.") if same else
+        _("Trained again in {s:.1f} s: some weights differ from the taggers shown."))
+        .format(s=again.total_seconds))
 
 
 # ------------------------------------------------------------------ steps
