@@ -69,8 +69,9 @@ def attention_heatmap(
 
     `indices`: each row's place in the sentence when some tokens are hidden (labels keep it);
     `zmax`: the top of the colour scale (default: 1 for weights, the largest |score|);
-    `colorbar`: "below" (horizontal, under the keys' labels: it stays on a phone's screen) or
-    "right" (vertical, beside the plot).
+    `colorbar`: "below" (horizontal, under the keys' labels: it stays on a phone's screen;
+    past SQUARE_FROM tokens above the plot, under the title) or "right" (vertical, beside
+    the plot).
 
     Past SQUARE_FROM tokens the cells stay square (a 138-token matrix is 138 x 138 squares,
     not a strip) and each axis names every k-th token, at most LONG_TICKS rows and
@@ -96,12 +97,19 @@ def attention_heatmap(
         x.update(constrain="domain")
     n = max(len(tokens), 8)
     size = height or int(min(LONG_HEIGHT if long else 900, max(320, 28 * n + 140)))
-    bottom = 10 + label_room(x["ticktext"], angle=x["tickangle"], across=False)
+    bottom, top = 10 + label_room(x["ticktext"], angle=x["tickangle"], across=False), 50
     if colorbar == "below":
         size += 0 if height else COLORBAR_BELOW
-        bar = colorbar_below(_(KIND_NAMES[kind]), bottom, size - 50 - bottom - COLORBAR_BELOW)
+        plot = size - top - bottom - COLORBAR_BELOW
+        bar = colorbar_below(_(KIND_NAMES[kind]), bottom, plot)
+        if long:  # above the square plot, under the title: a narrow screen's square plot
+            # leaves its spare height below the keys' labels, not between them and the bar
+            top += COLORBAR_BELOW + 12  # and clear of the title
+            plot = size - top - bottom
+            bar.update(y=1 + 28 / plot, yanchor="bottom")  # its tick labels hang below it
+        else:
+            bottom += COLORBAR_BELOW
         right = 20
-        bottom += COLORBAR_BELOW
     else:
         bar = dict(title=dict(text=_(KIND_NAMES[kind])), thickness=12)
         right = colorbar_room(kind, ticks="-0.00" if kind == "scores" else "0.00")
@@ -115,7 +123,7 @@ def attention_heatmap(
             yaxis={**y, "title": dict(text=_("queries"))},
             title=title or _(KINDS[kind]["title"]), height=size, font=FONT,
             # Room for the labels and the colour bar up front: drawn once, not twice.
-            margin=dict(l=10 + label_room(y["ticktext"]), t=50, r=right, b=bottom),
+            margin=dict(l=10 + label_room(y["ticktext"]), t=top, r=right, b=bottom),
         ),
     )
 
