@@ -40,7 +40,8 @@ launcher is stopping.
 Each worker is `scripts/run_app.py` (`streamlit run app.py` that loads the model once it
 listens). Every process started here is in one process group of its own,
 stopped (SIGTERM, then SIGKILL after a grace period) when the launcher exits, and each child
-also gets SIGTERM from the kernel should the launcher die first (Linux PR_SET_PDEATHSIG).
+also gets SIGTERM from the kernel should the launcher die first (Linux's parent-death signal,
+set by util-linux's setpriv).
 nginx runs in the foreground with a generated config in a temporary folder: it needs no root
 paths beyond its binary. Responses carry `X-Attnviz-Worker: i` (1..N), which worker answered.
 Standard library only: the launcher itself never imports torch.
@@ -49,7 +50,6 @@ Standard library only: the launcher itself never imports torch.
 from __future__ import annotations
 
 import argparse
-import ctypes
 import gzip
 import importlib.util
 import os
@@ -297,14 +297,15 @@ http {{
 """
 
 
-def _die_with_parent() -> None:
-    """In a child, before exec: join the launcher's process group (see Cluster) and get
-    SIGTERM when the launcher dies (Linux; elsewhere the process group is the safety net)."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
+def _die_with_parent(argv: list[str]) -> list[str]:
+    """`argv` run so that the child gets SIGTERM when the launcher dies: through util-linux's
+    `setpriv --pdeathsig TERM`, which sets Linux's parent-death signal and then runs the
+    command in its own process (same pid). Where there is no setpriv (not Linux), `argv` as
+    it is: the process group (see Cluster) is then the safety net."""
+    if shutil.which(argv[0]) is None:  # said as Popen says it, before setpriv would run
+        raise FileNotFoundError(2, "No such file or directory", argv[0])
+    setpriv = shutil.which("setpriv")
+    return [setpriv, "--pdeathsig", "TERM", "--", *argv] if setpriv else argv
 
 
 def torch_threads(cores: int, workers: int) -> int:
@@ -390,12 +391,11 @@ class Cluster:
         def before_exec() -> None:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
             os.setpgid(0, pgid or 0)  # the first child leads a new group; the rest join it
-            _die_with_parent()
 
         out = open(log_path, "ab")  # noqa: SIM115 - the child holds it; closed when we exit
         blocked = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
         try:
-            proc = subprocess.Popen(argv, cwd=self.app.parent, stdout=out,
+            proc = subprocess.Popen(_die_with_parent(argv), cwd=self.app.parent, stdout=out,
                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
                                     preexec_fn=before_exec)
             if self.pgid is None:

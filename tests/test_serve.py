@@ -21,6 +21,7 @@ import gzip
 import importlib.util
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -286,7 +287,7 @@ def test_a_killed_worker_is_replaced_on_its_port(nginx, tmp_path, capsys):
         assert "worker 1 restarted: pid" in err, err
         new = cluster.procs[0]
         assert new.pid != dead.pid and new.poll() is None
-        assert cluster.procs[-1].args[0] == nginx and len(cluster.procs) == 3
+        assert nginx in cluster.procs[-1].args and len(cluster.procs) == 3
         assert new.pid in group_members(cluster.pgid)
         deadline = time.monotonic() + 30
         while "answers again" not in err and time.monotonic() < deadline:
@@ -436,3 +437,31 @@ def test_each_worker_leaves_a_core_to_its_pages(cores, workers, want):
     """make serve: a worker's torch gets its share of the cores less one for its Python
     thread (scripts/run_app.class_threads), never fewer than one."""
     assert serve.torch_threads(cores, workers) == want
+
+
+def test_a_child_gets_sigterm_when_the_launcher_dies(tmp_path):
+    """Every process the launcher starts runs through setpriv --pdeathsig TERM: a child whose
+    parent is killed gets SIGTERM from the kernel (here the parent is a Python that starts it,
+    then is killed; the child writes down the signal it got)."""
+    if shutil.which("setpriv") is None:
+        pytest.skip("no util-linux setpriv here")
+    mark = tmp_path / "got"
+    child = serve._die_with_parent([sys.executable, "-c", (
+        "import signal, sys, time\n"
+        f"signal.signal(signal.SIGTERM, lambda *a: (open({str(mark)!r}, 'w').write('TERM'),"
+        " sys.exit(0)))\n"
+        "open(sys.argv[1], 'w').write('ready')\n"
+        "time.sleep(30)\n"), str(tmp_path / "ready")])
+    parent = subprocess.Popen([sys.executable, "-c", (
+        "import subprocess, sys, time; subprocess.Popen(sys.argv[1:]); time.sleep(30)"),
+        *child])
+    deadline = time.monotonic() + 20
+    while not (tmp_path / "ready").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    parent.kill()
+    parent.wait(10)
+    while not mark.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert mark.read_text() == "TERM"
+    with pytest.raises(FileNotFoundError):  # a program that is not there: said at once
+        serve._die_with_parent([str(tmp_path / "no-such-program")])
