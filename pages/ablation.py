@@ -71,8 +71,13 @@ def main() -> None:
 def one_head_view(ctx: ui.Context) -> None:
     model, request = ctx.model, ctx.request
     render(view.one_head_intro())
+    part, n_layers = "encoder", model.n_layers
+    if getattr(model, "n_decoder_layers", 0):  # BART: the decoder's heads too
+        part = st.radio(_("Attention"), tuple(view.PART_NAMES), key="abl_part", horizontal=True,
+                        format_func=lambda p: _(view.PART_NAMES[p]))
+        n_layers = model.n_layers if part == "encoder" else model.n_decoder_layers
     c1, c2, c3 = st.columns(3)
-    layer = c1.selectbox(_("Layer"), range(model.n_layers), key="abl_layer", bind="query-params")
+    layer = c1.selectbox(_("Layer"), range(n_layers), key="abl_layer", bind="query-params")
     head = c2.selectbox(_("Head"), range(model.n_heads), key="abl_head", bind="query-params")
     mode = c3.radio(_("Ablation"), MODES, key="abl_one_mode", format_func=lambda m: _(
         view.MODE_NAMES[m]))
@@ -80,10 +85,10 @@ def one_head_view(ctx: ui.Context) -> None:
                          key="abl_shown", bind="query-params", format_func=lambda h: _(
                              "mean of the layer's heads") if h < 0 else _("head {h}").format(h=h))
     try:
-        render(ui.cached("results", ("ablation_one", model.key, request, layer, head, mode,
-                                     shown, language()),
+        render(ui.cached("results", ("ablation_one", model.key, request, part, layer, head,
+                                     mode, shown, language()),
                          lambda: view.one_head_parts(model, request, layer, head, mode,
-                                                     None if shown < 0 else shown)))
+                                                     None if shown < 0 else shown, part)))
     except ValueError as e:
         render(view.message(e))
 

@@ -208,3 +208,42 @@ def test_importance_beside_clark_statistics(model, hf_model, saw_map):
         head, rank = b.top(k)
         flat = int(np.argmax(want[k]))
         assert head == divmod(flat, model.n_heads) and rank == order.index(flat) + 1
+
+
+@pytest.mark.parametrize("part", ["decoder", "cross"])
+def test_one_bart_decoder_head_matches_hf_hooks(tmp_path, part, model):
+    """BART: a decoder self-attention or cross-attention head removed; the decoder tokens'
+    cosines and the later decoder layers' weights (of that kind) against HF's eager BartModel
+    with a pre-hook on that attention's output projection."""
+    import attnviz
+    from attnviz.engine.random_models import save_random_checkpoint
+    from tests.test_engine_intervene import bart_inputs, hf, hf_bart_heads
+
+    folder = save_random_checkpoint("bart", tmp_path / "bart", positions=32, seed=4, layers=3)
+    bart = attnviz.load_model(folder, device="cpu")
+    ref = hf(folder, "bart")
+    req = TraceRequest("I saw a saw today")
+    nb = ablation.one_head(bart, req, 0, 1, part=part)
+    src, dec = bart_inputs(bart.trace(req).token_ids.tolist(), ref.config)
+    with torch.no_grad():
+        plain = ref(src, decoder_input_ids=dec, output_attentions=True)
+    handles = hf_bart_heads(ref, {(part, 0): [1]}, bart.head_dim)
+    try:
+        with torch.no_grad():
+            cut = ref(src, decoder_input_ids=dec, output_attentions=True)
+    finally:
+        for h in handles:
+            h.remove()
+    name = "decoder_attentions" if part == "decoder" else "cross_attentions"
+    want = (torch.stack(getattr(cut, name))[:, 0].double()
+            - torch.stack(getattr(plain, name))[:, 0].double()).numpy()
+    np.testing.assert_allclose(nb.weights_diff, want, atol=TOL, rtol=0)
+    assert np.abs(nb.weights_diff[1:]).max() > 1e-4 and (nb.weights_diff[0] == 0).all()
+    a, b = cut.last_hidden_state[0].double(), plain.last_hidden_state[0].double()
+    np.testing.assert_allclose(nb.token_cosine, torch.nn.functional.cosine_similarity(
+        a, b, dim=-1).numpy(), atol=TOL, rtol=0)
+    t = bart.trace(req)
+    assert nb.tokens == t.decoder_tokens
+    assert nb.key_tokens == (t.tokens if part == "cross" else None)
+    with pytest.raises(ValueError, match="has no decoder"):
+        ablation.one_head(model, req, 0, 0, part="cross")

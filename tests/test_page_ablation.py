@@ -95,3 +95,21 @@ def test_importance_beside_statistics(at, model):
     titles = [a["text"] for a in panels[0]["layout"]["annotations"]]
     assert f"ρ = {b.rho['prev']:+.2f}" in titles[list(b.stats).index("prev")]
     assert any("Spearman" in str(c) for t in at.dataframe for c in t.value.columns)
+
+
+def test_bart_decoder_heads_on_the_page(tmp_path):
+    """With BART loaded, the one-head section offers the decoder's self-attention and
+    cross-attention heads; the difference maps are analysis.one_head's (checked against HF)."""
+    import attnviz
+    from attnviz.engine.random_models import save_random_checkpoint
+
+    folder = str(save_random_checkpoint("bart", tmp_path / "bart", seed=2))
+    at = open_page("pages/ablation.py", timeout=180, text="I saw a saw", model_dir=folder)
+    at.radio(key="abl_part").set_value("cross").run()
+    assert not at.exception
+    bart = attnviz.load_model(folder, device="cpu")
+    nb = ablation.one_head(bart, TraceRequest("I saw a saw"), 0, 0, part="cross")
+    got = [decode(tr["z"]) for title, tr in heatmaps(at) if title.startswith("Later layers")]
+    assert len(got) == bart.n_decoder_layers - 1
+    for z, (_layer, m) in zip(got, nb.later(), strict=True):
+        np.testing.assert_allclose(z, m, atol=1e-6)

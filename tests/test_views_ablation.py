@@ -39,3 +39,22 @@ def test_exported_ablation_page_holds_the_analysis_numbers(model):
         np.testing.assert_allclose(decode(tr["z"]), m, atol=1e-7)
     page = html.page_html(html.View("v", blocks))
     assert len(re.findall(r'class="attnviz-figure"', page)) == 12
+
+
+def test_one_cross_attention_head_removed_draws_decoder_rows_and_encoder_columns(tmp_path):
+    import attnviz
+    from attnviz.engine.random_models import save_random_checkpoint
+    from attnviz.views import ablation as view
+
+    folder = save_random_checkpoint("bart", tmp_path / "bart", positions=32, seed=4, layers=3)
+    bart = attnviz.load_model(folder, device="cpu")
+    req = TraceRequest("I saw a saw", target="A saw I saw there")
+    blocks = view.one_head_parts(bart, req, 0, 1, "zero", None, "cross")
+    (fig,) = [b for b in blocks if isinstance(b, go.Figure)
+              and b.layout.title.text.startswith("Later layers")]
+    nb = ablation.one_head(bart, req, 0, 1, part="cross")
+    t = bart.trace(req)
+    assert len(t.decoder_tokens) != len(t.tokens)
+    for tr, (_layer, m) in zip(fig.data, nb.later(), strict=True):
+        assert np.asarray(tr.z).shape == (len(t.decoder_tokens), len(t.tokens))
+        np.testing.assert_allclose(np.asarray(tr.z), m, atol=1e-7)

@@ -297,6 +297,16 @@ def saw_cosines(model, request: TraceRequest, tokens: tuple[int, int] | None = N
     return pair, per_layer(on.hidden_states), per_layer(off.hidden_states)
 
 
+# What one head removed changes, by the attention it belongs to: (the Ablation's field, the
+# trace's weights, its hidden states, the query tokens, the key tokens). BART's decoder heads
+# change its decoder tokens' final vectors and the later decoder layers' weights of that kind.
+PARTS = {"encoder": ("heads", "weights", "hidden_states", "tokens", "tokens"),
+         "decoder": ("decoder_heads", "decoder_weights", "decoder_hidden_states",
+                     "decoder_tokens", "decoder_tokens"),
+         "cross": ("cross_heads", "cross_weights", "decoder_hidden_states", "decoder_tokens",
+                   "tokens")}
+
+
 @dataclass
 class OneHead:
     """What removing one head changes (see the module docstring)."""
@@ -305,15 +315,17 @@ class OneHead:
     head: int
     mode: str
     token_cosine: np.ndarray  # [n] cos(final vector with the head removed, plain final vector)
-    weights_diff: np.ndarray  # [layers, heads, n, n] float32: ablated weights - plain weights
-    tokens: list[str]
+    weights_diff: np.ndarray  # [layers, heads, n, m] float32: ablated weights - plain weights
+    tokens: list[str]  # the queries' (rows')
+    part: str = "encoder"  # "encoder" | "decoder" | "cross" (PARTS)
+    key_tokens: list[str] | None = None  # the keys' (columns'); None: the same as `tokens`
 
     @property
     def weights_change(self) -> np.ndarray:  # [layers, heads] mean |difference| of each head
         return np.abs(self.weights_diff.astype(np.float64)).mean(axis=(-1, -2))
 
     def later(self, head: int | None = None) -> list[tuple[int, np.ndarray]]:
-        """(layer, [n, n]) for every layer after the removed head's: head `head`'s difference,
+        """(layer, [n, m]) for every layer after the removed head's: head `head`'s difference,
         or (None) the mean of the layer's heads' differences."""
         out = []
         for layer in range(self.layer + 1, self.weights_diff.shape[0]):
@@ -323,22 +335,31 @@ class OneHead:
 
 
 def one_head(model, request: TraceRequest, layer: int, head: int,
-             mode: str = "zero") -> OneHead:
-    """Head (layer, head) removed alone (zero or mean ablation): each token's final vector
-    against the plain run's, and every head's weights minus the plain run's."""
+             mode: str = "zero", part: str = "encoder") -> OneHead:
+    """Head (layer, head) of the encoder (or of BART's decoder self-attention or its
+    cross-attention: `part`) removed alone, zero or mean ablation: each token's final vector
+    against the plain run's, and every head's weights (of that kind) minus the plain run's."""
     from ..engine.intervene import Ablation
 
+    if part not in PARTS:
+        raise ValueError(f"part must be one of {', '.join(PARTS)}; got {part!r}")
+    field, weights, states, queries, keys = PARTS[part]
+    if part != "encoder" and not getattr(model, "n_decoder_layers", 0):
+        raise ValueError(f"{model.title} has no decoder: decoder and cross-attention heads are "
+                         "an encoder-decoder's (BART)")
     request = _plain(request)
     plain = model.trace(request)
     if plain.n_tokens > MAX_TOKENS:
         raise ValueError(f"the weight differences are made for up to {MAX_TOKENS} tokens and "
                          f"this text has {plain.n_tokens}: shorten it")
-    cut = model.trace(request.with_options(ablate=Ablation(heads=((layer, head),), mode=mode)))
-    a = cut.hidden_states[-1].astype(np.float64)
-    b = plain.hidden_states[-1].astype(np.float64)
+    cut = model.trace(request.with_options(ablate=Ablation(**{field: ((layer, head),)},
+                                                           mode=mode)))
+    a = getattr(cut, states)[-1].astype(np.float64)
+    b = getattr(plain, states)[-1].astype(np.float64)
     cos = (a * b).sum(-1) / np.linalg.norm(a, axis=-1) / np.linalg.norm(b, axis=-1)
-    diff = (cut.weights.astype(np.float64) - plain.weights).astype(np.float32)
-    return OneHead(layer, head, mode, cos, diff, list(plain.tokens))
+    diff = (getattr(cut, weights).astype(np.float64) - getattr(plain, weights)).astype(np.float32)
+    return OneHead(layer, head, mode, cos, diff, list(getattr(plain, queries)), part,
+                   None if keys == queries else list(getattr(plain, keys)))
 
 
 @dataclass

@@ -140,13 +140,16 @@ def token_cosines(cos: np.ndarray, tokens: list[str], title: str) -> go.Figure:
 
 
 def weight_diffs(maps: list[tuple[int, np.ndarray]], tokens: list[str], head: int | None,
-                 cols: int = 3) -> go.Figure:
+                 cols: int = 3, keys: list[str] | None = None) -> go.Figure:
     """One [query, key] map of ablated minus plain weights per later layer (`maps`: (layer,
-    [n, n])), on one diverging scale centred at 0 shared by every panel (so panels compare);
-    rows = who looks, columns = who is looked at; exact hover."""
-    n = len(tokens)
-    labels = axis_labels(tokens)
-    vals, text = tick_labels(tokens, max_ticks=max(6, 48 // min(cols, len(maps))))
+    [n, m])), on one diverging scale centred at 0 shared by every panel (so panels compare);
+    rows = who looks (`tokens`), columns = who is looked at (`keys`, default the same);
+    exact hover."""
+    keys = tokens if keys is None else keys
+    n = max(len(tokens), len(keys))
+    labels, key_labels = axis_labels(tokens), axis_labels(keys)
+    vals, text = tick_labels(tokens, max_ticks=40)
+    kvals, ktext = tick_labels(keys, max_ticks=max(6, 48 // min(cols, len(maps))))
     cols = min(cols, len(maps))
     rows = -(-len(maps) // cols)
     name = _("mean of the layer's heads") if head is None else _("head {h}").format(h=head)
@@ -155,17 +158,18 @@ def weight_diffs(maps: list[tuple[int, np.ndarray]], tokens: list[str], head: in
              vertical_spacing=min(0.3, 0.5 / rows) if rows > 1 else 0.1)
     top = max((float(np.abs(m).max()) for _l, m in maps), default=0.0) or 1.0
     axis = dict(type="category", categoryorder="array", categoryarray=labels)
+    key_axis = dict(type="category", categoryorder="array", categoryarray=key_labels)
     value = _("change of the weight")
     for i, (_layer, m) in enumerate(maps):
         r, c = i // cols + 1, i % cols + 1
-        g.add(dict(type="heatmap", z=np.asarray(m, dtype=np.float64), x=labels, y=labels,
+        g.add(dict(type="heatmap", z=np.asarray(m, dtype=np.float64), x=key_labels, y=labels,
                    coloraxis="coloraxis", name=titles[i],
                    hovertemplate=escape(titles[i]) + ", " + escape(name) + "<br>"
                    + _("query %{y}<br>key %{x}")
                    + f"<br>{escape(value)} = %{{z:+.6f}}<extra></extra>"), r, c)
         g.yaxis(r, c).update(autorange="reversed", showticklabels=c == 1, tickvals=vals,
                              ticktext=text, **axis)
-        g.xaxis(r, c).update(tickangle=-45, tickvals=vals, ticktext=text, **axis)
+        g.xaxis(r, c).update(tickangle=-45, tickvals=kvals, ticktext=ktext, **key_axis)
     side = max(280, min(420, 14 * n + 160))
     return g.figure(
         coloraxis=dict(colorscale=VALUES_SCALE, cmin=-top, cmax=top, cmid=0.0,

@@ -22,6 +22,9 @@ MEASURE_NAMES = {"repeat": N_("cosine of the two repeated tokens"),
                  "change": N_("mean change of every token's final vector")}
 MODE_NAMES = {"zero": N_("zero (the head's output set to 0)"),
               "mean": N_("mean (its average over reference sentences)")}
+PART_NAMES = {"encoder": N_("encoder self-attention"),
+              "decoder": N_("masked self-attention"),
+              "cross": N_("cross-attention")}
 TOP = 3  # heads shown with their weights in the lesson's view
 
 
@@ -140,12 +143,17 @@ def one_head_intro() -> list:
 
 
 def one_head_parts(model, request: TraceRequest, layer: int, head: int, mode: str = "zero",
-                   shown: int | None = None) -> list:
+                   shown: int | None = None, part: str = "encoder") -> list:
     """One head removed: each token's final vector, each head's mean |change| of weights, and
-    every later layer's weights as a difference map (head `shown`, or None: the layer's mean)."""
-    nb = ablation.one_head(model, request, layer, head, mode)
+    every later layer's weights as a difference map (head `shown`, or None: the layer's mean).
+    `part`: the encoder's heads, or BART's decoder self-attention or cross-attention heads."""
+    nb = ablation.one_head(model, request, layer, head, mode, part)
     later = nb.later(shown)
-    out = [
+    out = [] if part == "encoder" else [Markdown(_(
+        "A head of the decoder's {part} removed: the decoder tokens' final vectors, and the "
+        "{part} weights of every decoder layer (rows: decoder tokens).").format(
+            part=_(PART_NAMES[part])), "caption")]
+    out += [
         plots.token_cosines(nb.token_cosine, nb.tokens, _(
             "Each token's final vector with layer {l}, head {h} removed").format(l=layer, h=head)),
         plots.head_map(nb.weights_change, _("How much each head's weights change (mean "
@@ -153,7 +161,7 @@ def one_head_parts(model, request: TraceRequest, layer: int, head: int, mode: st
                        selected=(layer, head)),
     ]
     if later:
-        out += [plots.weight_diffs(later, nb.tokens, shown), Markdown(_(
+        out += [plots.weight_diffs(later, nb.tokens, shown, keys=nb.key_tokens), Markdown(_(
             "Purple: the query gives this key more weight without the head; orange: less. "
             "Each row of a weight map sums to 1, so each row of a difference map sums to 0."),
             "caption")]
@@ -166,8 +174,10 @@ def one_head_parts(model, request: TraceRequest, layer: int, head: int, mode: st
                  "later_layers": np.array([x for x, _m in later], dtype=np.int64),
                  "later_weights_diff": np.array([m for _x, m in later], dtype=np.float32),
                  "later_head": -1 if shown is None else shown, "layer": layer, "head": head,
-                 "mode": mode, "tokens": np.array(nb.tokens)},
-                f"attnviz_ablation_layer_{layer}_head_{head}.npz"),
+                 "mode": mode, "part": part, "tokens": np.array(nb.tokens),
+                 **({} if nb.key_tokens is None else {"key_tokens": np.array(nb.key_tokens)})},
+                f"attnviz_ablation_{part}_layer_{layer}_head_{head}.npz"
+                if part != "encoder" else f"attnviz_ablation_layer_{layer}_head_{head}.npz"),
     ]
 
 
