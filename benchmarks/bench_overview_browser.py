@@ -48,8 +48,8 @@ TOKENS = ["fox #", "dog #", "saw #", "lazy #", "river #"]  # token choices, in t
 # selector, polled every frame, walks every text node of the page (thousands of tick labels
 # at 512 tokens) and took main-thread time from the very redraw it timed (Chromium profile:
 # ~0.1 s of a head change in Playwright's elementText and normalizeWhiteSpace).
-LIVE = "[data-testid=attnvizLiveChart]"  # a chart drawn in place (ui.live_chart)
-LIVE_DRAWN = (f"() => [...document.querySelectorAll('{LIVE}')].length === 2 && "
+LIVE = "[data-testid=attnvizLiveChart]"  # every chart is drawn in place (ui.live_chart)
+LIVE_DRAWN = (f"() => [...document.querySelectorAll('{LIVE}')].length === 3 && "
               f"[...document.querySelectorAll('{LIVE}')].every(c => c.dataset.drawn)")
 TITLED = ("title => [...document.querySelectorAll('.js-plotly-plot .gtitle')]"
           ".some(t => t.textContent === title)")
