@@ -193,7 +193,7 @@ CJK_RANGE = re.compile(r"^[\u4e00-\u9fff]$")
 def test_the_bundled_vocabulary_and_the_chinese_examples(model):
     """What the README and the lesson say about the bundled uncased English WordPiece
     vocabulary: 244 single CJK ideographs; the first two Chinese examples are read whole, the
-    lecture's 我用锯锯木头 loses 用, 锯, 头 to [UNK]; each example repeats one character."""
+    third, 我用锯锯木头, loses 用, 锯, 头 to [UNK]; each example repeats one character."""
     from attnviz.analysis import lesson
 
     vocab = model.tokenizer.get_vocab()

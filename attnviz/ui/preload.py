@@ -79,15 +79,12 @@ def preload() -> None:
 # The child process that trains and keeps the lesson's taggers (then its sweeps) for one
 # settings: python -c CHILD + KEEP folder settings-json what server-pid. CHILD runs first,
 # whatever KEEP holds: the lowest CPU priority (nice 19), a request to be ended with the
-# server (Linux's PR_SET_PDEATHSIG: a stopped server leaves no training behind), then one
+# server (Linux's parent-death signal, set by util-linux's setpriv --pdeathsig, which then
+# runs the child in its own process: a stopped server leaves no training behind), then one
 # lock per folder held while it works, so two workers of one server never train the same
 # taggers at once (the second reads what the first kept).
-CHILD = ("import ctypes, fcntl, os, signal, sys\n"
+CHILD = ("import fcntl, os, sys\n"
          "os.nice(19)\n"
-         "try:\n"
-         "    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)\n"
-         "except (OSError, AttributeError):\n"
-         "    pass\n"
          "if os.getppid() != int(sys.argv[4]):  # the server ended before the request\n"
          "    sys.exit(1)\n"
          "os.makedirs(sys.argv[1], exist_ok=True)\n"
@@ -117,8 +114,12 @@ def keep_in_background(settings, folder, what: str) -> tuple[int, str]:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
            "PYTHONPATH": os.pathsep.join(filter(None, (package_root,
                                                        os.environ.get("PYTHONPATH"))))}
+    import shutil
+
+    setpriv = shutil.which("setpriv")  # util-linux; elsewhere the child ends on its own
+    ended_with_server = [setpriv, "--pdeathsig", "TERM", "--"] if setpriv else []
     done = subprocess.run(
-        [sys.executable, "-c", CHILD + KEEP, str(folder),
+        [*ended_with_server, sys.executable, "-c", CHILD + KEEP, str(folder),
           json.dumps(dataclasses.asdict(settings)), what, str(os.getpid())], env=env,
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
     lines = done.stderr.decode("utf-8", "replace").strip().splitlines()
