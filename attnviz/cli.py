@@ -94,6 +94,12 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--patch", default=None, metavar="CORRUPTED",
                    help="a corrupted sentence of the same length: patch each head from --text")
     a.add_argument("--top", type=int, default=10, help="how many heads to list")
+    a.add_argument("--head", default=None, metavar="LAYER,HEAD",
+                   help="also remove this one head: each token's final-vector cosine to the "
+                        "plain run's (and every head's weight differences in --out)")
+    a.add_argument("--part", default="encoder", choices=("encoder", "decoder", "cross"),
+                   help="--head's attention: the encoder's, or BART's decoder self-attention "
+                        "or cross-attention")
     a.add_argument("--json", action="store_true", help="print JSON (default: a table)")
     a.add_argument("--out", default=None, help="also write the numbers to this .npz file")
     a.add_argument("--model", default=None, help=MODEL_HELP)
@@ -174,6 +180,18 @@ def ablate(args: argparse.Namespace) -> int:
                           "change": float(imp.effect[a, b])}
                          for a, b in imp.ranking()[:args.top]]}
         arrays = {"values": imp.values, "effect": imp.effect}
+        beside = ablation.beside_stats(model, request, imp)
+        out["spearman"] = {k: None if np.isnan(r) else r for k, r in beside.rho.items()}
+        if args.head is not None:
+            try:
+                layer, head = (int(x) for x in args.head.split(","))
+            except ValueError:
+                raise ValueError("--head is LAYER,HEAD: two whole numbers, e.g. 2,7") from None
+            nb = ablation.one_head(model, request, layer, head, args.mode, args.part)
+            out["one_head"] = {"layer": layer, "head": head, "part": args.part,
+                               "tokens": nb.tokens, "token_cosine": nb.token_cosine.tolist()}
+            arrays |= {"one_head_token_cosine": nb.token_cosine,
+                       "one_head_weights_diff": nb.weights_diff}
         if args.patch is not None:
             p = ablation.patching(model, request, TraceRequest(args.patch))
             order = np.argsort(-p.heads.ravel(), kind="stable")[:args.top]
@@ -195,6 +213,14 @@ def ablate(args: argparse.Namespace) -> int:
     print(f"{'layer':>5} {'head':>4} {'without it':>11} {'change':>10}")
     for row in out["heads"]:
         print(f"{row['layer']:>5} {row['head']:>4} {row['value']:>11.6f} {row['change']:>+10.6f}")
+    print("Spearman's rho of |change| with each head statistic: " + ", ".join(
+        f"{k} {'-' if r is None else f'{r:+.3f}'}" for k, r in out["spearman"].items()))
+    if "one_head" in out:
+        oh = out["one_head"]
+        print(f"{oh['part']} layer {oh['layer']}, head {oh['head']} removed: each token's "
+              "final vector, cosine to the plain run's:")
+        for i, (tok, c) in enumerate(zip(oh["tokens"], oh["token_cosine"], strict=True)):
+            print(f"{i:>5} {tok!r:>14} {c:>11.6f}")
     if "patch" in out:
         pt = out["patch"]
         print(f"patching into {args.patch!r}: clean {pt['clean']:.6f}, corrupted "

@@ -122,12 +122,20 @@ def test_the_command_line_ranks_heads_as_the_analysis(model, saw_map, tmp_path):
     import sys
 
     out = subprocess.run([sys.executable, "-m", "attnviz", "ablate", "--text", "I saw a saw",
-                          "--top", "3", "--json", "--out", str(tmp_path / "a.npz")],
+                          "--top", "3", "--json", "--head", "2,7", "--out",
+                          str(tmp_path / "a.npz")],
                          capture_output=True, text=True, timeout=120, check=True)
     got = json.loads(out.stdout)
     assert [(h["layer"], h["head"]) for h in got["heads"]] == saw_map.ranking()[:3]
     assert abs(got["base"] - saw_map.base) < TOL
     np.testing.assert_allclose(np.load(tmp_path / "a.npz")["effect"], saw_map.effect, atol=TOL)
+    rho = ablation.beside_stats(model, SAW, saw_map).rho
+    assert got["spearman"]["punct"] is None
+    assert all(abs(got["spearman"][k] - rho[k]) < 1e-6 for k in rho if k != "punct")
+    nb = ablation.one_head(model, SAW, 2, 7)
+    np.testing.assert_allclose(got["one_head"]["token_cosine"], nb.token_cosine, atol=TOL)
+    np.testing.assert_allclose(np.load(tmp_path / "a.npz")["one_head_weights_diff"],
+                               nb.weights_diff, atol=TOL)
     bad = subprocess.run([sys.executable, "-m", "attnviz", "ablate", "--text", "I saw a dog"],
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "occurs twice" in bad.stderr and "Traceback" not in bad.stderr
