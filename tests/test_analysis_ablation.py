@@ -255,3 +255,17 @@ def test_one_bart_decoder_head_matches_hf_hooks(tmp_path, part, model):
     assert nb.key_tokens == (t.tokens if part == "cross" else None)
     with pytest.raises(ValueError, match="has no decoder"):
         ablation.one_head(model, req, 0, 0, part="cross")
+
+
+def test_one_head_pair_similarity_matches_hf(model, hf_model):
+    a, b = "A man is playing a guitar.", "Someone plays music."
+    nb = ablation.one_head(model, TraceRequest(a, b), 1, 3)
+    assert ablation.one_head(model, SAW, 1, 3).pair_similarity is None
+
+    def s_ab(*hook):
+        ea, eb = (hf_run(hf_model, model.tokenize(x)[0], *hook).last_hidden_state[0].double()
+                  .mean(0) for x in (a, b))
+        return float(torch.nn.functional.cosine_similarity(ea, eb, dim=0))
+    plain, cut = s_ab(), s_ab(1, 3, model.head_dim)
+    assert abs(nb.pair_similarity[0] - plain) < TOL and abs(nb.pair_similarity[1] - cut) < TOL
+    assert abs(cut - plain) > 1e-5

@@ -113,3 +113,11 @@ def test_bart_decoder_heads_on_the_page(tmp_path):
     assert len(got) == bart.n_decoder_layers - 1
     for z, (_layer, m) in zip(got, nb.later(), strict=True):
         np.testing.assert_allclose(z, m, atol=1e-6)
+
+
+def test_one_head_removed_with_a_pair_shows_the_similarity(model):
+    a, b = "A man is playing a guitar.", "Someone plays music."
+    at = open_page("pages/ablation.py", timeout=180, text=a, pair=b)
+    nb = ablation.one_head(model, TraceRequest(a, b), 0, 0)
+    shown = [m.value for m in at.metric]
+    assert f"{nb.pair_similarity[1]:.4f}" in shown, shown

@@ -319,6 +319,8 @@ class OneHead:
     tokens: list[str]  # the queries' (rows')
     part: str = "encoder"  # "encoder" | "decoder" | "cross" (PARTS)
     key_tokens: list[str] | None = None  # the keys' (columns'); None: the same as `tokens`
+    pair_similarity: tuple[float, float] | None = None  # a sentence pair's s(A, B) (the "pair"
+    # measure), plain and with the head removed; None without a pair (or for a decoder head)
 
     @property
     def weights_change(self) -> np.ndarray:  # [layers, heads] mean |difference| of each head
@@ -358,8 +360,16 @@ def one_head(model, request: TraceRequest, layer: int, head: int,
     b = getattr(plain, states)[-1].astype(np.float64)
     cos = (a * b).sum(-1) / np.linalg.norm(a, axis=-1) / np.linalg.norm(b, axis=-1)
     diff = (getattr(cut, weights).astype(np.float64) - getattr(plain, weights)).astype(np.float32)
+    similarity = None
+    if part == "encoder" and request.text is not None and request.pair:
+        def s_ab(ablate) -> float:  # each sentence alone, mean-pooled, cosine (the "pair" measure)
+            a, b = (model.trace(TraceRequest(x, **request.options(), ablate=ablate))
+                    .hidden_states[-1].astype(np.float64).mean(0)
+                    for x in (request.text, request.pair))
+            return float(a @ b / np.linalg.norm(a) / np.linalg.norm(b))
+        similarity = (s_ab(None), s_ab(Ablation(heads=((layer, head),), mode=mode)))
     return OneHead(layer, head, mode, cos, diff, list(getattr(plain, queries)), part,
-                   None if keys == queries else list(getattr(plain, keys)))
+                   None if keys == queries else list(getattr(plain, keys)), similarity)
 
 
 @dataclass

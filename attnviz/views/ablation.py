@@ -153,6 +153,11 @@ def one_head_parts(model, request: TraceRequest, layer: int, head: int, mode: st
         "A head of the decoder's {part} removed: the decoder tokens' final vectors, and the "
         "{part} weights of every decoder layer (rows: decoder tokens).").format(
             part=_(PART_NAMES[part])), "caption")]
+    if nb.pair_similarity is not None:
+        plain_s, cut_s = nb.pair_similarity
+        out.append(Metric(_("Similarity of the sentence pair with the head removed"),
+                          f"{cut_s:.4f}", _("{plain:.4f} with every head ({d:+.4f})").format(
+                              plain=plain_s, d=cut_s - plain_s)))
     out += [
         plots.token_cosines(nb.token_cosine, nb.tokens, _(
             "Each token's final vector with layer {l}, head {h} removed").format(l=layer, h=head)),
