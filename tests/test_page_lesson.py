@@ -15,7 +15,7 @@ from attnviz.ui.text import literal
 from attnviz.views import lesson as view
 from tests.apptest import APP, open_page
 from tests.lesson_trained import prefill_app_cache, sweeps, trained
-from tests.plotly_json import decode, figures_by_key, specs
+from tests.plotly_json import decode, figures, figures_by_key, specs
 from tests.test_analysis_lesson import order_free_by_hand
 from tests.test_analysis_taggers import recount
 
@@ -332,6 +332,33 @@ def test_bert_step_names_the_loaded_model_and_its_cosines(at, model):
     assert f"cosine **{learned[-1]:.3f}**" in text
     go(at, 5)
     assert f"one head of {name}" in said(at)
+
+
+def test_bert_step_switches_each_head_off(at, model):
+    """The real model's step closes with the causal question: every head removed alone (zero
+    ablation, engine.intervene), ranked by how much closer the two saws' final vectors come;
+    the table's numbers recomputed here from the ablated traces' hidden states."""
+    from attnviz.engine.intervene import Ablation
+
+    go(at, 8)
+    assert "Change of the cosine when one head is removed" in " ".join(
+        fig["layout"]["title"]["text"] for fig in figures(at) if fig["layout"].get("title"))
+    (table,) = [d for d in tables(at) if "cosine without it" in d.columns]
+
+    def cos(t) -> float:
+        a, b = (np.asarray(t.hidden_states[-1][i], dtype=np.float64) for i in (2, 4))
+        return float(a @ b / np.linalg.norm(a) / np.linalg.norm(b))
+
+    plain = cos(model.trace("i saw a saw"))
+    without = {(layer, head): cos(model.trace("i saw a saw", ablate=Ablation(
+        heads=((layer, head),)))) for layer in range(6) for head in range(12)}
+    ranked = sorted(without, key=lambda h: -(without[h] - plain))
+    assert list(zip(table["layer"], table["head"], strict=True)) == ranked[:10]
+    for layer, head, shown, change in zip(table["layer"], table["head"],
+                                          table["cosine without it"], table["change"],
+                                          strict=True):
+        assert float(shown) == pytest.approx(without[layer, head], abs=6e-5)
+        assert float(change) == pytest.approx(without[layer, head] - plain, abs=6e-5)
 
 
 def test_attention_step_shows_bert_weights(at, model):

@@ -14,13 +14,17 @@ import streamlit as st
 
 from attnviz.analysis import lesson, taggers
 from attnviz.engine import TraceRequest
-from attnviz.i18n import _
+from attnviz.export.html import Heading, Markdown
+from attnviz.i18n import _, language
+from attnviz.views import ablation as ablation_view
 from attnviz.views import lesson as view
 
 from .cache import cached
 from .context import Context, bert_like, cached_trace
 from .lesson import numbers, sweep, trained_taggers
+from .progress import with_progress
 from .render import render
+from .text import literal
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -79,6 +83,8 @@ def show(v: view.Lesson, shown: bool, body, main) -> None:
             attention(v, places)
         else:
             places.draw(view.VIEWS[v.step.key](v))
+        if v.step.key == "bert" and bert_like(v.model):
+            heads_off(v)
         if v.step.key == "next":
             for path, title in view.NEXT_PAGES:
                 if (ROOT / path).exists():
@@ -98,3 +104,22 @@ def attention(v: view.Lesson, places: Places) -> None:
         head = c2.selectbox(_("Head"), range(t.n_heads), key="lesson_head",
                             bind="query-params")
     places.draw(view.attention(v, layer, head))
+
+
+def heads_off(v: view.Lesson) -> None:
+    """The real model's step, closed by the causal question (views.ablation.lesson_parts, the
+    heads only: the step drew the positions' curves): which heads, switched off one at a time,
+    bring the two repeated words closest. Shared with the ablation page's cache entry."""
+    request = TraceRequest(v.text)
+    if len(lesson.token_positions(cached_trace(v.model, request).tokens, v.word or "")) < 2:
+        return
+    render(Heading(_("Switch heads off and see"), 3))
+    try:
+        render(with_progress(
+            "results", ("ablation_lesson_heads", v.model.key, request, language()),
+            _("Removing each head..."),
+            lambda p: ablation_view.lesson_parts(
+                v.model, request, lambda done, total: p(done / total, f"{done}/{total}"),
+                positions=False), quick=True))
+    except ValueError as e:  # what this model or sentence cannot show, in plain words
+        render(Markdown(literal(str(e)), "warning"))

@@ -38,10 +38,11 @@ def intro() -> list:
         "removes the head's usual offset, which later layers expect)."))]
 
 
-def lesson_parts(model, request: TraceRequest, progress=None) -> list:
+def lesson_parts(model, request: TraceRequest, progress=None, positions: bool = True) -> list:
     """Positions off -> the two repeated tokens' cosine is 1 in every layer; positions on ->
     all heads ranked by how much removing each (zero ablation) brings the two closest, the top
-    ones with their weights."""
+    ones with their weights. `positions=False`: the heads only (the lesson's step on the real
+    model draws the positions' curves itself)."""
     try:
         pair, on, off = ablation.saw_cosines(model, request)
         imp = ablation.head_importance(model, request, "repeat", "zero", progress=progress)
@@ -55,7 +56,7 @@ def lesson_parts(model, request: TraceRequest, progress=None) -> list:
     maps = [t.weights[layer, head] for layer, head in top]
     titles = [_("layer {l}, head {h}: {e:+.4f}").format(l=layer, h=head, e=imp.effect[layer, head])
               for layer, head in top]
-    return [
+    shown = [
         Heading(_("Positions off, then heads off"), 2),
         Markdown(_("Without position embeddings the two tokens {a} and {b} enter layer 0 as "
                    "the same vector and stay the same in every layer (cosine 1 up to float "
@@ -64,6 +65,8 @@ def lesson_parts(model, request: TraceRequest, progress=None) -> list:
         plots.saw_cosines(on, off, labels[i], labels[j]),
         Metric(_("Cosine after the last layer, positions on"), f"{on[-1]:.4f}"),
         Metric(_("Cosine after the last layer, positions off"), f"{off[-1]:.6f}"),
+    ]
+    heads = [
         Markdown(_("With positions on, each of the {n} heads is removed alone (zero ablation) "
                    "and the cosine measured again: a positive change means that removing the "
                    "head brings the two closer, so the head helps to tell them apart.").format(
@@ -79,6 +82,7 @@ def lesson_parts(model, request: TraceRequest, progress=None) -> list:
                    "at):").format(k=TOP)),
         maps_side_by_side(maps, titles, t.tokens, value=_("weight")),
     ]
+    return [*shown, *heads] if positions else heads
 
 
 def importance_parts(model, request: TraceRequest, measure: str, mode: str, progress=None,
