@@ -161,3 +161,7 @@ def test_a_chart_of_three_panels_or_more_is_marked_wide(heatmap):
     assert live_chart.panels(heatmap) == 1 and live_chart.panels(three) == 3
     wide = json.loads(live_chart.payload(three, {}, None).split(b"\n")[0])["wide"]
     assert wide is True
+    grid = go.Figure(go.Heatmap(z=[[0, 1]]))  # a heads grid: one heatmap, a title per block
+    for k in range(12):
+        grid.add_annotation(text=f"head {k}", x=k, y=0, showarrow=False)
+    assert live_chart.panels(grid) == 1

@@ -277,7 +277,7 @@ export default function ({data, parentElement, setTriggerValue}) {
   const payload = JSON.parse(text);
   const seq = ++chart.seq;
   chart.div.setAttribute("aria-label", payload.alt || "");
-  // Three panels or more: a wider chart on a phone (the page's style), set before it is drawn.
+  // Three subplots or more: a wider chart on a phone (the page's style), set before drawing.
   chart.div.classList.toggle("attnviz-wide", !!payload.wide);
   const fig = payload.figure;
   r.ready.then(P => {
@@ -369,15 +369,13 @@ def _read(fig: go.Figure) -> tuple[bytes, int]:
 
 
 def panels(fig: go.Figure) -> int:
-    """How many panels the figure shows side by side or in a grid: its subplots, or the
-    panel titles of one heatmap drawn as blocks (plotting.common's grids title each block)."""
+    """How many subplots the figure has (its x axes). A heads grid drawn as one heatmap of
+    blocks (plotting.common) counts as one: it fits a phone's width."""
     return _read(fig)[1]
 
 
 def _panels(fig: go.Figure) -> int:
-    layout = fig.layout
-    axes = sum(1 for name in layout.to_plotly_json() if name.startswith("xaxis"))
-    return max(axes, len(layout.annotations or ()))
+    return max(1, sum(1 for name in fig.layout.to_plotly_json() if name.startswith("xaxis")))
 
 
 def payload(fig: go.Figure, config: dict, alt: str | None,

@@ -5,11 +5,12 @@ computed at run time. tests/test_config.py allows `st.html` in this file only.""
 import streamlit as st
 
 STYLES: dict[str, str] = {
-    # Every page, on a phone (up to 640 px wide, e.g. 390 x 844): a chart keeps at least
-    # 520 px, a figure of three panels or more 760 px (the head statistics' and the value
-    # norms' panel titles ran into each other at 520; a heads grid is one heatmap, its panel
-    # titles three annotations or more), and scrolls sideways inside its own
-    # frame, never the page; the chart toolbar keeps only its first group (the PNG camera), so
+    # Every page, on a phone (up to 640 px wide, e.g. 390 x 844): a chart takes the screen's
+    # width, so what it is for is seen without scrolling sideways (colour bars lie below or
+    # above the plots; a heads grid is one heatmap of few columns: plotting); only a figure
+    # of three subplots or more side by side (ui.live_chart marks it wide: their titles ran
+    # into each other) keeps 760 px and scrolls sideways inside its own frame, never the
+    # page; the chart toolbar keeps only its first group (the PNG camera), so
     # on a touch it cannot cover a title (pinch zooms instead); tables scroll inside their
     # frame too, a row's token label ('saw #2') on one line (headers may wrap). Titles shrink
     # (Streamlit's title took three lines of an 844 px screen) and the empty band above them
@@ -26,11 +27,6 @@ STYLES: dict[str, str] = {
   .stElementContainer:has(.stPlotlyChart),
   .stElementContainer:has(.attnviz-live-chart) {overflow-x: auto; overflow-y: hidden;
                                                 scrollbar-width: thin;}
-  .stElementContainer:has(.stPlotlyChart) [data-testid="stFullScreenFrame"],
-  .attnviz-live-chart {min-width: 520px;}
-  .stElementContainer:has(.stPlotlyChart .subplot.x3y3) [data-testid="stFullScreenFrame"],
-  .stElementContainer:has(.stPlotlyChart .infolayer .annotation[data-index="2"])
-      [data-testid="stFullScreenFrame"],
   .attnviz-live-chart.attnviz-wide {min-width: 760px;}
   .stPlotlyChart .modebar-group:not(:first-child),
   .attnviz-live-chart .modebar-group:not(:first-child) {display: none;}
