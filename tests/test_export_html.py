@@ -152,18 +152,19 @@ PACK_FIGURES = {
 
 @pytest.fixture(scope="module")
 def pack(tmp_path_factory):
-    """The pack for "I saw a saw", its taggers the tests' trained ones (tests.lesson_trained:
-    the same functions with the same settings, trained once per test process)."""
+    """The pack for "I saw a saw", its taggers and sweeps over seeds the tests' trained ones
+    (tests.lesson_trained: the same functions with the same settings, trained once per test
+    process), handed to it where the app's kept ones would be read."""
     from attnviz.analysis import taggers
     from attnviz.export import site
-    from tests.lesson_trained import sweep, trained
+    from tests.lesson_trained import sweeps, trained
 
     out = tmp_path_factory.mktemp("pack")
     lines: list[str] = []
-    done = {"trained": trained(), "sweep": sweep()}  # trained before the pack asks
+    done = {"trained": trained(), "sweep": sweeps()}  # trained before the pack asks
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(taggers, "train_all", lambda settings, *a, **k: done["trained"])
-        mp.setattr(taggers, "overfitting", lambda settings, *a, **k: done["sweep"])
+        mp.setattr(taggers, "kept_or_trained", lambda settings, *a, **k: done["trained"])
+        mp.setattr(taggers, "kept_or_swept", lambda settings, *a, **k: done["sweep"])
         written = site.build(out, "I saw a saw", progress=lines.append)
     return out, written, lines
 
@@ -181,6 +182,8 @@ def test_pack_has_every_view_with_its_figures(pack):
         assert not URL.search(page.encode()), name
     assert "· layer: <span><bdi>3</bdi></span>" in (out / "heads-of-layer-3.html").read_text()
     assert "<h2>Heads of one layer</h2>" in (out / "heads-of-layer-3.html").read_text()
+    cost = (out / "lesson-5-10-the-cost-of-a-wide-window.html").read_text()
+    assert "seeds 0, 1, 2" in cost  # the overfitting over every seed, as the page shows it
     lesson = (out / "lesson-2-10-a-a-classifier-that-sees-one-word.html").read_text()
     assert "<h3>(a) A classifier that sees one word</h3>" in lesson
     assert "<strong>Predict first:</strong>" in lesson and ":material" not in lesson
@@ -308,8 +311,8 @@ def test_a_long_text_makes_a_bounded_pack_that_says_what_it_left_out(tmp_path):
     text = ("I saw a saw with a saw. " * 900)[:20_000]
     done = {"trained": trained(), "sweep": sweep()}
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(taggers, "train_all", lambda settings, *a, **k: done["trained"])
-        mp.setattr(taggers, "overfitting", lambda settings, *a, **k: done["sweep"])
+        mp.setattr(taggers, "kept_or_trained", lambda settings, *a, **k: done["trained"])
+        mp.setattr(taggers, "kept_or_swept", lambda settings, *a, **k: done["sweep"])
         written = site.build(tmp_path / "pack", text, progress=lambda line: None)
     sizes = {p.name: p.stat().st_size for p in written}
     assert sum(sizes.values()) < 40 << 20 and max(sizes.values()) < 8 << 20, sizes

@@ -81,17 +81,21 @@ class ViewSpec:
 
 def lesson_view(p: Pack, step: int) -> list:
     """One step of the lesson, its answer shown, with the page's default training settings;
-    the taggers are trained once for the pack, by the first step that shows them."""
+    the taggers and the sweep over seeds are read once for the pack from the app's cache
+    folder (the same bits the app shows), or trained there by the first step that shows them."""
     from ..analysis import taggers
+    from ..settings import settings as app_settings
     from ..views import lesson
 
     settings = taggers.Settings()
-    trained = lambda: p.once("taggers", lambda: taggers.train_all(settings))  # noqa: E731
+    folder = app_settings().cache_path / "lesson"  # what the app keeps (ui.lesson.kept_folder)
+    trained = lambda: p.once("taggers", lambda: taggers.kept_or_trained(  # noqa: E731
+        settings, folder))
     return lesson.page(
         p.model, p.trace_request, p.text, step, trained,
         lambda: p.once("lesson_numbers", lambda: lesson.numbers_of(trained())),
-        lambda: p.once("lesson_sweep", lambda: taggers.overfitting(settings,
-                                                                    trained=trained())),
+        lambda: p.once("lesson_sweep", lambda: taggers.kept_or_swept(settings, folder,
+                                                                      trained=trained())),
         settings)
 
 
