@@ -55,8 +55,16 @@ def cases() -> list[tuple[str, str, dict]]:
 
 
 def figures_of(at) -> dict[str, dict]:
-    return {c.proto.id.rsplit("-", 1)[-1]: json.loads(c.proto.spec)
-            for c in at.get("plotly_chart")}
+    """Every chart's figure by its key: Streamlit's charts and those drawn in place
+    (ui.live_chart, a component whose payload's first line holds the figure; key "live_" +
+    the figure's key)."""
+    out = {c.proto.id.rsplit("-", 1)[-1]: json.loads(c.proto.spec)
+           for c in at.get("plotly_chart")}
+    for c in at.get("bidi_component"):
+        head = json.loads(c.proto.bytes.split(b"\n", 1)[0])
+        if "figure" in head:
+            out[c.proto.id.rsplit("-", 1)[-1].removeprefix("live_")] = head["figure"]
+    return out
 
 
 def texts_of(at) -> list[str]:
