@@ -154,14 +154,18 @@ def test_page_in_browser(page, app_url, path):
         assert injected(page) == {"scripts": 0, "imgs": 0, "bold": 0, "js_links": 0}
         if path == default_page():
             # The typed tags show as text in the figures (Plotly draws the escaped tokens);
-            # the one-head tab labels every token (the grid hides ticks past 24 tokens).
+            # a long input names every k-th token on the axes and every token in the hover
+            # (the figure's data), so both are read.
             page.get_by_role("tab", name="One head, exact").click()
             page.wait_for_timeout(500)
             wait_drawn(page)
             svg_text = page.evaluate(
                 "() => Array.from(document.querySelectorAll('.js-plotly-plot text'))"
                 ".map(t => t.textContent).join(' ')")
-            assert "zebra" in svg_text and "<" in svg_text, f"{stem}: typed tokens not shown"
+            hover = page.evaluate("() => Array.from(document.querySelectorAll("
+                                  "'.js-plotly-plot')).map(g => JSON.stringify(g.data || []))"
+                                  ".join(' ')")
+            assert "<" in svg_text and "zebra" in hover, f"{stem}: typed tokens not shown"
         screenshot(page, f"all_pages_{stem}_typed")
     page.wait_for_timeout(1000)  # icons, fonts and late requests
     assert not sorted(set(attempted)), f"{stem}: outside requests: {sorted(set(attempted))}"
