@@ -28,8 +28,8 @@ def test_pasted_text(at, model):
     heat = [tr for tr in stats_fig["data"] if tr["type"] == "heatmap"]
     for tr in heat:
         np.testing.assert_allclose(decode(tr["z"]), c.mean[tr["name"]], atol=1e-12)
-    dots = [tr for tr in stats_fig["data"] if tr["type"] == "scatter"]
-    np.testing.assert_allclose(np.asarray(decode(dots[1]["customdata"]))[:, 1],
+    (dots,) = [tr for tr in stats_fig["data"] if tr["type"] == "scatter" and tr["name"] == "cls"]
+    np.testing.assert_allclose(np.asarray(decode(dots["customdata"]))[:, 1],
                                c.spread["cls"].ravel(), atol=1e-12)
     assert any("4 sentences" in x.value for x in at.caption)
     at.selectbox(key="ch_layer").set_value(3).run()

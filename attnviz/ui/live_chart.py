@@ -410,13 +410,18 @@ def live_chart(fig: go.Figure, key: str, config: dict, alt: str | None = None,
     plotly.js with it. With `on_select` (a callback), a click on a point calls it, as
     st.plotly_chart's on_select does; `clicked_points(key)` reads the points inside it."""
     import streamlit as st
+    from streamlit.errors import StreamlitAPIException
 
     send = not st.session_state.get(SENT, False)
     events = {"on_select_change": on_select} if on_select is not None else {}
-    _component()(key=f"live_{key}",
-                 data=payload(fig, config, alt, plotly_js() if send else None,
-                              select=on_select is not None),
-                 on_missing_change=_send_again, **events)
+    data = payload(fig, config, alt, plotly_js() if send else None, select=on_select is not None)
+    try:
+        _component()(key=f"live_{key}", data=data, on_missing_change=_send_again, **events)
+    except StreamlitAPIException:
+        # Some Streamlit versions keep registered components per runtime (a server started
+        # again in the same process, e.g. a test harness): register it again, once.
+        _component.cache_clear()
+        _component()(key=f"live_{key}", data=data, on_missing_change=_send_again, **events)
     st.session_state[SENT] = True
 
 
