@@ -109,7 +109,8 @@ def attention(v: view.Lesson, places: Places) -> None:
 def heads_off(v: view.Lesson) -> None:
     """The real model's step, closed by the causal question (views.ablation.lesson_parts, the
     heads only: the step drew the positions' curves): which heads, switched off one at a time,
-    bring the two repeated words closest. Shared with the ablation page's cache entry."""
+    bring the two repeated words closest, computed once per model, sentence and language
+    for every session (the results cache)."""
     request = TraceRequest(v.text)
     if len(lesson.token_positions(cached_trace(v.model, request).tokens, v.word or "")) < 2:
         return

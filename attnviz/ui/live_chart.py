@@ -355,11 +355,6 @@ def available() -> bool:
 _SPECS = PerFigure()
 
 
-def figure_json(fig: go.Figure) -> str:
-    """plotly.io.to_json(fig) without validation (what the chart draws)."""
-    return _read(fig)[0].decode()
-
-
 def _read(fig: go.Figure) -> tuple[bytes, int]:
     """The figure's JSON as UTF-8 and its number of panels, made once per figure object: a
     figure of the figure cache (ui.figures.cached_figure) is the same read-only object on
