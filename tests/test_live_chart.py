@@ -44,7 +44,7 @@ def test_plotly_js_is_the_plotly_packages_own_copy():
 def test_the_script_draws_with_plotly_react_on_the_pages_copy():
     # The chart waits for the page's one copy and updates its plot with Plotly.react.
     assert "r.ready.then(" in live_chart.JS
-    assert re.search(r"P\.react\(chart\.div, fig\.data, themed\(", live_chart.JS)
+    assert re.search(r"P\.react\(chart\.div, shaped\.data, themed\(", live_chart.JS)
     assert not re.search(r"window\.Plotly\.\w+\(", live_chart.JS)  # not whichever copy is there
     # The bytes after the chart's JSON run as a script that hands Plotly to the page's copy;
     # a page with none asks for it.

@@ -27,11 +27,12 @@ import plotly.io as pio
 
 from ..i18n import _
 from .per_figure import PerFigure
+from .phone_layout import JS as PHONE_JS
 
 NAME = "attnviz_live_chart"
 SENT = "attnviz_plotly_js_sent"  # session state: this session's page was sent plotly.js
 
-JS = r"""
+JS = PHONE_JS + r"""
 // The page's one copy of plotly.js, which every chart drawn in place waits for.
 function registry() {
   let r = window.attnvizPlotly;
@@ -291,7 +292,9 @@ export default function ({data, parentElement, setTriggerValue}) {
     if (last && last.toImageButtonOptions && config.toImageButtonOptions) {
       last.toImageButtonOptions = {...config.toImageButtonOptions};
     }
-    return P.react(chart.div, fig.data, themed(fig.layout || {}, parentElement), config);
+    // A narrow frame (a phone) may lay the figure out otherwise (ui.phone_layout).
+    const shaped = phoneShaped(fig, parentElement.getBoundingClientRect().width);
+    return P.react(chart.div, shaped.data, themed(shaped.layout || {}, parentElement), config);
   }).then(() => {
     // A chart that takes clicks (payload.select) tells the server which point was clicked,
     // with the fields st.plotly_chart's selection gives (x, y, z, curve_number, ...).
