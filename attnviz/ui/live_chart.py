@@ -293,7 +293,7 @@ export default function ({data, parentElement, setTriggerValue}) {
       last.toImageButtonOptions = {...config.toImageButtonOptions};
     }
     // A narrow frame (a phone) may lay the figure out otherwise (ui.phone_layout).
-    const shaped = phoneShaped(fig, parentElement.getBoundingClientRect().width);
+    const shaped = phoneShaped(fig, parentElement.getBoundingClientRect().width, chart.div);
     return P.react(chart.div, shaped.data, themed(shaped.layout || {}, parentElement), config);
   }).then(() => {
     // A chart that takes clicks (payload.select) tells the server which point was clicked,
