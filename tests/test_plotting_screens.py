@@ -166,3 +166,140 @@ def test_head_map_labels_never_overlap_in_a_dense_cluster():
     assert len(shown) < 40 and dots.text[0] == "0.0"  # the cluster keeps a few labels
     # every dot still names its head in the hover
     assert list(dots.customdata[:, 0].astype(int)) == list(np.repeat(np.arange(6), 12))
+
+
+# --- On a phone: ui.phone_layout's phoneShaped (the browser's script) run under Node -------
+
+PHONE_FRAME = 358  # px: a chart's frame on a 390 px phone
+
+
+def _phone_shaped(figures: list, width: float) -> list[dict]:
+    """phoneShaped(figure, width, element) of each figure under Node (skipped without one):
+    {figure (shaped), same (unchanged object), wide (the element keeps attnviz-wide)}."""
+    import json
+    import shutil
+    import subprocess
+
+    import plotly.io as pio
+
+    from attnviz.ui.phone_layout import JS
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("no Node.js to run the chart's script")
+    script = JS + """
+const figs = JSON.parse(require('fs').readFileSync(0, 'utf8'));
+console.log(JSON.stringify(figs.map(fig => {
+  const cls = new Set(['attnviz-wide']);
+  const div = {classList: {contains: c => cls.has(c), remove: c => cls.delete(c),
+                           toggle: (c, on) => on ? cls.add(c) : cls.delete(c)}};
+  const out = phoneShaped(fig, Number(process.argv[1]), div);
+  return {figure: out, same: out === fig, wide: cls.has('attnviz-wide')};
+})));
+"""
+    specs = "[" + ",".join(pio.to_json(f, validate=False) for f in figures) + "]"
+    done = subprocess.run([node, "-e", script, str(width)], input=specs, capture_output=True,
+                          text=True, timeout=60, check=True)
+    return json.loads(done.stdout)
+
+
+def _panels(layout: dict, data: list) -> dict[str, tuple[list, list]]:
+    """x axis ref of each panel a trace is drawn on -> (x domain, y domain)."""
+    out = {}
+    for tr in data:
+        x, y = tr.get("xaxis", "x"), tr.get("yaxis", "y")
+        out[x] = (layout["xaxis" + x[1:]]["domain"], layout["yaxis" + y[1:]]["domain"])
+    return out
+
+
+def _stats_figure(weights, tokens):
+    from attnviz.analysis.head_stats import STATS, head_stats
+
+    return stats_heatmaps(head_stats(weights[None, :, :6, :6].repeat(2, 0), tokens[:6]), STATS)
+
+
+def test_on_a_phone_head_statistics_take_two_panels_a_row_titles_and_bars_with_them(
+        weights, tokens):
+    fig = _stats_figure(weights, tokens)
+    (res,) = _phone_shaped([fig], PHONE_FRAME)
+    shaped, layout = res["figure"], res["figure"]["layout"]
+    assert not res["same"] and not res["wide"]  # laid out again: no 760 px, no scrolling
+    panels = _panels(layout, shaped["data"])
+    assert len(panels) == 7
+    columns = sorted({round(xd[0], 6) for xd, _ in panels.values()})
+    rows = sorted({round(yd[1], 6) for _, yd in panels.values()}, reverse=True)
+    assert len(columns) == 2 and len(rows) == 4  # two a row, in four rows
+    boxes = list(panels.values())
+    for i, (xa, ya) in enumerate(boxes):  # inside the figure, never on one another
+        assert 0 <= xa[0] < xa[1] <= 1 and 0 <= ya[0] < ya[1] <= 1
+        for xb, yb in boxes[i + 1:]:
+            assert xa[1] <= xb[0] or xb[1] <= xa[0] or ya[1] <= yb[0] or yb[1] <= ya[0]
+    # in their order, row by row: the first panel top left, entropy last (alone, row 4)
+    order = sorted(panels, key=lambda r: (-panels[r][1][1], panels[r][0][0]))
+    assert order == ["x"] + [f"x{i}" for i in range(2, 8)]
+    # each subplot title centred over its own panel's top
+    titles = [a for a in layout["annotations"] if a.get("yref") == "paper"]
+    assert len(titles) == 7
+    for note, ref in zip(titles, order, strict=True):
+        xd, yd = panels[ref]
+        assert note["x"] == pytest.approx((xd[0] + xd[1]) / 2) and note["y"] == yd[1]
+    # each colour bar horizontal, under the last row of its own panels, within their width
+    heat = [tr for tr in shaped["data"] if tr["type"] == "heatmap"]
+    for axis in ("coloraxis", "coloraxis2"):
+        bar = layout[axis]["colorbar"]
+        mine = [panels[tr["xaxis"]] for tr in heat if tr.get("coloraxis") == axis]
+        lowest = min(yd[0] for _, yd in mine)
+        assert bar["orientation"] == "h" and bar["yanchor"] == "top" and bar["y"] < lowest
+        below = [(xd, yd) for xd, yd in mine if yd[0] == lowest]
+        x0, x1 = min(xd[0] for xd, _ in below), max(xd[1] for xd, _ in below)
+        assert x0 <= bar["x"] - bar["len"] / 2 and bar["x"] + bar["len"] / 2 <= x1
+    assert layout["height"] > fig.layout.height * 1.5  # grown by its rows
+
+
+def test_on_a_phone_maps_side_by_side_stack_and_a_wide_frame_keeps_the_figure(
+        weights, tokens):
+    from attnviz.plotting.stats import maps_side_by_side
+
+    w = weights[:3, :6, :6]
+    fig = maps_side_by_side(list(w), ["weights", "norm shares", "norm shares, layer"],
+                            tokens[:6])
+    narrow, wide = _phone_shaped([fig, fig], PHONE_FRAME), _phone_shaped([fig], 900)
+    layout = narrow[0]["figure"]["layout"]
+    panels = _panels(layout, narrow[0]["figure"]["data"])
+    assert {tuple(xd) for xd, _ in panels.values()} == {(0, 1)}  # one a row
+    for i in (1, 2, 3):  # each map's own bar under it
+        bar = layout["coloraxis" + (str(i) if i > 1 else "")]["colorbar"]
+        yd = panels["x" + (str(i) if i > 1 else "")][1]
+        assert bar["orientation"] == "h" and bar["y"] < yd[0]
+        nxt = [p[1] for p in panels.values() if p[1][1] < yd[0]]
+        assert all(bar["y"] > nd[1] for nd in nxt)  # above the next map
+    assert wide[0]["same"] and wide[0]["wide"]  # a wide frame: as the server sent it
+
+
+def test_on_a_phone_single_panels_the_heads_grid_and_equations_stay_as_they_are(
+        weights, tokens):
+    from attnviz.plotting.steps import matrices_figure
+
+    one = attention_heatmap(weights[0, :6, :6], tokens[:6])
+    grid = heads_grid(weights[:, :6, :6], tokens[:6])
+    m = np.ones((4, 3))
+    equation = matrices_figure([(m, list("abcd"), list("xyz"), "A", "input"),
+                                (np.ones((3, 8)), list("xyz"), list("01234567"), "W", "input"),
+                                (np.ones((4, 8)), list("abcd"), list("01234567"), "Q", "input")],
+                               ["×", "="], "")
+    for res in _phone_shaped([one, grid, equation], PHONE_FRAME):
+        assert res["same"]
+
+
+def test_on_a_phone_a_long_title_is_broken_into_lines_that_fit():
+    from attnviz.plotting.common import text_width
+
+    title = "Layer 0, head 0: each mask (top) and the weights α it leaves (bottom)"
+    fig = attention_heatmap(np.eye(6) / 1.0, ["[CLS]", "i", "saw", "a", "saw", "[SEP]"])
+    fig.update_layout(title=title)
+    (res,) = _phone_shaped([fig], PHONE_FRAME)
+    text = res["figure"]["layout"]["title"]["text"]
+    lines = text.split("<br>")
+    assert len(lines) >= 2 and " ".join(lines) == title
+    assert all(text_width(line, 16) < PHONE_FRAME for line in lines)
+    assert res["figure"]["layout"]["margin"]["t"] > fig.layout.margin.t

@@ -1,13 +1,323 @@
-"""How a chart drawn in place (ui.live_chart) is laid out on a narrow screen.
+"""How a chart drawn in place (ui.live_chart) is laid out on a narrow screen (a phone).
 
 `JS` defines `phoneShaped(figure, width, div)`, which the live chart calls before it draws,
 with the figure (its `data` and `layout`, as the server sent them), the width in CSS pixels its
 frame has, and the chart's element: it returns the figure to draw (the same object where
 nothing changes).
+
+A figure of panels side by side (plotly subplots: one x/y axis pair per panel) that a frame
+narrower than NARROW px cannot show at their width is laid out again, generically, from its
+subplot grid: as many panels to a row as fit at MIN_PANEL px (and their titles' width), in
+the original order (row by row); each panel keeps its height (less when it gets narrower than
+it was drawn at 760 px, its shape kept); each subplot title (a paper annotation centred over a
+panel's top) moves with its panel; each colour bar lies horizontal under the last row of the
+panels it serves, as wide as those panels; the figure grows a row's height per row, and the
+chart's element loses its `attnviz-wide` class (the page's phone style keeps a wide chart at
+760 px and scrolls it in its frame): the figure now fits its frame. Left as they are: a figure
+of one panel per row (a heads grid is one heatmap), a frame that is wide enough, and panels of
+unequal widths (an equation of matrices, A x W = Q, whose order across is its meaning).
+
+`phoneWatch(div, Plotly)` (called once a chart is drawn) lays the chart out again when its frame
+changes width (a phone turned) across a change of layout, with `Plotly.react` on the figure
+last given to `phoneShaped`.
 """
 
 JS = r"""
+// ui.phone_layout: a figure of panels side by side, laid out again for a narrow frame.
+const PHONE = {narrow: 640, minPanel: 140, gap: 36, titleLine: 18, barRoom: 78,
+               belowRoom: 56, drawnAt: 760};
+const phoneState = new WeakMap();  // chart element -> {figure, wide, key, observer}
+
+// An upper estimate of a text's width in px (Latin 0.56 em, CJK 1.05 em) and its lines.
+function phoneTextBox(text, size) {
+  const lines = String(text || "").split(/<br\s*\/?>/i).map(l => l.replace(/<[^>]*>/g, "")
+    .replace(/&[a-z#0-9]+;/gi, "x"));
+  const w = l => [...l].reduce((s, c) => s + (/[\u1100-\u9fff\uac00-\ud7af\uff00-\uffef]/
+                                                  .test(c) ? 1.05 : 0.56), 0) * size;
+  return {width: Math.max(0, ...lines.map(w)), lines: lines.length};
+}
+
+// The figure's panels: an x axis that a trace is drawn on, anchored to a y axis (overlaying
+// axes ride on their base). Each {x: "xaxis2", y: "yaxis2", ref: "x2", xd, yd}.
+function phonePanels(layout, data) {
+  const used = new Set((data || []).map(t => t.xaxis || "x"));
+  const out = [];
+  for (const [name, ax] of Object.entries(layout)) {
+    const m = /^xaxis(\d*)$/.exec(name);
+    if (!m || !ax || typeof ax !== "object" || ax.overlaying || !used.has("x" + m[1])) continue;
+    const yName = "yaxis" + String(ax.anchor || "y").slice(1);
+    const yAx = layout[yName];
+    if (!/^y\d*$/.test(String(ax.anchor || "y")) || !yAx || yAx.overlaying) continue;
+    out.push({x: name, y: yName, ref: "x" + m[1], yref: "y" + yName.slice(5),
+              xd: ax.domain || [0, 1], yd: yAx.domain || [0, 1]});
+  }
+  return out;
+}
+
+// Panels grouped in rows (top first), each row left to right.
+function phoneRows(panels) {
+  const rows = [];
+  for (const p of [...panels].sort((a, b) => b.yd[1] - a.yd[1] || a.xd[0] - b.xd[0])) {
+    const row = rows.find(r => Math.abs(r[0].yd[1] - p.yd[1]) < 0.02);
+    if (row) row.push(p); else rows.push([p]);
+  }
+  rows.forEach(r => r.sort((a, b) => a.xd[0] - b.xd[0]));
+  return rows;
+}
+
+// The colour bars: {owner, path, axis, refs} for each shown colour bar, where `owner`/`path`
+// say where its settings live (a trace or the layout) and `refs` the x axes it serves.
+function phoneBars(figure) {
+  const layout = figure.layout || {}, data = figure.data || [];
+  const bars = [];
+  const SCALED = new Set(["heatmap", "contour", "histogram2d", "histogram2dcontour"]);
+  const byAxis = new Map();
+  data.forEach((t, i) => {
+    const ref = t.xaxis || "x";
+    const axes = [t.coloraxis, t.marker && t.marker.coloraxis].filter(Boolean);
+    axes.forEach(a => { if (!byAxis.has(a)) byAxis.set(a, new Set()); byAxis.get(a).add(ref); });
+    if (!t.coloraxis && SCALED.has(t.type || "scatter") && t.showscale !== false) {
+      bars.push({trace: i, where: "trace", refs: new Set([ref])});
+    } else if (t.marker && !t.marker.coloraxis && t.marker.showscale === true) {
+      bars.push({trace: i, where: "marker", refs: new Set([ref])});
+    }
+  });
+  for (const [axis, refs] of byAxis) {
+    const ca = layout[axis];
+    if (ca && ca.showscale === false) continue;
+    bars.push({axis, where: "layout", refs});
+  }
+  return bars;
+}
+
+// Whether a frame `width` px wide lays the figure out otherwise, and how: null (as it is) or
+// {rows, cols, panelWidth, ...} for phoneShaped.
+function phonePlan(figure, width) {
+  const layout = figure && figure.layout;
+  if (!layout || !(width > 0) || width >= PHONE.narrow) return null;
+  const panels = phonePanels(layout, figure.data);
+  if (panels.length < 2) return null;
+  const rows = phoneRows(panels);
+  const across = Math.max(...rows.map(r => r.length));
+  if (across < 2) return null;
+  const widths = panels.map(p => p.xd[1] - p.xd[0]);
+  if (Math.max(...widths) - Math.min(...widths) > 0.02) return null;  // unequal: an equation
+  const margin = layout.margin || {};
+  const l = margin.l ?? 80, r = Math.min(margin.r ?? 80, 20);
+  const plotW = width - l - r;
+  const fontSize = (layout.font && layout.font.size) || 12;
+  const titles = phoneTitles(layout, panels);
+  const titleW = Math.max(0, ...[...titles.values()].map(a => phoneTextBox(
+    a.text, (a.font && a.font.size) || fontSize + 4).width));
+  const need = Math.max(PHONE.minPanel, titleW);
+  const cols = Math.max(1, Math.min(across, Math.floor((plotW + PHONE.gap) /
+                                                       (need + PHONE.gap))));
+  if (cols >= across) return null;
+  return {panels: rows.flat(), cols, l, r, plotW, titles, fontSize,
+          panelWidth: (plotW - (cols - 1) * PHONE.gap) / cols};
+}
+
+// The subplot titles: panel's x axis name -> its annotation (a paper annotation centred over
+// the panel's top edge).
+function phoneTitles(layout, panels) {
+  const out = new Map();
+  (layout.annotations || []).forEach(a => {
+    if (a.xref !== "paper" || a.yref !== "paper" || a.showarrow) return;
+    const p = panels.find(p => Math.abs((p.xd[0] + p.xd[1]) / 2 - a.x) < 0.02 &&
+                               Math.abs(p.yd[1] - a.y) < 0.03 && !out.has(p.x));
+    if (p) out.set(p.x, a);
+  });
+  return out;
+}
+
+// The figure's title broken into lines that fit `room` px (at spaces, or between CJK
+// characters), the top margin grown by a line for each line added; null when it fits.
+function phoneTitle(layout, room) {
+  const title = layout.title;
+  const text = typeof title === "string" ? title : title && title.text;
+  if (typeof text !== "string" || !text) return null;
+  const size = ((title.font && title.font.size) || 16) * 1.08;  // bold
+  if (phoneTextBox(text, size).width <= room) return null;
+  const CJK = "\u3000-\u9fff\uac00-\ud7af\uff00-\uffef";
+  const parts = new RegExp(`<br\\s*/?>|<[^>]*>|&[#a-z0-9]+;|[${CJK}]|\\s+|[^\\s<&${CJK}]+|[<&]`,
+                           "gi");
+  const lines = [];
+  let line = "", added = 0;
+  for (const part of text.match(parts) || []) {
+    if (/^<br/i.test(part)) { lines.push(line); line = ""; continue; }
+    if (/^\s+$/.test(part)) { if (line) line += " "; continue; }
+    const next = line + part;
+    if (line.trim() && !/^</.test(part) && phoneTextBox(next, size).width > room) {
+      lines.push(line.trimEnd()); line = part; added++;
+    } else {
+      line = next;
+    }
+  }
+  lines.push(line);
+  if (!added) return null;
+  const m = layout.margin || {};
+  return {title: {...(typeof title === "string" ? {} : title), text: lines.join("<br>")},
+          margin: {...m, t: (m.t ?? 100) + 22 * added}};
+}
+
 function phoneShaped(figure, width, div) {
-  return figure;
+  let state = div ? phoneState.get(div) : null;
+  if (div && !state) { state = {}; phoneState.set(div, state); }
+  if (state) {
+    state.figure = figure;
+    state.wide = div.classList.contains("attnviz-wide");
+  }
+  const titled = width > 0 && width < PHONE.narrow && figure && figure.layout ?
+    phoneTitle(figure.layout, width - 24) : null;
+  if (titled) figure = {...figure, layout: {...figure.layout, ...titled}};
+  const plan = phonePlan(figure, width);
+  if (state) state.key = (plan ? plan.cols : 0) + (titled ? "t" : "");
+  if (!plan) return figure;
+  const layout = figure.layout;
+  const {panels, cols, titles, panelWidth} = plan;
+  const m = layout.margin || {};
+  const t = m.t ?? 100, b = m.b ?? 80;
+  const oldH = layout.height || 450;
+  const oldPlotH = Math.max(1, oldH - t - b);
+  const oldPlotW = PHONE.drawnAt - (m.l ?? 80) - (m.r ?? 80);
+  const bars = phoneBars(figure);
+  // A panel's height: as drawn, less when it gets narrower than it was at 760 px.
+  const heights = panels.map(p => {
+    const h = (p.yd[1] - p.yd[0]) * oldPlotH, w = (p.xd[1] - p.xd[0]) * oldPlotW;
+    return Math.max(Math.min(h, 120), h * Math.min(1, panelWidth / w));
+  });
+  const rowsN = Math.ceil(panels.length / cols);
+  const rowOf = i => Math.floor(i / cols);
+  const index = new Map(panels.map((p, i) => [p.ref, i]));
+  // Each bar under the last row of its panels.
+  const placed = bars.map(bar => {
+    const mine = [...bar.refs].map(ref => index.get(ref)).filter(i => i !== undefined);
+    if (!mine.length) return null;
+    const last = Math.max(...mine.map(rowOf));
+    return {...bar, row: last, inRow: mine.filter(i => rowOf(i) === last)};
+  }).filter(Boolean);
+  const rowH = [], above = [], below = [];
+  for (let r = 0; r < rowsN; r++) {
+    const members = panels.map((p, i) => i).filter(i => rowOf(i) === r);
+    rowH.push(Math.max(...members.map(i => heights[i])));
+    const lines = Math.max(0, ...members.map(i => titles.has(panels[i].x) ?
+      phoneTextBox(titles.get(panels[i].x).text, 16).lines : 0));
+    above.push(r === 0 ? 0 : lines * PHONE.titleLine + 8);
+    const tilt = Math.max(0, ...members.map(i => {
+      const ax = layout[panels[i].x] || {};
+      if (ax.showticklabels === false || !ax.tickangle) return 0;
+      const longest = Math.max(0, ...(ax.ticktext || []).map(
+        s => phoneTextBox(s, plan.fontSize).width));
+      return Math.min(120, longest * Math.abs(Math.sin(ax.tickangle * Math.PI / 180)));
+    }));
+    below.push(PHONE.belowRoom + tilt + (placed.some(p => p.row === r) ? PHONE.barRoom : 0));
+  }
+  // Pixels from the plot area's top: each row's top edge.
+  const tops = [];
+  let y = 0;
+  for (let r = 0; r < rowsN; r++) { y += above[r]; tops.push(y); y += rowH[r] + below[r]; }
+  const plotH = y - below[rowsN - 1] + Math.max(0, below[rowsN - 1] - b);
+  const newB = Math.max(b, 10);
+  const paperY = px => 1 - px / plotH;
+  const out = {...layout, height: Math.round(plotH + t + newB),
+               margin: {...m, r: plan.r, b: newB}};
+  const colX = c => [c * (panelWidth + PHONE.gap) / plan.plotW,
+                     (c * (panelWidth + PHONE.gap) + panelWidth) / plan.plotW];
+  // Axes of an empty cell of the grid (no trace drawn on them): hidden.
+  const inUse = new Set(panels.flatMap(p => [p.x, p.y]));
+  for (const [k, ax] of Object.entries(layout)) {
+    if (/^[xy]axis\d*$/.test(k) && !inUse.has(k) && ax && !ax.overlaying) {
+      out[k] = {...ax, visible: false};
+    }
+  }
+  const firstY = layout[panels[0].y] || {};
+  const moved = new Map();  // x axis name -> {xd, yd}
+  panels.forEach((p, i) => {
+    const r = rowOf(i), c = i % cols;
+    const xd = colX(c).map(v => Math.min(1, Math.max(0, v)));
+    const yd = [paperY(tops[r] + rowH[r]), paperY(tops[r])].map(v => Math.min(1, Math.max(0, v)));
+    moved.set(p.x, {xd, yd});
+    out[p.x] = {...layout[p.x], domain: xd};
+    const yAx = {...layout[p.y], domain: yd};
+    // A panel that begins a row shows its y labels as the figure's first panel does.
+    if (c === 0 && yAx.showticklabels === false && firstY.showticklabels !== false) {
+      yAx.showticklabels = true;
+    }
+    out[p.y] = yAx;
+  });
+  // Annotations: subplot titles move with their panels; others in paper coordinates above or
+  // below the plot keep their distance from it in px.
+  const titleOf = new Map([...titles].map(([x, a]) => [a, x]));
+  out.annotations = (layout.annotations || []).map(a => {
+    const x = titleOf.get(a);
+    if (x) {
+      const {xd, yd} = moved.get(x);
+      return {...a, x: (xd[0] + xd[1]) / 2, y: yd[1]};
+    }
+    return a.yref === "paper" ? phoneOutside(a, oldPlotH, plotH) : a;
+  });
+  if (layout.legend && (layout.legend.y ?? 1) < 0) out.legend = phoneOutside(layout.legend,
+                                                                          oldPlotH, plotH);
+  // Colour bars: horizontal, under the last row of their panels, as wide as those panels.
+  const data = (figure.data || []).slice();
+  placed.forEach(bar => {
+    const xs = bar.inRow.map(i => moved.get(panels[i].x).xd);
+    const x0 = Math.min(...xs.map(d => d[0])), x1 = Math.max(...xs.map(d => d[1]));
+    const r = bar.row;
+    const top = tops[r] + rowH[r] + below[r] - PHONE.barRoom + 14;
+    const spot = {orientation: "h", x: (x0 + x1) / 2, xanchor: "center", xref: "paper",
+                  len: Math.max(0.2, (x1 - x0) * 0.9), lenmode: "fraction", y: paperY(top),
+                  yanchor: "top", yref: "paper", thickness: 10,
+                  title: {side: "top"}};
+    const with_ = cb => ({...(cb || {}), ...spot,
+                          title: {...((cb && cb.title) || {}), side: "top"}});
+    if (bar.where === "layout") {
+      const ca = layout[bar.axis] || {};
+      out[bar.axis] = {...ca, colorbar: with_(ca.colorbar)};
+    } else if (bar.where === "trace") {
+      data[bar.trace] = {...data[bar.trace], colorbar: with_(data[bar.trace].colorbar)};
+    } else {
+      const tr = data[bar.trace];
+      data[bar.trace] = {...tr, marker: {...tr.marker, colorbar: with_(tr.marker.colorbar)}};
+    }
+  });
+  if (div) div.classList.remove("attnviz-wide");
+  return {...figure, data, layout: out};
+}
+
+// A paper-placed item (annotation, legend) above or below the plot area, kept as many px from
+// it in a plot area `newH` px tall as it was in one `oldH` px tall.
+function phoneOutside(item, oldH, newH) {
+  const y = item.y;
+  if (typeof y !== "number" || (y >= 0 && y <= 1)) return item;
+  return {...item, y: y < 0 ? y * oldH / newH : 1 + (y - 1) * oldH / newH};
+}
+
+// Once drawn: a frame that changes width (a phone turned) lays the chart out again when its
+// layout changes (how many panels to a row), from the figure last given to phoneShaped.
+function phoneWatch(div, P) {
+  const state = phoneState.get(div);
+  if (!state || state.observer || typeof ResizeObserver === "undefined") return;
+  const frame = div.parentElement;
+  if (!frame) return;
+  state.observer = new ResizeObserver(() => {
+    const width = frame.getBoundingClientRect().width;
+    const plan = phonePlan(state.figure, width);
+    const titled = width < PHONE.narrow && phoneTitle(state.figure.layout || {}, width - 24);
+    if ((plan ? plan.cols : 0) + (titled ? "t" : "") === state.key || !div.isConnected) return;
+    const wide = state.wide;
+    div.classList.toggle("attnviz-wide", wide);
+    const shaped = phoneShaped(state.figure, width, div);
+    state.wide = wide;
+    // The layout as drawn (the theme's template and title kept), with the keys the phone
+    // layout sets (and only those of the figure) taken from the new shape.
+    const layout = {template: div.layout && div.layout.template,
+                    title: div.layout && div.layout.title};
+    for (const [k, v] of Object.entries(shaped.layout || {})) {
+      if (k !== "template" && k !== "title") layout[k] = v;
+    }
+    P.react(div, shaped.data, layout);
+  });
+  state.observer.observe(frame);
 }
 """

@@ -7,10 +7,11 @@ import streamlit as st
 STYLES: dict[str, str] = {
     # Every page, on a phone (up to 640 px wide, e.g. 390 x 844): a chart takes the screen's
     # width, so what it is for is seen without scrolling sideways (colour bars lie below or
-    # above the plots; a heads grid is one heatmap of few columns: plotting); only a figure
-    # of three subplots or more side by side (ui.live_chart marks it wide: their titles ran
-    # into each other) keeps 760 px and scrolls sideways inside its own frame, never the
-    # page; the chart toolbar keeps only its first group (the PNG camera), so
+    # above the plots; a heads grid is one heatmap of few columns: plotting; panels side by
+    # side are laid out again a few to a row in the browser: ui.phone_layout); only a figure
+    # of three subplots or more that is not laid out again (an equation of matrices; ui.
+    # live_chart marks it wide) keeps 760 px and scrolls sideways inside its own frame, never
+    # the page; the chart toolbar keeps only its first group (the PNG camera), so
     # on a touch it cannot cover a title (pinch zooms instead); tables scroll inside their
     # frame too, a row's token label ('saw #2') on one line (headers may wrap). Titles shrink
     # (Streamlit's title took three lines of an 844 px screen) and the empty band above them

@@ -1,8 +1,9 @@
-"""A phone (390 x 844, touch) in a real browser: no page scrolls sideways, a chart keeps its
-width (520 px, three panels or more 760 px) and scrolls inside its own frame, the
-sidebar starts collapsed, the chart toolbar keeps only its camera (Streamlit's charts and those
-drawn in place alike), and a figure's numbers open
-from the keyboard as a table."""
+"""A phone (390 x 844, touch) in a real browser: no page scrolls sideways, a chart takes its
+frame's width (only an equation of matrices keeps 760 px and scrolls inside its own frame),
+a figure of panels side by side is laid out again a few panels to a row (ui.phone_layout:
+nothing scrolls, titles apart, each colour bar under its panels), the sidebar starts
+collapsed, the chart toolbar keeps only its camera (Streamlit's charts and those drawn in place
+alike), and a figure's numbers open from the keyboard as a table."""
 
 import pytest
 
@@ -58,7 +59,7 @@ def test_a_phone_never_scrolls_sideways(phone, app_url, path):
         assert charts[0]["grid"] and not charts[0]["wide"]
     for c in charts:
         assert c["frame"] <= PHONE["width"]  # the frame fits the phone, and the chart fits
-        if c["wide"]:  # the frame, but three subplots or more keep 760 px and scroll in it
+        if c["wide"]:  # the frame, but an equation of matrices keeps 760 px and scrolls in it
             assert c["chart"] >= 760 and c["svg"] >= 759
         else:
             assert c["chart"] <= c["frame"] + 1 and c["svg"] <= c["frame"] + 1
@@ -77,3 +78,55 @@ def test_a_figures_numbers_open_from_the_keyboard(phone, app_url):
     text = table.inner_text()
     assert "saw #2" in text and "saw #4" in text
     assert phone.evaluate(SIDEWAYS) <= 1  # an open table scrolls in its frame too
+
+
+# Each chart of several panels: its frame's overflow, its panels' plot areas, their titles
+# (paper annotations) and its colour bars, as page rectangles.
+PANELS = """() => [...document.querySelectorAll('.attnviz-live-chart')].map(c => {
+  const box = e => { const r = e.getBoundingClientRect();
+                     return {l: r.left, t: r.top, r: r.right, b: r.bottom}; };
+  const frame = c.closest('.stElementContainer');
+  return {sideways: frame.scrollWidth - frame.clientWidth, frame: box(frame),
+          wide: c.classList.contains('attnviz-wide'),
+          panels: [...c.querySelectorAll('.draglayer .nsewdrag')].map(box),
+          titles: [...c.querySelectorAll('.infolayer .annotation')].map(e => ({
+              text: e.textContent, ...box(e.querySelector('.annotation-text') || e)})),
+          bars: [...c.querySelectorAll('.infolayer .colorbar .cbfills')].map(box)};
+}).filter(c => c.panels.length > 1)"""
+
+
+def _apart(a: dict, b: dict) -> bool:
+    return a["r"] <= b["l"] + 1 or b["r"] <= a["l"] + 1 or a["b"] <= b["t"] + 1 \
+        or b["b"] <= a["t"] + 1
+
+
+@pytest.mark.parametrize("path", ["/head_stats", "/value_norms", "/windows", "/compare"])
+def test_on_a_phone_panels_side_by_side_are_laid_out_again(phone, app_url, path):
+    """Head statistics, value norms, the window masks, compare: no chart scrolls sideways in
+    its frame; titles never on one another; each colour bar lies horizontal below plots and
+    on none of them."""
+    phone.goto(f"{app_url}/")
+    wait_for_app(phone, plots=False)
+    phone.goto(f"{app_url}{path}")
+    wait_for_app(phone)
+    phone.wait_for_timeout(1500)
+    charts = phone.evaluate(PANELS)
+    assert charts, "no chart of several panels"
+    for c in charts:
+        assert not c["wide"] and c["sideways"] <= 1
+        for p in c["panels"]:  # every plot inside its frame's width
+            assert c["frame"]["l"] - 1 <= p["l"] and p["r"] <= c["frame"]["r"] + 1
+        titles = [t for t in c["titles"] if t["text"].strip()]
+        for i, a in enumerate(titles):
+            assert c["frame"]["l"] - 1 <= a["l"] and a["r"] <= c["frame"]["r"] + 1, a["text"]
+            for b in titles[i + 1:]:
+                assert _apart(a, b), (a["text"], b["text"])
+        for bar in c["bars"]:
+            assert bar["r"] - bar["l"] > bar["b"] - bar["t"]  # horizontal
+            assert all(_apart(bar, p) for p in c["panels"])
+            above = [p for p in c["panels"] if p["b"] <= bar["t"]
+                     and p["l"] < bar["r"] and bar["l"] < p["r"]]
+            assert above, "a colour bar with no plot above it"
+            assert bar["l"] >= min(p["l"] for p in above) - 1
+            assert bar["r"] <= max(p["r"] for p in above) + 1
+    screenshot(phone, "phone_panels" + path.replace("/", "_"))
