@@ -44,6 +44,8 @@ def nbytes(value) -> int:
     if isinstance(value, (list, tuple)):
         return sum(nbytes(v) for v in value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        if isinstance(getattr(type(value), "nbytes", None), property):  # counts itself (Trace)
+            return value.nbytes
         return sum(nbytes(getattr(value, f.name)) for f in dataclasses.fields(value))
     return 0
 
