@@ -16,6 +16,7 @@ from attnviz.views import ablation as view
 
 MEASURES = tuple(view.MEASURE_NAMES)
 MODES = tuple(view.MODE_NAMES)
+SHOWN = "abl_shown"  # the later layers' head shown: session state and link (shown_choice)
 
 
 def progress_of(p):
@@ -63,6 +64,12 @@ def main() -> None:
             "results", ("ablation_patch", model.key, request, other, language()),
             _("Patching each head and token..."),
             lambda p: view.patching_parts(model, request, other, progress_of(p)), quick=True))
+        if getattr(model, "n_decoder_layers", 0):  # BART: the decoder's heads too
+            render(ui.with_progress(
+                "results", ("ablation_patch_decoder", model.key, request, other, language()),
+                _("Patching each decoder head..."),
+                lambda p: view.decoder_patching_parts(model, request, other, progress_of(p)),
+                quick=True))
     except ValueError as e:
         render(view.message(e))
 
@@ -81,9 +88,7 @@ def one_head_view(ctx: ui.Context) -> None:
     head = c2.selectbox(_("Head"), range(model.n_heads), key="abl_head", bind="query-params")
     mode = c3.radio(_("Ablation"), MODES, key="abl_one_mode", format_func=lambda m: _(
         view.MODE_NAMES[m]))
-    shown = st.selectbox(_("Later layers' weights shown"), range(-1, model.n_heads),
-                         key="abl_shown", bind="query-params", format_func=lambda h: _(
-                             "mean of the layer's heads") if h < 0 else _("head {h}").format(h=h))
+    shown = shown_choice(model.n_heads)
     try:
         render(ui.cached("results", ("ablation_one", model.key, request, part, layer, head,
                                      mode, shown, language()),
@@ -91,6 +96,24 @@ def one_head_view(ctx: ui.Context) -> None:
                                                      None if shown < 0 else shown, part)))
     except ValueError as e:
         render(view.message(e))
+
+
+def shown_choice(n_heads: int) -> int:
+    """The later layers' head shown (-1: the layer's mean). Not bound by Streamlit, which would
+    write the shown label ("head 4") into the link: the link holds a value that reads the same
+    in every language (?abl_shown=h4; the mean, the default, is left out), and older links'
+    labels still open the head they named (views.ablation.shown_from_link)."""
+    options = range(-1, n_heads)
+    if st.session_state.get(SHOWN) not in options:
+        st.session_state[SHOWN] = view.shown_from_link(st.query_params.get(SHOWN), n_heads)
+    shown = st.selectbox(_("Later layers' weights shown"), options, key=SHOWN, format_func=lambda
+                         h: _("mean of the layer's heads") if h < 0 else _("head {h}").format(h=h))
+    link = view.shown_in_link(shown)
+    if link == view.SHOWN_MEAN:
+        st.query_params.pop(SHOWN, None)
+    elif st.query_params.get(SHOWN) != link:
+        st.query_params[SHOWN] = link
+    return shown
 
 
 main()

@@ -269,3 +269,46 @@ def test_one_head_pair_similarity_matches_hf(model, hf_model):
     plain, cut = s_ab(), s_ab(1, 3, model.head_dim)
     assert abs(nb.pair_similarity[0] - plain) < TOL and abs(nb.pair_similarity[1] - cut) < TOL
     assert abs(cut - plain) > 1e-5
+
+
+def test_bart_decoder_patching_matches_hf_hooks(tmp_path, model):
+    """Each decoder self-attention and cross-attention head patched alone from the clean run
+    into the corrupted one: every entry of both maps against the engine's patched trace, and
+    two of them against HF's eager BartModel with the clean head's output put in by a pre-hook
+    (the restored fraction computed from HF's own decoder states)."""
+    import attnviz
+    from attnviz.engine.random_models import save_random_checkpoint
+    from tests.test_engine_intervene import bart_inputs, hf, hf_bart_heads
+
+    folder = save_random_checkpoint("bart", tmp_path / "bart", positions=32, seed=4, layers=3)
+    bart = attnviz.load_model(folder, device="cpu")
+    ref = hf(folder, "bart")
+    clean, bad = TraceRequest("I saw a saw today"), TraceRequest("I saw a dog today")
+    p = ablation.decoder_patching(bart, clean, bad)
+    c = bart.trace(clean)
+    assert p.tokens == c.decoder_tokens and p.decoder.shape == p.cross.shape == (3, bart.n_heads)
+    i, j = p.pair
+    assert c.decoder_tokens[i] == c.decoder_tokens[j] == "saw"
+    restored = lambda h: (cos(h[-1, i], h[-1, j]) - p.corrupted) / (p.clean - p.corrupted)  # noqa: E731
+    for part, field in (("decoder", "decoder_heads"), ("cross", "cross_heads")):
+        for layer in range(3):
+            for head in range(bart.n_heads):
+                t = bart.trace(bad.with_options(ablate=Patch(clean, **{field: ((layer, head),)})))
+                assert abs(getattr(p, part)[layer, head] - restored(t.decoder_hidden_states)) < TOL
+    assert np.abs(p.decoder).max() > 1e-3 and np.abs(p.cross).max() > 1e-3
+    ids, dec = bart_inputs(bart.trace(bad).token_ids.tolist(), ref.config)
+    for part, field in (("decoder", "decoder_outputs"), ("cross", "cross_outputs")):
+        fill = {(part, 1, 2): torch.as_tensor(getattr(c, field)[1, 2])}
+        handles = hf_bart_heads(ref, {(part, 1): [2]}, bart.head_dim, fill)
+        try:
+            with torch.no_grad():
+                out = ref(ids, decoder_input_ids=dec, output_hidden_states=True)
+        finally:
+            for h in handles:
+                h.remove()
+        h = torch.stack(out.decoder_hidden_states)[:, 0].double().numpy()
+        assert abs(getattr(p, part)[1, 2] - restored(h)) < TOL
+    with pytest.raises(ValueError, match="same length"):
+        ablation.decoder_patching(bart, clean, TraceRequest("I saw a big dog today"))
+    with pytest.raises(ValueError, match="has no decoder"):
+        ablation.decoder_patching(model, SAW, TraceRequest("I saw a dog"))

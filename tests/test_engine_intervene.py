@@ -319,3 +319,49 @@ def test_decoder_heads_are_checked_and_keyed(folders, model):
     bart = attnviz.load_model(folders["bart"], device="cpu")
     with pytest.raises(ValueError, match="no decoder head"):
         bart.trace("I saw a saw", ablate=Ablation(cross_heads=((bart.n_decoder_layers, 0),)))
+
+
+def test_bart_decoder_and_cross_attention_patching_match_hf_hooks(folders):
+    """Patch(decoder_heads=, cross_heads=): the clean run's head outputs, token by token, copied
+    into the corrupted run's decoder, against pre-hooks on HF's eager BartModel that put the
+    same slices into the projections' inputs."""
+    model = attnviz.load_model(folders["bart"], device="cpu")
+    ref = hf(folders["bart"], "bart")
+    d = model.head_dim
+    clean, corrupted = "I saw a dog today", "I saw a saw today"
+    src = model.trace(clean)
+    patch = Patch(clean, heads=((0, 1),), decoder_heads=((0, 1), (1, 0)), cross_heads=((1, 1),))
+    t = model.trace(corrupted, ablate=patch)
+    assert patch.as_dict()["cross_heads"] == [[1, 1]] and "decoder_heads" not in Patch(
+        clean, heads=((0, 0),)).as_dict()
+    fields = {"encoder": "outputs", "decoder": "decoder_outputs", "cross": "cross_outputs"}
+    heads = {("encoder", 0): [1], ("decoder", 0): [1], ("decoder", 1): [0], ("cross", 1): [1]}
+    fill = {(part, layer, h): torch.as_tensor(getattr(src, fields[part])[layer, h])  # [m, d]
+            for (part, layer), hs in heads.items() for h in hs}
+    ids, dec = bart_inputs(t.token_ids.tolist(), ref.config)
+    handles = hf_bart_heads(ref, heads, d, fill)
+    try:
+        with torch.no_grad():
+            out = ref(ids, decoder_input_ids=dec, output_attentions=True,
+                      output_hidden_states=True)
+    finally:
+        for h in handles:
+            h.remove()
+    stack = lambda xs: torch.stack(xs)[:, 0].numpy()  # noqa: E731
+    np.testing.assert_allclose(t.hidden_states, stack(out.encoder_hidden_states), atol=TOL,
+                               rtol=0)
+    np.testing.assert_allclose(t.decoder_hidden_states, stack(out.decoder_hidden_states),
+                               atol=TOL, rtol=0)
+    np.testing.assert_allclose(t.cross_weights, stack(out.cross_attentions), atol=TOL, rtol=0)
+    assert np.array_equal(t.decoder_outputs[1, 0], src.decoder_outputs[1, 0])
+    assert np.array_equal(t.cross_outputs[1, 1], src.cross_outputs[1, 1])
+    plain = model.trace(corrupted)
+    assert np.abs(t.decoder_hidden_states[-1] - plain.decoder_hidden_states[-1]).max() > 1e-3
+    # only a cross-attention head: the encoder is the plain one, bit for bit
+    c = model.trace(corrupted, ablate=Patch(clean, cross_heads=((0, 2),)))
+    assert np.array_equal(c.hidden_states, plain.hidden_states)
+    with pytest.raises(ValueError, match="same length"):
+        model.trace(corrupted, ablate=Patch("I saw a big dog today", cross_heads=((0, 0),)))
+    bert = attnviz.load_model(folders["bert"], device="cpu")
+    with pytest.raises(ValueError, match="has no decoder"):
+        bert.trace(corrupted, ablate=Patch(clean, decoder_heads=((0, 0),)))

@@ -82,6 +82,35 @@ def test_one_head_removed(at, model):
                                atol=1e-6)
 
 
+@pytest.mark.parametrize(("link", "head"), [("h4", 4), ("head 4", 4), ("头 4", 4),
+                                             ("mean", -1), ("h99", -1)])
+def test_the_shown_head_has_a_link_that_reads_the_same_in_both_languages(link, head):
+    """?abl_shown=h4 (what the page writes), and the shown labels older links hold."""
+    from attnviz.views.ablation import shown_from_link, shown_in_link
+
+    assert shown_from_link(link, 12) == head
+    assert shown_from_link(shown_in_link(head), 12) == head
+    assert shown_in_link(None) == "mean" and shown_from_link(None, 12) == -1
+
+
+def test_the_shown_head_is_written_to_and_read_from_the_link():
+    from streamlit.testing.v1 import AppTest
+
+    from tests.apptest import APP
+
+    at = open_page("pages/ablation.py", timeout=180, text="I saw a saw")
+    at.selectbox(key="abl_shown").set_value(7).run()
+    assert not at.exception and at.query_params["abl_shown"] in ("h7", ["h7"])
+    at.selectbox(key="abl_shown").set_value(-1).run()
+    assert "abl_shown" not in at.query_params  # the mean is the default
+    fresh = AppTest.from_file(APP, default_timeout=180)
+    fresh.query_params["abl_shown"] = "head 5"  # a link written before, in English
+    fresh.session_state["text"] = "I saw a saw"
+    fresh.run()
+    fresh.switch_page("pages/ablation.py").run()
+    assert not fresh.exception and fresh.selectbox(key="abl_shown").value == 5
+
+
 def test_importance_beside_statistics(at, model):
     imp = ablation.head_importance(model, TraceRequest("I saw a saw"), "repeat", "zero")
     b = ablation.beside_stats(model, TraceRequest("I saw a saw"), imp)
@@ -113,6 +142,12 @@ def test_bart_decoder_heads_on_the_page(tmp_path):
     assert len(got) == bart.n_decoder_layers - 1
     for z, (_layer, m) in zip(got, nb.later(), strict=True):
         np.testing.assert_allclose(z, m, atol=1e-6)
+    # patching the decoder's heads: both maps are analysis.decoder_patching's
+    p = ablation.decoder_patching(bart, TraceRequest("I saw a saw"), TraceRequest("I saw a dog"))
+    got = [decode(tr["z"]) for title, tr in heatmaps(at) if title.startswith("Patching one head")]
+    assert len(got) == 3  # the encoder's, then the decoder's masked self-attention and cross
+    np.testing.assert_allclose(got[1], p.decoder, atol=1e-6)
+    np.testing.assert_allclose(got[2], p.cross, atol=1e-6)
 
 
 def test_one_head_removed_with_a_pair_shows_the_similarity(model):

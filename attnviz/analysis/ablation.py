@@ -27,7 +27,9 @@ input of layer l at token t, and
 
 is 1 where that one activation carries the whole difference and 0 where it carries none.
 Ablation asks whether a head matters at all; patching asks whether it carries what differs
-between the two sentences.
+between the two sentences. For BART (`decoder_patching`) the same is done for each head of the
+decoder's masked self-attention and of its cross-attention, measured on the decoder's final
+vectors of the two repeated tokens (without a target the decoder reads the sentence itself).
 
 One head removed (`one_head`): every token's final vector against the plain run's,
 cos(h'_L[t], h_L[t]), and every head's weights as a difference W'(l', h') - W(l', h') [n, n]
@@ -277,6 +279,80 @@ def patching(model, clean: TraceRequest, corrupted: TraceRequest,
     resid = (resid - m_bad) / gap if n <= RESIDUAL_MAX_TOKENS else None
     return Patching(m_clean, m_bad, (heads - m_bad) / gap, resid,
                     list(c.trace.tokens), list(k.trace.tokens), pair)
+
+
+@dataclass
+class DecoderPatching:
+    """Patching BART's decoder heads: how much of the measure's difference (the two repeated
+    decoder tokens' cosine after the decoder's last layer) one clean head output restores."""
+
+    clean: float  # m of the clean run
+    corrupted: float  # m of the corrupted run
+    decoder: np.ndarray  # [decoder layers, heads] restored, patching a masked self-attention head
+    cross: np.ndarray  # [decoder layers, heads] restored, patching a cross-attention head
+    tokens: list[str]  # the clean run's decoder tokens
+    corrupted_tokens: list[str]
+    pair: tuple[int, int]  # decoder token positions
+
+
+def decoder_patching(model, clean: TraceRequest, corrupted: TraceRequest,
+                     tokens: tuple[int, int] | None = None,
+                     progress: Progress = None) -> DecoderPatching:
+    """Patch each decoder self-attention and cross-attention head's output, one at a time, from
+    the clean run into the corrupted one (engine.intervene.Patch(decoder_heads=, cross_heads=));
+    measure "repeat" on the decoder's final vectors at positions `tokens` (default: the clean
+    decoder's first repeated pair). The corrupted run's encoder is run once: each patched pass
+    runs the decoder only (the model's `decode`, with the Edit such a Patch makes)."""
+    if not getattr(model, "n_decoder_layers", 0):
+        raise ValueError(f"{model.title} has no decoder: decoder and cross-attention heads are "
+                         "an encoder-decoder's (BART)")
+    clean, corrupted = _plain(clean), _plain(corrupted).with_options(**clean.options())
+    c, k = model.trace(clean), model.trace(corrupted)
+    m = len(c.decoder_tokens)
+    if m != len(k.decoder_tokens):
+        raise ValueError(f"patching copies activations token by token: the clean decoder reads "
+                         f"{m} tokens and the corrupted one {len(k.decoder_tokens)}; choose two "
+                         "of the same length")
+    if m > MAX_TOKENS:
+        raise ValueError(f"these maps run the decoder once per head; they are made for up to "
+                         f"{MAX_TOKENS} tokens and this text has {m}: shorten it")
+    pair = tuple(tokens) if tokens is not None else first_repeated_pair(c.decoder_tokens)
+    if pair is None:
+        raise ValueError("the measure needs a word that occurs twice in the clean sentence "
+                         "(like the two 'saw's), or two positions")
+    i, j = pair
+
+    def measure(states) -> float:
+        a, b = states[-1][i].double(), states[-1][j].double()
+        return float(_cos(a, b))
+
+    dev = model.device
+    m_clean = measure(torch.as_tensor(c.decoder_hidden_states))
+    m_bad = measure(torch.as_tensor(k.decoder_hidden_states))
+    gap = m_clean - m_bad
+    if abs(gap) < 1e-6:
+        raise ValueError("the two sentences give the same measure: nothing to restore")
+    y = torch.as_tensor(k.decoder_embeddings, device=dev)
+    memory = torch.as_tensor(k.hidden_states[-1], device=dev)
+    L, H = model.n_decoder_layers, model.n_heads
+    out = {"decoder": np.zeros((L, H)), "cross": np.zeros((L, H))}
+    done = 0
+    for part, field in (("decoder", "decoder_outputs"), ("cross", "cross_outputs")):
+        fill = torch.as_tensor(getattr(c, field), device=dev)  # [L, H, m, d]: the clean run's
+        for layer in range(L):
+            for head in range(H):
+                keep = torch.ones(L, H, dtype=torch.bool, device=dev)
+                keep[layer, head] = False  # what Patch(decoder_heads=/cross_heads=) makes
+                edit = Edit(keep=keep, fill=fill)
+                with torch.inference_mode():
+                    states = model.decode(y, memory, *((edit, None) if part == "decoder"
+                                                       else (None, edit)))
+                out[part][layer, head] = (measure(states["decoder_hidden_states"]) - m_bad) / gap
+            done += 1
+            if progress is not None:
+                progress(done, 2 * L)
+    return DecoderPatching(m_clean, m_bad, out["decoder"], out["cross"],
+                           list(c.decoder_tokens), list(k.decoder_tokens), pair)
 
 
 def saw_cosines(model, request: TraceRequest, tokens: tuple[int, int] | None = None

@@ -17,6 +17,10 @@ multiplied by W_O (engine.model). An intervention replaces some of these before 
     Patch(source, heads=((l, h), ...))           Y_h := Y_h of the source run
     Patch(source, residual=((l, t), ...))        the residual stream entering layer l at
                                                  token t := the source run's (hidden_states[l])
+    Patch(source, decoder_heads=..., cross_heads=...)   BART's decoder: a head's output of its
+                                                 masked self-attention or its cross-attention
+                                                 := the source run's, token by token (the two
+                                                 decoders read the same number of tokens)
 
 Zero and mean ablation differ in what "gone" means. Zero puts a value there that the head never
 produces: the head's average contribution (which later LayerNorms and layers have learned to
@@ -130,6 +134,8 @@ class Patch:
     source: object  # a TraceRequest or a text: the run activations are copied from
     heads: tuple[tuple[int, int], ...] = ()  # (layer, head): Y_h from the source
     residual: tuple[tuple[int, int], ...] = ()  # (layer, token): layer l's input at token t
+    decoder_heads: tuple[tuple[int, int], ...] = ()  # BART: decoder self-attention heads
+    cross_heads: tuple[tuple[int, int], ...] = ()  # BART: decoder cross-attention heads
 
     def __post_init__(self) -> None:
         from .request import TraceRequest
@@ -144,15 +150,21 @@ class Patch:
         object.__setattr__(self, "source", source)
         object.__setattr__(self, "heads", _pairs(self.heads, "heads"))
         object.__setattr__(self, "residual", _pairs(self.residual, "residual"))
+        object.__setattr__(self, "decoder_heads", _pairs(self.decoder_heads, "decoder_heads"))
+        object.__setattr__(self, "cross_heads", _pairs(self.cross_heads, "cross_heads"))
 
     @property
     def empty(self) -> bool:
-        return not self.heads and not self.residual
+        return not (self.heads or self.residual or self.decoder_heads or self.cross_heads)
 
     def as_dict(self) -> dict:
-        return {"kind": "patch", "source": self.source.as_dict(),
-                "heads": [list(p) for p in self.heads],
-                "residual": [list(p) for p in self.residual]}
+        out = {"kind": "patch", "source": self.source.as_dict(),
+               "heads": [list(p) for p in self.heads],
+               "residual": [list(p) for p in self.residual]}
+        for name in ("decoder_heads", "cross_heads"):  # BART's, named only when used
+            if getattr(self, name):
+                out[name] = [list(p) for p in getattr(self, name)]
+        return out
 
 
 def check(intervention, n_layers: int, n_heads: int, n_tokens: int | None = None) -> None:
@@ -174,8 +186,8 @@ def check(intervention, n_layers: int, n_heads: int, n_tokens: int | None = None
 
 
 def check_decoder(ablation, model) -> None:
-    """A plain ValueError when decoder or cross-attention heads are named for a model without
-    a decoder (BART has one), or heads it lacks."""
+    """A plain ValueError when decoder or cross-attention heads (of an Ablation or a Patch) are
+    named for a model without a decoder (BART has one), or heads it lacks."""
     if not (ablation.decoder_heads or ablation.cross_heads):
         return
     n_layers = getattr(model, "n_decoder_layers", 0)
@@ -222,6 +234,10 @@ class Edit:
             return y
         keep = self.keep[..., li, :, None, None]  # [..., H, 1, 1]
         fill = 0.0 if self.fill is None else self.fill[..., li, :, :, :]
+        if self.fill is not None and fill.shape[-2] not in (1, y.shape[-2]):  # a patch's source
+            raise ValueError(f"patching copies activations token by token: the source run has "
+                             f"{fill.shape[-2]} tokens here, this run {y.shape[-2]}; choose two "
+                             "of the same length")
         return torch.where(keep, y, fill)
 
     def attention_output(self, li: int, z: torch.Tensor) -> torch.Tensor:  # z [..., n, hidden]
@@ -292,17 +308,23 @@ def ablation_edit(model, ablation: Ablation, request=None) -> Edit | None:
     return edit
 
 
-def decoder_edits(model, ablation, request=None) -> tuple[Edit | None, Edit | None]:
+def decoder_edits(model, intervention, request=None) -> tuple[Edit | None, Edit | None]:
     """BART's decoder: (the Edit of its self-attention heads, that of its cross-attention
-    heads), each None when no head of it is named."""
+    heads), each None when no head of it is named. An Ablation's heads are set to 0 or their
+    mean; a Patch's to the source run's outputs, traced with the request's options."""
     import torch
 
-    if not isinstance(ablation, Ablation):
+    if not isinstance(intervention, (Ablation, Patch)) or not (
+            intervention.decoder_heads or intervention.cross_heads):
         return None, None
-    check_decoder(ablation, model)
+    check_decoder(intervention, model)
+    source = None
+    if isinstance(intervention, Patch):
+        options = {} if request is None else request.options()
+        source = model.trace(intervention.source.with_options(**options))  # lengths: Edit
     out = []
     for name, field in (("decoder_heads", "decoder_outputs"), ("cross_heads", "cross_outputs")):
-        heads = getattr(ablation, name)
+        heads = getattr(intervention, name)
         if not heads:
             out.append(None)
             continue
@@ -310,8 +332,12 @@ def decoder_edits(model, ablation, request=None) -> tuple[Edit | None, Edit | No
                           device=model.device)
         for layer, head in heads:
             keep[layer, head] = False
-        fill = (mean_outputs(model, ablation.reference, request, field)
-                if ablation.mode == "mean" else None)
+        if source is not None:  # [layers, heads, m, d]: the source's, token by token
+            fill = torch.as_tensor(np.asarray(getattr(source, field)), device=model.device)
+        elif intervention.mode == "mean":
+            fill = mean_outputs(model, intervention.reference, request, field)
+        else:
+            fill = None
         out.append(Edit(keep=keep, fill=fill))
     return out[0], out[1]
 
@@ -320,7 +346,8 @@ def patch_edit(model, patch: Patch, source_trace, n: int) -> Edit | None:
     """The Edit of a Patch, given the source run's trace (n tokens in the patched run)."""
     import torch
 
-    if patch.empty:
+    check_decoder(patch, model)
+    if not (patch.heads or patch.residual):  # nothing of the encoder's (BART: decoder_edits)
         return None
     m = len(source_trace.tokens)
     if m != n:

@@ -6,6 +6,8 @@ every layer; with positions on, the heads whose removal brings them closest."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from ..analysis import ablation
@@ -26,6 +28,24 @@ PART_NAMES = {"encoder": N_("encoder self-attention"),
               "decoder": N_("masked self-attention"),
               "cross": N_("cross-attention")}
 TOP = 3  # heads shown with their weights in the lesson's view
+SHOWN_MEAN = "mean"  # the link's value for the later layers' mean (the default, left out)
+
+
+def shown_in_link(shown: int | None) -> str:
+    """The later layers' head shown, as the link writes it: "h4", or "mean" (None or < 0).
+    The same in every language, unlike the option's shown label."""
+    return SHOWN_MEAN if shown is None or shown < 0 else f"h{int(shown)}"
+
+
+def shown_from_link(value: str | None, n_heads: int) -> int:
+    """A link's value back to the head shown (-1: the layer's mean). Reads "h4", and the
+    labels older links hold ("head 4", or its Chinese); anything else, or a head the model
+    lacks, is the mean."""
+    match = re.search(r"-?\d+", value or "")
+    if match is None or len(match.group()) > 6:
+        return -1
+    head = int(match.group())
+    return head if 0 <= head < n_heads else -1
 
 
 def intro() -> list:
@@ -140,6 +160,37 @@ def patching_parts(model, clean: TraceRequest, corrupted: TraceRequest, progress
     ]
 
 
+def decoder_patching_parts(model, clean: TraceRequest, corrupted: TraceRequest,
+                           progress=None) -> list:
+    """BART: patching each head of the decoder's masked self-attention and of its
+    cross-attention from the clean run into the corrupted one (same length)."""
+    try:
+        p = ablation.decoder_patching(model, clean, corrupted, progress=progress)
+    except ValueError as e:
+        return [Heading(_("Patching the decoder's heads"), 3), Markdown(literal(str(e)), "info")]
+    labels = axis_labels(p.tokens)
+    i, j = p.pair
+    return [
+        Heading(_("Patching the decoder's heads"), 3),
+        Markdown(_("The same question for the decoder: one head's output of its masked "
+                   "self-attention, or of its cross-attention (queries from the decoder, keys "
+                   "and values from the encoder), copied from the clean run. Measure: the "
+                   "cosine of the decoder's {a} and {b} after its last layer; {clean:.4f} clean, "
+                   "{bad:.4f} corrupted.").format(a=f"`{labels[i]}`", b=f"`{labels[j]}`",
+                                                  clean=p.clean, bad=p.corrupted)),
+        plots.head_map(p.decoder, _("Patching one head's output: {part}").format(
+            part=_(PART_NAMES["decoder"])), _("restored")),
+        plots.head_map(p.cross, _("Patching one head's output: {part}").format(
+            part=_(PART_NAMES["cross"])), _("restored")),
+        numbers(_("Download the decoder's patching numbers (.npz)"),
+                {"clean": np.float64(p.clean), "corrupted": np.float64(p.corrupted),
+                 "decoder_restored": p.decoder, "cross_restored": p.cross,
+                 "pair": np.array(p.pair), "decoder_tokens": np.array(p.tokens),
+                 "corrupted_decoder_tokens": np.array(p.corrupted_tokens)},
+                "attnviz_patching_decoder.npz"),
+    ]
+
+
 def one_head_intro() -> list:
     return [Heading(_("One head removed"), 2), Markdown(_(
         "Pick a head: what its removal changes in every token's final vector, and in every "
@@ -230,7 +281,11 @@ def page(model, request: TraceRequest, measure: str = "repeat", mode: str = "zer
             out += part()
         except ValueError as e:
             out.append(Markdown(literal(str(e)), "info"))
-    return out + patching_parts(model, request, TraceRequest(corrupted, **request.options()))
+    other = TraceRequest(corrupted, **request.options())
+    out += patching_parts(model, request, other)
+    if getattr(model, "n_decoder_layers", 0):
+        out += decoder_patching_parts(model, request, other)
+    return out
 
 
 def message(error: Exception) -> list:
