@@ -11,13 +11,19 @@ laptop or projector 1280x720, a desktop 1400x1000), each theme (the browser's pr
 colour scheme, which the app follows) and each language (the `lang` URL parameter), saved as
 OUT/<width>x<height>/<theme>/<lang>/<page>.png, plus one contact sheet per size,
 OUT/sheets/<width>x<height>.png: every page (rows) in every theme and language (columns) on
-one image, so a person can look at everything in three pictures. OUT/report.txt lists what a
-picture cannot show well: a page that scrolls sideways (wider than the window), an error box
-on a page, a page that never finished drawing.
+one image, so a person can look at everything in three pictures. The report lists, page by
+page, size, theme and language, what the checks read from the page while shooting (the
+functions below, each given plain rectangles): a page that scrolls sideways (wider than the
+window), an error box, a page that never finished drawing, text labels of one chart on one
+another (tick labels, annotations, titles, colour bar text; rotated labels as rotated boxes),
+content past the window's right edge outside a frame that scrolls (cut off), an empty table
+cell, a colour bar standing nearer a panel it does not serve than any it does, and (the
+lesson) each step's page height in presentation mode against the window's
+(OUT/report.md, a table; OUT/report.json; OUT/report.txt, one line each).
 
     .venv/bin/python scripts/screenshots.py --matrix --out /tmp/attnviz-check
         [--sizes 390x844,1280x720,1400x1000] [--themes light,dark] [--langs en,zh]
-        [--pages lesson,explore] [--full-page]
+        [--pages lesson,explore] [--full-page] [--no-steps]
 
 --languages: the pictures in Chinese and in the dark theme (LANGUAGE_SHOTS), into
 assets/screenshots/ (or --out).
@@ -70,6 +76,197 @@ TALL = ("Math.max(...[...document.querySelectorAll('section, [data-testid=stMain
 ERRORS = ("[...document.querySelectorAll(\"[data-testid='stException'], "
           "[data-testid='stAlertContentError']\")].map(e => e.innerText.slice(0, 200))")
 
+# What the checks read from a page, as plain rectangles ({l, t, r, b} in CSS px of the
+# window): each chart's text labels (as the four corners of their own box, so a rotated label
+# is a rotated box), its panels (plot areas) and colour bars with the panels each serves;
+# elements past the window's right edge (the outermost of each run), with whether a frame that
+# scrolls sideways (not the page's own) holds them; every table's cells. The page's chart
+# JSON (`data`, `layout`) is read from the chart element, as Plotly's public API keeps it.
+PROBE = """() => {
+  const box = e => { const r = e.getBoundingClientRect();
+                     return {l: r.left, t: r.top, r: r.right, b: r.bottom}; };
+  const shown = e => { const s = getComputedStyle(e);
+    return s.display !== 'none' && s.visibility !== 'hidden' && Number(s.opacity) !== 0; };
+  const corners = e => {
+    const b = e.getBBox(), m = e.getScreenCTM();
+    if (!m) return null;
+    return [[b.x, b.y], [b.x + b.width, b.y], [b.x + b.width, b.y + b.height],
+            [b.x, b.y + b.height]].map(([x, y]) => [m.a * x + m.c * y + m.e,
+                                                    m.b * x + m.d * y + m.f]);
+  };
+  const charts = [...document.querySelectorAll('.js-plotly-plot')].map((c, n) => {
+    const title = c.querySelector('.gtitle');
+    const labels = [...c.querySelectorAll('svg text')].filter(e =>
+      e.textContent.trim() && !e.closest('.hoverlayer, .modebar') && shown(e)
+      && (!e.parentNode.closest || !e.parentNode.closest('[style*="opacity: 0"]')))
+      .map(e => ({text: e.textContent.trim().slice(0, 40), corners: corners(e)}))
+      .filter(l => l.corners);
+    const data = c.data || [], layout = c.layout || {};
+    const panels = {};
+    c.querySelectorAll('.draglayer > g').forEach(g => {
+      const d = g.querySelector('.nsewdrag');
+      if (d) panels[g.getAttribute('class').split(' ')[0]] = box(d);
+    });
+    const used = new Set();
+    const serves = {};  // colour bar -> panels
+    const traceBars = [];
+    data.forEach(t => {
+      const id = (t.xaxis || 'x') + (t.yaxis || 'y');
+      used.add(id);
+      const axes = [t.coloraxis, t.marker && t.marker.coloraxis].filter(Boolean);
+      axes.forEach(a => (serves['cb' + a] = serves['cb' + a] || []).push(id));
+      const scaled = ['heatmap', 'contour', 'histogram2d', 'histogram2dcontour'];
+      if ((!t.coloraxis && scaled.includes(t.type) && t.showscale !== false) ||
+          (t.marker && !t.marker.coloraxis && t.marker.showscale === true)) traceBars.push(id);
+    });
+    let k = 0;
+    const bars = [...c.querySelectorAll('.colorbar')].filter(shown).map(g => {
+      const name = [...g.classList].find(x => x.startsWith('cb')) || 'cb';
+      const fill = g.querySelector('.cbfills') || g;
+      const mine = name.startsWith('cbcoloraxis') ? serves[name] : [traceBars[k++]];
+      return {name: name.slice(2), rect: box(fill), serves: (mine || []).filter(Boolean)};
+    });
+    return {name: title ? title.textContent.trim().slice(0, 60) : 'chart ' + (n + 1),
+            labels, bars, panels: Object.fromEntries(
+              Object.entries(panels).filter(([id]) => used.has(id)))};
+  });
+  const main = document.querySelector('[data-testid=stMain]') || document.body;
+  const page = new Set([main, document.body, document.documentElement,
+                        document.querySelector('[data-testid=stAppViewContainer]'),
+                        document.querySelector('[data-testid=stApp]')]);
+  const scrolls = e => { for (let a = e.parentElement; a && !page.has(a); a = a.parentElement) {
+      const o = getComputedStyle(a).overflowX;
+      if (o === 'auto' || o === 'scroll') return true; } return false; };
+  const width = window.innerWidth;
+  const past = [];
+  const walk = e => {
+    if (!shown(e)) return;
+    const r = e.getBoundingClientRect();
+    if (r.width > 0 && r.right > width + 1 && r.left < width + 2000 &&
+        !(e.closest && e.closest('[data-testid=stSidebar]'))) {
+      past.push({what: (e.getAttribute('data-testid') || e.tagName.toLowerCase()) +
+                       (e.textContent ? ': ' + e.textContent.trim().slice(0, 40) : ''),
+                 right: r.right, scrolls: scrolls(e)});
+      return;  // the outermost element of a run past the edge
+    }
+    for (const child of e.children) walk(child);
+  };
+  walk(main);
+  const tables = [...main.querySelectorAll('table')].filter(shown).map((t, n) => ({
+    name: (t.closest('[data-testid]') || t).getAttribute('data-testid') + ' ' + (n + 1),
+    rows: [...t.rows].map(r => [...r.cells].map(c => c.innerText.trim())),
+    head: t.tHead ? t.tHead.rows.length : 0}));
+  const tall = Math.max(...[...document.querySelectorAll('section, [data-testid=stMain]')]
+                        .map(e => e.scrollHeight));
+  return {charts, past, tables, height: tall, width, window: window.innerHeight};
+}"""
+LABEL_OVERLAP_PX = 2.0  # labels may touch; overlapping by more than this is a defect
+
+
+def _overlap_depth(a: list, b: list) -> float:
+    """How far two convex polygons (lists of [x, y] corners) overlap: the smallest overlap of
+    their projections over every edge normal of both (separating axes), in px; <= 0 when
+    apart."""
+    import math
+
+    depth = math.inf
+    for poly in (a, b):
+        for i, (x0, y0) in enumerate(poly):
+            x1, y1 = poly[(i + 1) % len(poly)]
+            nx, ny = y0 - y1, x1 - x0
+            norm = math.hypot(nx, ny)
+            if norm == 0:
+                continue
+            nx, ny = nx / norm, ny / norm
+            pa = [x * nx + y * ny for x, y in a]
+            pb = [x * nx + y * ny for x, y in b]
+            depth = min(depth, min(max(pa), max(pb)) - max(min(pa), min(pb)))
+    return depth
+
+
+def overlapping_labels(chart: dict, limit: int = 3) -> list[str]:
+    """Pairs of one chart's text labels ({text, corners}) on one another by more than
+    LABEL_OVERLAP_PX: the first `limit` named, and how many in all."""
+    labels = chart["labels"]
+    hits = []
+    for i, a in enumerate(labels):
+        for b in labels[i + 1:]:
+            if _overlap_depth(a["corners"], b["corners"]) > LABEL_OVERLAP_PX:
+                hits.append(f"{a['text']!r} on {b['text']!r}")
+    if not hits:
+        return []
+    more = f" and {len(hits) - limit} more" if len(hits) > limit else ""
+    return [f"{chart['name']}: labels overlap: {', '.join(hits[:limit])}{more}"]
+
+
+def past_right_edge(items: list[dict], width: float) -> list[str]:
+    """Elements ({what, right, scrolls}) past the window's right edge (`width`) that no frame
+    scrolling sideways holds: cut off, or making the page wider."""
+    return [f"past the right edge by {round(i['right'] - width)} px: {i['what']}"
+            for i in items if i["right"] > width + 1 and not i["scrolls"]]
+
+
+def empty_cells(table: dict) -> list[str]:
+    """Empty cells of a table ({name, rows: [[text]], head: header rows}); the corner above a
+    row index (the first header cell) may be empty."""
+    out = []
+    rows = table["rows"]
+    header = rows[table["head"] - 1] if table["head"] else []
+    for r, row in enumerate(rows):
+        for c, text in enumerate(row):
+            if text or (r < table["head"] and c == 0):
+                continue
+            column = header[c] if c < len(header) and header[c] else f"column {c + 1}"
+            label = row[0] if row and row[0] else f"row {r + 1}"
+            out.append(f"{table['name']}: empty cell in row {label!r}, column {column!r}")
+    return out
+
+
+def _gap(a: dict, b: dict) -> float:
+    """Distance in px between two rectangles ({l, t, r, b}); 0 when they touch or overlap."""
+    import math
+
+    dx = max(0.0, a["l"] - b["r"], b["l"] - a["r"])
+    dy = max(0.0, a["t"] - b["b"], b["t"] - a["b"])
+    return math.hypot(dx, dy)
+
+
+def misplaced_colour_bars(chart: dict) -> list[str]:
+    """Colour bars ({name, rect, serves: [panel]}) nearer a panel ({panel: rect}) they do not
+    serve than every panel they do (by 2 px or more): a bar beside the wrong panel."""
+    out = []
+    panels = chart["panels"]
+    for bar in chart["bars"]:
+        mine = [p for p in bar["serves"] if p in panels]
+        others = [p for p in panels if p not in bar["serves"]]
+        if not mine or not others:
+            continue
+        near = min(_gap(bar["rect"], panels[p]) for p in mine)
+        wrong = min(others, key=lambda p: _gap(bar["rect"], panels[p]))
+        if _gap(bar["rect"], panels[wrong]) + 2 <= near:
+            out.append(f"{chart['name']}: colour bar {bar['name']!r} stands by panel "
+                       f"{wrong}, which it does not serve (its panels: {', '.join(mine)})")
+    return out
+
+
+def too_tall(height: float, window: float, what: str) -> list[str]:
+    """A page (a lesson step) longer than its window: what is below the fold."""
+    if height > window + 1:
+        return [f"{what}: page {round(height)} px tall in a {round(window)} px window"]
+    return []
+
+
+def defects(found: dict) -> list[str]:
+    """Every check on what PROBE read from one page."""
+    out = []
+    for chart in found["charts"]:
+        out += overlapping_labels(chart)
+        out += misplaced_colour_bars(chart)
+    out += past_right_edge(found["past"], found["width"])
+    for table in found["tables"]:
+        out += empty_cells(table)
+    return out
+
 
 @dataclass
 class Shot:
@@ -93,6 +290,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--langs", default=",".join(LANGS))
     ap.add_argument("--pages", default="", help="page stems to shoot (default: all)")
     ap.add_argument("--full-page", action="store_true")
+    ap.add_argument("--no-steps", action="store_true",
+                    help="with --matrix: skip measuring each lesson step in presentation mode")
     ap.add_argument("--languages", action="store_true",
                     help="the English and Chinese, light and dark pictures "
                          "(LANGUAGE_SHOTS) into --out (default assets/screenshots)")
@@ -115,18 +314,107 @@ def main(argv: list[str] | None = None) -> int:
     themes, langs = args.themes.split(","), args.langs.split(",")
     shots = shoot(pages, out, sizes, themes, langs, args.text, flat=False,
                   full_page=args.full_page)
+    steps = []
+    if not args.no_steps and any(Path(p).stem == "lesson" for p in pages):
+        steps = step_heights(out, [sz for sz in sizes if sz[0] >= 700], langs, args.text)
     lines = []
     for size in dict.fromkeys(size for size, _theme, _lang in shots):
         variants = {f"{theme} · {lang}": group for (sz, theme, lang), group in shots.items()
                     if sz == size}
         print(contact_sheet(variants, out / "sheets" / f"{size}.png", size,
                             phone=int(size.split("x")[0]) < 700))
-    for (size, theme, lang), group in shots.items():
-        lines += [f"{size} {theme} {lang} {s.page}: {p}" for s in group for p in s.problems]
+    rows = [{"size": size, "theme": theme, "lang": lang, "page": s.page, "defect": p}
+            for (size, theme, lang), group in shots.items() for s in group for p in s.problems]
+    rows += [{"size": size, "theme": "light", "lang": lang, "page": f"lesson step {n}",
+              "defect": p} for size, lang, n, _height, found in steps for p in found]
+    lines = [f"{r['size']} {r['theme']} {r['lang']} {r['page']}: {r['defect']}" for r in rows]
     (out / "report.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    write_report(out, rows, steps)
     print(f"{sum(len(g) for g in shots.values())} screenshots in {out}; "
-          f"{len(lines)} problems listed in {out / 'report.txt'}")
+          f"{len(lines)} problems listed in {out / 'report.md'}")
     return 0
+
+
+def write_report(out: Path, rows: list[dict], steps: list[tuple]) -> None:
+    """OUT/report.json (every defect, and each lesson step's height) and OUT/report.md (the
+    same as tables, defects grouped by page)."""
+    import json
+
+    heights = [{"size": size, "lang": lang, "step": n, "height": height}
+               for size, lang, n, height, _found in steps]
+    (out / "report.json").write_text(json.dumps({"defects": rows, "lesson_steps": heights},
+                                                ensure_ascii=False, indent=1), encoding="utf-8")
+    cell = lambda text: str(text).replace("|", "\\|").replace("\n", " ")  # noqa: E731
+    md = ["# Screenshot check", "", f"{len(rows)} defects.", ""]
+    if rows:
+        md += ["| page | size | theme | language | defect |", "|---|---|---|---|---|"]
+        md += [f"| {cell(r['page'])} | {r['size']} | {r['theme']} | {r['lang']} | "
+               f"{cell(r['defect'])} |" for r in sorted(rows, key=lambda r: r["page"])]
+    if heights:
+        sizes = list(dict.fromkeys((h["size"], h["lang"]) for h in heights))
+        md += ["", "## Lesson steps in presentation mode: page height (px)", "",
+               "| step | " + " | ".join(f"{s} {lang}" for s, lang in sizes) + " |",
+               "|---|" + "---|" * len(sizes)]
+        for n in sorted({h["step"] for h in heights}):
+            got = {(h["size"], h["lang"]): h["height"] for h in heights if h["step"] == n}
+            md.append(f"| {n} | " + " | ".join(str(got.get(k, "")) for k in sizes) + " |")
+    (out / "report.md").write_text("\n".join(md) + "\n", encoding="utf-8")
+
+
+def step_heights(out: Path, sizes, langs, text: str) -> list[tuple]:
+    """Each lesson step in presentation mode, in each window size and language: (size,
+    language, step, page height, defects: too tall for the window, and the page checks)."""
+    from playwright.sync_api import Error as PlaywrightError
+    from playwright.sync_api import sync_playwright
+
+    from attnviz.ui.lesson import N
+
+    if not sizes:
+        return []
+    port = free_port()
+    log = out / ".streamlit-steps.log"
+    proc = start_server(port, log)
+    base = f"http://127.0.0.1:{port}"
+    found = []
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=ensure_chromium(), args=CHROME_ARGS)
+            for width, height in sizes:
+                ctx = browser.new_context(viewport={"width": width, "height": height},
+                                          device_scale_factor=1)
+                page = ctx.new_page()
+                page.goto(f"{base}/?" + urllib.parse.urlencode({"text": text}))
+                wait_for_app(page, plots=False)
+                for lang in langs:
+                    for n in range(1, N + 1):
+                        query = urllib.parse.urlencode({"lang": lang, "lesson_step": n,
+                                                        "lesson_present": "true"})
+                        page.goto(f"{base}/lesson?{query}")
+                        problems = []
+                        try:
+                            wait_for_app(page, timeout_ms=PAGE_WAIT_MS, plots=False)
+                        except PlaywrightError:
+                            problems.append(f"did not finish drawing in "
+                                            f"{PAGE_WAIT_MS // 1000} s")
+                        try:  # a step's figure, where it has one
+                            page.wait_for_selector(".js-plotly-plot .main-svg", timeout=5000)
+                        except PlaywrightError:
+                            pass
+                        page.wait_for_timeout(1500)
+                        seen = page.evaluate(PROBE)
+                        problems += too_tall(seen["height"], seen["window"],
+                                             "presentation mode") + defects(seen)
+                        found.append((f"{width}x{height}", lang, n, round(seen["height"]),
+                                      problems))
+                        print(f"lesson step {n} {width}x{height} {lang}: "
+                              f"{round(seen['height'])} px" +
+                              (f"  ({'; '.join(problems)})" if problems else ""))
+                ctx.close()
+            browser.close()
+    finally:
+        stop_server(proc)
+        log.unlink(missing_ok=True)
+    return found
 
 
 def language_shots(out: Path, text: str) -> int:
@@ -195,6 +483,7 @@ def shoot(pages: list[str], out: Path, sizes, themes, langs, text: str, flat: bo
                             if wide > 1:
                                 problems.append(f"scrolls sideways by {wide} px")
                             problems += [f"error box: {e!r}" for e in page.evaluate(ERRORS)]
+                            problems += defects(page.evaluate(PROBE))
                             capture(page, target, width, height, full_page)
                             group.append(Shot(Path(path).stem, target, problems))
                             note = "; ".join(problems)
