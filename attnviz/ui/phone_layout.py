@@ -24,7 +24,7 @@ last given to `phoneShaped`.
 
 JS = r"""
 // ui.phone_layout: a figure of panels side by side, laid out again for a narrow frame.
-const PHONE = {narrow: 640, minPanel: 140, gap: 36, titleLine: 18, barRoom: 78,
+const PHONE = {narrow: 640, minPanel: 140, gap: 36, titleLine: 18, barRoom: 100,
                belowRoom: 56, drawnAt: 760};
 const phoneState = new WeakMap();  // chart element -> {figure, wide, key, observer}
 
@@ -196,7 +196,7 @@ function phoneShaped(figure, width, div) {
     const last = Math.max(...mine.map(rowOf));
     return {...bar, row: last, inRow: mine.filter(i => rowOf(i) === last)};
   }).filter(Boolean);
-  const rowH = [], above = [], below = [];
+  const rowH = [], above = [], below = [], belowTicks = [];
   for (let r = 0; r < rowsN; r++) {
     const members = panels.map((p, i) => i).filter(i => rowOf(i) === r);
     rowH.push(Math.max(...members.map(i => heights[i])));
@@ -211,6 +211,7 @@ function phoneShaped(figure, width, div) {
       return Math.min(120, longest * Math.abs(Math.sin(ax.tickangle * Math.PI / 180)));
     }));
     below.push(PHONE.belowRoom + tilt + (placed.some(p => p.row === r) ? PHONE.barRoom : 0));
+    belowTicks.push(PHONE.belowRoom + tilt);
   }
   // Pixels from the plot area's top: each row's top edge.
   const tops = [];
@@ -264,7 +265,7 @@ function phoneShaped(figure, width, div) {
     const xs = bar.inRow.map(i => moved.get(panels[i].x).xd);
     const x0 = Math.min(...xs.map(d => d[0])), x1 = Math.max(...xs.map(d => d[1]));
     const r = bar.row;
-    const top = tops[r] + rowH[r] + below[r] - PHONE.barRoom + 14;
+    const top = tops[r] + rowH[r] + belowTicks[r] + 4;  // nearer its panels than the next
     const spot = {orientation: "h", x: (x0 + x1) / 2, xanchor: "center", xref: "paper",
                   len: Math.max(0.2, (x1 - x0) * 0.9), lenmode: "fraction", y: paperY(top),
                   yanchor: "top", yref: "paper", thickness: 10,
