@@ -56,14 +56,16 @@ def main() -> None:
     one_head_view(ctx)
     if request.text is None:
         return
+    render(view.patching_heading())
     corrupted = st.text_input(_("Corrupted sentence (same number of tokens)"),
                               value="I saw a dog", key="abl_corrupted", bind="query-params")
     try:
         other = TraceRequest(corrupted, **request.options())
         render(ui.with_progress(
-            "results", ("ablation_patch", model.key, request, other, language()),
+            "results", ("ablation_patch", model.key, request, other, language(), "body"),
             _("Patching each head and token..."),
-            lambda p: view.patching_parts(model, request, other, progress_of(p)), quick=True))
+            lambda p: view.patching_parts(model, request, other, progress_of(p), heading=False),
+            quick=True))
         if getattr(model, "n_decoder_layers", 0):  # BART: the decoder's heads too
             render(ui.with_progress(
                 "results", ("ablation_patch_decoder", model.key, request, other, language()),

@@ -29,15 +29,18 @@ def _diverging(z: np.ndarray) -> dict:
 
 
 def head_map(effect: np.ndarray, title: str, value: str,
-             selected: tuple[int, int] | None = None) -> go.Figure:
-    """effect [layers, heads] on a diverging scale centred at 0; hover: layer, head, value.
-    Clicking a cell reports x = head, y = layer."""
+             selected: tuple[int, int] | None = None, signed: bool = True) -> go.Figure:
+    """effect [layers, heads] on a diverging scale centred at 0 (signed=False: a size >= 0,
+    from white at 0 to dark purple); hover: layer, head, value. Clicking a cell reports
+    x = head, y = layer."""
     L, H = effect.shape
+    scale = _diverging(effect) if signed else dict(
+        colorscale="Purples", zmin=0.0, zmax=float(np.max(effect)) or 1.0)
     fig = go.Figure(go.Heatmap(
         z=np.asarray(effect, dtype=np.float64), x=list(range(H)), y=list(range(L)),
         colorbar=dict(title=dict(text=escape(value)), thickness=12),
         hovertemplate=_("layer %{y}, head %{x}") + f"<br>{escape(value)} = "
-                      "%{z:.6f}<extra></extra>", **_diverging(effect)))
+                      "%{z:.6f}<extra></extra>", **scale))
     layers, heads = np.divmod(np.arange(L * H), H)
     fig.add_trace(go.Scatter(x=heads, y=layers, mode="markers", hoverinfo="skip",
                              marker=dict(size=14, opacity=0), showlegend=False))

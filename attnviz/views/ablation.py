@@ -24,6 +24,7 @@ MEASURE_NAMES = {"repeat": N_("cosine of the two repeated tokens"),
                  "change": N_("mean change of every token's final vector")}
 MODE_NAMES = {"zero": N_("zero (the head's output set to 0)"),
               "mean": N_("mean (its average over reference sentences)")}
+MODE_SHORT = {"zero": N_("zero ablation"), "mean": N_("mean ablation")}  # in titles
 PART_NAMES = {"encoder": N_("encoder self-attention"),
               "decoder": N_("masked self-attention"),
               "cross": N_("cross-attention")}
@@ -118,9 +119,15 @@ def importance_parts(model, request: TraceRequest, measure: str, mode: str, prog
         Heading(_("Head-importance map"), 2),
         Metric(name, f"{imp.base:.4f}", _("the plain run, nothing removed")),
         plots.head_map(imp.effect, _("Change of the {measure} when one head is removed ({mode})")
-                       .format(measure=name, mode=_(MODE_NAMES[mode])), _("change")),
+                       .format(measure=name, mode=_(MODE_SHORT[mode])), _("change")),
         *stats_parts(model, request, imp),
+        Markdown(_("A whole layer's attention removed (all its heads and its output bias): the "
+                   "layer's input passes on by the residual connection alone."), "caption"),
         plots.layer_bars(base, layers, name),
+        Markdown(_("The pruning curve (Michel et al. 2019): heads removed one after another, "
+                   "the least important first (smallest change above), and the measure after "
+                   "each removal. A flat start means many heads can go with little effect."),
+                 "caption"),
         plots.pruning(curve, order, name),
         numbers(_("Download the ablation numbers (.npz)"),
                 {"base": np.float64(imp.base), "values": imp.values, "effect": imp.effect,
@@ -130,16 +137,23 @@ def importance_parts(model, request: TraceRequest, measure: str, mode: str, prog
     ]
 
 
-def patching_parts(model, clean: TraceRequest, corrupted: TraceRequest, progress=None) -> list:
-    """Activation patching from the clean run into the corrupted one (same length)."""
+def patching_heading() -> list:
+    return [Heading(_("Activation patching"), 2)]
+
+
+def patching_parts(model, clean: TraceRequest, corrupted: TraceRequest, progress=None,
+                   heading: bool = True) -> list:
+    """Activation patching from the clean run into the corrupted one (same length); heading=
+    False: without its heading (the page draws it above the corrupted sentence's box)."""
+    top = patching_heading() if heading else []
     try:
         p = ablation.patching(model, clean, corrupted, progress=progress)
     except ValueError as e:
-        return [Heading(_("Activation patching"), 2), Markdown(literal(str(e)), "info")]
+        return [*top, Markdown(literal(str(e)), "info")]
     labels = axis_labels(p.tokens)
     i, j = p.pair
     return [
-        Heading(_("Activation patching"), 2),
+        *top,
         Markdown(_("Measure: the cosine of {a} and {b}; {clean:.4f} in the clean run, "
                    "{bad:.4f} in the corrupted one. One activation of the clean run is copied "
                    "into the corrupted run; 1 = it restores the whole difference, 0 = none. "
@@ -218,7 +232,7 @@ def one_head_parts(model, request: TraceRequest, layer: int, head: int, mode: st
             "Each token's final vector with layer {l}, head {h} removed").format(l=layer, h=head)),
         plots.head_map(nb.weights_change, _("How much each head's weights change (mean "
                                             "|change| of its weights)"), _("change"),
-                       selected=(layer, head)),
+                       selected=(layer, head), signed=False),
     ]
     if later:
         out += [plots.weight_diffs(later, nb.tokens, shown, keys=nb.key_tokens), Markdown(_(
