@@ -145,3 +145,30 @@ def test_chinese_sentence_names_the_unknown_characters(model):
     for w in ws:  # exactly the characters the tokenizer reads as [UNK]
         assert (w in v.unknown) == (unk in model.pieces_of(model.tokenized(w).ids))
         assert (w in warning.text) == (w in v.unknown)
+
+
+# Presentation mode on a 1280x720 projector: the figure column starts under the step's title
+# row, 134 px down (tests/e2e/test_e2e_presentation.py measures it in Chromium), and
+# Streamlit puts 16 px between two elements; 8 px are kept free at the bottom.
+PRESENT_TOP, GAP = 134, 16
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_presentation_figure_column_fits_720_px(model, numbers, lang):
+    """Every step's figure column (its answer shown: the tag table and the step's figure)
+    adds up to at most one 720 px screen, in English and in Chinese."""
+    from attnviz.i18n import use
+
+    ws = L.lesson_words(TEXT)
+    over = {}
+    with use(lang):
+        for s in L.STEPS:
+            v = view.Lesson(model, model.trace, s, T.Settings(), trained(), numbers, sweep, ws,
+                            L.repeated_word(ws), big=True)
+            parts = view.step_parts(v, shown=True)
+            heights = [p.block.layout.height for p in parts if p.where == "main"]
+            assert heights and all(heights), (s.key, heights)
+            total = PRESENT_TOP + sum(heights) + GAP * (len(heights) - 1)
+            if total > 720 - 8:
+                over[s.key] = (heights, total)
+    assert not over, over

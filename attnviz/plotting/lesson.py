@@ -9,6 +9,8 @@ the text, the tick labels, the legend and the titles, not only in the colour bar
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -17,6 +19,7 @@ import plotly.graph_objects as go
 from ..i18n import N_, _
 from .common import (
     ACCURACY_SCALE,
+    COLORBAR_BELOW,
     FONT,
     MASK_SCALE,
     ORDERED_SHADES,
@@ -26,6 +29,7 @@ from .common import (
     category_dash,
     category_marker,
     escape,
+    label_room,
 )
 from .common import NEUTRAL as GREY
 
@@ -76,6 +80,26 @@ def projector(fig: go.Figure, big: bool) -> go.Figure:
     return fig
 
 
+def projector_grid(fig: go.Figure, height: int) -> go.Figure:
+    """A heads grid (plotting.heads_grid) in projector size and `height` px tall, for the
+    figure column of a 1280x720 screen: large type (the slanted key labels and the title a
+    little smaller, so the title keeps to one line), and the colour bar placed again under
+    the key labels at their projector size (heads_grid places it for its own small labels
+    and height)."""
+    fig = projector(fig, True)
+    size = LARGE - 4
+    fig.layout.title.font = dict(size=size)
+    fig.layout.xaxis.tickfont.size = size
+    below = 10 + label_room(list(fig.layout.xaxis.ticktext or []), angle=-45, size=size,
+                            across=False, titled=False)
+    fig.layout.margin.b = below + COLORBAR_BELOW
+    fig.layout.height = height
+    plot = height - (fig.layout.margin.t or 0) - fig.layout.margin.b
+    if fig.layout.coloraxis.colorbar is not None:
+        fig.layout.coloraxis.colorbar.y = -below / max(plot, 1)
+    return fig
+
+
 def word_labels(words: Sequence[str]) -> list[str]:
     """Each word as a table shows it, escaped: a word that occurs once bare, a repeated one
     with its number (engine.token_labels: counted from 1, as the lecture's a^1..a^4), so the
@@ -86,6 +110,33 @@ def word_labels(words: Sequence[str]) -> list[str]:
 
 
 ROWS_AS_WORDS = 3  # a table of at most this many tag rows turns: one row per word
+WORDS_ACROSS_BIG = 7  # on the projector, a sentence of at most this many words runs across
+CJK = "\u2e80-\u9fff\uff00-\uffef"  # a line may break before or after one of these
+CJK_CLOSE = "\uff0c\u3002\u3001\uff1a\uff1b\uff01\uff1f\uff09"  # ，。、：；！？）: never first
+LINE_UNITS = 20  # a name column's line: Latin letters (a CJK character counts two)
+
+
+def _width(text: str) -> int:
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def wrap(text: str, units: int = LINE_UNITS) -> tuple[str, int]:
+    """`text` escaped and broken into lines of at most `units` (a CJK character counts two,
+    and a line may break before or after one; Latin text breaks between words; a longer word
+    keeps its own line), joined by <br>, and how many lines: a table's row then holds the
+    same lines on a phone and on a projector, and its height is known here."""
+    pieces = re.findall(rf"[^\s{CJK}]+|[{CJK}][{CJK_CLOSE}]*|\s+", text)
+    lines, line = [], ""
+    for piece in pieces:
+        if piece.isspace():
+            line += " " if line else ""
+            continue
+        if line and _width(line) + _width(piece) > units:
+            lines.append(line.rstrip())
+            line = ""
+        line += piece
+    lines.append(line.rstrip())
+    return "<br>".join(escape(x) for x in lines), len(lines)
 
 
 def tag_table(words: Sequence[str], rows: Mapping[str, Sequence[str]],
@@ -94,11 +145,16 @@ def tag_table(words: Sequence[str], rows: Mapping[str, Sequence[str]],
     """A table of tags: blue = gold tag, orange = wrong, grey = "?" (HIDDEN: not revealed).
 
     `rows` maps a tagger's name to its tags; `gold` (when known) comes first. With at most
-    ROWS_AS_WORDS of them the table has one row per word (narrow: it fits a phone's width);
-    with more, one column per word and one row per tagger. `layout.meta["words_as_rows"]`
-    says which. The fills are translucent tints and the text takes the theme's colour, so
-    the table reads in the light and the dark theme. `first_width`: the name column's width
-    relative to a tag column.
+    ROWS_AS_WORDS of them the table has one row per word (narrow: it fits a phone's width),
+    except on the projector (`big`) for a sentence of at most WORDS_ACROSS_BIG words: there
+    the words run across, a few rows high, so the step's figure fits under it on one
+    1280x720 screen; with more tag rows, one column per word and one row per tagger.
+    `layout.meta["words_as_rows"]` says which. Tagger names are broken into lines here
+    (`wrap`), so the height is known; it leaves room for a numbered word ('saw #2') wrapping
+    in a narrow header. The
+    fills are translucent tints and the text takes the theme's colour, so the table reads
+    in the light and the dark theme. `first_width`: the name column's width relative to a
+    tag column.
     """
     names = ([_("gold")] if gold is not None else []) + list(rows)
     tag_rows = ([list(gold)] if gold is not None else []) + [list(t) for t in rows.values()]
@@ -108,31 +164,48 @@ def tag_table(words: Sequence[str], rows: Mapping[str, Sequence[str]],
                       else RIGHT if r[i] == gold[i] else WRONG for i in range(len(words))])
     heads = word_labels(words)
     size = _size(big)
-    turned = len(names) <= ROWS_AS_WORDS
+    turned = len(names) <= ROWS_AS_WORDS and not (big and len(words) <= WORDS_ACROSS_BIG)
     if turned:  # one row per word: columns = the word, then each tag row
-        header = ["", *[escape(n) for n in names]]
+        wrapped = [wrap(n, 16 if len(names) > 1 else 24) for n in names]
+        header = ["", *[w for w, _k in wrapped]]
         cells = [heads, *tag_rows]
         colours = [[NEUTRAL] * len(words), *fills]
         widths = [1.4] + [first_width * 0.7] * len(names)
-        n_rows = len(words)
+        row_lines = [1] * len(words)
+        head_lines = max(k for _w, k in wrapped)
     else:  # one column per word
+        wrapped = [wrap(n) for n in names]
         header = ["", *heads]
-        cells = [[escape(n) for n in names]] + [[r[i] for r in tag_rows]
-                                                for i in range(len(words))]
+        cells = [[w for w, _k in wrapped]] + [[r[i] for r in tag_rows]
+                                              for i in range(len(words))]
         colours = [[NEUTRAL] * len(names)] + [[f[i] for f in fills] for i in range(len(words))]
         widths = [first_width] + [1] * len(words)
-        n_rows = len(names)
+        row_lines = [k for _w, k in wrapped]
+        head_lines = 2 if any(" " in h for h in heads) else 1  # 'saw #2' in a narrow column
     line = dict(color=TABLE_LINE, width=1)
-    return go.Figure(data=[dict(
+    cell_h, head_h = (int(size * 1.8),) * 2 if big else (int(size * 2.1), int(size * 2.2))
+    extra = int(size * 1.25)  # a wrapped line
+    height = (head_h + extra * (head_lines - 1) + sum(cell_h + extra * (k - 1) for k in row_lines)
+              + (60 if title else 16))
+    return _strong_header(go.Figure(data=[dict(
         type="table", columnwidth=widths,
         header=dict(values=header, fill_color=HEADER, line=line,
-                    font=dict(size=size, weight="bold"), height=int(size * 2.2)),
+                    font=dict(size=size, weight="bold"), height=head_h),
         cells=dict(values=cells, fill_color=colours, line=line, font=dict(size=size),
-                   height=int(size * 2.1), align=["left"] + ["center"] * (len(cells) - 1)),
+                   height=cell_h, align=["left"] + ["center"] * (len(cells) - 1)),
     )], layout=dict(
         title=title, font=_font(big), margin=dict(l=5, r=5, t=40 if title else 5, b=5),
-        meta={"words_as_rows": turned},
-        height=int(size * 2.2 * (n_rows + 1) + (60 if title else 20))))
+        meta={"words_as_rows": turned}, height=height)))
+
+
+def _strong_header(fig: go.Figure) -> go.Figure:
+    """The header's text in the colour the figure's template gives the cells' text (under
+    the app's theme template: the theme's strongest text colour, light or dark, where its
+    own header text is a pale grey on the grey header)."""
+    defaults = fig.layout.template.data.table
+    if defaults and defaults[0].cells.font.color is not None:
+        defaults[0].header.font.color = defaults[0].cells.font.color
+    return fig
 
 
 def far_table(labels: Sequence[str], gold: Sequence[str], tags: Mapping[str, Sequence[str]],
@@ -147,14 +220,14 @@ def far_table(labels: Sequence[str], gold: Sequence[str], tags: Mapping[str, Seq
                         for x, g in zip(t, gold, strict=True)])
     size = _size(big)
     line = dict(color=TABLE_LINE, width=1)
-    return go.Figure(data=[dict(
+    return _strong_header(go.Figure(data=[dict(
         type="table", columnwidth=[2.2, 1] + [1] * len(tags),
         header=dict(values=["", _("gold"), *[escape(k) for k in tags]], fill_color=HEADER,
                     line=line, font=dict(size=size, weight="bold"), height=int(size * 2.2)),
         cells=dict(values=cols, fill_color=colours, line=line, font=dict(size=size),
                    height=int(size * 2.1), align=["left"] + ["center"] * (len(tags) + 1)),
     )], layout=dict(font=_font(big), margin=dict(l=5, r=5, t=5, b=5),
-                    height=int(size * 2.2 * (len(labels) + 1) + 20)))
+                    height=int(size * 2.2 * (len(labels) + 1) + 20))))
 
 
 def receptive_field(words: Sequence[str], fields: Mapping[str, np.ndarray],
@@ -205,7 +278,7 @@ def accuracy_by_distance(curves: Mapping[str, Mapping[int, float]],
             hovertemplate=escape(name) + "<br>" + _("distance %{x}: %{y:.1f}%")
             + "<extra></extra>"))
     return projector(go.Figure(data=data, layout=dict(
-        font=_font(big), height=420 if big else 420, margin=dict(l=10, r=10, t=10, b=10),
+        font=_font(big), height=380 if big else 420, margin=dict(l=10, r=10, t=10, b=10),
         xaxis=dict(title=dict(text=_("words back to the deciding word (held-out words)")),
                    tickvals=dist, ticktext=ticks),
         yaxis=dict(title=dict(text=_("held-out accuracy (%)")), range=[0, 104]),

@@ -394,12 +394,18 @@ def attention(v: Lesson, layer: int = 0, head: int = 0) -> list[Part]:
     return out
 
 
+PRESENT_HEADS_HEIGHT = 370  # the heads under the tag table: one 1280x720 screen
+
+
 def tagger_heads(v: Lesson, name: str) -> Part:
     grid = taggers.tagger_weights(v.trained.models[name], v.trained.corpus, v.ws)[0]
-    return Part("main" if name == "attention" else "page", plots.projector(plotting.heads_grid(
-        grid, v.ws, "weights", title=_(
-            "tagger {name}, layer 0: softmax weights (rows = queries)").format(
-            name=NAMES[name][:3])), v.big), "lesson_fig_tagger_heads")  # layer 0: [heads, n, n]
+    main = name == "attention"
+    fig = plotting.heads_grid(grid, v.ws, "weights", title=_(
+        "tagger {name}, layer 0: softmax weights (rows = queries)").format(
+        name=NAMES[name][:3]))  # layer 0: [heads, n, n]
+    fig = (plots.projector_grid(fig, PRESENT_HEADS_HEIGHT) if main and v.big
+           else plots.projector(fig, v.big))
+    return Part("main" if main else "page", fig, "lesson_fig_tagger_heads")
 
 
 def no_positions(v: Lesson) -> list[Part]:

@@ -1,0 +1,94 @@
+"""Presentation mode on a 1280x720 projector, every step in English and in Chinese: once the
+step's answer is shown (its fullest state), the question, every figure of the figure column
+and the Next button lie inside the 720 px window without scrolling (their bounding rects,
+read from the page). One page walks the lesson with the clicker's key; the measurements go to
+test-output/lesson_present.json."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from attnviz.analysis.lesson import STEPS
+
+from .conftest import SHOTS, page_errors, screenshot, wait_for_app
+
+pytestmark = pytest.mark.e2e
+
+N_STEPS = len(STEPS)
+LONG = 600_000  # the first step that needs the taggers trains them (and step 5 the sweep)
+WIDTH, HEIGHT = 1280, 720
+
+# Each rect relative to the window, and the page's scroll height (Streamlit scrolls its main
+# area, not the document): one call per step.
+MEASURE = """() => {
+  const r = el => { if (!el) return null; const b = el.getBoundingClientRect();
+                    return {top: b.top, bottom: b.bottom, left: b.left, right: b.right}; };
+  const main = document.querySelector('[data-testid="stMain"]');
+  return {
+    scroll: main ? main.scrollHeight : document.documentElement.scrollHeight,
+    scrolled: main ? main.scrollTop : window.scrollY,
+    question: r(document.querySelector('.st-key-lesson_question')),
+    next: r(document.querySelector('.st-key-lesson_next button')),
+    figures: [...document.querySelectorAll('.st-key-lesson_main .js-plotly-plot')].map(r),
+  };
+}"""
+
+
+def settle(page) -> None:
+    page.wait_for_timeout(600)
+    wait_for_app(page, plots=False, timeout_ms=LONG)
+
+
+def outside(rect: dict | None) -> bool:
+    return rect is None or rect["top"] < 0 or rect["bottom"] > HEIGHT + 1 \
+        or rect["left"] < 0 or rect["right"] > WIDTH + 1
+
+
+def walk(page, app_url: str, lang: str) -> dict[int, dict]:
+    """Every step in presentation mode, its answer shown: {step: measurements}."""
+    query = "&lang=zh" if lang == "zh" else ""
+    page.goto(f"{app_url}/lesson?lesson_present=true&lesson_step=1{query}")
+    settle(page)
+    seen = {}
+    for step in range(1, N_STEPS + 1):
+        top = page.locator(".st-key-lesson_top h2").inner_text()
+        assert top.startswith(f"{step}/{N_STEPS}"), (lang, step, top)
+        if STEPS[step - 1].predict:
+            page.keyboard.press("PageDown")  # reveals the answer, same step
+            settle(page)
+        assert not page_errors(page), (lang, step)
+        page.locator(".st-key-lesson_main .js-plotly-plot .main-svg").first.wait_for(
+            timeout=LONG)
+        page.wait_for_timeout(300)
+        seen[step] = page.evaluate(MEASURE)
+        screenshot(page, f"lesson_present_{lang}_step{step}")
+        if step < N_STEPS:
+            page.keyboard.press("PageDown")
+            settle(page)
+    return seen
+
+
+def test_every_step_fits_a_1280x720_projector_in_both_languages(page, app_url):
+    page.set_viewport_size({"width": WIDTH, "height": HEIGHT})
+    page.goto(f"{app_url}/")  # a fresh server: the router first
+    wait_for_app(page)
+    measured = {lang: walk(page, app_url, lang) for lang in ("en", "zh")}
+    (SHOTS.parent / "lesson_present.json").write_text(json.dumps(measured, indent=1))
+    misfits = []
+    for lang, steps in measured.items():
+        for step, m in steps.items():
+            parts = {"Next": m["next"], **{f"figure {k + 1}": f
+                                           for k, f in enumerate(m["figures"])}}
+            if STEPS[step - 1].predict:
+                parts["question"] = m["question"]
+            bad = [name for name, rect in parts.items() if outside(rect)]
+            if not m["figures"]:
+                bad.append("no figure")
+            if m["scrolled"]:
+                bad.append(f"scrolled {m['scrolled']}")
+            if bad:
+                misfits.append(f"{lang} step {step} ({STEPS[step - 1].key}, page "
+                               f"{m['scroll']:.0f} px): {', '.join(bad)}")
+    assert not misfits, "\n".join(misfits)
