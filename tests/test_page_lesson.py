@@ -68,8 +68,13 @@ def table_rows(fig) -> dict[str, list[str]]:
     cells = fig["data"][0]["cells"]["values"]
     if fig["layout"].get("meta", {}).get("words_as_rows"):
         names = fig["data"][0]["header"]["values"][1:]
-        return {name: list(cells[k + 1]) for k, name in enumerate(names)}
-    return {name: [col[r] for col in cells[1:]] for r, name in enumerate(cells[0])}
+        return {unwrap(name): list(cells[k + 1]) for k, name in enumerate(names)}
+    return {unwrap(name): [col[r] for col in cells[1:]] for r, name in enumerate(cells[0])}
+
+
+def unwrap(name: str) -> str:
+    """A tagger's name as given, from the table's lines (plotting.lesson.wrap)."""
+    return name.replace("<br>", " ")
 
 
 def tables(at) -> list:

@@ -69,6 +69,8 @@ def projector(fig: go.Figure, big: bool) -> go.Figure:
                 axis.tickfont.size = size  # a figure's own large-enough size is kept
             axis.title.font = dict(size=size)
     fig.layout.legend.font = dict(size=size - 2)
+    if fig.layout.legend.title.text:
+        fig.layout.legend.title.font = dict(size=size - 2)
     fig.layout.title.font = dict(size=size)
     for note in fig.layout.annotations:
         note.font.size = size - 2
@@ -166,7 +168,7 @@ def tag_table(words: Sequence[str], rows: Mapping[str, Sequence[str]],
     size = _size(big)
     turned = len(names) <= ROWS_AS_WORDS and not (big and len(words) <= WORDS_ACROSS_BIG)
     if turned:  # one row per word: columns = the word, then each tag row
-        wrapped = [wrap(n, 16 if len(names) > 1 else 24) for n in names]
+        wrapped = [wrap(n, 12 if len(names) > 1 else 24) for n in names]  # a phone's column
         header = ["", *[w for w, _k in wrapped]]
         cells = [heads, *tag_rows]
         colours = [[NEUTRAL] * len(words), *fills]
@@ -311,6 +313,9 @@ def accuracy_grid(scores: Mapping[str, object], baseline: Mapping[str, float] | 
                     margin=dict(l=10, r=10, t=10, b=10))), big)
 
 
+COST_GAP = 0.4  # of a row of the cost figure: the room over a group of bars for its name
+
+
 def cost_figure(parameters: Mapping[str, int], sizes: Sequence[int],
                 gaps: Mapping[str, Sequence], big: bool = False) -> go.Figure:
     """One row per tagger (the keys of `gaps`, labelled with its number of parameters): its
@@ -343,16 +348,24 @@ def cost_figure(parameters: Mapping[str, int], sizes: Sequence[int],
             hovertemplate="%{y}<br>" + _("{n} training sentences: %{{x:.1f}} points").format(n=n)
                           + spread + "<extra></extra>"))
     values = [float(v) for r in runs.values() for v in r.ravel()]
+    # Each tagger's name over its bars, from the plot's left edge (in the gap between two
+    # groups, GAP of a row), not as tick labels beside them: the bars keep the plot's width
+    # on a phone as on a projector.
+    labels = [dict(text=escape(n) + " · " + _("{count} parameters").format(
+                       count=f"{parameters[n]:,}"),
+                   x=0, xref="paper", xanchor="left", y=k - (1 - COST_GAP) / 2, yref="y",
+                   yanchor="bottom", yshift=1, showarrow=False, font=dict(size=_size(big) - 2))
+              for k, n in enumerate(names)]
     return projector(go.Figure(data=data, layout=dict(
-        barmode="group", bargap=0.25, font=_font(big),
-        height=(80 if big else 90) * len(names) + 140,
+        barmode="group", bargap=COST_GAP, font=_font(big), annotations=labels,
+        height=(96 if big else 110) * len(names) + 140,
         xaxis=dict(title=dict(text=_("training minus held-out (points),<br>mean of {n} seeds")
                               .format(n=n_seeds) if n_seeds > 1
                               else _("training minus held-out (points)")),
                    range=[min(0.0, min(values) - 0.15 * max(values)) - 1,
                           1.2 * max(values) + 3]),
-        yaxis=dict(autorange="reversed", automargin=True),
-        legend=dict(orientation="h", y=1.0, x=0, yanchor="bottom", traceorder="normal",
+        yaxis=dict(autorange="reversed", showticklabels=False, ticks=""),
+        legend=dict(orientation="h", y=1.03, x=0, yanchor="bottom", traceorder="normal",
                     title=dict(text=_("trained on"))),
         margin=dict(l=10, r=10, t=10, b=10))), big)
 

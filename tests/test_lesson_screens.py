@@ -1,6 +1,7 @@
-"""The lesson's tag table on a projector and a phone: which way it turns, its tagger names
-broken into lines here (Latin between words, Chinese between characters), and a height that
-holds every line, so no row is cut off at the bottom."""
+"""The lesson's figures on a projector and a phone: the tag table (which way it turns, its
+tagger names broken into lines here, Latin between words and Chinese between characters, and a
+height that holds every line, so no row is cut off at the bottom) and the cost figure (each
+tagger named over its bars, so the bars keep the width of a phone)."""
 
 from attnviz.plotting import lesson as P
 
@@ -31,6 +32,8 @@ def test_on_the_projector_a_short_sentence_runs_across():
     assert big.layout.height <= 200
     small = P.tag_table(WORDS, rows, GOLD)
     assert small.layout.meta["words_as_rows"] is True
+    assert list(small.data[0].header.values)[1:] == ["gold",
+                                                     "(c)<br>self-attention,<br>no positions"]
     long = ["w"] * (P.WORDS_ACROSS_BIG + 1)
     assert P.tag_table(long, {"x": ["NOUN"] * len(long)}, ["NOUN"] * len(long),
                        big=True).layout.meta["words_as_rows"] is True
@@ -43,3 +46,17 @@ def test_height_holds_every_wrapped_name():
     one = P.tag_table(WORDS, {**names, "(c) attention": list(GOLD)}, GOLD)
     two = P.tag_table(WORDS, {**names, "(d) attention + positions": list(GOLD)}, GOLD)
     assert two.layout.height - one.layout.height == int(P.SMALL * 1.25)
+
+
+def test_cost_figure_names_each_tagger_over_its_bars():
+    params = {"(b) window 39": 168393, "(d) attention + positions": 73545}
+    gaps = {n: [[0.29, 0.12], [0.27, 0.11]] for n in params}
+    fig = P.cost_figure(params, (50, 200), gaps)
+    assert fig.layout.yaxis.showticklabels is False
+    notes = fig.layout.annotations
+    assert [a.text for a in notes] == ["(b) window 39 · 168,393 parameters",
+                                       "(d) attention + positions · 73,545 parameters"]
+    # over group k: its top edge (the y axis runs downwards), in the gap between two groups
+    assert [a.y for a in notes] == [k - (1 - P.COST_GAP) / 2 for k in range(2)]
+    assert all(a.yanchor == "bottom" and a.x == 0 and a.xref == "paper" for a in notes)
+    assert fig.layout.bargap == P.COST_GAP

@@ -1,0 +1,53 @@
+"""The lesson's tag table on a 390x844 phone: every word's tags are on screen, the second
+"saw" (the NOUN, the point of the lesson) included, without scrolling sideways, and no row is
+cut off at the table's bottom: the table of two tag rows (one row per word) and the last
+step's table of eight (one column per word, a tagger's name on two lines)."""
+
+import pytest
+
+from .conftest import page_errors, screenshot, wait_for_app
+
+pytestmark = pytest.mark.e2e
+
+LONG = 600_000  # a fresh server trains the taggers first
+
+# The tag table (the first chart of the step's figure column): its rect, the window's width,
+# and every text it draws with its rect.
+TABLE = """() => {
+  const plot = document.querySelector('.st-key-lesson_main .js-plotly-plot');
+  if (!plot) return null;
+  const box = r => { const b = r.getBoundingClientRect();
+                     return {left: b.left, right: b.right, top: b.top, bottom: b.bottom}; };
+  return {plot: box(plot), width: window.innerWidth,
+          texts: [...plot.querySelectorAll('.table text')].map(
+            t => ({text: t.textContent, ...box(t)})).filter(t => t.text.trim())};
+}"""
+
+
+@pytest.mark.parametrize("step", [2, 10])
+def test_phone_shows_every_word_of_the_tag_table(page, app_url, step):
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(f"{app_url}/")  # a fresh server: the router first
+    wait_for_app(page)
+    page.goto(f"{app_url}/lesson?lesson_step={step}")
+    wait_for_app(page, plots=False, timeout_ms=LONG)
+    if step == 2:
+        page.locator(".st-key-lesson_next button").click()  # Answer: the tagger's tags
+        page.wait_for_timeout(600)
+        wait_for_app(page, plots=False, timeout_ms=LONG)
+    page.locator(".st-key-lesson_main .js-plotly-plot .table text").first.wait_for(
+        timeout=LONG)
+    assert not page_errors(page)
+    t = page.evaluate(TABLE)
+    screenshot(page, f"lesson_phone_step{step}")
+    texts = t["texts"]
+    assert any("#4" in x["text"] for x in texts), [x["text"] for x in texts]  # 'saw #4',
+    # on one line or two
+    plot = t["plot"]
+    assert plot["right"] <= t["width"] + 1, plot
+    cut = [x["text"] for x in texts
+           if x["right"] > min(plot["right"], t["width"]) + 1 or x["left"] < plot["left"] - 1
+           or x["bottom"] > plot["bottom"] + 1]
+    assert not cut, cut
+    nouns = [x for x in texts if x["text"] == "NOUN"]
+    assert nouns and all(x["right"] <= t["width"] for x in nouns)
