@@ -60,3 +60,28 @@ def test_cost_figure_names_each_tagger_over_its_bars():
     assert [a.y for a in notes] == [k - (1 - P.COST_GAP) / 2 for k in range(2)]
     assert all(a.yanchor == "bottom" and a.x == 0 and a.xref == "paper" for a in notes)
     assert fig.layout.bargap == P.COST_GAP
+
+
+def test_table_header_text_takes_the_cells_colour_from_the_template():
+    """Under the app's theme template (placeholder colours the browser makes the theme's),
+    the header's text takes the cells' colour (the theme's strongest) instead of the
+    template's pale grey on the grey header; the data sets no colour of its own."""
+    import plotly.graph_objects as go
+    import plotly.io as pio
+
+    theme = go.layout.Template(data={"table": [dict(
+        type="table", cells=dict(font=dict(color="#000037")),
+        header=dict(font=dict(color="#000036")))]})
+    before = pio.templates.default
+    pio.templates["lesson_test_theme"] = theme
+    try:
+        pio.templates.default = "lesson_test_theme"
+        for fig in (P.tag_table(WORDS, {"x": list(GOLD)}, GOLD),
+                    P.far_table(["(1)"], ["NOUN"], {"3": ["VERB"]})):
+            assert fig.layout.template.data.table[0].header.font.color == "#000037"
+            assert fig.data[0].header.font.color is None
+        kept = pio.templates["lesson_test_theme"].data.table[0].header.font.color
+        assert kept == "#000036"  # the theme itself is left as it was
+    finally:
+        pio.templates.default = before
+        del pio.templates["lesson_test_theme"]

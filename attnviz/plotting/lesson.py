@@ -223,7 +223,7 @@ def far_table(labels: Sequence[str], gold: Sequence[str], tags: Mapping[str, Seq
     size = _size(big)
     line = dict(color=TABLE_LINE, width=1)
     return _strong_header(go.Figure(data=[dict(
-        type="table", columnwidth=[2.2, 1] + [1] * len(tags),
+        type="table", columnwidth=[2.2, 1.3] + [1] * len(tags),  # 'gold' in Chinese: 4 chars
         header=dict(values=["", _("gold"), *[escape(k) for k in tags]], fill_color=HEADER,
                     line=line, font=dict(size=size, weight="bold"), height=int(size * 2.2)),
         cells=dict(values=cols, fill_color=colours, line=line, font=dict(size=size),
