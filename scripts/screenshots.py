@@ -102,10 +102,18 @@ PROBE = """() => {
       .map(e => ({text: e.textContent.trim().slice(0, 40), corners: corners(e)}))
       .filter(l => l.corners);
     const data = c.data || [], layout = c.layout || {};
+    // a panel: its plot area with its axes' tick labels and titles
     const panels = {};
     c.querySelectorAll('.draglayer > g').forEach(g => {
       const d = g.querySelector('.nsewdrag');
-      if (d) panels[g.getAttribute('class').split(' ')[0]] = box(d);
+      const id = g.getAttribute('class').split(' ')[0];
+      const axes = /^(x\\d*)(y\\d*)$/.exec(id);
+      if (!d || !axes) return;
+      const parts = [box(d), ...[...c.querySelectorAll(axes.slice(1).map(
+          a => `.${a}tick text, .g-${a}title`).join(', '))].filter(shown).map(box)
+          .filter(p => p.r > p.l && p.b > p.t)];  // an empty title's group has no box
+      panels[id] = {l: Math.min(...parts.map(p => p.l)), t: Math.min(...parts.map(p => p.t)),
+                    r: Math.max(...parts.map(p => p.r)), b: Math.max(...parts.map(p => p.b))};
     });
     const used = new Set();
     const serves = {};  // colour bar -> panels
@@ -140,9 +148,13 @@ PROBE = """() => {
   const width = window.innerWidth;
   const past = [];
   const walk = e => {
-    if (!shown(e)) return;
+    // drawn shapes of a picture may be cut by it (KaTeX's stretchy SVGs are); its text may
+    // not; KaTeX's MathML copy is for screen readers only
+    if (!shown(e) || e.classList.contains('katex-mathml') ||
+        (e instanceof SVGElement && e.tagName !== 'svg' && e.tagName !== 'text' &&
+         e.tagName !== 'g')) return;
     const r = e.getBoundingClientRect();
-    if (r.width > 0 && r.right > width + 1 && r.left < width + 2000 &&
+    if (r.width > 0 && r.right > width + 1 && e.tagName !== 'g' &&
         !(e.closest && e.closest('[data-testid=stSidebar]'))) {
       past.push({what: (e.getAttribute('data-testid') || e.tagName.toLowerCase()) +
                        (e.textContent ? ': ' + e.textContent.trim().slice(0, 40) : ''),

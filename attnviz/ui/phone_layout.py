@@ -25,7 +25,7 @@ last given to `phoneShaped`.
 JS = r"""
 // ui.phone_layout: a figure of panels side by side, laid out again for a narrow frame.
 const PHONE = {narrow: 640, minPanel: 140, gap: 36, titleLine: 18, barRoom: 100,
-               belowRoom: 56, drawnAt: 760};
+               ticks: 24, axisTitle: 28, rowGap: 16, drawnAt: 760};
 const phoneState = new WeakMap();  // chart element -> {figure, wide, key, observer}
 
 // An upper estimate of a text's width in px (Latin 0.56 em, CJK 1.05 em) and its lines.
@@ -156,7 +156,10 @@ function phoneTitle(layout, room) {
   lines.push(line);
   if (!added) return null;
   const m = layout.margin || {};
-  return {title: {...(typeof title === "string" ? {} : title), text: lines.join("<br>")},
+  // at the figure's top edge, its lines downwards (a title centred in the top margin would
+  // grow onto the subplot titles)
+  return {title: {...(typeof title === "string" ? {} : title), text: lines.join("<br>"),
+                  yref: "container", y: 1, yanchor: "top", pad: {t: 8, b: 0}},
           margin: {...m, t: (m.t ?? 100) + 22 * added}};
 }
 
@@ -203,15 +206,20 @@ function phoneShaped(figure, width, div) {
     const lines = Math.max(0, ...members.map(i => titles.has(panels[i].x) ?
       phoneTextBox(titles.get(panels[i].x).text, 16).lines : 0));
     above.push(r === 0 ? 0 : lines * PHONE.titleLine + 8);
-    const tilt = Math.max(0, ...members.map(i => {
+    // under a panel: its x tick labels (slanted ones as tall as they reach) and axis title
+    const labels = Math.max(16, ...members.map(i => {
       const ax = layout[panels[i].x] || {};
-      if (ax.showticklabels === false || !ax.tickangle) return 0;
-      const longest = Math.max(0, ...(ax.ticktext || []).map(
+      const title = ax.title && (typeof ax.title === "string" ? ax.title : ax.title.text);
+      let room = title ? PHONE.axisTitle : 0;
+      if (ax.showticklabels === false || ax.side === "top") return room;
+      room += PHONE.ticks;
+      if (!ax.tickangle) return room;
+      const longest = Math.max(0, ...(ax.ticktext || ax.categoryarray || []).map(
         s => phoneTextBox(s, plan.fontSize).width));
-      return Math.min(120, longest * Math.abs(Math.sin(ax.tickangle * Math.PI / 180)));
+      return room + Math.min(120, longest * Math.abs(Math.sin(ax.tickangle * Math.PI / 180)));
     }));
-    below.push(PHONE.belowRoom + tilt + (placed.some(p => p.row === r) ? PHONE.barRoom : 0));
-    belowTicks.push(PHONE.belowRoom + tilt);
+    below.push(labels + (placed.some(p => p.row === r) ? PHONE.barRoom : PHONE.rowGap));
+    belowTicks.push(labels);
   }
   // Pixels from the plot area's top: each row's top edge.
   const tops = [];
