@@ -4,6 +4,7 @@ measure as a layer x head map, and activation patching between two sentences.
 Numbers: analysis.ablation on the engine's one eager pass with an intervention
 (engine.intervene); what it shows: views.ablation."""
 
+import plotly.graph_objects as go
 import streamlit as st
 
 from attnviz import ui
@@ -17,6 +18,13 @@ from attnviz.views import ablation as view
 MEASURES = tuple(view.MEASURE_NAMES)
 MODES = tuple(view.MODE_NAMES)
 SHOWN = "abl_shown"  # the later layers' head shown: session state and link (shown_choice)
+
+
+def draw(blocks: list, name: str) -> None:
+    """Render a view's blocks, each figure under its own key (name and its place), so it is
+    drawn in place and laid out again on a phone (ui.show_figure, ui.phone_layout)."""
+    for k, block in enumerate(blocks):
+        render(block, key=f"ablfig_{name}_{k}" if isinstance(block, go.Figure) else None)
 
 
 def progress_of(p):
@@ -34,10 +42,10 @@ def main() -> None:
     model, request = ctx.model, ctx.request
     if request.image is None and ui.bert_like(model):  # the lesson's view: BERT's two saws
         try:
-            render(ui.with_progress(
+            draw(ui.with_progress(
                 "results", ("ablation_lesson", model.key, request, language()),
                 _("Removing each head..."),
-                lambda p: view.lesson_parts(model, request, progress_of(p)), quick=True))
+                lambda p: view.lesson_parts(model, request, progress_of(p)), quick=True), "lesson")
         except ValueError as e:  # what this model or sentence cannot show, in plain words
             render(Markdown(literal(str(e)), "warning"))
     c1, c2 = st.columns(2)
@@ -46,11 +54,11 @@ def main() -> None:
     mode = c2.radio(_("Ablation"), MODES, key="abl_mode", bind="query-params",
                     format_func=lambda m: _(view.MODE_NAMES[m]))
     try:
-        render(ui.with_progress(
+        draw(ui.with_progress(
             "results", ("ablation_map", model.key, request, measure, mode, language()),
             _("Removing each head..."),
             lambda p: view.importance_parts(model, request, measure, mode, progress_of(p)),
-            quick=True))
+            quick=True), "map")
     except ValueError as e:
         render(view.message(e))
     one_head_view(ctx)
@@ -61,17 +69,17 @@ def main() -> None:
                               value="I saw a dog", key="abl_corrupted", bind="query-params")
     try:
         other = TraceRequest(corrupted, **request.options())
-        render(ui.with_progress(
+        draw(ui.with_progress(
             "results", ("ablation_patch", model.key, request, other, language(), "body"),
             _("Patching each head and token..."),
             lambda p: view.patching_parts(model, request, other, progress_of(p), heading=False),
-            quick=True))
+            quick=True), "patch")
         if getattr(model, "n_decoder_layers", 0):  # BART: the decoder's heads too
-            render(ui.with_progress(
+            draw(ui.with_progress(
                 "results", ("ablation_patch_decoder", model.key, request, other, language()),
                 _("Patching each decoder head..."),
                 lambda p: view.decoder_patching_parts(model, request, other, progress_of(p)),
-                quick=True))
+                quick=True), "patch_decoder")
     except ValueError as e:
         render(view.message(e))
 
@@ -92,10 +100,10 @@ def one_head_view(ctx: ui.Context) -> None:
         view.MODE_NAMES[m]))
     shown = shown_choice(model.n_heads)
     try:
-        render(ui.cached("results", ("ablation_one", model.key, request, part, layer, head,
-                                     mode, shown, language()),
-                         lambda: view.one_head_parts(model, request, layer, head, mode,
-                                                     None if shown < 0 else shown, part)))
+        draw(ui.cached("results", ("ablation_one", model.key, request, part, layer, head,
+                                   mode, shown, language()),
+                       lambda: view.one_head_parts(model, request, layer, head, mode,
+                                                   None if shown < 0 else shown, part)), "one")
     except ValueError as e:
         render(view.message(e))
 

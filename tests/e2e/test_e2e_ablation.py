@@ -24,3 +24,16 @@ def test_ablation_page_draws_and_keeps_its_choices_in_the_url(page, app_url):
     assert page.locator(".js-plotly-plot").count() >= 7
     assert not page_errors(page)
     screenshot(page, "ablation")
+
+
+def test_the_shown_head_link_opens_in_chinese(browser, app_url):
+    """?abl_shown=h4 (the link the page writes, the same in every language) opens head 4 in a
+    Chinese session, and the link keeps it."""
+    ctx = browser.new_context(viewport={"width": 1280, "height": 720})
+    page = ctx.new_page()
+    open_page(page, app_url, "/ablation?lang=zh&text=I+saw+a+saw&abl_shown=h4")
+    box = page.locator("[data-testid=stSelectbox] input[aria-label='后面各层显示的权重']")
+    assert box.input_value() == "第 4 个头"
+    assert "abl_shown=h4" in page.url, page.url
+    assert not page_errors(page)
+    ctx.close()
