@@ -42,7 +42,8 @@ ORDER = ("e2e", "server", "apptest")
 
 # The browser tests run as two groups, each on one worker with a server and a browser of its
 # own, so that on two cores neither worker waits for the other's browser tests at the end.
-E2E_SECOND = {"test_e2e_lesson", "test_e2e_html_export", "test_e2e_research", "test_e2e_images",
+E2E_SECOND = {"test_e2e_lesson", "test_e2e_presentation", "test_e2e_lesson_phone",
+              "test_e2e_html_export", "test_e2e_research", "test_e2e_images",
               "test_e2e_windows", "test_e2e_step_by_step", "test_e2e_serve", "test_e2e_server",
               "test_e2e_deep_link"}
 

@@ -12,13 +12,17 @@ pytestmark = pytest.mark.e2e
 LONG = 600_000  # a fresh server trains the taggers first
 
 # The tag table (the first chart of the step's figure column): its rect, the window's width,
-# and every text it draws with its rect.
+# whether its rows overflow its height, and every text it draws with its rect.
 TABLE = """() => {
   const plot = document.querySelector('.st-key-lesson_main .js-plotly-plot');
   if (!plot) return null;
   const box = r => { const b = r.getBoundingClientRect();
                      return {left: b.left, right: b.right, top: b.top, bottom: b.bottom}; };
-  return {plot: box(plot), width: window.innerWidth,
+  // Plotly marks a table whose rows do not all fit its height (it scrolls inside): its
+  // column blocks take the "ns-resize" cursor.
+  const scrolls = [...plot.querySelectorAll('.column-block')].some(
+    b => b.style.cursor === 'ns-resize');
+  return {plot: box(plot), width: window.innerWidth, scrolls,
           texts: [...plot.querySelectorAll('.table text')].map(
             t => ({text: t.textContent, ...box(t)})).filter(t => t.text.trim())};
 }"""
@@ -43,6 +47,7 @@ def test_phone_shows_every_word_of_the_tag_table(page, app_url, step):
     texts = t["texts"]
     assert any("#4" in x["text"] for x in texts), [x["text"] for x in texts]  # 'saw #4',
     # on one line or two
+    assert not t["scrolls"], "the table's last rows are cut off (it scrolls inside)"
     plot = t["plot"]
     assert plot["right"] <= t["width"] + 1, plot
     cut = [x["text"] for x in texts
