@@ -354,7 +354,8 @@ def cost_figure(parameters: Mapping[str, int], sizes: Sequence[int],
     labels = [dict(text=escape(n) + " · " + _("{count} parameters").format(
                        count=f"{parameters[n]:,}"),
                    x=0, xref="paper", xanchor="left", y=k - (1 - COST_GAP) / 2, yref="y",
-                   yanchor="bottom", yshift=1, showarrow=False, font=dict(size=_size(big) - 2))
+                   yanchor="bottom", yshift=1, showarrow=False,
+                   font=dict(size=_size(big) - (2 if big else 0)))
               for k, n in enumerate(names)]
     return projector(go.Figure(data=data, layout=dict(
         barmode="group", bargap=COST_GAP, font=_font(big), annotations=labels,
