@@ -162,7 +162,8 @@ def html(args: argparse.Namespace) -> int:
 def ablate(args: argparse.Namespace) -> int:
     """Rank every head by the change of a measure when it alone is switched off
     (analysis.ablation.head_importance); with --patch, the fraction of the measure's difference
-    each clean head restores in the corrupted run."""
+    each clean head restores in the corrupted run (for BART also each decoder self-attention
+    and cross-attention head: analysis.ablation.decoder_patching)."""
     import numpy as np
 
     from .analysis import ablation
@@ -201,6 +202,17 @@ def ablate(args: argparse.Namespace) -> int:
             arrays |= {"patch_heads_restored": p.heads}
             if p.residual is not None:
                 arrays["patch_residual_restored"] = p.residual
+            if getattr(model, "n_decoder_layers", 0):  # BART: the decoder's heads too
+                d = ablation.decoder_patching(model, request, TraceRequest(args.patch))
+                for part in ("decoder", "cross"):
+                    values = getattr(d, part)
+                    order = np.argsort(-values.ravel(), kind="stable")[:args.top]
+                    out["patch"][f"{part}_heads"] = [
+                        {"layer": int(k // model.n_heads), "head": int(k % model.n_heads),
+                         "restored": float(values.ravel()[k])} for k in order]
+                    arrays[f"patch_{part}_heads_restored"] = values
+                out["patch"]["decoder_clean"] = d.clean
+                out["patch"]["decoder_corrupted"] = d.corrupted
         if args.out:
             np.savez(args.out, **arrays)
     except (ModelError, ValueError, OSError) as err:
@@ -227,6 +239,13 @@ def ablate(args: argparse.Namespace) -> int:
               f"{pt['corrupted']:.6f}; restored by one head:")
         for row in pt["heads"]:
             print(f"{row['layer']:>5} {row['head']:>4} {row['restored']:>11.4f}")
+        for part, name in (("decoder", "masked self-attention"), ("cross", "cross-attention")):
+            if f"{part}_heads" in pt:
+                print(f"the decoder's {name} (its repeated tokens' cosine: clean "
+                      f"{pt['decoder_clean']:.6f}, corrupted {pt['decoder_corrupted']:.6f}); "
+                      "restored by one head:")
+                for row in pt[f"{part}_heads"]:
+                    print(f"{row['layer']:>5} {row['head']:>4} {row['restored']:>11.4f}")
     return 0
 
 

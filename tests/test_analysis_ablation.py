@@ -271,6 +271,7 @@ def test_one_head_pair_similarity_matches_hf(model, hf_model):
     assert abs(cut - plain) > 1e-5
 
 
+@pytest.mark.slow  # ~6 s: 24 patched traces and the command line (the engine's patch: fast)
 def test_bart_decoder_patching_matches_hf_hooks(tmp_path, model):
     """Each decoder self-attention and cross-attention head patched alone from the clean run
     into the corrupted one: every entry of both maps against the engine's patched trace, and
@@ -310,5 +311,19 @@ def test_bart_decoder_patching_matches_hf_hooks(tmp_path, model):
         assert abs(getattr(p, part)[1, 2] - restored(h)) < TOL
     with pytest.raises(ValueError, match="same length"):
         ablation.decoder_patching(bart, clean, TraceRequest("I saw a big dog today"))
+    import json
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "attnviz", "ablate", "--model", str(folder),
+                          "--text", clean.text, "--patch", bad.text, "--top", "3", "--json"],
+                         capture_output=True, text=True, timeout=120, check=True)
+    got = json.loads(out.stdout)["patch"]
+    for part in ("decoder", "cross"):
+        values = getattr(p, part)
+        want = np.argsort(-values.ravel(), kind="stable")[:3]
+        assert [(h["layer"], h["head"]) for h in got[f"{part}_heads"]] == [
+            divmod(int(k), bart.n_heads) for k in want]
+        assert abs(got[f"{part}_heads"][0]["restored"] - values.ravel()[want[0]]) < TOL
     with pytest.raises(ValueError, match="has no decoder"):
         ablation.decoder_patching(model, SAW, TraceRequest("I saw a dog"))
