@@ -157,10 +157,11 @@ function phoneTitle(layout, room) {
   if (!added) return null;
   const m = layout.margin || {};
   // at the figure's top edge, its lines downwards (a title centred in the top margin would
-  // grow onto the subplot titles)
+  // grow onto the subplot titles); Plotly anchors such a title by its first line's baseline,
+  // hence a line's height more of padding
   return {title: {...(typeof title === "string" ? {} : title), text: lines.join("<br>"),
-                  yref: "container", y: 1, yanchor: "top", pad: {t: 8, b: 0}},
-          margin: {...m, t: (m.t ?? 100) + 22 * added}};
+                  yref: "container", y: 1, yanchor: "top", pad: {t: 8 + size, b: 0}},
+          margin: {...m, t: (m.t ?? 100) + 22 * added + size}};
 }
 
 function phoneShaped(figure, width, div) {
