@@ -53,10 +53,6 @@ class Settings:
     result_cache_mb: float = field(default=128.0, metadata=_doc(
         "Analysis results kept (head statistics, rollout, attributions...), in MB."))
     figure_cache_mb: float = field(default=128.0, metadata=_doc("Figures kept, in MB."))
-    export_cache_mb: float = field(default=32.0, metadata=_doc(
-        "SVG files drawn for the download buttons, kept, in MB."))
-    export_wait_s: float = field(default=30.0, metadata=_doc(
-        "Seconds an SVG download waits for the server's one SVG drawer before it gives up."))
     # --- heavy work taking turns
     heavy_slots: int = field(default=1, metadata=_doc(
         "Long computations (training, sweeps, attributions) run at once per server."))

@@ -20,6 +20,7 @@ import pytest
 
 from attnviz.plotting.heatmaps import attention_heatmap
 from attnviz.ui import figures, live_chart, recorder
+from attnviz.ui.per_figure import figure_json
 from tests.apptest import open_page
 from tests.plotly_json import decode, specs
 
@@ -63,7 +64,9 @@ def test_the_payload_holds_the_figure_exactly(heatmap):
     assert got["figure"] == json.loads(pio.to_json(heatmap, validate=False))
     assert got["config"] == config and got["alt"] == "a heatmap's text"
     assert "could not be drawn" in got["failed"]
-    assert set(got) == {"config", "alt", "failed", "figure", "select", "wide"}  # no script
+    assert set(got) == {"config", "alt", "failed", "figure", "select", "wide",
+                        "words"}  # no script
+    assert got["words"] == {"svg": "Download as SVG (vector)", "fullscreen": "Fullscreen"}
     assert got["select"] is False  # no click is sent back unless asked
     assert got["wide"] is False  # one panel
     np.testing.assert_array_equal(decode(got["figure"]["data"][0]["z"]), heatmap.data[0].z)
@@ -83,7 +86,6 @@ def test_show_figure_draws_in_place_unless_it_cannot(monkeypatch, heatmap):
     monkeypatch.setattr(live_chart, "live_chart", lambda *a, **k: drawn.append((a, k)))
     monkeypatch.setattr(figures.st, "plotly_chart", lambda *a, **k: drawn.append("streamlit"))
     monkeypatch.setattr(figures, "show_numbers", lambda *a, **k: None)
-    monkeypatch.setattr(figures, "svg_export_available", lambda: False)
     figures.show_figure(heatmap, key="one")  # the default
     (fig, key, config, alt), kw = drawn.pop()
     assert fig is heatmap and key == "one" and alt and kw == {"on_select": None}
@@ -158,10 +160,11 @@ def test_a_chart_of_three_panels_or_more_is_marked_wide(heatmap):
     three = make_subplots(rows=1, cols=3)
     for col in (1, 2, 3):
         three.add_heatmap(z=[[0, 1]], row=1, col=col)
-    assert live_chart.panels(heatmap) == 1 and live_chart.panels(three) == 3
+    panels = lambda fig: figure_json(fig)[1]  # noqa: E731
+    assert panels(heatmap) == 1 and panels(three) == 3
     wide = json.loads(live_chart.payload(three, {}, None).split(b"\n")[0])["wide"]
     assert wide is True
     grid = go.Figure(go.Heatmap(z=[[0, 1]]))  # a heads grid: one heatmap, a title per block
     for k in range(12):
         grid.add_annotation(text=f"head {k}", x=k, y=0, showarrow=False)
-    assert live_chart.panels(grid) == 1
+    assert panels(grid) == 1

@@ -153,3 +153,20 @@ def test_footprint_counts_a_list_of_numbers_or_strings_as_its_items():
                   (0.5, 1), [np.float32(1.0), 2.0], ["saw #2", "saw #4", ""], ("I", "saw")):
         assert footprint(value) == by_item(list(value) if isinstance(value, tuple) else value)
     assert footprint([0.25] * 1000) == 56 + 32 * 1000
+
+
+def test_a_figure_is_sized_by_the_json_its_chart_sends_made_once(monkeypatch):
+    """The figure cache sizes a figure by its JSON (twice: the figure, and the JSON kept for
+    its chart), made once per figure object: putting it in the cache and drawing it later
+    serialise it once, and nothing deep-copies it only to weigh it."""
+    import plotly.graph_objects as go
+
+    from attnviz.ui.per_figure import figure_json
+
+    fig = go.Figure(go.Heatmap(z=np.arange(12.0).reshape(3, 4), x=list("abcd")))
+    calls = []
+    real = go.Figure.to_dict
+    monkeypatch.setattr(go.Figure, "to_dict", lambda self: calls.append(1) or real(self))
+    size = footprint(fig)
+    assert size == 2 * len(figure_json(fig)[0]) and figure_json(fig)[0] is figure_json(fig)[0]
+    assert len(calls) == 1  # the JSON's own (plotly.io.to_json), once

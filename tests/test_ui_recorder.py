@@ -49,7 +49,7 @@ def _screen(node, out: list) -> list:
             out.append(("table", {k: list(v) for k, v in c.value.items()}))
         elif kind == "plotly_chart" or (kind == "bidi_component"):
             out.append(("figure", None))  # compared by `charts` (both kinds of chart)
-        elif kind == "download_button" and c.label != "SVG":
+        elif kind == "download_button":
             out.append(("numbers", c.label))
         if not (kind == "expander" and c.label == "Numbers in this figure"):
             _screen(c, out)  # a figure's numbers: drawn only while open (ui.show_figure)

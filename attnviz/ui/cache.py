@@ -5,10 +5,9 @@
     traces    Trace.key = (model key, TraceRequest)   bytes (trace_cache_mb, 640)
     results   (name, Trace.key or settings, ...)      bytes (result_cache_mb, 128)
     figures   (name, Trace.key or settings, ...)      bytes (figure_cache_mb, 128)
-    exports   (format, figure JSON digest)            bytes (export_cache_mb, 32)
     taggers   taggers.Settings                        count (4)
 
-Figures and exports are sized by `footprint` (their arrays, lists and strings), the others by
+Figures are sized by `footprint` (their arrays, lists and strings), the others by
 the bytes of their NumPy arrays (`nbytes`).
 
 Keys are plain values (strings, numbers, frozen requests and settings), never arrays. Each
@@ -29,9 +28,11 @@ from collections.abc import Callable, Hashable
 from contextlib import AbstractContextManager, nullcontext
 
 import numpy as np
+from plotly.basedatatypes import BaseFigure
 
 from ..i18n import _
 from ..settings import settings
+from .per_figure import figure_json
 from .worklist import heavy_lease, heavy_trace, release_leases
 
 
@@ -59,7 +60,9 @@ _TEMPLATE_SIZES: dict[bytes, int] = {}  # a Plotly template's JSON -> footprint 
 def footprint(value) -> int:
     """Approximate bytes held by a value: NumPy arrays and tensors by their data, strings and
     bytes by their length, containers by their items plus a pointer each (Python's own object
-    headers included roughly). A Plotly figure counts its data and layout (its to_dict())."""
+    headers included roughly). A Plotly figure counts twice the length of its JSON
+    (per_figure.figure_json, made once per figure and kept while it lives: the bytes a chart
+    sends): the figure's own data and layout, about as large, and that JSON."""
     kind = type(value)
     if kind in _NUMBERS:  # most of a figure's leaves: answered first
         return 24
@@ -86,8 +89,8 @@ def footprint(value) -> int:
         if kinds == {str}:  # 50 bytes and its length a string
             return 56 + 58 * len(value) + sum(map(len, value))
         return 56 + sum(footprint(v) + 8 for v in value)
-    if hasattr(value, "to_plotly_json") and hasattr(value, "to_dict"):  # a plotly Figure
-        return footprint(value.to_dict())  # its data and layout (a copy, counted once)
+    if isinstance(value, BaseFigure):
+        return 2 * len(figure_json(value)[0])
     if hasattr(value, "element_size") and hasattr(value, "numel"):  # a torch.Tensor
         return value.numel() * value.element_size()
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -214,7 +217,6 @@ def _caches() -> dict[str, SharedCache]:
         "traces": SharedCache(_mb(s.trace_cache_mb), size=nbytes, admit=_admit_trace),
         "results": SharedCache(_mb(s.result_cache_mb), size=nbytes),
         "figures": SharedCache(_mb(s.figure_cache_mb), size=footprint),
-        "exports": SharedCache(_mb(s.export_cache_mb), size=footprint),
         "taggers": SharedCache(4),
     }
 

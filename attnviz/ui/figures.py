@@ -1,13 +1,6 @@
-"""Drawing figures on a page: cached per server, with PNG (chart toolbar) and SVG downloads,
-and each figure's key numbers as text beside it (plotting.summary) for keyboard and screen
-reader users.
-
-The PNG is drawn by the student's browser. The SVG is drawn on the server by kaleido, whose
-headless Chromium (about 1 GB, a dozen processes) is started once per server and kept
-(`render_svg`): the server draws one SVG at a time (others wait in line up to
-settings().export_wait_s seconds, then get an error), and keeps each figure's SVG bytes in the
-"exports" cache, keyed by a digest of the figure's JSON, so a repeated click, by anyone, costs a
-digest instead of a drawing.
+"""Drawing figures on a page: cached per server, with PNG and SVG downloads from the chart's
+toolbar (drawn by the student's browser), and each figure's key numbers as text beside it
+(plotting.summary) for keyboard and screen reader users.
 """
 
 from __future__ import annotations
@@ -15,9 +8,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import logging
-import os
-import shutil
-import threading
 from collections.abc import Callable, Hashable
 
 import pandas  # imported whole before any chart is drawn (see below)
@@ -27,7 +17,6 @@ import streamlit as st
 from ..export.html import FIGURE_CONFIG
 from ..i18n import _, language
 from ..plotting.summary import Summary, Table, describe, plain, summarise
-from ..settings import settings
 from . import live_chart, recorder
 from .cache import cached
 from .per_figure import PerFigure
@@ -35,14 +24,9 @@ from .text import literal
 from .worklist import run_state
 
 log = logging.getLogger(__name__)
-_EXPORT_SLOT = threading.BoundedSemaphore(1)  # one server-side browser at a time
 
-
-class ExportBusy(RuntimeError):
-    """The server is drawing other SVGs; the caller waited settings().export_wait_s seconds."""
-
-# The modebar: PNG by default, and a second button for SVG (bertviz #33: users want images).
-# Shown while the pointer is on the chart (a tap on a phone); the HTML export's too.
+# The modebar: PNG from the camera, shown while the pointer is on the chart (a tap on a
+# phone); the HTML export's too. A chart drawn in place adds an SVG button (ui.live_chart).
 PLOT_CONFIG = FIGURE_CONFIG
 
 
@@ -67,14 +51,12 @@ def cached_figure(key: Hashable, build: Callable[[], go.Figure]) -> go.Figure:
 def show_figure(fig: go.Figure, key: str | None = None,
                 summary: Summary | str | pandas.DataFrame | bool | None = None,
                 in_place: bool = True, **kwargs):
-    """Draw a Plotly figure: PNG from the chart toolbar (camera icon), SVG on a click below,
-    and its key numbers as text under it (`show_numbers`).
+    """Draw a Plotly figure, with PNG and SVG downloads in its toolbar, and its key numbers as
+    text under it (`show_numbers`).
 
     `summary`: None (default) reads the numbers out of the figure (plotting.summary); a
     Summary, a DataFrame or a Markdown string shows the page's own instead; False shows none
-    (a figure whose numbers the page already shows as text). The SVG is rendered on the
-    server by kaleido only when asked for, once per figure and one at a time (`svg_bytes`); it
-    needs a Chrome or Chromium on the server, without one the button is not offered.
+    (a figure whose numbers the page already shows as text).
 
     A figure with a key is drawn by ui.live_chart (`in_place`, the default): the chart stays
     mounted and is redrawn with Plotly.react when a later run draws another figure under the
@@ -82,7 +64,7 @@ def show_figure(fig: go.Figure, key: str | None = None,
     instead of serialising the figure again (st.plotly_chart copies and serialises every
     figure on every rerun). Clicks reach `on_select` with `selection_mode="points"` (read them
     with ui.clicked_points). Other selection modes, a figure without a key, `in_place=False`,
-    or a Streamlit without v2 components: st.plotly_chart.
+    or a Streamlit without v2 components: st.plotly_chart (its toolbar has the PNG only).
     """
     if summary is None or summary is True:  # read from the figure: its text now, its
         alt = figure_alt(fig)  # tables only when a reader opens them (show_numbers)
@@ -102,14 +84,6 @@ def show_figure(fig: go.Figure, key: str | None = None,
     else:
         event = st.plotly_chart(fig, config=PLOT_CONFIG, key=key, alt=alt or None, **kwargs)
     recorder.record_figure(fig, PLOT_CONFIG)  # in the page's HTML view (ui.render: once)
-    if key is not None and svg_export_available():
-        st.download_button(
-            "SVG", data=lambda: svg_bytes(fig), file_name=f"{file_stem(fig, key)}.svg",
-            mime="image/svg+xml", key=f"svg_{key}", type="tertiary",
-            icon=":material/download:",
-            help=_("Download this figure as SVG (vector). The server's first SVG takes a few "
-                   "seconds (it starts a renderer); later ones are quick."),
-        )
     if summary is not False:
         show_numbers(summary, key, name=_title_of(fig))
     return event
@@ -227,61 +201,8 @@ def title_text(fig: go.Figure) -> str | None:
     return _TITLES.get(fig, lambda f: f.layout.title.text)
 
 
-def svg_bytes(fig: go.Figure, render: Callable[[go.Figure], bytes] | None = None) -> bytes:
-    """The figure as SVG: from the exports cache when this figure (same JSON) was drawn before,
-    else drawn by `render` (kaleido) while holding the server's one export slot. Concurrent
-    requests for one figure draw it once; others wait settings().export_wait_s at most
-    (ExportBusy)."""
-    render = render or render_svg
-    digest = hashlib.sha256(fig.to_json().encode()).hexdigest()
-    wait_s = settings().export_wait_s
-
-    def draw() -> bytes:
-        if not _EXPORT_SLOT.acquire(timeout=wait_s):
-            raise ExportBusy(f"the server is drawing other SVGs; try again in a moment "
-                             f"(waited {wait_s:.0f} s)")
-        try:
-            return bytes(render(fig))
-        finally:
-            _EXPORT_SLOT.release()
-
-    return cached("exports", ("svg", digest), draw)
-
-
 def file_stem(fig: go.Figure, key: str) -> str:
     """'attnviz_<figure title as letters, digits and underscores>' for a download's name."""
     title = title_text(fig) or key
     stem = "".join(c if c.isalnum() else "_" for c in title.lower()).strip("_")
     return "attnviz_" + ("_".join(filter(None, stem.split("_")))[:60] or key)
-
-
-SVG_WIDTH = 1000  # px: about a full-width chart in the app's wide layout
-SVG_HEIGHT = 450  # px: Plotly's usual height, for a figure that sets none
-
-
-def render_svg(fig: go.Figure) -> bytes:
-    """The figure as SVG in its on-screen shape: its own height (and width when it sets one,
-    else a full-width chart's), not kaleido's default 700 x 500. The renderer (a headless
-    Chrome) is started once per server and kept: started per export, each would wait for it."""
-    _start_renderer()
-    return fig.to_image(format="svg", width=fig.layout.width or SVG_WIDTH,
-                        height=fig.layout.height or SVG_HEIGHT)
-
-
-_renderer_lock = threading.Lock()
-
-
-def _start_renderer() -> None:
-    with _renderer_lock:
-        if not getattr(_start_renderer, "started", False):
-            import kaleido
-
-            kaleido.start_sync_server(silence_warnings=True)
-            _start_renderer.started = True
-
-
-@functools.cache
-def svg_export_available() -> bool:
-    """kaleido needs a Chrome or Chromium on the server."""
-    return bool(os.environ.get("BROWSER_PATH") or any(
-        shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome", "chrome")))

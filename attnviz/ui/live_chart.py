@@ -14,7 +14,8 @@ same session) says so to the server (the component's "missing" trigger), which s
 
 The chart looks and behaves like the app's other charts: the same hover, the same toolbar with
 its PNG download, the theme's fonts and colours (from the CSS variables Streamlit gives its
-components), light or dark.
+components), light or dark. Its toolbar adds an SVG download, drawn in the browser as the PNG
+is, and a full-screen button.
 """
 
 from __future__ import annotations
@@ -23,10 +24,9 @@ import functools
 import json
 
 import plotly.graph_objects as go
-import plotly.io as pio
 
 from ..i18n import _
-from .per_figure import PerFigure
+from .per_figure import figure_json
 from .phone_layout import JS as PHONE_JS
 
 NAME = "attnviz_live_chart"
@@ -230,17 +230,30 @@ const EXPAND = {width: 512, height: 512,
                 path: "M0 0h192v64H64v128H0zM320 0h192v192h-64V64H320zM0 320h64v128h128v64H0z" +
                       "M448 320h64v192H320v-64h128z"};
 
-// The button is made once per chart (kept in its record): Plotly.react compares the config it
-// is given with the last one, and a new click function every time would read as a new config,
-// which Plotly answers by drawing the whole chart anew instead of updating it.
-function withFullscreen(config, chart) {
+// A page with a corner folded, and "SVG" written on it: the vector download.
+const SVG_ICON = {width: 1000, height: 1000,
+                  path: "M150 50h480l220 220v680H150zM620 90v190h190zM260 760q40 40 95 40q60 0 60" +
+                        "-50q0-35-55-55q-95-35-95-100q0-95 100-95q55 0 90 30l-30 45q-30-25-60-25q" +
+                        "-40 0-40 40q0 30 55 50q95 35 95 105q0 105-120 105q-70 0-120-50zM470 460h" +
+                        "70l55 230l55-230h70l-90 340h-70z"};
+
+// The buttons are made once per chart (kept in its record): Plotly.react compares the config
+// it is given with the last one, and a new click function every time would read as a new
+// config, which Plotly answers by drawing the whole chart anew instead of updating it. The
+// SVG button draws the file in the browser, from the chart as shown (Plotly.downloadImage),
+// under the name the PNG gets (read at the click, as the camera reads it).
+function withButtons(config, chart, words) {
   if (!chart.fullscreen) {
     const div = chart.div;
-    chart.fullscreen = {name: "fullscreen", title: "Fullscreen", icon: EXPAND,
+    chart.fullscreen = {name: "fullscreen", title: words.fullscreen, icon: EXPAND,
                         click: () => document.fullscreenElement ? document.exitFullscreen()
                                                                 : div.requestFullscreen()};
+    chart.svg = {name: "svg", title: words.svg, icon: SVG_ICON, click: gd => {
+      const options = (gd._context && gd._context.toImageButtonOptions) || {};
+      chart.plotly.downloadImage(gd, {format: "svg", filename: options.filename || "figure"});
+    }};
   }
-  return {...config, modeBarButtonsToAdd: [...(config.modeBarButtonsToAdd || []),
+  return {...config, modeBarButtonsToAdd: [...(config.modeBarButtonsToAdd || []), chart.svg,
                                            chart.fullscreen]};
 }
 
@@ -284,7 +297,7 @@ export default function ({data, parentElement, setTriggerValue}) {
   r.ready.then(P => {
     if (seq !== chart.seq) return;
     chart.plotly = P;
-    const config = withFullscreen(payload.config, chart);
+    const config = withButtons(payload.config, chart, payload.words);
     // Plotly.react draws the whole chart anew when the config differs from the last one
     // (gd._context). The PNG's file name follows the figure's title, which changes with the
     // head: it is put where the camera reads it at a click, so the config compares equal.
@@ -355,27 +368,6 @@ def available() -> bool:
         return False
 
 
-_SPECS = PerFigure()
-
-
-def _read(fig: go.Figure) -> tuple[bytes, int]:
-    """The figure's JSON as UTF-8 and its number of panels, made once per figure object: a
-    figure of the figure cache (ui.figures.cached_figure) is the same read-only object on
-    every rerun of every session, so a rerun that draws it again sends the bytes made the
-    first time."""
-    return _SPECS.get(fig, lambda f: (pio.to_json(f, validate=False).encode(), _panels(f)))
-
-
-def panels(fig: go.Figure) -> int:
-    """How many subplots the figure has (its x axes). A heads grid drawn as one heatmap of
-    blocks (plotting.common) counts as one: it fits a phone's width."""
-    return _read(fig)[1]
-
-
-def _panels(fig: go.Figure) -> int:
-    return max(1, sum(1 for name in fig.layout.to_plotly_json() if name.startswith("xaxis")))
-
-
 def payload(fig: go.Figure, config: dict, alt: str | None,
             script: bytes | None = None, select: bool = False) -> bytes:
     """What the browser gets: the figure's JSON (as st.plotly_chart sends it:
@@ -383,11 +375,12 @@ def payload(fig: go.Figure, config: dict, alt: str | None,
     to say (as text) if the chart cannot be drawn and whether a click is sent back (`select`),
     as one line of JSON in UTF-8; then, when `script` is given (plotly.js), a newline and the
     script."""
-    spec, n_panels = _read(fig)
+    spec, n_panels = figure_json(fig)
     failed = _("This chart could not be drawn here. Reload the page to try again; its numbers "
                "stay under \"Numbers in this figure\".")
-    head = json.dumps({"config": config, "alt": alt or "", "failed": failed,
-                       "select": bool(select), "wide": n_panels >= 3})
+    words = {"svg": _("Download as SVG (vector)"), "fullscreen": _("Fullscreen")}
+    head = json.dumps({"config": config, "alt": alt or "", "failed": failed, "words": words,
+                       "select": bool(select), "wide": n_panels >= 3}, ensure_ascii=False)
     parts = [head[:-1].encode(), b', "figure": ', spec, b"}"]
     if script is not None:
         parts += [b"\n", script]

@@ -1,5 +1,5 @@
 """Values read out of a plotly figure, kept once per figure object (ui.figures' summaries,
-ui.live_chart's JSON)."""
+the figure's JSON: ui.live_chart sends it, ui.cache sizes the figure by it)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import weakref
 from collections.abc import Callable
 
 import plotly.graph_objects as go
+import plotly.io as pio
 
 from ..i18n import language
 
@@ -42,3 +43,21 @@ class PerFigure:
     def __contains__(self, fig_id: int) -> bool:
         with self._lock:
             return any(k[0] == fig_id for k in self._items)
+
+
+_JSON = PerFigure()
+
+
+def figure_json(fig: go.Figure) -> tuple[bytes, int]:
+    """The figure's JSON as UTF-8 (plotly.io.to_json without validation, as st.plotly_chart
+    sends a figure) and its number of panels, made once per figure object: a figure of the
+    figure cache (ui.figures.cached_figure) is the same read-only object on every rerun of
+    every session, so a rerun that draws it again sends the bytes made the first time.
+
+    The panels are the x axes its traces are drawn on: a heads grid drawn as one heatmap of
+    blocks (plotting.common) counts as one, a figure of three side-by-side subplots as three."""
+    return _JSON.get(fig, lambda f: (pio.to_json(f, validate=False).encode(), _panels(f)))
+
+
+def _panels(fig: go.Figure) -> int:
+    return max(1, len({getattr(trace, "xaxis", None) or "x" for trace in fig.data}))

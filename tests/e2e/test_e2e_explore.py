@@ -229,3 +229,29 @@ def test_a_chart_that_cannot_be_drawn_says_so(browser, app_url):
     page.locator(LIVE).first.scroll_into_view_if_needed()
     screenshot(page, "explore_chart_failed")
     ctx.close()
+
+
+def test_a_chart_drawn_in_place_downloads_png_and_svg_from_its_toolbar(browser, app_url):
+    """The open head's toolbar: the camera gives a PNG and the SVG button an SVG (both drawn
+    by the browser, from the chart as shown), named after the figure's title; the SVG holds
+    the head's title and both saws' labels (rows and columns)."""
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
+    page = ctx.new_page()
+    open_page(page, app_url, "/explore?text=I+saw+a+saw&ex_layer=1&ex_head=2")
+    wait_for_live(page)
+    chart = page.locator(".st-key-live_ex_one [data-testid=attnvizLiveChart]")
+    got = {}
+    for title, kind in (("^='Download plot'", "png"), ("='Download as SVG (vector)'", "svg")):
+        chart.hover()
+        button = chart.locator(f".modebar-btn[data-title{title}]")
+        with page.expect_download(timeout=60_000) as download:
+            button.click()
+        path = download.value.path()
+        assert download.value.suggested_filename == f"attnviz_layer_1_head_2.{kind}"
+        got[kind] = open(path, "rb").read()
+    assert got["png"][:8] == b"\x89PNG\r\n\x1a\n"
+    svg = got["svg"].decode()
+    assert svg.startswith("<svg") and "Layer 1, head 2" in svg
+    assert "saw #2" in svg and "saw #4" in svg
+    assert not page_errors(page)
+    ctx.close()

@@ -7,28 +7,19 @@
   Streamlit's clear does not reach (checked in this process), so no other session loses
   anything: the sender's next rerun and another session's draw as before.
 - `debug_shutdown_runtime`: refused outside Streamlit's development mode (the server lives).
-- SVG downloads: six concurrent requests for one figure start at most one server-side browser
-  and draw it once; asking again starts none (ui.figures.svg_bytes).
 
-The SVG test starts a server of its own and counts the browsers among its child processes;
-the others use the shared e2e server.
+Every test uses the shared e2e server.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
-import time
 import urllib.request
-from pathlib import Path
 
 import pytest
 
-from attnviz.ui.figures import svg_export_available
-from tests import serve
 from tests.load.run_load import Session
-
-from .conftest import SHOTS
 
 pytestmark = pytest.mark.e2e
 
@@ -119,108 +110,3 @@ def test_debug_shutdown_is_refused(app_url):
     assert run_async(scenario()).ok
     with urllib.request.urlopen(f"{app_url}/_stcore/health", timeout=10) as r:
         assert r.read().strip() == b"ok"
-
-
-# ------------------------------------------------------------------------- SVG export
-@pytest.fixture(scope="module")
-def fresh_server():
-    """(URL, pid) of a server of this module's own, so that no other test's export has started
-    its SVG renderer: the browsers under it are this test's."""
-    port = serve.free_port()
-    log = SHOTS.parent / "streamlit_svg.log"
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    try:
-        proc = serve.start_server(port, log)
-    except RuntimeError as e:
-        pytest.fail(str(e))
-    yield f"http://127.0.0.1:{port}", proc.pid
-    serve.stop_server(proc)
-
-
-def browsers_under(pid: int) -> set[int]:
-    """Pids of the Chromium browser processes (not their helpers) descended from `pid`."""
-    children: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-            children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-        except (OSError, IndexError, ValueError):
-            continue
-    found, todo = set(), list(children.get(pid, []))
-    while todo:
-        p = todo.pop()
-        todo += children.get(p, [])
-        try:
-            cmd = Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        # a helper (zygote, renderer, gpu...) names its --type; chromium may rewrite its whole
-        # command line into argv[0], so the flag is looked for in the joined line
-        if b"chrom" in cmd[0].lower() and b" --type=" not in b" ".join(cmd):
-            found.add(p)
-    return found
-
-
-class BrowserCount(threading.Thread):
-    def __init__(self, pid: int) -> None:
-        super().__init__(daemon=True)
-        self.pid, self.most, self.pids = pid, 0, set()
-        self.stop = threading.Event()
-
-    def run(self) -> None:
-        while not self.stop.wait(0.1):
-            now = browsers_under(self.pid)
-            self.most, self.pids = max(self.most, len(now)), self.pids | now
-
-
-async def request_files(s: Session, file_ids: list[str], timeout: float = 240) -> list:
-    """Ask for each deferred file at once; the backend_operation_responses, in request order."""
-    from streamlit.proto.BackMsg_pb2 import BackMsg
-    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
-
-    for i, fid in enumerate(file_ids):
-        msg = BackMsg()
-        req = msg.backend_operation_request
-        req.request_id, req.session_id, req.deferred_file.file_id = f"r{i}", s.session_id, fid
-        await s.ws.send(msg.SerializeToString())
-    got: dict[str, object] = {}
-    end = time.time() + timeout
-    while len(got) < len(file_ids):
-        raw = await asyncio.wait_for(s.ws.recv(), timeout=max(1.0, end - time.time()))
-        fm = ForwardMsg()
-        fm.ParseFromString(raw)
-        if fm.WhichOneof("type") == "backend_operation_response":
-            got[fm.backend_operation_response.request_id] = fm.backend_operation_response
-    return [got[f"r{i}"] for i in range(len(file_ids))]
-
-
-@pytest.mark.skipif(not svg_export_available(), reason="no Chromium for kaleido")
-def test_concurrent_svg_requests_start_one_browser_and_repeat_for_free(fresh_server):
-    """Six requests at once for a figure's SVG: one server-side browser at most (the renderer is
-    started once per server and kept), every request answered; the same requests again start
-    no new browser (the SVG comes from the exports cache)."""
-    app_url, app_pid = fresh_server
-    async def scenario():
-        s = await opened(app_url, "I saw a saw and it cut")
-        svgs = [fid for label, fid in s.downloads if label == "SVG"]
-        assert svgs, s.downloads
-        watch = BrowserCount(app_pid)
-        watch.start()
-        first = await request_files(s, [svgs[0]] * 6)
-        watch.stop.set()
-        watch.join()
-        busy = (watch.most, watch.pids)
-        watch = BrowserCount(app_pid)
-        watch.start()
-        again = await request_files(s, [svgs[0]] * 6)
-        watch.stop.set()
-        watch.join()
-        await s.close()
-        return first, busy, again, (watch.most, watch.pids)
-
-    first, (most, pids), again, (most_again, pids_again) = run_async(scenario())
-    assert all(r.deferred_file.url and not r.error_msg for r in first + again), \
-        [r.error_msg for r in first + again]
-    assert pids, "no server-side browser was seen: did the export run?"
-    assert most == 1, f"{most} browsers at once"
-    assert most_again <= 1 and pids_again <= pids, "a repeated SVG request started a browser"
