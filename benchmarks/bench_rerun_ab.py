@@ -47,6 +47,15 @@ COST = ("It starts two servers as `make serve` starts a worker (each warms what 
         "spread of the instrument itself).")
 
 
+def revision(root: Path) -> str:
+    """The checkout's commit (short), with "+ changes" where its files differ from it."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(root), *args], capture_output=True,
+                              text=True).stdout.strip()
+    rev = git("rev-parse", "--short", "HEAD") or str(root)
+    return rev + (" + changes" if git("status", "--porcelain", "--untracked-files=no") else "")
+
+
 def start(root: Path, log: Path) -> tuple[subprocess.Popen, int]:
     """A worker as `make serve` starts one, serving `root`'s app with `root`'s attnviz."""
     port = free_port()
@@ -134,7 +143,7 @@ def classes(servers: list[tuple[subprocess.Popen, int]], n: int, tmp: Path) -> l
 def run(rounds: int = 4) -> Table:
     base = Path(os.environ.get("BENCH_BASELINE") or ROOT).resolve()
     n = int(os.environ.get("BENCH_CLASS", "0"))
-    names = [f"this checkout ({ROOT})", f"baseline ({base})"]
+    names = [f"this checkout ({revision(ROOT)})", f"baseline ({revision(base)})"]
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         logs = [tmp / "a.log", tmp / "b.log"]
