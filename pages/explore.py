@@ -167,7 +167,7 @@ def one_head(ctx: ui.Context, hide: bool, renorm: bool, seg: str, words: bool,
             key="ex_lines")
     if ctx.text_pair:
         shares = views.segment_shares(t.weights[layer, head], t.segments)
-        render(Markdown(_("Share of this head's weight (mean over queries, tokens): {shares}")
+        render(Markdown(_("Share of this head's weight, averaged over its queries: {shares}")
                         .format(shares=_(", ").join(f"{_(views.FILTER_NAMES[k])} {float(v):.1%}"
                                                     for k, v in shares.items())), "caption"))
     st.page_link("pages/inside_score.py",

@@ -125,14 +125,14 @@ def verdict(kernel_name: str, k: int, kernel) -> str:
     """Whether one head can be this kernel's convolution, as one whole sentence."""
     name = _(KERNEL_NAMES[kernel_name])
     if conv_attention.one_head_kernel(kernel):
-        return _("The *{kernel}* kernel ({k}×{k}): it is (all taps 1/k² times the identity), so "
-                 "one head with equal weights over the window is this "
-                 "convolution.").format(kernel=name, k=k)
+        return _("The *{kernel}* kernel ({k}×{k}) is one head's convolution: every tap is 1/k² "
+                 "times the identity, so one head with equal weights over the window computes "
+                 "it.").format(kernel=name, k=k)
     if kernel_name in ("edges", "sharpen"):
-        return _("The *{kernel}* kernel ({k}×{k}): it is not (taps of both signs): it needs more "
-                 "heads.").format(kernel=name, k=k)
-    return _("The *{kernel}* kernel ({k}×{k}): it is not (a different matrix at each tap): it "
-             "needs more heads.").format(kernel=name, k=k)
+        return _("The *{kernel}* kernel ({k}×{k}) is not one head's convolution (its taps have "
+                 "both signs): it needs more heads.").format(kernel=name, k=k)
+    return _("The *{kernel}* kernel ({k}×{k}) is not one head's convolution (a different "
+             "matrix at each tap): it needs more heads.").format(kernel=name, k=k)
 
 
 def exact_tab(size: int, row: int, col: int, k: int) -> None:

@@ -132,7 +132,7 @@ def main() -> None:
     steps = st.select_slider(_("Integration steps"), [8, 16, 24, 32, 64],
                              value=attribution.DEFAULT_STEPS, key="sim_steps",
                              bind="query-params")
-    blank = st.radio(_("Blank the words fade from"), list(BLANKS), key="sim_blank",
+    blank = st.radio(_("The blank each word fades to"), list(BLANKS), key="sim_blank",
                      format_func=lambda k: _(BLANKS[k]), horizontal=True, bind="query-params")
     model = ctx.model
     try:

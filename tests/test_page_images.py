@@ -99,10 +99,11 @@ def test_layers_stacked_only_where_it_counts_and_one_head_verdict(at):
     assert not [s for s in at.slider if s.key == "img_depth"]
     text = " ".join(m.value for m in at.markdown)
     assert "can express any convolutional layer of kernel size" in text
-    assert "*random* kernel (3×3): it is not (a different matrix at each tap)" in text
+    assert ("*random* kernel (3×3) is not one head's convolution (a different matrix at each "
+            "tap)") in text
     at.selectbox(key="img_kernel").set_value("blur").run()
     text = " ".join(m.value for m in at.markdown)
-    assert "*blur* kernel (3×3): it is (all taps" in text
+    assert "*blur* kernel (3×3) is one head's convolution: every tap is 1/k²" in text
     at.session_state["img_tab"] = TABS[0]
     at.run()
     assert at.slider(key="img_depth").value == 3

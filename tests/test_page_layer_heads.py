@@ -82,7 +82,7 @@ def test_too_long_input_is_truncated_with_a_warning(at):
 def test_head_slider_only_where_one_head_is_shown(at, model):
     """The default tab shows every head: no head control there; the text names the tabs."""
     assert not [s for s in at.select_slider if s.key == "head"]
-    assert "left" not in at.markdown[0].value and "tab *Scores*" in at.markdown[0].value
+    assert "left" not in at.markdown[0].value and "tab *Scores, all heads*" in at.markdown[0].value
     at.session_state["lh_tab"] = TABS[2]
     at.run()
     at.select_slider(key="head").set_value(7).run()

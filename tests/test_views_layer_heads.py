@@ -27,7 +27,7 @@ def test_page_blocks_in_order(t):
     title, intro, sizes, numbering, grid, numbers = blocks
     assert "saw #2 and saw #4" in numbering.text and "#0" in numbering.text
     assert title.level == 1 and title.text == "Heads of one layer"
-    assert "tab *Scores*" in intro.text
+    assert "tab *Scores, all heads*" in intro.text
     assert sizes.style == "caption" and sizes.text.startswith(
         f"6 tokens · {t.n_heads} heads · d_k = {t.head_dim} · 1/sqrt(d_k) = "
         f"{1 / np.sqrt(t.head_dim):.4f}")

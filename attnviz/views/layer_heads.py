@@ -16,10 +16,10 @@ TABS = (N_("Weights, all heads"), N_("Scores, all heads"), N_("One head, exact")
 def intro() -> list:
     return [Heading(_("Heads of one layer"), 1), Markdown(_(
         "Each head compares every **query** $q^i$ with every **key** $k^j$: the similarity "
-        "$s_{ij} = q^i \\cdot k^j$ (tab *Scores*), then $w_{ij} = \\mathrm{softmax}_j(s_{ij}/"
-        "\\sqrt{d_k})$ (tab *Weights*); tab *One head, exact* shows one head's two side by "
-        "side. Rows are queries (the token that looks), columns are keys (the token looked "
-        "at); every row of weights sums to 1."
+        "$s_{ij} = q^i \\cdot k^j$ (tab *Scores, all heads*), then "
+        "$w_{ij} = \\mathrm{softmax}_j(s_{ij}/\\sqrt{d_k})$ (tab *Weights, all heads*); tab "
+        "*One head, exact* shows one head's two side by side. Rows are queries (the token that "
+        "looks), columns are keys (the token looked at); every row of weights sums to 1."
     ))]
 
 

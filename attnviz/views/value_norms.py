@@ -46,7 +46,7 @@ def summary(t, nb: dict) -> list:
     """How many heads change their picture (a metric) and the mean shares on [CLS]/[SEP]."""
     changed = int(nb["changed"].sum())
     total = t.n_layers * t.n_heads
-    return [Metric(_("Heads whose picture changes"),
+    return [Metric(_("Heads where the norms pick another key"),
                    _("{k} of {n} ({share:.0%})").format(k=changed, n=total,
                                                         share=changed / total),
                    _("For at least half of the head's queries, the key with the largest norm "

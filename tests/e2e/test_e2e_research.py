@@ -29,7 +29,7 @@ def test_rollout_and_flow(tall, app_url):
 
 def test_value_norms_click_picks_a_head(tall, app_url):
     open_page(tall, app_url, "/value_norms?text=The+cat+sat+on+the+mat%2C+and+the+dog+slept.")
-    assert tall.get_by_text("Heads whose picture changes").count() == 1
+    assert tall.get_by_text("Heads where the norms pick another key").count() == 1
     box = tall.locator(".js-plotly-plot").first.locator(".nsewdrag").first.bounding_box()
     tall.mouse.click(box["x"] + box["width"] * 7.5 / 12, box["y"] + box["height"] * 2.5 / 6)
     tall.wait_for_timeout(1500)
