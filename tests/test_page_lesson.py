@@ -345,7 +345,9 @@ def test_bert_step_switches_each_head_off(at, model):
     the table's numbers recomputed here from the ablated traces' hidden states."""
     from attnviz.engine.intervene import Ablation
 
-    go(at, 8)
+    drawn = go(at, 8)
+    # each of its figures drawn in place under its own key (SVG button, phone layout)
+    assert sum(key.startswith("lesson_heads_off_") for key in drawn) >= 2
     assert "Change of the cosine when one head is removed" in " ".join(
         fig["layout"]["title"]["text"] for fig in figures(at) if fig["layout"].get("title"))
     (table,) = [d for d in tables(at) if "cosine without it" in d.columns]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import plotly.graph_objects as go
 import streamlit as st
 
 from attnviz.analysis import lesson, taggers
@@ -116,11 +117,14 @@ def heads_off(v: view.Lesson) -> None:
         return
     render(Heading(_("Switch heads off and see"), 3))
     try:
-        render(with_progress(
+        parts = with_progress(
             "results", ("ablation_lesson_heads", v.model.key, request, language()),
             _("Removing each head..."),
             lambda p: ablation_view.lesson_parts(
                 v.model, request, lambda done, total: p(done / total, f"{done}/{total}"),
-                positions=False), quick=True))
+                positions=False), quick=True)
+        for k, part in enumerate(parts):  # each figure under its own key: drawn in place,
+            # with its SVG button, and laid out again on a phone (ui.show_figure)
+            render(part, key=f"lesson_heads_off_{k}" if isinstance(part, go.Figure) else None)
     except ValueError as e:  # what this model or sentence cannot show, in plain words
         render(Markdown(literal(str(e)), "warning"))
