@@ -110,8 +110,8 @@ def test_pooled_heads_grid_labels_its_blocks(model):
     w = np.random.default_rng(0).random((12, 200, 200)).astype(np.float32)
     fig = heads_grid(w, ["t"] * 200)
     # 67 blocks of 3; a block's tick names its first token (words count from 1): every 6th
-    # block down (GRID_TICKS a panel), every 10th across (GRID_X_TICKS over 4 panels)
-    for axis, panels, second in ((fig.layout.xaxis, 4, "#31 t"), (fig.layout.yaxis, 3, "#19 t")):
+    # block down (GRID_TICKS a panel), every 12th across (GRID_PANEL_X_TICKS a panel)
+    for axis, panels, second in ((fig.layout.xaxis, 4, "#37 t"), (fig.layout.yaxis, 3, "#19 t")):
         assert len(axis.ticktext) % panels == 0
         assert 0 < len(axis.ticktext) // panels <= GRID_TICKS
         assert axis.ticktext[0] == "#1 t" and axis.ticktext[1] == second

@@ -150,7 +150,7 @@ def test_window_masks_off_cells_are_not_a_light_slab_on_the_dark_theme():
 
 
 def test_head_map_labels_never_overlap_in_a_dense_cluster():
-    from attnviz.plotting.corpus import LABEL_ROOM, head_map
+    from attnviz.plotting.corpus import LABEL_PX, PHONE_PLOT, head_map
 
     rng = np.random.default_rng(3)
     coords = np.concatenate([rng.normal(0, 0.01, (60, 2)), rng.normal(0, 1, (12, 2))])
@@ -158,7 +158,8 @@ def test_head_map_labels_never_overlap_in_a_dense_cluster():
     fig = head_map(coords, behaviour)
     dots = fig.data[0]
     shown = [i for i, t in enumerate(dots.text) if t]
-    room = np.array(LABEL_ROOM) * np.ptp(coords, axis=0)
+    # the room a label needs at a phone's scale (one scale for both axes, the wider extent's)
+    room = np.array(LABEL_PX) * max(np.ptp(coords, axis=0) / np.array(PHONE_PLOT))
     for a in shown:
         for b in shown:
             if a < b:
@@ -167,6 +168,77 @@ def test_head_map_labels_never_overlap_in_a_dense_cluster():
     # every dot still names its head in the hover
     assert list(dots.customdata[:, 0].astype(int)) == list(np.repeat(np.arange(6), 12))
 
+
+
+SAWS = ["[CLS]", "i", "saw", "a", "saw", "[SEP]"]
+PHONE_PLOT_WIDTH = 270  # px: a chart's plot area on a 390 px phone, row labels taken off
+
+
+def test_mosaic_colour_bar_lies_above_it_and_its_head_numbers_fit_a_phone():
+    """The colour bar horizontal above the head numbers, its title on top (beside the mosaic
+    its top tick '1' sat on its title, and on a phone it squeezed the tiles); the 13 column
+    labels upright and small enough to stand apart at a phone's ~21 px a tile."""
+    from attnviz.plotting.common import text_width
+    from attnviz.plotting.overview import MOSAIC_BAR_GAP, overview_mosaic
+
+    L, H, n = 12, 12, 6
+    w = np.random.default_rng(0).random((L, H, n, n)).astype(np.float32)
+    means = {"layers": w.mean(1), "heads": w.mean(0), "all": w.mean((0, 1))}
+    fig = overview_mosaic(w, means, SAWS)
+    bar, m, x = fig.data[0].colorbar, fig.layout.margin, fig.layout.xaxis
+    assert bar.orientation == "h" and bar.title.side == "top" and bar.yanchor == "bottom"
+    plot = fig.layout.height - m.t - m.b
+    assert (bar.y - 1) * plot == pytest.approx(MOSAIC_BAR_GAP)  # above the head numbers
+    assert m.t >= 90 + MOSAIC_BAR_GAP + COLORBAR_BELOW and m.r <= 20
+    assert fig.layout.yaxis.constraintoward == "top"  # the mosaic stays under its bar
+    assert list(x.ticktext) == [str(h) for h in range(H)] + ["mean"] and x.tickangle == 0
+    tile = PHONE_PLOT_WIDTH / (H + 1)
+    widths = [text_width(t, x.tickfont.size) for t in x.ticktext]
+    assert all((a + b) / 2 < tile for a, b in zip(widths, widths[1:], strict=False))
+    np.testing.assert_array_equal(fig.data[0].z[:n, :n], w[0, 0])  # the numbers untouched
+
+
+def test_heads_grid_key_labels_stand_upright_one_line_per_phone_cell():
+    """Six tokens: every key named under each panel ('saw #2', 'saw #4'), upright, one line of
+    GRID_X_SIZE text per cell of a phone's ~65 px panel (slanted, 'i' sat on 'saw #2');
+    longer inputs name at most GRID_PANEL_X_TICKS a panel, every token still in the hover."""
+    from attnviz.plotting.heatmaps import GRID_PANEL_X_TICKS, GRID_X_SIZE, heads_grid
+
+    w = np.random.default_rng(0).random((12, 6, 6)).astype(np.float32)
+    x = heads_grid(w, SAWS).layout.xaxis
+    assert list(x.ticktext) == ["[CLS]", "i", "saw #2", "a", "saw #4", "[SEP]"] * 4
+    assert x.tickangle == -90 and x.tickfont.size == GRID_X_SIZE
+    assert 1.2 * GRID_X_SIZE - 2 <= 65 / GRID_PANEL_X_TICKS  # a line's height, 2 px allowed
+    long = np.random.default_rng(0).random((12, 20, 20)).astype(np.float32)
+    fig = heads_grid(long, [f"w{i}" for i in range(20)])
+    assert len(fig.layout.xaxis.ticktext) == 4 * GRID_PANEL_X_TICKS - 4  # every 4th: 5 a panel
+    assert "%{x}" in fig.data[0].hovertemplate
+
+
+def test_head_map_legend_lies_below_the_map():
+    from attnviz.plotting.corpus import head_map
+
+    coords = np.random.default_rng(0).normal(size=(72, 2))
+    fig = head_map(coords, np.array(["mixed"] * 72, dtype=object).reshape(6, 12))
+    legend, m = fig.layout.legend, fig.layout.margin
+    assert legend.orientation == "h" and legend.y < 0 and legend.x == 0
+    plot = fig.layout.height - m.t - m.b
+    assert -legend.y * plot + 2 * 24 <= m.b  # the legend's rows inside the bottom margin
+
+
+def test_shuffled_outputs_legend_lies_under_the_slanted_layer_names():
+    from attnviz.plotting.common import label_room
+    from attnviz.plotting.positions import equivariance_figure
+
+    diffs = {"learned": np.linspace(1e-3, 1, 13), "none": np.full(13, 1e-6)}
+    fig = equivariance_figure(diffs)
+    x, legend, m = fig.layout.xaxis, fig.layout.legend, fig.layout.margin
+    names = list(fig.data[0].x)
+    assert names[0] == "embeddings" and x.tickangle == -45
+    plot = fig.layout.height - m.t - m.b
+    below = -legend.y * plot
+    assert below >= label_room(names, angle=-45, across=False, titled=False)
+    assert legend.yanchor == "top" and m.b >= below + 2 * 24
 
 # --- On a phone: ui.phone_layout's phoneShaped (the browser's script) run under Node -------
 

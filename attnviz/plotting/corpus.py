@@ -36,15 +36,26 @@ COLOURS = {k: (NEUTRAL if k == "mixed" else category_colour(c))
 SYMBOLS = {k: category_marker(i) for i, k in enumerate(BEHAVIOURS)}
 
 
-LABEL_ROOM = (0.07, 0.035)  # a label's room, as shares of the map's x and y extents
+LABEL_PX = (30, 13)  # px a 'layer.head' label needs across and down (9 px text, 5 characters)
+PHONE_PLOT = (290, 440)  # px of the map's plot area on a 390 px phone (the widest labels' need)
+
+
+def label_room(coords: np.ndarray) -> np.ndarray:
+    """A label's room (across, down) in the map's units: LABEL_PX at the scale the map has on
+    a phone (its axes share one scale; the wider extent across or down sets it). Spaced for a
+    phone, the labels stay apart on a wider screen too."""
+    xy = np.asarray(coords, dtype=np.float64)
+    extent = np.maximum(np.ptp(xy, axis=0), 1e-12)
+    units_per_px = float(np.max(extent / np.array(PHONE_PLOT)))
+    return np.array(LABEL_PX) * units_per_px
 
 
 def spaced_labels(coords: np.ndarray, labels: list[str]) -> list[str]:
     """Each dot's label where it has room: a dot whose label would overlap one already kept
-    (closer than LABEL_ROOM across and down) shows none; every dot keeps its label in the
+    (closer than label_room across and down) shows none; every dot keeps its label in the
     hover. Dots are taken in order (layer by layer), so the label kept is the lowest layer's."""
     xy = np.asarray(coords, dtype=np.float64)
-    room = np.array(LABEL_ROOM) * np.maximum(np.ptp(xy, axis=0), 1e-12)
+    room = label_room(xy)
     kept: list[np.ndarray] = []
     out = []
     for point, label in zip(xy, labels, strict=True):
@@ -54,6 +65,11 @@ def spaced_labels(coords: np.ndarray, labels: list[str]) -> list[str]:
             kept.append(point)
             out.append(label)
     return out
+
+
+MAP_HEIGHT = 640  # px, the whole figure
+MAP_BOTTOM = 130  # px under the map: the x axis' numbers and title, then the legend (2-3 rows)
+LEGEND_DROP = 52  # px from the map's bottom edge to the legend's top: under the axis title
 
 
 def head_map(coords: np.ndarray, behaviour: np.ndarray, selected: tuple[int, int] | None = None,
@@ -87,9 +103,13 @@ def head_map(coords: np.ndarray, behaviour: np.ndarray, selected: tuple[int, int
         shapes.append(dict(type="circle", x0=x - r, x1=x + r, y0=y - r, y1=y + r,
                            line=dict(color=OKABE_ITO[3], width=2)))
     return go.Figure(data=data, layout=dict(
-        title=title, font=FONT, height=560, shapes=shapes, clickmode="event+select",
+        title=title, font=FONT, height=MAP_HEIGHT, shapes=shapes, clickmode="event+select",
         xaxis=dict(title=dict(text=_("MDS axis 1")), zeroline=False),
         yaxis=dict(title=dict(text=_("MDS axis 2")), zeroline=False, scaleanchor="x"),
-        legend=dict(title=dict(text=_("behaviour"))), margin=dict(l=10, r=10, t=50, b=10),
+        # the legend below the map, from its left edge: on the right it took a phone's map
+        legend=dict(title=dict(text=_("behaviour"), side="top"), orientation="h", x=0,
+                    xanchor="left", y=-LEGEND_DROP / (MAP_HEIGHT - 50 - MAP_BOTTOM),
+                    yanchor="top"),
+        margin=dict(l=10, r=10, t=50, b=MAP_BOTTOM),
         hovermode="closest",
     ))

@@ -26,7 +26,9 @@ LONG_TICKS = 24  # row labels of one head's heatmap past SQUARE_FROM tokens
 LONG_X_TICKS = 16  # its slanted column labels (on a phone's ~360 px plot, 22 px apart)
 LONG_HEIGHT = 780  # px, its most past SQUARE_FROM: on a phone the square plot is ~360 px
 GRID_TICKS = 12  # token labels per panel of a heads grid past 24 tokens
-GRID_X_TICKS = 28  # slanted token labels along a heads grid's bottom, all panels together
+GRID_X_TICKS = 28  # upright token labels along a heads grid's bottom, all panels together
+GRID_PANEL_X_TICKS = 6  # at most, under one panel: a phone's ~65 px panel fits 6 upright ones
+GRID_X_SIZE = 10  # px, those labels' text: one line (~12 px) per ~11 px cell on a phone
 PANEL_GAPS = (0.13, 0.2)  # blank cells between a heads grid's panels, across / down, per cell
 PANEL_MARK = "\u200b"  # zero-width space: marks a heads grid's categories per panel column/row
 
@@ -181,11 +183,11 @@ def heads_grid(
     labels = axis_labels(tokens)
     # x: slanted labels shared by the panels of a row, at least 4 a panel; y: all up to 24
     # tokens, then GRID_TICKS a panel (a panel is ~250 px); thinned ticks name their number
-    x_most, y_most = max(4, GRID_X_TICKS // used), GRID_TICKS
+    x_most, y_most = max(4, min(GRID_PANEL_X_TICKS, GRID_X_TICKS // used)), GRID_TICKS
     if factor == 1:
         names = labels
         y_ticks = tick_labels(tokens, max_ticks=n if n <= 24 else y_most, labels=labels)
-        x_ticks = tick_labels(tokens, max_ticks=n if n <= 12 else x_most, labels=labels)
+        x_ticks = tick_labels(tokens, max_ticks=x_most, labels=labels)
     else:  # a block is named by its first and last token ('the #12 – sat #13')
         starts = range(0, n, factor)
         names = [f"{labels[s_]} – {labels[min(s_ + factor, n) - 1]}" for s_ in starts]
@@ -239,14 +241,16 @@ def heads_grid(
         hover = "<br>".join([which, _("queries from") + " %{y}", _("keys from") + " %{x}",
                              _("block max") + f" = %{{z:{fmt}}}<extra></extra>"])
     ca = _color_args(kind, matrices)
-    below = 10 + label_room(xtext, angle=-45, across=False, titled=False)  # x labels, px
+    # x labels upright (px below the panels): slanted, a phone's 11 px cells overlapped them
+    below = 10 + label_room(xtext, angle=-90, size=GRID_X_SIZE, across=False, titled=False)
     axis = dict(type="category", categoryorder="array", showgrid=False, zeroline=False)
     return go.Figure(
         data=[dict(type="heatmap", z=z, x=xcat, y=ycat, customdata=head, hoverongaps=False,
                    coloraxis="coloraxis", hovertemplate=hover)],
         layout=dict(
             xaxis=dict(axis, categoryarray=xcat, tickvals=xvals, ticktext=xtext,
-                       tickangle=-45, side="bottom", domain=[0, width]),
+                       tickangle=-90, tickfont=dict(size=GRID_X_SIZE), side="bottom",
+                       domain=[0, width]),
             yaxis=dict(axis, categoryarray=ycat, tickvals=yvals, ticktext=ytext,
                        autorange="reversed"),
             annotations=notes,

@@ -24,16 +24,19 @@ import plotly.graph_objects as go
 from attnviz.i18n import gettext  # `_` is a throwaway name in this module
 
 from .common import (
+    COLORBAR_BELOW,
     FONT,
     OKABE_ITO,
     WEIGHTS_SCALE,
     axis_labels,
     block_reduce,
-    colorbar_room,
     label_room,
 )
 
 _TILE_NUMBER = r"[^\d·]*(\d+)[^\d·]* ·"  # the number in a cell name's tile part
+MOSAIC_TICK_SIZE = 10  # px, the head numbers across the top: 13 fit a phone's ~270 px unslanted
+MOSAIC_BAR_GAP = 56  # px from the mosaic's top to its colour bar: head numbers, bar's ticks
+MOSAIC_TOP = 90 + MOSAIC_BAR_GAP + COLORBAR_BELOW  # px above the mosaic: title, numbers, bar
 OPEN_COLOUR = OKABE_ITO[3]  # vermillion: the open head's outline, seen on every Viridis shade
 
 
@@ -98,10 +101,17 @@ def overview_mosaic(
     # invisible and large, so it covers nothing of the tile and a click near the centre hits.
     cx = [x[i * step + mid] for i in range(H + 1)]
     cy = [y[i * step + mid] for i in range(L + 1)]
+    height = int(min(1100, max(420, 70 * (L + 1) + 140))) + MOSAIC_TOP - 90
+    plot = height - MOSAIC_TOP - 10
     heat = dict(
         type="heatmap", z=z, x=x, y=y, colorscale=WEIGHTS_SCALE, zmin=0.0, zmax=1.0,
         hoverongaps=False, hovertemplate=f"%{{y}}<br>%{{x}}<br>{value} = %{{z:.4f}}<extra></extra>",
-        colorbar=dict(title=dict(text=gettext("weights")), thickness=12),
+        # horizontal, above the head numbers: beside the mosaic it squeezed a phone's tiles
+        # to ~10 px (their numbers overlapped) and its top tick sat on its title
+        colorbar=dict(title=dict(text=gettext("weights"), side="top"), orientation="h",
+                      thickness=12, len=0.6, lenmode="fraction", x=0.0, xanchor="left",
+                      xref="paper", y=1 + MOSAIC_BAR_GAP / plot, yanchor="bottom",
+                      yref="paper", ypad=0),
     )
     points = dict(
         type="scatter", x=[a for _ in cy for a in cx], y=[b for b in cy for _ in cx],
@@ -122,15 +132,16 @@ def overview_mosaic(
     return go.Figure(data=[heat, points], layout=dict(
         xaxis=dict(type="category", categoryorder="array", categoryarray=x, tickvals=cx,
                    ticktext=[str(h) for h in range(H)] + [gettext("mean")], side="top",
-                   showgrid=False),
+                   showgrid=False, tickangle=0, tickfont=dict(size=MOSAIC_TICK_SIZE)),
         yaxis=dict(type="category", categoryorder="array", categoryarray=y, tickvals=cy,
                    ticktext=rows, autorange="reversed", showgrid=False, scaleanchor="x",
-                   constrain="domain"),
+                   constrain="domain", constraintoward="top"),
         title=title, font=FONT,
-        height=int(min(1100, max(420, 70 * (L + 1) + 140))),
-        # Room for the row labels and the colour bar up front: drawn once, not twice.
-        margin=dict(l=10 + label_room(rows, titled=False), r=colorbar_room("weight", "0.2"),
-                    t=90, b=10), clickmode="event+select",
+        height=height,
+        # Room for the row labels up front (drawn once, not twice); the title, the colour bar
+        # and the head numbers above the mosaic
+        margin=dict(l=10 + label_room(rows, titled=False), r=10, t=MOSAIC_TOP, b=10),
+        clickmode="event+select",
         meta=dict(tile=c, step=step, layers=L, heads=H, tokens=n),  # read by mark_head
     ))
 

@@ -17,6 +17,7 @@ from .common import (
     COLORBAR_BELOW,
     DISTANCE_SCALE,
     FONT,
+    LEGEND_ROW,
     NEUTRAL,
     OKABE_ITO,
     SCORES_SCALE,
@@ -136,13 +137,21 @@ def equivariance_figure(diffs: dict[str, np.ndarray], title: str | None = None) 
                        showarrow=False, yanchor="bottom", font=dict(
                            color=MODE_COLORS.get(mode)), xshift=(k - (len(diffs) - 1) / 2) * 30)
                   for i in np.flatnonzero(d == 0)]
-    return go.Figure(data=data + labels, layout=_layout(
+    # the layer names slanted (one slant on every screen), the legend under them: at -0.2 of
+    # the plot a phone's upright names ran into it
+    below = 10 + label_room(x or [], angle=-45, across=False, titled=False)
+    height, above, bottom = 440, 60, below + 2 * LEGEND_ROW  # the legend: two rows on a phone
+    layout = _layout(
         title or _("Outputs of the shuffled sentence vs the original outputs, shuffled the "
-                   "same way"), 380, barmode="group", scattermode="group",
-        legend=dict(orientation="h", y=-0.2),
+                   "same way"), height, barmode="group", scattermode="group",
+        legend=dict(orientation="h", x=0, xanchor="left", y=-below / (height - above - bottom),
+                    yanchor="top"),
+        xaxis=dict(tickangle=-45),
         annotations=notes,
         yaxis=dict(title=dict(text=_("max |difference| (log scale)")), type="log",
-                   range=[np.log10(floor), np.log10(top)], exponentformat="power")))
+                   range=[np.log10(floor), np.log10(top)], exponentformat="power"))
+    layout["margin"] = dict(layout["margin"], t=above, b=bottom)
+    return go.Figure(data=data + labels, layout=layout)
 
 
 # ------------------------------------------------------------------------ 2. two saws
