@@ -155,7 +155,7 @@ def test_a_word_with_three_roles_is_said_for_what_it_is():
             L.FormRow("can", {"AUX": 208, "NOUN": 96, "VERB": 74}, {}, "AUX", "AUX")]
     text = L.mlp_claim(rows, 0.5, 0.5, 0.5)
     assert "two roles the commoner one has only 52.3% to 52.3%" in text
-    assert "*can* has 3 roles (AUX 208, NOUN 96, VERB 74): its commoner, AUX, has 55.0%" in text
+    assert "*can* has 3 roles (AUX 208, NOUN 96, VERB 74): its most common, AUX, has 55.0%" in text
     assert rows[1].commoner_share == 208 / 378
 
 

@@ -153,7 +153,7 @@ def test_per_word_step_says_why_it_is_at_or_below_the_baseline(at, ref):
     assert list(three) == ["can"]  # AUX, NOUN and VERB: said for what it is
     (top, tag), *rest = three["can"]
     counts = ", ".join(f"{t} {n}" for n, t in three["can"])
-    assert f"*can* has 3 roles ({counts}): its commoner, {tag}, has " \
+    assert f"*can* has 3 roles ({counts}): its most common, {tag}, has " \
            f"{pct(top / (top + sum(n for n, _t in rest)))}." in text
     assert counts == "AUX 208, NOUN 96, VERB 74"
     forms = next(t for t in tables(at) if "word" in t.columns)

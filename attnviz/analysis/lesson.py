@@ -352,8 +352,8 @@ def mlp_claim(rows: Sequence[FormRow], ambiguous: float, baseline: float,
     for r in more:
         counts = _(", ").join(f"{t} {n}" for t, n in sorted(r.train.items(),
                                                               key=lambda x: -x[1]))
-        text += " " + _("*{word}* has {n} roles ({counts}): its commoner, {tag}, has "
-                        "{share}.").format(word=r.word, n=len(r.train), counts=counts,
+        text += " " + _("*{word}* has {n} roles ({counts}): its most common, {tag}, "
+                        "has {share}.").format(word=r.word, n=len(r.train), counts=counts,
                                            tag=r.majority, share=pct(r.commoner_share))
     if not minority:
         return text + " " + _("Here it chose every word's majority tag, so it sits on the "

@@ -267,7 +267,7 @@ def forms_table(rows: list[lesson.FormRow]) -> Table:
         _("word"): [r.word for r in rows],
         _("training copies by tag"): [", ".join(f"{t} {n}" for t, n in sorted(
             r.train.items(), key=lambda x: -x[1])) for r in rows],
-        _("commoner tag's share"): [lesson.pct(r.commoner_share) for r in rows],
+        _("most common tag's share"): [lesson.pct(r.commoner_share) for r in rows],
         _("tag (a) gives"): [r.predicted for r in rows],
         _("held-out copies right"): [f"{r.held_out_right} / {sum(r.held_out.values())}"
                                      for r in rows]})
