@@ -321,6 +321,8 @@ export default function ({data, parentElement, setTriggerValue}) {
           point_index: p.pointIndex, customdata: p.customdata}))});
       });
     }
+    // A frame that changes width (a phone turned): laid out again (ui.phone_layout).
+    phoneWatch(chart.div, chart.plotly);
     if (seq === chart.seq) chart.div.setAttribute("data-drawn", String(seq));
   }).catch(error => {  // say so on the page (as text), not only in the console
     console.error("attnviz: a chart could not be drawn", error);

@@ -19,7 +19,7 @@ unequal widths (an equation of matrices, A x W = Q, whose order across is its me
 
 `phoneWatch(div, Plotly)` (called once a chart is drawn) lays the chart out again when its frame
 changes width (a phone turned) across a change of layout, with `Plotly.react` on the figure
-last given to `phoneShaped`.
+last given to `phoneShaped`, shaped for the new width and themed as the chart draws it.
 """
 
 JS = r"""
@@ -304,29 +304,40 @@ function phoneOutside(item, oldH, newH) {
 }
 
 // Once drawn: a frame that changes width (a phone turned) lays the chart out again when its
-// layout changes (how many panels to a row), from the figure last given to phoneShaped.
+// layout changes (how many panels to a row, the title's lines), from the figure last given to
+// phoneShaped, drawn as the chart draws it (ui.live_chart's `themed`: the whole new shape under
+// the theme, never mixed with the layout as drawn), at the chart's new width (Plotly.react
+// keeps the width a chart was last sized at). It is drawn from an empty plot: Plotly's margins
+// grown for the previous shape (its colour bars, tick labels) would otherwise push the new one's
+// rows together. Any other change of the frame's width (also one without a window resize, as
+// when the page's sidebar opens): Plotly sizes the chart to its frame.
 function phoneWatch(div, P) {
   const state = phoneState.get(div);
   if (!state || state.observer || typeof ResizeObserver === "undefined") return;
   const frame = div.parentElement;
   if (!frame) return;
+  state.width = frame.getBoundingClientRect().width;
   state.observer = new ResizeObserver(() => {
     const width = frame.getBoundingClientRect().width;
+    if (width === state.width || !(width > 0) || !div.isConnected) return;
+    state.width = width;
     const plan = phonePlan(state.figure, width);
     const titled = width < PHONE.narrow && phoneTitle(state.figure.layout || {}, width - 24);
-    if ((plan ? plan.cols : 0) + (titled ? "t" : "") === state.key || !div.isConnected) return;
+    if ((plan ? plan.cols : 0) + (titled ? "t" : "") === state.key) {
+      if (P.Plots) Promise.resolve(P.Plots.resize(div)).catch(() => {});
+      return;
+    }
     const wide = state.wide;
     div.classList.toggle("attnviz-wide", wide);
     const shaped = phoneShaped(state.figure, width, div);
     state.wide = wide;
-    // The layout as drawn (the theme's template and title kept), with the keys the phone
-    // layout sets (and only those of the figure) taken from the new shape.
-    const layout = {template: div.layout && div.layout.template,
-                    title: div.layout && div.layout.title};
-    for (const [k, v] of Object.entries(shaped.layout || {})) {
-      if (k !== "template" && k !== "title") layout[k] = v;
-    }
-    P.react(div, shaped.data, layout);
+    const layout = typeof themed === "function" ? themed(shaped.layout || {}, frame)
+                                                : {...shaped.layout};
+    layout.width = div.getBoundingClientRect().width;
+    P.react(div, [], {width: layout.width, height: layout.height})
+      .then(() => P.react(div, shaped.data, layout))
+      .then(() => { delete layout.width; })  // sized by its frame again from now on
+      .catch(error => console.error("attnviz: a chart could not be laid out again", error));
   });
   state.observer.observe(frame);
 }

@@ -130,3 +130,33 @@ def test_on_a_phone_panels_side_by_side_are_laid_out_again(phone, app_url, path)
             assert bar["l"] >= min(p["l"] for p in above) - 1
             assert bar["r"] <= max(p["r"] for p in above) + 1
     screenshot(phone, "phone_panels" + path.replace("/", "_"))
+
+
+def test_a_phone_turned_lays_the_panels_out_again(phone, app_url):
+    """Head statistics on a phone held upright, then turned (844 x 390: the sidebar shows and
+    the frame gets 512 px), upright again, on a wide screen, and upright again: each time the
+    plots lie inside the frame and on none of one another, and upright the rows are as far
+    apart as when first drawn (the chart watches its frame)."""
+    phone.goto(f"{app_url}/")
+    wait_for_app(phone, plots=False)
+    phone.goto(f"{app_url}/head_stats")
+    wait_for_app(phone)
+    phone.wait_for_timeout(1500)
+
+    def laid_out() -> list[int]:  # the gaps between the rows of the first chart's plots
+        c = phone.evaluate(PANELS)[0]
+        for i, p in enumerate(c["panels"]):
+            assert c["frame"]["l"] - 1 <= p["l"] and p["r"] <= c["frame"]["r"] + 1, (p, c)
+            assert all(_apart(p, q) for q in c["panels"][i + 1:]), c["panels"]
+        tops = sorted({round(p["t"]) for p in c["panels"]})
+        return [b - a for a, b in zip(tops, tops[1:], strict=False)]
+
+    upright = laid_out()
+    for size in ({"width": 844, "height": 390}, PHONE, {"width": 1100, "height": 800}, PHONE):
+        phone.set_viewport_size(size)
+        phone.wait_for_timeout(1500)
+        gaps = laid_out()
+        if size == PHONE:
+            assert len(gaps) == len(upright), (upright, gaps)
+            assert all(abs(a - b) <= 2 for a, b in zip(gaps, upright, strict=True)), gaps
+    assert page_errors(phone) == []
