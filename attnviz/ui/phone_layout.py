@@ -160,8 +160,8 @@ function phoneTitle(layout, room) {
   // grow onto the subplot titles); Plotly anchors such a title by its first line's baseline,
   // hence a line's height more of padding
   return {title: {...(typeof title === "string" ? {} : title), text: lines.join("<br>"),
-                  yref: "container", y: 1, yanchor: "top", pad: {t: 8 + size, b: 0}},
-          margin: {...m, t: (m.t ?? 100) + 22 * added + size}};
+                  yref: "container", y: 1, yanchor: "top", pad: {t: 8 + 1.6 * size, b: 0}},
+          margin: {...m, t: (m.t ?? 100) + 22 * added + 1.6 * size}};
 }
 
 function phoneShaped(figure, width, div) {
