@@ -40,7 +40,7 @@ def texts(at) -> str:
 CJK = re.compile(r"[\u4e00-\u9fff]")
 WORD = re.compile(r"[A-Za-z]{2,}")
 # names that stay as they are in Chinese (the lecture keeps them): methods, special tokens
-KEPT = {"rollout", "flow", "MDS", "CLS", "SEP", "softmax", "nats"}
+KEPT = {"rollout", "flow", "MDS", "CLS", "SEP", "softmax", "nats", "cos"}
 TOKENS = {"saw", "dog"}  # the default sentences' words, typed text (never translated)
 
 
@@ -292,7 +292,7 @@ def test_positions_in_chinese_every_tab(zh, tab):
         assert [d["name"] for d in bars["data"] if d["type"] == "bar"] == [
             "无位置编码", "学到的位置编码（BERT）"]
     elif tab == POS_TABS[1]:
-        assert "'saw' #2 与 'saw' #4 的余弦相似度，逐层" in said
+        assert "逐层看 'saw' #2 与 'saw' #4 的余弦" in said
     elif tab == POS_TABS[3]:
         assert "各头平均：" in said and "Mean over heads" not in said
 
@@ -315,9 +315,9 @@ def test_windows_in_chinese_every_tab(zh, tab):
         assert at.selectbox(key="win_layer").value == 0
     elif tab == WIN_TABS[1]:
         assert "深度 6 时：全注意力 覆盖 #0..#" in said and "At depth" not in said
-        assert at.radio(key="win_rf_text").options == ["一段较长的文字", "侧栏中的句子"]
+        assert at.radio(key="win_rf_text").options == ["一段较长的文字", "侧边栏中的句子"]
     elif tab == WIN_TABS[2]:
-        assert "它们充当休息处" in said
+        assert "它们充当“停靠处”，即*注意力汇聚点*（sink）" in said
     else:
         assert "测量设备：" in figs["win_cost"]["layout"]["title"]["text"]
         assert "线程" in figs["win_cost"]["layout"]["title"]["text"]
@@ -434,7 +434,7 @@ def test_the_same_pages_in_english_stay_english(page, tab_key, tab, state, title
 
 def test_the_pair_shares_caption_names_the_filters_in_chinese(zh):
     at = open_view(*VIEWS[4][:4], "zh")
-    shares = [c.value for c in at.caption if c.value.startswith("此头注意力权重的份额")]
+    shares = [c.value for c in at.caption if c.value.startswith("此头注意力权重的占比")]
     assert shares and "A 内部" in shares[0] and "跨句" in shares[0]
     assert at.radio(key="ex_seg").options == ["全部", "A 内部", "B 内部", "A->B", "B->A", "跨句"]
 
