@@ -28,7 +28,7 @@ from collections.abc import Callable, Hashable
 from contextlib import AbstractContextManager, nullcontext
 
 import numpy as np
-from plotly.basedatatypes import BaseFigure
+import plotly.graph_objects as go
 
 from ..i18n import _
 from ..settings import settings
@@ -89,7 +89,7 @@ def footprint(value) -> int:
         if kinds == {str}:  # 50 bytes and its length a string
             return 56 + 58 * len(value) + sum(map(len, value))
         return 56 + sum(footprint(v) + 8 for v in value)
-    if isinstance(value, BaseFigure):
+    if isinstance(value, go.Figure):
         return 2 * len(figure_json(value)[0])
     if hasattr(value, "element_size") and hasattr(value, "numel"):  # a torch.Tensor
         return value.numel() * value.element_size()
