@@ -223,6 +223,24 @@ def bart_proj(ref, part: str, layer: int):
     return ref.decoder.layers[layer].encoder_attn.out_proj
 
 
+def hf_bart_states(t, ref, ids, dec, handles):
+    """HF's eager BART run with `handles` (its hooks, removed after), its outputs returned
+    once the trace's encoder and decoder hidden states are checked against them."""
+    try:
+        with torch.no_grad():
+            out = ref(ids, decoder_input_ids=dec, output_attentions=True,
+                      output_hidden_states=True)
+    finally:
+        for h in handles:
+            h.remove()
+    stack = lambda xs: torch.stack(xs)[:, 0].numpy()  # noqa: E731
+    np.testing.assert_allclose(t.hidden_states, stack(out.encoder_hidden_states), atol=TOL,
+                               rtol=0)
+    np.testing.assert_allclose(t.decoder_hidden_states, stack(out.decoder_hidden_states),
+                               atol=TOL, rtol=0)
+    return out
+
+
 def hf_bart_heads(ref, heads, head_dim, fill=None):
     """Pre-hooks on HF BART's output projections: {(part, layer): [head, ...]} with part one of
     "encoder", "decoder" (masked self-attention), "cross" (encoder_attn); a head's slice of the
@@ -279,19 +297,8 @@ def test_bart_decoder_and_cross_attention_heads_match_hf_hooks(folders, mode):
     t = model.trace(text, ablate=abl)
     src, dec = bart_inputs(t.token_ids.tolist(), ref.config)
     assert t.decoder_token_ids.tolist() == dec[0].tolist()
-    handles = hf_bart_heads(ref, heads, d, fill)
-    try:
-        with torch.no_grad():
-            out = ref(src, decoder_input_ids=dec, output_attentions=True,
-                      output_hidden_states=True)
-    finally:
-        for h in handles:
-            h.remove()
+    out = hf_bart_states(t, ref, src, dec, hf_bart_heads(ref, heads, d, fill))
     stack = lambda xs: torch.stack(xs)[:, 0].numpy()  # noqa: E731
-    np.testing.assert_allclose(t.hidden_states, stack(out.encoder_hidden_states), atol=TOL,
-                               rtol=0)
-    np.testing.assert_allclose(t.decoder_hidden_states, stack(out.decoder_hidden_states),
-                               atol=TOL, rtol=0)
     np.testing.assert_allclose(t.decoder_weights, stack(out.decoder_attentions), atol=TOL,
                                rtol=0)
     np.testing.assert_allclose(t.cross_weights, stack(out.cross_attentions), atol=TOL, rtol=0)
@@ -339,19 +346,8 @@ def test_bart_decoder_and_cross_attention_patching_match_hf_hooks(folders):
     fill = {(part, layer, h): torch.as_tensor(getattr(src, fields[part])[layer, h])  # [m, d]
             for (part, layer), hs in heads.items() for h in hs}
     ids, dec = bart_inputs(t.token_ids.tolist(), ref.config)
-    handles = hf_bart_heads(ref, heads, d, fill)
-    try:
-        with torch.no_grad():
-            out = ref(ids, decoder_input_ids=dec, output_attentions=True,
-                      output_hidden_states=True)
-    finally:
-        for h in handles:
-            h.remove()
+    out = hf_bart_states(t, ref, ids, dec, hf_bart_heads(ref, heads, d, fill))
     stack = lambda xs: torch.stack(xs)[:, 0].numpy()  # noqa: E731
-    np.testing.assert_allclose(t.hidden_states, stack(out.encoder_hidden_states), atol=TOL,
-                               rtol=0)
-    np.testing.assert_allclose(t.decoder_hidden_states, stack(out.decoder_hidden_states),
-                               atol=TOL, rtol=0)
     np.testing.assert_allclose(t.cross_weights, stack(out.cross_attentions), atol=TOL, rtol=0)
     assert np.array_equal(t.decoder_outputs[1, 0], src.decoder_outputs[1, 0])
     assert np.array_equal(t.cross_outputs[1, 1], src.cross_outputs[1, 1])
