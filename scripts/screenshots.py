@@ -17,9 +17,10 @@ functions below, each given plain rectangles): a page that scrolls sideways (wid
 window), an error box, a page that never finished drawing, text labels of one chart on one
 another (tick labels, annotations, titles, colour bar text; rotated labels as rotated boxes),
 content past the window's right edge outside a frame that scrolls (cut off), an empty table
-cell, a colour bar standing nearer a panel it does not serve than any it does, and (the
-lesson) each step's page height in presentation mode against the window's
-(OUT/report.md, a table; OUT/report.json; OUT/report.txt, one line each).
+cell (an HTML table's, or a data grid's, every cell read from the table the grid keeps for
+screen readers, scrolled through), a colour bar standing nearer a panel it does not serve
+than any it does, and (the lesson) each step's page height in presentation mode against the
+window's (OUT/report.md, a table; OUT/report.json; OUT/report.txt, one line each).
 
     .venv/bin/python scripts/screenshots.py --matrix --out /tmp/attnviz-check
         [--sizes 390x844,1280x720,1400x1000] [--themes light,dark] [--langs en,zh]
@@ -164,13 +165,71 @@ PROBE = """() => {
     for (const child of e.children) walk(child);
   };
   walk(main);
-  const tables = [...main.querySelectorAll('table')].filter(shown).map((t, n) => ({
+  // a table a canvas holds is a data grid's copy for screen readers: GRIDS reads it whole
+  const tables = [...main.querySelectorAll('table')].filter(
+    t => shown(t) && !t.closest('canvas')).map((t, n) => ({
     name: (t.closest('[data-testid]') || t).getAttribute('data-testid') + ' ' + (n + 1),
     rows: [...t.rows].map(r => [...r.cells].map(c => c.innerText.trim())),
     head: t.tHead ? t.tHead.rows.length : 0}));
   const tall = Math.max(...[...document.querySelectorAll('section, [data-testid=stMain]')]
                         .map(e => e.scrollHeight));
   return {charts, past, tables, height: tall, width, window: window.innerHeight};
+}"""
+# st.dataframe draws its cells on a canvas (glide data grid); for screen readers the grid keeps
+# a table of the cells in view inside the canvas (role=grid, each row and cell numbered by
+# aria-rowindex / aria-colindex, the grid's size in aria-rowcount / aria-colcount). GRIDS
+# scrolls each shown grid's own frame over its whole area, reading that table at each stop
+# (waiting until the grid has drawn the new cells), puts the frame back, and returns every
+# cell read: {name, head: header rows, rows, cols, cells: [[row, col, text]]} (1-based).
+GRIDS = """async () => {
+  const sleep = ms => new Promise(r => setTimeout(r, ms));
+  const out = [];
+  const grids = [...document.querySelectorAll('[data-testid=stMain] [data-testid=stDataFrame]')];
+  for (const [n, g] of grids.entries()) {
+    const table = () => g.querySelector('table[role=grid]');
+    const size = g.getBoundingClientRect();
+    if (!table() || size.width === 0 || size.height === 0) continue;
+    const scroller = [...g.querySelectorAll('div')].find(e => {
+      const s = getComputedStyle(e);
+      return /auto|scroll/.test(s.overflowX + s.overflowY) &&
+        (e.scrollHeight > e.clientHeight + 1 || e.scrollWidth > e.clientWidth + 1); });
+    const cells = {};
+    const seen = () => [...table().querySelectorAll('[aria-colindex]')].map(c =>
+      c.parentNode.getAttribute('aria-rowindex') + ',' + c.getAttribute('aria-colindex'))
+      .join(' ');
+    const read = () => table().querySelectorAll('tr[aria-rowindex]').forEach(tr => {
+      tr.querySelectorAll('[aria-colindex]').forEach(c => {
+        cells[tr.getAttribute('aria-rowindex') + ',' + c.getAttribute('aria-colindex')] =
+          c.textContent.trim(); }); });
+    const go = async (x, y) => {  // scroll, then wait (up to 1 s) for the table to follow
+      const before = seen(), at = [scroller.scrollLeft, scroller.scrollTop];
+      scroller.scrollTo(x, y);
+      if (scroller.scrollLeft === at[0] && scroller.scrollTop === at[1]) return;
+      for (let t = 0; t < 1000 && seen() === before; t += 25) await sleep(25);
+      await sleep(25);
+    };
+    read();
+    if (scroller) {
+      const top = scroller.scrollTop, left = scroller.scrollLeft;
+      const dy = Math.max(1, scroller.clientHeight * 0.7);
+      const dx = Math.max(1, scroller.clientWidth * 0.7);
+      for (let y = 0; ; y += dy) {
+        for (let x = 0; ; x += dx) {
+          await go(x, y);
+          read();
+          if (x + scroller.clientWidth >= scroller.scrollWidth) break;
+        }
+        if (y + scroller.clientHeight >= scroller.scrollHeight) break;
+      }
+      await go(left, top);
+    }
+    const t = table();
+    out.push({name: 'stDataFrame ' + (n + 1), head: t.tHead ? t.tHead.rows.length : 0,
+              rows: Number(t.getAttribute('aria-rowcount')),
+              cols: Number(t.getAttribute('aria-colcount')),
+              cells: Object.entries(cells).map(([k, v]) => [...k.split(',').map(Number), v])});
+  }
+  return out;
 }"""
 LABEL_OVERLAP_PX = 2.0  # labels may touch; overlapping by more than this is a defect
 
@@ -220,18 +279,39 @@ def past_right_edge(items: list[dict], width: float) -> list[str]:
 
 def empty_cells(table: dict) -> list[str]:
     """Empty cells of a table ({name, rows: [[text]], head: header rows}); the corner above a
-    row index (the first header cell) may be empty."""
+    row index (the first header cell) may be empty; a cell None was not read."""
     out = []
     rows = table["rows"]
     header = rows[table["head"] - 1] if table["head"] else []
     for r, row in enumerate(rows):
         for c, text in enumerate(row):
-            if text or (r < table["head"] and c == 0):
-                continue
+            if text is None or text or (r < table["head"] and c == 0):
+                continue  # None: a grid's cell not read
             column = header[c] if c < len(header) and header[c] else f"column {c + 1}"
             label = row[0] if row and row[0] else f"row {r + 1}"
             out.append(f"{table['name']}: empty cell in row {label!r}, column {column!r}")
     return out
+
+
+def grid_table(grid: dict) -> dict:
+    """A data grid's cells as GRIDS read them ({name, head, rows, cols, cells: [[row, col,
+    text]]}, 1-based) as a table for empty_cells: rows of texts, None where a cell was not
+    read (never called empty)."""
+    rows = [[None] * grid["cols"] for _ in range(grid["rows"])]
+    for r, c, text in grid["cells"]:
+        if 1 <= r <= grid["rows"] and 1 <= c <= grid["cols"]:
+            rows[r - 1][c - 1] = text
+    return {"name": grid["name"], "head": grid["head"], "rows": rows}
+
+
+def unread_cells(grid: dict) -> list[str]:
+    """A data grid whose cells were not all read (the check then says so)."""
+    read = {(r, c) for r, c, _text in grid["cells"]}
+    missing = grid["rows"] * grid["cols"] - len(read)
+    if missing > 0:
+        return [f"{grid['name']}: {missing} of {grid['rows'] * grid['cols']} cells could not "
+                f"be read"]
+    return []
 
 
 def _gap(a: dict, b: dict) -> float:
@@ -277,7 +357,14 @@ def defects(found: dict) -> list[str]:
     out += past_right_edge(found["past"], found["width"])
     for table in found["tables"]:
         out += empty_cells(table)
+    for grid in found.get("grids", []):
+        out += empty_cells(grid_table(grid)) + unread_cells(grid)
     return out
+
+
+def probe(page) -> dict:
+    """What PROBE reads from the page, with its data grids' cells (GRIDS)."""
+    return {**page.evaluate(PROBE), "grids": page.evaluate(GRIDS)}
 
 
 @dataclass
@@ -413,7 +500,7 @@ def step_heights(out: Path, sizes, langs, text: str) -> list[tuple]:
                         except PlaywrightError:
                             pass
                         page.wait_for_timeout(1500)
-                        seen = page.evaluate(PROBE)
+                        seen = probe(page)
                         problems += too_tall(seen["height"], seen["window"],
                                              "presentation mode") + defects(seen)
                         found.append((f"{width}x{height}", lang, n, round(seen["height"]),
@@ -495,7 +582,7 @@ def shoot(pages: list[str], out: Path, sizes, themes, langs, text: str, flat: bo
                             if wide > 1:
                                 problems.append(f"scrolls sideways by {wide} px")
                             problems += [f"error box: {e!r}" for e in page.evaluate(ERRORS)]
-                            problems += defects(page.evaluate(PROBE))
+                            problems += defects(probe(page))
                             capture(page, target, width, height, full_page)
                             group.append(Shot(Path(path).stem, target, problems))
                             note = "; ".join(problems)

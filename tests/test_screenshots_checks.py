@@ -1,7 +1,8 @@
 """The checks `make screenshots` runs on what it reads from each page (scripts/screenshots.py),
 given made-up rectangles: labels on one another (rotated ones as rotated boxes), content past
-the window's right edge, an empty table cell, a colour bar beside the wrong panel, a lesson
-step taller than its window; and the report they make."""
+the window's right edge, an empty table cell (of a data grid too, read as it scrolls), a
+colour bar beside the wrong panel, a lesson step taller than its window; and the report they
+make."""
 
 from __future__ import annotations
 
@@ -75,6 +76,26 @@ def test_an_empty_table_cell_is_named_by_its_row_and_column(shots):
     assert shots.empty_cells(table) == [
         "stTable 1: empty cell in row 'saw #4', column 'tag'"]  # the index corner may be empty
     assert shots.empty_cells({"name": "t", "head": 0, "rows": [["a", "b"]]}) == []
+
+
+def test_a_data_grids_empty_cell_is_found_wherever_the_grid_was_scrolled_to(shots):
+    # st.dataframe's cells as read at two scroll stops (rows 1-4, then 3-6, overlapping); the
+    # header is row 1; an empty cell on the second stop only, a cell never read
+    first = [[1, 1, "word"], [1, 2, "tag"], [2, 1, "i"], [2, 2, "PRON"], [3, 1, "saw #2"],
+             [3, 2, "VERB"], [4, 1, "a"], [4, 2, "DET"]]
+    second = [[3, 1, "saw #2"], [3, 2, "VERB"], [4, 1, "a"], [4, 2, "DET"], [5, 1, "saw #4"],
+              [5, 2, ""], [6, 1, "."]]
+    grid = {"name": "stDataFrame 1", "head": 1, "rows": 6, "cols": 2, "cells": first + second}
+    table = shots.grid_table(grid)
+    assert table["rows"][4] == ["saw #4", ""] and table["rows"][5] == [".", None]
+    assert shots.empty_cells(table) == [
+        "stDataFrame 1: empty cell in row 'saw #4', column 'tag'"]  # the unread one is not
+    assert shots.unread_cells(grid) == ["stDataFrame 1: 1 of 12 cells could not be read"]
+    found = {"charts": [], "past": [], "tables": [], "width": 1280, "grids": [grid]}
+    assert shots.defects(found) == shots.empty_cells(table) + shots.unread_cells(grid)
+    whole = {**grid, "cells": [[r, c, t or "NOUN"] for r, c, t in first + second]
+             + [[6, 2, "PUNCT"]]}  # every cell read, none empty
+    assert shots.defects({**found, "grids": [whole]}) == []
 
 
 def test_a_colour_bar_beside_a_panel_it_does_not_serve(shots):
