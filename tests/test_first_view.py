@@ -241,10 +241,11 @@ def test_with_a_stored_view_the_preload_waits_for_the_first_page(cpu_model, cach
     assert first_view.FIRST_PAGE.is_set()  # the router's run said so
 
     # the thread scripts/run_app.py starts: nothing imported while it waits, the model loaded
-    # once the first page is drawn
+    # once the first page is drawn (then no lesson warmed: that is test_ui_preload's)
     code = (
         "import os, sys, time, runpy; "
         f"os.environ['ATTNVIZ_CACHE_DIR'] = {str(cache_dir)!r}; "
+        "os.environ['ATTNVIZ_PRELOAD'] = '0'; "
         "m = runpy.run_path('scripts/run_app.py', run_name='not_main'); "
         "thread = m['start_preload'](); time.sleep(1.0); "
         "early = [k for k in ('torch', 'attnviz.ui', 'streamlit') if k in sys.modules]; "

@@ -4,9 +4,9 @@ reports latency and memory) and that the server answers every rerun without an e
 latency figures are recorded in docs/performance.md from `make load`, never asserted here.
 Run as its own process, as `make load` does (the suite may hold an event loop in this one).
 
-The class, the all-heads class and the walk load one server started for this module (the tool's
---url and --pid): the first class meets it cold, as `make load` does; the scenarios of
-memory.py and heavy.py start servers of their own, set up for them."""
+Every tool here loads one server started for this module (the tools' --url and --pid): the
+first class meets it cold, as `make load` does; `make load` starts a fresh server for each of
+memory.py and heavy.py."""
 
 import json
 import subprocess
@@ -117,13 +117,15 @@ def test_a_lecture_class_types_the_teachers_sentences():
 
 @pytest.mark.slow
 @pytest.mark.server
-def test_the_memory_and_heavy_scenarios_run(tmp_path):
-    """tests/load/memory.py and heavy.py in miniature: they connect, walk and report (their
-    goals are checked at full size by `make load`, not here)."""
+def test_the_memory_and_heavy_scenarios_run(tmp_path, server):
+    """tests/load/memory.py and heavy.py in miniature, on the module's server (their --url and
+    --pid; `make load` starts a fresh one for each): they connect, walk and report (their goals
+    are checked at full size by `make load`, not here)."""
     mem = tmp_path / "memory.json"
     run = subprocess.run(
         [sys.executable, "tests/load/memory.py", "--sessions", "2", "--tokens", "60", "--after",
-         "2", "--json", str(mem)], cwd=ROOT, capture_output=True, text=True, timeout=600)
+         "2", "--json", str(mem), *server], cwd=ROOT, capture_output=True, text=True,
+        timeout=600)
     assert mem.exists(), run.stdout[-2000:] + run.stderr[-2000:]
     report = json.loads(mem.read_text())
     assert report["errors"] == [] and report["server_alive"], report["errors"]
@@ -131,7 +133,7 @@ def test_the_memory_and_heavy_scenarios_run(tmp_path):
     assert report["rss_mib"]["peak"] >= report["rss_mib"]["idle"] > 0
     heavy = tmp_path / "heavy.json"
     run = subprocess.run(
-        [sys.executable, "tests/load/heavy.py", "--alone", "10", "--json", str(heavy)],
+        [sys.executable, "tests/load/heavy.py", "--alone", "10", "--json", str(heavy), *server],
         cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert heavy.exists(), run.stdout[-2000:] + run.stderr[-2000:]
     report = json.loads(heavy.read_text())

@@ -14,6 +14,7 @@ work never waits in line. Measured here:
 Sessions speak Streamlit's websocket protocol on loopback (as tests/load/run_load.py).
 
     .venv/bin/python tests/load/heavy.py [--alone 30] [--think 0.5] [--json PATH]
+        [--url http://127.0.0.1:PORT --pid PID]  (a running server instead of a fresh one)
 """
 
 from __future__ import annotations
@@ -32,8 +33,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from tests import serve  # noqa: E402
-from tests.load.memory import paragraphs  # noqa: E402
-from tests.load.run_load import Rerun, Session, pct, start_server  # noqa: E402
+from tests.load.memory import add_server_args, paragraphs, running, server_for  # noqa: E402
+from tests.load.run_load import Rerun, Session, pct  # noqa: E402
 
 WAITING = "Waiting for the server"
 
@@ -120,18 +121,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--alone", type=float, default=30, help="seconds of the light session alone")
     ap.add_argument("--think", type=float, default=0.5, help="seconds between light reruns")
     ap.add_argument("--json", type=Path, default=ROOT / "test-output" / "load_heavy.json")
+    add_server_args(ap)
     args = ap.parse_args(argv)
     sys.stdout.reconfigure(line_buffering=True)
     args.json.parent.mkdir(parents=True, exist_ok=True)
     paragraph = paragraphs(1)[0]
-    port = serve.free_port()
-    proc = start_server(port, args.json.parent / "load_heavy_streamlit.log")
+    proc, pid, url = server_for(args, ap, "load_heavy_streamlit.log")
     try:
-        report = asyncio.run(scenario(f"ws://127.0.0.1:{port}/_stcore/stream", args.alone,
-                                      args.think, paragraph))
-        alive = proc.poll() is None
+        report = asyncio.run(scenario(url, args.alone, args.think, paragraph))
+        alive = running(proc, pid)
     finally:
-        serve.stop_server(proc)
+        if proc is not None:
+            serve.stop_server(proc)
     report = {"machine": f"{os.cpu_count()} CPU cores, loadavg at end {os.getloadavg()[0]:.1f}",
               **report, "server_alive": alive}
     args.json.write_text(json.dumps(report, indent=1, ensure_ascii=False))

@@ -12,6 +12,7 @@ Reported: RSS at idle, its peak while the sessions run, and 0, 30 and 60 s after
 every rerun's latency and any error.
 
     .venv/bin/python tests/load/memory.py [--sessions 8] [--after 60] [--json PATH]
+        [--url http://127.0.0.1:PORT --pid PID]  (a running server instead of a fresh one)
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from tests.load.run_load import (  # noqa: E402
     Session,
     rss_mib,
     start_server,
+    stream_url,
     summary,
     warm_up,
 )
@@ -110,6 +112,30 @@ async def run_pasters(url: str, texts: list[str], timeout: float) -> list[Rerun]
     return results
 
 
+def add_server_args(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument("--url", help="use this running server (http://host:port, one Streamlit "
+                                  "process, with --pid) instead of starting one")
+    ap.add_argument("--pid", type=int, help="with --url: that server's process id (its memory "
+                                            "is read and its life checked)")
+
+
+def server_for(args: argparse.Namespace, ap: argparse.ArgumentParser, log_name: str):
+    """(the server started here or None, its pid, its websocket address): the one --url and
+    --pid name, else a fresh one on a free port, its log beside the report."""
+    if (args.url is None) != (args.pid is None):
+        ap.error("--url and --pid go together")
+    if args.url:
+        return None, args.pid, stream_url(args.url)
+    port = serve.free_port()
+    proc = start_server(port, args.json.parent / log_name)
+    return proc, proc.pid, f"ws://127.0.0.1:{port}/_stcore/stream"
+
+
+def running(proc, pid: int) -> bool:
+    """Whether the server is still alive (started here: not ended; else its pid exists)."""
+    return proc.poll() is None if proc is not None else Path(f"/proc/{pid}").exists()
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sessions", type=int, default=8)
@@ -117,31 +143,31 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--after", type=float, default=60, help="seconds to watch after closing")
     ap.add_argument("--timeout", type=float, default=300, help="seconds one rerun may take")
     ap.add_argument("--json", type=Path, default=ROOT / "test-output" / "load_memory.json")
+    add_server_args(ap)
     args = ap.parse_args(argv)
     sys.stdout.reconfigure(line_buffering=True)
 
     args.json.parent.mkdir(parents=True, exist_ok=True)
     texts = paragraphs(args.sessions, args.tokens)
-    port = serve.free_port()
-    url = f"ws://127.0.0.1:{port}/_stcore/stream"
-    proc = start_server(port, args.json.parent / "load_memory_streamlit.log")
-    sampler = MemorySampler(proc.pid)
+    proc, pid, url = server_for(args, ap, "load_memory_streamlit.log")
+    sampler = MemorySampler(pid)
     sampler.start()
     try:
         warm = asyncio.run(warm_up(url, args.timeout))
-        time.sleep(5)
-        idle = rss_mib(proc.pid)
+        time.sleep(5 if proc is not None else 1)
+        idle = rss_mib(pid)
         t0 = time.time()
         results = asyncio.run(run_pasters(url, texts, args.timeout))
         t_closed = time.time()
         after = {}
         for mark in (0, args.after / 2, args.after):
             time.sleep(max(0.0, t_closed + mark - time.time()))
-            after[f"{mark:.0f}s"] = round(rss_mib(proc.pid))
-        alive = proc.poll() is None
+            after[f"{mark:.0f}s"] = round(rss_mib(pid))
+        alive = running(proc, pid)
     finally:
         sampler.stop()
-        serve.stop_server(proc)
+        if proc is not None:
+            serve.stop_server(proc)
     peak = max((m for t, m in sampler.samples if t0 <= t <= t_closed), default=idle)
     last = after[f"{args.after:.0f}s"]
     report = {
