@@ -2,8 +2,9 @@
 it goes), drawn here into the page's containers: `body` (the step's text, its question and
 answer; the left column when presenting), `notes` (the measured claims, in smaller type when
 presenting, inside `body`), `main` (the step's main figure; the right column when presenting)
-and the page under them. The widgets a step has (the attention step's layer and head) and the
-links of the last step are drawn here too.
+and the page under them: when presenting, folded into one expander, closed, so that a
+projector shows the question, the figure and Next, and nothing is lost. The widgets a step has
+(the attention step's layer and head) and the links of the last step are drawn here too.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import streamlit as st
 from attnviz.analysis import lesson, taggers
 from attnviz.engine import TraceRequest
 from attnviz.export.html import Heading, Markdown
-from attnviz.i18n import _, language
+from attnviz.i18n import N_, _, language
 from attnviz.views import ablation as ablation_view
 from attnviz.views import lesson as view
 
@@ -28,6 +29,7 @@ from .render import render
 from .text import literal
 
 ROOT = Path(__file__).resolve().parents[2]
+FOLD = N_("More on step {n}: details, tables and downloads")  # presenting: the page below
 
 
 def unknown_words(ctx: Context, ws: list[str]) -> list[str]:
@@ -50,10 +52,22 @@ def step_of(ctx: Context, s: lesson.Step, settings: taggers.Settings, ws: list[s
 
 class Places:
     """The page's containers for a step's parts; a question or an answer gets a container of
-    its own (keyed: the page's style finds them)."""
+    its own (keyed: the page's style finds them). The page under the columns (`below`) is,
+    when presenting (`fold`: the step's number), an expander closed at first, made when
+    something is drawn there (its label names the step, so each step's starts closed)."""
 
-    def __init__(self, body, main):
+    def __init__(self, body, main, fold: int | None = None):
         self.body, self.main, self.notes = body, main, None
+        self.fold, self.rest = fold, None
+
+    def below(self):
+        """The page under the two columns: folded away when presenting."""
+        if self.rest is None:
+            self.rest = st.container(key="lesson_rest")
+            if self.fold is not None:
+                self.rest = self.rest.expander(_(FOLD).format(n=self.fold), expanded=False,
+                                               icon=":material/unfold_more:")
+        return self.rest
 
     def where(self, name: str):
         if name == "question":
@@ -64,7 +78,9 @@ class Places:
             if self.notes is None:
                 self.notes = self.body.container(key="lesson_notes")
             return self.notes
-        return {"body": self.body, "main": self.main, "page": st}[name]
+        if name == "page":
+            return self.below()
+        return {"body": self.body, "main": self.main}[name]
 
     def draw(self, parts: list[view.Part]) -> None:
         for part in parts:
@@ -73,8 +89,9 @@ class Places:
 
 def show(v: view.Lesson, shown: bool, body, main) -> None:
     """Draw the step under the page's navigation: its text, the tag table, once revealed its
-    view (with the attention step's layer and head, the last step's links), the download."""
-    places = Places(body, main)
+    view (with the attention step's layer and head, the last step's links), the download;
+    when presenting (v.big), what lies under the two columns folded into one expander."""
+    places = Places(body, main, lesson.STEPS.index(v.step) + 1 if v.big else None)
     places.draw(view.text(v, shown))
     places.where("notes")  # under the text, above what the step draws into it
     tags = view.tags_of(v.trained, v.text)
@@ -85,13 +102,14 @@ def show(v: view.Lesson, shown: bool, body, main) -> None:
         else:
             places.draw(view.VIEWS[v.step.key](v))
         if v.step.key == "bert" and bert_like(v.model):
-            heads_off(v)
+            with places.below():
+                heads_off(v)
         if v.step.key == "next":
             for path, title in view.NEXT_PAGES:
                 if (ROOT / path).exists():
-                    st.page_link(path, label=_(title))
+                    places.below().page_link(path, label=_(title))
     for block in view.download(v, tags):
-        render(block, key="lesson_download")
+        render(block, where=places.below(), key="lesson_download")
 
 
 def attention(v: view.Lesson, places: Places) -> None:

@@ -1,8 +1,9 @@
 """Presentation mode on a 1280x720 projector, every step in English and in Chinese: once the
 step's answer is shown (its fullest state), the question, every figure of the figure column
 and the Next button lie inside the 720 px window without scrolling (their bounding rects,
-read from the page). One page walks the lesson with the clicker's key; the measurements go to
-test-output/lesson_present.json."""
+read from the page); whatever the step has under the two columns is folded into one expander
+named for the step, closed, and nothing else shows there. One page walks the lesson with the
+clicker's key; the measurements go to test-output/lesson_present.json."""
 
 from __future__ import annotations
 
@@ -32,6 +33,19 @@ MEASURE = """() => {
     question: r(document.querySelector('.st-key-lesson_question')),
     next: r(document.querySelector('.st-key-lesson_next button')),
     figures: [...document.querySelectorAll('.st-key-lesson_main .js-plotly-plot')].map(r),
+    // the page's blocks after the columns: each shown one, and the fold (closed or open)
+    below: (() => {
+      const blocks = [...document.querySelector('[data-testid="stMainBlockContainer"]')
+                      .firstElementChild.children];
+      const at = blocks.findIndex(b => b.querySelector('.st-key-lesson_body'));
+      return blocks.slice(at + 1).filter(b => b.getBoundingClientRect().height > 0)
+        .map(b => b.classList.contains('st-key-lesson_rest') || b.querySelector(
+          '.st-key-lesson_rest') ? 'fold' : (b.innerText || b.tagName).slice(0, 60));
+    })(),
+    fold: (() => { const d = document.querySelector('.st-key-lesson_rest details');
+                   return d ? {open: d.open, label: d.querySelector('summary').innerText,
+                               blocks: d.querySelectorAll('[data-testid="stElementContainer"]')
+                                 .length} : null; })(),
   };
 }"""
 
@@ -88,7 +102,16 @@ def test_every_step_fits_a_1280x720_projector_in_both_languages(page, app_url):
                 bad.append("no figure")
             if m["scrolled"]:
                 bad.append(f"scrolled {m['scrolled']}")
+            loose = [b for b in m["below"] if b != "fold"]
+            if loose or m["below"].count("fold") > 1:
+                bad.append(f"unfolded under the columns: {loose}")
+            fold = m["fold"]
+            if fold and (fold["open"] or str(step) not in fold["label"] or not fold["blocks"]):
+                bad.append(f"fold {fold}")
             if bad:
                 misfits.append(f"{lang} step {step} ({STEPS[step - 1].key}, page "
                                f"{m['scroll']:.0f} px): {', '.join(bad)}")
     assert not misfits, "\n".join(misfits)
+    # the steps with the taggers' numbers (their download at least) have a fold
+    folded = [step for step, m in measured["en"].items() if m["fold"]]
+    assert {2, 5, N_STEPS} <= set(folded), folded
