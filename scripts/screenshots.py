@@ -86,8 +86,10 @@ ERRORS = ("[...document.querySelectorAll(\"[data-testid='stException'], "
 PROBE = """() => {
   const box = e => { const r = e.getBoundingClientRect();
                      return {l: r.left, t: r.top, r: r.right, b: r.bottom}; };
+  // inside a closed expander (<details>) nothing is drawn: not on the screen, not checked
   const shown = e => { const s = getComputedStyle(e);
-    return s.display !== 'none' && s.visibility !== 'hidden' && Number(s.opacity) !== 0; };
+    return s.display !== 'none' && s.visibility !== 'hidden' && Number(s.opacity) !== 0
+      && !(e.closest && e.closest('details:not([open])')); };
   const corners = e => {
     const b = e.getBBox(), m = e.getScreenCTM();
     if (!m) return null;
@@ -95,7 +97,7 @@ PROBE = """() => {
             [b.x, b.y + b.height]].map(([x, y]) => [m.a * x + m.c * y + m.e,
                                                     m.b * x + m.d * y + m.f]);
   };
-  const charts = [...document.querySelectorAll('.js-plotly-plot')].map((c, n) => {
+  const charts = [...document.querySelectorAll('.js-plotly-plot')].filter(shown).map((c, n) => {
     const title = c.querySelector('.gtitle');
     const labels = [...c.querySelectorAll('svg text')].filter(e =>
       e.textContent.trim() && !e.closest('.hoverlayer, .modebar') && shown(e)
