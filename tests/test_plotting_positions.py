@@ -120,6 +120,11 @@ def test_final_change_and_toy_figures():
     assert g.layout.yaxis.showticklabels is True and g.layout.yaxis2.showticklabels is False
     bar = g.layout.coloraxis.colorbar
     assert bar.title.text == "value" and bar.orientation == "h" and bar.y < 0
+    # the panels' titles write the lecture's b^i, a^i, e^i with superscripts, not carets
+    sin = fig.toy_outputs({"sinusoidal": toy["none"]}, ["I", "saw", "a", "saw"])
+    titles = [a.text for a in (*g.layout.annotations, *sin.layout.annotations)]
+    assert "outputs b<sup>i</sup>, no positions" in titles and not any("^" in t for t in titles)
+    assert "a<sup>i</sup> + sinusoid e<sup>i</sup>" in titles[-1]
 
 
 def test_weights_comparison_colour_bars_lie_under_their_own_panels():

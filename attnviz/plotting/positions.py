@@ -36,7 +36,8 @@ MODE_NAMES = {  # marked for the catalogue; looked up with _() where shown
     "sinusoidal": N_("sinusoids (scaled)"),
     "shuffled": N_("learned, shuffled"),
 }
-TOY_NAMES = {"none": N_("no positions"), "sinusoidal": N_("a^i + sinusoid e^i")}  # untrained
+# untrained; a superscript as Plotly draws one (a caret would show as typed: 'b^i')
+TOY_NAMES = {"none": N_("no positions"), "sinusoidal": N_("a<sup>i</sup> + sinusoid e<sup>i</sup>")}
 MODE_COLORS = {"learned": OKABE_ITO[0], "none": OKABE_ITO[3], "sinusoidal": OKABE_ITO[2],
                "shuffled": OKABE_ITO[5]}
 MODE_PATTERNS = {"learned": "", "none": "/", "sinusoidal": ".", "shuffled": "x"}  # not colour alone
@@ -360,7 +361,7 @@ def toy_outputs(toy: dict[str, dict], words: list[str], title: str | None = None
     """The toy layer's outputs b^i ([n, d]) without and with positions, side by side."""
     modes = list(toy)
     g = Grid(rows=1, cols=len(modes), horizontal_spacing=0.08,
-             subplot_titles=[_("outputs b^i, {mode}").format(
+             subplot_titles=[_("outputs b<sup>i</sup>, {mode}").format(
                  mode=_(TOY_NAMES[m]) if m in TOY_NAMES else escape(m)) for m in modes])
     lim = max(_sym(v["outputs"]) for v in toy.values())
     labels = axis_labels(words)
