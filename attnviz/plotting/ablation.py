@@ -116,7 +116,8 @@ def residual_map(restored: np.ndarray, tokens: list[str], other: list[str]) -> g
             for t, i in zip(text, range(len(text)), strict=True)] if len(text) == n else text
     fig = go.Figure(go.Heatmap(
         z=np.asarray(restored, dtype=np.float64), x=labels, y=list(range(L)),
-        colorbar=dict(title=dict(text=_("restored")), thickness=12),
+        # the title beside the bar: above it, it ran into the top tick (1) on a phone
+        colorbar=dict(title=dict(text=_("restored"), side="right"), thickness=12),
         hovertemplate=_("layer %{y}, token %{x}") + "<br>" + _("restored")
                       + " = %{z:.4f}<extra></extra>", **_diverging(restored)))
     fig.update_xaxes(type="category", categoryorder="array", categoryarray=labels,
