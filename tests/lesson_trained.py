@@ -1,39 +1,71 @@
 """The lesson's trained taggers and overfitting sweeps for the default settings, computed once
-per test process and shared by the test modules that need them (training takes seconds to a
+per test run and shared by the test modules that need them (training takes seconds to a
 minute on a busy CPU). `prefill_app_cache()` hands the same objects to the app's cache
 registry, so AppTest runs of the lesson page show exactly these taggers without retraining
 (the app computes them with the very same functions; tests/test_determinism.py runs the page
-with empty caches)."""
+with empty caches).
+
+They are kept where the app keeps them (`taggers.kept_or_trained` / `kept_or_swept` in the
+cache folder's "lesson" folder, which tests/conftest.py makes once per run and every xdist
+worker and test server shares), under the lock the app's own training child takes: whoever
+comes first (a worker, or a test server's preload) trains them, the others read the same
+weights bit for bit (tests/test_analysis_taggers.py checks a kept copy against a training)."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import functools
+from pathlib import Path
 
 from attnviz.analysis import taggers as T
+from attnviz.settings import settings
+
+
+def folder() -> Path:
+    """The app's folder for kept taggers (attnviz.ui.lesson.kept_folder)."""
+    return settings().cache_path / "lesson"
+
+
+@contextlib.contextmanager
+def _locked():
+    """The lock the app's training child holds while it trains (ui.preload.CHILD)."""
+    folder().mkdir(parents=True, exist_ok=True)
+    with open(folder() / "lesson.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 @functools.cache
 def trained(seed: int = 0) -> T.Trained:
-    return T.train_all(T.Settings(seed=seed))
-
-
-@functools.cache
-def sweep(seed: int = 0) -> T.Sweep:
-    return T.overfitting(T.Settings(seed=seed), trained=trained(seed))
+    with _locked():
+        return T.kept_or_trained(T.Settings(seed=seed), folder())
 
 
 @functools.cache
 def sweeps() -> T.Sweeps:
-    """The page's sweep over T.SWEEP_SEEDS: seed 0's shared sweep and the others' (what
-    T.overfitting_seeds computes, tests/test_analysis_taggers.py checks it run by run)."""
-    return T.Sweeps(T.SWEEP_SEEDS, tuple(sweep(0) if s == 0 else T.overfitting(T.Settings(seed=s))
-                                         for s in T.SWEEP_SEEDS))
+    """The page's sweep over T.SWEEP_SEEDS (what T.overfitting_seeds computes for the default
+    settings, seed 0's reusing its trained taggers; tests/test_analysis_taggers.py checks it
+    run by run)."""
+    tr = trained(0)
+    with _locked():
+        return T.kept_or_swept(T.Settings(), folder(), trained=tr)
+
+
+@functools.cache
+def sweep(seed: int = 0) -> T.Sweep:
+    if seed in T.SWEEP_SEEDS:
+        return sweeps().runs[T.SWEEP_SEEDS.index(seed)]
+    return T.overfitting(T.Settings(seed=seed), trained=trained(seed))
 
 
 def prefill_app_cache(with_sweep: bool = True) -> None:
     from attnviz.ui.cache import cached
 
-    settings = T.Settings()
-    cached("taggers", settings, trained)
+    settings_ = T.Settings()
+    cached("taggers", settings_, trained)
     if with_sweep:
-        cached("results", ("lesson_sweeps", settings), sweeps)
+        cached("results", ("lesson_sweeps", settings_), sweeps)
