@@ -168,3 +168,34 @@ def test_a_chart_of_three_panels_or_more_is_marked_wide(heatmap):
     for k in range(12):
         grid.add_annotation(text=f"head {k}", x=k, y=0, showarrow=False)
     assert panels(grid) == 1
+
+
+def test_a_narrow_column_on_a_wide_screen_is_no_phone():
+    """ui.phone_layout (under Node, with the page's window): a frame under 640 px lays a
+    figure of panels out again on a phone's screen (390 px), never in a narrow column of a
+    laptop's or projector's screen (presentation mode's figure column, 595 px of 1280)."""
+    import shutil
+    import subprocess
+
+    from attnviz.plotting.steps import dk_figure
+    from attnviz.ui.phone_layout import JS
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("no Node.js to run the chart's script")
+    fig = dk_figure({"d_k": [4, 16, 64], "raw_std": [2.0, 4.0, 8.0], "scaled_std": [1.0] * 3,
+                     "max_weight_raw": [0.5, 0.7, 0.9], "max_weight_scaled": [0.4] * 3})
+    fig.update_layout(title="Why the scores are divided by the square root of d_k, drawn wide")
+    script = JS + """
+const fig = JSON.parse(require('fs').readFileSync(0, 'utf8'));
+const out = {};
+for (const [screen, frame] of [[390, 358], [844, 512], [1280, 595], [1280, 358], [1400, 620]]) {
+  globalThis.window = {innerWidth: screen};
+  out[screen + "/" + frame] = phoneShaped(fig, frame, null) !== fig;
+}
+console.log(JSON.stringify(out));
+"""
+    done = subprocess.run([node, "-e", script], input=pio.to_json(fig, validate=False),
+                          capture_output=True, text=True, timeout=60, check=True)
+    assert json.loads(done.stdout) == {"390/358": True, "844/512": True, "1280/595": False,
+                                       "1280/358": False, "1400/620": False}

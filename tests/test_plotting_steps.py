@@ -1,8 +1,10 @@
 """The step-by-step figures carry exactly the walkthrough's numbers, with safe, distinct labels."""
 
+import json
 import re
 
 import numpy as np
+import plotly.io as pio
 import pytest
 
 from attnviz.analysis import walkthrough as wt
@@ -197,3 +199,54 @@ def test_a_matrix_colour_bar_lies_below_it(walk):
     bar = fig.data[0].colorbar
     assert bar.orientation == "h" and bar.y < 0 and bar.x == 0 and bar.xanchor == "left"
     np.testing.assert_array_equal(np.asarray(fig.data[0].z), walk.inputs.T)
+
+
+def _boxes(shaped: dict) -> dict[str, tuple[list, list]]:
+    """x axis ref of each panel a trace is drawn on -> (x domain, y domain), as shaped."""
+    from tests.test_plotting_screens import _panels
+
+    return _panels(shaped["layout"], shaped["data"])
+
+
+def test_on_a_phone_an_equation_stacks_its_matrices_with_the_operators_between(walk):
+    """Q = W^q I on a 390 px phone (ui.phone_layout under Node): W^q, then '·', then I, then
+    '=', then Q, down the frame and inside it, each matrix as wide as its numbers were or
+    wider; nothing scrolls sideways; the numbers are the figure's own. A wide frame keeps it."""
+    from tests.test_plotting_screens import PHONE_FRAME, _phone_shaped
+
+    fig = sp.projection_figure(walk, "q")
+    (res,), (wide,) = _phone_shaped([fig], PHONE_FRAME), _phone_shaped([fig], 900)
+    assert wide["same"] and wide["wide"]
+    shaped = res["figure"]
+    assert not res["same"] and not res["wide"]  # no 760 px chart scrolled in its frame
+    assert shaped["data"] == json.loads(pio.to_json(fig, validate=False))["data"]
+    boxes = _boxes(shaped)
+    order = sorted(boxes, key=lambda r: -boxes[r][1][1])  # top first
+    assert order == ["x", "x2", "x3"]  # W^q, I, Q
+    for i, (xd, yd) in enumerate(boxes[r] for r in order):
+        assert 0 <= xd[0] < xd[1] <= 1 and 0 <= yd[0] < yd[1] <= 1
+        assert (xd[1] - xd[0]) * PHONE_FRAME >= 180  # four printed numbers a row stay apart
+        if i:
+            assert yd[1] < boxes[order[i - 1]][1][0]  # under the one before
+    layout = shaped["layout"]
+    ops = {a["text"]: a for a in layout["annotations"] if a["text"] in ("<b>·</b>", "<b>=</b>")}
+    for op, (above, below) in (("<b>·</b>", ("x", "x2")), ("<b>=</b>", ("x2", "x3"))):
+        y = ops[op]["y"]
+        assert boxes[below][1][1] < y < boxes[above][1][0]  # between the two matrices
+    titles = {a["text"]: a for a in layout["annotations"] if "(" in a["text"]}
+    assert titles["I (4 × 4)"]["y"] == boxes["x2"][1][1]  # each title over its matrix
+    assert layout["height"] > 2.5 * fig.layout.height - 200
+
+
+def test_on_a_phone_a_big_equation_fits_its_frame(model):
+    """A real head's W^q (32 x 384, too big to print): each matrix fits the phone's frame."""
+    from tests.test_plotting_screens import PHONE_FRAME, _phone_shaped
+
+    w = wt.real_walkthrough(model, model.trace("I saw a saw"), 0, 0)
+    (res,) = _phone_shaped([sp.projection_figure(w, "q")], PHONE_FRAME)
+    boxes = _boxes(res["figure"])
+    assert len(boxes) == 4 and not res["wide"]
+    for xd, yd in boxes.values():
+        assert 0 <= xd[0] < xd[1] <= 1 and 0 <= yd[0] < yd[1] <= 1
+    tops = sorted((yd[1] for _, yd in boxes.values()), reverse=True)
+    assert len(set(tops)) >= 3  # stacked, not four across

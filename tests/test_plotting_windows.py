@@ -77,3 +77,30 @@ def test_cost_chart_log_axes_and_device():
     np.testing.assert_allclose(mem_full.y, [1.0, 4.0])
     time_win = [d for d in fig.data if d.legendgroup == "windowed" and d.xaxis == "x"][0]
     np.testing.assert_allclose(time_win.y, [2.0, 3.0])
+
+
+def test_on_a_phone_each_mask_stays_with_its_weights():
+    """Three masks on a 390 px phone (ui.phone_layout under Node): each mask followed by its
+    own weights (beside or under it), pair after pair, not all masks then all weights; the
+    mask's keys named under it."""
+    from tests.test_plotting_screens import PHONE_FRAME, _panels, _phone_shaped
+
+    n = len(TOKENS)
+    band = np.abs(np.subtract.outer(np.arange(n), np.arange(n)))
+    masks = {"full": band >= 0, "window ±1": band <= 1, "window ±2": band <= 2}
+    fig = wp.masks_and_weights(TOKENS, masks, {k: m * 0.5 for k, m in masks.items()}, "t")
+    (res,), (wide,) = _phone_shaped([fig], PHONE_FRAME), _phone_shaped([fig], 900)
+    assert wide["same"]
+    layout = res["figure"]["layout"]
+    boxes = _panels(layout, res["figure"]["data"])
+    assert len(boxes) == 6 and not res["wide"]
+    order = sorted(boxes, key=lambda r: (-round(boxes[r][1][1], 6), boxes[r][0][0]))
+    assert order == ["x", "x4", "x2", "x5", "x3", "x6"]  # mask, its weights, mask, ...
+    for i, a in enumerate(order):  # inside the frame, none on another
+        (xa, ya) = boxes[a]
+        assert 0 <= xa[0] < xa[1] <= 1 and 0 <= ya[0] < ya[1] <= 1
+        for b in order[i + 1:]:
+            xb, yb = boxes[b]
+            assert xa[1] <= xb[0] or xb[1] <= xa[0] or ya[1] <= yb[0] or yb[1] <= ya[0]
+    for ref in ("xaxis", "xaxis2", "xaxis3"):  # a mask's keys under it
+        assert layout[ref]["showticklabels"] is True

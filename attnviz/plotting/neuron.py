@@ -139,5 +139,6 @@ def _finish(g: Grid, labels: list[str], title: str, tokens: list[str],
             g.yaxis(r, c).update(type="category", autorange="reversed",
                                  showticklabels=(c == 1), tickvals=tickvals, ticktext=ticktext)
             g.xaxis(r, c)["showticklabels"] = False
+    # on a phone (ui.phone_layout) the steps flow into lines, in their order
     return g.figure(title=title, font=FONT, height=int(min(1600, max(380, 24 * n + 190))),
-                    margin=dict(l=10, r=10, t=80, b=10))
+                    margin=dict(l=10, r=10, t=80, b=10), meta=dict(phone_layout="equation"))

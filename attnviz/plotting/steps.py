@@ -182,8 +182,10 @@ def matrices_figure(
         notes.append(dict(text=f"<b>{escape(op)}</b>", x=dom[1] + 0.025, y=0.5, xref="paper",
                           yref="paper", showarrow=False, font=dict(size=26)))
     r = max(p[0].shape[0] for p in panels)
+    # on a phone (ui.phone_layout) the matrices flow into lines, the operators between them
     return g.figure(title=title, font=FONT, margin=dict(l=10, r=10, t=80, b=10),
-                    height=height or int(min(700, max(260, 34 * min(r, 16) + 150))))
+                    height=height or int(min(700, max(260, 34 * min(r, 16) + 150))),
+                    meta=dict(phone_layout="equation"))
 
 
 def dot_product_latex(q: np.ndarray, k: np.ndarray, i: int, j: int, decimals: int = 2) -> str:

@@ -61,6 +61,7 @@ def masks_and_weights(
     title: str = "",
 ) -> go.Figure:
     """Top row: each mask (blue = may attend). Bottom row: the weights a head gives under it.
+    On a phone each mask is laid out with its weights, pair by pair (layout.meta.phone_layout).
 
     masks[name]: [n, n] bool, weights[name]: [n, n] (rows = queries, columns = keys).
     """
@@ -101,6 +102,8 @@ def masks_and_weights(
     cell = int(min(420, max(220, 22 * n + 80)))
     return g.figure(
         title=title, height=2 * cell + 120, font=FONT, margin=dict(l=10, r=10, t=70, b=10),
+        # on a phone (ui.phone_layout) each mask stays with the weights it leaves
+        meta=dict(phone_layout="pairs"),
         coloraxis=dict(colorscale=WEIGHTS_SCALE, cmin=0, cmax=1,
                        colorbar=dict(title=dict(text=_("weight")), thickness=12, len=0.45,
                                      y=0.22)),

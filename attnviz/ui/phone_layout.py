@@ -24,9 +24,20 @@ last given to `phoneShaped`, shaped for the new width and themed as the chart dr
 
 JS = r"""
 // ui.phone_layout: a figure of panels side by side, laid out again for a narrow frame.
-const PHONE = {narrow: 640, minPanel: 140, gap: 36, titleLine: 18, barRoom: 100,
-               ticks: 24, axisTitle: 28, rowGap: 16, drawnAt: 760};
+const PHONE = {narrow: 640, screen: 1000, minPanel: 140, gap: 36, titleLine: 18, barRoom: 100,
+               ticks: 24, axisTitle: 28, rowGap: 16, drawnAt: 760, opBand: 48, opGap: 30,
+               minColumn: 60, stretch: 1.5};
 const phoneState = new WeakMap();  // chart element -> {figure, wide, key, observer}
+
+// Whether a frame `width` px wide is a phone's: narrower than PHONE.narrow on a screen (the
+// page's viewport, the component being drawn in the page itself) narrower than PHONE.screen.
+// A laptop's or projector's narrow column (presentation mode's figure column at 1280 px) keeps
+// the figure as it is drawn there.
+function phoneNarrow(width) {
+  if (!(width > 0) || width >= PHONE.narrow) return false;
+  const screen = typeof window !== "undefined" && window ? window.innerWidth : 0;
+  return !(screen >= PHONE.screen);
+}
 
 // An upper estimate of a text's width in px (Latin 0.56 em, CJK 1.05 em) and its lines.
 function phoneTextBox(text, size) {
@@ -94,7 +105,7 @@ function phoneBars(figure) {
 // {rows, cols, panelWidth, ...} for phoneShaped.
 function phonePlan(figure, width) {
   const layout = figure && figure.layout;
-  if (!layout || !(width > 0) || width >= PHONE.narrow) return null;
+  if (!layout || !phoneNarrow(width) || phoneKind(layout) === "equation") return null;
   const panels = phonePanels(layout, figure.data);
   if (panels.length < 2) return null;
   const rows = phoneRows(panels);
@@ -113,8 +124,29 @@ function phonePlan(figure, width) {
   const cols = Math.max(1, Math.min(across, Math.floor((plotW + PHONE.gap) /
                                                        (need + PHONE.gap))));
   if (cols >= across) return null;
-  return {panels: rows.flat(), cols, l, r, plotW, titles, fontSize,
+  // A figure whose panels pair up down its columns ("pairs": a window's mask over the weights
+  // it leaves) keeps each column's panels together.
+  const paired = phoneKind(layout) === "pairs";
+  return {panels: paired ? phoneColumnsFirst(rows) : rows.flat(), paired, cols, l, r, plotW,
+          titles, fontSize,
           panelWidth: (plotW - (cols - 1) * PHONE.gap) / cols};
+}
+
+// What a figure says of its own layout on a phone (layout.meta.phone_layout): "equation" (its
+// order across is its meaning: phoneFlowPlan), "pairs" (each column's panels belong together:
+// laid out column by column), or "" (row by row).
+function phoneKind(layout) {
+  const meta = layout && layout.meta;
+  return meta && typeof meta === "object" && typeof meta.phone_layout === "string" ?
+    meta.phone_layout : "";
+}
+
+// Panels column by column (left first), each column top to bottom.
+function phoneColumnsFirst(rows) {
+  const out = [];
+  const across = Math.max(...rows.map(r => r.length));
+  for (let c = 0; c < across; c++) rows.forEach(r => { if (r[c]) out.push(r[c]); });
+  return out;
 }
 
 // The subplot titles: panel's x axis name -> its annotation (a paper annotation centred over
@@ -137,6 +169,21 @@ function phoneTitle(layout, room) {
   const text = typeof title === "string" ? title : title && title.text;
   if (typeof text !== "string" || !text) return null;
   const size = ((title.font && title.font.size) || 16) * 1.08;  // bold
+  const broken = phoneBreak(text, size, room);
+  if (!broken) return null;
+  const {lines, added} = broken;
+  const m = layout.margin || {};
+  // at the figure's top edge, its lines downwards (a title centred in the top margin would
+  // grow onto the subplot titles); Plotly anchors such a title by its first line's baseline,
+  // hence a line's height more of padding
+  return {title: {...(typeof title === "string" ? {} : title), text: lines.join("<br>"),
+                  yref: "container", y: 1, yanchor: "top", pad: {t: 8 + 1.6 * size, b: 0}},
+          margin: {...m, t: (m.t ?? 100) + 22 * added + 1.6 * size}};
+}
+
+// `text` broken into lines that fit `room` px at font `size` (at spaces, or between CJK
+// characters): {lines, added}, or null when it fits as it is.
+function phoneBreak(text, size, room) {
   if (phoneTextBox(text, size).width <= room) return null;
   const CJK = "\u3000-\u9fff\uac00-\ud7af\uff00-\uffef";
   const parts = new RegExp(`<br\\s*/?>|<[^>]*>|&[#a-z0-9]+;|[${CJK}]|\\s+|[^\\s<&${CJK}]+|[<&]`,
@@ -154,14 +201,7 @@ function phoneTitle(layout, room) {
     }
   }
   lines.push(line);
-  if (!added) return null;
-  const m = layout.margin || {};
-  // at the figure's top edge, its lines downwards (a title centred in the top margin would
-  // grow onto the subplot titles); Plotly anchors such a title by its first line's baseline,
-  // hence a line's height more of padding
-  return {title: {...(typeof title === "string" ? {} : title), text: lines.join("<br>"),
-                  yref: "container", y: 1, yanchor: "top", pad: {t: 8 + 1.6 * size, b: 0}},
-          margin: {...m, t: (m.t ?? 100) + 22 * added + 1.6 * size}};
+  return added ? {lines, added} : null;
 }
 
 function phoneShaped(figure, width, div) {
@@ -171,13 +211,25 @@ function phoneShaped(figure, width, div) {
     state.figure = figure;
     state.wide = div.classList.contains("attnviz-wide");
   }
-  const titled = width > 0 && width < PHONE.narrow && figure && figure.layout ?
+  const titled = phoneNarrow(width) && figure && figure.layout ?
     phoneTitle(figure.layout, width - 24) : null;
   if (titled) figure = {...figure, layout: {...figure.layout, ...titled}};
   const plan = phonePlan(figure, width);
-  if (state) state.key = (plan ? plan.cols : 0) + (titled ? "t" : "");
+  const flow = plan ? null : phoneFlowPlan(figure, width);
+  if (state) state.key = (plan ? plan.cols : flow ? "f" + flow.lines.length : 0) +
+                         (titled ? "t" : "");
+  if (flow) return phoneFlowed(figure, flow, div);
   if (!plan) return figure;
-  const layout = figure.layout;
+  let layout = figure.layout;
+  if (plan.paired) {  // a panel now beside (not over) the one below it shows its x labels
+    const shown = plan.panels.some(p => (layout[p.x] || {}).showticklabels !== false);
+    layout = {...layout};
+    plan.panels.forEach(p => {
+      if (shown && (layout[p.x] || {}).showticklabels === false) {
+        layout[p.x] = {...layout[p.x], showticklabels: true};
+      }
+    });
+  }
   const {panels, cols, titles, panelWidth} = plan;
   const m = layout.margin || {};
   const t = m.t ?? 100, b = m.b ?? 80;
@@ -253,6 +305,9 @@ function phoneShaped(figure, width, div) {
     if (c === 0 && yAx.showticklabels === false && firstY.showticklabels !== false) {
       yAx.showticklabels = true;
     }
+    // Panels that share their rows' labels (a figure drawn with them on its first column only)
+    // show them on the first of a row only: elsewhere they would lie on the panel to the left.
+    if (c > 0 && plan.paired) yAx.showticklabels = false;
     out[p.y] = yAx;
   });
   // Annotations: subplot titles move with their panels; others in paper coordinates above or
@@ -295,6 +350,205 @@ function phoneShaped(figure, width, div) {
   return {...figure, data, layout: out};
 }
 
+// The room under a panel (px): its x tick labels (slanted ones as tall as they reach) and its
+// axis title.
+function phoneUnder(ax, fontSize) {
+  ax = ax || {};
+  const title = ax.title && (typeof ax.title === "string" ? ax.title : ax.title.text);
+  let room = title ? PHONE.axisTitle : 0;
+  if (ax.showticklabels === false || ax.side === "top") return room;
+  room += PHONE.ticks;
+  if (!ax.tickangle) return room;
+  const longest = Math.max(0, ...(ax.ticktext || ax.categoryarray || []).map(
+    s => phoneTextBox(s, fontSize).width));
+  return room + Math.min(120, longest * Math.abs(Math.sin(ax.tickangle * Math.PI / 180)));
+}
+
+// The width (px) of a y axis's tick labels, 0 where it shows none.
+function phoneLabelsWidth(ax, fontSize) {
+  if (!ax || ax.showticklabels === false) return 0;
+  const texts = ax.ticktext || ax.categoryarray;
+  if (!texts || !texts.length) return 40;
+  return Math.max(...texts.map(t => phoneTextBox(t, fontSize).width)) + 10;
+}
+
+// An equation of matrices (panels of unequal widths side by side, their order across the
+// meaning, e.g. W^q · I = Q, and the steps of one score) that a phone's frame cannot show at
+// their width: the columns of panels (panels stacked at one x) flow into lines, left to right,
+// as many to a line as fit at their drawn width (each at least PHONE.minColumn px); a line is
+// stretched to its frame's width (at most PHONE.stretch times) or shrunk to it, and centred.
+// null where the figure fits or is no such equation.
+function phoneFlowPlan(figure, width) {
+  const layout = figure && figure.layout;
+  if (!layout || !phoneNarrow(width)) return null;
+  const panels = phonePanels(layout, figure.data);
+  if (panels.length < 2) return null;
+  const cols = [];
+  for (const p of [...panels].sort((a, b) => a.xd[0] - b.xd[0])) {
+    const col = cols.find(c => Math.abs(c.xd[0] - p.xd[0]) < 0.005 &&
+                               Math.abs(c.xd[1] - p.xd[1]) < 0.005);
+    if (col) col.panels.push(p); else cols.push({xd: p.xd, panels: [p]});
+  }
+  if (cols.length < 2 || phoneBars(figure).length) return null;
+  for (let i = 1; i < cols.length; i++) if (cols[i].xd[0] < cols[i - 1].xd[1] - 0.005) return null;
+  const m = layout.margin || {};
+  const l = m.l ?? 80, r = Math.min(m.r ?? 80, 20);
+  const plotW = width - l - r;
+  const oldPlotW = PHONE.drawnAt - (m.l ?? 80) - (m.r ?? 80);
+  const fontSize = (layout.font && layout.font.size) || 12;
+  const shows = panels.some(p => (layout[p.y] || {}).showticklabels !== false);
+  // The operators: paper annotations in the gap after a column, at mid height.
+  const ops = new Map();  // column index -> annotation
+  (layout.annotations || []).forEach(a => {
+    if (a.xref !== "paper" || a.yref !== "paper" || a.showarrow) return;
+    const i = cols.findIndex((c, k) => k + 1 < cols.length && a.x > c.xd[1] - 0.005 &&
+                                       a.x < cols[k + 1].xd[0] + 0.005);
+    if (i >= 0 && !ops.has(i)) ops.set(i, a);
+  });
+  cols.forEach(c => {
+    c.panels.sort((a, b) => b.yd[1] - a.yd[1]);
+    c.drawn = (c.xd[1] - c.xd[0]) * oldPlotW;
+    c.need = Math.max(PHONE.minColumn, c.drawn);
+  });
+  if (cols.reduce((s, c) => s + c.need, 0) + PHONE.gap * (cols.length - 1) <= plotW) return null;
+  // Its y labels: its own, or (a column that begins a line) those every column shares.
+  const labelsOf = (c, first) => {
+    const ax = layout[c.panels[c.panels.length - 1].y] || {};
+    if (first && ax.showticklabels === false && shows) {
+      return phoneLabelsWidth({...ax, showticklabels: true}, fontSize);
+    }
+    return phoneLabelsWidth(ax, fontSize);
+  };
+  const lines = [];
+  let line = null, x = 0;
+  cols.forEach((c, i) => {
+    const gap = (ops.has(i - 1) ? PHONE.opGap : 12) + labelsOf(c, false);
+    if (line && x + gap + c.need <= plotW) {
+      line.push(c); c.gap = gap; x += gap + c.need;
+    } else {
+      line = [c]; lines.push(line); c.gap = labelsOf(c, true); x = c.gap + c.need;
+    }
+    c.line = lines.length - 1;
+  });
+  return {lines, cols, ops, l, r, plotW, fontSize, shows};
+}
+
+function phoneFlowed(figure, plan, div) {
+  // An axis title wider than the frame is broken into lines (each 18 px more under it).
+  const layout = {...figure.layout};
+  const extra = new Map();  // x axis name -> lines added to its title
+  plan.cols.forEach(c => c.panels.forEach(p => {
+    const ax = layout[p.x] || {};
+    const text = ax.title && (typeof ax.title === "string" ? ax.title : ax.title.text);
+    const broken = typeof text === "string" && phoneBreak(text, 14, plan.plotW - 10);
+    if (!broken) return;
+    layout[p.x] = {...ax, title: {...(typeof ax.title === "string" ? {} : ax.title),
+                                  text: broken.lines.join("<br>")}};
+    extra.set(p.x, broken.added);
+  }));
+  const {lines, cols, ops, plotW, fontSize, shows} = plan;
+  const m = layout.margin || {};
+  const t = m.t ?? 100, b = m.b ?? 80;
+  const oldPlotH = Math.max(1, (layout.height || 450) - t - b);
+  const titles = phoneTitles(layout, cols.flatMap(c => c.panels));
+  const out = {...layout, margin: {...m, r: plan.r}};
+  const colX = new Map();  // column -> [left, right] px in the plot area
+  const lineY = [];  // each line's [top, bottom] px of its panels
+  let y = 0;
+  lines.forEach((line, k) => {
+    const fixed = line.reduce((s, c) => s + c.gap, 0);
+    const want = line.reduce((s, c) => s + c.need, 0);
+    const scale = Math.min(PHONE.stretch, (plotW - fixed) / want);
+    const used = fixed + want * scale;
+    let x = Math.max(0, (plotW - used) / 2);
+    let tall = 0;
+    line.forEach(c => {
+      x += c.gap;
+      colX.set(c, [x, x + c.need * scale]);
+      x += c.need * scale;
+      const top = c.panels[0].yd[1], bottom = Math.min(...c.panels.map(p => p.yd[0]));
+      // a column drawn narrower than it was keeps its shape (its height shrinks with it)
+      c.hScale = Math.min(1, Math.max(120 / ((top - bottom) * oldPlotH),
+                                      c.need * scale / Math.max(1, c.drawn)));
+      c.top = top;
+      tall = Math.max(tall, (top - bottom) * oldPlotH * c.hScale);
+    });
+    if (k > 0) {
+      const heads = Math.max(0, ...line.map(c => {
+        const a = titles.get(c.panels[0].x);
+        return a && String(a.text || "").trim() ? phoneTextBox(a.text, 16).lines : 0;
+      }));
+      y += heads * PHONE.titleLine + (heads ? 8 : 0);
+    }
+    lineY.push([y, y + tall]);
+    line.forEach(c => { c.y0 = y; });
+    y += tall;
+    const under = Math.max(16, ...line.flatMap(c => c.panels.map(
+      p => phoneUnder(layout[p.x], fontSize) + 18 * (extra.get(p.x) || 0))));
+    const last = line[line.length - 1];
+    const opAfter = k + 1 < lines.length && ops.has(cols.indexOf(last));
+    lineY[k].push(y + under);  // where the room under its panels ends
+    y += under + (k + 1 < lines.length ? (opAfter ? PHONE.opBand : 2 * PHONE.rowGap) : 0);
+  });
+  // the plot area ends under the last line's panels; their labels lie in the bottom margin
+  const last = lineY[lineY.length - 1];
+  const totalH = Math.max(1, last[1]);
+  const newB = Math.max(b, last[2] - last[1] + 10);
+  out.margin.b = newB;
+  out.height = Math.round(totalH + t + newB);
+  // Axes of an empty cell of the grid (no trace drawn on them): hidden.
+  const inUse = new Set(cols.flatMap(c => c.panels.flatMap(p => [p.x, p.y])));
+  for (const [k, ax] of Object.entries(layout)) {
+    if (/^[xy]axis\d*$/.test(k) && !inUse.has(k) && ax && !ax.overlaying) {
+      out[k] = {...ax, visible: false};
+    }
+  }
+  const paperX = px => Math.min(1, Math.max(0, px / plotW));
+  const paperY = px => Math.min(1, Math.max(0, 1 - px / totalH));
+  const moved = new Map();
+  cols.forEach(c => {
+    const [x0, x1] = colX.get(c);
+    const xd = [paperX(x0), paperX(x1)];
+    c.panels.forEach((p, i) => {
+      const top = c.y0 + (c.top - p.yd[1]) * oldPlotH * c.hScale;
+      const bottom = c.y0 + (c.top - p.yd[0]) * oldPlotH * c.hScale;
+      const yd = [paperY(bottom), paperY(top)];
+      moved.set(p.x, {xd, yd});
+      out[p.x] = {...layout[p.x], domain: xd};
+      const yAx = {...layout[p.y], domain: yd};
+      // a column that begins a line shows the rows' labels the figure shows
+      if (lines[c.line][0] === c && yAx.showticklabels === false && shows) {
+        yAx.showticklabels = true;
+      }
+      out[p.y] = yAx;
+    });
+  });
+  const opOf = new Map([...ops].map(([i, a]) => [a, i]));
+  out.annotations = (layout.annotations || []).map(a => {
+    const ref = [...titles].find(([, n]) => n === a);
+    if (ref) {
+      const {xd, yd} = moved.get(ref[0]);
+      return {...a, x: (xd[0] + xd[1]) / 2, y: yd[1]};
+    }
+    if (opOf.has(a)) {
+      const i = opOf.get(a), c = cols[i], next = cols[i + 1];
+      const k = c.line;
+      if (next.line === k) {  // in the gap, beside the next column's labels
+        const x = colX.get(c)[1] + PHONE.opGap / 2;
+        return {...a, x: paperX(x), xanchor: "center",
+                y: paperY((lineY[k][0] + lineY[k][1]) / 2), yanchor: "middle"};
+      }
+      // between the lines, under the middle of the line it follows
+      const [x0, x1] = [colX.get(lines[k][0])[0], colX.get(c)[1]];
+      return {...a, x: paperX((x0 + x1) / 2), xanchor: "center",
+              y: paperY(lineY[k][2] + PHONE.opBand / 2), yanchor: "middle"};
+    }
+    return a.yref === "paper" ? phoneOutside(a, oldPlotH, totalH) : a;
+  });
+  if (div) div.classList.remove("attnviz-wide");
+  return {...figure, layout: out};
+}
+
 // A paper-placed item (annotation, legend) above or below the plot area, kept as many px from
 // it in a plot area `newH` px tall as it was in one `oldH` px tall.
 function phoneOutside(item, oldH, newH) {
@@ -322,7 +576,7 @@ function phoneWatch(div, P) {
     if (width === state.width || !(width > 0) || !div.isConnected) return;
     state.width = width;
     const plan = phonePlan(state.figure, width);
-    const titled = width < PHONE.narrow && phoneTitle(state.figure.layout || {}, width - 24);
+    const titled = phoneNarrow(width) && phoneTitle(state.figure.layout || {}, width - 24);
     if ((plan ? plan.cols : 0) + (titled ? "t" : "") === state.key) {
       if (P.Plots) Promise.resolve(P.Plots.resize(div)).catch(() => {});
       return;

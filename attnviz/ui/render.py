@@ -23,6 +23,7 @@ Numbers: ui.download_arrays and ui.download_csv record their own Numbers block.
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pandas
@@ -75,7 +76,10 @@ def render(item, where=None, key: str | None = None, **kwargs):
     elif isinstance(item, export.Metric):
         where.metric(item.label, item.value, help=item.help or None)
     elif isinstance(item, export.Table):
-        where.dataframe(pandas.DataFrame(item.columns), hide_index=True, **kwargs)
+        if getattr(item, "phone_by_column", False) and len(item.columns) > 2:
+            _by_column(item.columns, where, kwargs)
+        else:
+            where.dataframe(pandas.DataFrame(item.columns), hide_index=True, **kwargs)
     elif isinstance(item, export.Figure):
         return render(go.Figure(json.loads(item.spec)), where, key, **kwargs)
     elif isinstance(item, export.Numbers):
@@ -88,6 +92,32 @@ def render(item, where=None, key: str | None = None, **kwargs):
         raise TypeError(f"cannot render {type(item).__name__}")
     recorder.record(item)
     return None
+
+
+# A table shown one column at a time on a phone: the whole table in one container, the
+# columns in another, and a screen's width (the page's phone width, 640 px) shows one of them.
+_BY_COLUMN_CSS = """<style>
+@media (max-width: 640px) {[class*="st-key-attnviz_table_whole_"] {display: none;}}
+@media (min-width: 641px) {[class*="st-key-attnviz_table_columns_"] {display: none;}}
+</style>"""
+
+
+def _by_column(columns: dict, where, kwargs: dict) -> None:
+    """The table whole (a laptop) and, for a phone, each column after the first in a table of
+    its own beside the first column (the rows' names): no column off the screen's edge."""
+    headers = list(columns)
+    name = hashlib.sha1(json.dumps([headers, [str(v) for v in columns[headers[0]]]],
+                                   ensure_ascii=False).encode()).hexdigest()[:12]
+    config = dict(kwargs.pop("column_config", None) or {})
+    where.html(_BY_COLUMN_CSS)
+    where.container(key=f"attnviz_table_whole_{name}").dataframe(
+        pandas.DataFrame(columns), hide_index=True, column_config=config or None, **kwargs)
+    box = where.container(key=f"attnviz_table_columns_{name}")
+    for header in headers[1:]:
+        box.dataframe(pandas.DataFrame({headers[0]: columns[headers[0]], header: columns[header]}),
+                      hide_index=True, column_config={
+                          k: v for k, v in config.items() if k in (headers[0], header)} or None,
+                      **kwargs)
 
 
 class _inside:

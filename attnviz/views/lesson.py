@@ -326,9 +326,18 @@ def as_sweeps(sw: taggers.Sweeps | taggers.Sweep, seed: int = 0) -> taggers.Swee
     return sw if isinstance(sw, taggers.Sweeps) else taggers.Sweeps((seed,), (sw,))
 
 
+@dataclass(frozen=True)
+class ColumnsTable(Table):
+    """A Table too wide for a phone: there it is shown one column at a time, each column after
+    the first beside the first (ui.render); elsewhere as one table."""
+
+    phone_by_column: bool = True
+
+
 def sweep_table(sw: taggers.Sweeps) -> Table:
     """Training minus held-out accuracy (points): one row per tagger, one column per training
-    size, each cell the mean over the seeds with the smallest and largest seed's gap."""
+    size, each cell the mean over the seeds with the smallest and largest seed's gap. A phone
+    shows one training size at a time (its column beside the taggers')."""
     cols = {_("tagger"): [label(n, short=True) for n in sw.names]}
     for k, size in enumerate(sw.sizes):
         cells = []
@@ -337,7 +346,7 @@ def sweep_table(sw: taggers.Sweeps) -> Table:
             cells.append(f"{g.mean():.1f} ({g.min():.1f} … {g.max():.1f})" if len(g) > 1
                          else f"{g[0]:.1f}")
         cols[_("{n} sentences").format(n=size)] = cells
-    return Table(cols)
+    return ColumnsTable(cols)
 
 
 def cost(v: Lesson) -> list[Part]:

@@ -72,8 +72,8 @@ def masks_figure(t, traces: dict, w: int, layer: int, head: int):
     return plots.masks_and_weights(
         t.tokens, {shown[k]: v.mask for k, v in traces.items()},
         {shown[k]: v.weights[layer, head] for k, v in traces.items()},
-        _("Layer {layer}, head {head}: each mask (top) and the weights α' it gives "
-          "(bottom)").format(layer=layer, head=head))
+        _("Layer {layer}, head {head}: each mask, then the weights α' it gives").format(
+            layer=layer, head=head))
 
 
 def masks_note() -> Markdown:

@@ -1,5 +1,5 @@
 """A phone (390 x 844, touch) in a real browser: no page scrolls sideways, a chart takes its
-frame's width (only an equation of matrices keeps 760 px and scrolls inside its own frame),
+frame's width (an equation of matrices, Inside one score's steps, flows down the frame),
 a figure of panels side by side is laid out again a few panels to a row (ui.phone_layout:
 nothing scrolls, titles apart, each colour bar under its panels), the sidebar starts
 collapsed, the chart toolbar keeps only its camera (Streamlit's charts and those drawn in place
@@ -12,7 +12,7 @@ from .conftest import page_errors, screenshot, wait_for_app
 pytestmark = pytest.mark.e2e
 
 PHONE = {"width": 390, "height": 844}
-PAGES = ["/", "/step_by_step", "/positions", "/explore", "/head_stats"]
+PAGES = ["/", "/step_by_step", "/positions", "/explore", "/head_stats", "/inside_score"]
 
 SIDEWAYS = """() => {
   const main = document.querySelector('[data-testid=stMain]');
@@ -57,6 +57,8 @@ def test_a_phone_never_scrolls_sideways(phone, app_url, path):
     assert all(c["live"] for c in charts)  # every chart is drawn in place (ui.live_chart)
     if path == "/":  # the 12-head grid (one heatmap, twelve panel titles) fits the phone
         assert charts[0]["grid"] and not charts[0]["wide"]
+    if path == "/inside_score":  # q, k and the weights, then the values: down the frame
+        assert len(charts) == 2 and not any(c["wide"] for c in charts)
     for c in charts:
         assert c["frame"] <= PHONE["width"]  # the frame fits the phone, and the chart fits
         if c["wide"]:  # the frame, but an equation of matrices keeps 760 px and scrolls in it
