@@ -33,7 +33,7 @@ def test_the_sweep_table_turns_on_a_phone_and_stays_whole_on_a_laptop():
     assert len(headers) == 4 and headers[3].startswith("1600")
     at = AppTest.from_function(_draw, args=(table,)).run(timeout=30)
     assert not at.exception
-    whole, *turned = [f.value for f in at.dataframe]
+    *turned, whole = [f.value for f in at.dataframe]
     assert list(whole.columns) == headers  # the laptop's table, as it was
     assert len(turned) == 3  # the phone's: one per training size, beside the taggers
     for frame, header in zip(turned, headers[1:], strict=True):

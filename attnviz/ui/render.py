@@ -110,14 +110,15 @@ def _by_column(columns: dict, where, kwargs: dict) -> None:
                                    ensure_ascii=False).encode()).hexdigest()[:12]
     config = dict(kwargs.pop("column_config", None) or {})
     where.html(_BY_COLUMN_CSS)
-    where.container(key=f"attnviz_table_whole_{name}").dataframe(
-        pandas.DataFrame(columns), hide_index=True, column_config=config or None, **kwargs)
     box = where.container(key=f"attnviz_table_columns_{name}")
     for header in headers[1:]:
         box.dataframe(pandas.DataFrame({headers[0]: columns[headers[0]], header: columns[header]}),
                       hide_index=True, column_config={
                           k: v for k, v in config.items() if k in (headers[0], header)} or None,
                       **kwargs)
+    # the whole table last: the page's last table, as it is where no phone can see it
+    where.container(key=f"attnviz_table_whole_{name}").dataframe(
+        pandas.DataFrame(columns), hide_index=True, column_config=config or None, **kwargs)
 
 
 class _inside:
