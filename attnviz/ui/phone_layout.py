@@ -13,9 +13,22 @@ it was drawn at 760 px, its shape kept); each subplot title (a paper annotation 
 panel's top) moves with its panel; each colour bar lies horizontal under the last row of the
 panels it serves, as wide as those panels; the figure grows a row's height per row, and the
 chart's element loses its `attnviz-wide` class (the page's phone style keeps a wide chart at
-760 px and scrolls it in its frame): the figure now fits its frame. Left as they are: a figure
-of one panel per row (a heads grid is one heatmap), a frame that is wide enough, and panels of
-unequal widths (an equation of matrices, A x W = Q, whose order across is its meaning).
+760 px and scrolls it in its frame): the figure now fits its frame. A figure whose panels pair
+up down its columns (layout.meta.phone_layout "pairs": a window's mask over its weights) is
+laid out column by column, each mask followed by its weights.
+
+An equation of matrices (layout.meta.phone_layout "equation", or panels of unequal widths:
+W^q · I = Q, the steps of one score), whose order across is its meaning, flows instead: its
+columns of panels go into lines, as many to a line as fit at the width they were drawn at, each
+line stretched a little or shrunk to the frame and centred, each operator between the two
+matrices it joins (under the line it follows when the next matrix starts a line), a line's
+first panel showing the rows' names, an axis title too long for the frame broken into lines.
+
+A frame is a phone's when it is narrower than NARROW px on a screen (the page's viewport: the
+component is drawn in the page, not in a frame of its own) narrower than SCREEN px: a narrow
+column of a laptop's or projector's page (presentation mode's figure column) is left as drawn.
+Left as they are: a figure of one panel per row (a heads grid is one heatmap), a frame that is
+wide enough, and a wide screen.
 
 `phoneWatch(div, Plotly)` (called once a chart is drawn) lays the chart out again when its frame
 changes width (a phone turned) across a change of layout, with `Plotly.react` on the figure
@@ -576,8 +589,10 @@ function phoneWatch(div, P) {
     if (width === state.width || !(width > 0) || !div.isConnected) return;
     state.width = width;
     const plan = phonePlan(state.figure, width);
+    const flow = plan ? null : phoneFlowPlan(state.figure, width);
     const titled = phoneNarrow(width) && phoneTitle(state.figure.layout || {}, width - 24);
-    if ((plan ? plan.cols : 0) + (titled ? "t" : "") === state.key) {
+    if ((plan ? plan.cols : flow ? "f" + flow.lines.length : 0) + (titled ? "t" : "") ===
+        state.key) {
       if (P.Plots) Promise.resolve(P.Plots.resize(div)).catch(() => {});
       return;
     }
