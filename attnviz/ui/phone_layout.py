@@ -605,7 +605,10 @@ function phoneWatch(div, P) {
     layout.width = div.getBoundingClientRect().width;
     P.react(div, [], {width: layout.width, height: layout.height})
       .then(() => P.react(div, shaped.data, layout))
-      .then(() => { delete layout.width; })  // sized by its frame again from now on
+      .then(() => {  // sized by its frame again from now on, and now (it may have moved on)
+        delete layout.width;
+        if (P.Plots && div.isConnected) return P.Plots.resize(div);
+      })
       .catch(error => console.error("attnviz: a chart could not be laid out again", error));
   });
   state.observer.observe(frame);
