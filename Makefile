@@ -8,9 +8,11 @@ PY := $(VENV)/bin/python
 # fetches the usual one).
 LOCK := requirements.lock
 TORCH ?= $(shell grep '^torch==' $(LOCK))
-# make test: pytest-xdist workers (one per core); JOBS=0 runs in this process alone. Each
-# worker takes whole groups (tests/conftest.py: a module, or all e2e tests), longest first.
-JOBS ?= auto
+# make test: pytest-xdist workers, one more than the cores (the browser tests spend part of
+# their time waiting on their server and browser); JOBS=0 runs in this process alone. Each
+# worker takes whole groups (tests/conftest.py: a module, or one of two sets of e2e tests),
+# longest first.
+JOBS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
 XDIST := --dist loadgroup --no-loadscope-reorder
 PORT ?= 8501
 # make serve: Streamlit processes behind nginx. make load: concurrent sessions, and a running

@@ -9,7 +9,8 @@ They are kept where the app keeps them (`taggers.kept_or_trained` / `kept_or_swe
 cache folder's "lesson" folder, which tests/conftest.py makes once per run and every xdist
 worker and test server shares), under the lock the app's own training child takes: whoever
 comes first (a worker, or a test server's preload) trains them, the others read the same
-weights bit for bit (tests/test_analysis_taggers.py checks a kept copy against a training)."""
+weights bit for bit (tests/test_analysis_taggers.py checks a kept copy against a training);
+a worker that finds the lock held trains its own."""
 
 from __future__ import annotations
 
@@ -29,20 +30,27 @@ def folder() -> Path:
 
 @contextlib.contextmanager
 def _locked():
-    """The lock the app's training child holds while it trains (ui.preload.CHILD)."""
+    """The lock the app's training child holds while it trains (ui.preload.CHILD), taken if
+    it is free: yields the folder to keep in, or None while another process holds it (a test
+    server's child trains at the lowest priority: this process then trains at its own, without
+    keeping, rather than wait on it)."""
     folder().mkdir(parents=True, exist_ok=True)
     with open(folder() / "lesson.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
         try:
-            yield
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield None
+            return
+        try:
+            yield folder()
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 @functools.cache
 def trained(seed: int = 0) -> T.Trained:
-    with _locked():
-        return T.kept_or_trained(T.Settings(seed=seed), folder())
+    with _locked() as kept_in:
+        return T.kept_or_trained(T.Settings(seed=seed), kept_in)
 
 
 @functools.cache
@@ -51,8 +59,8 @@ def sweeps() -> T.Sweeps:
     settings, seed 0's reusing its trained taggers; tests/test_analysis_taggers.py checks it
     run by run)."""
     tr = trained(0)
-    with _locked():
-        return T.kept_or_swept(T.Settings(), folder(), trained=tr)
+    with _locked() as kept_in:
+        return T.kept_or_swept(T.Settings(), kept_in, trained=tr)
 
 
 @functools.cache
