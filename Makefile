@@ -9,10 +9,11 @@ PY := $(VENV)/bin/python
 LOCK := requirements.lock
 TORCH ?= $(shell grep '^torch==' $(LOCK))
 # make test: pytest-xdist workers, one more than the cores (the browser tests spend part of
-# their time waiting on their server and browser); JOBS=0 runs in this process alone. Each
-# worker takes whole groups (tests/conftest.py: a module, or one of two sets of e2e tests),
-# longest first.
+# their time waiting on their server and browser); make test-fast: one per core (FAST_JOBS).
+# JOBS=0 runs in this process alone. Each worker takes whole groups (tests/conftest.py: a
+# module, or one of two sets of e2e tests), longest first.
 JOBS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
+FAST_JOBS ?= auto
 XDIST := --dist loadgroup --no-loadscope-reorder
 PORT ?= 8501
 # make serve: Streamlit processes behind nginx. make load: concurrent sessions, and a running
@@ -73,7 +74,7 @@ test: setup browser
 # The engine, analysis, plotting and views (what pages show) in a few minutes: no browser, no
 # server, no AppTest run of a page, nothing marked slow.
 test-fast: setup
-	$(PY) -m pytest -q -ra -n $(JOBS) $(XDIST) -m "not e2e and not slow and not apptest and not server"
+	$(PY) -m pytest -q -ra -n $(FAST_JOBS) $(XDIST) -m "not e2e and not slow and not apptest and not server"
 
 bench: setup
 	$(PY) -m benchmarks $(BENCH)
