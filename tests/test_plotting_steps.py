@@ -62,11 +62,16 @@ def test_product_figure_panels_and_operators(walk):
 
 def test_dot_product_latex_is_the_sum(walk):
     tex = sp.dot_product_latex(walk.queries[1], walk.keys[2], 1, 2, decimals=2)
-    assert tex.startswith(r"\alpha_{2,3} = q^{2}\cdot k^{3}")
+    assert tex.startswith(r"\begin{aligned}\alpha_{2,3} &= q^{2}\cdot k^{3} \\")
     pairs = re.findall(r"\((-?\d+\.\d+)\)\((-?\d+\.\d+)\)", tex)
     assert len(pairs) == 3
     assert [float(a) for a, _ in pairs] == pytest.approx(walk.queries[1], abs=0.005)
-    assert float(tex.rsplit("=", 1)[1]) == pytest.approx(walk.scores[1, 2], abs=5e-5)
+    assert [float(b) for _, b in pairs] == pytest.approx(walk.keys[2], abs=0.005)
+    last = tex.removesuffix(r"\end{aligned}").rsplit("=", 1)[1]
+    assert float(last) == pytest.approx(walk.scores[1, 2], abs=5e-5)
+    # two terms a line (a phone's column): the 3 terms on 2 lines, then the sum on its own
+    lines = tex.split(r"\\")
+    assert len(lines) == 4 and [len(re.findall(r"\)\(", x)) for x in lines] == [0, 2, 1, 0]
 
 
 def test_dot_terms_and_weights_figures(walk):
@@ -74,6 +79,8 @@ def test_dot_terms_and_weights_figures(walk):
     fig = sp.dot_terms_figure(terms, "a")
     np.testing.assert_array_equal(np.asarray(fig.data[0].y), terms)
     assert f"{walk.scores[0, 3]:.4f}" in fig.layout.title.text
+    assert fig.layout.xaxis.dtick == 1  # 3 coordinates, each named
+    assert sp.dot_terms_figure(np.ones(32), "a").layout.xaxis.dtick is None  # 32: spaced
     bars = sp.weights_bar_figure({"T = 1": walk.weights[2]}, TOKENS, "w")
     np.testing.assert_array_equal(np.asarray(bars.data[0].y), walk.weights[2])
 

@@ -62,7 +62,7 @@ def test_similarity_latex_and_terms(walk):
     assert blocks[0].text.startswith("Key: **saw #4**")
     tex = [b for b in blocks if isinstance(b, Tex)]
     assert len(tex) == walk.n
-    assert tex[3].source.endswith(f"= {walk.queries[1] @ walk.keys[3]:.4f}")
+    assert tex[3].source.endswith(f"&= {walk.queries[1] @ walk.keys[3]:.4f}\\end{{aligned}}")
     terms = decode(spec(blocks[-1])["data"][0]["y"])
     np.testing.assert_allclose(terms, walk.queries[1] * walk.keys[3], atol=1e-12)
 

@@ -188,12 +188,16 @@ def matrices_figure(
                     meta=dict(phone_layout="equation"))
 
 
-def dot_product_latex(q: np.ndarray, k: np.ndarray, i: int, j: int, decimals: int = 2) -> str:
-    r"""\alpha_{i,j} = q^i \cdot k^j = \sum_t q^i_t k^j_t, written term by term (1-based)."""
-    pairs = zip(np.asarray(q), np.asarray(k), strict=True)
-    terms = " + ".join(f"({a:.{decimals}f})({b:.{decimals}f})" for a, b in pairs)
-    return (rf"\alpha_{{{i + 1},{j + 1}}} = q^{{{i + 1}}}\cdot k^{{{j + 1}}} = {terms} "
-            rf"= {float(np.dot(q, k)):.4f}")
+def dot_product_latex(q: np.ndarray, k: np.ndarray, i: int, j: int, decimals: int = 2,
+                      per_line: int = 2) -> str:
+    r"""\alpha_{i,j} = q^i \cdot k^j = \sum_t q^i_t k^j_t, written term by term (1-based), as
+    aligned lines of `per_line` terms each, so that a phone's column holds every line."""
+    pairs = [f"({a:.{decimals}f})({b:.{decimals}f})"
+             for a, b in zip(np.asarray(q), np.asarray(k), strict=True)]
+    lines = [" + ".join(pairs[n:n + per_line]) for n in range(0, len(pairs), per_line)]
+    terms = r" \\ &\quad + ".join(lines)
+    return (rf"\begin{{aligned}}\alpha_{{{i + 1},{j + 1}}} &= q^{{{i + 1}}}\cdot k^{{{j + 1}}} "
+            rf"\\ &= {terms} \\ &= {float(np.dot(q, k)):.4f}\end{{aligned}}")
 
 
 def dot_terms_figure(terms: np.ndarray, title: str) -> go.Figure:
@@ -205,7 +209,10 @@ def dot_terms_figure(terms: np.ndarray, title: str) -> go.Figure:
                    hovertemplate="t = %{x}<br>q_t k_t = %{y:.6g}<extra></extra>")],
         layout=dict(title=_("{title}: sum = {sum:.4f}").format(title=title, sum=terms.sum()),
                     font=FONT, height=300,
-                    xaxis=dict(title=dict(text=_("coordinate t")), dtick=1),
+                    # every coordinate named up to 12 of them; past that plotly's spacing
+                    # (a real head's 32 labels on a phone ran into each other)
+                    xaxis=dict(title=dict(text=_("coordinate t")),
+                               dtick=1 if len(terms) <= 12 else None),
                     yaxis=dict(title=dict(text="q_t · k_t")), margin=MARGIN))
 
 
