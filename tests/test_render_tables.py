@@ -1,6 +1,6 @@
 """A table too wide for a phone (the lesson's sweep table): ui.render draws it whole for a
 laptop and, for a phone, one column at a time beside the rows' names (the page's width picks
-one by a CSS media query)."""
+one by a CSS media query of ui.style's phone style)."""
 
 import numpy as np
 import pytest
@@ -40,8 +40,15 @@ def test_the_sweep_table_turns_on_a_phone_and_stays_whole_on_a_laptop():
         assert list(frame.columns) == [headers[0], header]
         assert list(frame[header]) == list(table.columns[header])
         assert list(frame[headers[0]]) == list(table.columns[headers[0]])
-    css = "".join(h.proto.body for h in at.get("html"))
-    assert "max-width: 640px" in css and "st-key-attnviz_table_whole_" in css
+    # every page's phone style (ui.style, applied by the router) shows one of the two
+    from attnviz.ui import style
+
+    rules = style.STYLES["phone"]
+    assert '@media (max-width: 640px) {[class*="st-key-attnviz_table_whole_"] {display: none;}}' \
+        in rules
+    assert '@media (min-width: 641px) {[class*="st-key-attnviz_table_columns_"] ' \
+        '{display: none;}}' in rules
+    assert not at.get("html")  # no markup of its own
 
 
 def test_a_plain_table_stays_one_table():

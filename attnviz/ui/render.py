@@ -95,11 +95,8 @@ def render(item, where=None, key: str | None = None, **kwargs):
 
 
 # A table shown one column at a time on a phone: the whole table in one container, the
-# columns in another, and a screen's width (the page's phone width, 640 px) shows one of them.
-_BY_COLUMN_CSS = """<style>
-@media (max-width: 640px) {[class*="st-key-attnviz_table_whole_"] {display: none;}}
-@media (min-width: 641px) {[class*="st-key-attnviz_table_columns_"] {display: none;}}
-</style>"""
+# columns in another, and a screen's width (the page's phone width, 640 px) shows one of them
+# (ui.style's "phone", on every page).
 
 
 def _by_column(columns: dict, where, kwargs: dict) -> None:
@@ -109,7 +106,6 @@ def _by_column(columns: dict, where, kwargs: dict) -> None:
     name = hashlib.sha1(json.dumps([headers, [str(v) for v in columns[headers[0]]]],
                                    ensure_ascii=False).encode()).hexdigest()[:12]
     config = dict(kwargs.pop("column_config", None) or {})
-    where.html(_BY_COLUMN_CSS)
     box = where.container(key=f"attnviz_table_columns_{name}")
     for header in headers[1:]:
         box.dataframe(pandas.DataFrame({headers[0]: columns[headers[0]], header: columns[header]}),

@@ -17,7 +17,11 @@ STYLES: dict[str, str] = {
     # (Streamlit's title took three lines of an 844 px screen) and the empty band above them
     # narrows to the header's height; a large number (st.metric) wraps instead of ending in
     # '...'. Streamlit itself collapses the sidebar and stacks columns there.
+    # A table rendered twice by ui.render (a phone's tables of one column each, then the whole
+    # table): a screen's width shows one of them.
     "phone": """
+@media (max-width: 640px) {[class*="st-key-attnviz_table_whole_"] {display: none;}}
+@media (min-width: 641px) {[class*="st-key-attnviz_table_columns_"] {display: none;}}
 @media (max-width: 640px) {
   [data-testid="stMainBlockContainer"] {padding-top: 3.75rem;}
   .stMain .stHeading h1 {font-size: 1.9rem; padding-top: 0.5rem;}
