@@ -273,17 +273,8 @@ function phoneShaped(figure, width, div) {
       phoneTextBox(titles.get(panels[i].x).text, 16).lines : 0));
     above.push(r === 0 ? 0 : lines * PHONE.titleLine + 8);
     // under a panel: its x tick labels (slanted ones as tall as they reach) and axis title
-    const labels = Math.max(16, ...members.map(i => {
-      const ax = layout[panels[i].x] || {};
-      const title = ax.title && (typeof ax.title === "string" ? ax.title : ax.title.text);
-      let room = title ? PHONE.axisTitle : 0;
-      if (ax.showticklabels === false || ax.side === "top") return room;
-      room += PHONE.ticks;
-      if (!ax.tickangle) return room;
-      const longest = Math.max(0, ...(ax.ticktext || ax.categoryarray || []).map(
-        s => phoneTextBox(s, plan.fontSize).width));
-      return room + Math.min(120, longest * Math.abs(Math.sin(ax.tickangle * Math.PI / 180)));
-    }));
+    const labels = Math.max(16, ...members.map(i => phoneUnder(layout[panels[i].x],
+                                                                 plan.fontSize)));
     below.push(labels + (placed.some(p => p.row === r) ? PHONE.barRoom : PHONE.rowGap));
     belowTicks.push(labels);
   }
