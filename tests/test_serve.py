@@ -448,8 +448,12 @@ def test_a_child_gets_sigterm_when_the_launcher_dies(tmp_path):
     mark = tmp_path / "got"
     child = serve._die_with_parent([sys.executable, "-c", (
         "import signal, sys, time\n"
-        f"signal.signal(signal.SIGTERM, lambda *a: (open({str(mark)!r}, 'w').write('TERM'),"
-        " sys.exit(0)))\n"
+        # the mark is written under another name and renamed: the test never reads it half
+        # written (it exists only once it holds the signal's name)
+        "import os, pathlib\n"
+        f"part = pathlib.Path({str(mark)!r} + '.part')\n"
+        f"signal.signal(signal.SIGTERM, lambda *a: (part.write_text('TERM'),"
+        f" os.replace(part, {str(mark)!r}), sys.exit(0)))\n"
         "open(sys.argv[1], 'w').write('ready')\n"
         "time.sleep(30)\n"), str(tmp_path / "ready")])
     parent = subprocess.Popen([sys.executable, "-c", (
