@@ -6,10 +6,10 @@
     _(TITLE)
 
 Catalogues: `locales/<lang>/LC_MESSAGES/attnviz.po`, keyed by the English text (gettext's
-convention), one per language in LANGUAGES. The `.po` text is compiled to `.mo` bytes at
-first use (`po.compile_mo`) and read by the standard library's `gettext.GNUTranslations`:
-no extra dependency and no build step. `scripts/i18n_extract.py` lists the strings the code
-marks (`_("...")`, `N_("...")`) and adds new ones to the catalogues.
+convention), one per language in LANGUAGES. A language's `.po` text is read once, at its first
+use, into a {msgid: msgstr} table (`po.parse`): no extra dependency and no build step.
+`scripts/i18n_extract.py` lists the strings the code marks (`_("...")`, `N_("...")`) and adds
+new ones to the catalogues.
 
 The language is per session, never per process: Streamlit runs every session's script in a
 thread of one server process, a teacher in Chinese beside a student in English. The language
@@ -23,8 +23,6 @@ stays empty after a page runs in each language).
 
 from __future__ import annotations
 
-import gettext as _gettext
-import io
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -54,10 +52,10 @@ def messages(lang: str) -> dict[str, str]:
 
 
 @cache
-def translations(lang: str) -> _gettext.GNUTranslations:
-    """The language's catalogue compiled to `.mo` and loaded by the standard library."""
-    table = {"": "Content-Type: text/plain; charset=UTF-8\n", **messages(lang)}
-    return _gettext.GNUTranslations(io.BytesIO(po.compile_mo(table)))
+def translations(lang: str) -> dict[str, str]:
+    """{msgid: msgstr} of a language's catalogue, read once (a msgstr left empty is not a
+    translation)."""
+    return {k: v for k, v in messages(lang).items() if v}
 
 
 def normalise(lang: object) -> str:
@@ -91,7 +89,7 @@ def gettext(msgid: str) -> str:
     """`msgid` in the current language; the English text (and a MISSING entry) when the
     catalogue has no translation for it."""
     lang = _language.get()
-    table = translations(lang)._catalog  # {msgid: msgstr}
+    table = translations(lang)
     text = table.get(msgid)
     if not text:
         MISSING.add((lang, msgid))
@@ -105,7 +103,7 @@ def _any_language() -> dict[str, str]:
     the first; English texts are their own msgids)."""
     out: dict[str, str] = {}
     for lang in LANGUAGES:
-        for msgid, text in translations(lang)._catalog.items():
+        for msgid, text in translations(lang).items():
             if msgid and isinstance(msgid, str) and text:
                 out.setdefault(msgid, msgid)
                 out.setdefault(text, msgid)
@@ -119,7 +117,7 @@ def in_this_language(text: str) -> str:
     msgid = _any_language().get(text)
     if msgid is None:
         return text
-    return translations(_language.get())._catalog.get(msgid) or msgid
+    return translations(_language.get()).get(msgid) or msgid
 
 
 def N_(msgid: str) -> str:  # noqa: N802 - gettext's conventional name

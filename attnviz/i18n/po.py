@@ -1,9 +1,7 @@
-"""GNU gettext catalogues: read a `.po` file and compile it to `.mo` bytes in memory.
+"""GNU gettext catalogues: read a `.po` file into {msgid: msgstr}, and quote a string for one.
 
-The catalogues are kept as `.po` text (reviewable, diffable); Python's `gettext` module reads
-only the binary `.mo` format, so `compile_mo` writes that format (GNU gettext manual, "The
-Format of GNU MO Files") and `attnviz.i18n` loads the bytes with `gettext.GNUTranslations`.
-No build step and no compiled file in the repository: the `.mo` is made at import.
+The catalogues are kept as `.po` text (reviewable, diffable) and read as they are: no build
+step and no compiled file in the repository.
 
 Supported `.po` subset (what the project's catalogues use): `#` comments, `msgid` /
 `msgstr` with continued string lines, C escapes (\\n \\t \\" \\\\). No `msgctxt`, no plurals.
@@ -12,7 +10,6 @@ Supported `.po` subset (what the project's catalogues use): `#` comments, `msgid
 from __future__ import annotations
 
 import ast
-import struct
 
 
 def _unquote(line: str, where: str) -> str:
@@ -67,29 +64,6 @@ def parse(text: str, name: str = "<po>") -> dict[str, str]:
             raise ValueError(f"{where}: unsupported line {line!r}")
     flush(len(text.splitlines()) + 1)
     return out
-
-
-def compile_mo(messages: dict[str, str]) -> bytes:
-    """The `.mo` bytes of {msgid: msgstr}: magic 0x950412de, revision 0, N, the offsets of
-    the two tables of (length, offset) pairs, then the NUL-terminated UTF-8 strings; ids
-    sorted (gettext's lookup does not need the hash table, whose size is written as 0)."""
-    ids = sorted(messages)
-    bid = [k.encode("utf-8") for k in ids]
-    bstr = [messages[k].encode("utf-8") for k in ids]
-    n = len(ids)
-    header = 7 * 4
-    start = header + 2 * n * 8  # the strings follow the two tables
-    table_ids, table_strs, blob = [], [], b""
-    for b in bid:
-        table_ids.append((len(b), start + len(blob)))
-        blob += b + b"\0"
-    for b in bstr:
-        table_strs.append((len(b), start + len(blob)))
-        blob += b + b"\0"
-    out = struct.pack("<7I", 0x950412DE, 0, n, header, header + n * 8, 0, 0)
-    out += b"".join(struct.pack("<2I", *p) for p in table_ids)
-    out += b"".join(struct.pack("<2I", *p) for p in table_strs)
-    return out + blob
 
 
 def quote(s: str) -> str:
