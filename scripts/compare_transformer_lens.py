@@ -50,8 +50,7 @@ def attnviz_side(tl_python: str) -> int:
     import attnviz
     from attnviz.analysis import ablation
     from attnviz.engine import bundled_model_dir
-    from attnviz.engine.intervene import REFERENCE_SENTENCES
-    from attnviz.engine.request import TraceRequest
+    from attnviz.engine.request import REFERENCE_SENTENCES, TraceRequest
 
     model = attnviz.load_model(device="cpu")
     req = TraceRequest(TEXT)

@@ -12,8 +12,7 @@ import torch
 
 from attnviz.analysis import ablation
 from attnviz.analysis.attribution import _inputs, sentence_embedding
-from attnviz.engine.intervene import Ablation, Patch
-from attnviz.engine.request import TraceRequest
+from attnviz.engine.request import Ablation, Patch, TraceRequest
 
 TOL = 1e-5
 SAW = TraceRequest("I saw a saw")

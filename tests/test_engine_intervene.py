@@ -11,9 +11,8 @@ import pytest
 import torch
 
 import attnviz
-from attnviz.engine.intervene import REFERENCE_SENTENCES, Ablation, Patch
 from attnviz.engine.random_models import save_random_checkpoint
-from attnviz.engine.request import TraceRequest
+from attnviz.engine.request import REFERENCE_SENTENCES, Ablation, Patch, TraceRequest
 
 TOL = 1e-5
 HF_CLASSES = {"bert": "BertModel", "roberta": "RobertaModel", "distilbert": "DistilBertModel",

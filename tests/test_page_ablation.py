@@ -53,7 +53,7 @@ def test_one_head_removed(at, model):
     at.selectbox(key="abl_layer").set_value(2).run()
     at.selectbox(key="abl_head").set_value(7).run()
     assert not at.exception
-    from attnviz.engine.intervene import Ablation
+    from attnviz.engine.request import Ablation
 
     plain = model.trace("I saw a saw")
     cut = model.trace("I saw a saw", ablate=Ablation(heads=((2, 7),)))

@@ -343,7 +343,7 @@ def test_bert_step_switches_each_head_off(at, model):
     """The real model's step closes with the causal question: every head removed alone (zero
     ablation, engine.intervene), ranked by how much closer the two saws' final vectors come;
     the table's numbers recomputed here from the ablated traces' hidden states."""
-    from attnviz.engine.intervene import Ablation
+    from attnviz.engine.request import Ablation
 
     drawn = go(at, 8)
     # each of its figures drawn in place under its own key (SVG button, phone layout)

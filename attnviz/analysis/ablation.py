@@ -49,8 +49,8 @@ import numpy as np
 import torch
 
 from ..engine.attention import build_mask
-from ..engine.intervene import REFERENCE_SENTENCES, Edit, mean_outputs
-from ..engine.request import TraceRequest
+from ..engine.intervene import Edit, mean_outputs
+from ..engine.request import REFERENCE_SENTENCES, TraceRequest
 from .attribution import spearman
 from .common import first_repeated_pair
 from .head_stats import head_stats
@@ -417,7 +417,7 @@ def one_head(model, request: TraceRequest, layer: int, head: int,
     """Head (layer, head) of the encoder (or of BART's decoder self-attention or its
     cross-attention: `part`) removed alone, zero or mean ablation: each token's final vector
     against the plain run's, and every head's weights (of that kind) minus the plain run's."""
-    from ..engine.intervene import Ablation
+    from ..engine.request import Ablation
 
     if part not in PARTS:
         raise ValueError(f"part must be one of {', '.join(PARTS)}; got {part!r}")

@@ -28,7 +28,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "load": ("check_model_dir", "load_model", "pick_device"),
     "model": ("Encoded", "Model"),
     "positions": ("position_vectors", "sinusoidal"),
-    "request": ("POSITION_MODES", "TraceRequest"),
+    "request": ("Ablation", "POSITION_MODES", "Patch", "TraceRequest"),
     "tokens": ("display_token",),
     "trace": ("ARRAY_FIELDS", "DECODER_FIELDS", "EXTRA_FIELDS", "Trace", "token_labels"),
     "weights": ("Limits",),

@@ -40,10 +40,10 @@ import torch.nn.functional as F
 
 from .attention import attention, build_mask, causal_mask
 from .images import ImageInput
-from .intervene import Ablation, Edit, ablation_edit, patch_edit
+from .intervene import Edit, ablation_edit, patch_edit
 from .kinds import DECODER, ENCODER, ENCODER_DECODER, VISION  # noqa: F401 - the families import them here
 from .positions import POSITION_MODES, position_vectors
-from .request import TraceRequest
+from .request import Ablation, TraceRequest
 from .tokens import WORDPIECE, control_token_note, display_tokens, typed_control_tokens
 from .trace import Trace
 

@@ -18,8 +18,9 @@ Options (values, not flags, as in nanoGPT's GPTConfig):
 - causal:    True keeps j <= i (a decoder's mask)
 - seed:      which shuffle for positions="shuffled"; other modes ignore it, so it is set to 0
              for them and two requests that differ only in an unused seed are equal.
-- ablate:    None, or an intervention in the forward pass (engine.intervene): an Ablation
-             (heads switched off) or a Patch (activations copied from another run).
+- ablate:    None, or an intervention in the forward pass: an Ablation (heads switched off)
+             or a Patch (activations copied from another run), value types defined below and
+             applied by engine.intervene.
              TraceRequest("I saw a saw", ablate=Ablation(heads=((0, 3),)))
 """
 
@@ -30,7 +31,6 @@ from dataclasses import dataclass, fields, replace
 import numpy as np
 
 from .images import ImageInput
-from .intervene import Ablation, Patch
 
 # How a trace places its tokens (engine.positions): here, so a request is made without torch.
 POSITION_MODES = ("learned", "none", "sinusoidal", "shuffled")
@@ -73,7 +73,7 @@ class TraceRequest:
             raise ValueError(f"seed must be a whole number; got {self.seed!r}")
         set_("seed", int(self.seed) if self.positions == "shuffled" else 0)
         if self.ablate is not None and not isinstance(self.ablate, (Ablation, Patch)):
-            raise ValueError("ablate must be an Ablation or a Patch (attnviz.engine.intervene)")
+            raise ValueError("ablate must be an Ablation or a Patch (attnviz.engine.request)")
         if self.ablate is not None and self.ablate.empty:
             set_("ablate", None)  # switching nothing off is the plain trace, with its key
         if sum(x is not None for x in (self.text, self.ids, self.image)) != 1:
@@ -125,10 +125,121 @@ class TraceRequest:
         if self.image is not None:
             out["image"] = self.image.as_dict()
         if self.ablate is None:
-            del out["ablate"]  # a plain request's dict as before interventions existed
+            del out["ablate"]  # a plain request's dict names no intervention
         else:
             out["ablate"] = self.ablate.as_dict()
         return out
 
 
 OPTION_NAMES = frozenset({"positions", "window", "causal", "seed"})
+
+
+# ------------------------------------------------------------ interventions (a request's ablate)
+ABLATION_MODES = ("zero", "mean")
+
+# The reference set of mean ablation: short, plain sentences of everyday English (a head's mean
+# output over every token of all of them, [CLS] and [SEP] included).
+REFERENCE_SENTENCES = (
+    "The cat sat on the mat.",
+    "She reads a book every night before bed.",
+    "We walked to the station in the rain.",
+    "My brother plays the guitar in a band.",
+    "The teacher wrote the answer on the board.",
+    "It was cold, so they lit a fire.",
+    "Birds fly south when winter comes.",
+    "He bought bread and milk at the shop.",
+)
+
+
+def _pairs(value, name: str) -> tuple[tuple[int, int], ...]:
+    try:
+        out = tuple(sorted({(int(a), int(b)) for a, b in value}))
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be (layer, index) pairs of whole numbers") from None
+    if any(a < 0 or b < 0 for a, b in out):
+        raise ValueError(f"{name}: layers, heads and tokens count from 0")
+    return out
+
+
+@dataclass(frozen=True)
+class Ablation:
+    """Heads (and whole attention sublayers) switched off; see the module docstring."""
+
+    heads: tuple[tuple[int, int], ...] = ()  # (layer, head) pairs, from 0
+    layers: tuple[int, ...] = ()  # attention sublayers left out entirely
+    mode: str = "zero"  # "zero" | "mean"
+    reference: tuple[str, ...] = REFERENCE_SENTENCES  # mean ablation's sentences
+    decoder_heads: tuple[tuple[int, int], ...] = ()  # BART: decoder self-attention heads
+    cross_heads: tuple[tuple[int, int], ...] = ()  # BART: decoder cross-attention heads
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "heads", _pairs(self.heads, "heads"))
+        object.__setattr__(self, "decoder_heads", _pairs(self.decoder_heads, "decoder_heads"))
+        object.__setattr__(self, "cross_heads", _pairs(self.cross_heads, "cross_heads"))
+        try:
+            layers = tuple(sorted({int(x) for x in self.layers}))
+        except (TypeError, ValueError):
+            raise ValueError("layers must be whole numbers") from None
+        if any(x < 0 for x in layers):
+            raise ValueError("layers count from 0")
+        object.__setattr__(self, "layers", layers)
+        if self.mode not in ABLATION_MODES:
+            raise ValueError(f"mode must be one of {', '.join(ABLATION_MODES)}; got {self.mode!r}")
+        if isinstance(self.reference, str) or not all(isinstance(s, str) and s.strip()
+                                                       for s in self.reference):
+            raise ValueError("reference must be a tuple of sentences")
+        object.__setattr__(self, "reference", tuple(self.reference))
+        if self.mode == "mean" and not self.reference and (
+                self.heads or self.decoder_heads or self.cross_heads):
+            raise ValueError("mean ablation needs reference sentences")
+
+    @property
+    def empty(self) -> bool:
+        return not (self.heads or self.layers or self.decoder_heads or self.cross_heads)
+
+    def as_dict(self) -> dict:
+        out = {"kind": "ablation", "heads": [list(p) for p in self.heads],
+               "layers": list(self.layers), "mode": self.mode,
+               "reference": list(self.reference) if self.mode == "mean" else None}
+        for name in ("decoder_heads", "cross_heads"):  # BART's, named only when used
+            if getattr(self, name):
+                out[name] = [list(p) for p in getattr(self, name)]
+        return out
+
+
+@dataclass(frozen=True)
+class Patch:
+    """Activations copied from a source run (same number of tokens) into this one."""
+
+    source: object  # a TraceRequest or a text: the run activations are copied from
+    heads: tuple[tuple[int, int], ...] = ()  # (layer, head): Y_h from the source
+    residual: tuple[tuple[int, int], ...] = ()  # (layer, token): layer l's input at token t
+    decoder_heads: tuple[tuple[int, int], ...] = ()  # BART: decoder self-attention heads
+    cross_heads: tuple[tuple[int, int], ...] = ()  # BART: decoder cross-attention heads
+
+    def __post_init__(self) -> None:
+        source = self.source
+        if isinstance(source, str):
+            source = TraceRequest(source)
+        if not isinstance(source, TraceRequest):
+            raise ValueError("a patch's source is a text or a TraceRequest")
+        if source.ablate is not None:
+            raise ValueError("a patch's source is a plain run (no intervention of its own)")
+        object.__setattr__(self, "source", source)
+        object.__setattr__(self, "heads", _pairs(self.heads, "heads"))
+        object.__setattr__(self, "residual", _pairs(self.residual, "residual"))
+        object.__setattr__(self, "decoder_heads", _pairs(self.decoder_heads, "decoder_heads"))
+        object.__setattr__(self, "cross_heads", _pairs(self.cross_heads, "cross_heads"))
+
+    @property
+    def empty(self) -> bool:
+        return not (self.heads or self.residual or self.decoder_heads or self.cross_heads)
+
+    def as_dict(self) -> dict:
+        out = {"kind": "patch", "source": self.source.as_dict(),
+               "heads": [list(p) for p in self.heads],
+               "residual": [list(p) for p in self.residual]}
+        for name in ("decoder_heads", "cross_heads"):  # BART's, named only when used
+            if getattr(self, name):
+                out[name] = [list(p) for p in getattr(self, name)]
+        return out
