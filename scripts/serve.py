@@ -582,10 +582,8 @@ class _Stop(Exception):
 
 
 def main(argv: list[str] | None = None) -> int:
-    from attnviz.settings import settings
-
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--workers", type=int, default=settings().workers,
+    ap.add_argument("--workers", type=int, default=None,
                     help="Streamlit processes (default $ATTNVIZ_WORKERS, else 2)")
     ap.add_argument("--port", type=int, default=8501, help="nginx's port (default 8501)")
     ap.add_argument("--address", default="127.0.0.1",
@@ -598,9 +596,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--stop", action="store_true",
                     help="stop the launcher already serving --port, and exit")
     args = ap.parse_args(argv)
-    if args.stop:
+    if args.stop:  # any Python stops it (`make stop` runs the system's): attnviz not imported
         print("stopped" if stop_running(args.port) else f"nothing serves port {args.port}")
         return 0
+    if args.workers is None:
+        from attnviz.settings import settings
+
+        args.workers = settings().workers
     if args.workers < 1:
         ap.error("--workers must be at least 1")
 

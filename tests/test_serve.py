@@ -229,6 +229,15 @@ def test_metrics_are_not_reachable_through_nginx_in_any_spelling(nginx, tmp_path
         cluster.stop(grace_s=5)
 
 
+def test_stop_runs_on_a_python_without_attnviz():
+    """`make stop` runs the system's python3, which has no attnviz (nor the venv's packages):
+    -S leaves out every site-packages folder, so nothing but the standard library is there."""
+    out = subprocess.run([sys.executable, "-I", "-S", str(ROOT / "scripts" / "serve.py"),
+                          "--stop", "--port", "18996"], capture_output=True, text=True,
+                         timeout=60)
+    assert (out.returncode, out.stdout.strip()) == (0, "nothing serves port 18996"), out.stderr
+
+
 def test_stop_ignores_a_stale_pid_file(tmp_path, monkeypatch):
     monkeypatch.setattr(serve.tempfile, "gettempdir", lambda: str(tmp_path))
     path = serve.pid_file(18998)

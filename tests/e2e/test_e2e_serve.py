@@ -11,9 +11,10 @@ each one's worker), driven the way `make serve` runs it.
   cookie named the dead worker is served by the living one at once. The launcher logs the
   death and starts a replacement on the same port: both ports answer /_stcore/health again,
   nginx sends the dead worker's cookie there again, and a session on it gets answers.
-- Ctrl-C (SIGINT) to the launcher: every process it started (by pid, the replacement too,
-  and every member of its process group, nginx's own worker included) is gone, the port is
-  closed, and no replacement was started during the shutdown.
+- `make stop PORT=N` from another shell (the system's python3, as the README says; it sends
+  the launcher SIGTERM, which it handles as Ctrl-C): every process it started (by pid, the
+  replacement too, and every member of its process group, nginx's own worker included) is
+  gone, the port is closed, and no replacement was started during the shutdown.
 """
 
 from __future__ import annotations
@@ -216,12 +217,14 @@ def run_in_thread(coroutine_function) -> None:
         raise failure[0]
 
 
-def test_ctrl_c_leaves_nothing_running(hall):
+def test_make_stop_leaves_nothing_running(hall):
     members = group_members(hall.pids[0])  # the group is led by worker 1's pid, even dead
     assert hall.pids[1] in members and hall.pids[2] in members
     assert all(p in members for p in hall.replacements)
     assert len(members) >= 3  # worker 2, nginx's master and its worker process
-    hall.proc.send_signal(signal.SIGINT)
+    stop = subprocess.run(["make", "-s", "-C", str(ROOT), "stop", f"PORT={hall.port}"],
+                          capture_output=True, text=True, timeout=90)
+    assert (stop.returncode, stop.stdout.strip()) == (0, "stopped"), stop.stderr
     assert hall.proc.wait(60) == 0
     restarts = "".join(hall.lines).count(" restarted: pid ")
     assert restarts == len(hall.replacements)  # none during the shutdown
