@@ -196,10 +196,9 @@ def test_a_trace_is_what_the_taught_attention_function_returns(model):
 
 
 @pytest.mark.parametrize("n_words, opts", [(3, {}), (60, {"window": 2}), (200, {})])
-def test_scores_read_later_are_the_forward_pass_own(model, monkeypatch, n_words, opts):
-    """A trace keeps Q and K, not S = Q K^T: its scores, computed when first read, are the
-    very scores attention() computed inside the forward pass (on the projections' strided
-    views), bit for bit; until read the trace does not hold them, and its size counts them."""
+def test_the_trace_keeps_the_scores_of_the_forward_pass(model, monkeypatch, n_words, opts):
+    """A trace's scores are the very scores attention() computed inside the forward pass (on
+    the projections' strided views), bit for bit, a plain field counted in its size."""
     from attnviz.engine import model as model_module
 
     seen = []
@@ -211,14 +210,14 @@ def test_scores_read_later_are_the_forward_pass_own(model, monkeypatch, n_words,
 
     monkeypatch.setattr(model_module, "attention", recording)
     t = model.trace(" ".join(["saw", "I", "a"] * n_words)[: 6 * n_words], **opts)
-    assert t._scores is None and len(seen) == model.n_layers
+    assert len(seen) == model.n_layers
+    assert isinstance(t.scores, np.ndarray) and t.scores.dtype == np.float32
+    assert t.scores.shape == t.weights.shape
     assert t.nbytes == sum(getattr(t, f).nbytes for f in (
         "token_ids", "segments", "position_ids", "embeddings", "queries", "keys", "values",
-        "weights", "outputs", "hidden_states", "mask")) + t.weights.nbytes
-    assert t.scores.shape == t.weights.shape and t.scores.dtype == np.float32
+        "scores", "weights", "outputs", "hidden_states", "mask"))
     for layer, scores in enumerate(seen):
         assert torch.equal(torch.from_numpy(t.scores[layer]), scores)
-    assert t.scores is t.scores  # computed once, then kept
 
 
 def test_last_hidden_of_a_batch_is_each_sequence_encoded_alone(model):

@@ -30,29 +30,19 @@ def attention(
     values: torch.Tensor,
     mask: torch.Tensor | None = None,
     scale: float | None = None,
-    weights_out: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Return (outputs, weights, scores) for queries/keys/values of shape [..., n, d].
 
     scores = Q K^T (unscaled), weights = softmax(scores * scale) with scale = 1/sqrt(d_k),
     outputs = weights @ V. `mask` is broadcastable to [..., n, n], True = may attend.
-    `weights_out`: a tensor of shape [..., n_q, n_k] to write the weights into (a trace's
-    layer slice, so that its [layers, heads, n, n] array is never copied; the same numbers,
-    bit for bit); not for tensors that need gradients.
     """
     if scale is None:
         scale = 1.0 / math.sqrt(queries.shape[-1])
     scores = scores_of(queries, keys)  # [..., n_q, n_k]
-    if weights_out is None:
-        logits = scores * scale
-        if mask is not None:
-            logits = logits.masked_fill(~mask, float("-inf"))
-        weights = torch.softmax(logits, dim=-1)  # [..., n_q, n_k]
-    else:  # the same steps, each written into weights_out (softmax row by row, in place)
-        weights = torch.mul(scores, scale, out=weights_out)
-        if mask is not None:
-            weights.masked_fill_(~mask, float("-inf"))
-        torch.softmax(weights, dim=-1, out=weights)
+    logits = scores * scale
+    if mask is not None:
+        logits = logits.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(logits, dim=-1)  # [..., n_q, n_k]
     outputs = weights @ values  # [..., n_q, d_v]
     return outputs, weights, scores
 

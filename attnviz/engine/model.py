@@ -80,9 +80,8 @@ class Layer:
         return self.qkv_w.chunk(3)[2]
 
 
-# What `encode` records per layer, in the order it is recorded (an Encoded field each). The
-# scores S = Q K^T are not kept: a Trace computes them from its queries and keys when read.
-RECORDED = ("queries", "keys", "values", "weights", "outputs", "layer_inputs")
+# What `encode` records per layer, in the order it is recorded (an Encoded field each).
+RECORDED = ("queries", "keys", "values", "scores", "weights", "outputs", "layer_inputs")
 
 
 @dataclass
@@ -93,6 +92,7 @@ class Encoded:
     queries: torch.Tensor | None = None  # [layers, heads, tokens, head_dim]
     keys: torch.Tensor | None = None
     values: torch.Tensor | None = None
+    scores: torch.Tensor | None = None  # [layers, heads, tokens, tokens]  raw q.k
     weights: torch.Tensor | None = None  # [layers, heads, tokens, tokens]
     outputs: torch.Tensor | None = None  # [layers, heads, tokens, head_dim]
     layer_inputs: torch.Tensor | None = None  # [layers, tokens, hidden] (pre-LN families)
@@ -320,11 +320,6 @@ class Model:
         scale = 1.0 / math.sqrt(d)
         pre = self.pre_norm
         kept: dict[str, list[torch.Tensor]] = {name: [] for name in RECORDED}
-        # The [layers, heads, n, n] weights are written in place, layer by layer (attention's
-        # `weights_out`), where no gradient is asked for: stacking them would copy them.
-        square = None
-        if record and not (torch.is_grad_enabled() and x.requires_grad):
-            square = weights_array((len(self.layers), H, n, n), x)
         hidden_states = [x]
         for li, layer in enumerate(self.layers[start:], start):
             if edit is not None:
@@ -335,12 +330,11 @@ class Model:
             q, k, v = (F.linear(a, w, b).view(*batch, n, H, d).transpose(-3, -2)
                        for w, b in zip(layer.qkv_w.chunk(3), layer.qkv_b.chunk(3), strict=True))
             # S = Q K^T; W = softmax(S / sqrt(d_k)) where the mask allows; Y = W V
-            y, weights, _ = attention(  # [..., H, n, d], [..., H, n, n]
-                q, k, v, mask, scale, weights_out=None if square is None else square[li])
+            y, weights, scores = attention(q, k, v, mask, scale)  # [.., H, n, d], [.., H, n, n]
             if edit is not None:
                 y = edit.head_outputs(li, y)  # a head switched off or patched: Y_h replaced
             if record:
-                for name, value in zip(RECORDED, (q, k, v, weights, y, a), strict=True):
+                for name, value in zip(RECORDED, (q, k, v, scores, weights, y, a), strict=True):
                     kept[name].append(value)
             concat = y.transpose(-3, -2).reshape(*batch, n, self.hidden)  # heads side by side
             z = F.linear(concat, layer.out_w, layer.out_b)  # [..., n, hidden]
@@ -362,9 +356,7 @@ class Model:
         out = Encoded(hidden_states=hidden_states)
         if record:  # each [layers, ...]
             for name, values in kept.items():
-                if square is not None and name == "weights":
-                    out.weights = square
-                elif name != "layer_inputs" or pre:
+                if name != "layer_inputs" or pre:
                     setattr(out, name, torch.stack(values))
         return out
 
@@ -460,7 +452,7 @@ class Model:
             queries=cpu(enc.queries),
             keys=cpu(enc.keys),
             values=cpu(enc.values),
-            scores=None,  # S = Q K^T, computed from the queries and keys when read
+            scores=cpu(enc.scores),
             weights=cpu(enc.weights),
             outputs=cpu(enc.outputs),
             hidden_states=cpu(torch.stack(enc.hidden_states)),
@@ -488,16 +480,6 @@ class Model:
     def __repr__(self) -> str:
         return (f"Model({self.name!r}, {self.title}, layers={self.n_layers}, "
                 f"heads={self.n_heads}, hidden={self.hidden}, device={self.device})")
-
-
-def weights_array(shape: tuple[int, ...], like: torch.Tensor) -> torch.Tensor:
-    """An empty tensor for a trace's weights, on `like`'s device and of its dtype. On the CPU
-    its memory is a NumPy array's (the trace hands NumPy arrays out): NumPy asks the kernel
-    for huge pages for large arrays, so writing a long input's [layers, heads, n, n] weights
-    the first time costs fewer page faults."""
-    if like.device.type == "cpu" and like.dtype == torch.float32:
-        return torch.from_numpy(np.empty(shape, dtype=np.float32))
-    return torch.empty(shape, dtype=like.dtype, device=like.device)
 
 
 def as_request(request, pair: str | None = None, options: dict | None = None) -> TraceRequest:

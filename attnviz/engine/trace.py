@@ -14,7 +14,6 @@ decoder tokens, columns = encoder tokens); a vision transformer adds the image i
 from __future__ import annotations
 
 import json
-import warnings
 from dataclasses import dataclass, fields
 
 import numpy as np
@@ -31,8 +30,7 @@ ARRAY_FIELDS: dict[str, str] = {
     "queries": "[layers, heads, tokens, head_dim]",
     "keys": "[layers, heads, tokens, head_dim]",
     "values": "[layers, heads, tokens, head_dim]",
-    "scores": "[layers, heads, tokens, tokens]  raw q.k, before 1/sqrt(d) (computed from "
-              "queries and keys when first read)",
+    "scores": "[layers, heads, tokens, tokens]  raw q.k, before 1/sqrt(d)",
     "weights": "[layers, heads, tokens, tokens]  softmax, rows sum to 1",
     "outputs": "[layers, heads, tokens, head_dim]  weights @ values",
     "hidden_states": "[layers + 1, tokens, hidden]  embeddings, then each layer's output "
@@ -82,7 +80,7 @@ class Trace:
     queries: np.ndarray
     keys: np.ndarray
     values: np.ndarray
-    scores: np.ndarray | None  # None: S = Q K^T, computed from queries and keys when read
+    scores: np.ndarray
     weights: np.ndarray
     outputs: np.ndarray
     hidden_states: np.ndarray
@@ -124,15 +122,9 @@ class Trace:
 
     @property
     def nbytes(self) -> int:
-        """Bytes of the trace's arrays, the scores counted whether computed yet or not."""
-        total = 0
-        for f in fields(self):
-            value = self._scores if f.name == "scores" else getattr(self, f.name)
-            if isinstance(value, np.ndarray):
-                total += value.nbytes
-        if self._scores is None:
-            total += self.weights.nbytes
-        return total
+        """Bytes of the trace's arrays."""
+        return sum(v.nbytes for v in (getattr(self, f.name) for f in fields(self))
+                   if isinstance(v, np.ndarray))
 
     @property
     def key(self) -> tuple[str, TraceRequest]:
@@ -204,35 +196,6 @@ class Trace:
             request=np.array(json.dumps(self.request.as_dict(), ensure_ascii=False)),
             **arrays,
         )
-
-
-def _scores(trace: Trace) -> np.ndarray:
-    """S = Q K^T for every layer and head: the trace's scores, made from its queries and keys
-    the first time they are read (engine.attention.scores_of, the product the forward pass
-    took) and kept. Their [layers, heads, n, n] array is as large as the weights; most views
-    never read it, so a trace does not carry it until one does."""
-    if trace._scores is None:
-        import torch
-
-        from .attention import scores_of
-
-        q, k = trace.queries, trace.keys
-        out = np.empty((*q.shape[:-1], k.shape[-2]), dtype=q.dtype)
-        with warnings.catch_warnings():  # read-only arrays (a stored trace) are only read here
-            warnings.filterwarnings("ignore", "The given NumPy array is not writable")
-            for layer in range(q.shape[0]):  # one layer at a time: no second n² temporary
-                out[layer] = scores_of(torch.from_numpy(q[layer]), torch.from_numpy(k[layer]))
-        trace._scores = out
-    return trace._scores
-
-
-def _set_scores(trace: Trace, value: np.ndarray | None) -> None:
-    trace._scores = value
-
-
-# A property over the dataclass field (set after the class is made, so that the field keeps
-# its place in __init__): Trace(scores=None, ...) leaves them to be computed when read.
-Trace.scores = property(_scores, _set_scores, doc=_scores.__doc__)
 
 
 START_TOKENS = frozenset({"[CLS]", "<s>", "<|endoftext|>", "<bos>", "[BOS]", "<|begin_of_text|>",
