@@ -360,3 +360,37 @@ def test_bart_decoder_and_cross_attention_patching_match_hf_hooks(folders):
     bert = attnviz.load_model(folders["bert"], device="cpu")
     with pytest.raises(ValueError, match="has no decoder"):
         bert.trace(corrupted, ablate=Patch(clean, decoder_heads=((0, 0),)))
+
+
+def test_mean_ablation_follows_the_weights_loaded(tmp_path):
+    """A checkpoint saved again into the same folder and loaded again: another Model.key, its
+    own means (not the first weights' means, kept under the folder's name), each the float64
+    mean of the head outputs over the reference sentences."""
+    from attnviz.engine.intervene import mean_outputs
+
+    folder = tmp_path / "bert"
+    reference = REFERENCE_SENTENCES[:3]
+
+    def means_of(model) -> np.ndarray:  # the reference's head outputs, averaged in float64
+        outputs = [model.trace(text).outputs.astype(np.float64) for text in reference]
+        return np.concatenate(outputs, axis=2).mean(axis=2)[:, :, None, :]
+
+    save_random_checkpoint("bert", folder, seed=0)
+    first = attnviz.load_model(folder, device="cpu")
+    a = first.trace("I saw a saw", ablate=Ablation(heads=((1, 2),), mode="mean",
+                                                    reference=reference))
+    np.testing.assert_allclose(mean_outputs(first, reference).numpy(), means_of(first),
+                               rtol=1e-7, atol=1e-9)
+    save_random_checkpoint("bert", folder, seed=1)  # other weights, the same folder
+    second = attnviz.load_model(folder, device="cpu")
+    assert second.key != first.key and second.source == first.source
+    got = mean_outputs(second, reference).numpy()
+    np.testing.assert_allclose(got, means_of(second), rtol=1e-7, atol=1e-9)
+    assert np.abs(got - means_of(first)).max() > 1e-3
+    b = second.trace("I saw a saw", ablate=Ablation(heads=((1, 2),), mode="mean",
+                                                     reference=reference))
+    np.testing.assert_allclose(b.outputs[1, 2], np.broadcast_to(got[1, 2], b.outputs[1, 2].shape),
+                               atol=0, rtol=0)
+    assert b.key != a.key  # the trace cache's key (Model.key, request) names the weights too
+    save_random_checkpoint("bert", folder, seed=0)  # the first weights again: the same key
+    assert attnviz.load_model(folder, device="cpu").key == first.key

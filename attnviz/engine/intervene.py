@@ -50,6 +50,7 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import cachetools
 import numpy as np
 
 from .request import Ablation, Patch, TraceRequest
@@ -138,16 +139,21 @@ class Edit:
         return torch.where(self.attention[..., li, None, None], z, 0.0)
 
 
-_MEANS: dict = {}
-_MEANS_LOCK = threading.Lock()
+MEANS_BYTES = 16 * 2**20  # the mean outputs kept (a model's are [layers, heads, 1, d] float32)
+_MEANS: cachetools.LRUCache = cachetools.LRUCache(MEANS_BYTES, getsizeof=lambda m: m.nbytes)
+_MEANS_LOCK = threading.Lock()  # cachetools' caches are not thread-safe
 
 
 def mean_outputs(model, reference: tuple[str, ...], request=None,
                  field: str = "outputs") -> torch.Tensor:
     """Each head's output averaged over every token of the reference sentences, encoded with
-    the request's options: [layers, heads, 1, head_dim] on the model's device. `field`: the
-    trace's outputs of the encoder ("outputs") or of BART's decoder ("decoder_outputs",
-    "cross_outputs"), each sentence's decoder reading the sentence itself."""
+    the request's options: [layers, heads, 1, head_dim] float32 on the model's device, summed
+    in float64. `field`: the trace's outputs of the encoder ("outputs") or of BART's decoder
+    ("decoder_outputs", "cross_outputs"), each sentence's decoder reading the sentence itself.
+
+    Kept (least recently used dropped past MEANS_BYTES) under Model.key, which names the weights
+    by their digest: a checkpoint saved again into the same folder and loaded again has other
+    means."""
     import torch
 
     if model.capabilities.get("input") != "text":
@@ -156,18 +162,20 @@ def mean_outputs(model, reference: tuple[str, ...], request=None,
     options = {} if request is None else {k: v for k, v in request.options().items()}
     key = (model.key, reference, tuple(sorted(options.items())), field)
     with _MEANS_LOCK:
-        if key in _MEANS:
-            return _MEANS[key]
+        found = _MEANS.get(key)
+    if found is not None:
+        return found
     total, count = None, 0
     for text in reference:
         t = model.trace(TraceRequest(text, **options))
         outputs = getattr(t, field)  # [layers, heads, tokens, d]
-        y = torch.as_tensor(outputs).sum(dim=2)  # [layers, heads, d]
+        y = torch.as_tensor(np.asarray(outputs), dtype=torch.float64).sum(dim=2)  # [L, H, d]
         total = y if total is None else total + y
         count += outputs.shape[2]
-    mean = (total / count)[:, :, None, :].to(model.device)
-    with _MEANS_LOCK:
-        _MEANS[key] = mean
+    mean = (total / count)[:, :, None, :].to(device=model.device, dtype=torch.float32)
+    if mean.nbytes <= _MEANS.maxsize:
+        with _MEANS_LOCK:
+            _MEANS[key] = mean
     return mean
 
 

@@ -46,6 +46,7 @@ from .positions import POSITION_MODES, position_vectors
 from .request import Ablation, TraceRequest
 from .tokens import WORDPIECE, control_token_note, display_tokens, typed_control_tokens
 from .trace import Trace
+from .weights import state_digest
 
 
 @dataclass
@@ -143,6 +144,7 @@ class Model:
         self._cap = max_tokens  # a server's limit on tokens per trace (None: the model's)
         self._tok_lock = threading.Lock()  # fast tokenizers are not safe across threads
         self._state = state
+        self.weights_digest = state_digest(state)  # Model.key: caches keyed by the weights
         self.setup(config)
         del self._state
         self.head_dim: int = self.hidden // self.n_heads
@@ -186,10 +188,11 @@ class Model:
 
     @property
     def key(self) -> str:
-        """A stable identity for caches: where the weights came from, the device (and a
-        server's token limit)."""
+        """A stable identity for caches: where the weights came from, their digest
+        (engine.weights.state_digest), the device (and a server's token limit)."""
         capped = self._cap is not None and self._cap < self.model_positions
-        return f"{self.source}|{self.device}" + (f"|max{self._cap}" if capped else "")
+        return (f"{self.source}|{self.weights_digest}|{self.device}"
+                + (f"|max{self._cap}" if capped else ""))
 
     @property
     def device_type(self) -> str:

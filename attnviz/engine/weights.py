@@ -21,6 +21,7 @@ is remembered by (path, size, modification time), so asking again costs a stat.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -341,3 +342,15 @@ def match_weights(file_shapes: dict[str, tuple[int, ...]],
 
 def all_finite(state: dict[str, torch.Tensor]) -> bool:
     return all(bool(torch.isfinite(t).all()) for t in state.values())
+
+
+def state_digest(state: dict[str, torch.Tensor]) -> str:
+    """The identity of a set of weights: SHA-256 of every tensor's name, dtype, shape and bytes
+    (16 hex digits). Two checkpoints saved into one folder have two digests; Model.key carries
+    it, so every cache of model-derived values is keyed by the weights, not by the folder."""
+    h = hashlib.sha256()
+    for name in sorted(state):
+        t = state[name].detach().cpu().contiguous().reshape(-1)
+        h.update(f"{name}|{t.dtype}|{tuple(state[name].shape)}\n".encode())
+        h.update(t.view(torch.uint8).numpy())
+    return h.hexdigest()[:16]
