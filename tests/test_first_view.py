@@ -151,10 +151,9 @@ def test_the_first_page_drawn_from_the_stored_view_is_the_page_without_the_model
     first_view.save(app_model, t, cuda=app_model.device_type == "cuda", **ARGS)
     normal = open_page()
 
+    for kind in ("models", "traces", "figures"):  # a fresh server: no model yet
+        monkeypatch.setitem(CACHES, kind, CACHES[kind].fresh())
     models = CACHES["models"]
-    for cache in (models, CACHES["traces"], CACHES["figures"]):  # a fresh server: no model yet
-        monkeypatch.setattr(cache, "_items", type(cache._items)())  # (and the totals with them:
-        monkeypatch.setattr(cache, "_total", 0)  # a later test's cache must not think it full)
     misses = models.misses
     first_view.PRELOADING.set()  # the preload thread of scripts/run_app.py runs
     try:

@@ -10,8 +10,12 @@
 Figures are sized by `footprint` (their arrays, lists and strings), the others by
 the bytes of their NumPy arrays (`nbytes`).
 
+The model key (Model.key) names the weights by their digest, so a checkpoint saved again into
+its folder and loaded again never meets the traces or results of the weights it replaced.
+
 Keys are plain values (strings, numbers, frozen requests and settings), never arrays. Each
-cache evicts its least recently used entries past its bound and computes a key once when
+cache (a cachetools.LRUCache inside SharedCache) evicts its least recently used entries past
+its bound and computes a key once when
 several sessions ask for it together: later callers wait (with a spinner, if given) and get
 the same value. Cached arrays are made read-only, so no session can alter what others see.
 
@@ -23,10 +27,10 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from contextlib import AbstractContextManager, nullcontext
 
+import cachetools
 import numpy as np
 import plotly.graph_objects as go
 
@@ -54,7 +58,9 @@ def nbytes(value) -> int:
 _NUMBERS = frozenset({int, float, bool, type(None)})
 
 
-_TEMPLATE_SIZES: dict[bytes, int] = {}  # a Plotly template's JSON -> footprint of its dict
+# A Plotly template's JSON -> the footprint of its dict (a few templates: themes, languages)
+_TEMPLATE_SIZES: cachetools.LRUCache = cachetools.LRUCache(64)
+_TEMPLATE_LOCK = threading.Lock()
 
 
 def footprint(value) -> int:
@@ -75,10 +81,12 @@ def footprint(value) -> int:
     if isinstance(value, dict):
         source = getattr(value, "source", None) if kind is not dict else None
         if type(source) is bytes:  # plotting.common.Template: a copy of one template's JSON
-            size = _TEMPLATE_SIZES.get(source)
+            with _TEMPLATE_LOCK:
+                size = _TEMPLATE_SIZES.get(source)
             if size is None:
-                size = _TEMPLATE_SIZES[source] = 64 + sum(footprint(v) + 8
-                                                          for v in value.values())
+                size = 64 + sum(footprint(v) + 8 for v in value.values())
+                with _TEMPLATE_LOCK:
+                    _TEMPLATE_SIZES[source] = size
             return size
         return 64 + sum(footprint(v) + 8 for v in value.values())
     if isinstance(value, (list, tuple)):
@@ -115,32 +123,42 @@ def read_only(value):
 
 
 class SharedCache:
-    """Values shared by every session of a server, least recently used evicted once their
-    total size passes `max_size` (the newest is always kept). `size(value)` is bytes, or 1 to
-    bound by count. Concurrent requests for one key compute it once: later callers wait,
-    inside `waiting()` if given (a spinner), and get the same value, giving back any
-    heavy-work lease first (ui.worklist). `admit(key)`, if given, is called first on every get:
-    the trace cache's long inputs take a lease there, hit or miss."""
+    """Values shared by every session of a server, held in a cachetools.LRUCache bounded by
+    `max_size`: its least recently used entries go once their total size passes it. `size(value)`
+    is bytes, or 1 to bound by count; a value larger than the whole bound counts as the whole
+    bound, so it is kept alone until the next one comes.
+
+    What cachetools leaves to its user, and this class adds: concurrent requests for one key
+    compute it once (later callers wait, inside `waiting()` if given, a spinner, and get the same
+    value), and a caller about to wait first gives back any heavy-work lease it holds
+    (ui.worklist), so the compute-once locks and the heavy-work lines never deadlock; cachetools'
+    own `cached(condition=...)` wraps one function and waits silently, holding what it holds.
+    `admit(key)`, if given, is called first on every get: the trace cache's long inputs take a
+    lease there, hit or miss."""
 
     def __init__(self, max_size: int, size: Callable[[object], int] = lambda value: 1,
                  admit: Callable[[Hashable], None] | None = None):
         self.max_size = max_size
         self._size = size
         self._admit = admit  # called first on every get (the heavy-work line's lease)
-        self._items: OrderedDict[Hashable, tuple[object, int]] = OrderedDict()
-        self._total = 0
-        self._lock = threading.Lock()
+        self._items: cachetools.LRUCache = cachetools.LRUCache(
+            max(1, max_size), getsizeof=lambda item: min(item[1], max(1, max_size)))
+        self._lock = threading.Lock()  # cachetools' caches are not thread-safe
         self._pending: dict[Hashable, threading.Lock] = {}
         self.hits = 0
         self.misses = 0
 
+    def fresh(self) -> SharedCache:
+        """A new, empty cache with the same bound, sizes and admission."""
+        return SharedCache(self.max_size, self._size, self._admit)
+
     def _hit(self, key: Hashable):
+        """(value, size) for key, marked as just used; None if not held."""
         with self._lock:
-            if key not in self._items:
-                return None
-            self._items.move_to_end(key)
-            self.hits += 1
-            return self._items[key]
+            found = self._items.get(key)
+            if found is not None:
+                self.hits += 1
+            return found
 
     def get(self, key: Hashable, compute: Callable[[], object],
             waiting: Callable[[], AbstractContextManager] | None = None):
@@ -165,31 +183,29 @@ class SharedCache:
             with self._lock:
                 self.misses += 1
                 self._items[key] = (value, size)
-                self._total += size
-                while self._total > self.max_size and len(self._items) > 1:
-                    _, (_, old) = self._items.popitem(last=False)
-                    self._total -= old
                 self._pending.pop(key, None)
             return value
         finally:
             key_lock.release()
 
+    def peek(self, key: Hashable):
+        """The value for key if held now (marked as just used), else None; never computes."""
+        found = self._hit(key)
+        return None if found is None else found[0]
+
     def discard(self, key: Hashable) -> None:
         """Forget one key's value (a no-op when it holds none)."""
         with self._lock:
-            found = self._items.pop(key, None)
-            if found is not None:
-                self._total -= found[1]
+            self._items.pop(key, None)
 
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
-            self._total = 0
 
     @property
     def total(self) -> int:
         """The size of what is held now (bytes, or a count)."""
-        return self._total
+        return self._items.currsize
 
     def __contains__(self, key: Hashable) -> bool:
         with self._lock:
@@ -232,8 +248,7 @@ def cached(kind: str, key: Hashable, compute: Callable[[], object],
 
 def peek(kind: str, key: Hashable):
     """CACHES[kind]'s value for `key` if it holds one now, else None; never computes."""
-    found = CACHES[kind]._hit(key)
-    return None if found is None else found[0]
+    return CACHES[kind].peek(key)
 
 
 def is_cached(kind: str, key: Hashable) -> bool:
