@@ -43,9 +43,12 @@ def test_plotly_js_is_the_plotly_packages_own_copy():
 
 
 def test_the_script_draws_with_plotly_react_on_the_pages_copy():
-    # The chart waits for the page's one copy and updates its plot with Plotly.react.
+    # The chart waits for the page's one copy and updates its plot with Plotly.react, given
+    # the chart's config with every draw.
     assert "r.ready.then(" in live_chart.JS
-    assert re.search(r"P\.react\(chart\.div, shaped\.data, themed\(", live_chart.JS)
+    reacts = re.findall(r"P\.react\(([^;]*)\);", live_chart.JS)
+    assert reacts and all(r.rstrip(")").endswith(", config") for r in reacts), reacts
+    assert "P.react(div, shaped.data, layout, config)" in live_chart.JS
     assert not re.search(r"window\.Plotly\.\w+\(", live_chart.JS)  # not whichever copy is there
     # The bytes after the chart's JSON run as a script that hands Plotly to the page's copy;
     # a page with none asks for it.
@@ -55,6 +58,37 @@ def test_the_script_draws_with_plotly_react_on_the_pages_copy():
     head = live_chart.plotly_js()[:2000].decode()
     assert 'typeof module === "object" && module.exports' in head
     assert "module.exports = factory()" in head
+
+
+COMPONENT = Path(live_chart.__file__).parent / "components" / "live_chart"
+
+
+def test_the_script_and_style_are_the_components_files():
+    """The component's module is phone_layout.js then live_chart.js, its style live_chart.css,
+    read from the package's files: no JavaScript or CSS written inside the Python."""
+    assert live_chart.JS == ((COMPONENT / "phone_layout.js").read_text(encoding="utf-8")
+                             + (COMPONENT / "live_chart.js").read_text(encoding="utf-8"))
+    assert live_chart.CSS == (COMPONENT / "live_chart.css").read_text(encoding="utf-8")
+    assert live_chart.JS.count("export default function") == 1
+
+
+def test_the_script_uses_only_public_plotly_and_streamlit_names():
+    """No private plotly.js name (gd._context, _fullLayout, _fullData, ...) read or written;
+    the theme comes from CSS variables Streamlit gives its components: each `--st-` name the
+    script reads is one of the theme's keys in the installed Streamlit's component code."""
+    code = re.sub(r"//[^\n]*", "", live_chart.JS)
+    assert not re.findall(r"\._[A-Za-z]\w*", code)
+    names = set(re.findall(r"--st-([a-z-]+)", code))
+    assert {"background-color", "text-color", "font", "chart-categorical-colors"} <= names
+    import streamlit
+
+    bundle = list((Path(streamlit.__file__).parent / "static").rglob("BidiComponent*.js"))
+    if not bundle:
+        pytest.skip("this Streamlit has no v2 component bundle to read the theme's keys from")
+    keys = bundle[0].read_text(encoding="utf-8", errors="replace")
+    for name in names:
+        camel = re.sub(r"-([a-z])", lambda m: m.group(1).upper(), name)
+        assert re.search(rf"\b{camel}:", keys), name
 
 
 def test_the_payload_holds_the_figure_exactly(heatmap):
@@ -178,7 +212,7 @@ def test_a_narrow_column_on_a_wide_screen_is_no_phone():
     import subprocess
 
     from attnviz.plotting.steps import dk_figure
-    from attnviz.ui.phone_layout import JS
+    from tests.test_plotting_screens import phone_layout_js
 
     node = shutil.which("node")
     if node is None:
@@ -186,7 +220,7 @@ def test_a_narrow_column_on_a_wide_screen_is_no_phone():
     fig = dk_figure({"d_k": [4, 16, 64], "raw_std": [2.0, 4.0, 8.0], "scaled_std": [1.0] * 3,
                      "max_weight_raw": [0.5, 0.7, 0.9], "max_weight_scaled": [0.4] * 3})
     fig.update_layout(title="Why the scores are divided by the square root of d_k, drawn wide")
-    script = JS + """
+    script = phone_layout_js() + """
 const fig = JSON.parse(require('fs').readFileSync(0, 'utf8'));
 const out = {};
 for (const [screen, frame] of [[390, 358], [844, 512], [1280, 595], [1280, 358], [1400, 620]]) {
@@ -199,3 +233,69 @@ console.log(JSON.stringify(out));
                           capture_output=True, text=True, timeout=60, check=True)
     assert json.loads(done.stdout) == {"390/358": True, "844/512": True, "1280/595": False,
                                        "1280/358": False, "1400/620": False}
+
+
+def test_layout_passes_run_one_at_a_time_the_last_for_the_frames_width_then(tmp_path):
+    """live_chart.js's layOut (under Node, with a stand-in Plotly whose react takes 20 ms and a
+    frame that changes width while the first pass draws: a phone turned, 812 px, then the
+    sidebar open, 512 px, each change calling layOut as the chart's ResizeObserver does): no
+    react starts before the last one ended, each gets the chart's config, and the second pass
+    lays the chart out for the frame's width when it begins (512 px: the 812 px the frame has
+    left is never drawn), from an empty plot (a new shape), the element then saying 512."""
+    import shutil
+    import subprocess
+
+    from plotly.subplots import make_subplots
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("no Node.js to run the chart's script")
+    fig = make_subplots(rows=1, cols=4, subplot_titles=["a", "b", "c", "d"])
+    for col in range(1, 5):
+        fig.add_heatmap(z=[[0, 1], [1, 0]], row=1, col=col, coloraxis="coloraxis")
+    (tmp_path / "live_chart.mjs").write_text(live_chart.JS, encoding="utf-8")
+    (tmp_path / "figure.json").write_text(pio.to_json(fig, validate=False), encoding="utf-8")
+    harness = tmp_path / "passes.mjs"
+    harness.write_text("""
+import {readFileSync} from "node:fs";
+const figure = JSON.parse(readFileSync(new URL("./figure.json", import.meta.url), "utf8"));
+globalThis.window = {innerWidth: 390};
+globalThis.document = {documentElement: {}};
+globalThis.getComputedStyle = () => ({getPropertyValue: () => "", color: "rgb(1, 2, 3)",
+                                      fontFamily: "serif", fontSize: "16px"});
+const {layOut} = await import(new URL("./live_chart.mjs", import.meta.url));
+const sleep = ms => new Promise(done => setTimeout(done, ms));
+let width = 358, drawing = 0, overlapped = false;
+const calls = [], config = {displaylogo: false};
+const cls = new Set(), attrs = {};
+const div = {isConnected: true, setAttribute: (k, v) => { attrs[k] = v; },
+             classList: {contains: c => cls.has(c), remove: c => cls.delete(c),
+                         toggle: (c, on) => on ? cls.add(c) : cls.delete(c)}};
+const frame = {getBoundingClientRect: () => ({width})};
+const P = {react: async (gd, data, layout, given) => {
+  if (drawing) overlapped = true;
+  drawing++;
+  calls.push({width, traces: data.length, config: given === config,
+              rows: new Set(Object.keys(layout).filter(k => /^yaxis/.test(k))
+                            .map(k => layout[k].domain[1].toFixed(3))).size});
+  if (calls.length === 1) {
+    await sleep(5); width = 812; window.innerWidth = 844; layOut(chart);  // turned
+    await sleep(5); width = 512; layOut(chart);  // the sidebar open
+  }
+  await sleep(20);
+  drawing--;
+  return gd;
+}};
+const chart = {div, frame, plotly: P, figure, config, wide: true, want: 1};
+await layOut(chart);
+console.log(JSON.stringify({overlapped, calls, attrs, wide: cls.has("attnviz-wide")}));
+""", encoding="utf-8")
+    done = subprocess.run([node, str(harness)], capture_output=True, text=True, timeout=60,
+                          check=True)
+    out = json.loads(done.stdout)
+    assert not out["overlapped"]
+    assert [(c["width"], c["traces"]) for c in out["calls"]] == [(358, 4), (512, 0), (512, 4)]
+    assert all(c["config"] for c in out["calls"])
+    assert out["calls"][0]["rows"] == 4 and out["calls"][2]["rows"] == 2  # 1, then 2 a row
+    assert out["attrs"] == {"data-drawn": "1", "data-laid-out-width": "512"}
+    assert not out["wide"]  # 512 px on an 844 px screen: a phone's frame, laid out again

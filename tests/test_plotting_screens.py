@@ -245,6 +245,14 @@ def test_shuffled_outputs_legend_lies_under_the_slanted_layer_names():
 PHONE_FRAME = 358  # px: a chart's frame on a 390 px phone
 
 
+def phone_layout_js() -> str:
+    """The chart's phone layout script (components/live_chart/phone_layout.js), as shipped."""
+    from importlib.resources import files
+
+    return files("attnviz.ui.components").joinpath(
+        "live_chart", "phone_layout.js").read_text(encoding="utf-8")
+
+
 def _phone_shaped(figures: list, width: float) -> list[dict]:
     """phoneShaped(figure, width, element) of each figure under Node (skipped without one):
     {figure (shaped), same (unchanged object), wide (the element keeps attnviz-wide)}."""
@@ -254,12 +262,10 @@ def _phone_shaped(figures: list, width: float) -> list[dict]:
 
     import plotly.io as pio
 
-    from attnviz.ui.phone_layout import JS
-
     node = shutil.which("node")
     if node is None:
         pytest.skip("no Node.js to run the chart's script")
-    script = JS + """
+    script = phone_layout_js() + """
 const figs = JSON.parse(require('fs').readFileSync(0, 'utf8'));
 console.log(JSON.stringify(figs.map(fig => {
   const cls = new Set(['attnviz-wide']);

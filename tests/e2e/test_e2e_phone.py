@@ -134,16 +134,38 @@ def test_on_a_phone_panels_side_by_side_are_laid_out_again(phone, app_url, path)
     screenshot(phone, "phone_panels" + path.replace("/", "_"))
 
 
+# Every chart drawn in place laid out for its frame's width now (the width it writes on its
+# element once drawn for it: ui.live_chart), the frames' widths unchanged for 300 ms (the
+# sidebar slides open and shut: its frames pass through widths on the way).
+SETTLED = """() => {
+  const charts = [...document.querySelectorAll('.attnviz-live-chart')];
+  const widths = charts.map(c => c.parentElement.getBoundingClientRect().width);
+  const now = performance.now(), seen = window.attnvizTestWidths;
+  if (!seen || seen.widths !== widths.join()) {
+    window.attnvizTestWidths = {widths: widths.join(), since: now};
+    return false;
+  }
+  return charts.length > 0 && now - seen.since >= 300 &&
+         charts.every((c, i) => c.dataset.laidOutWidth === String(widths[i]));
+}"""
+
+
+def settle(page) -> None:
+    """Wait (up to 30 s) until SETTLED holds, counting the 300 ms from now."""
+    page.evaluate("() => { delete window.attnvizTestWidths; }")
+    page.wait_for_function(SETTLED, timeout=30_000)
+
+
 def test_a_phone_turned_lays_the_panels_out_again(phone, app_url):
     """Head statistics on a phone held upright, then turned (844 x 390: the sidebar shows and
-    the frame gets 512 px), upright again, on a wide screen, and upright again: each time the
-    plots lie inside the frame and on none of one another, and upright the rows are as far
-    apart as when first drawn (the chart watches its frame)."""
+    the frame gets 512 px), upright again, on a wide screen, and upright again: once every
+    chart says it is laid out for its frame's width (SETTLED), the plots lie inside the frame
+    and on none of one another, and upright the rows are as far apart as when first drawn."""
     phone.goto(f"{app_url}/")
     wait_for_app(phone, plots=False)
     phone.goto(f"{app_url}/head_stats")
     wait_for_app(phone)
-    phone.wait_for_timeout(1500)
+    settle(phone)
 
     def laid_out() -> list[int]:  # the gaps between the rows of the first chart's plots
         c = phone.evaluate(PANELS)[0]
@@ -156,7 +178,7 @@ def test_a_phone_turned_lays_the_panels_out_again(phone, app_url):
     upright = laid_out()
     for size in ({"width": 844, "height": 390}, PHONE, {"width": 1100, "height": 800}, PHONE):
         phone.set_viewport_size(size)
-        phone.wait_for_timeout(1500)
+        settle(phone)
         gaps = laid_out()
         if size == PHONE:
             assert len(gaps) == len(upright), (upright, gaps)
