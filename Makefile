@@ -92,8 +92,14 @@ SHOTS ?= /tmp/attnviz-screenshots
 screenshots: setup browser
 	$(PY) scripts/screenshots.py --matrix --out $(SHOTS)
 
-lint: setup
+# ruff on the Python; ESLint (eslint.config.mjs) on the components' JavaScript
+# (attnviz/ui/components), installed by `npm ci` from package-lock.json into node_modules/.
+lint: setup node_modules/.package-lock.json
 	$(VENV)/bin/ruff check attnviz pages tests app.py
+	node_modules/.bin/eslint attnviz/ui/components
+
+node_modules/.package-lock.json: package.json package-lock.json
+	npm ci --no-audit --no-fund
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info

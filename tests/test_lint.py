@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -13,5 +15,17 @@ def test_ruff_clean():
     assert ruff, "ruff is a test dependency (pip install -e '.[test]')"
     r = subprocess.run([ruff, "check", "attnviz", "pages", "tests", "app.py", "benchmarks",
                         "scripts", "--output-format", "concise"], cwd=ROOT, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_eslint_clean():
+    """The components' JavaScript (attnviz/ui/components) passes ESLint (eslint.config.mjs), as
+    `make lint` runs it; ESLint comes from npm (`npm ci`, which `make lint` runs): without
+    node_modules/ this test skips and says so."""
+    eslint = ROOT / "node_modules" / ".bin" / "eslint"
+    if not eslint.exists() or not shutil.which("node"):
+        pytest.skip("ESLint is not installed here: `make lint` (or `npm ci`) installs it")
+    r = subprocess.run([str(eslint), "attnviz/ui/components"], cwd=ROOT, capture_output=True,
                        text=True, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr

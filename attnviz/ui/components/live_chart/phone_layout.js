@@ -522,7 +522,7 @@ function phoneFlowed(figure, plan, div) {
   cols.forEach(c => {
     const [x0, x1] = colX.get(c);
     const xd = [paperX(x0), paperX(x1)];
-    c.panels.forEach((p, i) => {
+    c.panels.forEach(p => {
       const top = c.y0 + (c.top - p.yd[1]) * oldPlotH * c.hScale;
       const bottom = c.y0 + (c.top - p.yd[0]) * oldPlotH * c.hScale;
       const yd = [paperY(bottom), paperY(top)];
