@@ -5,6 +5,7 @@ Run with `make run` (or `streamlit run app.py`). The page list is attnviz.ui.rou
 
 from pathlib import Path
 
-from attnviz.ui import router
+if __name__ == "__main__":  # Streamlit runs this file as __main__; a process that
+    from attnviz.ui import router  # multiprocessing spawns imports it (not as __main__): no app
 
-router.run(Path(__file__).parent)
+    router.run(Path(__file__).parent)

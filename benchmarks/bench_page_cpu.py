@@ -45,14 +45,14 @@ def _cpu_of(pid: int | str) -> float:
 
 
 def server_cpu(pid: int) -> float:
-    """CPU seconds of the server process and of its flow workers (its child processes running
-    analysis/flow_workers.py; they live as long as the server)."""
+    """CPU seconds of the server process and of its flow workers (its child processes started
+    by multiprocessing: analysis/flow_workers.py's pool; they live as long as the server)."""
     total = _cpu_of(pid)
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
                 parent = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
-                if parent == pid and b"flow_workers.py" in Path(
+                if parent == pid and b"multiprocessing" in Path(
                         f"/proc/{entry}/cmdline").read_bytes():
                     total += _cpu_of(entry)
             except (OSError, ValueError, IndexError):

@@ -2,7 +2,10 @@
 Edmonds-Karp max-flow per (output, input) pair on the layered attention graph, each output's
 row divided by its sum (Abnar & Zuidema 2020, samiraabnar/attention_flow)."""
 
+import os
+import signal
 import threading
+import time
 
 import networkx as nx
 import numpy as np
@@ -219,28 +222,29 @@ def test_a_dead_worker_is_replaced_by_solving_here():
     a = residual_attention(rng.dirichlet(np.full(5, 0.3), size=(4, 2, 5)))
     want = max_flows_stats(a, 3, workers=1)[0]
     max_flows_stats(a, 3, workers=2)
-    idle = list(flow_workers._idle.queue)
-    assert idle
-    for worker in idle:
-        worker.process.kill()
-        worker.process.wait()
-    got, stats = max_flows_stats(a, 3, certify=False, workers=len(idle))  # one job: a dead one
+    pids = flow_workers.worker_pids()
+    assert pids
+    for pid in pids:
+        os.kill(pid, signal.SIGKILL)
+    got, stats = max_flows_stats(a, 3, certify=False, workers=len(pids))  # the pool is broken
     np.testing.assert_array_equal(got, want)
     assert stats.solved > 0 and stats.solved_in_workers < stats.solved
     flow_workers.close_workers()
 
 
-def test_a_worker_imports_neither_attnviz_nor_torch():
-    # The worker runs this file outside the package: no torch import (seconds) per worker.
+def test_a_worker_imports_neither_torch_nor_streamlit():
+    # A worker imports flow_workers (numpy and scipy) and the attnviz package files above it,
+    # which import nothing heavy: no torch import (seconds) per worker. Asked in a fresh
+    # interpreter, whose main module a spawned worker does not import.
     import subprocess
     import sys
 
-    from attnviz.analysis import flow_workers
-
-    code = ("import runpy, sys; runpy.run_path(sys.argv[1]); "
-            "print(sorted(m for m in ('attnviz', 'torch') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code, flow_workers.__file__],
-                         capture_output=True, text=True, check=True).stdout
+    code = ("from attnviz.analysis import flow_workers\n"
+            "pool = flow_workers.executor(1)\n"
+            "print(pool.submit(eval, \"sorted(m for m in ('torch', 'streamlit', 'attnviz.engine', "
+            "'attnviz.ui') if m in __import__('sys').modules)\").result())\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
     assert out.strip() == "[]"
 
 
@@ -260,7 +264,7 @@ def test_stopping_early_leaves_the_workers_idle():
     np.testing.assert_array_equal(values, solve_values(graph.copy(), sink, sources[part],
                                                        sinks[part]))
     results.close()
-    assert flow_workers._idle.qsize() == flow_workers.running_workers() <= 2
+    assert flow_workers.jobs_in_flight() == 0 and flow_workers.running_workers() <= 2
     flow_workers.close_workers()
 
 
@@ -280,7 +284,7 @@ def test_a_progress_that_raises_leaves_the_workers_idle():
     a = residual_attention(rng.dirichlet(np.ones(12), size=(4, 1, 12)))
     with pytest.raises(Stop):
         max_flows_stats(a, 3, progress=progress, certify=False, workers=2)
-    assert flow_workers._idle.qsize() == flow_workers.running_workers() <= 2
+    assert flow_workers.jobs_in_flight() == 0 and flow_workers.running_workers() <= 2
     flow_workers.close_workers()
 
 
@@ -300,19 +304,16 @@ def test_never_more_workers_than_cores():
 @pytest.mark.parametrize("ending", ["exits", "is killed"])
 def test_the_workers_end_with_their_server(ending):
     # A server process that used the workers and then exits (atexit) or is killed (SIGKILL:
-    # the workers read the end of their input): no worker outlives it.
-    import os
-    import signal
+    # each worker watches its parent's sentinel): no worker outlives it.
     import subprocess
     import sys
-    import time
 
     code = ("import sys, numpy as np\n"
             "from attnviz.analysis import flow_workers\n"
             "from attnviz.analysis.flow import max_flows_stats, residual_attention\n"
             "a = residual_attention(np.random.default_rng(0).dirichlet(np.ones(8), (4, 1, 8)))\n"
             "max_flows_stats(a, 3, certify=False, workers=2)\n"
-            "print(*[w.process.pid for w in list(flow_workers._idle.queue)], flush=True)\n"
+            "print(*flow_workers.worker_pids(), flush=True)\n"
             "sys.stdin.read()\n")
     server = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True)
@@ -347,13 +348,17 @@ def test_prestarted_workers_are_the_ones_used():
 
     flow_workers.close_workers()
     assert flow_workers.prestart(2) == 2 and flow_workers.prestart(2) == 0
-    pids = sorted(w.process.pid for w in list(flow_workers._idle.queue))
+    deadline = time.monotonic() + 60
+    while len(flow_workers.worker_pids()) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)  # started without waiting: each tells its id once it runs
+    pids = flow_workers.worker_pids()
+    assert len(pids) == 2
     rng = np.random.default_rng(4)
     a = residual_attention(rng.dirichlet(np.ones(8), size=(4, 1, 8)))
     flows, stats = max_flows_stats(a, 3, certify=False, workers=2)
     assert stats.solved_in_workers == stats.solved == 64
     np.testing.assert_array_equal(flows, max_flows_stats(a, 3, certify=False, workers=1)[0])
-    assert sorted(w.process.pid for w in list(flow_workers._idle.queue)) == pids
+    assert flow_workers.worker_pids() == pids and flow_workers.running_workers() == 2
     assert flow_workers.workers_cpu_seconds() > 0  # the bench's CPU column reads this
     flow_workers.close_workers()
     assert flow_workers.workers_cpu_seconds() == 0.0

@@ -34,7 +34,7 @@ def test_a_long_sentence_on_the_flow_tab(model):
     heat = [tr for tr in fig["data"] if tr["type"] == "heatmap"]
     np.testing.assert_allclose(decode(heat[2]["z"]), normalise_rows(want), atol=1e-6)
     assert flow_workers.running_workers() == running  # the same processes, none added
-    assert flow_workers._idle.qsize() == running  # all back, waiting for the next flow
+    assert flow_workers.jobs_in_flight() == 0  # all idle, waiting for the next flow
     flow_workers.close_workers()
 
 

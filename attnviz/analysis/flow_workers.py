@@ -1,46 +1,46 @@
 """Attention flow's per-pair max-flows, solved in worker processes so that every core works.
 
-scipy's max-flow holds the GIL, so threads add nothing; a process per core does. A worker is a
-plain Python process running this file as a script: it imports numpy and scipy only (not the
-attnviz package, which would import torch, and without forking the parent, which is unsafe in
-a threaded server such as Streamlit's). It reads pickled jobs on stdin and writes the values on
-stdout:
+scipy's max-flow holds the GIL, so threads add nothing; a process per core does. The workers
+are a concurrent.futures.ProcessPoolExecutor started with "spawn" (forking a threaded server
+such as Streamlit's is unsafe). A worker imports this module, whose imports are numpy and scipy
+only: attnviz's package files it passes through import nothing else, and torch never loads
+there. Each job is
 
-    job = (graph_id, graph or None, source_caps [m, n], sink_caps [m, n], want)
-          ->  values [m], or flows on the source's or the sink's edges [m, n]
+    _job(graph_id, graph or None, source_caps [m, n], sink_caps [m, n], want)
+        ->  values [m], or flows on the source's or the sink's edges [m, n]
 
-graph = (indptr, indices, data, sink) of flow.chain_graph's CSR matrix, sent only when the
-worker does not hold that graph yet (it keeps the last GRAPHS); each value is the max-flow of
-that graph with the source's n edges set to source_caps[p] and the sink's n edges to
-sink_caps[p] (solve_batch below, the same function the parent uses when it solves in-process:
-the results do not depend on where they were computed). The workers start on first use (or
-prestart()), stay for the life of the parent, and exit when their stdin closes. A worker that
-fails is dropped and its pairs are solved in-process.
+graph = (indptr, indices, data, sink) of flow.chain_graph's CSR matrix. A worker keeps the last
+GRAPHS graphs it was sent; a job sent without its graph to a worker that lacks it raises
+MissingGraph and is sent again with it, so each graph crosses to a worker about once. Each
+value is the max-flow of that graph with the source's n edges set to source_caps[p] and the
+sink's n edges to sink_caps[p] (solve_batch below, the same function the parent uses when it
+solves in-process: the results do not depend on where they were computed).
 
-This file must not import attnviz (it runs outside the package): numpy and scipy only.
+Limits: never more workers than the cores or MAX_WORKERS; CHUNK pairs a job; at most `workers`
+jobs of one flow in flight, so a caller that stops reading (a page rerun) leaves the jobs not
+started unsent. The pool starts on first use (or prestart()), stays for the life of the parent
+(grown, never shrunk, when a flow asks for more workers), and ends with it: at exit, and when
+the parent is killed (each worker watches its parent's sentinel). A job that fails, or a pool
+that breaks (a worker killed), is solved in-process instead; the next flow starts a new pool.
 """
 
 from __future__ import annotations
 
 import atexit
+import multiprocessing
+import multiprocessing.connection
 import os
-import pickle
-import queue
-import subprocess
-import sys
 import threading
+from collections import OrderedDict
 from collections.abc import Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 
 import numpy as np
 
 MAX_WORKERS = 16  # a worker holds numpy and scipy (tens of MB): no more than this, or the cores
 CHUNK = 32  # pairs per job: small enough for steady progress, large enough to hide the pipe
 GRAPHS = 4  # graphs a worker keeps (the bounds' two halves, the full graph), oldest dropped
-
-# -c runs the worker with the current directory off sys.path (a file there must not shadow a
-# module), then this file as __main__.
-_BOOT = ("import sys; del sys.path[0]; import runpy; "
-         "runpy.run_path(sys.argv[1], run_name='__main__')")
 
 
 def solve_values(graph, sink: int, source_caps: np.ndarray, sink_caps: np.ndarray) -> np.ndarray:
@@ -80,74 +80,61 @@ def solve_batch(graph, sink: int, source_caps: np.ndarray, sink_caps: np.ndarray
     return out
 
 
-def _serve() -> None:
-    """The worker's loop: one job in, its values out, until stdin closes (the parent closed it
-    or ended). Ctrl-C in the server's terminal reaches the whole process group: the worker
-    ignores it and ends with its parent instead."""
-    import signal
+class MissingGraph(LookupError):
+    """A job reached a worker that does not hold its graph: send it again with the graph."""
 
+
+_GRAPHS: OrderedDict[int, tuple] = OrderedDict()  # in a worker: the last GRAPHS graphs sent
+
+
+def _job(graph_id: int, arrays: tuple | None, source_caps: np.ndarray, sink_caps: np.ndarray,
+         want: str) -> np.ndarray:
+    """One job, in a worker: solve_batch on graph `graph_id` (kept from an earlier job, or
+    built from `arrays` and kept)."""
     from scipy.sparse import csr_array
 
+    if arrays is not None and graph_id not in _GRAPHS:
+        indptr, indices, data, sink = arrays
+        size = len(indptr) - 1
+        _GRAPHS[graph_id] = (csr_array((data.copy(), indices, indptr), shape=(size, size)), sink)
+        while len(_GRAPHS) > GRAPHS:
+            _GRAPHS.popitem(last=False)
+    if graph_id not in _GRAPHS:
+        raise MissingGraph(graph_id)
+    _GRAPHS.move_to_end(graph_id)
+    graph, sink = _GRAPHS[graph_id]
+    return solve_batch(graph, sink, source_caps, sink_caps, want)
+
+
+def _start_worker(pids) -> None:
+    """A worker's start: it tells its process id (`pids`, a queue the parent reads). Ctrl-C in
+    the server's terminal reaches the whole process group, so the worker ignores it and ends
+    with its parent instead, which it watches: when the parent ends, however it ends (even
+    killed), its sentinel becomes ready and the worker exits."""
+    import signal
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    pids.put(os.getpid())
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+        def watch() -> None:
+            multiprocessing.connection.wait([parent.sentinel])
+            os._exit(0)
 
-    jobs = sys.stdin.buffer
-    answers = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
-    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # stray prints go to stderr, not the pipe
-    graphs: dict[int, tuple] = {}  # the last GRAPHS graphs sent, oldest first
-    while True:
-        try:
-            graph_id, arrays, source_caps, sink_caps, want = pickle.load(jobs)
-        except EOFError:
-            return
-        try:
-            if arrays is not None:
-                indptr, indices, data, sink = arrays
-                while len(graphs) >= GRAPHS:
-                    del graphs[next(iter(graphs))]
-                size = len(indptr) - 1
-                graphs[graph_id] = (csr_array((data.copy(), indices, indptr),
-                                              shape=(size, size)), sink)
-            graph, sink = graphs[graph_id]
-            answer = solve_batch(graph, sink, source_caps, sink_caps, want)
-        except Exception as error:  # noqa: BLE001 (sent back: the parent solves in-process)
-            answer = RuntimeError(f"flow worker: {error!r}")
-        pickle.dump(answer, answers, protocol=pickle.HIGHEST_PROTOCOL)
-        answers.flush()
+        threading.Thread(target=watch, daemon=True, name="flow-parent-watch").start()
+    from scipy.sparse.csgraph import maximum_flow  # noqa: F401 - imported once, before a job
 
 
-class _Worker:
-    """One worker process and the graphs it holds (the same last GRAPHS ids as the worker)."""
-
-    def __init__(self) -> None:
-        self.process = subprocess.Popen([sys.executable, "-c", _BOOT, os.path.abspath(__file__)],
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-        self.graph_ids: list[int] = []
-
-    def solve(self, graph_id: int, arrays: tuple, source_caps: np.ndarray,
-              sink_caps: np.ndarray, want: str = "value") -> np.ndarray:
-        send = None if graph_id in self.graph_ids else arrays
-        if send is not None:
-            self.graph_ids = (self.graph_ids + [graph_id])[-GRAPHS:]
-        pickle.dump((graph_id, send, source_caps, sink_caps, want), self.process.stdin,
-                    protocol=pickle.HIGHEST_PROTOCOL)
-        self.process.stdin.flush()
-        answer = pickle.load(self.process.stdout)
-        if isinstance(answer, Exception):  # the caller drops this worker
-            raise answer
-        return answer
-
-    def close(self) -> None:
-        try:
-            self.process.stdin.close()
-            self.process.wait(timeout=2)
-        except Exception:  # noqa: BLE001 (closing: it may be gone already)
-            self.process.kill()
-            self.process.wait()
+def _ready() -> None:
+    """prestart's job: nothing (the worker it starts has imported what a job needs)."""
 
 
 _lock = threading.Lock()
-_idle: queue.Queue[_Worker] = queue.Queue()
-_started = 0
+_pool: ProcessPoolExecutor | None = None
+_size = 0  # the pool's workers
+_pids: set[int] = set()  # its workers' process ids, as they told them
+_pid_queue = None  # where the pool's workers tell their process ids
+_in_flight = 0  # jobs submitted and not finished, all flows together
 _graph_ids = iter(range(1, 1 << 62))
 
 
@@ -168,67 +155,61 @@ def default_workers() -> int:
     return max(1, min(wanted, cores(), MAX_WORKERS))
 
 
-def _take(wanted: int) -> _Worker:
-    """An idle worker, starting one if fewer than `wanted` run; else wait for one."""
-    global _started
-    while True:
-        with _lock:
-            try:
-                return _idle.get_nowait()
-            except queue.Empty:
-                start = _started < wanted
-                _started += start
-        if start:
-            try:
-                return _Worker()
-            except Exception:
-                with _lock:
-                    _started -= 1
-                raise
-        try:
-            return _idle.get(timeout=0.05)
-        except queue.Empty:
-            continue  # a worker may have been dropped meanwhile: look again
+def executor(wanted: int) -> ProcessPoolExecutor:
+    """The pool, started (or replaced by a larger one) so that it has at least `wanted`
+    workers."""
+    global _pool, _size, _pid_queue
+    with _lock:
+        if _pool is None or _size < wanted:
+            old = _pool
+            context = multiprocessing.get_context("spawn")
+            _pid_queue = context.SimpleQueue()
+            _pool = ProcessPoolExecutor(max_workers=wanted, mp_context=context,
+                                        initializer=_start_worker, initargs=(_pid_queue,))
+            _size = wanted
+            _pids.clear()
+            if old is not None:
+                old.shutdown(wait=False, cancel_futures=True)
+        return _pool
+
+
+def _drop(pool: ProcessPoolExecutor) -> None:
+    """Forget a broken pool: the next flow starts a new one."""
+    global _pool, _size
+    with _lock:
+        if _pool is pool:
+            _pool, _size = None, 0
+            _pids.clear()
+    pool.shutdown(wait=False, cancel_futures=True)
 
 
 def prestart(wanted: int) -> int:
     """Start workers until `wanted` run (none if as many run already), without waiting for
     them: a worker imports numpy and scipy (about a second) while the caller goes on, so a
     page can start them before its flow is asked for. Returns how many were started."""
-    global _started
     with _lock:
-        missing = max(0, wanted - _started)
-        _started += missing
-    started = 0
-    for _ in range(missing):
-        try:
-            _idle.put(_Worker())
-            started += 1
-        except Exception:  # noqa: BLE001 (no process: the flow solves in-process)
-            with _lock:
-                _started -= 1
-    return started
-
-
-def _drop(worker: _Worker) -> None:
-    global _started
-    worker.close()
-    with _lock:
-        _started -= 1
+        running = _size if _pool is not None else 0
+    if wanted <= running:
+        return 0
+    pool = executor(wanted)
+    try:
+        for _ in range(wanted):  # one job each: the pool starts a process per waiting job
+            pool.submit(_ready)
+    except Exception:  # noqa: BLE001 (no process: the flow solves in-process)
+        _drop(pool)
+        return 0
+    return wanted - running
 
 
 @atexit.register
 def close_workers() -> None:
-    """Stop every idle worker (they also stop on their own when this process ends)."""
-    global _started
-    while True:
-        try:
-            worker = _idle.get_nowait()
-        except queue.Empty:
-            return
-        worker.close()
-        with _lock:
-            _started -= 1
+    """Stop the pool's workers (they also stop on their own when this process ends)."""
+    global _pool, _size
+    with _lock:
+        pool, _pool, _size = _pool, None, 0
+        _pids.clear()
+    if pool is not None:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def solve_in_workers(graph, sink: int, source_caps: np.ndarray, sink_caps: np.ndarray,
@@ -248,54 +229,103 @@ def solve_batches_in_workers(batches: list[tuple], workers: int
                              ) -> Iterator[tuple[int, slice, np.ndarray, bool]]:
     """solve_batch for each batch (graph, sink, source_caps, sink_caps, want), all batches'
     jobs in `workers` processes at once: yields (batch index, slice of its pairs, result,
-    whether a worker answered) as the jobs finish, in any order. A job whose worker fails is
-    solved here instead; the jobs not started are dropped when the caller stops reading."""
-    from concurrent.futures import ThreadPoolExecutor, as_completed
-
+    whether a worker answered) as the jobs finish, in any order. At most `workers` jobs are
+    in flight; a job whose worker fails is solved here instead; the jobs not sent are dropped
+    when the caller stops reading, and those in flight are waited for."""
+    global _in_flight
     ids: dict[int, int] = {}  # one id per graph object: batches on the same graph share it
     graph_ids = [ids.setdefault(id(g), next(_graph_ids)) for g, *_ in batches]
     arrays = [(g.indptr, g.indices, g.data.copy(), sink) for g, sink, *_ in batches]
     own: dict[int, object] = {}  # the caller's copies of the graphs, for jobs solved here
-    own_lock = threading.Lock()
-
-    def job(b: int, part: slice) -> tuple[int, slice, np.ndarray, bool]:
-        _, _, sources, sinks, want = batches[b]
-        try:
-            worker = _take(workers)
-        except Exception:  # noqa: BLE001 (no process could start: solve here)
-            return b, part, solve_here(b, part), False
-        try:
-            result = worker.solve(graph_ids[b], arrays[b], sources[part], sinks[part], want)
-        except Exception:  # noqa: BLE001 (a failed worker: drop it and solve here)
-            _drop(worker)
-            return b, part, solve_here(b, part), False
-        _idle.put(worker)
-        return b, part, result, True
+    sent_with_graph: dict[int, int] = {}  # graph id -> jobs sent carrying it
+    parts = [(b, slice(s, s + CHUNK)) for b, batch in enumerate(batches)
+             for s in range(0, len(batch[2]), CHUNK)]
+    parts.reverse()  # popped from the end: first part first
 
     def solve_here(b: int, part: slice) -> np.ndarray:
         graph, sink, sources, sinks, want = batches[b]
-        with own_lock:  # one copy of each graph, its edges overwritten per pair
-            if graph_ids[b] not in own:
-                own[graph_ids[b]] = graph.copy()
-            return solve_batch(own[graph_ids[b]], sink, sources[part], sinks[part], want)
+        if graph_ids[b] not in own:  # one copy of each graph, its edges overwritten per pair
+            own[graph_ids[b]] = graph.copy()
+        return solve_batch(own[graph_ids[b]], sink, sources[part], sinks[part], want)
 
-    parts = [(b, slice(s, s + CHUNK)) for b, batch in enumerate(batches)
-             for s in range(0, len(batch[2]), CHUNK)]
-    pool = ThreadPoolExecutor(max_workers=workers)
+    pool: ProcessPoolExecutor | None = executor(workers)
+    running: dict[Future, tuple[int, slice, bool]] = {}  # future -> (batch, pairs, with graph)
+
+    def send(b: int, part: slice, with_graph: bool) -> bool:
+        """Submit one job to the pool; False when the pool cannot take it (broken)."""
+        global _in_flight
+        nonlocal pool
+        if pool is None:
+            return False
+        _, _, sources, sinks, want = batches[b]
+        try:
+            future = pool.submit(_job, graph_ids[b], arrays[b] if with_graph else None,
+                                 sources[part], sinks[part], want)
+        except Exception:  # noqa: BLE001 (a worker died, no process started, a pool replaced)
+            _drop(pool)
+            pool = None
+            return False
+        with _lock:
+            _in_flight += 1
+        running[future] = (b, part, with_graph)
+        return True
+
     try:
-        for done in as_completed([pool.submit(job, b, part) for b, part in parts]):
-            yield done.result()
-    finally:  # also when the caller stops early (a page rerun): drop the jobs not started
-        pool.shutdown(wait=True, cancel_futures=True)
+        while parts or running:
+            while parts and len(running) < workers and pool is not None:
+                b, part = parts.pop()
+                first = sent_with_graph.get(graph_ids[b], 0) < workers  # its first jobs carry it
+                if not send(b, part, first):
+                    parts.append((b, part))
+                    break
+                sent_with_graph[graph_ids[b]] = sent_with_graph.get(graph_ids[b], 0) + first
+            if not running:  # no pool: the rest is solved here, one part at a time
+                b, part = parts.pop()
+                yield b, part, solve_here(b, part), False
+                continue
+            done, _ = wait(list(running), return_when=FIRST_COMPLETED)
+            for future in done:
+                b, part, with_graph = running.pop(future)
+                with _lock:
+                    _in_flight -= 1
+                error = future.exception()
+                if isinstance(error, MissingGraph) and not with_graph and send(b, part, True):
+                    continue  # sent again, with its graph
+                if error is None:
+                    yield b, part, future.result(), True
+                    continue
+                if isinstance(error, BrokenProcessPool) and pool is not None:
+                    _drop(pool)
+                    pool = None
+                yield b, part, solve_here(b, part), False
+    finally:  # also when the caller stops early (a page rerun): nothing more is sent
+        for future in running:
+            future.cancel()
+        wait(list(running))
+        with _lock:
+            _in_flight -= len(running)
+
+
+def jobs_in_flight() -> int:
+    """Jobs sent to the workers and not finished yet, all flows together (0 when idle)."""
+    return _in_flight
+
+
+def worker_pids() -> list[int]:
+    """The process ids of the pool's workers that have started (told through their queue)."""
+    with _lock:
+        while _pid_queue is not None and _pool is not None and not _pid_queue.empty():
+            _pids.add(_pid_queue.get())
+        return sorted(_pids)
 
 
 def workers_cpu_seconds() -> float:
-    """CPU seconds (user + system) that the idle workers have used so far, for benchmarks
+    """CPU seconds (user + system) that the pool's workers have used so far, for benchmarks
     (from /proc on Linux; 0.0 where it cannot be read)."""
     total = 0
-    for worker in list(_idle.queue):
+    for pid in worker_pids():
         try:
-            with open(f"/proc/{worker.process.pid}/stat") as f:
+            with open(f"/proc/{pid}/stat") as f:
                 fields = f.read().rsplit(")", 1)[1].split()  # fields[0] is the state (field 3)
             total += int(fields[11]) + int(fields[12])  # utime, stime: fields 14 and 15
         except (OSError, IndexError, ValueError):
@@ -304,9 +334,5 @@ def workers_cpu_seconds() -> float:
 
 
 def running_workers() -> int:
-    """How many worker processes run now."""
-    return _started
-
-
-if __name__ == "__main__":
-    _serve()
+    """How many worker processes the pool has (0: none started)."""
+    return _size if _pool is not None else 0

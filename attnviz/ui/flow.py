@@ -16,7 +16,7 @@ from attnviz.i18n import _
 
 from .progress import with_progress
 
-QUICK_TOKENS = 32  # flow up to this length is short work (benchmarks/bench_flow.py: ~0.5 s)
+QUICK_TOKENS = 32  # flow up to this length is short work (its time: benchmarks/bench_flow.py)
 
 
 def flow_of(t, layer: int | None = None) -> np.ndarray | None:
