@@ -1,9 +1,9 @@
 """A view of the app as HTML that needs no server and no network: figures (Plotly, with their
 hover), the explanatory text, tables and the numbers behind them.
 
-A view is a list of blocks (Heading, Markdown, Tex, Code, Figure, Table, Metric, Numbers;
-a plotly Figure may stand for a Figure block): attnviz.views makes them, a Streamlit page
-draws them (ui.render) and this module writes them. Two ways to write it:
+A view is a list of blocks (attnviz.views.blocks: Heading, Markdown, Tex, Code, Figure,
+Table, Metric, Numbers; a plotly Figure may stand for a Figure block): attnviz.views makes
+them, a Streamlit page draws them (ui.render) and this module writes them. Two ways to write it:
 
     page_html(view)                        one self-contained file: plotly.js inside it once,
                                            the numbers as data: links (the app's per-page
@@ -34,14 +34,25 @@ import io
 import json
 import os
 import re
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from .. import i18n
 from ..i18n import _
+from ..views.blocks import (  # noqa: F401 - the blocks, named here too for export's readers
+    Block,
+    Code,
+    Figure,
+    Heading,
+    Markdown,
+    Metric,
+    Numbers,
+    Table,
+    Tex,
+    View,
+)
 
 INLINE = "inline"  # page_html's script_src: embed plotly.js in the page
 MAX_TABLE_ROWS = 200  # a table longer than this shows its first rows (the file has them all)
@@ -86,89 +97,6 @@ def shown_text(text: str) -> str:
 def _bdi(text: str) -> str:
     """Shown text, escaped, its direction isolated from what surrounds it."""
     return f"<bdi>{html.escape(shown_text(text))}</bdi>"
-
-
-# ------------------------------------------------------------------ blocks
-@dataclass(frozen=True)
-class Heading:
-    """A title or heading; `text` is inline Markdown (as st.title/st.header take it).
-    `level`: 1 the page's title (st.title), 2 a header, 3 a subheader; written one level
-    below the file's own <h1> (the view's title): <h2>, <h3>, <h4>."""
-
-    text: str
-    level: int = 2
-
-
-@dataclass(frozen=True)
-class Markdown:
-    """Markdown text; `style` is "" (body), "caption", "info", "warning", "error" or "success"."""
-
-    text: str
-    style: str = ""
-
-
-@dataclass(frozen=True)
-class Tex:
-    """A displayed formula, shown as its TeX source (no math renderer is loaded offline)."""
-
-    source: str
-
-
-@dataclass(frozen=True)
-class Code:
-    text: str
-
-
-@dataclass(frozen=True)
-class Figure:
-    """A Plotly figure as its JSON (plotly.io.to_json: {"data": [...], "layout": {...}}).
-
-    `app_template`: the spec carries Streamlit's theme template, whose placeholder colours
-    only Streamlit's frontend fills in: it is left out (plotly.js's defaults apply)."""
-
-    spec: str
-    config: dict = field(default_factory=dict)
-    app_template: bool = False
-
-
-@dataclass(frozen=True)
-class Table:
-    """Equal-length columns {header: values}."""
-
-    columns: dict
-
-
-@dataclass(frozen=True)
-class Metric:
-    """One number with its label (st.metric on a page), written as a one-cell table."""
-
-    label: str
-    value: str
-    help: str = ""
-
-
-@dataclass(frozen=True)
-class Numbers:
-    """A page's numbers: named arrays (an .npz) or equal-length columns (a .csv); `make`
-    returns the dict and is called only when the file is written."""
-
-    label: str
-    make: Callable[[], dict]
-    file_name: str
-    kind: str = "npz"  # "npz" | "csv"
-
-
-Block = Heading | Markdown | Tex | Code | Figure | Table | Metric | Numbers
-
-
-@dataclass
-class View:
-    """One page of the export: a title, a line of settings, the blocks in the order shown."""
-
-    title: str
-    blocks: list = field(default_factory=list)
-    settings: dict = field(default_factory=dict)  # shown as "name: value" (e.g. sentence)
-    slug: str = "view"  # the site's file name (letters, digits, '-')
 
 
 # ------------------------------------------------------------------ plotly.js

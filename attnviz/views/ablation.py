@@ -12,11 +12,11 @@ import numpy as np
 
 from ..analysis import ablation
 from ..engine.request import TraceRequest
-from ..export.html import Heading, Markdown, Metric, Table
 from ..i18n import N_, _
 from ..plotting import ablation as plots
 from ..plotting.common import axis_labels
 from ..plotting.stats import maps_side_by_side
+from .blocks import Heading, Markdown, Metric, Table
 from .common import literal, numbers
 
 MEASURE_NAMES = {"repeat": N_("cosine of the two repeated tokens"),

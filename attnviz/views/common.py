@@ -9,8 +9,8 @@ from collections.abc import Callable
 import numpy as np
 
 from ..engine.folders import BUNDLED_NAME
-from ..export.html import Markdown, Numbers
 from ..i18n import _
+from .blocks import Markdown, Numbers
 
 _MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!$<>|~&:=^\"'])")
 

@@ -14,10 +14,10 @@ from ..analysis import flow
 from ..analysis.head_stats import CLS_TOKENS, CONVENTIONS, SEP_TOKENS, STATS, head_stats, stats_rows
 from ..analysis.rollout import rollout
 from ..analysis.words import merge_tokens, word_attention, word_groups, words_view
-from ..export.html import Heading, Markdown, Table
 from ..i18n import N_, _
 from ..plotting.heatmaps import attention_heatmap
 from ..plotting.stats import maps_side_by_side, stats_heatmaps
+from .blocks import Heading, Markdown, Table
 from .common import numbers
 
 TABS = (N_("Statistics"), N_("Rollout and flow"))

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .. import plotting
-from ..export.html import Heading, Markdown
 from ..i18n import N_, _
+from .blocks import Heading, Markdown
 from .common import numbers
 
 TABS = (N_("Weights, all heads"), N_("Scores, all heads"), N_("One head, exact"))

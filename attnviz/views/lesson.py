@@ -25,9 +25,9 @@ from ..analysis import lesson, taggers
 from ..analysis.corpus import EXAMPLES, FAR_PAIR, Sentence, deciding_distances, max_words, words
 from ..engine import TraceRequest
 from ..engine.trace import token_labels
-from ..export.html import Heading, Markdown, Table
 from ..i18n import N_, _
 from ..plotting import lesson as plots
+from .blocks import Heading, Markdown, Table
 from .common import bert_like, literal, numbers, shown_name, why_not_bert_like
 
 NAMES = taggers.NAMES

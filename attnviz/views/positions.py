@@ -17,10 +17,10 @@ from ..analysis import positions
 from ..analysis.common import cosine_matrix, cosine_per_layer, first_repeated_pair
 from ..engine import POSITION_MODES
 from ..engine.positions import sinusoid_scale
-from ..export.html import Heading, Markdown
 from ..i18n import N_, _
 from ..plotting import positions as plots
 from ..plotting.common import escape
+from .blocks import Heading, Markdown
 from .common import literal, not_bert_like, numbers, shown_name
 
 MODE_NAMES = plots.MODE_NAMES

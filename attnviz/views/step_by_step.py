@@ -16,10 +16,10 @@ import numpy as np
 
 from ..analysis import walkthrough as wt
 from ..engine import token_labels
-from ..export.html import Heading, Markdown, Table, Tex
 from ..i18n import N_, _
 from ..plotting import heads_grid
 from ..plotting import steps as sp
+from .blocks import Heading, Markdown, Table, Tex
 from .common import literal, numbers
 
 STEPS = {1: N_("Vectors"), 2: N_("Queries, keys, values"), 3: N_("Similarity"),

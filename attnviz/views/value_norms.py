@@ -11,9 +11,9 @@ import numpy as np
 
 from ..analysis import norms
 from ..analysis.words import merge_tokens, word_attention, word_groups
-from ..export.html import Heading, Markdown, Metric
 from ..i18n import N_, _
 from ..plotting.stats import maps_side_by_side, stats_heatmaps
+from .blocks import Heading, Markdown, Metric
 from .common import numbers
 
 TITLES = {"special_weight": N_("[CLS]/[SEP] share of the weights"),

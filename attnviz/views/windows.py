@@ -21,10 +21,10 @@ from ..analysis import windows as win
 from ..analysis.common import special_mask
 from ..engine import TraceRequest
 from ..engine.trace import START_TOKENS
-from ..export.html import Heading, Markdown, Table
 from ..i18n import N_, _
 from ..plotting import windows as plots
 from ..plotting.common import axis_labels
+from .blocks import Heading, Markdown, Table
 from .common import literal, not_bert_like, numbers
 
 PASSAGE = ("I saw a saw in the shed, so I took the saw and cut the old board in two "
