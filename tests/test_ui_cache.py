@@ -170,3 +170,35 @@ def test_a_figure_is_sized_by_the_json_its_chart_sends_made_once(monkeypatch):
     size = footprint(fig)
     assert size == 2 * len(figure_json(fig)[0]) and figure_json(fig)[0] is figure_json(fig)[0]
     assert len(calls) == 1  # the JSON's own (plotly.io.to_json), once
+
+
+def test_values_per_figure_are_read_once_and_bounded():
+    """PerFigure reads a figure once while it lives, keeps at most its bound (least recently
+    used dropped, then read again when asked), and forgets a figure that is gone."""
+    import gc
+
+    import plotly.graph_objects as go
+
+    from attnviz.ui.per_figure import PerFigure
+
+    per, reads = PerFigure(max_size=2), []
+    figs = [go.Figure(go.Bar(y=[k])) for k in range(3)]
+    read = lambda fig: reads.append(id(fig)) or fig.data[0].y[0]  # noqa: E731
+    assert [per.get(f, read) for f in figs[:2]] == [0, 1] and per.get(figs[0], read) == 0
+    assert len(reads) == 2
+    per.get(figs[2], read)  # the least recently used (figs[1]) is dropped
+    assert id(figs[1]) not in per and id(figs[0]) in per and id(figs[2]) in per
+    assert per.get(figs[1], read) == 1 and len(reads) == 4
+    gone = id(figs[2])
+    del figs[2], read
+    gc.collect()
+    assert gone not in per
+
+
+def test_a_fresh_cache_has_the_bound_and_nothing_else():
+    cache = TraceCache(1000)
+    cache.get("a", lambda: np.zeros(10))
+    fresh = cache.fresh()
+    assert len(fresh) == 0 and fresh.max_size == 1000 and fresh.total == 0 and len(cache) == 1
+    fresh.get("b", lambda: np.zeros(200))  # 1600 bytes: past the bound, kept alone
+    assert fresh.total == 1000 and "b" in fresh
