@@ -1,0 +1,112 @@
+"""Two sentences side by side: one head's attention for the tokens the sentences share, and the
+difference A - B, each sentence encoded alone (pages/compare.py). Numbers: analysis.compare
+(difflib alignment, the difference) on the two Traces; figure: plotting.compare."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..analysis.compare import align_tokens, aligned_difference
+from ..i18n import _
+from ..plotting.compare import compare_figure
+from .blocks import Heading, Markdown
+from .common import literal, numbers
+
+DEFAULT_B = "I saw a dog"
+
+
+def intro() -> list:
+    return [Heading(_("Compare two sentences"), 1), Markdown(_(
+        "Change a word and watch a head change its mind. Both sentences are encoded alone; "
+        "tokens are **aligned** where the two token lists agree, in order, and for those "
+        "tokens the page shows the head's weights in A, in B, and **A - B** (red: A reads "
+        "that key more, blue: B does)."))]
+
+
+def pair_note() -> Markdown:
+    return Markdown(_("Sentence B is the sidebar's second sentence (encoded alone here)."),
+                    "caption")
+
+
+def cannot_encode(error: Exception) -> Markdown:
+    return Markdown(_("Cannot encode this input: {error}").format(error=error), "error")
+
+
+def dropped(ta, tb) -> list:
+    """A warning for each sentence longer than the model's positions."""
+    return [Markdown(_("Sentence {name} is longer than the model's {n} positions: "
+                       "{dropped} tokens at the end were dropped.").format(
+        name=name, n=tr.n_tokens, dropped=tr.dropped), "warning")
+        for name, tr in (("A", ta), ("B", tb)) if tr.dropped]
+
+
+def aligned(ta, tb, layer: int, head: int) -> tuple:
+    """(pairs, weights in A, weights in B, A - B) of one head over the aligned tokens."""
+    pairs = align_tokens(ta.tokens, tb.tokens)
+    return (pairs, *aligned_difference(ta.weights[layer, head], tb.weights[layer, head], pairs))
+
+
+def head_text(ta, tb, text_a: str, text_b: str, layer: int, head: int) -> list:
+    """The two sentences, how many tokens align, and the largest change."""
+    pairs, wa, wb, diff = aligned(ta, tb, layer, head)
+    toks = [ta.tokens[i] for i, _ in pairs]
+    # each aligned token's number in A, as every label has it (engine.token_labels: saw #2)
+    number = [ta.labels[i].rsplit(" #", 1)[1] for i, _ in pairs]
+    out = [Markdown(f"A: {literal(text_a)}  \nB: {literal(text_b)}  \n" + _(
+        "{k} aligned tokens of {a} in A and {b} in B.").format(k=len(pairs), a=ta.n_tokens,
+                                                              b=tb.n_tokens))]
+    if diff.size:
+        big = np.unravel_index(np.abs(diff).argmax(), diff.shape)
+        out.append(Markdown(_("Largest change: query {q} (#{qi} in A) reading key {k} (#{ki} in "
+                              "A): {a:.3f} in A, {b:.3f} in B. Rows sum to less than 1: keys "
+                              "that are not aligned are left out.").format(
+            q=literal(toks[big[0]]), qi=number[big[0]], k=literal(toks[big[1]]),
+            ki=number[big[1]], a=wa[big], b=wb[big]), "caption"))
+    return out
+
+
+def figure(ta, tb, layer: int, head: int):
+    """One head's weights in A, in B and A - B, over the aligned tokens."""
+    pairs, wa, wb, diff = aligned(ta, tb, layer, head)
+    return compare_figure(wa, wb, diff, [ta.tokens[i] for i, _ in pairs], (
+        _("A, layer {layer} head {head}").format(layer=layer, head=head),
+        _("B, same head"), "A - B"), labels=[ta.labels[i] for i, _ in pairs])
+
+
+def whole(ta, tb) -> np.ndarray:
+    """A - B of every layer and head over the aligned tokens."""
+    return aligned_difference(ta.weights, tb.weights, align_tokens(ta.tokens, tb.tokens))[2]
+
+
+def layer_means(ta, tb) -> Markdown:
+    return Markdown(_("Mean |A - B| over the aligned pairs, per layer (all heads):") + " "
+                    + _(", ").join(_("layer {i}: {v:.3f}").format(i=i, v=v) for i, v in
+                                   enumerate(np.abs(whole(ta, tb)).mean(axis=(1, 2, 3)))),
+                    "caption")
+
+
+def download(ta, tb, layer: int, head: int):
+    """The aligned weights and the difference, made when the file is."""
+    def make() -> dict:
+        pairs, wa, wb, diff = aligned(ta, tb, layer, head)
+        return {"tokens_a": np.array(ta.tokens), "tokens_b": np.array(tb.tokens),
+                "aligned": np.array(pairs, dtype=np.int64).reshape(-1, 2), "weights_a": wa,
+                "weights_b": wb, "difference": diff, "difference_all_heads": whole(ta, tb),
+                "layer": layer, "head": head}
+
+    return numbers(_("Download the aligned weights and the difference (.npz)"), make,
+                   "attnviz_compare.npz")
+
+
+def head_part(ta, tb, text_a: str, text_b: str, layer: int, head: int, fig=None) -> list:
+    """What the page shows of one head (`fig`: the figure, if the caller has it cached)."""
+    return [*head_text(ta, tb, text_a, text_b, layer, head),
+            fig if fig is not None else figure(ta, tb, layer, head),
+            layer_means(ta, tb), download(ta, tb, layer, head)]
+
+
+def page(ta, tb, text_a: str, text_b: str, layer: int = 0, head: int = 0,
+         pair: bool = False) -> list:
+    """The page as it opens on `layer` and `head` (the widgets left out)."""
+    return [*intro(), *([pair_note()] if pair else []), *dropped(ta, tb),
+            *head_part(ta, tb, text_a, text_b, layer, head)]
