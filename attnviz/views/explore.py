@@ -1,0 +1,148 @@
+"""All heads at once (after bertviz's model and head views): one mosaic of every layer x head,
+one head enlarged with exact values, and token lines for several heads in colours
+(pages/explore.py). What is shown of the Trace: analysis.views (hiding [CLS]/[SEP], segment
+filters including A->B and B->A, word level, the mean margins); figures: plotting.overview,
+plotting.heatmaps, plotting.token_lines."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..analysis import views
+from ..engine import token_labels
+from ..i18n import _
+from ..plotting.heatmaps import SQUARE_FROM, attention_heatmap
+from ..plotting.overview import mark_head, overview_mosaic
+from ..plotting.token_lines import token_lines
+from .blocks import Heading, Markdown
+from .common import numbers
+
+ALL_LINES_MAX = 64  # tokens up to which "all tokens" is offered for the token lines
+# Shown tokens up to which the mosaic outlines the open head: moving the outline makes a new
+# figure, which the browser draws again whole; past this the mosaic stays still.
+OUTLINE_MAX = 24
+
+
+def intro() -> list:
+    return [Heading(_("All heads, token lines"), 1), Markdown(_(
+        "Every tile is one head's softmax weights $w_{ij}$: rows are **queries** $i$ (who "
+        "looks), columns are **keys** $j$ (who is looked at). The last column is the mean over "
+        "the heads of a layer, the last row the mean over all layers. **Click a tile** (near "
+        "its centre; the hover says which) to open that head below: in a short input the open "
+        "head is outlined."
+    ))]
+
+
+def renorm_note(hide: bool, renorm: bool, seg: str) -> list:
+    """Whether the shown rows are renormalised (said when keys are hidden)."""
+    if not (hide or seg != "all"):
+        return []
+    return [Markdown(_("Rows **are renormalised**: each shown row sums to 1 over the shown "
+                       "keys.") if renorm else
+                     _("Rows are **not** renormalised: these are the model's own weights, "
+                       "so a row sums to less than 1 where keys are hidden."), "caption")]
+
+
+def shown(t, weights, hide: bool, renorm: bool, seg: str, words: bool) -> tuple:
+    """(weights, tokens, indices) as shown: `weights` [..., tokens, tokens] of `t`."""
+    return views.shown_weights(weights, t.tokens, t.segments, hide, renorm, seg, words,
+                               t.word_pieces)
+
+
+def mosaic(t, hide: bool, renorm: bool, seg: str, words: bool):
+    """Every layer x head, with the mean margins."""
+    w, toks, idx = shown(t, t.weights, hide, renorm, seg, words)
+    return overview_mosaic(w, views.mean_maps(w), toks, idx)
+
+
+def shown_tokens(fig) -> int:
+    """How many tokens the mosaic shows."""
+    return int(fig.layout.meta["tokens"])
+
+
+def outlined(fig, layer: int, head: int):
+    """The mosaic with the open head outlined (only up to OUTLINE_MAX shown tokens)."""
+    return mark_head(fig, layer, head)
+
+
+def outline_note(n_shown: int) -> list:
+    if n_shown <= OUTLINE_MAX:
+        return []
+    return [Markdown(_("{n} tokens shown: past {max} the open head is not outlined here "
+                       "(moving the outline would send and draw the whole mosaic again at "
+                       "every head change); its layer and head are named above its enlarged "
+                       "view below.").format(n=n_shown, max=OUTLINE_MAX), "caption")]
+
+
+def line_choices(n_tokens: int, hide: bool) -> tuple[list, int]:
+    """(the query tokens offered for the lines, the default's index): past ALL_LINES_MAX
+    tokens "all tokens" (None) is not offered (every token's lines would form a wall that
+    hides each line), and the first word is the default."""
+    if n_tokens <= ALL_LINES_MAX:
+        return [None, *range(n_tokens)], 0
+    return list(range(n_tokens)), min(1 if hide else 2, n_tokens - 1)
+
+
+def lines_note(n_tokens: int) -> list:
+    if n_tokens <= ALL_LINES_MAX:
+        return []
+    return [Markdown(_("{n} tokens: lines are drawn for one query token at a time (all "
+                       "tokens at once only up to {max}).").format(n=n_tokens, max=ALL_LINES_MAX),
+                     "caption")]
+
+
+def side_by_side(n_tokens: int) -> bool:
+    """The head and its lines side by side; past SQUARE_FROM tokens one under the other."""
+    return n_tokens <= SQUARE_FROM
+
+
+def labels(toks, idx) -> list[str]:
+    return token_labels(toks, idx)
+
+
+def one_head(w, toks, idx, layer: int, head: int):
+    """One head's shown weights, scaled to its largest."""
+    return attention_heatmap(w[head], toks, "weights",
+                             _("Layer {layer}, head {head}").format(layer=layer, head=head),
+                             indices=idx, zmax=float(w[head].max()))
+
+
+def lines(w, toks, idx, layer: int, heads: list[int], query: int | None):
+    return token_lines(w[heads], heads, toks, idx, query=query,
+                       title=_("Layer {layer}: token lines (opacity = weight)").format(
+                           layer=layer))
+
+
+def shares(t, layer: int, head: int, pair: bool) -> list:
+    """With a sentence pair: the share of the head's weight in each direction."""
+    if not pair:
+        return []
+    found = views.segment_shares(t.weights[layer, head], t.segments)
+    return [Markdown(_("Share of this head's weight, averaged over its queries: {shares}")
+                     .format(shares=_(", ").join(f"{_(views.FILTER_NAMES[k])} {float(v):.1%}"
+                                                 for k, v in found.items())), "caption")]
+
+
+def download(w, toks, idx, layer: int, head: int, hide: bool, renorm: bool, seg: str,
+             words: bool):
+    return numbers(_("Download this head's shown weights (.npz)"),
+                   {"tokens": np.array(toks), "indices": idx, "weights": w[head],
+                    "layer_mean": w.mean(axis=0), "hidden_special": hide,
+                    "renormalised": renorm, "segment_filter": seg, "word_level": words},
+                   f"attnviz_layer{layer}_head{head}.npz")
+
+
+def page(t, layer: int = 0, head: int = 0, hide: bool = False, renorm: bool = False,
+         seg: str = "all", words: bool = False, pair: bool = False, query=None) -> list:
+    """The page as it opens (the widgets left out)."""
+    fig = mosaic(t, hide, renorm, seg, words)
+    n = shown_tokens(fig)
+    w, toks, idx = shown(t, t.weights[layer], hide, renorm, seg, words)
+    if query is None:
+        options, default = line_choices(len(toks), hide)
+        query = options[default]
+    return [*intro(), *renorm_note(hide, renorm, seg),
+            outlined(fig, layer, head) if n <= OUTLINE_MAX else fig, *outline_note(n),
+            *lines_note(len(toks)), one_head(w, toks, idx, layer, head),
+            lines(w, toks, idx, layer, [head], query), *shares(t, layer, head, pair),
+            download(w, toks, idx, layer, head, hide, renorm, seg, words)]
