@@ -2,88 +2,52 @@
 averaged over a corpus with their spread, the Jensen-Shannon distance between heads and a 2-D
 map of the heads coloured by behaviour; click a head to pick it and see it on a sentence.
 
-Numbers: analysis.corpus_heads (each sentence traced alone; classical MDS), computed once per
-server with a progress bar; figures: plotting.corpus and plotting.stats."""
+Numbers: analysis.corpus_heads, computed once per server with a progress bar; what it shows:
+views.corpus_heads."""
 
-from collections import Counter
-
-import numpy as np
 import streamlit as st
 
 from attnviz import TraceRequest, ui
 from attnviz.analysis import corpus_heads as ch
-from attnviz.analysis.head_stats import CONVENTIONS, STATS
-from attnviz.export.html import Heading, Markdown
-from attnviz.i18n import N_, _
-from attnviz.plotting.corpus import head_map
-from attnviz.plotting.heatmaps import attention_heatmap
-from attnviz.plotting.stats import stats_heatmaps
+from attnviz.analysis.head_stats import CONVENTIONS
+from attnviz.i18n import _
 from attnviz.ui.render import render
-
-BEHAVIOUR_LABELS = {"previous": N_("previous"), "next": N_("next"), "broad": N_("broad"),
-                    "mixed": N_("mixed")}  # [CLS], [SEP] stay as they are
+from attnviz.views import corpus_heads as view
 
 
-def behaviour(name: str) -> str:
-    return _(BEHAVIOUR_LABELS[name]) if name in BEHAVIOUR_LABELS else name
-
-
-def pick_head(n_heads: int) -> None:
+def pick_head(c: ch.CorpusHeads, n_heads: int) -> None:
     points = [p for p in ui.clicked_points("ch_map")
               if p.get("curve_number", 0) == 0]
     if points:
-        st.session_state["ch_layer"], st.session_state["ch_head"] = divmod(
-            int(points[0]["point_index"]), n_heads)
-
-
-def corpus_text(ctx) -> str:
-    names = {"sidebar": _("sidebar"), "sample": _("sample")}
-    src = st.radio(_("Sentences from (the sample: Lincoln and Carroll, public domain)"),
-                   ["sidebar", "sample"], key="ch_src", horizontal=True, bind="query-params",
-                   format_func=names.get)
-    if src == "sample":
-        return ch.sample_text()
-    render(Markdown(_("Paste a paragraph or more into the sidebar's sentence box (up to "
-                      "20,000 characters); it is split into sentences at . ! ? and line "
-                      "breaks."), "caption"))
-    return ctx.text
+        st.session_state["ch_layer"], st.session_state["ch_head"] = view.picked(
+            c, points[0]["point_index"], n_heads)
 
 
 def main() -> None:
     ui.ensure_router()  # a first request for this page hands over to app.py (once)
-    render(Heading(_("Heads across many sentences"), 1))
-    render(Markdown(_(
-        "One sentence shows what a head did once. Averaged over many sentences, the statistics "
-        "of *Head statistics* say what a head **usually** does (the hover gives the mean ± its "
-        "spread over sentences). The map places heads that attend alike near each other: "
-        "distance = square root of the Jensen-Shannon divergence of their rows, averaged over "
-        "queries and sentences; map = classical multidimensional scaling.")))
+    render(view.intro())
     ctx = ui.context()
     if ctx.model is None:
-        render(Markdown(ctx.error or _("No model is loaded."), "error"))
+        render(view.no_model(ctx.error))
         return
-    text = corpus_text(ctx)
+    src = st.radio(_("Sentences from (the sample: Lincoln and Carroll, public domain)"),
+                   view.SOURCES, key="ch_src", horizontal=True, bind="query-params",
+                   format_func=view.source_name)
+    if src == "sidebar":
+        render(view.paste_note())
+    text = view.corpus_text(src, ctx.text)
     conv = st.radio(_("Conventions"), list(CONVENTIONS), key="ch_conv", horizontal=True,
                     bind="query-params")
     sentences = ch.split_sentences(text)
     if not sentences:
-        render(Markdown(_("Type or paste a few sentences into the sidebar's box to begin, or "
-                          "pick the sample."), "info"))
+        render(view.no_sentences())
         return
-    model = ctx.model
     try:
-        c = corpus(model, tuple(sentences), conv)
+        c = corpus(ctx.model, tuple(sentences), conv)
     except ValueError as e:
-        render(Markdown(_("Nothing to analyse: {error}. Longer sentences are left out because "
-                          "the distances between heads cost (heads² x tokens²) per "
-                          "sentence.").format(error=e), "warning"))
+        render(view.nothing_to_analyse(e))
         return
-    render(Markdown(
-        _("{n} sentences, {tokens:,} tokens, **{conv}** conventions ({about})").format(
-            n=len(c.sentences), tokens=c.tokens, conv=conv, about=_(CONVENTIONS[conv]))
-        + (_("; {k} sentence(s) left out (longer than {max} tokens, or empty)").format(
-            k=c.skipped, max=ch.MAX_SENTENCE_TOKENS) if c.skipped else "")
-        + _("; at most {n} sentences.").format(n=ch.MAX_SENTENCES), "caption"))
+    render(view.summary(c, conv))
     head_view(ctx, tuple(sentences), conv)
 
 
@@ -106,39 +70,19 @@ def head_view(ctx: ui.Context, sentences: tuple[str, ...], conv: str) -> None:
                                              "sentence").format(layer=layer, head=head),
                  icon=":material/explore:",
                  query_params={"ex_layer": str(layer), "ex_head": str(head)})
-    share = ch.explained_share(c.eigenvalues)
-    render(ui.cached_figure(("ch_map", *at, layer, head), lambda: head_map(
-        c.coords, c.behaviour, (layer, head), title=_(
-            "Map of the {n} heads (the two axes carry {share:.0%} of the distances' "
-            "variance)").format(n=c.coords.shape[0], share=share))), key="ch_map",
-        on_select=lambda: pick_head(model.n_heads), selection_mode="points")
-    counts = Counter(c.behaviour.ravel().tolist())
-    render(Markdown(_(
-        "Layer {layer}, head {head}: **{behaviour}**. Behaviours: {counts}. A head is [CLS], "
-        "[SEP], previous or next when its mean share there is at least {share:.0%}; otherwise "
-        "broad when its mean row entropy is at least {entropy:.0%} of ln n; otherwise "
-        "mixed.").format(layer=layer, head=head, behaviour=behaviour(c.behaviour[layer, head]),
-                         counts=", ".join(f"{behaviour(k)} {counts[k]}"
-                                          for k in ch.BEHAVIOURS if counts[k]),
-                         share=ch.BEHAVIOUR_SHARE, entropy=ch.BROAD_ENTROPY), "caption"))
+    render(ui.cached_figure(("ch_map", *at, layer, head),
+                            lambda: view.head_map_figure(c, layer, head)), key="ch_map",
+           on_select=lambda: pick_head(c, model.n_heads), selection_mode="points")
+    render(view.behaviours(c, layer, head))
     sent = st.selectbox(_("The picked head on one sentence of the corpus"),
                         range(len(c.sentences)), key="ch_sent",
-                        format_func=lambda k: f"{k + 1}: {c.sentences[k][:90]}")
+                        format_func=lambda k: view.sentence_label(c, k))
     one = ui.cached_trace(model, TraceRequest(c.sentences[sent]))
-    render(ui.cached_figure(("ch_one", one.key, layer, head, sent), lambda: (
-        attention_heatmap(one.weights[layer, head], one.tokens, "weights",
-                          _("Layer {layer}, head {head}, sentence {k}").format(
-                              layer=layer, head=head, k=sent + 1)))), key="ch_one")
-    render(ui.cached_figure(("ch_stats", *at, layer, head), lambda: stats_heatmaps(
-        c.mean, {k: _(v) for k, v in STATS.items()}, selected=(layer, head),
-        spread=c.spread)), key="ch_stats")
-    ui.download_arrays(_("Download the corpus statistics (.npz)"), lambda: {
-        "sentences": np.array(c.sentences), "conventions": conv,
-        **{f"mean_{k}": v for k, v in c.mean.items()},
-        **{f"spread_{k}": v for k, v in c.spread.items()},
-        "relative_entropy": c.relative_entropy, "js_divergence": c.js,
-        "distance": c.distance, "map": c.coords, "eigenvalues": c.eigenvalues,
-        "behaviour": c.behaviour}, file_name="attnviz_corpus_heads.npz", key="ch_download")
+    render(ui.cached_figure(("ch_one", one.key, layer, head, sent),
+                            lambda: view.one_sentence(one, layer, head, sent)), key="ch_one")
+    render(ui.cached_figure(("ch_stats", *at, layer, head), lambda: view.stats(c, layer, head)),
+           key="ch_stats")
+    render(view.download(c, conv), key="ch_download")
 
 
 main()
