@@ -1,15 +1,17 @@
 """Drawing a view's blocks on a Streamlit page, and recording them for "Download this view
 (HTML)".
 
-A view is described outside Streamlit (attnviz.export.html: Heading, Markdown, Tex, Code,
+A view is described outside Streamlit (attnviz.views.blocks: Heading, Markdown, Tex, Code,
 Figure, Table, Metric, Numbers, and plotly Figures): functions in attnviz.views build it from
 a trace and the page's choices, the HTML export writes it to files, and a page draws it here:
 
-    ui.render(view)                          # every block of an export.View, in order
+    ui.render(view)                          # every block of a View (or a list), in order
+    ui.render(blocks, keys=("a", "b"))       # a list whose figures take the keys a and b
     ui.render(Markdown("**text**"))          # one block
     ui.render(fig, key="grid_w")             # a plotly Figure (ui.show_figure)
     ui.render(block, where=column)           # inside a column or a tab
     ui.render(Table(columns), column_config=...)   # other arguments go to st.dataframe
+    ui.render(Table(columns), static=True)         # st.table
     ui.render(Metric(label, value), where=column)  # st.metric
 
 Each block drawn is also added to the session's recorded view (ui.recorder.record), so the
@@ -25,12 +27,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 
 import pandas
 import plotly.graph_objects as go
 import streamlit as st
 
-from ..export import html as export
+from ..views import blocks
 from . import recorder
 from .downloads import download_arrays, download_csv
 from .figures import show_figure
@@ -38,51 +41,59 @@ from .figures import show_figure
 _STYLES = {"info": "info", "warning": "warning", "error": "error", "success": "success"}
 
 
-def render(item, where=None, key: str | None = None, **kwargs):
+def render(item, where=None, key: str | None = None, keys: Sequence[str] = (), **kwargs):
     """Draw `item` (a View, a list of blocks, one block or a plotly Figure) in `where`
     (st, a column, a tab, a container; default: the page) and record what was drawn. For a
     figure, `key` and the other arguments go to ui.show_figure; its return value is returned.
-    For a Table, the other arguments go to st.dataframe (column_config...)."""
+    For a Table, `key` and the other arguments go to st.dataframe (column_config...; by
+    default made from the Table's formats and widths; hide_index=True unless given), or with
+    static=True it is an st.table. In a list, the figures take `keys` in order."""
     where = st if where is None else where
-    if isinstance(item, export.View):
-        for block in item.blocks:
-            render(block, where)
-        return None
+    if isinstance(item, blocks.View):
+        item = item.blocks
     if isinstance(item, list | tuple):
+        figure_keys = iter(keys)
         for block in item:
-            render(block, where)
+            figure = isinstance(block, go.Figure | blocks.Figure)
+            render(block, where, key=next(figure_keys, None) if figure else None)
         return None
     if isinstance(item, go.Figure):
         with _inside(where):
             return show_figure(item, key=key, **kwargs)
-    if isinstance(item, export.Heading):
+    if isinstance(item, blocks.Heading):
         if item.level <= 1:
             where.title(item.text)
         elif item.level == 2:
             where.header(item.text)
         else:
             where.subheader(item.text)
-    elif isinstance(item, export.Markdown):
+    elif isinstance(item, blocks.Markdown):
         if item.style == "caption":
             where.caption(item.text)
         elif item.style in _STYLES:
             getattr(where, _STYLES[item.style])(item.text)
         else:
             where.markdown(item.text)
-    elif isinstance(item, export.Tex):
+    elif isinstance(item, blocks.Tex):
         where.latex(item.source)
-    elif isinstance(item, export.Code):
+    elif isinstance(item, blocks.Code):
         where.code(item.text, language=None)
-    elif isinstance(item, export.Metric):
+    elif isinstance(item, blocks.Metric):
         where.metric(item.label, item.value, help=item.help or None)
-    elif isinstance(item, export.Table):
+    elif isinstance(item, blocks.Table):
+        if "column_config" not in kwargs and (item.formats or item.widths):
+            kwargs["column_config"] = column_config(item)
+        static = kwargs.pop("static", False)
         if getattr(item, "phone_by_column", False) and len(item.columns) > 2:
             _by_column(item.columns, where, kwargs)
+        elif static:
+            where.table(pandas.DataFrame(item.columns))
         else:
-            where.dataframe(pandas.DataFrame(item.columns), hide_index=True, **kwargs)
-    elif isinstance(item, export.Figure):
+            kwargs.setdefault("hide_index", True)
+            where.dataframe(pandas.DataFrame(item.columns), key=key, **kwargs)
+    elif isinstance(item, blocks.Figure):
         return render(go.Figure(json.loads(item.spec)), where, key, **kwargs)
-    elif isinstance(item, export.Numbers):
+    elif isinstance(item, blocks.Numbers):
         with _inside(where):
             offer = download_arrays if item.kind == "npz" else download_csv
             offer(item.label, item.make() if item.kind == "csv" else item.make,
@@ -92,6 +103,16 @@ def render(item, where=None, key: str | None = None, **kwargs):
         raise TypeError(f"cannot render {type(item).__name__}")
     recorder.record(item)
     return None
+
+
+def column_config(table: blocks.Table) -> dict:
+    """st.dataframe's column_config from a Table's formats and widths."""
+    out = {}
+    for name in dict.fromkeys([*table.formats, *table.widths]):
+        width = table.widths.get(name)
+        out[name] = (st.column_config.NumberColumn(format=table.formats[name], width=width)
+                     if name in table.formats else st.column_config.TextColumn(width=width))
+    return out
 
 
 # A table shown one column at a time on a phone: the whole table in one container, the

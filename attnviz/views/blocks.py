@@ -62,9 +62,13 @@ class Figure:
 
 @dataclass(frozen=True)
 class Table:
-    """Equal-length columns {header: values}."""
+    """Equal-length columns {header: values}. On a page, `formats` gives a column's number
+    format ({header: "%.4f"}) and `widths` its width ({header: "small" | "medium" |
+    "large"}); a file shows every number with 6 significant digits."""
 
     columns: dict
+    formats: dict = field(default_factory=dict)
+    widths: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

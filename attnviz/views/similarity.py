@@ -1,0 +1,161 @@
+"""Why are two sentences similar? The bundled model is a sentence-embedding model: each
+sentence is encoded alone, its tokens' last-layer vectors are averaged, and two sentences are
+compared by the cosine. Integrated gradients (from a chosen blank) and gradient x input
+attribute that cosine to each token, beside what raw attention, rollout and flow say about the
+same tokens, and beside occlusion (each word removed or masked in turn) (pages/similarity.py).
+
+Numbers: analysis.attribution and analysis.occlusion (the page computes them once per
+server), analysis.rollout and analysis.flow on each sentence's Trace; figures:
+plotting.attribution."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..analysis import attribution, flow, occlusion
+from ..analysis.common import special_mask
+from ..analysis.rollout import rollout
+from ..i18n import N_, _
+from ..plotting.attribution import attribution_bars, occlusion_bars
+from ..plotting.common import axis_labels
+from .blocks import Heading, Markdown, Metric, Table
+from .common import literal, numbers
+
+DEFAULT_B = attribution.DEFAULT_B
+STEPS = (8, 16, 24, 32, 64)  # the integration steps offered
+VIEW_LABELS = {"raw attention (last layer)": N_("raw attention (last layer)"),
+               "rollout": N_("rollout"), "flow": N_("flow")}  # shown translated; export keys stay
+BLANKS = {"pad": N_("[PAD] (the default)"), "mask": N_("[MASK]")}  # attribution.BASELINES
+
+
+def intro() -> list:
+    return [Heading(_("Why are two sentences similar?"), 1), Markdown(_(
+        "all-MiniLM-L6-v2 turns a sentence into one vector: the mean of its tokens' last-layer "
+        "vectors. Two sentences are similar when the **cosine** of their vectors is high. "
+        "**Integrated gradients** (Sundararajan, Taly and Yan 2017) credit that cosine to each "
+        "token: the input vectors of **all** words fade together, along one straight path, to "
+        "a blank sentence (here each word becomes the word you pick below, at the same place; "
+        "[CLS] and [SEP] stay), and each token is credited with the part of the cosine's "
+        "change that its own coordinates carry along the way. The credits add up to the score "
+        "minus the blank's score (*completeness*), and they depend on the blank: another "
+        "blank gives other credits. Beside them, what the attention maps say mean pooling "
+        "takes from each token, and **occlusion**: each word taken away alone, the others "
+        "kept."))]
+
+
+def pair_note() -> Markdown:
+    return Markdown(_("Sentence B is the sidebar's second sentence (encoded alone here)."),
+                    "caption")
+
+
+def attention_views(t, flows=None) -> dict:
+    """What mean pooling takes from each input under each attention map: [n] per method;
+    `flows`: the last layer's attention flow, if computed."""
+    out = {"raw attention (last layer)": attribution.pooled_importance(
+        t.weights[-1].astype(np.float64).mean(0)),
+        "rollout": attribution.pooled_importance(rollout(t.weights)[-1])}
+    if flows is not None:
+        out["flow"] = attribution.pooled_importance(flows)
+    return out
+
+
+def cannot_encode(error: Exception) -> Markdown:
+    return Markdown(_("Cannot encode this input: {error}").format(error=error), "error")
+
+
+def dropped(ta, tb) -> list:
+    return [Markdown(_("Sentence {name} is longer than the model's {n} positions: "
+                       "{dropped} tokens at the end were dropped.").format(
+        name=name, n=tr.n_tokens, dropped=tr.dropped), "warning")
+        for name, tr in (("A", ta), ("B", tb)) if tr.dropped]
+
+
+def score(res, text_a: str, text_b: str) -> list:
+    return [Metric(_("Cosine similarity"), f"{res.score:.4f}"),
+            Markdown(f"A: {literal(text_a)}  \nB: {literal(text_b)}")]
+
+
+def panel(name: str, res, side: str, t, occ, views: dict) -> list:
+    """One sentence's column: the completeness check, every method's credits (bars), their
+    rank correlation with IG, and IG beside occlusion. `views`: attention_views of `t`;
+    `occ`: its occlusion (None past occlusion.MAX_TOKENS). Its figures: the credits, then
+    occlusion."""
+    ig, gxi = (res.ig_a, res.gxi_a) if side == "a" else (res.ig_b, res.gxi_b)
+    if len(ig) <= 2:
+        return [Markdown(_("Sentence {name} has no words to credit (only [CLS] and [SEP]).")
+                         .format(name=name), "info")]
+    base = res.baseline_a if side == "a" else res.baseline_b
+    gap = res.gap(side)
+    out: list = [Markdown(
+        _("**Sentence {name}.** Sum of IG = {ig:+.5f}; score minus the score with {name} "
+          "blanked = {score:.5f} - {base:.5f} = {drop:+.5f}; completeness gap "
+          "**{gap:.3%}**").format(name=name, ig=ig.sum(), score=res.score, base=base,
+                                  drop=res.score - base, gap=gap)
+        + " " + (_("(within 1%)") if gap <= 0.01 else _("(**over 1%: raise the steps**)")))]
+    ig_label = _("integrated gradients")
+    series = {ig_label: ig, _("gradient × input"): gxi,
+              **{_(VIEW_LABELS[k]): v for k, v in views.items()}}
+    tokens = res.tokens_a if side == "a" else res.tokens_b
+    out.append(attribution_bars(tokens, series, _(
+        "Sentence {name}: what each method credits to each token").format(name=name)))
+    words = ~special_mask(tokens)
+    methods = [m for m in series if m != ig_label]
+    rho = _("Spearman ρ with IG (words)")
+    # half a page wide: the method's name wraps in a medium column, the number keeps its room
+    out.append(Table({_("method"): methods, rho: [
+        attribution.spearman(ig[words], np.asarray(series[m])[words]) for m in methods]},
+        formats={rho: "%.4f"}, widths={_("method"): "medium", rho: "small"}))
+    if "flow" not in views:
+        out.append(Markdown(_("Flow is computed up to {max} tokens; this sentence has {n}.")
+                            .format(max=flow.MAX_TOKENS, n=t.n_tokens), "caption"))
+    if occ is None:
+        out.append(Markdown(_("Occlusion is computed up to {max} tokens; this sentence has "
+                              "{n}.").format(max=occlusion.MAX_TOKENS, n=t.n_tokens),
+                            "caption"))
+        return out
+    occ_series = {ig_label: ig, _("occlusion: word removed"): occ.remove,
+                  _("occlusion: word → [MASK]"): occ.mask}
+    out.append(occlusion_bars(tokens, occ_series, _("Sentence {name}: IG beside occlusion")
+                              .format(name=name)))
+    occluded = ~np.isnan(occ.remove)  # the words ([CLS]/[SEP] are never occluded)
+    out.append(Table({_("token"): list(np.asarray(axis_labels(tokens))[occluded]),
+                      **{k: np.round(np.asarray(v, float)[occluded], 5) for k, v in zip(
+                          (_("IG"), _("removed"), _("→ [MASK]")), occ_series.values(),
+                          strict=True)}}))
+    return out
+
+
+def reading() -> Markdown:
+    """How to read the bars beside each other."""
+    return Markdown(_(
+        "The bars of each method are scaled to its largest |value| (hover for the number). "
+        "IG and gradient × input can be negative (a token that makes the sentences less "
+        "alike); the attention views are shares and never negative, and they say where "
+        "information can flow, not what it does to the cosine. [CLS] and [SEP] are part of "
+        "the blank, so IG gives them 0 by construction; the rank correlations leave them "
+        "out. Occlusion and IG are both in units of the cosine but ask different questions: "
+        "occlusion takes one word away while all the others stay (its drops need not add up "
+        "to anything); IG fades all words together and shares out the whole change."),
+        "info")
+
+
+def download(res, occ_a, occ_b, views_a: dict, views_b: dict, steps: int, blank: str):
+    return numbers(_("Download the attributions (.npz)"), lambda: {
+        "tokens_a": np.array(res.tokens_a), "tokens_b": np.array(res.tokens_b),
+        "ig_a": res.ig_a, "ig_b": res.ig_b, "gxi_a": res.gxi_a, "gxi_b": res.gxi_b,
+        "score": res.score, "baseline_a": res.baseline_a, "baseline_b": res.baseline_b,
+        "steps": steps, "blank": blank,
+        **{f"occlusion_{mode}_{k}": getattr(o, mode) for k, o in (("a", occ_a), ("b", occ_b))
+           if o is not None for mode in occlusion.MODES},
+        **{f"a_{k}": v for k, v in views_a.items()},
+        **{f"b_{k}": v for k, v in views_b.items()}}, "attnviz_similarity.npz")
+
+
+def page(res, ta, tb, text_a: str, text_b: str, occ_a, occ_b, views_a: dict, views_b: dict,
+         steps: int = attribution.DEFAULT_STEPS, blank: str = "pad",
+         pair: bool = False) -> list:
+    """The page (the widgets left out; the two sentences' panels one after the other)."""
+    return [*intro(), *([pair_note()] if pair else []), *dropped(ta, tb),
+            *score(res, text_a, text_b), *panel("A", res, "a", ta, occ_a, views_a),
+            *panel("B", res, "b", tb, occ_b, views_b), reading(),
+            download(res, occ_a, occ_b, views_a, views_b, steps, blank)]
