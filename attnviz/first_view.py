@@ -1,25 +1,25 @@
 """A fresh server's first page without waiting for torch: the default sentence's trace, stored
 by a server that computed it, read back by the next one while its model still loads.
 
-On a fresh server the first visitor used to wait for the preload (ui.preload): importing torch
-(~1.3 s of CPU on this project's 2-core machine) and loading the model, while the same cores
-ran the browser that compiles Plotly's script. The trace of the default sentence is the same
-every time the same engine code runs the same weights, so the server that computes it (the
-preload does, once per server) writes it here, and the next server draws its first page from
-it: `ModelCard` stands in for the model (its name and sizes, what the sidebar and the page's
-caption show) and the stored Trace fills the trace cache under the model's own key. Anything
-else asked of the card (another sentence, another page's question) waits for the real model,
-as every page did before. Meanwhile the preload waits for that first page to be drawn before
-it imports torch (`wait_for_first_page`), so the server's one Python process serves the
-browser first.
+Without it a fresh server's first visitor waits for the preload (ui.preload): importing torch
+and loading the model, while the same cores run the browser that compiles Plotly's script.
+The trace of the default sentence is the same every time the same engine code runs the same
+weights, so the server that computes it (the preload does, once per server) writes it here,
+and the next server draws its first page from it: `ModelCard` stands in for the model (its
+name and sizes, what the sidebar and the page's caption show) and the stored Trace fills the
+trace cache under the model's own key. Anything else asked of the card (another sentence,
+another page's question) waits for the real model. Meanwhile the preload waits for that first
+page to be drawn before it imports torch (`wait_for_first_page`), so the server's one Python
+process serves the browser first. What it gains against the plain path is measured by
+benchmarks/bench_fast_paths.py (docs/performance.md).
 
 The file is valid only for the exact inputs that made it (`fingerprint`): the engine's source
 files, the bundled model's files (names, sizes, modification times), the versions of torch and
 NumPy, the sentence, the device setting, CUDA_VISIBLE_DEVICES and the server's token limit.
 Anything else changed, the file is not used (and the next preload writes a new one). Arrays
 and JSON only, read without pickle. It lives in settings().cache_path (ATTNVIZ_CACHE_DIR, else
-$XDG_CACHE_HOME/attnviz, else ~/.cache/attnviz); with settings().first_view off
-(ATTNVIZ_FIRST_VIEW=0) it is neither read nor written. Standard library and NumPy only:
+$XDG_CACHE_HOME/attnviz, else ~/.cache/attnviz); with settings().fast_paths off
+(ATTNVIZ_FAST_PATHS=0) it is neither read nor written. Standard library and NumPy only:
 importing this module imports neither torch nor Streamlit.
 """
 
@@ -57,7 +57,8 @@ PRELOADING = threading.Event()
 
 
 def enabled() -> bool:
-    return settings().first_view
+    """Whether the stored first view is read and written (settings().fast_paths)."""
+    return settings().fast_paths
 
 
 def default_args() -> dict:
@@ -72,14 +73,12 @@ def wait_for_first_page(timeout: float = FIRST_PAGE_WAIT_S) -> float:
     ended or `timeout` seconds have passed; the seconds waited (0 when it did not wait).
 
     The server's one Python process serves the browser's files and runs the page, and a
-    preload importing torch meanwhile slowed both (holding the GIL): on this project's 2-core
-    machine the first heatmap came 2-3 s later than with the browser served alone
-    (benchmarks/bench_first_visit.py). With a stored view the first page does not need the
-    model, so it goes first; a page that needs the model before the preload has it loads it
-    itself, as every page waits on one cache key. No wait without a stored view (the page then
-    waits for the model: the sooner it loads the better), and none on a class server
-    (settings().preload == "class": its browsers are on other computers, and its warm-up is
-    long)."""
+    preload importing torch meanwhile slows both (holding the GIL). With a stored view the
+    first page does not need the model, so it goes first; a page that needs the model before
+    the preload has it loads it itself, as every page waits on one cache key. No wait without
+    a stored view (the page then waits for the model: the sooner it loads the better), and
+    none on a class server (settings().preload == "class": its browsers are on other
+    computers, and its warm-up is long)."""
     if settings().preload == "class" or not enabled():
         return 0.0
     try:
@@ -237,7 +236,7 @@ def save(model, trace: Trace, *, text: str, device: str, max_tokens: int, cuda: 
 def load(text: str, device: str, max_tokens: int,
          real: Callable[[], Any] | None = None) -> tuple[ModelCard, Trace] | None:
     """The stored card and trace for these inputs, checked, or None (none stored, stale,
-    unreadable or inconsistent: the page then waits for the model as before)."""
+    unreadable or inconsistent: the page then waits for the model)."""
     if not enabled():
         return None
     try:

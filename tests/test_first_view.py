@@ -106,7 +106,7 @@ def test_a_stored_view_is_used_only_for_the_inputs_that_made_it(cpu_model, cache
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     assert first_view.load(**ARGS) is None
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
-    with settings.override(first_view=False):
+    with settings.override(fast_paths=False):
         assert first_view.load(**ARGS) is None
 
     # another engine: one source file changed
@@ -252,3 +252,31 @@ def test_with_a_stored_view_the_preload_waits_for_the_first_page(cpu_model, cach
         "from attnviz.ui.preload import STATE; "
         "print(early, STATE['waited'] > 0.5, STATE['error'], STATE['first_view'])")
     assert last_line(code) == "[] True None checked"
+
+
+def test_with_the_fast_paths_off_a_fresh_server_draws_its_first_page_from_the_engine(
+        app_model, cache_dir):
+    """settings().fast_paths off (ATTNVIZ_FAST_PATHS=0), in a fresh interpreter where a stored
+    view lies ready and the preload has not loaded the model: the view is neither read nor
+    waited for, the first page loads the model and draws its heatmaps; the preload stores no
+    view."""
+    first_view.save(app_model, app_model.trace(DEFAULT_TEXT),
+                    cuda=app_model.device_type == "cuda", **ARGS)
+    with settings.override(fast_paths=False):
+        assert first_view.load(**ARGS) is None
+        assert first_view.wait_for_first_page(5) == 0.0
+    code = (
+        "import os, sys; "
+        f"os.environ['ATTNVIZ_CACHE_DIR'] = {str(cache_dir)!r}; "
+        "os.environ['ATTNVIZ_FAST_PATHS'] = '0'; "
+        "from attnviz import first_view; first_view.PRELOADING.set(); "
+        "from tests.apptest import open_page; from tests.plotly_json import specs; "
+        "at = open_page(); "
+        "from attnviz.ui.context import cached_model; "
+        "m = cached_model(None, 'auto'); "
+        "print(len(specs(at)) > 0, not at.exception, m.n_layers > 0, 'torch' in sys.modules)")
+    assert last_line(code) == "True True True True"
+    with settings.override(fast_paths=False):  # the preload keeps nothing on disk
+        os.remove(first_view.path_for(**ARGS))
+        preload.keep_first_view(app_model, TraceRequest(DEFAULT_TEXT))
+        assert not first_view.path_for(**ARGS).exists()

@@ -88,7 +88,8 @@ def test_a_class_server_warms_the_lessons_and_the_samples_slow_first_work(monkey
     (prepared for every A), the inside-score page's grids and the windows page's default timings,
     under the keys the pages ask for, after starting the flow's worker processes; the lesson
     page then trains nothing, the families page builds no model, the windows page times
-    nothing. Without it, nothing of the class's work is started."""
+    nothing. Without it, or with settings().fast_paths off, nothing of the class's work is
+    started."""
     from attnviz.analysis import attribution, corpus_heads, cost, flow_workers, taggers
     from attnviz.analysis.head_stats import CONVENTIONS
     from attnviz.engine import random_models
@@ -141,6 +142,10 @@ def test_a_class_server_warms_the_lessons_and_the_samples_slow_first_work(monkey
     with app_settings.override(preload="0"):
         preload.preload()
     assert not any(key in CACHES[kind] for kind, key in keys)
+    with app_settings.override(preload="class", fast_paths=False):
+        preload.preload()  # the fast paths off: the model only, each page computes its own
+    assert preload.STATE["error"] is None
+    assert not any(key in CACHES[kind] for kind, key in keys) and not laid_out
 
     with app_settings.override(preload="class"):
         preload.preload()
@@ -259,7 +264,7 @@ def test_taggers_kept_by_the_background_child_are_bit_for_bit_those_trained_here
     small = taggers.Settings(seed=3, n_sentences=200, epochs=1)
     assert preload.keep_in_background(small, tmp_path, "taggers")[0] == 0
     kept = taggers.load_trained(tmp_path, small)
-    assert kept is not None and kept.kept == str(taggers.kept_path(tmp_path, small))
+    assert kept is not None and kept.kept == taggers.kept_name(tmp_path, small)
     here = taggers.train_all(small)
     assert kept.losses == here.losses
     for name, m in here.models.items():

@@ -5,14 +5,11 @@
     load_model("gpt2")                    a Hub id, from $HF_HOME/hub (engine.hub)
 
 The family comes from config.model_type (engine.families: one file per family). transformers
-reads the config and the tokenizer, except for the bundled model, whose files engine.light
-reads without importing transformers (a long import in a fresh server's first seconds; it
-falls back to transformers if the files ever say something it does not reproduce); the
-weights are read by engine.weights, checked against the config before anything is built
-(missing, misshapen or unexpected tensors refuse the folder; a server's caps refuse what is
-too big), and the engine does the maths. The hub is never contacted: HF_HUB_OFFLINE is set
-before transformers is imported and every `from_pretrained` call passes
-local_files_only=True. Remote code is never trusted.
+reads the config and the tokenizer; the weights are read by engine.weights, checked against the
+config before anything is built (missing, misshapen or unexpected tensors refuse the folder; a
+server's caps refuse what is too big), and the engine does the maths. The hub is never
+contacted: HF_HUB_OFFLINE is set before transformers is imported and every `from_pretrained`
+call passes local_files_only=True. Remote code is never trusted.
 
 A server shared by a class opens folders only under its allowed roots (`check_allowed_folder`,
 the setting model_roots), with one message for everything outside that says nothing about what
@@ -47,7 +44,6 @@ from .folders import (  # noqa: E402, F401 - engine.load's names since the first
     read_config,
     supported_sentence,
 )
-from .light import bert_config, bert_tokenizer  # noqa: E402
 from .model import Model  # noqa: E402
 from .weights import (  # noqa: E402
     WEIGHT_FILES,
@@ -116,16 +112,12 @@ def check_model_dir(path: str | os.PathLike) -> Path:
 
 
 def load_model(path: str | os.PathLike | None = None, device: str | None = None,
-               max_tokens: int | None = None, limits: Limits | None = None, *,
-               light: bool = True) -> Model:
+               max_tokens: int | None = None, limits: Limits | None = None) -> Model:
     """Load a checkpoint (default: the bundled model) into the attnviz engine.
 
     `path`: a folder or a Hub id in the local Hugging Face cache. `max_tokens`: a server's
     limit on tokens per trace (default: the model's positions). `limits`: what a server agrees
     to build (default: engine.weights.Limits.from_settings(), the setting max_model_mb).
-    `light`: read the bundled model's config and tokenizer without transformers
-    (engine.light); False reads them with transformers, as every other checkpoint (the tests
-    compare the two).
     """
     folder = bundled_model_dir() if path is None else locate_model(path)
     folder = check_model_dir(folder).resolve()
@@ -133,11 +125,7 @@ def load_model(path: str | os.PathLike | None = None, device: str | None = None,
     family = family_for(raw["model_type"])
     limits = Limits.from_settings() if limits is None else limits
     dev = pick_device(device)
-    light = light and path is None  # only the bundled model's files are known to match
-    config = bert_config(raw) if light else None
-    if config is None:
-        light = False  # a config light cannot read: transformers reads the tokenizer too
-        config = _hf_config(folder)
+    config = _hf_config(folder)
     try:
         sizes = family.sizes(config)
         limits.check_sizes(sizes)
@@ -151,7 +139,7 @@ def load_model(path: str | os.PathLike | None = None, device: str | None = None,
         raise ModelError(_("{folder} refused: {error}").format(folder=folder.name, error=e)) from e
     tokenizer = None
     if family.needs_tokenizer:
-        tokenizer = _tokenizer(folder, sizes["vocab"], light)
+        tokenizer = _tokenizer(folder, sizes["vocab"])
     try:
         state = read_tensors(files, match.names)
     except Exception as e:
@@ -212,18 +200,16 @@ def check_tokenizer_size(folder: Path, rows: int) -> int:
     return total
 
 
-def _tokenizer(folder: Path, rows: int, light: bool = False):
-    """The folder's tokenizer (engine.light's when `light` and its files allow, else
-    transformers'), refused when it makes ids the embedding table does not have."""
+def _tokenizer(folder: Path, rows: int):
+    """The folder's tokenizer (transformers'), refused when it makes ids the embedding table
+    does not have."""
     check_tokenizer_size(folder, rows)
-    tokenizer = bert_tokenizer(folder) if light else None
-    if tokenizer is None:
-        try:
-            tokenizer = _transformers().AutoTokenizer.from_pretrained(
-                folder, local_files_only=True, trust_remote_code=False)
-        except Exception as e:
-            raise ModelError(_("cannot load the tokenizer in {folder}: {error}").format(
-                folder=folder, error=f"{type(e).__name__}: {e}")) from e
+    try:
+        tokenizer = _transformers().AutoTokenizer.from_pretrained(
+            folder, local_files_only=True, trust_remote_code=False)
+    except Exception as e:
+        raise ModelError(_("cannot load the tokenizer in {folder}: {error}").format(
+            folder=folder, error=f"{type(e).__name__}: {e}")) from e
     size = len(tokenizer)
     if size > rows:
         raise ModelError(_("the tokenizer in {folder} has {size:,} tokens but the embedding "

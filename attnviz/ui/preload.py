@@ -14,7 +14,9 @@ view, `keep_first_view`, attnviz/first_view.py): a fresh server then draws its f
 it, and its preload waits for that page to be drawn (at most 10 s) before it imports torch,
 so that the browser's files and the first page are served first.
 
-Then, unless settings().preload == "0", the same thread warms the lesson (`warm_lesson`): its
+The rest is a fast path (settings().fast_paths; off, each page computes its own on its first
+visit, benchmarks/bench_fast_paths.py measures both). Unless settings().preload == "0", the
+same thread warms the lesson (`warm_lesson`): its
 taggers and overfitting sweeps for the page's default settings, read from the cache folder
 where an earlier run kept them (taggers.kept_or_trained: same settings and code, the same
 weights bit for bit), else first trained by a child process at the lowest CPU priority, which
@@ -70,6 +72,8 @@ def preload() -> None:
               "model", file=sys.stderr, flush=True)
     finally:
         STATE["done"] = time.time()
+    if not settings().fast_paths:
+        return
     if settings().preload == "class" and STATE["error"] is None:
         warm_class()
     elif settings().preload != "0":
@@ -131,8 +135,8 @@ def warm_lesson() -> None:
     page asks for: read from the cache folder, else first trained and kept there by a child
     process at the lowest priority (keep_in_background), then read. No cache key is held
     while the child works: a page that asks before it is done trains them itself, live, with
-    its progress bar, as it always did (never waiting on work that yields the CPU to
-    everything else), and keeps them in the folder. Never stops the preload: where nothing
+    its progress bar (never waiting on work that yields the CPU to everything else), and
+    keeps them in the folder. Never stops the preload: where nothing
     could be kept, the page trains them itself."""
     try:
         from attnviz.analysis import taggers
@@ -145,10 +149,10 @@ def warm_lesson() -> None:
 
         def kept(what: str, done: Callable[[], bool]) -> None:
             """Train and keep `what` in the child unless a page has it or it is kept."""
-            if done() or taggers.kept_path(folder, settings, what).is_file():
+            if done() or taggers.is_kept(folder, settings, what):
                 return
             status, why = keep_in_background(settings, folder, what)
-            if not (done() or taggers.kept_path(folder, settings, what).is_file()):
+            if not (done() or taggers.is_kept(folder, settings, what)):
                 raise OSError(f"the lesson's {what} could not be kept in {folder} "
                               f"(exit status {status}: {why})")
 
@@ -227,13 +231,13 @@ def warm_class() -> None:
         cached("results", ("corpus", model.key, sentences, conv),
                lambda: corpus_heads.corpus_heads(model, sentences, conv))
         for kind in DEMO:  # the families page's random GPT-2, BART and ViT (and
-            demo_model(kind, PRELOAD_DEVICE)  # transformers' import): 16% of a class's GIL time
+            demo_model(kind, PRELOAD_DEVICE)  # transformers' import)
         try:  # the similarity page's default sentence B, for every student's A
             from attnviz.analysis import attribution
             cached("results", attribution.side_key(model.key, attribution.DEFAULT_B,
                                                    attribution.DEFAULT_STEPS),
                    lambda: attribution.prepare_side(model, attribution.DEFAULT_B))
-        except Exception as e:  # noqa: BLE001 - the page then encodes both paths, as before
+        except Exception as e:  # noqa: BLE001 - the page then encodes both paths itself
             print(f"attnviz: similarity's sentence B not prepared ({type(e).__name__}: {e})",
                   file=sys.stderr, flush=True)
         from attnviz.plotting import neuron
@@ -243,7 +247,7 @@ def warm_class() -> None:
         lengths, w = window_cost.lengths_up_to(window_cost.DEFAULT_TOP), window_cost.DEFAULT_WINDOW
         cached("results", window_cost.key(dev, lengths, w),
                lambda: window_cost.measure(dev, lengths, w, _quiet))
-    except Exception as e:  # each page computes (and reports) its own as before
+    except Exception as e:  # each page computes (and reports) its own
         STATE["class_error"] = f"{type(e).__name__}: {e}"
         print(f"attnviz: class warm-up failed ({STATE['class_error']})", file=sys.stderr,
               flush=True)
