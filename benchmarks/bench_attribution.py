@@ -10,12 +10,13 @@ Three measures:
 - the page's default B prepared once (`prepare_side`, what a class server's warm-up does)
   against encoding both paths, for the load test's sentences A: the one-off cost, each A's
   time and the largest difference;
-- the quadrature's accuracy (why path_rule splits the path in two halves): for the load
-  test's 20 sentences and three more, each against the similarity page's default B and the
-  tests' B, both sides' IG by 32 points in one Gauss-Legendre panel and by 16, 24 and 32 points
-  in two halves, against 128 points in two halves (itself checked against 128 in one panel);
-  the error is the largest per-token difference over the largest |IG| of the reference. Also
-  where on the path the integrand (summed over tokens) peaks;
+- the quadrature's accuracy (why path_rule splits the path in two halves): for the first four
+  of the load test's sentences (`full`: its 20 sentences and three more), each against the
+  similarity page's default B and the tests' B, both sides' IG by 32 points in one
+  Gauss-Legendre panel and by 16, 24 and 32 points in two halves, against 128 points in two
+  halves (itself checked against 128 in one panel); the error is the largest per-token
+  difference over the largest |IG| of the reference. Also where on the path the integrand
+  (summed over tokens) peaks;
 - occlusion (attnviz.analysis.occlusion: every word removed and masked in turn, in batches)
   of one sentence against the default B, by length;
 - the notebook head view (attnviz.head_view) of a 512-token trace by opacity levels: the
@@ -24,6 +25,7 @@ Three measures:
 
 from __future__ import annotations
 
+import sys
 import time
 
 import numpy as np
@@ -35,8 +37,10 @@ from attnviz.engine import load_model
 from .bench_engine import median_ms
 from .report import Table, show
 
-COST = ("The quadrature check computes integrated gradients of 92 sentence sides by several "
-        "rules each: more than ten minutes on a shared 2-core machine.")
+COST = ("The quadrature check computes integrated gradients of 16 sentence sides by several "
+        "rules each (92 with `python -m benchmarks.bench_attribution full`: more than ten "
+        "minutes on a shared 2-core machine).")
+QUICK = 4  # sentences in make bench's quadrature check (x 2 B's x both sides)
 PAIRS = {
     "short (6 + 10 tokens)": ("I saw a saw", A.DEFAULT_B),
     "paragraph (~120 + 10 tokens)": (
@@ -140,9 +144,12 @@ EXTRA = ["A man is playing a guitar.",
 TESTS_B = "Someone plays music on an instrument."  # tests/test_analysis_attribution.py's B
 
 
-def quadrature_accuracy(model) -> Table:
-    """Per-token error of each rule against a 128-point reference, over many sentence sides."""
+def quadrature_accuracy(model, n_sentences: int | None = None) -> Table:
+    """Per-token error of each rule against a 128-point reference, over many sentence sides
+    (the first `n_sentences` of the load test's sentences and EXTRA; None: all of them)."""
     from tests.load.run_load import SENTENCES
+
+    sentences = (SENTENCES + EXTRA)[:n_sentences]
 
     rules = {"32 points, one panel": one_panel(32),
              **{f"{k} points, two halves": A.path_rule(k) for k in (16, 24, 32)}}
@@ -150,7 +157,7 @@ def quadrature_accuracy(model) -> Table:
     peaks, check = [], 0.0
     grid = torch.linspace(0, 1, 101, dtype=torch.float64)
     for b in (A.DEFAULT_B, TESTS_B):
-        for a in SENTENCES + EXTRA:
+        for a in sentences:
             xa, xa0, _ = A._inputs(model, a)
             xb, xb0, _ = A._inputs(model, b)
             with torch.no_grad():
@@ -170,7 +177,7 @@ def quadrature_accuracy(model) -> Table:
         ["rule", "max error", "90th percentile", "median"],
         [[name, f"{max(e):.1e}", f"{np.quantile(e, 0.9):.1e}", f"{np.median(e):.1e}"]
          for name, e in errors.items()],
-        title=f"Quadrature: {len(peaks)} attributions ({len(SENTENCES) + len(EXTRA)} sentences "
+        title=f"Quadrature: {len(peaks)} attributions ({len(sentences)} sentences "
               "x 2 B's x both sides) against 128 points in two halves; error = largest "
               "per-token difference / largest |IG|",
         note=f"The reference against 128 points in one panel: {check:.1e}. The integrand "
@@ -203,6 +210,7 @@ def occlusion_and_head_view(model) -> list[Table]:
 
 
 def main() -> list[Table]:
+    full = "full" in sys.argv[1:]  # all 23 sentences in the quadrature check; else QUICK
     model = load_model()
     ways = Table(["sentences", "threads", "batched (s)", "one point at a time (s)", "ratio",
                   "largest difference"],
@@ -211,7 +219,7 @@ def main() -> list[Table]:
     for label, (a, b) in PAIRS.items():
         ways.rows += measure(model, label, a, b)
     return show(ways, prepared(model), *occlusion_and_head_view(model),
-                quadrature_accuracy(model))
+                quadrature_accuracy(model, None if full else QUICK))
 
 
 if __name__ == "__main__":

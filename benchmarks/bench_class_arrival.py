@@ -18,7 +18,7 @@ load exactly what a real visit loads:
 The workers run the plain preload (ATTNVIZ_PRELOAD=1, no class warm-up) and are idle when the
 clients start: this measures the files alone, not the page's computing.
 
-    python -m benchmarks.bench_class_arrival [sessions] [repeats]    (default 120, 2)
+    python -m benchmarks.bench_class_arrival [sessions] [repeats]    (default 120, 1)
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from tests.test_serve import group_members, serve  # noqa: E402 - scripts/serve.
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 ACCEPT = "Accept-Encoding: gzip, deflate, br"  # Chromium's
-COST = ("It starts `make serve`'s cluster four times (Debian's nginx) and one headless Chromium "
+COST = ("It starts `make serve`'s cluster twice (Debian's nginx) and one headless Chromium "
         "(/usr/bin/chromium), then 120 curl clients at once.")
 
 
@@ -99,7 +99,7 @@ def one_class(base: str, paths: list[str], sessions: int, folder: Path) -> dict:
             "bytes": sizes, "errors": bad}
 
 
-def run(sessions: int = 120, repeats: int = 2) -> list[dict]:
+def run(sessions: int = 120, repeats: int = 1) -> list[dict]:
     os.environ.setdefault("ATTNVIZ_PRELOAD", "1")  # the model only, no class warm-up
     folder = Path(tempfile.mkdtemp(prefix="attnviz-arrival-"))
     paths: list[str] | None = None

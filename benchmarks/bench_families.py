@@ -1,15 +1,18 @@
 """Every family's full trace vs transformers' eager model with attentions and hidden states,
 at 128 tokens (a 224 x 224 image for ViT; BART: a 128-token source and a 128-token target).
 
-The models have their base sizes (12 layers of 768, 12 heads; DistilBERT 6 layers; BART 6 + 6)
-with random weights (engine.random_models: no pretrained weights of these families can be
-installed here; speed does not depend on the values). BERT is the bundled MiniLM (6 x 384),
-as in bench_engine. Same weights, same input, the two peers run alternately; medians.
+The models have the width of the base sizes (768, 12 heads) and, under `make bench`, 4 layers
+each (BART 4 + 4), 3 runs each; `python -m benchmarks.bench_families full`: the base sizes (12
+layers; DistilBERT 6; BART 6 + 6), 10 runs each. Random weights (engine.random_models: no
+pretrained weights of these families can be installed here; speed does not depend on the
+values). BERT is the bundled MiniLM (6 x 384), as in bench_engine. Same weights, same input,
+the two peers run alternately; medians.
 """
 
 from __future__ import annotations
 
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -24,8 +27,10 @@ from .bench_engine import median_ms
 from .report import Table, show
 
 TOKENS = 128
-COST = ("It builds base-size models of five families (12 layers of 768) and runs each against "
-        "transformers: more than ten minutes on a shared 2-core machine.")
+COST = ("It builds models of five families (4 layers of 768) and runs each against "
+        "transformers (`full`: the base sizes, more than ten minutes on a shared 2-core "
+        "machine).")
+QUICK_LAYERS, QUICK_REPEATS = 4, 3
 BASE = dict(hidden=768, heads=12, layers=12, intermediate=3072, positions=512)
 FAMILIES = {  # family: (HF class, sizes)
     "bert": ("BertModel", None),
@@ -71,7 +76,8 @@ def peers(family: str, folder: Path, model) -> tuple[dict, str]:
     return {"attnviz": ours, "hf_eager": hf_eager}, what
 
 
-def run(device: str = "cpu", repeats: int = 10) -> list[dict]:
+def run(device: str = "cpu", repeats: int = 10, layers: int | None = None) -> list[dict]:
+    """Each family against transformers (`layers`: every random model's, else its base)."""
     rows = []
     tmp = Path(tempfile.mkdtemp(prefix="attnviz-bench-"))
     try:
@@ -79,6 +85,8 @@ def run(device: str = "cpu", repeats: int = 10) -> list[dict]:
             if sizes is None:
                 folder = bundled_model_dir()
             else:
+                if layers is not None:
+                    sizes = dict(sizes, layers=layers)
                 folder = save_random_checkpoint(family, tmp / family, **sizes)
             model = attnviz.load_model(folder, device=device)
             fns, what = peers(family, folder, model)
@@ -93,7 +101,8 @@ def run(device: str = "cpu", repeats: int = 10) -> list[dict]:
     return rows
 
 
-def table(rows: list[dict], device: str, repeats: int = 10) -> Table:
+def table(rows: list[dict], device: str, repeats: int = 10,
+          layers: int | None = None) -> Table:
     import transformers
 
     return Table(["family", "layers x hidden", "input", "attnviz trace (ms)",
@@ -102,13 +111,17 @@ def table(rows: list[dict], device: str, repeats: int = 10) -> Table:
                    f"{r['hf_eager_ms']:.1f}", f"{r['ratio']:.2f}x"] for r in rows],
                  title=f"Each family's trace against transformers {transformers.__version__} "
                        f"eager (attentions + hidden states), {device.upper()}; medians of "
-                       f"{repeats}, run alternately")
+                       f"{repeats}, run alternately"
+                       + (f"; random models of {layers} layers (quick size; BERT: the bundled "
+                          "model)" if layers else ""))
 
 
 def main() -> list[Table]:
-    tables = [table(run("cpu"), "cpu")]
+    full = "full" in sys.argv[1:]
+    repeats, layers = (10, None) if full else (QUICK_REPEATS, QUICK_LAYERS)
+    tables = [table(run("cpu", repeats, layers), "cpu", repeats, layers)]
     if torch.cuda.is_available():
-        tables.append(table(run("cuda"), "cuda"))
+        tables.append(table(run("cuda", repeats, layers), "cuda", repeats, layers))
     return show(*tables)
 
 

@@ -12,12 +12,13 @@ in the same run:
   weights grid of "I saw a saw"), on a machine where a server ran before: the first page is
   drawn from the stored first view (attnviz/first_view.py), stored once before the runs in a
   folder of the benchmark's own;
-- attnviz, first start: the same with ATTNVIZ_FIRST_VIEW=0 (no stored first view: the
-  first page waits for the preload, as on a machine's very first start);
+- attnviz, first start: the same with an empty cache folder (no stored first view: the first
+  page waits for the preload, as on a machine's very first start);
 - attnviz, no preload: the same with ATTNVIZ_PRELOAD=0 (model loaded on the first request);
-- with BENCH_BASELINE=DIR (a checkout of another commit, e.g. `git worktree add DIR REV`):
-  "attnviz at DIR", that checkout's app served the same way (its attnviz imported from DIR),
-  to compare two versions in the same run.
+- attnviz, fast paths off: the same with ATTNVIZ_FAST_PATHS=0 (benchmarks/bench_fast_paths.py
+  sets it beside the default);
+- with BENCH_BASELINE=REV (a commit): "attnviz at REV", that commit's app (a git worktree of
+  it, made for the run) served the same way, to compare two versions in the same run.
 
 cold = server start -> first heatmap drawn (the start includes Streamlit's own start-up; the
 time to the health check is printed apart); then a second visit at once (a new browser session,
@@ -30,6 +31,7 @@ Goals: attnviz warm <= 1.2x bare warm; attnviz cold <= bare cold + 2 s. Medians 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import statistics
 import subprocess
@@ -46,9 +48,10 @@ from tests.serve import CHROME_ARGS as ARGS  # noqa: E402
 from tests.serve import free_port, stop_server  # noqa: E402
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-COST = ("It starts a dozen fresh servers, one after another, and drives them with headless "
+COST = ("It starts eight fresh servers, one after another, and drives them with headless "
         "Chromium (/usr/bin/chromium).")
 HEATMAP = ".js-plotly-plot .heatmaplayer image"
+REPEATS = 2  # fresh servers of each kind (make bench; more: bench_first_visit N)
 BARE_APP = '''"""The floor: one Plotly heatmap, nothing else."""
 import numpy as np
 import plotly.graph_objects as go
@@ -62,21 +65,26 @@ FLAGS = ["--server.headless", "true", "--server.address", "127.0.0.1",
          "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
 
 
-def start(kind: str, port: int, folder: Path) -> tuple[subprocess.Popen, float]:
-    """Start a server of `kind`; (process, its start time on time.perf_counter)."""
+def start(kind: str, port: int, folder: Path,
+          roots: dict[str, Path] | None = None) -> tuple[subprocess.Popen, float]:
+    """Start a server of `kind` (`roots`: the checkout a kind serves, where it is not this
+    one); (process, its start time on time.perf_counter)."""
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     if kind == "bare":
         script = folder / "bare_app.py"
         script.write_text(BARE_APP)
         argv, cwd = [sys.executable, "-m", "streamlit", "run", str(script)], folder
     else:
-        root = Path(kind[len("attnviz at "):]) if kind.startswith("attnviz at ") else ROOT
+        root = (roots or {}).get(kind, ROOT)
         argv, cwd = [sys.executable, "scripts/run_app.py", "app.py"], root
         if root != ROOT:
             env["PYTHONPATH"] = str(root)  # before the editable install's path
         env["ATTNVIZ_PRELOAD"] = "0" if kind == "attnviz, no preload" else "1"
-        env["ATTNVIZ_FIRST_VIEW"] = "0" if kind == "attnviz, first start" else "1"
-        env["ATTNVIZ_CACHE_DIR"] = str(folder / "cache")
+        env["ATTNVIZ_FAST_PATHS"] = "0" if kind == "attnviz, fast paths off" else "1"
+        cache = folder / "cache"
+        if kind == "attnviz, first start":  # nothing stored: a folder of its own, empty
+            cache = Path(tempfile.mkdtemp(prefix="first-start-", dir=folder))
+        env["ATTNVIZ_CACHE_DIR"] = str(cache)
     log = open(log_of(folder, kind, port), "w")  # noqa: SIM115
     t0 = time.perf_counter()
     proc = subprocess.Popen([*argv, "--server.port", str(port), *FLAGS], cwd=cwd, env=env,
@@ -137,9 +145,12 @@ def wait_model_loaded(log: Path, kind: str, timeout_s: float = 180) -> None:
     raise RuntimeError("the model was not loaded")
 
 
-def one_run(browser, kind: str, folder: Path) -> dict[str, float]:
+def one_run(browser, kind: str, folder: Path, visits: int = 3,
+            roots: dict[str, Path] | None = None) -> dict[str, float]:
+    """One fresh server of `kind`: its times (cold, a second visit at once, and the median of
+    `visits` visits once the model is loaded)."""
     port = free_port()
-    proc, t0 = start(kind, port, folder)
+    proc, t0 = start(kind, port, folder, roots)
     try:
         wait_healthy(port, proc)
         health = time.perf_counter() - t0
@@ -149,7 +160,7 @@ def one_run(browser, kind: str, folder: Path) -> dict[str, float]:
         if kind != "bare":
             wait_model_loaded(log_of(folder, kind, port), kind)
         warm = statistics.median(visit(browser, f"http://127.0.0.1:{port}/")
-                                 for _ in range(3))
+                                 for _ in range(visits))
     except Exception:
         log = next(folder.glob(f"*_{port}.log"), None)
         print(f"{kind}: server log {log}:\n" + (log.read_text()[-3000:] if log else ""),
@@ -162,8 +173,9 @@ def one_run(browser, kind: str, folder: Path) -> dict[str, float]:
 
 def store_first_view(folder: Path) -> None:
     """What a server that ran before on this machine left: the stored first view (its
-    preload, run here in a process of its own)."""
-    env = dict(os.environ, ATTNVIZ_CACHE_DIR=str(folder), HF_HUB_OFFLINE="1")
+    preload, run here in a process of its own, without the lesson's warm-up)."""
+    env = dict(os.environ, ATTNVIZ_CACHE_DIR=str(folder), HF_HUB_OFFLINE="1",
+               ATTNVIZ_PRELOAD="0")
     code = ("from attnviz.ui import preload; preload.preload(); "
             "print(preload.STATE['first_view'])")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
@@ -175,11 +187,20 @@ def store_first_view(folder: Path) -> None:
 def run(repeats: int = 3) -> dict[str, dict[str, float]]:
     from playwright.sync_api import sync_playwright
 
+    from benchmarks.checkouts import checkout, revision
+
     kinds = ["bare", "attnviz", "attnviz, first start", "attnviz, no preload"]
-    if os.environ.get("BENCH_BASELINE"):
-        kinds.append(f"attnviz at {Path(os.environ['BENCH_BASELINE']).resolve()}")
-    runs: dict[str, list[dict[str, float]]] = {k: [] for k in kinds}
-    with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
+    rev = os.environ.get("BENCH_BASELINE")
+    runs: dict[str, list[dict[str, float]]] = {}
+    with contextlib.ExitStack() as stack:
+        roots = {}
+        if rev:
+            base = stack.enter_context(checkout(rev))
+            roots[f"attnviz at {revision(base)}"] = base
+        kinds += list(roots)
+        runs = {k: [] for k in kinds}
+        tmp = stack.enter_context(tempfile.TemporaryDirectory())
+        p = stack.enter_context(sync_playwright())
         store_first_view(Path(tmp) / "cache")
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         ctx = browser.new_context()  # the browser's own first page is nobody's first visit
@@ -187,7 +208,7 @@ def run(repeats: int = 3) -> dict[str, dict[str, float]]:
         ctx.close()
         for _ in range(repeats):
             for kind in kinds:
-                runs[kind].append(one_run(browser, kind, Path(tmp)))
+                runs[kind].append(one_run(browser, kind, Path(tmp), roots=roots))
                 r = runs[kind][-1]
                 print(f"  {kind}: cold {r['cold']:.2f} s, second at once {r['soon']:.2f} s, "
                       f"warm {r['warm']:.2f} s", flush=True)
@@ -197,7 +218,7 @@ def run(repeats: int = 3) -> dict[str, dict[str, float]]:
 
 
 def main() -> list[Table]:
-    repeats = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1].isdigit() else 3
+    repeats = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1].isdigit() else REPEATS
     med = run(repeats)
     bare, ours = med["bare"], med["attnviz"]
     return show(Table(

@@ -1,6 +1,7 @@
 """Attention flow: attnviz's max-flows against the authors' formulation (networkx Edmonds-Karp,
 one max-flow per (output, input) pair), on the same inputs: the bundled model's attention for a
-text cut to 17, 32, 64 and 128 tokens, the last layer's n x n flow matrix.
+text cut to 17 and 32 tokens (64 and 128 on the command line), the last layer's n x n flow
+matrix.
 
 attnviz is timed three ways: the default (the bound-and-certify pass, then the per-pair
 max-flows left, both in one worker process per core, flow_workers.default_workers(), from
@@ -31,9 +32,9 @@ from attnviz.analysis.rollout import residual_attention, rollout
 
 from .report import Table, show
 
-COST = ("networkx's flow on 64 and 128 tokens, even on a sample of pairs, takes more than "
-        "ten minutes on a shared 2-core machine; `python -m benchmarks.bench_flow 17 32` runs the "
-        "small sizes alone.")
+QUICK_SIZES = (17, 32)  # make bench's sizes; 64 and 128 on the command line
+COST = ("networkx's flow on 17 and 32 tokens (on 64 and 128, even on a sample of pairs, more "
+        "than ten minutes on a shared 2-core machine: `python -m benchmarks.bench_flow 64 128`).")
 TEXT = ("The quick brown fox jumps over the lazy dog while the old cat watches from the wooden "
         "fence, and the farmer, tired after a long day in the fields, walks slowly home. ") * 8
 
@@ -74,8 +75,11 @@ def main() -> list[Table]:
                         f"{nx.__version__}; {started}",
                   note="~: networkx timed on a sample of pairs and extrapolated; the difference "
                        "is then of raw flows on that sample.")
-    sizes = [int(a) for a in sys.argv[1:] if a.isdigit()] if __name__ == "__main__" else []
-    for n in sizes or (17, 32, 64, 128):
+    sizes = [int(a) for a in sys.argv[1:] if a.isdigit()] or list(QUICK_SIZES)
+    if sizes == list(QUICK_SIZES):
+        table.note += (f" Sizes {', '.join(map(str, QUICK_SIZES))} (quick: make bench); "
+                       "`python -m benchmarks.bench_flow 64 128` runs the longer ones.")
+    for n in sizes:
         t = model.trace_ids(ids[:n - 1] + [ids[-1]])
         a = residual_attention(t.weights)
         layer = a.shape[0] - 1

@@ -37,6 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 TICK = os.sysconf("SC_CLK_TCK")
 AGAIN = 6  # changes back and forth between two layers drawn already, per sentence
+REPEATS = 3  # sentences per page under make bench (more: bench_page_cpu N)
 
 
 def _cpu_of(pid: int | str) -> float:
@@ -133,7 +134,7 @@ def run(repeats: int = 6) -> dict[str, tuple]:
 
 
 def main() -> None:
-    run(int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1].isdigit() else 6)
+    run(int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1].isdigit() else REPEATS)
 
 
 if __name__ == "__main__":

@@ -4,27 +4,29 @@ A shared machine's speed drifts from one hour to the next: measured one after th
 change of 5-10% in CPU per rerun cannot be told from that drift. Here both versions run at
 once, so each difference is taken at one moment:
 
-- **reruns** (default): two servers (this checkout, and BENCH_BASELINE=DIR, e.g. a
-  `git worktree add DIR REV`; without it, this checkout twice: the spread of the instrument
-  itself), started as `make serve` starts a worker (ATTNVIZ_PRELOAD=class, one torch thread),
-  their class warm-ups awaited. One protocol session on each (tests/load/run_load.Session)
-  types the same sentence and opens every page once, its layers and tabs once, so what follows
-  is cached. Then the same steps on both, interleaved step by step (the order of the two
-  swapped every step): every page, two layer changes and two tab changes each, `rounds`
-  times. Per server: CPU of each rerun (utime + stime of the server and its flow workers, from
-  /proc, read 50 ms after the answer), summed; mean latency.
+- **reruns** (default): two servers (this checkout, and BENCH_BASELINE=REV, a commit,
+  checked out for the run in a git worktree; without it, this checkout twice: the spread of
+  the instrument itself), started as `make serve` starts a worker (ATTNVIZ_PRELOAD=class,
+  one torch thread), their class warm-ups awaited. One protocol session on each
+  (tests/load/run_load.Session) types the same sentence and opens every page once, its
+  layers and tabs once, so what follows is cached. Then the same steps on both, interleaved
+  step by step (the order of the two swapped every step): every page, two layer changes and
+  two tab changes each, `rounds` times. Per server: CPU of each rerun (utime + stime of the
+  server and its flow workers, from /proc, read 50 ms after the answer), summed; mean
+  latency.
 - **class** (BENCH_CLASS=N): the two servers at once, each with its own class of N students
   (`tests/load/run_load.py --url`: warm-up visits, then N sessions clicking every 0.2-1 s): the
   two classes share the machine as two workers of `make serve WORKERS=2` share it. Per server:
   p50 / p95 / max latency, errors, CPU over its warm-up and class.
 
-    BENCH_BASELINE=DIR python -m benchmarks.bench_rerun_ab [rounds]
-    BENCH_BASELINE=DIR BENCH_CLASS=60 python -m benchmarks.bench_rerun_ab
+    BENCH_BASELINE=REV python -m benchmarks.bench_rerun_ab [rounds]
+    BENCH_BASELINE=REV BENCH_CLASS=60 python -m benchmarks.bench_rerun_ab
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import random
@@ -38,6 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.bench_page_cpu import server_cpu  # noqa: E402
+from benchmarks.checkouts import checkout, revision  # noqa: E402
 from benchmarks.report import Table, show  # noqa: E402
 from tests.serve import free_port, launch, stop_server  # noqa: E402
 
@@ -45,15 +48,6 @@ SENTENCE = "The teacher saw the student saw the board"
 COST = ("It starts two servers as `make serve` starts a worker (each warms what a class opens "
         "first) and compares them; without BENCH_BASELINE both serve this checkout (the "
         "spread of the instrument itself).")
-
-
-def revision(root: Path) -> str:
-    """The checkout's commit (short), with "+ changes" where its files differ from it."""
-    def git(*args: str) -> str:
-        return subprocess.run(["git", "-C", str(root), *args], capture_output=True,
-                              text=True).stdout.strip()
-    rev = git("rev-parse", "--short", "HEAD") or str(root)
-    return rev + (" + changes" if git("status", "--porcelain", "--untracked-files=no") else "")
 
 
 def start(root: Path, log: Path) -> tuple[subprocess.Popen, int]:
@@ -141,9 +135,17 @@ def classes(servers: list[tuple[subprocess.Popen, int]], n: int, tmp: Path) -> l
 
 
 def run(rounds: int = 4) -> Table:
-    base = Path(os.environ.get("BENCH_BASELINE") or ROOT).resolve()
+    rev = os.environ.get("BENCH_BASELINE")
+    with contextlib.ExitStack() as stack:
+        base = stack.enter_context(checkout(rev)) if rev else ROOT
+        return compare(base, rounds)
+
+
+def compare(base: Path, rounds: int) -> Table:
     n = int(os.environ.get("BENCH_CLASS", "0"))
-    names = [f"this checkout ({revision(ROOT)})", f"baseline ({revision(base)})"]
+    names = [f"this checkout ({revision(ROOT)})",
+             f"baseline ({revision(base)})" if base != ROOT else
+             f"this checkout again ({revision(ROOT)})"]
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         logs = [tmp / "a.log", tmp / "b.log"]
