@@ -182,7 +182,9 @@ def quadrature_accuracy(model, n_sentences: int | None = None) -> Table:
               "per-token difference / largest |IG|",
         note=f"The reference against 128 points in one panel: {check:.1e}. The integrand "
              f"(summed over tokens) peaks at a = {min(peaks):.2f} to {max(peaks):.2f} "
-             f"(median {np.median(peaks):.2f}; 101 points).")
+             f"(median {np.median(peaks):.2f}; 101 points)."
+             + ("" if n_sentences is None else " A quick size: `python -m "
+                "benchmarks.bench_attribution full` runs all 23 sentences."))
 
 
 def occlusion_and_head_view(model) -> list[Table]:
