@@ -23,6 +23,39 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"attnviz: error: {message}\n")
 
 
+def npz_out(value: str) -> Path:
+    """The file `--out` names for an .npz, checked before any work: refused (ValueError, one
+    line) when empty, a link, a folder, or in a folder that does not exist. Written exactly
+    under that name (no .npz added) by `write_npz`."""
+    if not value.strip():
+        raise ValueError("--out is empty: name the .npz file to write")
+    out = Path(value)
+    if out.is_symlink():
+        raise ValueError(f"--out is a link, not written through: {out}")
+    if out.is_dir():
+        raise ValueError(f"--out is a folder, not a file: {out}")
+    if not out.parent.is_dir():
+        raise ValueError(f"output folder does not exist: {out.parent}")
+    return out
+
+
+def write_npz(out: Path, save) -> None:
+    """`save(file)` writes into a new file beside `out`, which is then renamed over it: a
+    reader never sees half a file, and a link put there meanwhile is replaced, not written
+    through."""
+    import os
+    import tempfile
+
+    fd, part = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".part")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            save(f)
+        os.replace(part, out)
+    except BaseException:
+        Path(part).unlink(missing_ok=True)
+        raise
+
+
 MODEL_HELP = ("a checkpoint folder, or a Hub id found in the local Hugging Face cache (never "
               "downloaded): BERT, RoBERTa, DistilBERT, GPT-2, ViT or BART (default: the "
               "bundled all-MiniLM-L6-v2)")
@@ -172,6 +205,7 @@ def ablate(args: argparse.Namespace) -> int:
     try:
         if not args.text.strip() or not 1 <= args.top <= 10000:
             raise ValueError("--text is empty or --top is not between 1 and 10000")
+        out_file = npz_out(args.out) if args.out is not None else None
         request = TraceRequest(args.text, args.pair)
         model = load_model(args.model, device=args.device)
         imp = ablation.head_importance(model, request, args.measure, args.mode)
@@ -213,8 +247,8 @@ def ablate(args: argparse.Namespace) -> int:
                     arrays[f"patch_{part}_heads_restored"] = values
                 out["patch"]["decoder_clean"] = d.clean
                 out["patch"]["decoder_corrupted"] = d.corrupted
-        if args.out:
-            np.savez(args.out, **arrays)
+        if out_file is not None:
+            write_npz(out_file, lambda f: np.savez(f, **arrays))
     except (ModelError, ValueError, OSError) as err:
         print(f"attnviz: error: {err}", file=sys.stderr)
         return 2
@@ -285,15 +319,13 @@ def _main(argv: list[str] | None = None) -> int:
                 request = TraceRequest(args.text, args.pair, target=args.target,
                                        positions=args.positions, window=args.window,
                                        causal=args.causal, seed=args.seed)
-            out = Path(args.out)
-            if out.parent and not out.parent.exists():
-                raise ValueError(f"output folder does not exist: {out.parent}")
+            out = npz_out(args.out)
         model = load_model(args.model, device=args.device)
         if args.command == "info":
             print(model)
             return 0
         t = model.trace(request)
-        t.save_npz(out)
+        write_npz(out, t.save_npz)
     except (ModelError, ValueError, OSError) as err:
         print(f"attnviz: error: {err}", file=sys.stderr)
         return 2

@@ -274,6 +274,59 @@ def test_html_out_refuses_before_any_work(out, make, why, tmp_path, monkeypatch,
     assert sorted(p.name for p in tmp_path.rglob("*")) == before  # nothing written
 
 
+@pytest.mark.parametrize("command", ["export", "ablate"])
+@pytest.mark.parametrize("out, make, why", [
+    ("", None, "--out is empty"),
+    ("  ", None, "--out is empty"),
+    ("link.npz", "link", "is a link"),
+    ("folder", "folder", "is a folder"),
+    ("missing/o.npz", None, "does not exist"),
+])
+def test_npz_out_refuses_before_any_work(command, out, make, why, tmp_path, monkeypatch,
+                                         capsys):
+    """export's and ablate's --out: an empty name, a link (never written through), a folder
+    (never turned into FOLDER.npz beside it) or a missing folder is one line and exit 2,
+    before the model loads; nothing is written."""
+    from attnviz.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    if make == "link":
+        (tmp_path / "target.npz").write_text("theirs")
+        (tmp_path / out).symlink_to(tmp_path / "target.npz")
+    elif make == "folder":
+        (tmp_path / out).mkdir()
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    import attnviz.engine
+
+    monkeypatch.setattr(attnviz.engine, "load_model", lambda *a, **k: pytest.fail("loaded"))
+    assert main([command, "--text", "I saw a saw", "--out", out]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and why in err[0], err
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before
+    if make == "link":
+        assert (tmp_path / "target.npz").read_text() == "theirs"
+
+
+def test_npz_out_is_written_under_its_own_name_and_renamed_into_place(tmp_path):
+    """The file is written beside its name and renamed: exactly the name given (no .npz
+    added), no part file left, and a failure while writing leaves the old file as it was."""
+    from attnviz.cli import write_npz
+
+    out = tmp_path / "numbers"
+    write_npz(out, lambda f: np.savez(f, a=np.arange(3)))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["numbers"]
+    np.testing.assert_array_equal(np.load(out)["a"], np.arange(3))
+
+    def broken(f):
+        f.write(b"half")
+        raise OSError("disk full")
+
+    with pytest.raises(OSError):
+        write_npz(out, broken)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["numbers"]
+    np.testing.assert_array_equal(np.load(out)["a"], np.arange(3))
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("line", list({m[1]: x for x in reversed(documented_commands())
                                        if (m := re.search(r"attnviz (lesson|html)", x))}
