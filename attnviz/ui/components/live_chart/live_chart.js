@@ -197,11 +197,14 @@ const SVG_ICON = {width: 1000, height: 1000,
                         "-40 0-40 40q0 30 55 50q95 35 95 105q0 105-120 105q-70 0-120-50zM470 460h" +
                         "70l55 230l55-230h70l-90 340h-70z"};
 
-// The buttons are made once per chart (kept in its record): Plotly.react compares the config
-// it is given with the last one, and a new click function every time would read as a new
-// config, which Plotly answers by drawing the whole chart anew. The SVG button draws the file
-// in the browser, from the chart as shown (Plotly.downloadImage), under the name the PNG
-// gets: the file name of the config the chart was last drawn with (the camera's too).
+// The config a chart draws with: the server's, its PNG file name the chart's own, and two
+// buttons more. Plotly.react compares the config it is given with the last one, and one that
+// differs (a new click function, a new file name) makes Plotly draw the whole chart anew
+// instead of updating it. So the buttons are made once per chart (kept in its record), and so
+// is the PNG's file name: one object per chart whose text (toString) is the name the server
+// gave the figure drawn last (its title's: it changes with the head), which Plotly's camera
+// and the SVG button turn into text when clicked. The SVG button draws the file in the
+// browser, from the chart as shown (Plotly.downloadImage).
 function withButtons(config, chart, words) {
   if (!chart.fullscreen) {
     const div = chart.div;
@@ -209,12 +212,16 @@ function withButtons(config, chart, words) {
                         click: () => document.fullscreenElement ? document.exitFullscreen()
                                                                 : div.requestFullscreen()};
     chart.svg = {name: "svg", title: words.svg, icon: SVG_ICON, click: gd => {
-      const options = (chart.config && chart.config.toImageButtonOptions) || {};
-      chart.plotly.downloadImage(gd, {format: "svg", filename: options.filename || "figure"});
+      chart.plotly.downloadImage(gd, {format: "svg", filename: chart.fileName || "figure"});
     }};
+    chart.fileNameText = {toString: () => chart.fileName};
   }
-  return {...config, modeBarButtonsToAdd: [...(config.modeBarButtonsToAdd || []), chart.svg,
-                                           chart.fullscreen]};
+  const options = config.toImageButtonOptions || {};
+  chart.fileName = options.filename ? String(options.filename) : "";
+  const out = {...config, modeBarButtonsToAdd: [...(config.modeBarButtonsToAdd || []),
+                                                chart.svg, chart.fullscreen]};
+  if (chart.fileName) out.toImageButtonOptions = {...options, filename: chart.fileNameText};
+  return out;
 }
 
 // One layout pass of a chart: its frame's width read now, the figure shaped for it
