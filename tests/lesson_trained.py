@@ -1,6 +1,6 @@
 """The lesson's trained taggers and overfitting sweeps for the default settings, computed once
-per test run and shared by the test modules that need them (training takes seconds to a
-minute on a busy CPU). `prefill_app_cache()` hands the same objects to the app's cache
+per test run and shared by the test modules that need them (training is the slowest step of
+the lesson's tests). `prefill_app_cache()` hands the same objects to the app's cache
 registry, so AppTest runs of the lesson page show exactly these taggers without retraining
 (the app computes them with the very same functions; tests/test_determinism.py runs the page
 with empty caches).

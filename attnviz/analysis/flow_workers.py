@@ -16,12 +16,17 @@ value is the max-flow of that graph with the source's n edges set to source_caps
 sink's n edges to sink_caps[p] (solve_batch below, the same function the parent uses when it
 solves in-process: the results do not depend on where they were computed).
 
-Limits: never more workers than the cores or MAX_WORKERS; CHUNK pairs a job; at most `workers`
-jobs of one flow in flight, so a caller that stops reading (a page rerun) leaves the jobs not
-started unsent. The pool starts on first use (or prestart()), stays for the life of the parent
-(grown, never shrunk, when a flow asks for more workers), and ends with it: at exit, and when
-the parent is killed (each worker watches its parent's sentinel). A job that fails, or a pool
-that breaks (a worker killed), is solved in-process instead; the next flow starts a new pool.
+Limits: never more workers than the cores or MAX_WORKERS; CHUNK pairs a job; at most QUEUED
+jobs of one flow in flight per worker, so a caller that stops reading (a page rerun) leaves the
+jobs not started unsent. The pool starts on first use (or prestart()), stays for the life of
+the parent (grown, never shrunk, when a flow asks for more workers), and ends with it: at
+exit, and when the parent is killed (each worker watches its parent's sentinel). A job that
+fails, or a pool that breaks (a worker killed), is solved in-process instead; the next flow
+starts a new pool.
+
+Spawned workers import the parent's main module (multiprocessing's rule), as __mp_main__: a
+script that uses the pool runs its work only under `if __name__ == "__main__"` (app.py does;
+Streamlit runs it as __main__), or each worker runs that work too.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ import numpy as np
 MAX_WORKERS = 16  # a worker holds numpy and scipy (tens of MB): no more than this, or the cores
 CHUNK = 32  # pairs per job: small enough for steady progress, large enough to hide the pipe
 GRAPHS = 4  # graphs a worker keeps (the bounds' two halves, the full graph), oldest dropped
+QUEUED = 2  # jobs of a flow in flight per worker: the next one waits while one runs
 
 
 def solve_values(graph, sink: int, source_caps: np.ndarray, sink_caps: np.ndarray) -> np.ndarray:
@@ -185,8 +191,8 @@ def _drop(pool: ProcessPoolExecutor) -> None:
 
 def prestart(wanted: int) -> int:
     """Start workers until `wanted` run (none if as many run already), without waiting for
-    them: a worker imports numpy and scipy (about a second) while the caller goes on, so a
-    page can start them before its flow is asked for. Returns how many were started."""
+    them: a worker imports numpy and scipy while the caller goes on, so a page can start them
+    before its flow is asked for. Returns how many were started."""
     with _lock:
         running = _size if _pool is not None else 0
     if wanted <= running:
@@ -229,9 +235,9 @@ def solve_batches_in_workers(batches: list[tuple], workers: int
                              ) -> Iterator[tuple[int, slice, np.ndarray, bool]]:
     """solve_batch for each batch (graph, sink, source_caps, sink_caps, want), all batches'
     jobs in `workers` processes at once: yields (batch index, slice of its pairs, result,
-    whether a worker answered) as the jobs finish, in any order. At most `workers` jobs are
-    in flight; a job whose worker fails is solved here instead; the jobs not sent are dropped
-    when the caller stops reading, and those in flight are waited for."""
+    whether a worker answered) as the jobs finish, in any order. At most QUEUED * `workers`
+    jobs are in flight; a job whose worker fails is solved here instead; the jobs not sent are
+    dropped when the caller stops reading, and those in flight are waited for."""
     global _in_flight
     ids: dict[int, int] = {}  # one id per graph object: batches on the same graph share it
     graph_ids = [ids.setdefault(id(g), next(_graph_ids)) for g, *_ in batches]
@@ -272,7 +278,7 @@ def solve_batches_in_workers(batches: list[tuple], workers: int
 
     try:
         while parts or running:
-            while parts and len(running) < workers and pool is not None:
+            while parts and len(running) < QUEUED * workers and pool is not None:
                 b, part = parts.pop()
                 first = sent_with_graph.get(graph_ids[b], 0) < workers  # its first jobs carry it
                 if not send(b, part, first):

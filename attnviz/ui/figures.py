@@ -32,7 +32,7 @@ PLOT_CONFIG = FIGURE_CONFIG
 
 # plotly looks pandas up in sys.modules without importing it (plotly's get_module): while one
 # session's thread is still importing pandas, another session's chart would find a partially
-# initialised module ("module 'pandas' has no attribute 'Series'", seen under load). This
+# initialised module ("module 'pandas' has no attribute 'Series'"). This
 # module's import statement above finishes the import, under Python's import lock, before any
 # page can call show_figure.
 
@@ -157,9 +157,9 @@ def show_numbers(summary: Summary | str | pandas.DataFrame | Callable[[], Summar
 
     Its contents are made only while it is open: opening it reruns the page (or the fragment
     it is in), which then draws them. A closed expander costs a label, not tables encoded and
-    sent on every rerun by every student (they doubled a light rerun). `key`: the figure's key;
-    without one, `name` (its title) names the expander (`numbers_key`). `summary` may be a
-    function that makes it: called only while the expander is open."""
+    sent on every rerun by every student. `key`: the figure's key; without one, `name` (its
+    title) names the expander (`numbers_key`). `summary` may be a function that makes it:
+    called only while the expander is open."""
     box = st.expander(_("Numbers in this figure"), icon=":material/table_view:",
                       key=numbers_key(key, name), on_change="rerun")
     if not box.open:

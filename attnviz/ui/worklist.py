@@ -1,9 +1,10 @@
 """Heavy work takes turns on a shared server: three lines per server, light work never waits.
 
 One link can ask for seconds of CPU or hundreds of MB: a window sweep, a timing run or the
-lesson's training take seconds of full CPU; a 512-token trace is ~170 MB and a page may hold four
-of them while it draws. Run side by side for a class, such requests starve each other and their
-memory adds up with the number of students. So heavy work waits in one of two lines per server:
+lesson's training take seconds of full CPU; a 512-token trace holds every layer's and head's
+512 x 512 weights, and a page may hold four of them while it draws. Run side by
+side for a class, such requests starve each other and their memory adds up with the number of
+students. So heavy work waits in one of the server's lines:
 
     LONG_WORK    each `with_progress` computation (sweeps, timings, training) takes a turn:
                  a slot for the computation (settings().heavy_slots at once, default 1)
@@ -14,10 +15,10 @@ memory adds up with the number of students. So heavy work waits in one of two li
                  the leases, not the class size.
 
     QUICK_WORK   a `with_progress` computation the page knows is short (`quick=True`: a
-                 short sentence's attribution, flow or sweep, well under a second or two):
-                 settings().quick_slots at once (default: the machine's cores), so it never
-                 waits behind a long training or a corpus (a class's many small requests
-                 were waiting tens of seconds behind one long job in a single line).
+                 short sentence's attribution, flow or sweep): settings().quick_slots at
+                 once (default: the machine's cores), so it never waits behind a long
+                 training or a corpus (in one line, a class's many small requests would wait
+                 behind every long job).
 
 Separate lines, so that a minute-long sweep never holds up a page of long traces or a student's
 short computation; a computation nested in another's turn never waits in the other line. In
