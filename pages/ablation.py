@@ -9,11 +9,11 @@ import streamlit as st
 
 from attnviz import ui
 from attnviz.engine.request import TraceRequest
-from attnviz.export.html import Markdown
 from attnviz.i18n import _, language
 from attnviz.ui.render import render
 from attnviz.ui.text import literal
 from attnviz.views import ablation as view
+from attnviz.views.blocks import Markdown
 
 MEASURES = tuple(view.MEASURE_NAMES)
 MODES = tuple(view.MODE_NAMES)

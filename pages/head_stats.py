@@ -6,7 +6,6 @@ Numbers: analysis.head_stats, analysis.rollout and analysis.flow (through ui.flo
 progress bar) on the cached Trace's weights, computed once per server; what it shows:
 views.head_stats."""
 
-import pandas as pd
 import streamlit as st
 
 from attnviz import ui
@@ -14,7 +13,6 @@ from attnviz.analysis.head_stats import CONVENTIONS
 from attnviz.i18n import _
 from attnviz.ui.flow import flow_of
 from attnviz.ui.flow import prepare as prepare_flow
-from attnviz.ui.recorder import record
 from attnviz.ui.render import render
 from attnviz.views import head_stats as view
 
@@ -73,11 +71,10 @@ def statistics_tab(t, words: bool) -> None:
            where=box, key="hs_one")
     table = view.stats_table(stats)
     n_heads = t.n_heads
-    st.dataframe(pd.DataFrame(table.columns), hide_index=True, key="hs_table",
-                 on_select=lambda: pick_row(n_heads), selection_mode="single-row", height=280,
-                 column_config={c: st.column_config.NumberColumn(format="%.4f")
-                                for c in view.names().values()})
-    record(table)
+    render(table, key="hs_table", on_select=lambda: pick_row(n_heads),
+           selection_mode="single-row", height=280,
+           column_config={c: st.column_config.NumberColumn(format="%.4f")
+                          for c in view.names().values()})
     render(view.table_note())
     render(view.stats_download(t, conv, words, stats), key="hs_download")
 

@@ -48,7 +48,7 @@ def main() -> None:
     ui.ensure_router()  # a first request for this page hands over to app.py (once)
     ctx = ui.context()
     if ctx.model is None:
-        st.error(ctx.error or _("No model is loaded."))
+        render(view.no_model(ctx.error))
         return
     present = bool(st.session_state.get("lesson_present",
                                         st.query_params.get("lesson_present") == "true"))
@@ -60,7 +60,7 @@ def main() -> None:
     top = st.columns([8, 2, 2, 2] if present else [6, 1, 1], vertical_alignment="center")
     with top[0].container(key="lesson_top"):
         if present:
-            st.markdown(f"## {step}/{nav.N} · {_(s.title)}")
+            render(view.step_banner(step, nav.N, _(s.title)))
         else:
             st.progress(step / nav.N, text=_("Step {step} of {n}: {title}").format(
                 step=step, n=nav.N, title=_(s.title)))

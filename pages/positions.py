@@ -1,7 +1,6 @@
 """What positional encoding does: self-attention with and without positions.
 
-Numbers: analysis.positions and analysis.common on cached Traces of the sidebar's sentence
-under each `positions=` mode, once per server; what it shows: views.positions."""
+Numbers: cached Traces under each `positions=` mode; what it shows: views.positions."""
 
 import streamlit as st
 
@@ -13,8 +12,7 @@ from attnviz.views import positions as view
 
 
 def shuffle_check(ctx: ui.Context, mode: str, seed: int, keep: bool):
-    """(perm, max difference per layer) for one position mode: small results only, computed
-    once."""
+    """(perm, max difference per layer) for one position mode, computed once."""
     request = ctx.request.with_options(positions=mode)
     return ui.cached("results", ("pos_shuffle", ctx.model.key, request, seed, keep), lambda: (
         view.shuffle_check(ctx.model, ctx.request, ctx.trace, mode, seed, keep)))
@@ -37,8 +35,8 @@ def shuffle_tab(ctx: ui.Context, t, seed: int) -> None:
     render(ui.cached_figure(("pos_toy", seed), lambda: view.toy_figure(seed)), key="pos_fig_toy")
     keep = st.checkbox(_("Keep [CLS] and [SEP] in place (shuffle only the words)"), True,
                        key="pos_keep", bind="query-params", help=_(
-                           "Off: every token moves, the markers too. Without positions the "
-                           "property holds either way."))
+                           "Off: every token moves, the markers too. Without positions "
+                           "the property holds either way."))
     diffs = {}
     for m in ("none", "learned"):  # the same seeded shuffle for both
         perm, diffs[m] = shuffle_check(ctx, m, seed, keep)
@@ -55,8 +53,7 @@ def shuffle_tab(ctx: ui.Context, t, seed: int) -> None:
 
 
 def pair_tab(ctx: ui.Context, t, seed: int) -> None:
-    labels = t.labels
-    pair, notes = view.default_pair(t)
+    labels, (pair, notes) = t.labels, view.default_pair(t)
     render(notes)
     c1, c2, c3, c4 = st.columns(4)
     a = labels.index(c1.selectbox(_("First token"), labels, pair[0], key="pos_i",
@@ -92,21 +89,19 @@ def encodings_tab(ctx: ui.Context) -> None:
     sc = ui.cached("results", ("pos_sin_scale", model.key, tuple(ids), tuple(segments)),
                    lambda: view.sinusoid_scaling(model, ids, segments))
     render(view.scaling_text(sc))
-    base = ("pos_enc", model.key, count)  # these figures depend on the model only: built once
+    def show(name: str, build, where=None) -> None:  # depends on the model only: built once
+        render(ui.cached_figure(("pos_enc", model.key, count, name), build), where=where,
+               key=f"pos_fig_{name}")
+
     c1, c2 = st.columns(2)
-    render(ui.cached_figure((*base, "sin"), lambda: view.sinusoid_figure(model, pe)),
-           where=c1, key="pos_fig_sin")
-    render(ui.cached_figure((*base, "sindot"), lambda: view.sinusoid_dots_figure(pe)),
-           where=c2, key="pos_fig_sindot")
+    show("sin", lambda: view.sinusoid_figure(model, pe), c1)
+    show("sindot", lambda: view.sinusoid_dots_figure(pe), c2)
     render(view.learned_note(model))
     c1, c2 = st.columns(2)
-    render(ui.cached_figure((*base, "learned"), lambda: view.learned_figure(learned)),
-           where=c1, key="pos_fig_learned")
-    render(ui.cached_figure((*base, "lcos"), lambda: view.learned_cosines_figure(learned)),
-           where=c2, key="pos_fig_lcos")
+    show("learned", lambda: view.learned_figure(learned), c1)
+    show("lcos", lambda: view.learned_cosines_figure(learned), c2)
     render(view.position_zero_note())
-    render(ui.cached_figure((*base, "pca"), lambda: view.pca_figure(coords, ratio)),
-           key="pos_fig_pca")
+    show("pca", lambda: view.pca_figure(coords, ratio))
     render(view.encodings_download(pe, learned, coords, sc), key="pos_dl_enc")
 
 
@@ -132,9 +127,8 @@ def main() -> None:
     if t is None or not ui.require_bert_like(ctx, _("This page")):
         return
     seed = int(st.number_input(_("Shuffle seed"), 0, 10_000, 0, key="pos_seed",
-                               bind="query-params", help=_(
-                                   "Chooses the toy vectors, the word shuffle and the "
-                                   "'shuffled' mode.")))
+                               bind="query-params", help=_("Chooses the toy vectors, the word "
+                                                           "shuffle and the 'shuffled' mode.")))
     tabs_view(ctx, seed)
 
 

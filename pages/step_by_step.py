@@ -8,21 +8,19 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from attnviz import ui
-from attnviz.export.html import Table
 from attnviz.i18n import _
-from attnviz.ui.recorder import record
 from attnviz.ui.render import render
 from attnviz.views import step_by_step as view
+from attnviz.views.blocks import Table
 
 
-def draw(blocks: list, keys, table=st.dataframe) -> None:
-    """Render the blocks, giving the figures their keys in order; a Table is drawn by
-    `table` (st.dataframe with its index, as it shows a dict, or st.table)."""
+def draw(blocks: list, keys, static: bool = False) -> None:
+    """Render the blocks, giving the figures their keys in order; a Table is shown with its
+    index (as st.dataframe shows a dict), or as an st.table (`static`)."""
     keys = iter(keys)
     for block in blocks:
         if isinstance(block, Table):
-            table(block.columns)
-            record(block)
+            render(block, hide_index=None, static=static)
         else:
             render(block, key=next(keys) if isinstance(block, go.Figure) else None)
 
@@ -126,7 +124,7 @@ def multihead_step(walk, seed: int, real: tuple | None) -> dict:
     blocks, extra = view.multihead(walk, mh, seed, lambda: ui.with_progress(
         "results", ("sbs_heads_trend", " ".join(walk.tokens)), _("Measuring over 40 seeds:"),
         lambda p: view.heads_trend(walk, p)), real)
-    draw(blocks, keys, table=st.table)
+    draw(blocks, keys, static=True)
     return extra
 
 

@@ -12,7 +12,6 @@ from attnviz.analysis import receptive
 from attnviz.engine import token_labels
 from attnviz.i18n import _
 from attnviz.ui import window_cost
-from attnviz.ui.recorder import record
 from attnviz.ui.render import render
 from attnviz.views import windows as view
 
@@ -102,8 +101,7 @@ def cost_tab(ctx: ui.Context) -> None:
     render(view.cost_figure(ms, dev), key="win_cost")
     render(view.cost_note())
     table = view.cost_table(ms)
-    st.dataframe(table.columns, hide_index=True)
-    record(table)
+    render(table)
     render(view.cost_download(ms), key="win_dl_l")
 
 

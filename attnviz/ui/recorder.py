@@ -1,12 +1,14 @@
-""""Download this view (HTML)": what a page showed, recorded while it ran, written on click.
+""""Download this view (HTML)": the page's view (the blocks it rendered), written on click.
 
-A page draws its main area from blocks (attnviz.export.html: Heading, Markdown, Tex, Code,
-Figure, Table, Numbers) and plotly Figures, with `ui.render` (attnviz.ui.render). Each block
-drawn is handed to `record` here; a figure to `record_figure` (by ui.show_figure, which
-ui.render calls for a figure); a page's numbers to `note_numbers` (by
-ui.download_arrays and ui.download_csv: made only when the file is). The blocks, in the order
-the page drew them, are the page's view; widgets and the sidebar are not part of it. Then
-`offer_download` puts one button in the sidebar; its file is built when clicked.
+Every page is described in attnviz.views: a page reads its widgets, calls its view's
+functions with their values and draws the blocks they return (attnviz.views.blocks: Heading,
+Markdown, Tex, Code, Figure, Table, Metric, Numbers, and plotly Figures) with `ui.render`
+(attnviz.ui.render); it draws nothing else but widgets. The blocks handed to ui.render, in
+order, are the page's view: ui.render adds each to the view here (`record`; a figure through
+ui.show_figure's `record_figure`, numbers through ui.download_arrays' and ui.download_csv's
+`note_numbers`: made only when the file is). Widgets and the sidebar are not part of it.
+Then `offer_download` puts one button in the sidebar; its file is the same blocks written by
+attnviz.export.html, built when clicked.
 
 The router wraps each page's run in `recording(title)`: the recording lives in this thread
 while the page runs (`active`), and in this session's state (for the button and for

@@ -142,6 +142,15 @@ def title() -> Heading:
     return Heading(_("I saw a saw: why self-attention needs positions"), 1)
 
 
+def no_model(error: str | None) -> Markdown:
+    return Markdown(error or _("No model is loaded."), "error")
+
+
+def step_banner(step: int, n: int, name: str) -> Markdown:
+    """A step's number and title, large (the presentation's heading)."""
+    return Markdown(f"## {step}/{n} · {name}")
+
+
 def sentence_notes(text: str) -> tuple[list[str], list]:
     """(the lesson's words of `text`, what the page says about them: nothing to show, or
     only the first words used)."""
