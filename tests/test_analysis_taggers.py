@@ -404,13 +404,13 @@ SMALL = T.Settings(seed=3, n_sentences=200, epochs=1)
 
 def test_kept_taggers_are_the_trained_ones_bit_for_bit(tmp_path, monkeypatch):
     """Kept on disk and read back: every weight, loss and time equal, the same predictions;
-    a kept file is used only for its own settings and code, and a damaged one is trained
+    what is kept is used only for its own settings and code, and a damaged entry is trained
     again."""
     tr = T.kept_or_trained(SMALL, tmp_path)
-    assert tr.kept is None and T.kept_path(tmp_path, SMALL).is_file()
+    assert tr.kept is None and T.is_kept(tmp_path, SMALL)
     monkeypatch.setattr(T, "train_all", lambda *a, **k: pytest.fail("trained again"))
     back = T.kept_or_trained(SMALL, tmp_path)
-    assert back.kept == str(T.kept_path(tmp_path, SMALL))
+    assert back.kept == T.kept_name(tmp_path, SMALL)
     assert back.losses == tr.losses and back.seconds == tr.seconds
     for name, m in tr.models.items():
         for (k, a), b in zip(m.state_dict().items(), back.models[name].state_dict().values(),
@@ -420,26 +420,45 @@ def test_kept_taggers_are_the_trained_ones_bit_for_bit(tmp_path, monkeypatch):
             T.predict(back.models[name], back.corpus, back.corpus.test)
     assert [s.text for s in back.corpus.train] == [s.text for s in tr.corpus.train]
     other = T.Settings(seed=4, n_sentences=200, epochs=1)
-    assert T.kept_path(tmp_path, other) != T.kept_path(tmp_path, SMALL)
+    assert T.kept_key(other) != T.kept_key(SMALL) and not T.is_kept(tmp_path, other)
     assert T.load_trained(tmp_path, other) is None
-    T.kept_path(tmp_path, SMALL).write_bytes(b"not a checkpoint")
+    T.kept_store(tmp_path).set(T.kept_key(SMALL), b"not a checkpoint")
     assert T.load_trained(tmp_path, SMALL) is None
 
 
-def test_files_older_code_kept_are_removed(tmp_path):
-    """A kept file's name ends in the code's digest; the files an older code wrote (any
-    settings) are removed, the current code's file and other files stay."""
-    old = [tmp_path / f"lesson-taggers-{'a' * 12}-{'0' * 12}.pt",
-           tmp_path / f"lesson-sweeps-{'b' * 12}-{'0' * 12}.json"]
-    for p in old:
-        p.write_bytes(b"old")
-    other = tmp_path / "notes.txt"
-    other.write_text("not ours")
-    current = T.kept_path(tmp_path, SMALL)
-    current.write_bytes(b"")
-    assert current.name.endswith(f"-{T.code_key()}.pt")
-    assert sorted(T.forget_stale(tmp_path)) == sorted(p.name for p in old)
-    assert not any(p.exists() for p in old) and other.exists() and current.exists()
+def test_entries_older_code_kept_are_removed(tmp_path):
+    """A kept entry's key ends in the code's digest; the entries an older code kept (any
+    settings) are removed, the current code's entry and other keys stay."""
+    store = T.kept_store(tmp_path)
+    old = [f"taggers-{'a' * 12}-{'0' * 12}", f"sweeps-{'b' * 12}-{'0' * 12}"]
+    for key in old:
+        store.set(key, b"old")
+    store.set(("not", "ours"), b"other")
+    current = T.kept_key(SMALL)
+    store.set(current, b"")
+    assert current.endswith(f"-{T.code_key()}")
+    assert sorted(T.forget_stale(tmp_path)) == sorted(old)
+    assert not any(key in store for key in old)
+    assert ("not", "ours") in store and current in store
+
+
+def test_the_kept_store_is_bounded_and_shared_by_processes(tmp_path):
+    """The store drops its least recently used entries past its bound (diskcache's
+    size_limit), and what one process keeps another reads."""
+    import subprocess
+    import sys
+
+    store = T.kept_store(tmp_path)
+    assert store.size_limit == T.KEPT_BYTES
+    code = ("import sys; from attnviz.analysis import taggers as T; "
+            "T.kept_store(sys.argv[1]).set('from-a-child', b'x' * 100_000)")
+    subprocess.run([sys.executable, "-c", code, str(tmp_path)], check=True)
+    assert store.get("from-a-child") == b"x" * 100_000
+    small = T.kept_store(tmp_path / "small")
+    small.reset("size_limit", 300_000)  # 3 entries of 100 kB
+    for k in range(30):
+        small.set(f"k{k}", bytes(100_000))
+        assert small.volume() <= 300_000 + 100_000 and len(small) <= 3
 
 
 def test_sweeps_over_seeds_are_each_seeds_sweep(tmp_path):

@@ -36,11 +36,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import threading
 import time
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+import cachetools
 import numpy as np
 import torch
 from torch import nn
@@ -277,7 +279,7 @@ class Trained:
     models: dict[str, nn.Module]
     losses: dict[str, list[float]]
     seconds: dict[str, float] = field(default_factory=dict)
-    kept: str | None = None  # the file they were read from (None: trained in this process)
+    kept: str | None = None  # where they were read from (kept_name; None: trained here)
 
     @property
     def total_seconds(self) -> float:
@@ -623,9 +625,19 @@ def sweeps_from_json(data: dict) -> Sweeps:
 
 
 # ---------------------------------------------------------------- kept on disk
-KEPT_FORMAT = 1  # what save_trained writes; a change makes every kept file stale
+# Trained taggers and sweeps are kept in a diskcache.Cache in the folder given (its "kept"
+# folder): SQLite, safe for several processes at once (a server's workers, its training child,
+# test workers), bounded to KEPT_BYTES with the least recently used dropped first, so a class
+# trying many seeds and epochs never fills the disk. Whoever trains first keeps them; the
+# others read them. Training itself is taken in turns by a file lock in the folder
+# (ui.preload.CHILD, tests/lesson_trained.py): the kernel releases it when its holder ends,
+# however it ends, where diskcache's Lock stays taken until it expires.
+KEPT_FORMAT = 1  # what save_trained writes; a change makes every kept entry stale
 KEPT_SOURCES = ("analysis/corpus.py", "analysis/taggers.py", "analysis/seeding.py",
                 "engine/attention.py")  # the code a trained tagger's weights depend on
+KEPT_BYTES = 256 * 2**20  # the most a folder's kept taggers and sweeps take on disk
+_STORES: cachetools.LRUCache = cachetools.LRUCache(8)  # folder -> its open diskcache.Cache
+_STORES_LOCK = threading.Lock()
 
 
 def code_key() -> str:
@@ -643,75 +655,101 @@ def code_key() -> str:
 
 
 def kept_key(settings: Settings, what: str = "taggers") -> str:
-    """A digest of everything trained weights depend on: what is kept, the settings, then
-    code_key(). The same key means the same training, so the same weights bit for bit."""
+    """The key `what` ("taggers" or "sweeps") for `settings` is kept under: what is kept, a
+    digest of the settings, then code_key(). The same key means the same training, so the
+    same weights bit for bit."""
     import hashlib
     import json
 
     mine = hashlib.sha256(json.dumps([what, dataclasses.asdict(settings)]).encode())
-    return f"{mine.hexdigest()[:12]}-{code_key()}"
+    return f"{what}-{mine.hexdigest()[:12]}-{code_key()}"
 
 
-def kept_path(folder, settings: Settings, what: str = "taggers"):
-    """Where `what` ("taggers": a .pt of state dicts; "sweeps": a .json) for `settings` is
-    kept in `folder`."""
+def kept_store(folder):
+    """The diskcache.Cache in `folder`/kept holding the kept taggers and sweeps (opened once
+    per folder). OSError when it cannot be opened (a folder that cannot be written)."""
     from pathlib import Path
 
-    ext = "pt" if what == "taggers" else "json"
-    return Path(folder) / f"lesson-{what}-{kept_key(settings, what)}.{ext}"
+    import diskcache
+
+    path = str(Path(folder).resolve() / "kept")
+    with _STORES_LOCK:
+        store = _STORES.get(path)
+        if store is None:
+            try:
+                store = diskcache.Cache(path, size_limit=KEPT_BYTES,
+                                        eviction_policy="least-recently-used")
+            except Exception as e:  # noqa: BLE001 - sqlite3's errors are not OSErrors
+                raise OSError(f"cannot keep the lesson's taggers in {path}: {e}") from e
+            _STORES[path] = store
+    return store
+
+
+def kept_name(folder, settings: Settings, what: str = "taggers") -> str:
+    """Where `what` for `settings` is kept, in words: the store's folder and the key."""
+    return f"{kept_store(folder).directory}#{kept_key(settings, what)}"
+
+
+def is_kept(folder, settings: Settings, what: str = "taggers") -> bool:
+    """Whether `folder` keeps `what` ("taggers" or "sweeps") for `settings` now."""
+    try:
+        return kept_key(settings, what) in kept_store(folder)
+    except Exception:  # noqa: BLE001 - a folder that cannot be read keeps nothing
+        return False
+
+
+def _keep(folder, key: str, value) -> None:
+    """Keep one value (bytes or text) under key; OSError when the store cannot be written."""
+    try:
+        kept_store(folder).set(key, value)
+    except OSError:
+        raise
+    except Exception as e:  # noqa: BLE001 - sqlite3's errors are not OSErrors
+        raise OSError(f"cannot keep {key} in {folder}: {e}") from e
+
+
+def _kept(folder, key: str):
+    """The value kept under key, or None (none kept, or a store that cannot be read)."""
+    try:
+        return kept_store(folder).get(key)
+    except Exception:  # noqa: BLE001 - unreadable: train again
+        return None
 
 
 def forget_stale(folder) -> list[str]:
-    """Remove the kept files in `folder` that older code wrote (their key ends in another
-    code_key()): no run can read them again. The names removed."""
-    from pathlib import Path
-
+    """Remove the entries in `folder`'s store that older code kept (their key ends in another
+    code_key()): no run can read them again. The keys removed."""
     gone, code = [], code_key()
-    for path in Path(folder).glob("lesson-*-*-*.*"):
-        if path.suffix in (".pt", ".json") and not path.stem.endswith("-" + code):
-            try:
-                path.unlink()
-                gone.append(path.name)
-            except OSError:
-                pass
+    store = kept_store(folder)
+    for key in list(store.iterkeys()):
+        if isinstance(key, str) and not key.endswith("-" + code) and store.delete(key):
+            gone.append(key)
     return gone
 
 
-def _write_atomic(path, write: Callable) -> None:
-    """write(tmp) into a new file beside `path`, then renamed over it (never half a file)."""
-    import os
-    import tempfile
-    from pathlib import Path
-
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".lesson-", suffix=".tmp")
-    os.close(fd)
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
 def save_trained(tr: Trained, folder) -> None:
-    """Keep trained taggers in `folder` (kept_path): their weights, losses and times."""
+    """Keep trained taggers in `folder` (kept_store): their weights, losses and times."""
+    import io
+
     data = {"format": KEPT_FORMAT, "key": kept_key(tr.settings),
             "models": {k: m.state_dict() for k, m in tr.models.items()},
             "losses": {k: list(map(float, v)) for k, v in tr.losses.items()},
             "seconds": {k: float(v) for k, v in tr.seconds.items()}}
-    _write_atomic(kept_path(folder, tr.settings), lambda tmp: torch.save(data, tmp))
+    buffer = io.BytesIO()
+    torch.save(data, buffer)
+    _keep(folder, kept_key(tr.settings), buffer.getvalue())
 
 
 def load_trained(folder, settings: Settings) -> Trained | None:
     """The taggers save_trained kept for `settings` (read without pickle's code:
-    weights_only), or None when there are none or the file does not fit them."""
-    path = kept_path(folder, settings)
-    if not path.is_file():
+    weights_only), or None when there are none or what is kept does not fit them."""
+    import io
+
+    raw = _kept(folder, kept_key(settings))
+    if not isinstance(raw, bytes):
         return None
     try:
-        data = torch.load(path, map_location="cpu", weights_only=True)
+        data = torch.load(io.BytesIO(raw), map_location="cpu", weights_only=True)
         if data.get("format") != KEPT_FORMAT or data.get("key") != kept_key(settings):
             return None
         corpus = make_corpus(settings.n_sentences, settings.seed)
@@ -722,8 +760,8 @@ def load_trained(folder, settings: Settings) -> Trained | None:
             models[name].load_state_dict(state, strict=True)
             models[name].eval()
         return Trained(corpus, settings, models, {k: list(v) for k, v in data["losses"].items()},
-                       dict(data["seconds"]), kept=str(path))
-    except Exception:  # noqa: BLE001 - an unreadable or foreign file: train again
+                       dict(data["seconds"]), kept=kept_name(folder, settings))
+    except Exception:  # noqa: BLE001 - an unreadable or foreign entry: train again
         return None
 
 
@@ -750,13 +788,13 @@ def kept_or_swept(settings: Settings, folder=None, progress: Progress | None = N
     """overfitting_seeds for `settings` (SWEEP_SEEDS), kept in `folder` as JSON."""
     import json
 
-    path = kept_path(folder, settings, "sweeps") if folder is not None else None
-    if path is not None and path.is_file():
+    raw = _kept(folder, kept_key(settings, "sweeps")) if folder is not None else None
+    if isinstance(raw, str):
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(raw)
             if data.get("key") == kept_key(settings, "sweeps"):
                 return sweeps_from_json(data)
-        except (OSError, ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, AttributeError):
             pass
     sw = overfitting_seeds(settings, progress=progress, trained=trained)
     if folder is not None:
@@ -769,13 +807,11 @@ def kept_or_swept(settings: Settings, folder=None, progress: Progress | None = N
 
 
 def save_sweeps(sw: Sweeps, folder, settings: Settings) -> None:
-    """Keep the sweeps for `settings` in `folder` (kept_path(..., "sweeps")) as JSON."""
+    """Keep the sweeps for `settings` in `folder` (kept_store) as JSON."""
     import json
-    from pathlib import Path
 
     data = {**sweeps_to_json(sw), "key": kept_key(settings, "sweeps")}
-    _write_atomic(kept_path(folder, settings, "sweeps"),
-                  lambda tmp: Path(tmp).write_text(json.dumps(data), encoding="utf-8"))
+    _keep(folder, kept_key(settings, "sweeps"), json.dumps(data))
 
 
 def _scores_json(sc: Scores) -> dict:
