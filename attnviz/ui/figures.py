@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import logging
+from collections import deque
 from collections.abc import Callable, Hashable
 
 import pandas  # imported whole before any chart is drawn (see below)
@@ -89,7 +90,7 @@ def show_figure(fig: go.Figure, key: str | None = None,
     return event
 
 
-SUMMARY_FAILURES: list[str] = []  # figures whose numbers could not be read (tests: empty)
+SUMMARY_FAILURES: deque[str] = deque(maxlen=100)  # the last figures not read (tests: none)
 
 
 _SUMMARIES, _ALTS, _TITLES = PerFigure(), PerFigure(), PerFigure()

@@ -59,7 +59,12 @@ HEAVY_TOKENS = 128  # token ids given directly
 
 
 class WorkLine:
-    """At most `slots` holders at once; the others wait in line, polled every `poll` s."""
+    """At most `slots` holders at once; the others wait in line, polled every `poll` s.
+
+    A semaphore (threading's, or a library's) bounds the holders but keeps no line: it tells a
+    waiter neither its place nor lets a run that already had a turn go first, a thread that
+    holds a slot cannot re-enter without counting twice, and a lease cannot outlive the block
+    that took it. This class adds those four; the holders are threads of one process."""
 
     def __init__(self, slots: int, poll: float = 1.0):
         self.slots = max(1, int(slots))
