@@ -25,7 +25,7 @@ SESSIONS ?= 30
 URL ?=
 LECTURE ?=
 
-.PHONY: setup lock browser run serve stop test test-fast bench load lint screenshots clean
+.PHONY: setup lock browser eslint run serve stop test test-fast bench load lint screenshots clean
 
 setup: $(VENV)/.installed
 
@@ -68,7 +68,7 @@ stop:
 	$(PYTHON) scripts/serve.py --stop --port $(PORT)
 
 # Every test, in parallel; the e2e tests (one server, one browser) run in one worker.
-test: setup browser
+test: setup browser eslint
 	$(PY) -m pytest -q -ra -n $(JOBS) $(XDIST) --durations=25
 
 # The engine, analysis, plotting and views (what pages show) in a few minutes: no browser, no
@@ -93,13 +93,20 @@ screenshots: setup browser
 	$(PY) scripts/screenshots.py --matrix --out $(SHOTS)
 
 # ruff on the Python; ESLint (eslint.config.mjs) on the components' JavaScript
-# (attnviz/ui/components), installed by `npm ci` from package-lock.json into node_modules/.
+# (attnviz/ui/components, attnviz/export/page), installed by `npm ci` from package-lock.json into node_modules/.
 lint: setup node_modules/.package-lock.json
 	$(VENV)/bin/ruff check attnviz pages tests app.py
-	node_modules/.bin/eslint attnviz/ui/components
+	node_modules/.bin/eslint attnviz/ui/components attnviz/export/page
 
 node_modules/.package-lock.json: package.json package-lock.json
 	npm ci --no-audit --no-fund
+
+# make test installs ESLint too where npm is (tests/test_lint.py runs it); without npm, or
+# without the npm registry, that one test skips and says why.
+eslint:
+	@if command -v npm >/dev/null; then $(MAKE) -s node_modules/.package-lock.json \
+	  || echo "npm ci failed: the ESLint test will skip"; \
+	else echo "npm not found: the ESLint test will skip"; fi
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info

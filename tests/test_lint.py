@@ -20,12 +20,12 @@ def test_ruff_clean():
 
 
 def test_eslint_clean():
-    """The components' JavaScript (attnviz/ui/components) passes ESLint (eslint.config.mjs), as
-    `make lint` runs it; ESLint comes from npm (`npm ci`, which `make lint` runs): without
-    node_modules/ this test skips and says so."""
+    """The browser files' JavaScript (attnviz/ui/components, attnviz/export/page) passes ESLint
+    (eslint.config.mjs), as `make lint` runs it; ESLint comes from npm (`npm ci`, which `make
+    lint` and `make test` run): without node_modules/ this test skips and says so."""
     eslint = ROOT / "node_modules" / ".bin" / "eslint"
     if not eslint.exists() or not shutil.which("node"):
         pytest.skip("ESLint is not installed here: `make lint` (or `npm ci`) installs it")
-    r = subprocess.run([str(eslint), "attnviz/ui/components"], cwd=ROOT, capture_output=True,
-                       text=True, timeout=120)
+    r = subprocess.run([str(eslint), "attnviz/ui/components", "attnviz/export/page"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr

@@ -309,51 +309,10 @@ class _Writer:
 
 
 # ------------------------------------------------------------------ pages
-STYLE = """
-body {font-family: system-ui, -apple-system, "Segoe UI", sans-serif; max-width: 1200px;
-  margin: 1.5rem auto; padding: 0 1rem; color: #1f2430; line-height: 1.5;}
-nav {display: flex; gap: 1rem; flex-wrap: wrap; font-size: 0.95rem; margin-bottom: 1rem;}
-.settings {color: #555; font-size: 0.95rem;}
-.settings span {white-space: pre-wrap;}
-.caption {color: #666; font-size: 0.9rem;}
-.info, .warning, .error, .success {padding: 0.5rem 1rem; border-radius: 0.4rem; margin: 0.6rem 0;}
-.info {background: #e8f0fe;} .warning {background: #fff6d8;} .error {background: #fde8e8;}
-.success {background: #e6f6ea;}
-.tex {font-family: "Latin Modern Math", "Cambria Math", serif; color: #223; white-space: pre-wrap;}
-pre.tex {background: #f6f7f9; padding: 0.5rem; overflow-x: auto;}
-.figure {width: 100%; margin: 0.8rem 0;}
-.table {overflow-x: auto; margin: 0.6rem 0;}
-table {border-collapse: collapse; font-size: 0.9rem;}
-td, th {border: 1px solid #ddd; padding: 0.2rem 0.5rem; text-align: right; white-space: pre;}
-th {background: #f3f4f6;}
-.numbers {border-top: 1px solid #eee; margin-top: 1rem; padding-top: 0.5rem;}
-footer {margin-top: 2rem; color: #777; font-size: 0.85rem;}
-"""
-
-DRAW = """
-(function () {
-  var specs = document.querySelectorAll("script.attnviz-figure");
-  if (!window.Plotly) {
-    var p = document.createElement("p");
-    p.className = "error";
-    p.textContent = "plotly.min.js did not load: keep it in the same folder as this page.";
-    document.body.insertBefore(p, document.body.firstChild);
-    return;
-  }
-  specs.forEach(function (s) {
-    var f = JSON.parse(s.textContent), layout = f.figure.layout || {};
-    Object.keys(layout).forEach(function (k) {  // room for tick labels, as the app gives
-      if (/^[xy]axis[0-9]*$/.test(k) && layout[k].automargin === undefined) {
-        layout[k].automargin = true;
-      }
-    });
-    var div = document.createElement("div");
-    div.className = "figure";
-    s.parentNode.insertBefore(div, s);
-    Plotly.newPlot(div, f.figure.data || [], layout, f.config);
-  });
-})();
-"""
+# The page's style and the script that draws its figures: files of their own (export/page/).
+PAGE = Path(__file__).parent / "page"
+STYLE = (PAGE / "page.css").read_text(encoding="utf-8")
+DRAW = (PAGE / "page.js").read_text(encoding="utf-8")
 
 
 def footer_text() -> str:
