@@ -339,3 +339,14 @@ def test_slow_documented_commands_run_from_a_shell(line, tmp_path):
     if " html " in line:
         out = tmp_path / line.split("--out ")[1].split()[0]
         assert (out / "index.html").is_file() and (out / ".attnviz-pack").is_file()
+
+
+@pytest.mark.parametrize("device", ["meta", "bogus", "cuda:x"])
+def test_an_unknown_device_is_named_before_the_model_loads(device, capsys):
+    """`--device meta` (or a typo) is one sentence naming the device and the choices, not the
+    error of a model run on it."""
+    from attnviz.cli import main
+
+    assert main(["ablate", "--text", "I saw a saw", "--device", device]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"attnviz: error: unknown device “{device}”: cpu, cuda, cuda:N or auto"]

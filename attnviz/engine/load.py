@@ -69,7 +69,13 @@ def pick_device(device: str | torch.device | None = None) -> torch.device:
     """CUDA when available, else CPU; an explicit choice wins (and is checked)."""
     if device is None or device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    dev = torch.device(device)
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError):
+        dev = None
+    if dev is None or dev.type not in ("cpu", "cuda"):
+        raise ModelError(_("unknown device “{device}”: cpu, cuda, cuda:N or auto")
+                         .format(device=str(device)))
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise ModelError(_("CUDA was asked for but no CUDA device is available"))
     return dev
