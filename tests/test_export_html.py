@@ -146,6 +146,7 @@ PACK_FIGURES = {
     "step-by-step-6-weighted-sum": 3, "step-by-step-7-multi-head": 3,
     "step-by-step-8-why-softmax": 2, "positional-encoding": 3,
     "windows-and-receptive-fields": 1, **{f"heads-of-layer-{i}": 1 for i in range(6)},
+    "all-heads-token-lines": 3, "inside-one-score": 2,
     "head-statistics-rollout-and-flow": 2, "weights-vs-value-norms": 2,
     "switch-it-off-and-see": 12}
 
@@ -171,7 +172,7 @@ def pack(tmp_path_factory):
 
 def test_pack_has_every_view_with_its_figures(pack):
     out, written, lines = pack
-    assert lines[0] == "[1/29] Lesson 1/10: The task: one tag per word"
+    assert lines[0] == "[1/31] Lesson 1/10: The task: one tag per word"
     assert sorted(p.stem for p in out.glob("*.html")) == sorted([*PACK_FIGURES, "index"])
     assert set(written) == set(out.iterdir())
     for name, n in PACK_FIGURES.items():
@@ -214,7 +215,7 @@ def test_pack_views_run_without_streamlit():
         "p = site.Pack(engine.load_model(), 'I saw a saw')\n"
         "specs = site.views(p.model.n_layers)\n"
         "made = [s.make(p) for i, s in enumerate(specs) if i not in (1, 2, 3, 4, 6, 7, 9)]\n"
-        "assert all(made) and len(made) == 22\n"
+        "assert all(made) and len(made) == 24\n"
         "html.page_html(html.View('v', made[-1]))\n"
         "print(sorted(k for k in sys.modules if k.split('.')[0] == 'streamlit'))\n")
     import subprocess

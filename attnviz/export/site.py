@@ -1,11 +1,12 @@
 """The lesson pack: `python -m attnviz html --text "I saw a saw" --out DIR`.
 
 Each view of the pack (a lesson step with its answer, a step of the walkthrough, one layer's
-heads, head statistics, positions, windows, value norms) is what its app page shows as it
-opens with the view's settings: the page's own functions in attnviz.views build it from the
-same trace (attnviz.engine: load_model, Model.trace) and the same analysis, so the site holds
-the pages' figures, text and numbers, never a second copy of them; attnviz.export.html writes
-it (index.html, a page per view, plotly.min.js once). No Streamlit here.
+heads, all heads, inside one score, head statistics, positions, windows, value norms,
+ablation) is what its app page shows as it opens with the view's settings: the page's own
+functions in attnviz.views build it from the same trace (attnviz.engine: load_model,
+Model.trace) and the same analysis, so the site holds the pages' figures, text and numbers,
+never a second copy of them; attnviz.export.html writes it (index.html, a page per view,
+plotly.min.js once). No Streamlit here.
 
 A pack is bounded: its traces read at most PACK_MAX_TOKENS tokens (a view's figures and
 numbers grow with the square of the tokens; the pages say how many were dropped), and the
@@ -142,6 +143,18 @@ def layer_heads_view(p: Pack, layer: int) -> list:
     return layer_heads.page(p.trace(), layer, report=p.report())
 
 
+def explore_view(p: Pack) -> list:
+    from ..views import explore
+
+    return explore.page(p.trace(), report=p.report())
+
+
+def inside_score_view(p: Pack) -> list:
+    from ..views import inside_score
+
+    return inside_score.page(p.trace(), report=p.report())
+
+
 def head_stats_view(p: Pack) -> list:
     from ..views import head_stats
 
@@ -173,6 +186,8 @@ def views(n_layers: int) -> list[ViewSpec]:
         *(ViewSpec(_("Heads of layer {layer}").format(layer=i),
                    lambda p, i=i: layer_heads_view(p, i), {"layer": i} if i else {})
           for i in range(n_layers)),
+        ViewSpec(_("All heads, token lines"), explore_view),
+        ViewSpec(_("Inside one score"), inside_score_view),
         ViewSpec(_("Head statistics, rollout and flow"), head_stats_view),
         ViewSpec(_("Weights vs value norms"), value_norms_view),
         ViewSpec(_("Switch it off and see"), ablation_view),

@@ -133,15 +133,17 @@ def download(w, toks, idx, layer: int, head: int, hide: bool, renorm: bool, seg:
 
 
 def page(t, layer: int = 0, head: int = 0, hide: bool = False, renorm: bool = False,
-         seg: str = "all", words: bool = False, pair: bool = False, query=None) -> list:
-    """The page as it opens (the widgets left out)."""
+         seg: str = "all", words: bool = False, pair: bool = False, query=None,
+         report=()) -> list:
+    """The page as it opens (the widgets left out); `report`: what the page says about the
+    trace (common.trace_report)."""
     fig = mosaic(t, hide, renorm, seg, words)
     n = shown_tokens(fig)
     w, toks, idx = shown(t, t.weights[layer], hide, renorm, seg, words)
     if query is None:
         options, default = line_choices(len(toks), hide)
         query = options[default]
-    return [*intro(), *renorm_note(hide, renorm, seg),
+    return [*intro(), *report, *renorm_note(hide, renorm, seg),
             outlined(fig, layer, head) if n <= OUTLINE_MAX else fig, *outline_note(n),
             *lines_note(len(toks)), one_head(w, toks, idx, layer, head),
             lines(w, toks, idx, layer, [head], query), *shares(t, layer, head, pair),

@@ -103,11 +103,12 @@ def download(t, nb: dict, layer: int, head: int, query: int):
 
 
 def page(t, layer: int = 0, head: int = 0, query: int | None = None,
-         word_level: bool = False) -> list:
-    """The page as it opens (the widgets left out)."""
+         word_level: bool = False, report=()) -> list:
+    """The page as it opens (the widgets left out); `report`: what the page says about the
+    trace (common.trace_report)."""
     query = default_query(t) if query is None else query
     nb = steps(t, layer, head, query)
-    return [*intro(), sizes(t, nb, layer, head, query),
+    return [*intro(), *report, sizes(t, nb, layer, head, query),
             scores_heading(), scores_figure(t, nb, layer, head, query),
             values_heading(), values_figure(t, nb, layer, head, query),
             table_heading(), table(t, nb), output(t, nb),
