@@ -167,7 +167,7 @@ def compare(base: Path, rounds: int) -> Table:
                 [[name, r["reruns"], f"{r['cpu_ms']:.2f}", f"{r['latency_ms']:.1f}"]
                  for name, r in zip(names, results, strict=True)],
                 title=f"Cached reruns, interleaved, {rounds} rounds of every page",
-                note=f"CPU per rerun, this checkout / baseline: "
+                note=f"CPU per rerun, the first server / the second: "
                      f"{results[0]['cpu_ms'] / results[1]['cpu_ms']:.3f}.")
         finally:
             for proc, _ in servers:
