@@ -11,6 +11,7 @@ from pathlib import Path
 from streamlit.testing.v1 import AppTest
 
 from tests.plotly_json import specs
+from tests.test_layers import cycle
 
 ROOT = Path(__file__).resolve().parents[1]
 UI = ROOT / "attnviz" / "ui"
@@ -42,29 +43,6 @@ def imported(path: Path) -> set[str]:
 
 def graph() -> dict[str, set[str]]:
     return {m: imported(UI / f"{m}.py") - {m} for m in MODULES}
-
-
-def cycle(edges: dict[str, set[str]]) -> list[str] | None:
-    """One import cycle as [a, b, ..., a], or None."""
-    state: dict[str, int] = {}  # 1: on the current path, 2: done
-    path: list[str] = []
-
-    def visit(m: str) -> list[str] | None:
-        state[m] = 1
-        path.append(m)
-        for n in sorted(edges.get(m, ())):
-            if state.get(n) == 1:
-                return path[path.index(n):] + [n]
-            if n not in state and (found := visit(n)):
-                return found
-        path.pop()
-        state[m] = 2
-        return None
-
-    for m in sorted(edges):
-        if m not in state and (found := visit(m)):
-            return found
-    return None
 
 
 def test_the_check_reads_every_kind_of_import(tmp_path):

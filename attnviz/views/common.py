@@ -120,3 +120,17 @@ def why_not_bert_like(model, what: str) -> str:
 def not_bert_like(model, what: str) -> list:
     """[] for a bert_like model; else the one sentence why `what` is not shown (info)."""
     return [] if bert_like(model) else [Markdown(why_not_bert_like(model, what), "info")]
+
+
+def cannot_encode(error: Exception) -> Markdown:
+    """The error a sentence (or a pair) could not be encoded with, said on the page."""
+    return Markdown(_("Cannot encode this input: {error}").format(error=error), "error")
+
+
+def dropped(ta, tb) -> list:
+    """A warning for each of two sentences (traces A and B) longer than the model's
+    positions."""
+    return [Markdown(_("Sentence {name} is longer than the model's {n} positions: "
+                       "{dropped} tokens at the end were dropped.").format(
+        name=name, n=tr.n_tokens, dropped=tr.dropped), "warning")
+        for name, tr in (("A", ta), ("B", tb)) if tr.dropped]

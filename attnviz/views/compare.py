@@ -10,7 +10,7 @@ from ..analysis.compare import align_tokens, aligned_difference
 from ..i18n import _
 from ..plotting.compare import compare_figure
 from .blocks import Heading, Markdown
-from .common import literal, numbers
+from .common import cannot_encode, dropped, literal, numbers  # noqa: F401 (pages call them here)
 
 DEFAULT_B = "I saw a dog"
 
@@ -26,18 +26,6 @@ def intro() -> list:
 def pair_note() -> Markdown:
     return Markdown(_("Sentence B is the sidebar's second sentence (encoded alone here)."),
                     "caption")
-
-
-def cannot_encode(error: Exception) -> Markdown:
-    return Markdown(_("Cannot encode this input: {error}").format(error=error), "error")
-
-
-def dropped(ta, tb) -> list:
-    """A warning for each sentence longer than the model's positions."""
-    return [Markdown(_("Sentence {name} is longer than the model's {n} positions: "
-                       "{dropped} tokens at the end were dropped.").format(
-        name=name, n=tr.n_tokens, dropped=tr.dropped), "warning")
-        for name, tr in (("A", ta), ("B", tb)) if tr.dropped]
 
 
 def aligned(ta, tb, layer: int, head: int) -> tuple:

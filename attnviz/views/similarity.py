@@ -19,7 +19,7 @@ from ..i18n import N_, _
 from ..plotting.attribution import attribution_bars, occlusion_bars
 from ..plotting.common import axis_labels
 from .blocks import Heading, Markdown, Metric, Table
-from .common import literal, numbers
+from .common import cannot_encode, dropped, literal, numbers  # noqa: F401 (pages call them here)
 
 DEFAULT_B = attribution.DEFAULT_B
 STEPS = (8, 16, 24, 32, 64)  # the integration steps offered
@@ -57,17 +57,6 @@ def attention_views(t, flows=None) -> dict:
     if flows is not None:
         out["flow"] = attribution.pooled_importance(flows)
     return out
-
-
-def cannot_encode(error: Exception) -> Markdown:
-    return Markdown(_("Cannot encode this input: {error}").format(error=error), "error")
-
-
-def dropped(ta, tb) -> list:
-    return [Markdown(_("Sentence {name} is longer than the model's {n} positions: "
-                       "{dropped} tokens at the end were dropped.").format(
-        name=name, n=tr.n_tokens, dropped=tr.dropped), "warning")
-        for name, tr in (("A", ta), ("B", tb)) if tr.dropped]
 
 
 def score(res, text_a: str, text_b: str) -> list:
