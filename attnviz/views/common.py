@@ -122,6 +122,12 @@ def not_bert_like(model, what: str) -> list:
     return [] if bert_like(model) else [Markdown(why_not_bert_like(model, what), "info")]
 
 
+def pair_note() -> Markdown:
+    """Where sentence B of a two-sentence page comes from."""
+    return Markdown(_("Sentence B is the sidebar's second sentence (encoded alone here)."),
+                    "caption")
+
+
 def cannot_encode(error: Exception) -> Markdown:
     """The error a sentence (or a pair) could not be encoded with, said on the page."""
     return Markdown(_("Cannot encode this input: {error}").format(error=error), "error")

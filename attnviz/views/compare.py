@@ -10,7 +10,7 @@ from ..analysis.compare import align_tokens, aligned_difference
 from ..i18n import _
 from ..plotting.compare import compare_figure
 from .blocks import Heading, Markdown
-from .common import cannot_encode, dropped, literal, numbers  # noqa: F401 (pages call them here)
+from .common import cannot_encode, dropped, literal, numbers, pair_note  # noqa: F401 (pages call them here)
 
 DEFAULT_B = "I saw a dog"
 
@@ -21,11 +21,6 @@ def intro() -> list:
         "tokens are **aligned** where the two token lists agree, in order, and for those "
         "tokens the page shows the head's weights in A, in B, and **A - B** (red: A reads "
         "that key more, blue: B does)."))]
-
-
-def pair_note() -> Markdown:
-    return Markdown(_("Sentence B is the sidebar's second sentence (encoded alone here)."),
-                    "caption")
 
 
 def aligned(ta, tb, layer: int, head: int) -> tuple:

@@ -19,7 +19,7 @@ from ..i18n import N_, _
 from ..plotting.attribution import attribution_bars, occlusion_bars
 from ..plotting.common import axis_labels
 from .blocks import Heading, Markdown, Metric, Table
-from .common import cannot_encode, dropped, literal, numbers  # noqa: F401 (pages call them here)
+from .common import cannot_encode, dropped, literal, numbers, pair_note  # noqa: F401 (pages call them here)
 
 DEFAULT_B = attribution.DEFAULT_B
 STEPS = (8, 16, 24, 32, 64)  # the integration steps offered
@@ -41,11 +41,6 @@ def intro() -> list:
         "blank gives other credits. Beside them, what the attention maps say mean pooling "
         "takes from each token, and **occlusion**: each word taken away alone, the others "
         "kept."))]
-
-
-def pair_note() -> Markdown:
-    return Markdown(_("Sentence B is the sidebar's second sentence (encoded alone here)."),
-                    "caption")
 
 
 def attention_views(t, flows=None) -> dict:
