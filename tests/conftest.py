@@ -25,6 +25,9 @@ os.environ.setdefault("ATTNVIZ_MODEL_ROOTS", os.pathsep.join(
 # the tests' servers and pages use a folder of their own, empty at the start.
 os.environ.setdefault("ATTNVIZ_CACHE_DIR", tempfile.mkdtemp(prefix="attnviz-test-cache-"))
 
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+
 import pytest  # noqa: E402
 
 # On pytest-xdist workers the cores are shared out: torch in each worker (and in the servers
@@ -46,6 +49,12 @@ E2E_SECOND = {"test_e2e_lesson", "test_e2e_presentation", "test_e2e_lesson_phone
               "test_e2e_html_export", "test_e2e_research", "test_e2e_images",
               "test_e2e_windows", "test_e2e_step_by_step", "test_e2e_serve", "test_e2e_server",
               "test_e2e_deep_link"}
+
+
+# Browser tests of the lesson go last in their group: by then the run's warm-up
+# (lesson_trained.warm) has kept the taggers their pages read.
+LESSON_LAST = {"test_e2e_lesson", "test_e2e_presentation", "test_e2e_lesson_phone",
+               "test_e2e_html_export", "test_e2e_all_pages"}
 
 
 def _group(item) -> str:
@@ -84,7 +93,41 @@ def pytest_collection_modifyitems(config, items):
     first: dict[str, int] = {}
     for item in items:
         first[_group(item)] = min(first.get(_group(item), len(ORDER)), rank(item))
-    items.sort(key=lambda item: first[_group(item)])
+    items.sort(key=lambda item: (first[_group(item)], item.path.stem in LESSON_LAST))
+
+
+# A parallel run trains the lesson's taggers and sweeps once, first, at normal priority, in a
+# process of its own (tests/lesson_trained.warm): the tests that need them, the test servers'
+# training children and the command-line runs read the kept copy (the lock is waited for)
+# instead of each training its own beside the others.
+_WARM: list[subprocess.Popen] = []
+
+
+def pytest_sessionstart(session):
+    config = session.config
+    if hasattr(config, "workerinput") or not config.getoption("numprocesses", None):
+        return  # a worker, or a run in one process: the tests train what they need
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}  # as the app's training child: one thread
+    _WARM.append(subprocess.Popen(
+        [sys.executable, "-c", "from tests import lesson_trained; lesson_trained.warm()"],
+        cwd=Path(__file__).resolve().parents[1], env=env, stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+
+
+def pytest_sessionfinish(session):
+    for child in _WARM:
+        if child.poll() is None:
+            child.terminate()
+            child.wait(30)
+
+
+@pytest.fixture
+def lesson_kept():
+    """The lesson's default taggers and sweeps kept in the run's cache folder before a test
+    (a browser on a test server, a command-line run) asks for them."""
+    from tests import lesson_trained
+
+    lesson_trained.sweeps()
 
 
 @pytest.fixture(scope="session")

@@ -10,13 +10,16 @@ cache folder's "lesson" folder, which tests/conftest.py makes once per run and e
 worker and test server shares), under the lock the app's own training child takes: whoever
 comes first (a worker, or a test server's preload) trains them, the others read the same
 weights bit for bit (tests/test_analysis_taggers.py checks a kept copy against a training);
-a worker that finds the lock held trains its own."""
+a worker that finds the lock held trains its own, unless the holder is the run's own warm-up
+(`warm`, started at normal priority by tests/conftest.py at the start of a parallel run):
+then it waits for it and reads what it kept."""
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
 import functools
+import os
 from pathlib import Path
 
 from attnviz.analysis import taggers as T
@@ -28,19 +31,35 @@ def folder() -> Path:
     return settings().cache_path / "lesson"
 
 
+WARMING = "warming.pid"  # in folder(): the process id of the run's warm-up while it works
+
+
+def _warming() -> bool:
+    """Whether the run's warm-up (`warm`) is alive and working."""
+    try:
+        pid = int((folder() / WARMING).read_text())
+        os.kill(pid, 0)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
 @contextlib.contextmanager
 def _locked():
     """The lock the app's training child holds while it trains (ui.preload.CHILD), taken if
     it is free: yields the folder to keep in, or None while another process holds it (a test
     server's child trains at the lowest priority: this process then trains at its own, without
-    keeping, rather than wait on it)."""
+    keeping, rather than wait on it). Held by the run's warm-up, which trains at normal
+    priority, the lock is waited for."""
     folder().mkdir(parents=True, exist_ok=True)
     with open(folder() / "lesson.lock", "a") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            yield None
-            return
+            if not _warming():
+                yield None
+                return
+            fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             yield folder()
         finally:
@@ -77,3 +96,20 @@ def prefill_app_cache(with_sweep: bool = True) -> None:
     cached("taggers", settings_, trained)
     if with_sweep:
         cached("results", ("lesson_sweeps", settings_), sweeps)
+
+
+def warm() -> None:
+    """Train and keep the default settings' taggers and sweeps under the lock, in the run's
+    own process at normal priority (tests/conftest.py starts it at the start of a parallel
+    run): the workers, the test servers' training children and the command-line tests then
+    read one kept copy instead of each training its own."""
+    folder().mkdir(parents=True, exist_ok=True)
+    marker = folder() / WARMING
+    marker.write_text(str(os.getpid()))
+    try:
+        with open(folder() / "lesson.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            tr = T.kept_or_trained(T.Settings(), folder())
+            T.kept_or_swept(T.Settings(), folder(), trained=tr)
+    finally:
+        marker.unlink(missing_ok=True)

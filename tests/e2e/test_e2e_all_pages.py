@@ -124,8 +124,10 @@ def params() -> list:
 
 
 @pytest.mark.parametrize("path", params())
-def test_page_in_browser(page, app_url, path):
+def test_page_in_browser(page, app_url, path, request):
     stem = Path(path).stem
+    if stem == "lesson":
+        request.getfixturevalue("lesson_kept")
     js_errors: list[str] = []
     dialogs: list[str] = []
     page.on("pageerror", lambda e: js_errors.append(str(e)))

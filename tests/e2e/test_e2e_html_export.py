@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def pack(tmp_path_factory) -> Path:
+def pack(tmp_path_factory, lesson_kept) -> Path:
     out = tmp_path_factory.mktemp("pack")
     run = subprocess.run([sys.executable, "-m", "attnviz", "html", "--text", "I saw a saw",
                           "--out", str(out)], cwd=ROOT, capture_output=True, text=True,

@@ -7,7 +7,7 @@ import pytest
 
 from .conftest import page_errors, screenshot, wait_for_app
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("lesson_kept")]
 
 LONG = 600_000  # a fresh server trains the taggers first
 

@@ -15,7 +15,7 @@ from attnviz.analysis.lesson import STEPS
 
 from .conftest import SHOTS, page_errors, screenshot, wait_for_app
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("lesson_kept")]
 
 N_STEPS = len(STEPS)
 LONG = 600_000  # the first step that needs the taggers trains them (and step 5 the sweep)
