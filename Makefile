@@ -8,11 +8,11 @@ PY := $(VENV)/bin/python
 # fetches the usual one).
 LOCK := requirements.lock
 TORCH ?= $(shell grep '^torch==' $(LOCK))
-# make test: pytest-xdist workers, one more than the cores (the browser tests spend part of
+# make test: pytest-xdist workers, two more than the cores (the browser tests spend part of
 # their time waiting on their server and browser); make test-fast: one per core (FAST_JOBS).
-# JOBS=0 runs in this process alone. Each worker takes whole groups (tests/conftest.py: a
-# module, or one of two sets of e2e tests), longest first.
-JOBS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
+# JOBS=0 runs in this process alone. Each worker takes whole modules (tests/conftest.py),
+# the browser tests' first.
+JOBS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 2 )))
 FAST_JOBS ?= auto
 XDIST := --dist loadgroup --no-loadscope-reorder
 PORT ?= 8501

@@ -4,8 +4,8 @@ Markers (pyproject's [tool.pytest.ini_options] lists them): `e2e` (everything un
 tests/e2e), `apptest` (a module that runs the app in Streamlit's AppTest: set here from the
 module's source), `server` and `slow` (set in the modules). `make test-fast` leaves out all
 four; `make test` runs everything on pytest-xdist workers, each module on one worker (its
-module-scoped fixtures are built once) and every e2e test on the same one (one server, one
-browser; the browser tests in two such groups), the longest groups handed out first.
+module-scoped fixtures are built once), the browser tests' modules handed out first (each
+worker starts one test server and one browser for those it is given).
 """
 
 import os
@@ -43,25 +43,28 @@ APPTEST = re.compile(r"\bAppTest\b|\bopen_page\(|tests\.apptest")
 ORDER = ("e2e", "server", "apptest")
 
 
-# The browser tests run as two groups, each on one worker with a server and a browser of its
-# own, so that on two cores neither worker waits for the other's browser tests at the end.
-E2E_SECOND = {"test_e2e_lesson", "test_e2e_presentation", "test_e2e_lesson_phone",
-              "test_e2e_html_export", "test_e2e_research", "test_e2e_images",
-              "test_e2e_windows", "test_e2e_step_by_step", "test_e2e_serve", "test_e2e_server",
-              "test_e2e_deep_link"}
-
-
-# Browser tests of the lesson go last in their group: by then the run's warm-up
-# (lesson_trained.warm) has kept the taggers their pages read.
-LESSON_LAST = {"test_e2e_lesson", "test_e2e_presentation", "test_e2e_lesson_phone",
-               "test_e2e_html_export", "test_e2e_all_pages"}
+# The browser tests' modules in the order they are handed out: the longest first, so that
+# no worker is left with a long one at the end; those of the lesson last, when the run's
+# warm-up (lesson_trained.warm) has kept the taggers their pages read. Each worker starts
+# one test server and one browser for all the browser tests it is given.
+E2E_FIRST = ("test_e2e_all_pages", "test_e2e_phone", "test_e2e_explore", "test_e2e_ablation",
+             "test_e2e_research", "test_e2e_step_by_step", "test_e2e_windows")
+LESSON_LAST = ("test_e2e_lesson", "test_e2e_presentation", "test_e2e_html_export",
+               "test_e2e_lesson_phone")
 
 
 def _group(item) -> str:
-    """The xdist group of a test: its module, or one of the two browser groups."""
-    if item.get_closest_marker("e2e") or "e2e" in item.path.parts:
-        return "e2e-2" if item.path.stem in E2E_SECOND else "e2e"
+    """The xdist group of a test: its module (module-scoped fixtures are built once)."""
     return item.module.__name__
+
+
+def _e2e_order(item) -> int:
+    stem = item.path.stem
+    if stem in E2E_FIRST:
+        return E2E_FIRST.index(stem)
+    if stem in LESSON_LAST:
+        return len(E2E_FIRST) + 1 + LESSON_LAST.index(stem)
+    return len(E2E_FIRST)
 
 
 def _module_source(module) -> str:
@@ -93,7 +96,7 @@ def pytest_collection_modifyitems(config, items):
     first: dict[str, int] = {}
     for item in items:
         first[_group(item)] = min(first.get(_group(item), len(ORDER)), rank(item))
-    items.sort(key=lambda item: (first[_group(item)], item.path.stem in LESSON_LAST))
+    items.sort(key=lambda item: (first[_group(item)], _e2e_order(item)))
 
 
 # A parallel run trains the lesson's taggers and sweeps once, first, at normal priority, in a
