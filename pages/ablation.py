@@ -66,7 +66,8 @@ def main() -> None:
         return
     render(view.patching_heading())
     corrupted = st.text_input(_("Corrupted sentence (same number of tokens)"),
-                              value="I saw a dog", key="abl_corrupted", bind="query-params")
+                              value="I saw a dog", key="abl_corrupted", bind="query-params",
+                              max_chars=20_000)  # the sidebar sentence's cap (ui.boxes)
     try:
         other = TraceRequest(corrupted, **request.options())
         draw(ui.with_progress(

@@ -7,6 +7,7 @@ import streamlit as st
 
 from attnviz import TraceRequest, ui
 from attnviz.i18n import _
+from attnviz.ui.boxes import text_box
 from attnviz.ui.render import render
 from attnviz.views import compare as view
 
@@ -17,9 +18,8 @@ def main() -> None:
     ctx = ui.context()
     if not ui.require_text(ctx):
         return
-    text_b = ctx.text_pair or st.text_input(
-        _("Sentence B"), value=view.DEFAULT_B, key="cmp_b", bind="query-params",
-        max_chars=2000) or view.DEFAULT_B
+    text_b = ctx.text_pair or text_box(
+        _("Sentence B"), value=view.DEFAULT_B, key="cmp_b", bind="query-params") or view.DEFAULT_B
     if ctx.text_pair:
         render(view.pair_note())
     try:

@@ -11,6 +11,7 @@ from attnviz import TraceRequest, ui
 from attnviz.analysis import attribution, occlusion
 from attnviz.i18n import _
 from attnviz.ui import worklist
+from attnviz.ui.boxes import text_box
 from attnviz.ui.cache import peek
 from attnviz.ui.flow import flow_of
 from attnviz.ui.render import render
@@ -53,8 +54,8 @@ def main() -> None:
         text_b = ctx.text_pair
         render(view.pair_note())
     else:
-        text_b = st.text_input(_("Sentence B"), value=view.DEFAULT_B, key="sim_b",
-                               bind="query-params", max_chars=2000) or view.DEFAULT_B
+        text_b = text_box(_("Sentence B"), value=view.DEFAULT_B, key="sim_b",
+                          bind="query-params") or view.DEFAULT_B
     steps = st.select_slider(_("Integration steps"), view.STEPS,
                              value=attribution.DEFAULT_STEPS, key="sim_steps",
                              bind="query-params")

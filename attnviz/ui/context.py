@@ -246,6 +246,7 @@ def family_model(ctx: Context, kind: str, label: str, key: str) -> tuple[Model, 
         label, key=key, placeholder=_("empty: a random demo model; or a checkpoint folder, or "
                                       "a Hub id in your Hugging Face cache"),
         help=_("Read offline (the sidebar lists your cached models); nothing is downloaded."),
+        max_chars=4096,  # a folder path (Linux's PATH_MAX) or a Hub id (ui.boxes)
     )).strip()
     if typed:
         try:

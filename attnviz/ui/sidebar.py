@@ -98,6 +98,7 @@ def sidebar() -> Context:
         with st.expander(_("Model and device")):
             st.text_input(
                 _("Checkpoint folder or Hub id"), value="", key="model_dir",
+                max_chars=4096,  # a folder path (Linux's PATH_MAX) or a Hub id (ui.boxes)
                 placeholder=_("empty = bundled all-MiniLM-L6-v2"),
                 help=_("BERT, RoBERTa, DistilBERT, GPT-2, ViT or BART: a folder with "
                        "config.json, weights and tokenizer, or a Hub id found in your local "
