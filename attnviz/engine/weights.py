@@ -43,6 +43,7 @@ WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_mo
 MAX_HEADER = 2 << 20  # a safetensors header (or a .bin's pickle) larger: not a checkpoint's
 MAX_TENSORS = 20_000  # tensors listed in one file's header (GPT-2 XL: about 600)
 FILE_FACTOR = 2  # weight files may hold this many times the cap (float64, a task's head)
+MAX_OLD_FORMAT = 512 << 20  # an old-format .bin (read whole) larger: refused (BERT-base: 420 MB)
 DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1,
                "U8": 1, "BOOL": 1, "F8_E4M3": 1, "F8_E5M2": 1}
 
@@ -178,12 +179,23 @@ def _safetensors_header(path: Path) -> dict[str, tuple[int, ...]]:
 
 def _check_pickle(path: Path) -> None:
     """A .bin file in torch's zip format: its pickle (the tensors' names and shapes; the data
-    lies beside it) must be at most MAX_HEADER bytes, checked from the zip's directory."""
+    lies beside it) must be at most MAX_HEADER bytes, checked from the zip's directory. A file
+    in torch's old (non-zip) format cannot be memory-mapped, so it is read whole: one larger
+    than MAX_OLD_FORMAT is refused unread, with the way to convert it."""
     try:
         with zipfile.ZipFile(path) as z:
             pickles = [i for i in z.infolist() if i.filename.endswith("data.pkl")]
     except (zipfile.BadZipFile, OSError, ValueError):
-        return  # torch's old (non-zip) format: read whole, its size already checked
+        size = path.stat().st_size
+        if size > MAX_OLD_FORMAT:
+            raise WeightsError(
+                f"{path.name} is in PyTorch's old (non-zip) format, which is read whole: "
+                f"{size / (1 << 20):,.0f} MB, and this server reads at most "
+                f"{MAX_OLD_FORMAT >> 20} MB of it that way. Save it again once in today's format "
+                "(memory-mapped, only the tensors used are read), in the folder: python -c "
+                "\"import torch; torch.save(torch.load('pytorch_model.bin', weights_only=True), "
+                "'pytorch_model.bin')\"") from None
+        return
     if len(pickles) != 1 or pickles[0].file_size > MAX_HEADER:
         raise WeightsError(f"{path.name} is not a PyTorch state dict attnviz can read")
 
