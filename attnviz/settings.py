@@ -80,6 +80,10 @@ class Settings:
         "$XDG_CACHE_HOME/attnviz or ~/.cache/attnviz)."))
     workers: int = field(default=2, metadata=_doc(
         "Streamlit processes `make serve` starts behind nginx."))
+    redis_url: str = field(default="", metadata=_doc(
+        "The class mode's store: a Redis server (redis://host:6379/0) that every worker and "
+        "pod shares (empty: an SQLite file in the cache folder, for the workers of one "
+        "machine)."))
 
     # ------------------------------------------------------------------ derived values
     @property

@@ -15,7 +15,7 @@ PACKAGE = ROOT / "attnviz"
 FLOORS = {
     "i18n": 0, "settings": 0, "defaults": 0,
     "engine": 1,
-    "analysis": 2,
+    "analysis": 2, "classroom": 2,
     "plotting": 3,
     "views": 4,
     "export": 5, "first_view": 5, "notebook": 5,
