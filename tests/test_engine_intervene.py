@@ -122,6 +122,9 @@ def test_zero_ablation_layer_removal_and_patching_match_hf_hooks(folders, family
     ref_p = hf_states(ref, family, ids, heads=((1, 1),), fill=handles_fill,
                       residual=((1, 2),), source_states=src.hidden_states,
                       head_dim=model.head_dim)
+    # HF records layer 1's input before the pre-hook replaces token 2; the trace reports what
+    # layer 1 read there: the source run's vector (test_a_residual_patch_reports_the_value...)
+    ref_p[1, 2] = src.hidden_states[1, 2]
     np.testing.assert_allclose(p.hidden_states, ref_p, atol=TOL, rtol=0)
 
 
@@ -392,5 +395,23 @@ def test_mean_ablation_follows_the_weights_loaded(tmp_path):
     np.testing.assert_allclose(b.outputs[1, 2], np.broadcast_to(got[1, 2], b.outputs[1, 2].shape),
                                atol=0, rtol=0)
     assert b.key != a.key  # the trace cache's key (Model.key, request) names the weights too
+    plain_a, plain_b = first.trace("I saw a saw"), second.trace("I saw a saw")
+    assert plain_a.key != plain_b.key and plain_a.request == plain_b.request
+    assert np.abs(plain_a.hidden_states[-1] - plain_b.hidden_states[-1]).max() > 1e-3
     save_random_checkpoint("bert", folder, seed=0)  # the first weights again: the same key
     assert attnviz.load_model(folder, device="cpu").key == first.key
+
+
+def test_a_residual_patch_reports_the_value_the_layer_read(folders):
+    """Patch(residual=((l, t),)): the patched trace's hidden_states[l][t] is the source run's
+    vector (what layer l read, as docs/ablation.md says), not the corrupted run's; the rest of
+    layer l's input and every earlier layer's are the run's own."""
+    model = attnviz.load_model(folders["bert"], device="cpu")
+    clean, corrupted = "I saw a dog today", "I saw a saw today"
+    src, plain = model.trace(clean), model.trace(corrupted)
+    p = model.trace(corrupted, ablate=Patch(clean, residual=((1, 4),)))
+    np.testing.assert_array_equal(p.hidden_states[1, 4], src.hidden_states[1, 4])
+    assert np.abs(plain.hidden_states[1, 4] - src.hidden_states[1, 4]).max() > 1e-3
+    np.testing.assert_array_equal(np.delete(p.hidden_states[1], 4, axis=0),
+                                  np.delete(plain.hidden_states[1], 4, axis=0))
+    np.testing.assert_array_equal(p.hidden_states[:1], plain.hidden_states[:1])

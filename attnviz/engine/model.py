@@ -327,6 +327,7 @@ class Model:
         for li, layer in enumerate(self.layers[start:], start):
             if edit is not None:
                 x = edit.layer_input(li, x)  # residual-stream patching
+                hidden_states[-1] = x  # layer li's input as the layer reads it
             # a: what Q, K, V are projected from (the LayerNorm of x in pre-LN families)
             a = F.layer_norm(x, (self.hidden,), layer.ln1_w, layer.ln1_b, self.eps) if pre else x
             # Q, K, V: each [..., H, n, d] (a's projections, cut into heads)
