@@ -258,5 +258,6 @@ def test_image_requests_are_hashable_values():
 def test_every_family_has_one_file_and_is_listed():
     from attnviz.engine.families import FAMILIES
 
-    assert set(FAMILIES) == {"bert", "roberta", "distilbert", "gpt2", "vit", "bart"}
-    assert len({cls.__module__ for cls in FAMILIES.values()}) == 6
+    assert set(FAMILIES) == {"bert", "roberta", "distilbert", "gpt2", "vit", "bart", "llama",
+                             "mistral", "qwen2", "qwen3", "gemma2", "gemma3_text"}
+    assert len({cls.__module__ for cls in FAMILIES.values()}) == 11  # Gemma 2 and 3: one file

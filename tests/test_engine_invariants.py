@@ -26,7 +26,7 @@ def cosine(a, b):
 def test_trace_names_and_shapes_are_pinned(model):
     assert list(ARRAY_FIELDS) == [
         "token_ids", "segments", "position_ids", "embeddings", "queries", "keys", "values",
-        "scores", "weights", "outputs", "hidden_states", "mask",
+        "kv_heads", "scores", "weights", "outputs", "hidden_states", "mask",
     ]
     t = model.trace(TEXT)
     L, H, n, d = model.n_layers, model.n_heads, 6, model.head_dim
@@ -215,7 +215,7 @@ def test_the_trace_keeps_the_scores_of_the_forward_pass(model, monkeypatch, n_wo
     assert t.scores.shape == t.weights.shape
     assert t.nbytes == sum(getattr(t, f).nbytes for f in (
         "token_ids", "segments", "position_ids", "embeddings", "queries", "keys", "values",
-        "scores", "weights", "outputs", "hidden_states", "mask"))
+        "kv_heads", "scores", "weights", "outputs", "hidden_states", "mask"))
     for layer, scores in enumerate(seen):
         assert torch.equal(torch.from_numpy(t.scores[layer]), scores)
 

@@ -200,7 +200,10 @@ def real_walkthrough(model, trace, layer: int, head: int) -> Walkthrough:
 def trace_differences(walk: Walkthrough, trace) -> dict[str, float]:
     """max |walkthrough - trace| for queries, keys, values, scores, weights, outputs."""
     lh = (walk.layer, walk.head)
-    return {name: float(np.max(np.abs(getattr(walk, name) - getattr(trace, name)[lh])))
+    recorded = {name: getattr(trace, name)[lh] for name in ("queries", "scores", "weights",
+                                                            "outputs")}
+    recorded["keys"], recorded["values"] = trace.head_keys(*lh), trace.head_values(*lh)
+    return {name: float(np.max(np.abs(getattr(walk, name) - recorded[name])))
             for name in ("queries", "keys", "values", "scores", "weights", "outputs")}
 
 

@@ -1,5 +1,6 @@
-"""The attnviz engine: attention, masks, positions, one forward pass per model family
-(BERT, RoBERTa, DistilBERT, GPT-2, ViT, BART: engine/families/) and the Trace it records.
+"""The attnviz engine: attention, masks, positions (rotary ones: engine.rope), one forward pass
+per model family (BERT, RoBERTa, DistilBERT, GPT-2, ViT, BART, and today's decoders: Llama,
+Mistral, Qwen2, Qwen3, Gemma 2 and 3, in engine/families/) and the Trace it records.
 
 Each name loads its module when first used: `from attnviz.engine import Trace, TraceRequest`
 imports NumPy only, `load_model` or `Model` import torch. A fresh server draws its first page
@@ -17,8 +18,8 @@ from __future__ import annotations
 import importlib
 
 _MODULES: dict[str, tuple[str, ...]] = {
-    "attention": ("Windowed", "band_to_dense", "build_mask", "causal_mask", "full_mask",
-                  "window_mask", "windowed_attention"),
+    "attention": ("Windowed", "band_to_dense", "build_mask", "capped_attention",
+                  "causal_mask", "full_mask", "soft_cap", "window_mask", "windowed_attention"),
     "families": ("FAMILIES", "family_for", "supported_titles", "supported_types"),
     "folders": ("ModelError", "allowed_model_roots", "bundled_model_dir",
                 "check_allowed_folder", "locate_model"),

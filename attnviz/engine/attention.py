@@ -8,7 +8,8 @@ Convention used everywhere in attnviz: rows = queries (who looks), columns = key
 (who is looked at). A mask is a boolean [query, key] matrix, True where attending is
 allowed; a masked weight is exactly 0 because its score becomes -inf before the softmax.
 
-`attention` is the one function every layer calls (engine.model); truncated
+`attention` is the one function every layer calls (engine.model); `capped_attention` adds
+Gemma 2's soft cap on the scaled scores (one named step, `soft_cap`); truncated
 attention whose cost grows with n·w instead of n² is `windowed_attention`, beside it.
 
 Vaswani et al. 2017, "Attention Is All You Need", eq. (1); windows: Beltagy et al. 2020
@@ -45,6 +46,33 @@ def attention(
     weights = torch.softmax(logits, dim=-1)  # [..., n_q, n_k]
     outputs = weights @ values  # [..., n_q, d_v]
     return outputs, weights, scores
+
+
+def soft_cap(logits: torch.Tensor, cap: float) -> torch.Tensor:
+    """Gemma 2's soft-capping: cap · tanh(logits / cap), near the identity for small logits,
+    never beyond ±cap (Gemma Team 2024, "Gemma 2", section 2)."""
+    return cap * torch.tanh(logits / cap)
+
+
+def capped_attention(
+    queries: torch.Tensor,
+    keys: torch.Tensor,
+    values: torch.Tensor,
+    mask: torch.Tensor | None,
+    scale: float,
+    cap: float,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """`attention` with one more step: the scaled scores soft-capped before the softmax.
+
+    weights = softmax(soft_cap(scores * scale, cap)) where the mask allows; returns
+    (outputs, weights, scores) with scores = Q K^T unscaled, as `attention`.
+    """
+    scores = scores_of(queries, keys)  # [..., n_q, n_k]
+    logits = soft_cap(scores * scale, cap)
+    if mask is not None:
+        logits = logits.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(logits, dim=-1)
+    return weights @ values, weights, scores
 
 
 def scores_of(queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:

@@ -16,6 +16,12 @@ MODEL_TYPES: dict[str, tuple[str, str]] = {
     "gpt2": ("GPT-2", DECODER),
     "vit": ("ViT", VISION),
     "bart": ("BART", ENCODER_DECODER),
+    "llama": ("Llama", DECODER),
+    "mistral": ("Mistral", DECODER),
+    "qwen2": ("Qwen2", DECODER),
+    "qwen3": ("Qwen3", DECODER),
+    "gemma2": ("Gemma 2", DECODER),
+    "gemma3_text": ("Gemma 3", DECODER),
 }
 
 

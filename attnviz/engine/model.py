@@ -147,7 +147,7 @@ class Model:
         self.weights_digest = state_digest(state)  # Model.key: caches keyed by the weights
         self.setup(config)
         del self._state
-        self.head_dim: int = self.hidden // self.n_heads
+        self.head_dim: int = getattr(self, "head_dim", 0) or self.hidden // self.n_heads
 
     # --- what a family implements ---------------------------------------------------------
     @classmethod
@@ -207,6 +207,11 @@ class Model:
     def model_positions(self) -> int:
         """How many tokens the checkpoint's positions cover."""
         return int(self.position_embeddings.shape[0])
+
+    @property
+    def attention_scale(self) -> float:
+        """What scores are multiplied by before the softmax: 1/sqrt(d_k) (Gemma: its own)."""
+        return 1.0 / math.sqrt(self.head_dim)
 
     @property
     def max_positions(self) -> int:
@@ -461,7 +466,7 @@ class Model:
             outputs=cpu(enc.outputs),
             hidden_states=cpu(torch.stack(enc.hidden_states)),
             mask=np.ones((n, n), dtype=bool) if mask is None else cpu(mask),
-            scale=1.0 / math.sqrt(self.head_dim),
+            scale=self.attention_scale,
             request=request,
             dropped=dropped,
             model_name=self.name,
@@ -478,8 +483,9 @@ class Model:
 
     @staticmethod
     def _to_numpy(t: torch.Tensor) -> np.ndarray:
-        """A result as a NumPy array (a view of CPU memory; a GPU result is copied)."""
-        return t.detach().cpu().numpy()
+        """A result as a NumPy array (a view of CPU memory; a GPU result is copied); None stays
+        None (what a trace does not hold)."""
+        return None if t is None else t.detach().cpu().numpy()
 
     def __repr__(self) -> str:
         return (f"Model({self.name!r}, {self.title}, layers={self.n_layers}, "

@@ -6,12 +6,17 @@ transformers, the benchmarks, and trying the pages without a Hugging Face cache.
 
     save_random_checkpoint("gpt2", "models/tiny-gpt2")            config + weights + tokenizer
     save_random_checkpoint("vit", "models/tiny-vit", hidden=64)    + preprocessor_config.json
+    save_random_checkpoint("llama", "models/tiny-llama", kv_heads=2)   grouped keys/values
+    save_random_checkpoint("gemma2", "models/tiny-gemma2", sliding_window=3)
 
 The weights are transformers' own initialisation with every tensor then moved by seeded
 noise (LayerNorm scales are not all 1 and biases not all 0, so a parity test sees every
 parameter). Byte-level BPE tokenizers (GPT-2, RoBERTa, BART) are trained on a short built-in
-text; WordPiece ones (BERT, DistilBERT) are the bundled model's. Attention patterns of random
-weights teach nothing about language: these checkpoints are for checking numbers and layouts.
+text; WordPiece ones (BERT, DistilBERT) are the bundled model's; today's decoders (Llama,
+Mistral, Qwen2, Qwen3, Gemma 2, Gemma 3 text: DECODER_NAMES) get a byte-level BPE that starts
+every text with <s>, and head_dim = hidden / heads unless the config says otherwise.
+Attention patterns of random weights teach nothing about language: these checkpoints are for
+checking numbers and layouts.
 """
 
 from __future__ import annotations
@@ -29,7 +34,8 @@ A bank by the river; a bank in the city. The cat sat on the mat because it was w
 Self-attention lets every token look at every other token. Decoders look only backwards.
 """ * 4
 
-FAMILY_NAMES = ("bert", "roberta", "distilbert", "gpt2", "vit", "bart")
+DECODER_NAMES = ("llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3_text")
+FAMILY_NAMES = ("bert", "roberta", "distilbert", "gpt2", "vit", "bart", *DECODER_NAMES)
 BPE_SPECIALS = {"gpt2": ["<|endoftext|>"],
                 "roberta": ["<s>", "<pad>", "</s>", "<unk>", "<mask>"],
                 "bart": ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]}
@@ -76,6 +82,48 @@ def _bpe_tokenizer(family: str, folder: Path) -> int:
     return len(tok)
 
 
+def _decoder_tokenizer(folder: Path) -> int:
+    """A byte-level BPE learnt from CORPUS, as a fast tokenizer that starts each text with <s>."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=600, special_tokens=["<s>", "</s>", "<unk>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                  show_progress=False)
+    tok.train_from_iterator([CORPUS], trainer)
+    tok.post_processor = processors.TemplateProcessing(
+        single="<s> $A", special_tokens=[("<s>", tok.token_to_id("<s>"))])
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>",
+                                   unk_token="<unk>")
+    fast.save_pretrained(folder)
+    return len(fast) + 16  # room for tokens a family's own tokenizer class may add
+
+
+def _decoder_model(family: str, vocab: int, hidden: int, heads: int, layers: int,
+                   intermediate: int, positions: int, kv_heads: int | None, config: dict):
+    import transformers as tr
+
+    classes = {"llama": (tr.LlamaConfig, tr.LlamaModel),
+               "mistral": (tr.MistralConfig, tr.MistralModel),
+               "qwen2": (tr.Qwen2Config, tr.Qwen2Model),
+               "qwen3": (tr.Qwen3Config, tr.Qwen3Model),
+               "gemma2": (tr.Gemma2Config, tr.Gemma2Model),
+               "gemma3_text": (tr.Gemma3TextConfig, tr.Gemma3TextModel)}
+    config_class, model_class = classes[family]
+    head_dim = config.pop("head_dim", hidden // heads)
+    if family.startswith("gemma"):
+        config.setdefault("query_pre_attn_scalar", head_dim)
+    cfg = config_class(vocab_size=vocab, hidden_size=hidden, num_attention_heads=heads,
+                       num_key_value_heads=kv_heads or heads, num_hidden_layers=layers,
+                       intermediate_size=intermediate, max_position_embeddings=positions,
+                       head_dim=head_dim, bos_token_id=0, eos_token_id=1, pad_token_id=None,
+                       **config)
+    return model_class(cfg)
+
+
 def _perturb(model: torch.nn.Module, seed: int, scale: float) -> None:
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
@@ -86,11 +134,13 @@ def _perturb(model: torch.nn.Module, seed: int, scale: float) -> None:
 def save_random_checkpoint(family: str, folder, *, seed: int = 0, hidden: int = 32,
                            heads: int = 4, layers: int = 2, intermediate: int = 64,
                            positions: int = 64, image_size: int = 32, patch_size: int = 8,
-                           noise: float = 0.1, **config) -> Path:
+                           noise: float = 0.1, kv_heads: int | None = None,
+                           **config) -> Path:
     """Write a random checkpoint of `family` (one of FAMILY_NAMES) into `folder`; returns it.
 
-    `positions` is the number of tokens the model takes; `config` overrides any other
-    transformers config field (e.g. hidden_act="gelu_new", decoder_layers=3).
+    `positions` is the number of tokens the model takes; `kv_heads` a decoder's key/value heads
+    (DECODER_NAMES; default: as many as heads); `config` overrides any other transformers
+    config field (e.g. hidden_act="gelu_new", decoder_layers=3, sliding_window=3).
     """
     import transformers as tr
     from transformers.utils import logging as hf_logging
@@ -106,6 +156,8 @@ def save_random_checkpoint(family: str, folder, *, seed: int = 0, hidden: int = 
         vocab = max(_wordpiece(folder), config.pop("vocab_size", 0))
     elif family == "vit":
         vocab = 0
+    elif family in DECODER_NAMES:
+        vocab = max(_decoder_tokenizer(folder), config.pop("vocab_size", 0))
     else:
         vocab = max(_bpe_tokenizer(family, folder), config.pop("vocab_size", 0))
     if family == "bert":
@@ -130,6 +182,9 @@ def save_random_checkpoint(family: str, folder, *, seed: int = 0, hidden: int = 
                             n_inner=intermediate, n_positions=positions, bos_token_id=end,
                             eos_token_id=end, **config)
         model = tr.GPT2Model(cfg)
+    elif family in DECODER_NAMES:
+        model = _decoder_model(family, vocab, hidden, heads, layers, intermediate, positions,
+                               kv_heads, config)
     elif family == "vit":
         cfg = tr.ViTConfig(hidden_size=hidden, num_attention_heads=heads,
                            num_hidden_layers=layers, intermediate_size=intermediate,

@@ -5,6 +5,15 @@ Shape convention (one for the whole project, as in TransformerLens):
 per-head vectors. Rows = queries (who looks), columns = keys (who is looked at).
 The export (`save_npz`) uses exactly these field names.
 
+Grouped-query attention (Llama 3, SmolLM2, Qwen, Mistral, Gemma): a key/value head is read by
+a group of query heads. The Trace stores it once (`keys`, `values`: [layer, kv head, ...]) and
+says which one each query head reads (`kv_heads`); `head_keys(layer, head)` and
+`head_values(layer, head)` are head h's, the same array for every head of a group. Code that
+wants one key array per query head asks for `keys_per_head` / `values_per_head` (a copy).
+Sliding windows differ by layer: `mask_of(layer)` is layer l's mask. `weights_of(layer, head)`
+is a head's weights; `recompute_weights(layer)` computes them again from the kept queries and
+keys.
+
 Every family fills the same fields (an encoder-decoder's encoder, a decoder's causal
 self-attention, a vision transformer's [CLS] and patches). An encoder-decoder adds its
 decoder's self-attention and cross-attention under DECODER_FIELDS (cross-attention rows =
@@ -28,14 +37,20 @@ ARRAY_FIELDS: dict[str, str] = {
     "embeddings": "[tokens, hidden]  the first layer's input: word (or patch) + position "
                   "(+ segment), after the embedding LayerNorm where the family has one",
     "queries": "[layers, heads, tokens, head_dim]",
-    "keys": "[layers, heads, tokens, head_dim]",
-    "values": "[layers, heads, tokens, head_dim]",
-    "scores": "[layers, heads, tokens, tokens]  raw q.k, before 1/sqrt(d)",
-    "weights": "[layers, heads, tokens, tokens]  softmax, rows sum to 1",
+    "keys": "[layers, kv heads, tokens, head_dim]  one per key/value head (kv heads = heads "
+            "except in grouped-query attention): head h reads keys[:, kv_heads[h]]",
+    "values": "[layers, kv heads, tokens, head_dim]  as keys",
+    "kv_heads": "[heads]  which key/value head each query head reads (0, 1, 2, ... where "
+                "every head has its own)",
+    "scores": "[layers, heads, tokens, tokens]  raw q.k, before 1/sqrt(d) (None where the "
+              "trace does not hold them: a long decoder input, see holds_weights)",
+    "weights": "[layers, heads, tokens, tokens]  softmax, rows sum to 1 (None as scores; "
+               "layer_weights and weights_of compute them again from queries and keys)",
     "outputs": "[layers, heads, tokens, head_dim]  weights @ values",
     "hidden_states": "[layers + 1, tokens, hidden]  embeddings, then each layer's output "
                      "(GPT-2's last one after its final LayerNorm, as transformers reports it)",
-    "mask": "[tokens, tokens]  True where a query may attend to a key",
+    "mask": "[tokens, tokens]  True where a query may attend to a key (in every layer; "
+            "a layer with a sliding window masks more: layer_windows, Trace.mask_of)",
 }
 
 # An encoder-decoder's decoder (m decoder tokens, n encoder tokens). None for other families.
@@ -65,6 +80,9 @@ EXTRA_FIELDS: dict[str, str] = {
                     "when that is not hidden_states[layer] (pre-LayerNorm families: GPT-2, "
                     "ViT)",
     "image": "[height, width, 3] uint8  a vision transformer's input, at the model's size",
+    "layer_windows": "[layers]  each layer's sliding window W in tokens (query i sees keys "
+                     "i - W + 1 .. i), -1 for a layer without one; present where any layer "
+                     "has one (Mistral, Gemma 2/3, Qwen2 with use_sliding_window)",
 }
 
 
@@ -102,6 +120,9 @@ class Trace:
     decoder_pieces: list[str] | None = None
     layer_inputs: np.ndarray | None = None
     image: np.ndarray | None = None
+    kv_heads: np.ndarray | None = None  # filled in: 0 .. heads-1 when not given
+    layer_windows: np.ndarray | None = None
+    logit_cap: float | None = None  # Gemma 2: weights = softmax(cap·tanh(scores·scale/cap))
     decoder_token_ids: np.ndarray | None = None
     decoder_position_ids: np.ndarray | None = None
     decoder_embeddings: np.ndarray | None = None
@@ -119,6 +140,78 @@ class Trace:
     cross_scores: np.ndarray | None = None
     cross_weights: np.ndarray | None = None
     cross_outputs: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.kv_heads is None:
+            self.kv_heads = np.arange(self.queries.shape[1], dtype=np.int64)
+        self.kv_heads = np.asarray(self.kv_heads, dtype=np.int64)
+
+    @property
+    def n_kv_heads(self) -> int:
+        """Key/value heads per layer (= n_heads except in grouped-query attention)."""
+        return self.keys.shape[1]
+
+    def kv_group(self, head: int) -> list[int]:
+        """The query heads that read the same key/value head as `head` (itself included)."""
+        return [int(h) for h in np.flatnonzero(self.kv_heads == self.kv_heads[head])]
+
+    def head_keys(self, layer: int, head: int) -> np.ndarray:
+        """Query head `head`'s keys in `layer`, [tokens, head_dim]: its key/value head's (the
+        same memory for every head of a group)."""
+        return self.keys[layer, self.kv_heads[head]]
+
+    def head_values(self, layer: int, head: int) -> np.ndarray:
+        """Query head `head`'s values in `layer`, [tokens, head_dim] (shared as head_keys)."""
+        return self.values[layer, self.kv_heads[head]]
+
+    @property
+    def keys_per_head(self) -> np.ndarray:
+        """[layers, heads, tokens, head_dim]: each query head's keys (a copy where heads share
+        a key/value head; `keys` itself where they do not)."""
+        return self._per_head(self.keys)
+
+    @property
+    def values_per_head(self) -> np.ndarray:
+        """[layers, heads, tokens, head_dim]: each query head's values (as keys_per_head)."""
+        return self._per_head(self.values)
+
+    def _per_head(self, array: np.ndarray) -> np.ndarray:
+        if array.shape[1] == len(self.kv_heads) and np.array_equal(
+                self.kv_heads, np.arange(len(self.kv_heads))):
+            return array
+        return array[:, self.kv_heads]
+
+    def mask_of(self, layer: int) -> np.ndarray:
+        """[tokens, tokens]: layer `layer`'s mask, `mask` and its sliding window if it has one."""
+        if self.layer_windows is None or self.layer_windows[layer] < 0:
+            return self.mask
+        n = self.mask.shape[0]
+        idx = np.arange(n)
+        return self.mask & ((idx[:, None] - idx[None, :]) < int(self.layer_windows[layer]))
+
+    def weights_of(self, layer: int, head: int) -> np.ndarray:
+        """[tokens, tokens]: head `head`'s weights in `layer` (the recorded ones, or computed
+        again from its queries and keys where the trace does not hold them)."""
+        if self.weights is not None:
+            return self.weights[layer, head]
+        return self.recompute_weights(layer, [head])[0]
+
+    def recompute_weights(self, layer: int, heads=None) -> np.ndarray:
+        """[heads, tokens, tokens] float32: weights computed again from the kept queries and
+        keys, softmax(scores · scale) where mask_of(layer) allows (soft-capped first where
+        logit_cap is set): what a head change needs when the weights are not held. `heads`:
+        which (default all)."""
+        heads = range(self.queries.shape[1]) if heads is None else heads
+        q = self.queries[layer, list(heads)]  # [h, n, d]
+        k = self.keys[layer, self.kv_heads[list(heads)]]  # [h, n, d]: shared ones read again
+        logits = (q @ k.transpose(0, 2, 1)) * np.float32(self.scale)  # [h, n, n]
+        if self.logit_cap:
+            cap = np.float32(self.logit_cap)
+            logits = cap * np.tanh(logits / cap)
+        logits = np.where(self.mask_of(layer), logits, np.float32(-np.inf))
+        logits -= logits.max(axis=-1, keepdims=True)
+        e = np.exp(logits, out=logits)
+        return e / e.sum(axis=-1, keepdims=True)
 
     @property
     def nbytes(self) -> int:
@@ -140,11 +233,23 @@ class Trace:
 
     @property
     def n_layers(self) -> int:
-        return self.weights.shape[0]
+        return self.queries.shape[0]
 
     @property
     def n_heads(self) -> int:
-        return self.weights.shape[1]
+        return self.queries.shape[1]
+
+    @property
+    def holds_weights(self) -> bool:
+        """Whether `scores` and `weights` are held. A decoder's trace of a long input keeps
+        queries, keys and values only (30 layers x 9 heads x 2,048^2 weights are 4.5 GB):
+        `layer_weights(layer)` and `weights_of(layer, head)` compute them when asked."""
+        return self.weights is not None
+
+    def layer_weights(self, layer: int) -> np.ndarray:
+        """[heads, tokens, tokens]: every head's weights in `layer`, held or computed again
+        (one layer at a time: a statistic over all heads streams through the layers)."""
+        return self.weights[layer] if self.weights is not None else self.recompute_weights(layer)
 
     @property
     def n_tokens(self) -> int:
@@ -175,10 +280,12 @@ class Trace:
         return self.cross_weights is not None
 
     def save_npz(self, path) -> None:
-        """Write every array under its field name, plus `tokens` and the request (as JSON);
+        """Write every array under its field name, plus `tokens`, `scale` (and `logit_cap`
+        where set) and the request (as JSON);
         a family's extra arrays, and the tokenizer's own `pieces` where they differ from the
         tokens, when there are any."""
-        arrays = {name: getattr(self, name) for name in ARRAY_FIELDS}
+        arrays = {name: getattr(self, name) for name in ARRAY_FIELDS
+                  if getattr(self, name) is not None}  # scores, weights: see holds_weights
         for name in (*DECODER_FIELDS, *EXTRA_FIELDS):
             if getattr(self, name) is not None:
                 arrays[name] = getattr(self, name)
@@ -189,6 +296,8 @@ class Trace:
             text["decoder_tokens"] = self.decoder_tokens
             if self.decoder_pieces is not None and self.decoder_pieces != self.decoder_tokens:
                 text["decoder_pieces"] = self.decoder_pieces
+        if self.logit_cap is not None:
+            arrays["logit_cap"] = np.float32(self.logit_cap)
         np.savez_compressed(
             path,
             **{k: np.array(v, dtype=str) for k, v in text.items()},

@@ -32,8 +32,8 @@ def default_query(t) -> int:
 
 def steps(t, layer: int, head: int, query: int) -> dict:
     """One query's numbers (analysis.views.inside_score)."""
-    return inside_score(t.queries[layer, head], t.keys[layer, head], t.values[layer, head],
-                        query, t.scale, t.mask)
+    return inside_score(t.queries[layer, head], t.head_keys(layer, head),
+                        t.head_values(layer, head), query, t.scale, t.mask_of(layer))
 
 
 def sizes(t, nb: dict, layer: int, head: int, query: int) -> Markdown:

@@ -81,7 +81,8 @@ def scores_note() -> Markdown:
 
 def layer_numbers(t, layer: int) -> dict:
     return {"tokens": t.tokens, "scores": t.scores[layer], "weights": t.weights[layer],
-            "queries": t.queries[layer], "keys": t.keys[layer], "values": t.values[layer]}
+            "queries": t.queries[layer], "keys": t.keys[layer], "values": t.values[layer],
+            "kv_heads": t.kv_heads}  # keys, values: one per key/value head
 
 
 def download(trace: Callable, layer: int):

@@ -32,13 +32,13 @@ def intro() -> list:
 
 def numbers_of(model, t) -> dict:
     """Value norms [L, H, n] and the per-head comparison (analysis.norms.comparison)."""
-    vn = norms.value_norms(t.values, norms.output_projections(model))
+    vn = norms.value_norms(t.values_per_head, norms.output_projections(model))
     return {"value_norms": vn, **norms.comparison(t.weights, vn, t.tokens)}
 
 
 def layer_norms(model, t, layer: int) -> np.ndarray:
     """||alpha_ij f(x_j)|| summed over the heads of `layer`, [n, n]."""
-    return norms.layer_norms(t.weights[layer:layer + 1], t.values[layer:layer + 1],
+    return norms.layer_norms(t.weights[layer:layer + 1], t.values_per_head[layer:layer + 1],
                              norms.output_projections(model)[layer:layer + 1])[0]
 
 

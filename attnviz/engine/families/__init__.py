@@ -25,7 +25,8 @@ def _discover() -> dict[str, type[Model]]:
 
 
 FAMILIES: dict[str, type[Model]] = _discover()
-ORDER = ("bert", "roberta", "distilbert", "gpt2", "vit", "bart")  # how messages list them
+ORDER = ("bert", "roberta", "distilbert", "gpt2", "vit", "bart", "llama", "mistral", "qwen2",
+         "qwen3", "gemma2", "gemma3_text")  # how messages list them
 
 
 def supported_types() -> tuple[str, ...]:
