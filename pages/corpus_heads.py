@@ -11,16 +11,19 @@ from attnviz import TraceRequest, ui
 from attnviz.analysis import corpus_heads as ch
 from attnviz.analysis.head_stats import CONVENTIONS
 from attnviz.i18n import _
+from attnviz.ui.live_chart import index_in
 from attnviz.ui.render import render
 from attnviz.views import corpus_heads as view
 
 
-def pick_head(c: ch.CorpusHeads, n_heads: int) -> None:
-    points = [p for p in ui.clicked_points("ch_map")
-              if p.get("curve_number", 0) == 0]
-    if points:
-        st.session_state["ch_layer"], st.session_state["ch_head"] = view.picked(
-            c, points[0]["point_index"], n_heads)
+def pick_head(c: ch.CorpusHeads, n_layers: int, n_heads: int) -> None:
+    """A click on a head's point opens it (a click event of another shape: nothing)."""
+    for point in ui.clicked_points("ch_map"):
+        index = index_in(point.get("point_index"), n_layers * n_heads)
+        if point.get("curve_number", 0) == 0 and index is not None:
+            st.session_state["ch_layer"], st.session_state["ch_head"] = view.picked(
+                c, index, n_heads)
+            return
 
 
 def main() -> None:
@@ -72,7 +75,8 @@ def head_view(ctx: ui.Context, sentences: tuple[str, ...], conv: str) -> None:
                  query_params={"ex_layer": str(layer), "ex_head": str(head)})
     render(ui.cached_figure(("ch_map", *at, layer, head),
                             lambda: view.head_map_figure(c, layer, head)), key="ch_map",
-           on_select=lambda: pick_head(c, model.n_heads), selection_mode="points")
+           on_select=lambda: pick_head(c, model.n_layers, model.n_heads),
+           selection_mode="points")
     render(view.behaviours(c, layer, head))
     sent = st.selectbox(_("The picked head on one sentence of the corpus"),
                         range(len(c.sentences)), key="ch_sent",

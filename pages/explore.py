@@ -3,6 +3,8 @@ one head enlarged with exact values, and token lines for several heads in colour
 
 Numbers: the cached Trace; what it shows: views.explore."""
 
+import functools
+
 import streamlit as st
 
 from attnviz import ui
@@ -10,6 +12,7 @@ from attnviz.analysis import views
 from attnviz.i18n import _
 from attnviz.plotting.overview import pick_head
 from attnviz.ui.choices import choose_number
+from attnviz.ui.live_chart import index_in
 from attnviz.ui.render import render
 from attnviz.views import explore as view
 
@@ -25,13 +28,15 @@ def open_head(t) -> tuple[int, int]:
     return value("ex_layer", t.n_layers), value("ex_head", t.n_heads)
 
 
-def open_clicked() -> None:
+def open_clicked(n_layers: int, n_heads: int) -> None:
+    """A click on a mosaic cell opens its head (a margin, or a click event of another shape:
+    what it does not name stays as it is)."""
     points = ui.clicked_points("ex_overview")
     if points:
         layer, head = pick_head(points[0])
-        if layer is not None:
+        if index_in(layer, n_layers) is not None:
             st.session_state["ex_layer"] = layer
-        if head is not None:
+        if index_in(head, n_heads) is not None:
             st.session_state["ex_head"] = head
 
 
@@ -66,7 +71,9 @@ def main() -> None:
             shown = open_head(t)
             fig = ui.cached_figure(("ex_overview_marked", *options, shown),
                                    lambda: view.outlined(fig, *shown))
-    render(fig, key="ex_overview", on_select=open_clicked, selection_mode="points")
+    render(fig, key="ex_overview",
+           on_select=functools.partial(open_clicked, t.n_layers, t.n_heads),
+           selection_mode="points")
     render(view.outline_note(n_shown))
     if n_shown > view.OUTLINE_MAX:
         # The mosaic stays as it is, so layer and head are chosen inside the fragment below:
@@ -110,12 +117,13 @@ def one_head(ctx: ui.Context, hide: bool, renorm: bool, seg: str, words: bool,
     render(view.lines_note(len(toks)))
     left, right = (st.columns(2) if view.side_by_side(len(toks))
                    else (st.container(), st.container()))
+    pieces = view.pieces_of(t, idx, words)
     render(ui.cached_figure(("ex_one", *shown, head),
-                            lambda: view.one_head(w, toks, idx, layer, head)),
+                            lambda: view.one_head(w, toks, idx, layer, head, pieces)),
            where=left, key="ex_one")
     heads = [head] + [h for h in extra if h != head]
     render(ui.cached_figure(("ex_lines", *shown, tuple(heads), pick),
-                            lambda: view.lines(w, toks, idx, layer, heads, pick)),
+                            lambda: view.lines(w, toks, idx, layer, heads, pick, pieces)),
            where=right, key="ex_lines")
     render(view.shares(t, layer, head, bool(ctx.text_pair)))
     st.page_link("pages/inside_score.py",

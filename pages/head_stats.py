@@ -6,6 +6,8 @@ Numbers: analysis.head_stats, analysis.rollout and analysis.flow (through ui.flo
 progress bar) on the cached Trace's weights, computed once per server; what it shows:
 views.head_stats."""
 
+import functools
+
 import streamlit as st
 
 from attnviz import ui
@@ -13,6 +15,7 @@ from attnviz.analysis.head_stats import CONVENTIONS
 from attnviz.i18n import _
 from attnviz.ui.flow import flow_of
 from attnviz.ui.flow import prepare as prepare_flow
+from attnviz.ui.live_chart import clicked_cell
 from attnviz.ui.render import render
 from attnviz.views import head_stats as view
 
@@ -29,11 +32,11 @@ def maps_of(t, layer: int, words: bool) -> dict:
                      lambda: view.maps_of(t, layer, words, flow_of(t, layer)))
 
 
-def pick_cell() -> None:
-    points = ui.clicked_points("hs_map")
-    if points:
-        st.session_state["hs_layer"] = int(points[0]["y"])
-        st.session_state["hs_head"] = int(points[0]["x"])
+def pick_cell(n_layers: int, n_heads: int) -> None:
+    """A click on the map opens that head (a click event of another shape: nothing)."""
+    cell = clicked_cell("hs_map", n_layers, n_heads)
+    if cell is not None:
+        st.session_state["hs_layer"], st.session_state["hs_head"] = cell
 
 
 def pick_row(n_heads: int) -> None:
@@ -63,7 +66,8 @@ def statistics_tab(t, words: bool) -> None:
     # figures
     render(ui.cached_figure(("hs_map", t.key, conv, words, layer, head),
                             lambda: view.stats_figure(stats, layer, head)),
-           key="hs_map", on_select=pick_cell, selection_mode="points")
+           key="hs_map", on_select=functools.partial(pick_cell, t.n_layers, t.n_heads),
+           selection_mode="points")
     box = st.expander(_("{head} on this sentence").format(head=view.one_head_title(layer, head)),
                       expanded=t.n_tokens <= 40)
     render(ui.cached_figure(("hs_one", t.key, words, layer, head),

@@ -12,16 +12,17 @@ from attnviz import ui
 from attnviz.analysis import conv_attention
 from attnviz.analysis import image_attention as image_attn
 from attnviz.i18n import _
+from attnviz.ui.live_chart import clicked_cell
 from attnviz.ui.render import render
 from attnviz.views import images as view
 
 
-def pick_from_click() -> None:
-    """A click on the picture selects one invisible marker: copy its (row, col) to the inputs."""
-    points = ui.clicked_points("img_click")
-    if points:
-        st.session_state["img_row"], st.session_state["img_col"] = (
-            int(points[0]["y"]), int(points[0]["x"]))
+def pick_from_click(size: int) -> None:
+    """A click on the picture selects one invisible marker: copy its (row, col) to the inputs
+    (a click event of another shape: nothing)."""
+    cell = clicked_cell("img_click", size, size)
+    if cell is not None:
+        st.session_state["img_row"], st.session_state["img_col"] = cell
 
 
 def show(base: tuple, name: str, build, extra: tuple = (), where=None, **kwargs) -> None:
@@ -46,7 +47,7 @@ def field_tab(size: int, row: int, col: int, k: int) -> None:
                       lambda: view.study(size, row, col, k, depth, sc, sp))
     a, b, d = st.columns(3)
     show(base, "img_click", lambda: view.picture(size, row, col), where=a,
-         on_select=pick_from_click, selection_mode="points")
+         on_select=lambda: pick_from_click(size), selection_mode="points")
     show(base, "img_attn_map", lambda: view.attention_map(s, row, col), extra=(sc, sp), where=b)
     show(base, "img_conv_map", lambda: view.conv_map(s, row, col, k), where=d)
     render(view.field_text(k, depth))

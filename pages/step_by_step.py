@@ -58,12 +58,16 @@ def main() -> None:
         walk = view.wt.real_walkthrough(ctx.model, t, layer, head)
         render(view.real_check(walk, t, layer, head))
         real, seed = (ctx.model, t, layer), 0
-    for k in ("sbs_query", "sbs_key"):  # a position past a new, shorter sentence goes back to 0
-        if st.session_state.get(k, 0) >= walk.n:
-            st.session_state[k] = 0
-    i = box.number_input(_("Query token #"), 0, walk.n - 1, 0, key="sbs_query",
-                         bind="query-params", help=_("Position of the token that looks (the row "
-                                                     "of the score matrix)."))
+    # Tokens are chosen by the number their labels carry (I #1, saw #2; [CLS] #0 where a start
+    # token leads): a number past a new, shorter sentence goes back to the first token's.
+    first = view.first_number(walk)
+    for k in ("sbs_query", "sbs_key"):
+        if not first <= st.session_state.get(k, first) < walk.n + first:
+            st.session_state[k] = first
+    i = box.number_input(_("Query token #"), first, walk.n - 1 + first, first, key="sbs_query",
+                         bind="query-params", help=_(
+                             "The number of the token that looks, as its label gives it (I #1, "
+                             "saw #2): the row of the score matrix.")) - first
     render(view.query_note(walk, i))
     render(view.step_heading(step))
     extra = show_step(step, walk, i, mode, int(seed), real)
@@ -80,8 +84,10 @@ def show_step(step: int, walk, i: int, mode: str, seed: int, real: tuple | None)
     elif step == 2:
         draw(view.projections(walk, mode), keys)
     elif step == 3:
-        j = st.number_input(_("Key token #"), 0, walk.n - 1, view.default_key(walk),
-                            key="sbs_key", bind="query-params")
+        first = view.first_number(walk)
+        j = st.number_input(_("Key token #"), first, walk.n - 1 + first,
+                            view.default_key(walk) + first, key="sbs_key",
+                            bind="query-params") - first
         draw(view.similarity(walk, i, j, mode), keys[:1])
         rows = st.radio(_("Rows of the score matrix are"), list(view.ROWS), horizontal=True,
                         key="sbs_conv", bind="query-params",

@@ -4,10 +4,13 @@ Only a Weight"): ||alpha_ij f(x_j)|| per head, and how many heads change their p
 Numbers: analysis.norms on the cached Trace's weights and values and the model's output
 projection W_O, once per server; what it shows: views.value_norms."""
 
+import functools
+
 import streamlit as st
 
 from attnviz import ui
 from attnviz.i18n import _
+from attnviz.ui.live_chart import clicked_cell
 from attnviz.ui.render import render
 from attnviz.views import value_norms as view
 
@@ -17,11 +20,11 @@ def numbers(ctx, t) -> dict:
     return ui.cached("results", ("value_norms", t.key), lambda: view.numbers_of(ctx.model, t))
 
 
-def pick_cell() -> None:
-    points = ui.clicked_points("vn_map")
-    if points:
-        st.session_state["vn_layer"] = int(points[0]["y"])
-        st.session_state["vn_head"] = int(points[0]["x"])
+def pick_cell(n_layers: int, n_heads: int) -> None:
+    """A click on the map opens that head (a click event of another shape: nothing)."""
+    cell = clicked_cell("vn_map", n_layers, n_heads)
+    if cell is not None:
+        st.session_state["vn_layer"], st.session_state["vn_head"] = cell
 
 
 def main() -> None:
@@ -51,7 +54,8 @@ def head_view(ctx: ui.Context) -> None:
     # figures and computes the maps below only for a file
     render(ui.cached_figure(("vn_map", t.key, layer, head),
                             lambda: view.heads_figure(nb, layer, head)),
-           key="vn_map", on_select=pick_cell, selection_mode="points")
+           key="vn_map", on_select=functools.partial(pick_cell, t.n_layers, t.n_heads),
+           selection_mode="points")
 
     def head_maps():
         whole = ui.cached("results", ("layer_norms", t.key, layer),

@@ -51,6 +51,9 @@ def test_config_values(cfg):
     # Streamlit's default full gc.collect(2) after every rerun held the GIL for ~150 ms with
     # torch, transformers and the figure caches loaded: every other session waited (make load).
     assert cfg["runner"]["postScriptGC"] is False
+    # plotly.js is a file the app serves (static/, ui.live_chart), which a browser fetches
+    # once and keeps, never bytes on each session's websocket.
+    assert server["enableStaticServing"] is True
 
 
 def test_config_keys_are_real_streamlit_options(cfg):

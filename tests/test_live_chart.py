@@ -1,10 +1,12 @@
 """ui.live_chart, the chart redrawn in place: what the browser gets is the figure's exact JSON
-(as st.plotly_chart would send it), the Plotly.js it uses is the installed plotly package's
-own copy, sent to the page once per session after the first chart's JSON (again when the page
-asks), the chart's script draws with Plotly.react, show_figure uses it only where asked (and
-falls back to st.plotly_chart where it cannot), and "Download this view (HTML)" records its
-figure like any other. The browser side (drawn, redrawn in place, hover, toolbar, a page that asks
-for plotly.js again) is checked in tests/e2e/test_e2e_explore.py."""
+(as st.plotly_chart would send it); the Plotly.js it uses is the installed plotly package's
+own copy, served as a static file named by its hash, never on a session's websocket (a raw
+client that asks again and again gets nothing large: there is nothing to ask for); the
+chart's script draws with Plotly.react; show_figure uses it only where asked (and falls back
+to st.plotly_chart where it cannot); a dark page gets diverging scales made for it; and
+"Download this view (HTML)" records its figure like any other. The browser side (drawn,
+redrawn in place, hover, toolbar, plotly.js fetched once and kept) is checked in
+tests/e2e/test_e2e_explore.py."""
 
 from __future__ import annotations
 
@@ -42,6 +44,34 @@ def test_plotly_js_is_the_plotly_packages_own_copy():
     assert "import(" not in live_chart.JS
 
 
+def test_plotly_js_is_a_static_file_named_by_its_hash(tmp_path):
+    """The app's static folder gets the package's plotly.js under a name made of its SHA-256
+    (a new plotly: a new name, the old copy removed); a copy that differs is written again; a
+    folder that cannot be written gives None (figures then go through st.plotly_chart)."""
+    import hashlib
+
+    script = live_chart.plotly_js()
+    name = f"plotly-{hashlib.sha256(script).hexdigest()[:12]}.min.js"
+    (tmp_path / "static").mkdir()
+    (tmp_path / "static" / "plotly-000000000000.min.js").write_text("an older plotly")
+    path = live_chart.plotly_file(tmp_path)
+    assert path == tmp_path / "static" / name and path.read_bytes() == script
+    assert sorted(p.name for p in (tmp_path / "static").iterdir()) == [name]
+    live_chart.plotly_file.cache_clear()
+    path.write_bytes(script[:-1] + b" ")  # same size, other bytes
+    assert live_chart.plotly_file(tmp_path).read_bytes() == script
+    live_chart.plotly_file.cache_clear()
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where the app's folder should be")
+    assert live_chart.plotly_file(blocked) is None
+    live_chart.plotly_file.cache_clear()
+    # The app's own: under the folder Streamlit serves at app/static/ (config.toml turns
+    # static serving on), the URL path the browser fetches.
+    served = live_chart.plotly_file()
+    assert served == live_chart.APP_ROOT / "static" / name
+    assert live_chart.plotly_url() == f"/app/static/{name}"
+
+
 def test_the_script_draws_with_plotly_react_on_the_pages_copy():
     # The chart waits for the page's one copy and updates its plot with Plotly.react, given
     # the chart's config with every draw.
@@ -50,10 +80,11 @@ def test_the_script_draws_with_plotly_react_on_the_pages_copy():
     assert reacts and all(r.rstrip(")").endswith(", config") for r in reacts), reacts
     assert "P.react(div, shaped.data, layout, config)" in live_chart.JS
     assert not re.search(r"window\.Plotly\.\w+\(", live_chart.JS)  # not whichever copy is there
-    # The bytes after the chart's JSON run as a script that hands Plotly to the page's copy;
-    # a page with none asks for it.
-    assert "load(r, bytes.subarray(cut + 1))" in live_chart.JS
-    assert 'setTriggerValue("missing", true)' in live_chart.JS
+    # The page's first chart fetches the file its payload names, from the browser's cache
+    # when it is there; nothing asks the server to send it.
+    assert "if (r.state === \"none\") load(r, payload.plotly)" in live_chart.JS
+    assert 'fetch(url, {cache: "force-cache"})' in live_chart.JS
+    assert "missing" not in live_chart.JS
     # plotly.min.js is a UMD bundle that gives a CommonJS-style `module` its Plotly.
     head = live_chart.plotly_js()[:2000].decode()
     assert 'typeof module === "object" && module.exports' in head
@@ -93,13 +124,14 @@ def test_the_script_uses_only_public_plotly_and_streamlit_names():
 
 def test_the_payload_holds_the_figure_exactly(heatmap):
     config = {**figures.PLOT_CONFIG, "responsive": True}
-    data = live_chart.payload(heatmap, config, "a heatmap's text")
+    data = live_chart.payload(heatmap, config, "a heatmap's text", "/app/static/p.min.js")
     got = json.loads(data)
     assert got["figure"] == json.loads(pio.to_json(heatmap, validate=False))
     assert got["config"] == config and got["alt"] == "a heatmap's text"
     assert "could not be drawn" in got["failed"]
-    assert set(got) == {"config", "alt", "failed", "figure", "select", "wide",
-                        "words"}  # no script
+    assert set(got) == {"config", "alt", "failed", "figure", "select", "wide", "words",
+                        "plotly"}  # where plotly.js is, never the script itself
+    assert got["plotly"] == "/app/static/p.min.js"
     assert got["words"] == {"svg": "Download as SVG (vector)", "fullscreen": "Fullscreen"}
     assert got["select"] is False  # no click is sent back unless asked
     assert got["wide"] is False  # one panel
@@ -109,10 +141,7 @@ def test_the_payload_holds_the_figure_exactly(heatmap):
     spec, cfg = live_chart.spec_of(data)
     assert json.loads(spec) == got["figure"] and cfg == config
     assert live_chart.spec_of(b"not json") is None and live_chart.spec_of(b"{}") is None
-    # With plotly.js: one line of JSON (no raw newline in it), a newline, the script.
-    both = live_chart.payload(heatmap, config, "a heatmap's text", b"script\nbytes")
-    assert b"\n" not in data and both == data + b"\nscript\nbytes"
-    assert live_chart.spec_of(both) == (spec, cfg)
+    assert b"\n" not in data  # one line of JSON
 
 
 def test_show_figure_draws_in_place_unless_it_cannot(monkeypatch, heatmap):
@@ -144,12 +173,6 @@ def _live(at) -> list:
     return found
 
 
-def _script(el) -> bytes | None:
-    """The plotly.js a chart's payload brings (after its JSON line), or None."""
-    _head, sep, script = el.proto.bytes.partition(b"\n")
-    return script if sep else None
-
-
 def test_the_explore_page_draws_its_open_head_and_lines_in_place():
     at = open_page("pages/explore.py", timeout=180)
     overview, el, lines = _live(at)  # the mosaic, the open head and its token lines
@@ -159,10 +182,12 @@ def test_the_explore_page_draws_its_open_head_and_lines_in_place():
     assert json.loads(spec)["layout"]["title"]["text"] == "Layer 0, head 0"
     assert config["toImageButtonOptions"]["filename"] == "attnviz_layer_0_head_0"
     first_id = el.proto.id
-    # plotly.js goes to the page once: with the session's first chart drawn in place, on the
-    # page the session opened first (open_page starts at the app's default page).
-    assert at.session_state[live_chart.SENT] is True
-    assert _script(overview) is None and _script(el) is None and _script(lines) is None
+    # plotly.js is never in a payload: each one names the static file (tens of kB at most,
+    # whatever the session asks).
+    url = live_chart.plotly_url()
+    for chart in (overview, el, lines):
+        assert json.loads(chart.proto.bytes)["plotly"] == url
+        assert len(chart.proto.bytes) < 200_000 and b"module.exports" not in chart.proto.bytes
     # "Download this view (HTML)" holds the page's three figures, the live ones included.
     doc = recorder.html_of(at.session_state[recorder.STATE_KEY])
     found = [json.loads(m)["figure"] for m in re.findall(
@@ -177,15 +202,7 @@ def test_the_explore_page_draws_its_open_head_and_lines_in_place():
     assert el.proto.id == first_id
     assert json.loads(live_chart.spec_of(el.proto.bytes)[0])["layout"]["title"]["text"] == \
         "Layer 0, head 7"
-    assert _script(el) is None and _script(lines) is None  # sent already
-    # A page that has none (reloaded on the same session) asks: the chart's trigger calls
-    # _send_again, and the next run's first chart brings plotly.js again.
-    at.session_state[live_chart.SENT] = False
-    at.run()
-    overview, el, lines = _live(at)
-    assert _script(overview) == live_chart.plotly_js()
-    assert _script(el) is None and _script(lines) is None
-    assert at.session_state[live_chart.SENT] is True
+    assert all(len(c.proto.bytes) < 200_000 for c in (overview, el, lines))
 
 
 def test_a_chart_of_three_panels_or_more_is_marked_wide(heatmap):
@@ -196,7 +213,7 @@ def test_a_chart_of_three_panels_or_more_is_marked_wide(heatmap):
         three.add_heatmap(z=[[0, 1]], row=1, col=col)
     panels = lambda fig: figure_json(fig)[1]  # noqa: E731
     assert panels(heatmap) == 1 and panels(three) == 3
-    wide = json.loads(live_chart.payload(three, {}, None).split(b"\n")[0])["wide"]
+    wide = json.loads(live_chart.payload(three, {}, None, "/p.js"))["wide"]
     assert wide is True
     grid = go.Figure(go.Heatmap(z=[[0, 1]]))  # a heads grid: one heatmap, a title per block
     for k in range(12):
@@ -299,3 +316,44 @@ console.log(JSON.stringify({overlapped, calls, attrs, wide: cls.has("attnviz-wid
     assert out["calls"][0]["rows"] == 4 and out["calls"][2]["rows"] == 2  # 1, then 2 a row
     assert out["attrs"] == {"data-drawn": "1", "data-laid-out-width": "512"}
     assert not out["wide"]  # 512 px on an 844 px screen: a phone's frame, laid out again
+
+
+def test_on_a_dark_page_diverging_scales_are_made_for_a_dark_background():
+    """A diverging scale with a white middle (the scores' Balance, the values' PuOr) is drawn
+    with its dark version on a dark page: 0 the background's near-black, the largest |values|
+    the brightest cells; a light page, and a figure without one, keep theirs, the same
+    object; the dark copy is made once per figure."""
+    from attnviz.plotting.common import (
+        SCORES_SCALE_DARK,
+        VALUES_SCALE,
+        VALUES_SCALE_DARK,
+        for_dark_background,
+    )
+    from attnviz.plotting.compare import compare_figure
+
+    rng = np.random.default_rng(1)
+    w = rng.random((5, 5))
+    fig = compare_figure(w, w.T, w - w.T, ["[CLS]", "i", "saw", "a", "[SEP]"],
+                         ("A", "B", "A - B"))
+    assert live_chart.for_theme(fig, dark=False) is fig
+    dark = live_chart.for_theme(fig, dark=True)
+    assert dark is not fig and live_chart.for_theme(fig, dark=True) is dark  # made once
+    scale = [list(s) for s in dark.layout.coloraxis2.colorscale]
+    assert scale == SCORES_SCALE_DARK and dark.layout.coloraxis.colorscale == \
+        fig.layout.coloraxis.colorscale  # the weights' sequential scale stays
+    assert fig.layout.coloraxis2.colorscale != dark.layout.coloraxis2.colorscale  # unchanged
+    values = go.Figure(go.Heatmap(z=w - 0.5, colorscale=VALUES_SCALE))
+    assert [list(s) for s in for_dark_background(values).data[0].colorscale] == \
+        VALUES_SCALE_DARK
+    assert for_dark_background(heatmap_of_weights := go.Figure(go.Heatmap(z=w))) is \
+        heatmap_of_weights
+
+    def lightness(colour: str) -> float:
+        from plotly.colors import hex_to_rgb, unlabel_rgb
+
+        rgb = hex_to_rgb(colour) if colour.startswith("#") else unlabel_rgb(colour)
+        return sum(rgb) / 3
+
+    middle = dict(SCORES_SCALE_DARK)[0.5]
+    ends = [dict(SCORES_SCALE_DARK)[0.0], dict(SCORES_SCALE_DARK)[1.0]]
+    assert lightness(middle) < 40 and all(lightness(e) > 150 for e in ends)

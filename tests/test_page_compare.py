@@ -1,6 +1,8 @@
 """AppTest of Compare two sentences: the three panels come from analysis.compare."""
 
 
+import re
+
 import numpy as np
 import pytest
 
@@ -40,3 +42,24 @@ def test_long_and_hostile_inputs(at):
     at.session_state["text"] = "Totally different words"
     at.run()
     assert not at.exception
+
+
+def test_a_word_a_repeats_keeps_its_number_when_one_copy_is_aligned(at):
+    """"I saw a saw" against "Yesterday I saw a dog": only saw #2 is aligned; its tick, and
+    the largest change's words, still say which saw (never a bare "saw")."""
+    fig = figures(at)[0]
+    ticks = fig["layout"]["xaxis"]["ticktext"]
+    assert "saw #2" in ticks and "saw" not in ticks, ticks
+    assert fig["layout"]["yaxis"]["ticktext"] == ticks
+    change = next(c.value for c in at.caption if c.value.startswith("Largest change"))
+    assert re.search(r"query \S+ #\d reading key \S+ #\d", change.replace("\\", "")), change
+
+
+def test_a_url_in_a_sentence_is_shown_as_text_not_as_a_link():
+    """Typed text is never Markdown: a URL inside a sentence (GFM would make it a link, its
+    escapes notwithstanding) is shown in a text block, as typed."""
+    typed = "see https://evil.example/x?a=1 and www.evil.example now"
+    at = open_page("pages/compare.py", timeout=180, text=typed, cmp_b="I saw a dog")
+    for block in [*at.markdown, *at.caption, *at.info, *at.warning]:
+        assert "evil" not in block.value, block.value
+    assert any(c.value == f"A: {typed}\nB: I saw a dog" for c in at.code)

@@ -345,7 +345,7 @@ def test_the_less_common_branches_in_chinese(zh):
     long = "one two three four five six seven eight nine ten"
     at = open_page("pages/step_by_step.py", timeout=600, lang="zh", text=long, sbs_step=1)
     assert "最后 2 个词被舍去" in "\n".join(w.value for w in at.warning)
-    for key, value in dict(text="I saw a saw", sbs_step=4, sbs_seed=3, sbs_query=1).items():
+    for key, value in dict(text="I saw a saw", sbs_step=4, sbs_seed=3, sbs_query=2).items():
         at.session_state[key] = value
     at.run()
     assert "T → 0 时 saw #2, saw #4 各得 0.5（并列）" in texts(at)

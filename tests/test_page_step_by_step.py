@@ -2,6 +2,7 @@
 recomputed here (SDPA on the page's own Q, K, V; the engine's trace for the real head)."""
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -76,8 +77,9 @@ def test_toy_numbers_shown_are_sdpa_of_the_numbers_shown(at):
 
 
 def test_toy_score_layouts_and_latex(at):
+    # tokens are chosen by their labels' numbers: query saw #2, key saw #4 (indices 1 and 3)
     figs = go(at, "toy", 3, text="I saw a saw", sbs_m=4, sbs_dk=3, sbs_p=3, sbs_seed=0,
-              sbs_query=1, sbs_key=3, sbs_conv="queries")
+              sbs_query=2, sbs_key=4, sbs_conv="queries")
     walk = wt.toy_walkthrough("I saw a saw", 4, 3, 3, 0)
     np.testing.assert_allclose(decode(figs["s3_S"]["data"][2]["z"]), walk.scores, atol=1e-12)
     assert len(at.get("latex")) == walk.n  # alpha_{2,j} term by term for every key j
@@ -90,7 +92,7 @@ def test_toy_score_layouts_and_latex(at):
 
 
 def test_temperature_heads_and_additive(at):
-    go(at, "toy", 4, text="I saw a saw", sbs_m=4, sbs_dk=3, sbs_p=3, sbs_seed=0, sbs_query=0)
+    go(at, "toy", 4, text="I saw a saw", sbs_m=4, sbs_dk=3, sbs_p=3, sbs_seed=0, sbs_query=1)
     figs = go(at, sbs_temp=0.05)
     walk = wt.toy_walkthrough("I saw a saw", 4, 3, 3, 0)
     cold = decode(figs["s4_bar"]["data"][0]["y"])
@@ -149,17 +151,17 @@ def test_blank_and_long_input(at):
     figs = go(at, "toy", 1, text=" ".join(f"w{i}" for i in range(12)))
     assert list(figs) == ["s1_A"] and any("dropped" in w.value for w in at.warning)
     assert decode(figs["s1_A"]["data"][0]["z"]).shape == (4, wt.MAX_TOY_TOKENS)
-    go(at, text="I saw a saw", sbs_query=3)
-    figs = go(at, step=6, text="I saw")  # the query beyond the new sentence falls back to 0
+    go(at, text="I saw a saw", sbs_query=4)
+    figs = go(at, step=6, text="I saw")  # a query past the new sentence: back to I #1
     title = figs["s6_arrows"]["layout"]["title"]["text"]
-    assert at.number_input(key="sbs_query").value == 0 and "b<sup>1</sup>" in title
+    assert at.number_input(key="sbs_query").value == 1 and "b<sup>1</sup>" in title
 
 
 def test_corrected_statements(at):
     """Ties at low temperature split evenly (seed 3, query 'saw' #1: both saws 0.5); the
     heads figure is captioned with the measured trend (19, 25, 22 of 40 flatter, from
     walkthrough.heads_trend, pinned in its own test); the lecture is named, no 'seed 003'."""
-    go(at, "toy", 4, text="I saw a saw", sbs_m=4, sbs_dk=3, sbs_p=3, sbs_seed=3, sbs_query=1)
+    go(at, "toy", 4, text="I saw a saw", sbs_m=4, sbs_dk=3, sbs_p=3, sbs_seed=3, sbs_query=2)
     text = " ".join(m.value for m in at.markdown)
     assert "0.5 to each of saw #2, saw #4 (tied)" in text
     assert "one-hot" not in text
@@ -173,3 +175,20 @@ def test_corrected_statements(at):
         assert not any(w in shown.lower() for w in ("seed 00", "seeds 00", "seed 004's")), step
     go(at, step=6)
     assert any(r"$B = VC^{\top} = VA'$" in c.value for c in at.caption)
+
+
+def test_tokens_are_chosen_by_the_numbers_their_labels_carry(at):
+    """Toy mode numbers words from 1 (I #1, saw #2): the query box takes 1-4 and 2 is saw #2;
+    the real model's [CLS] is #0, so there it takes 0-5 and 0 is [CLS] #0. Step 5's table
+    and the sums under it show the same digits."""
+    go(at, "toy", 5, text="I saw a saw", sbs_m=4, sbs_dk=3, sbs_p=3, sbs_seed=0, sbs_query=2)
+    box = at.number_input(key="sbs_query")
+    assert (box.min, box.max, box.value) == (1, 4, 2)
+    assert any("saw #2" in c.value for c in at.caption)
+    sums = next(c.value for c in at.caption if c.value.startswith("Σ exp"))
+    digits = {len(d) for d in re.findall(r"\d+\.(\d+)", sums)}
+    assert digits == {4} and sums.endswith("Σ weights = 1.0000"), sums
+    go(at, "real", 5, sbs_layer=0, sbs_head=0, sbs_query=0)
+    box = at.number_input(key="sbs_query")
+    assert (box.min, box.max, box.value) == (0, 5, 0)
+    assert any("[CLS] #0" in c.value.replace("\\", "") for c in at.caption)

@@ -45,6 +45,8 @@ def _screen(node, out: list) -> list:
             out.append((kind, c.value))
         elif kind == "metric":
             out.append(("metric", (c.label, c.value)))
+        elif kind == "code":
+            out.append(("code", c.value))
         elif kind == "dataframe":
             out.append(("table", {k: list(v) for k, v in c.value.items()}))
         elif kind == "plotly_chart" or (kind == "bidi_component"):
@@ -65,6 +67,8 @@ def _recorded(view: export.View) -> list:
             out.append((b.style or "markdown", b.text))
         elif isinstance(b, export.Metric):
             out.append(("metric", (b.label, b.value)))
+        elif isinstance(b, export.Code):
+            out.append(("code", b.text))
         elif isinstance(b, export.Table):
             out.append(("table", {k: list(np.asarray(v).tolist()) if isinstance(v, np.ndarray)
                                   else list(v) for k, v in b.columns.items()}))

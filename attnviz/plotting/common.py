@@ -63,6 +63,47 @@ ORDERED_SHADES = ("#FDD0A2", "#FD8D3C", "#D94801", "#7F2704")  # an ordered seri
 INFLUENCE_SCALE = "Magma"  # sequential, perceptually uniform (log influence)
 DISTANCE_SCALE = "Magma_r"  # sequential: 0 (no change) light, large distances dark
 STAT_SCALE = "Cividis"  # sequential, perceptually uniform and colour-blind safe
+# VALUES_SCALE for a dark background: the same ColorBrewer PuOr colours (orange below 0, purple
+# above), each half in the reverse order of lightness, so the largest |values| are the
+# brightest cells and 0 is the background's own near-black, as 0 is white on a white page.
+VALUES_SCALE_DARK = [[0.0, "#FEE0B6"], [0.1, "#FDB863"], [0.2, "#E08214"], [0.3, "#B35806"],
+                     [0.4, "#7F3B08"], [0.5, "#16181F"], [0.6, "#2D004B"], [0.7, "#542788"],
+                     [0.8, "#8073AC"], [0.9, "#B2ABD2"], [1.0, "#D8DAEB"]]
+
+
+# SCORES_SCALE (cmocean's Balance) for a dark background, made the same way: its blues below 0
+# and its reds above, each half in the reverse order of lightness, 0 the background's near-black.
+SCORES_SCALE_DARK = [[0.0, "rgb(142, 181, 194)"], [0.12, "rgb(69, 144, 185)"],
+                     [0.26, "rgb(11, 102, 189)"], [0.4, "rgb(41, 58, 143)"], [0.5, "#16181F"],
+                     [0.6, "rgb(120, 14, 40)"], [0.74, "rgb(172, 43, 36)"],
+                     [0.88, "rgb(196, 101, 72)"], [1.0, "rgb(213, 157, 137)"]]
+DARK_SCALES = ((VALUES_SCALE, VALUES_SCALE_DARK), (SCORES_SCALE, SCORES_SCALE_DARK))
+
+
+def for_dark_background(fig):
+    """The Plotly figure `fig` with each diverging scale that has a white middle (VALUES_SCALE,
+    SCORES_SCALE: on a dark page 0 draws bright slabs and the darkest cells vanish into the
+    background) replaced by its dark version (VALUES_SCALE_DARK, SCORES_SCALE_DARK), in its
+    traces and its colour axes: a copy, or `fig` itself when it has no such scale (`fig` is
+    never changed)."""
+    import plotly.graph_objects as go
+
+    swaps = [(go.Heatmap(colorscale=light).colorscale, dark) for light, dark in DARK_SCALES]
+
+    def dark_of(scale):
+        return next((dark for light, dark in swaps if scale == light), None)
+
+    if not any(dark_of(getattr(t, "colorscale", None)) for t in fig.data) and not any(
+            dark_of(axis.colorscale) for axis in fig.select_coloraxes()):
+        return fig
+    out = go.Figure(fig)
+    for trace in out.data:
+        if (dark := dark_of(getattr(trace, "colorscale", None))) is not None:
+            trace.colorscale = dark
+    for axis in out.select_coloraxes():
+        if (dark := dark_of(axis.colorscale)) is not None:
+            axis.colorscale = dark
+    return out
 
 
 def category_colour(i: int) -> str:
@@ -93,26 +134,50 @@ def axis_labels(tokens: list[str], indices=None) -> list[str]:
     return [escape(label) for label in token_labels(list(tokens), indices)]
 
 
+CONTINUES = "…"  # before a word piece that continues a word: '#96 …uation', '…uation'
+
+
+def continues(pieces: list[str]) -> list[bool]:
+    """Whether each piece continues the word before it ('##uation' after 'eval'; a BPE or
+    SentencePiece piece without its word-start marker): analysis.words.word_groups."""
+    from ..analysis.words import word_groups
+
+    out = [False] * len(pieces)
+    for group in word_groups(pieces):
+        for i in group[1:]:
+            out[i] = True
+    return out
+
+
 def tick_labels(tokens: list[str], max_ticks: int = 60, indices=None,
-                labels: list[str] | None = None) -> tuple[list[str], list[str]]:
+                labels: list[str] | None = None, sentence: list[str] | None = None,
+                pieces: list[str] | None = None) -> tuple[list[str], list[str]]:
     """(tickvals, ticktext) for a category axis of unique labels, thinned for long inputs.
 
-    A token that occurs more than once shows its unique label ('saw #2', 'saw #4'), so the
-    two 'saw' rows of "I saw a saw" read apart; a token that occurs once shows bare. Thinned
-    ticks name their index too ('#27 the'), so they are not read as the next row.
-    `labels`: axis_labels(tokens, indices) when the caller has them already.
+    A token that occurs more than once in the sentence shows its unique label ('saw #2',
+    'saw #4'), so the two 'saw' rows of "I saw a saw" read apart, also on an axis that shows
+    only one of them; a token that occurs once shows bare. Thinned ticks name their index too
+    ('#27 the'), so they are not read as the next row. With `pieces` (the tokenizer's own
+    strings of the same tokens, Trace.word_pieces), a piece that continues a word starts with
+    CONTINUES ('#96 …uation': not a word of its own).
+    `labels`: axis_labels(tokens, indices) when the caller has them already. `sentence`: all
+    the sentence's tokens when the axis shows only some (default: `tokens`).
     """
     labels = axis_labels(tokens, indices) if labels is None else labels
     indices = list(range(len(tokens))) if indices is None else list(indices)
     step = max(1, -(-len(tokens) // max_ticks))
     idx = range(0, len(tokens), step)
     seen: dict[str, int] = {}
-    for t in tokens:
+    for t in (tokens if sentence is None else sentence):
         seen[t] = seen.get(t, 0) + 1
+    more = continues(list(pieces)) if pieces is not None and len(pieces) == len(tokens) \
+        else [False] * len(tokens)
+    mark = [CONTINUES if m else "" for m in more]
     if step == 1:
-        text = [labels[i] if seen[tokens[i]] > 1 else escape(tokens[i]) for i in idx]
+        text = [mark[i] + (labels[i] if seen.get(tokens[i], 0) > 1 else escape(tokens[i]))
+                for i in idx]
     else:
-        text = [f"#{labels[i].rsplit(' #', 1)[-1]} {escape(tokens[i])}" for i in idx]
+        text = [f"#{labels[i].rsplit(' #', 1)[-1]} {mark[i]}{escape(tokens[i])}" for i in idx]
     return [labels[i] for i in idx], text
 
 

@@ -22,16 +22,18 @@ from .common import (
 
 
 def compare_figure(wa: np.ndarray, wb: np.ndarray, diff: np.ndarray, tokens: list[str],
-                   titles: tuple[str, str, str], labels: list[str] | None = None) -> go.Figure:
+                   titles: tuple[str, str, str], labels: list[str] | None = None,
+                   sentence: list[str] | None = None) -> go.Figure:
     """Three [query, key] panels over the m aligned tokens (`tokens`, A's spelling);
     `labels`: their labels in A (Trace.labels: 'saw #2', 'saw #4'), so they carry A's
-    numbers. The weights' colour bar lies under the two weights panels, the difference's
-    under its own."""
+    numbers; `sentence`: all of A's tokens, so a word A repeats keeps its number on the axes
+    when only one of its copies is aligned. The weights' colour bar lies under the two
+    weights panels, the difference's under its own."""
     labels = axis_labels(tokens) if labels is None else [escape(lab) for lab in labels]
     g = Grid(rows=1, cols=3, subplot_titles=list(titles), horizontal_spacing=0.07)
     top = max(float(wa.max(initial=0)), float(wb.max(initial=0))) or 1.0
     lim = float(np.abs(diff).max(initial=0)) or 1.0
-    tickvals, ticktext = tick_labels(tokens, max_ticks=40, labels=labels)
+    tickvals, ticktext = tick_labels(tokens, max_ticks=40, labels=labels, sentence=sentence)
     axis = dict(type="category", categoryorder="array", categoryarray=labels, tickvals=tickvals,
                 ticktext=ticktext)
     for c, (m, ca, name) in enumerate(((wa, "coloraxis", _("weight in A")),

@@ -66,6 +66,7 @@ def attention_heatmap(
     indices=None,
     zmax: float | None = None,
     colorbar: str = "below",
+    pieces: list[str] | None = None,
 ) -> go.Figure:
     """One [query, key] matrix at full resolution; hover names both tokens and the exact value.
 
@@ -73,7 +74,8 @@ def attention_heatmap(
     `zmax`: the top of the colour scale (default: 1 for weights, the largest |score|);
     `colorbar`: "below" (horizontal, under the keys' labels: it stays on a phone's screen;
     past SQUARE_FROM tokens above the plot, under the title) or "right" (vertical, beside
-    the plot).
+    the plot); `pieces`: the tokenizer's own strings of `tokens` (Trace.word_pieces), so a
+    label says when its token continues a word ('#96 …uation': common.tick_labels).
 
     Past SQUARE_FROM tokens the cells stay square (a 138-token matrix is 138 x 138 squares,
     not a strip) and each axis names every k-th token, at most LONG_TICKS rows and
@@ -93,7 +95,8 @@ def attention_heatmap(
     long = max(len(tokens), len(key_tokens)) > SQUARE_FROM
     x, y = _axis_props(tokens, key_tokens, indices=indices, key_indices=key_indices,
                        max_x=LONG_X_TICKS if long else MAX_X_TICKS,
-                       max_y=LONG_TICKS if long else 60, rows=rows, cols=cols)
+                       max_y=LONG_TICKS if long else 60, rows=rows, cols=cols,
+                       pieces=pieces if key_tokens is tokens else None)
     if long:  # square cells, not a squeezed strip; spare height goes below the plot
         y.update(scaleanchor="x", constrain="domain", constraintoward="top")
         x.update(constrain="domain")
@@ -132,15 +135,17 @@ def attention_heatmap(
 
 def _axis_props(tokens, key_tokens, show_x: bool = True, show_y: bool = True,
                 indices=None, key_indices=None, max_x: int = 60, max_y: int = 60,
-                rows: list[str] | None = None,
-                cols: list[str] | None = None) -> tuple[dict, dict]:
+                rows: list[str] | None = None, cols: list[str] | None = None,
+                pieces: list[str] | None = None) -> tuple[dict, dict]:
     """(x axis, y axis) properties for a categorical [query, key] heatmap, at most max_x /
     max_y tick labels (slanted column labels need more room than row labels). `rows`,
-    `cols`: the axes' labels (axis_labels) when the caller has them already."""
+    `cols`: the axes' labels (axis_labels) when the caller has them already; `pieces`: the
+    tokenizer's strings of the tokens of both axes (tick_labels)."""
     rows = axis_labels(tokens, indices) if rows is None else rows
     cols = axis_labels(key_tokens, key_indices) if cols is None else cols
-    yv, yt = tick_labels(tokens, max_ticks=max_y, indices=indices, labels=rows)
-    xv, xt = tick_labels(key_tokens, max_ticks=max_x, indices=key_indices, labels=cols)
+    yv, yt = tick_labels(tokens, max_ticks=max_y, indices=indices, labels=rows, pieces=pieces)
+    xv, xt = tick_labels(key_tokens, max_ticks=max_x, indices=key_indices, labels=cols,
+                         pieces=pieces)
     y = dict(type="category", categoryorder="array", categoryarray=rows,
              tickvals=yv, ticktext=yt, autorange="reversed", showticklabels=show_y, title=None)
     x = dict(type="category", categoryorder="array", categoryarray=cols, tickvals=xv,

@@ -35,6 +35,7 @@ from .common import (
 
 LABELS_UP_TO = 127  # tokens up to which each token is a dot with its label (11 px apart)
 LABEL_GAP = 14  # px between the labels of every k-th token, past LABELS_UP_TO tokens
+GAP = "\u2002"  # an en space: not XML white space, so SVG text keeps it
 
 
 def line_opacity(level: int, levels: int) -> float:
@@ -52,11 +53,14 @@ def token_lines(
     levels: int = 8,
     title: str = "",
     top: int = 10,
+    pieces: list[str] | None = None,
 ) -> go.Figure:
     """Lines for weights [k, n, n] of the heads `heads` (their numbers, for the legend).
 
     query: a row index to show only that token's lines (None: every token's lines); then its
-    `top` strongest lines are drawn even when they fall below `min_weight`.
+    `top` strongest lines are drawn even when they fall below `min_weight`. pieces: the
+    tokenizer's own strings (Trace.word_pieces), so a label says when its token continues a
+    word (common.tick_labels).
     """
     n = matrices.shape[1]
     labels = axis_labels(tokens, indices)
@@ -105,7 +109,7 @@ def token_lines(
     px = max(2.5, min(24.0, 1400 / max(n, 1)))
     show_text = n <= LABELS_UP_TO
     # a repeated token as 'saw #2', a token seen once bare
-    names = tick_labels(tokens, max_ticks=n, indices=indices, labels=labels)[1]
+    names = tick_labels(tokens, max_ticks=n, indices=indices, labels=labels, pieces=pieces)[1]
 
     def token_hover(role: str) -> str:
         return f"{role} %{{customdata}}<extra></extra>"
@@ -126,8 +130,11 @@ def token_lines(
         ))
         if not show_text:  # every k-th token named ('#27 the'), LABEL_GAP px or more apart
             shown, text = tick_labels(tokens, max_ticks=max(1, int(px * n // LABEL_GAP)),
-                                      indices=indices, labels=labels)
+                                      indices=indices, labels=labels, pieces=pieces)
             at = {label: i for i, label in enumerate(labels)}
+            # an en space between a label and the line (4 px wide), so the line never covers
+            # the label's last (queries) or first (keys) character
+            text = [f"{t}{GAP}" if x == 0.0 else f"{GAP}{t}" for t in text]
             data.append(dict(
                 type="scatter", x=np.full(len(shown), x), y=[at[v] for v in shown],
                 mode="text", text=text, textposition=pos, name=f"{side} labels",

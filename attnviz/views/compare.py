@@ -9,7 +9,7 @@ import numpy as np
 from ..analysis.compare import align_tokens, aligned_difference
 from ..i18n import _
 from ..plotting.compare import compare_figure
-from .blocks import Heading, Markdown
+from .blocks import Code, Heading, Markdown
 from .common import cannot_encode, dropped, literal, numbers, pair_note  # noqa: F401 (pages call them here)
 
 DEFAULT_B = "I saw a dog"
@@ -29,22 +29,28 @@ def aligned(ta, tb, layer: int, head: int) -> tuple:
     return (pairs, *aligned_difference(ta.weights[layer, head], tb.weights[layer, head], pairs))
 
 
+def typed_pair(text_a: str, text_b: str) -> Code:
+    """The two sentences as typed, shown as text: in Markdown a URL inside a sentence would
+    become a link (GFM's autolinks are found after escapes are read), so not in Markdown."""
+    one_line = lambda text: str(text).replace("\r", " ").replace("\n", " ")  # noqa: E731
+    return Code(f"A: {one_line(text_a)}\nB: {one_line(text_b)}")
+
+
 def head_text(ta, tb, text_a: str, text_b: str, layer: int, head: int) -> list:
-    """The two sentences, how many tokens align, and the largest change."""
+    """The two sentences, how many tokens align, and the largest change, its tokens named by
+    their labels in A (engine.token_labels: saw #2)."""
     pairs, wa, wb, diff = aligned(ta, tb, layer, head)
-    toks = [ta.tokens[i] for i, _ in pairs]
-    # each aligned token's number in A, as every label has it (engine.token_labels: saw #2)
-    number = [ta.labels[i].rsplit(" #", 1)[1] for i, _ in pairs]
-    out = [Markdown(f"A: {literal(text_a)}  \nB: {literal(text_b)}  \n" + _(
+    labels = [ta.labels[i] for i, _ in pairs]
+    out = [typed_pair(text_a, text_b), Markdown(_(
         "{k} aligned tokens of {a} in A and {b} in B.").format(k=len(pairs), a=ta.n_tokens,
                                                               b=tb.n_tokens))]
     if diff.size:
         big = np.unravel_index(np.abs(diff).argmax(), diff.shape)
-        out.append(Markdown(_("Largest change: query {q} (#{qi} in A) reading key {k} (#{ki} in "
-                              "A): {a:.3f} in A, {b:.3f} in B. Rows sum to less than 1: keys "
+        out.append(Markdown(_("Largest change: query {q} reading key {k} (labels as in A): "
+                              "{a:.3f} in A, {b:.3f} in B. Rows sum to less than 1: keys "
                               "that are not aligned are left out.").format(
-            q=literal(toks[big[0]]), qi=number[big[0]], k=literal(toks[big[1]]),
-            ki=number[big[1]], a=wa[big], b=wb[big]), "caption"))
+            q=literal(labels[big[0]]), k=literal(labels[big[1]]), a=wa[big], b=wb[big]),
+            "caption"))
     return out
 
 
@@ -53,7 +59,7 @@ def figure(ta, tb, layer: int, head: int):
     pairs, wa, wb, diff = aligned(ta, tb, layer, head)
     return compare_figure(wa, wb, diff, [ta.tokens[i] for i, _ in pairs], (
         _("A, layer {layer} head {head}").format(layer=layer, head=head),
-        _("B, same head"), "A - B"), labels=[ta.labels[i] for i, _ in pairs])
+        _("B, same head"), "A - B"), labels=[ta.labels[i] for i, _ in pairs], sentence=ta.tokens)
 
 
 def whole(ta, tb) -> np.ndarray:

@@ -100,17 +100,24 @@ def labels(toks, idx) -> list[str]:
     return token_labels(toks, idx)
 
 
-def one_head(w, toks, idx, layer: int, head: int):
+def pieces_of(t, idx, words: bool) -> list[str] | None:
+    """The tokenizer's own strings of the shown tokens (Trace.word_pieces), so their labels
+    say which continue a word; None at word level (whole words)."""
+    return None if words else [t.word_pieces[int(i)] for i in idx]
+
+
+def one_head(w, toks, idx, layer: int, head: int, pieces: list[str] | None = None):
     """One head's shown weights, scaled to its largest."""
     return attention_heatmap(w[head], toks, "weights",
                              _("Layer {layer}, head {head}").format(layer=layer, head=head),
-                             indices=idx, zmax=float(w[head].max()))
+                             indices=idx, zmax=float(w[head].max()), pieces=pieces)
 
 
-def lines(w, toks, idx, layer: int, heads: list[int], query: int | None):
+def lines(w, toks, idx, layer: int, heads: list[int], query: int | None,
+          pieces: list[str] | None = None):
     return token_lines(w[heads], heads, toks, idx, query=query,
                        title=_("Layer {layer}: token lines (opacity = weight)").format(
-                           layer=layer))
+                           layer=layer), pieces=pieces)
 
 
 def shares(t, layer: int, head: int, pair: bool) -> list:

@@ -77,6 +77,12 @@ def _number(walk, i: int) -> str:
     return token_labels(walk.tokens)[i].rsplit(" #", 1)[1]
 
 
+def first_number(walk) -> int:
+    """The number the first token's label carries: 1 for a word (I #1), 0 for a start token
+    ([CLS] #0). The page's token inputs take these numbers, as the labels show them."""
+    return int(_number(walk, 0))
+
+
 def query_note(walk, i: int) -> Markdown:
     return Markdown(_("Query: **{token} #{i}**, i.e. $q^{{{k}}}$.").format(
         token=literal(walk.tokens[i]), i=_number(walk, i), k=i + 1), "caption")
@@ -168,6 +174,9 @@ def temperature(walk, i: int, temp: float, mode: str) -> tuple[list, dict]:
             sp.dk_figure(wt.dk_sweep(), walk.d_k)], {"weights_at_T": w_t, "temperature": temp}
 
 
+SOFTMAX_DIGITS = 4  # step 5's table and its sums: one number of digits for all
+
+
 def softmax(walk, i: int) -> list:
     """Step 5."""
     labels = sp.token_axis(walk.tokens)
@@ -181,9 +190,13 @@ def softmax(walk, i: int) -> list:
                                _("Softmax of each row"), decimals=3),
             Table({_("key"): token_labels(walk.tokens), _("score α"): walk.scores[i],
                    "z = α/√d_k": parts["logits"], "exp(z − max z)": parts["exps"],
-                   _("weight α'"): walk.weights[i]}),
-            Markdown(_("Σ exp = {total:.6f}; weight = exp / Σ; Σ weights = {sum:.6f}").format(
-                total=parts["total"], sum=walk.weights[i].sum()), "caption")]
+                   _("weight α'"): walk.weights[i]},
+                  # the row's numbers and the sums under them with the same digits
+                  formats={h: f"%.{SOFTMAX_DIGITS}f" for h in (
+                      _("score α"), "z = α/√d_k", "exp(z − max z)", _("weight α'"))}),
+            Markdown(_("Σ exp = {total}; weight = exp / Σ; Σ weights = {sum}").format(
+                total=f"{parts['total']:.{SOFTMAX_DIGITS}f}",
+                sum=f"{walk.weights[i].sum():.{SOFTMAX_DIGITS}f}"), "caption")]
 
 
 def weighted_sum(walk, i: int) -> list:

@@ -255,3 +255,29 @@ def test_a_chart_drawn_in_place_downloads_png_and_svg_from_its_toolbar(browser, 
     assert "saw #2" in svg and "saw #4" in svg
     assert not page_errors(page)
     ctx.close()
+
+
+def test_plotly_js_is_a_file_the_browser_keeps_never_on_the_websocket(browser, app_url):
+    """plotly.js comes as a file the app serves (/app/static/plotly-<hash>.min.js, JavaScript),
+    fetched once: a reload takes it from the browser's cache (nothing transferred), and no
+    websocket message the page receives comes near its 4.8 MB (ui.live_chart)."""
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = ctx.new_page()
+    got, frames = [], []
+    page.on("response", lambda r: got.append((r.url, r.status, r.headers.get("content-type")))
+            if "/app/static/plotly-" in r.url else None)
+    page.on("websocket", lambda ws: ws.on(
+        "framereceived", lambda data: frames.append(len(data))))
+    open_page(page, app_url, "/explore?text=I+saw+a+saw&ex_layer=1&ex_head=2")
+    wait_for_live(page)
+    assert got and got[0][1] == 200 and "javascript" in (got[0][2] or ""), got
+    url = got[0][0]
+    assert re.search(r"/app/static/plotly-[0-9a-f]{12}\.min\.js$", url), url
+    page.reload()
+    wait_for_app(page)
+    wait_for_live(page)
+    sizes = page.evaluate("u => performance.getEntriesByName(u).map(e => e.transferSize)", url)
+    assert sizes == [0], sizes  # from the browser's cache
+    assert frames and max(frames) < 1_000_000, max(frames)
+    assert not page_errors(page)
+    ctx.close()

@@ -123,9 +123,10 @@ def test_a_browser_stays_on_one_worker(hall, browser):
     ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = ctx.new_page()
     workers, static = [], []
-    page.on("response", lambda r: r.url.startswith("http") and (  # not the page's blob:
-        static if "/static/" in r.url else workers).append(   # plotly.js (ui.live_chart)
-        (r.headers.get("x-attnviz-worker"), r.headers.get("content-encoding"))))
+    page.on("response", lambda r: r.url.startswith("http") and (  # Streamlit's own files:
+        static if "/static/" in r.url and "/app/static/" not in r.url else workers).append(
+        (r.headers.get("x-attnviz-worker"), r.headers.get("content-encoding"))))  # the app's
+    # static files (plotly.js: ui.live_chart) come from the browser's worker
     page.goto(hall.url + "/")
     wait_for_app(page)
     assert page.locator(".js-plotly-plot .main-svg").count() >= 1

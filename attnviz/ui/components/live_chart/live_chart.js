@@ -8,7 +8,7 @@
 function registry() {
   let r = window.attnvizPlotly;
   if (!r) {
-    r = {state: "none"};  // none -> asked -> loading -> ready | failed
+    r = {state: "none"};  // none -> loading -> ready | failed
     r.ready = new Promise((resolve, reject) => { r.resolve = resolve; r.reject = reject; });
     r.ready.catch(() => {});  // a chart that waits for it says so itself
     window.attnvizPlotly = r;
@@ -18,12 +18,24 @@ function registry() {
 
 // plotly.min.js is a UMD bundle: given a `module`, it hands Plotly to it. It also sets
 // window.Plotly, which is put back as it was (Streamlit's own charts keep their copy there).
-function load(r, source) {
+// The file is the app's static copy (`url`), named by its content's hash, so a copy in the
+// browser's cache is never stale: taken from there whenever it is there ("force-cache"), a
+// browser downloads it once, whatever its sessions and reloads.
+function load(r, url) {
   r.state = "loading";
-  // Its first run holds the page's main thread a while: it starts when the page is idle
-  // (the page's other charts drawn), within a second and a half.
-  if (window.requestIdleCallback) requestIdleCallback(() => run(r, source), {timeout: 1500});
-  else setTimeout(() => run(r, source), 0);
+  const failed = error => {
+    r.state = "failed";
+    r.reject(error);
+  };
+  fetch(url, {cache: "force-cache"}).then(response => {
+    if (!response.ok) throw new Error("plotly.js could not be fetched (" + response.status + ")");
+    return response.text();
+  }).then(source => {
+    // Its first run holds the page's main thread a while: it starts when the page is idle
+    // (the page's other charts drawn), within a second and a half.
+    if (window.requestIdleCallback) requestIdleCallback(() => run(r, source), {timeout: 1500});
+    else setTimeout(() => run(r, source), 0);
+  }).catch(failed);
 }
 
 function run(r, source) {
@@ -53,21 +65,6 @@ function run(r, source) {
   script.onerror = () => done(new Error("plotly.js could not be read"));
   script.src = url;
   document.head.appendChild(script);
-}
-
-let asking = null;
-
-// No copy on this page and none on its way: ask the server (a rerun sends it), and again
-// every few seconds until one comes.
-function ask(r, setTriggerValue) {
-  if (asking !== null) return;
-  const tick = () => {
-    if (r.state !== "none" && r.state !== "asked") { asking = null; return; }
-    r.state = "asked";
-    setTriggerValue("missing", true);
-    asking = setTimeout(tick, 3000);
-  };
-  asking = setTimeout(tick, 0);  // after this run's other charts: one may bring it
 }
 
 const charts = new WeakMap();  // parent element -> the chart's record (see the default export)
@@ -283,22 +280,14 @@ function watch(chart) {
   chart.observer.observe(chart.frame);
 }
 
-// Streamlit calls this on every run that draws the chart. The payload: the chart's JSON, and
-// once per session a newline and plotly.js. The chart's record: its element (div) and frame
-// (the component's parent element), the payload it was last given (text, and its number seq),
-// plotly.js once loaded, the figure, config and width class to draw (figure, config, wide,
-// want: the payload's number), what was drawn (drawn, width, key) and its buttons.
+// Streamlit calls this on every run that draws the chart. The payload: the chart's JSON, with
+// where the app serves plotly.js (`plotly`), which the page's first chart fetches. The chart's
+// record: its element (div) and frame (the component's parent element), the payload it was
+// last given (text, and its number seq), plotly.js once loaded, the figure, config and width
+// class to draw (figure, config, wide, want: the payload's number), what was drawn (drawn,
+// width, key) and its buttons.
 export default function ({data, parentElement, setTriggerValue}) {
-  const bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
-  const cut = bytes.indexOf(10);
-  const r = registry();
-  if (cut >= 0) {
-    if (asking !== null) { clearTimeout(asking); asking = null; }
-    if (r.state === "none" || r.state === "asked") load(r, bytes.subarray(cut + 1));
-  } else if (r.state === "none" || r.state === "asked") {
-    ask(r, setTriggerValue);
-  }
-  const text = new TextDecoder().decode(cut >= 0 ? bytes.subarray(0, cut) : bytes);
+  const text = typeof data === "string" ? data : new TextDecoder().decode(data);
   let chart = charts.get(parentElement);
   if (!chart) {
     const div = document.createElement("div");
@@ -320,6 +309,8 @@ export default function ({data, parentElement, setTriggerValue}) {
   if (text === chart.text) return cleanup(chart.seq);  // the same figure: nothing to redraw
   chart.text = text;
   const payload = JSON.parse(text);
+  const r = registry();
+  if (r.state === "none") load(r, payload.plotly);
   const seq = ++chart.seq;
   chart.div.setAttribute("aria-label", payload.alt || "");
   // Three subplots or more: a wider chart on a phone (the page's style), set before drawing.
