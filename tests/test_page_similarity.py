@@ -113,3 +113,17 @@ def check_the_prepared_side(model, monkeypatch, a):
     text = " ".join(m.value for m in at.markdown)
     gaps = [float(g) / 100 for g in re.findall(r"completeness gap \*\*([0-9.]+)%", text)]
     assert gaps == pytest.approx([res.gap("a"), res.gap("b")], abs=2e-5)  # shown to .001%
+
+
+def test_a_url_in_a_sentence_is_shown_as_text_not_as_a_link():
+    """The two sentences are a text block (views.compare.typed_pair), never Markdown, where a
+    URL inside a sentence would become a link."""
+    from types import SimpleNamespace
+
+    from attnviz.views import similarity as view
+    from attnviz.views.blocks import Code, Markdown
+
+    typed = "see https://evil.example/x and www.evil.example\nnow"
+    blocks = view.score(SimpleNamespace(score=0.5), typed, "B")
+    assert Code("A: see https://evil.example/x and www.evil.example now\nB: B") in blocks
+    assert not [b for b in blocks if isinstance(b, Markdown) and "evil" in b.text]

@@ -20,6 +20,7 @@ from ..plotting.attribution import attribution_bars, occlusion_bars
 from ..plotting.common import axis_labels
 from .blocks import Heading, Markdown, Metric, Table
 from .common import cannot_encode, dropped, literal, numbers, pair_note  # noqa: F401 (pages call them here)
+from .compare import typed_pair
 
 DEFAULT_B = attribution.DEFAULT_B
 STEPS = (8, 16, 24, 32, 64)  # the integration steps offered
@@ -56,7 +57,7 @@ def attention_views(t, flows=None) -> dict:
 
 def score(res, text_a: str, text_b: str) -> list:
     return [Metric(_("Cosine similarity"), f"{res.score:.4f}"),
-            Markdown(f"A: {literal(text_a)}  \nB: {literal(text_b)}")]
+            typed_pair(text_a, text_b)]
 
 
 def panel(name: str, res, side: str, t, occ, views: dict) -> list:
