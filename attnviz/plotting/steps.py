@@ -39,6 +39,7 @@ CLIP_PERCENTILE = 99  # big matrices: colours stop at this percentile of |value|
 MAX_LABELLED_CELLS = 4096  # larger matrices hover with indices only
 MARGIN = dict(l=10, r=10, t=50, b=10)
 BAR_TITLES = {"weights": N_("weight"), "scores": N_("score"), "values": N_("value")}
+BAR_TITLE_ROOM = 22  # px for a colour bar's title line above the bar (colorbar_below)
 MIN_PANEL = 10.0  # a panel's least relative width in matrices_figure (24 = the widest)
 
 
@@ -138,7 +139,9 @@ def matrix_figure(
     x, y = _axes(rows, cols)
     r = len(rows)
     size = (height or int(min(700, max(220, 34 * min(r, 16) + 130)))) + COLORBAR_BELOW
-    below = 10 + label_room(x["ticktext"], angle=x["tickangle"], across=False, titled=False)
+    # the bar's title stands above the bar: its line below the labels, not among them
+    below = 10 + label_room(x["ticktext"], angle=x["tickangle"], across=False,
+                            titled=False) + BAR_TITLE_ROOM
     trace = _heatmap(matrix, rows, cols, kind, decimals, numbers, showscale=True)
     trace["colorbar"] = colorbar_below(trace["colorbar"]["title"]["text"], below,
                                        size - MARGIN["t"] - below - COLORBAR_BELOW,

@@ -44,7 +44,7 @@ def intro() -> list:
         "rows**: $A^{\\top}$ and $A'^{\\top}$ (PyTorch's row layout writes them "
         "$QK^{\\top}$ and $\\mathrm{softmax}(QK^{\\top}/\\sqrt{d_k})$). Math indices "
         "count from 1 like the lecture, and so do the words on the axes (I #1 is $a^1$; a "
-        "start token such as [CLS] is #0). The token boxes below take positions from 0; the "
+        "start token such as [CLS] is #0). The token boxes below take these numbers too; the "
         "line under them names the token."), "caption")]
 
 

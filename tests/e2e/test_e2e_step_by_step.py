@@ -19,7 +19,7 @@ def app(page, app_url):
 
 URLS = [
     ("sbs_mode=toy&sbs_step=2", "step_by_step_toy_2", "2. Queries, keys, values"),
-    ("sbs_mode=toy&sbs_step=3&sbs_query=1&sbs_key=3", "step_by_step_toy_3", "3. Similarity"),
+    ("sbs_mode=toy&sbs_step=3&sbs_query=2&sbs_key=4", "step_by_step_toy_3", "3. Similarity"),
     ("sbs_mode=toy&sbs_step=4&sbs_temp=0.2", "step_by_step_toy_4", "4. Scale, temperature"),
     ("sbs_mode=toy&sbs_step=6&sbs_m=6&sbs_dk=4&sbs_p=2", "step_by_step_toy_6", "6. Weighted sum"),
     ("sbs_mode=toy&sbs_step=7&sbs_m=6&sbs_heads=3", "step_by_step_toy_7", "7. Multi-head"),
@@ -58,3 +58,31 @@ def test_clicking_a_step_updates_the_url(page, app):
     assert page.get_by_role("heading", name="Step 5: Softmax").count() == 1
     assert not page_errors(page)
     screenshot(page, "step_by_step_toy_5")
+
+
+BOXES = """() => {
+  const gd = document.querySelector('.js-plotly-plot');
+  const box = e => { const r = e.getBoundingClientRect();
+                     return {text: e.textContent, top: r.top, bottom: r.bottom}; };
+  return {ticks: [...gd.querySelectorAll('.xtick text')].map(box),
+          title: box(gd.querySelector('.cbtitle text'))};
+}"""
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_the_colour_bars_title_stands_below_the_token_labels(browser, app_url, width):
+    """Step 1's matrix I: its colour bar's title ("value") stands under the row of token
+    labels (I #1, saw #2, ...), not among them, on a laptop and on a phone."""
+    ctx = browser.new_context(viewport={"width": width, "height": 900})
+    page = ctx.new_page()
+    page.goto(f"{app_url}/")
+    wait_for_app(page)
+    page.goto(f"{app_url}/step_by_step?sbs_mode=toy&sbs_step=1")
+    wait_for_app(page)
+    page.locator(".js-plotly-plot .cbtitle text").first.wait_for(timeout=60_000)
+    found = page.evaluate(BOXES)
+    assert [t["text"] for t in found["ticks"]] == ["I #1", "saw #2", "a #3", "saw #4"]
+    assert found["title"]["text"] == "value"
+    lowest = max(t["bottom"] for t in found["ticks"])
+    assert found["title"]["top"] >= lowest + 2, found
+    ctx.close()
