@@ -12,6 +12,7 @@ import streamlit as st
 from attnviz import ui
 from attnviz.analysis import lesson, taggers
 from attnviz.i18n import N_, _
+from attnviz.ui import classroom
 from attnviz.ui import lesson as nav
 from attnviz.ui import lesson_steps as steps
 from attnviz.ui.render import render
@@ -21,16 +22,18 @@ SIDEBAR = "(the sidebar's sentence)"  # the option's value (in URLs); shown tran
 SIDEBAR_LABEL = N_("(the sidebar's sentence)")
 
 
-def controls(ctx: ui.Context, present: bool) -> tuple[str, taggers.Settings, bool]:
-    """Sentence, training settings and the presentation switch (in a popover when presenting)."""
+def controls(ctx: ui.Context, present: bool,
+             in_class: bool) -> tuple[str, taggers.Settings, bool]:
+    """Sentence, training settings, the presentation switch and, outside a class, "Start a
+    class" (in a popover when presenting)."""
     if st.session_state.get("lesson_seen_text", ctx.text) != ctx.text:
         st.session_state["lesson_sentence"] = SIDEBAR  # typing in the sidebar brings it here
     st.session_state["lesson_seen_text"] = ctx.text
     if present:
         box = st.popover(_("Settings"), icon=":material/tune:", width="stretch")
-        cols = (box, box, box)
+        cols = (box, box, box, box)
     else:
-        cols = st.columns([3, 3, 2], vertical_alignment="bottom")
+        cols = st.columns([3, 3, 2, 2], vertical_alignment="bottom")
     choice = cols[0].selectbox(
         _("Lesson sentence"), [SIDEBAR, *lesson.SENTENCES, *lesson.ZH_SENTENCES],
         key="lesson_sentence", bind="query-params",
@@ -41,7 +44,10 @@ def controls(ctx: ui.Context, present: bool) -> tuple[str, taggers.Settings, boo
     big = cols[2].toggle(_("Presentation mode"), key="lesson_present", bind="query-params",
                          help=_("Large type, one screen per step, sidebar closed. Right, "
                                 "PageDown or Space: forward; Left or PageUp: back."))
-    return (ctx.text if choice == SIDEBAR else choice), settings, big
+    text = ctx.text if choice == SIDEBAR else choice
+    if not in_class:
+        classroom.start_button(text, cols[3])
+    return text, settings, big
 
 
 def main() -> None:
@@ -53,6 +59,7 @@ def main() -> None:
     present = bool(st.session_state.get("lesson_present",
                                         st.query_params.get("lesson_present") == "true"))
     nav.presentation(present)
+    room = classroom.begin()  # class mode: a student's step follows the teacher's
     step = nav.current_step()
     s = lesson.STEPS[step - 1]
     if not present:
@@ -66,26 +73,36 @@ def main() -> None:
                 step=step, n=nav.N, title=_(s.title)))
     nav.nav_buttons(step, present, top[1:3])
     with top[3] if present else st.container():
-        text, settings, big = controls(ctx, present)
+        text, settings, big = controls(ctx, present, room is not None)
+    text = classroom.class_text(room, text)
+    classroom.lead_step(room, step, text)  # the teacher's step and sentence, to the class
     if big != present:
         st.rerun()  # the URL asked for the other mode: lay the page out again
     nav.retrain_if_asked(settings)
+    if room is not None:
+        classroom.bar(room, step)
     if not present:
         nav.step_slider()
     ws, notes = view.sentence_notes(text)
     render(notes)
     if not ws:
         return
-    show_step(ctx, s, settings, ws, present)
+    show_step(ctx, s, settings, ws, present, room)
 
 
 def show_step(ctx: ui.Context, s: lesson.Step, settings: taggers.Settings, ws: list[str],
-              big: bool) -> None:
-    """The step: text and figures side by side when presenting, one under the other else."""
+              big: bool, room: classroom.Class | None) -> None:
+    """The step: text and figures side by side when presenting, one under the other else;
+    in a class, the room's answers under the question."""
     v = steps.step_of(ctx, s, settings, ws, big)
     body, main = st.columns([5, 6], gap="medium") if big else (st.container(),) * 2
     body, main = body.container(key="lesson_body"), main.container(key="lesson_main")
-    steps.show(v, s.predict is None or nav.revealed(s.key), body, main)
+    shown = s.predict is None or nav.revealed(s.key)
+    step = lesson.STEPS.index(s) + 1
+    classroom.lead_reveal(room, step, shown, lambda: steps.right_choice(v))
+    places = steps.show(v, shown, body, main)
+    if s.predict:
+        classroom.question(room, step, places.where("question"), big)
 
 
 main()

@@ -30,6 +30,8 @@ SEEDS: tuple[int, ...] = (0, 1, 2)
 EPOCHS: tuple[int, ...] = (3, taggers.Settings.epochs, 12)
 N = len(lesson.STEPS)
 STEP_KEY = "lesson_step"
+CLASS_LIMIT = "lesson_class_limit"  # a student in a class: the class's step (ui.classroom)
+FOLLOW = "lesson_class_follow"  # a student in a class follows the teacher's step
 FORWARD_KEYS = ("PageDown", "Space")  # besides the Next button's own Right
 BACK_KEYS = ("PageUp",)  # besides the Back button's own Left
 
@@ -159,14 +161,25 @@ def reveal(key: str) -> None:
 
 
 def go_to(step: int) -> None:
-    st.session_state[STEP_KEY] = max(1, min(N, step))
+    """Show `step`; a student in a class goes no further than the class's step and follows
+    the class again on reaching it (looking back stops following)."""
+    limit = st.session_state.get(CLASS_LIMIT)
+    step = max(1, min(N if limit is None else limit, step))
+    st.session_state[STEP_KEY] = step
+    if limit is not None:
+        st.session_state[FOLLOW] = step == limit
+
+
+def student() -> bool:
+    """Whether this session is a student in a class (who cannot reveal)."""
+    return st.session_state.get(CLASS_LIMIT) is not None
 
 
 def forward() -> None:
     """Reveal this step's answer if it asks a question and has not shown it; else next step."""
     step = st.session_state.get(STEP_KEY, 1)
     s = lesson.STEPS[step - 1]
-    if s.predict and not revealed(s.key):
+    if s.predict and not revealed(s.key) and not student():
         reveal(s.key)
     else:
         go_to(step + 1)
@@ -178,6 +191,8 @@ def back() -> None:
 
 def at_end(step: int) -> bool:
     s = lesson.STEPS[step - 1]
+    if student():  # no further than the class
+        return step >= st.session_state[CLASS_LIMIT]
     return step == N and (not s.predict or revealed(s.key))
 
 
@@ -193,7 +208,8 @@ def nav_buttons(step: int, present: bool, cols) -> None:
     cols[0].button(_("◀ Back"), on_click=back, disabled=step == 1, key="lesson_back",
                    shortcut="Left" if present else None, width="stretch")
     s = lesson.STEPS[step - 1]
-    label = _("Answer ▶") if s.predict and not revealed(s.key) else _("Next ▶")
+    label = (_("Answer ▶") if s.predict and not revealed(s.key) and not student()
+             else _("Next ▶"))
     cols[1].button(label, on_click=forward, disabled=at_end(step), key="lesson_next",
                    type="primary", shortcut="Right" if present else None, width="stretch")
     if present:

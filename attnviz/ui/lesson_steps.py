@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from attnviz.analysis import lesson, taggers
+from attnviz.classroom import questions
 from attnviz.engine import TraceRequest
 from attnviz.export.html import Heading, Markdown
 from attnviz.i18n import N_, _, language
@@ -57,7 +58,7 @@ class Places:
     something is drawn there (its label names the step, so each step's starts closed)."""
 
     def __init__(self, body, main, fold: int | None = None):
-        self.body, self.main, self.notes = body, main, None
+        self.body, self.main, self.notes, self.question = body, main, None, None
         self.fold, self.rest = fold, None
 
     def below(self):
@@ -71,7 +72,9 @@ class Places:
 
     def where(self, name: str):
         if name == "question":
-            return self.body.container(border=True, key="lesson_question")
+            if self.question is None:
+                self.question = self.body.container(border=True, key="lesson_question")
+            return self.question
         if name == "answer":
             return self.body.container(key="lesson_answer")
         if name == "notes":
@@ -87,10 +90,11 @@ class Places:
             render(part.block, where=self.where(part.where), key=part.key)
 
 
-def show(v: view.Lesson, shown: bool, body, main) -> None:
+def show(v: view.Lesson, shown: bool, body, main) -> Places:
     """Draw the step under the page's navigation: its text, the tag table, once revealed its
     view (with the attention step's layer and head, the last step's links), the download;
-    when presenting (v.big), what lies under the two columns folded into one expander."""
+    when presenting (v.big), what lies under the two columns folded into one expander. The
+    page's places are returned (class mode draws the room's answers under the question)."""
     places = Places(body, main, lesson.STEPS.index(v.step) + 1 if v.big else None)
     places.draw(view.text(v, shown))
     places.where("notes")  # under the text, above what the step draws into it
@@ -110,6 +114,29 @@ def show(v: view.Lesson, shown: bool, body, main) -> None:
                     places.below().page_link(path, label=_(title))
     for block in view.download(v, tags):
         render(block, where=places.below(), key="lesson_download")
+    return places
+
+
+def right_choice(v: view.Lesson) -> int | None:
+    """The right choice of the step's question in class mode (classroom.questions): fixed by
+    the step's reasoning, or measured on the sentence: where the second copy's largest weight
+    lies in the head shown (the attention step), the two copies' cosine after the last layer
+    (the real model's step). None where this model or sentence cannot say."""
+    q = questions.QUESTIONS.get(v.step.key)
+    if q is None or q.right is not None:
+        return None if q is None else q.right
+    if not bert_like(v.model) or not v.word:
+        return None
+    t = cached_trace(v.model, TraceRequest(v.text))
+    twins = lesson.token_positions(t.tokens, v.word)
+    if len(twins) < 2:
+        return None
+    if v.step.key == "attention":
+        layer = st.session_state.get("lesson_layer", 0)
+        head = st.session_state.get("lesson_head", 0)
+        return questions.sink_choice(t.weights[layer, head, twins[1]], t.tokens)
+    return questions.cosine_choice(float(lesson.cosine_per_layer(t.hidden_states,
+                                                                 *twins[:2])[-1]))
 
 
 def attention(v: view.Lesson, places: Places) -> None:

@@ -1,0 +1,401 @@
+"""Class mode on the lesson page: the teacher starts a class, every student's phone follows the
+teacher's step, each student answers the question, and at the reveal the room's answers
+appear beside the right one on every screen (attnviz.classroom keeps the class).
+
+The join link carries only the class code (`?class=ABCD-EFGH`). The teacher's control secret
+lives in the teacher's session (st.session_state); after a reload the same browser takes
+control again with a token only it holds (the unmasked bytes of Streamlit's XSRF cookie,
+`browser_token`), never with anything in the link or the QR code.
+
+A student's page re-reads the class every POLL_S seconds in an st.fragment with
+`run_every` (a read of the store, nothing drawn when nothing changed) and reruns the whole
+page when the teacher moved or revealed; the teacher's page re-reads how many answered every
+COUNT_S seconds the same way. A student's answer is a radio inside a fragment of its own, so
+a tap reruns that fragment alone. A student may look back (Back, the step slider) and return
+to the class with one tap (ui.lesson keeps the student at or before the class's step).
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import streamlit as st
+
+from attnviz import classroom
+from attnviz.analysis import lesson
+from attnviz.classroom import questions
+from attnviz.classroom.store import ClassError, ClassState, NotTeacher, Teacher
+from attnviz.i18n import _
+from attnviz.plotting.classroom import answers_histogram
+from attnviz.settings import settings
+
+from . import lesson as nav
+from .language import use_session_language
+from .render import render
+
+PARAM = "class"
+TEACHER = "class_teacher"  # the Teacher (code, secret, next sequence number)
+STUDENT = "class_student"  # this session's student id
+DIALOG = "class_show_code"  # open the join dialog on this run
+POLL_S = 1.0
+COUNT_S = 2.0
+XSRF_COOKIE = "_streamlit_xsrf"
+QR_PIXELS = 460  # the QR code's width on the teacher's screen (the dialog)
+
+
+@functools.cache
+def _store(redis_url: str, folder: str) -> classroom.ClassStore:
+    return classroom.open_store()
+
+
+def store() -> classroom.ClassStore:
+    """The class store the settings name (one per process and setting)."""
+    s = settings()
+    return _store(s.redis_url, str(s.cache_path))
+
+
+def browser_token() -> str | None:
+    """A token only this browser holds and keeps across reloads: the 16 random bytes of
+    Streamlit's XSRF cookie, unmasked (the cookie is re-masked on each response; format
+    `2|mask|masked|time`). None without the cookie (XSRF off, a client that keeps none)."""
+    raw = st.context.cookies.get(XSRF_COOKIE)
+    if not raw:
+        return None
+    try:
+        version, mask_hex, masked_hex, _t = raw.strip("\"'").split("|")
+        mask, masked = bytes.fromhex(mask_hex), bytes.fromhex(masked_hex)
+    except ValueError:
+        return None
+    if version != "2" or not mask or not masked:
+        return None
+    return bytes(b ^ mask[i % len(mask)] for i, b in enumerate(masked)).hex()
+
+
+def student_id(code: str) -> str:
+    """This student's id in class `code`: derived from the browser's token (so a reload or
+    a reconnection to another worker is the same student, with the same answers), else a
+    random id for this session."""
+    if STUDENT not in st.session_state:
+        import hashlib
+        import secrets
+
+        token = browser_token()
+        st.session_state[STUDENT] = (hashlib.sha256(f"{code}:{token}".encode()).hexdigest()[:32]
+                                     if token else secrets.token_hex(16))
+    return st.session_state[STUDENT]
+
+
+@dataclass
+class Class:
+    """This session in a class: the code, the Teacher when it leads, else the student's
+    id, and the class as last read."""
+
+    code: str
+    teacher: Teacher | None
+    student: str | None
+    state: ClassState
+
+    @property
+    def leads(self) -> bool:
+        return self.teacher is not None
+
+
+# ------------------------------------------------------------------ joining
+def begin() -> Class | None:
+    """The class this session is in (the link's `class`, or the one it started), with the
+    student's step and reveals set for the page; None outside class mode. A refusal
+    (unknown code, ended class, full class, store unreachable) is said in one sentence."""
+    raw = st.query_params.get(PARAM)
+    teacher = st.session_state.get(TEACHER)
+    if raw is None and teacher is None:
+        return None
+    code = classroom.parse_code(raw) if raw is not None else teacher.code
+    if code is None:
+        st.warning(_(classroom.UnknownClass.message))
+        return None
+    if teacher is not None and teacher.code != code:
+        teacher = None  # a link to another class: a student there
+    try:
+        if teacher is None:
+            teacher = _reclaim(code)
+        if raw is None:
+            st.query_params[PARAM] = code  # a reload finds the class
+        if teacher is not None:
+            c = Class(code, teacher, None, store().state(code))
+            _reveals(c)  # a reload shows what the class was shown
+            return c
+        student = student_id(code)
+        c = Class(code, None, student, store().join(code, student))
+    except ClassError as e:
+        st.warning(_(e.message))
+        return None
+    follow(c)
+    return c
+
+
+def _reclaim(code: str) -> Teacher | None:
+    """The Teacher again when this browser started the class (once per session)."""
+    tried = f"class_reclaim_{code}"
+    if st.session_state.get(tried):
+        return None
+    st.session_state[tried] = True
+    token = browser_token()
+    if not token:
+        return None
+    try:
+        teacher = store().reclaim(code, token)
+    except NotTeacher:
+        return None
+    st.session_state[TEACHER] = teacher
+    return teacher
+
+
+def follow(c: Class) -> None:
+    """A student's page: the class's step when following, never past it; the class's
+    reveals shown."""
+    st.session_state[nav.CLASS_LIMIT] = c.state.step
+    if st.session_state.get(nav.FOLLOW, True):
+        st.session_state[nav.STEP_KEY] = c.state.step
+        st.session_state[nav.FOLLOW] = True
+    elif st.session_state.get(nav.STEP_KEY, 1) > c.state.step:
+        st.session_state[nav.STEP_KEY] = c.state.step
+    _reveals(c)
+
+
+def _reveals(c: Class) -> None:
+    for step in c.state.revealed:
+        if 1 <= step <= nav.N:
+            nav.reveal(lesson.STEPS[step - 1].key)
+
+
+def class_text(c: Class | None, text: str) -> str:
+    """The sentence this session's lesson shows: the teacher's for a student."""
+    return c.state.text if c is not None and not c.leads and c.state.text else text
+
+
+# ------------------------------------------------------------------ the teacher
+def _start(text: str) -> None:
+    teacher = store().create(text, browser_token())
+    st.session_state[TEACHER] = teacher
+    st.session_state[DIALOG] = True
+    st.query_params[PARAM] = teacher.code
+
+
+def start_button(text: str, where=st) -> None:
+    """The teacher's "Start a class" button (outside a class)."""
+    where.button(_("Start a class"), icon=":material/groups:", key="class_start",
+                 on_click=_start, args=(text,), width="stretch",
+                 help=_("Students join with a code or a QR code on their phones and follow "
+                        "your steps; each answers the questions, and the room's answers "
+                        "appear at the reveal."))
+
+
+def _control(c: Class, send: Callable[[Teacher], ClassState]) -> None:
+    """Send one control message with the session's Teacher; the next one gets the next
+    sequence number."""
+    t = st.session_state.get(TEACHER, c.teacher)
+    try:
+        c.state = send(t)
+    except ClassError as e:
+        st.warning(_(e.message))
+        return
+    c.teacher = st.session_state[TEACHER] = Teacher(t.code, t.secret, t.seq + 1)
+
+
+def lead_step(c: Class | None, step: int, text: str) -> None:
+    """The teacher's page shows `step` of the lesson on `text`: the class is moved there
+    (with its question's number of choices) when it shows another step or sentence."""
+    if c is None or not c.leads or (c.state.step, c.state.text) == (step, text):
+        return
+    q = questions.question(step)
+    _control(c, lambda t: store().set_step(t, step, len(q.choices) if q else 0, text))
+
+
+def lead_reveal(c: Class | None, step: int, shown: bool,
+                right: Callable[[], int | None]) -> None:
+    """The teacher revealed `step`'s answer: the class's answers close and every screen shows
+    them, beside `right()` (the step's right choice, measured when the question needs it)."""
+    if c is None or not c.leads or not shown or step in c.state.revealed:
+        return
+    if not lesson.STEPS[step - 1].predict or c.state.step != step:
+        return
+    _control(c, lambda t: store().reveal(t, right()))
+
+
+def join_url(code: str) -> str:
+    """The join link: this page's address with the class code only."""
+    base = st.context.url or ""
+    return f"{base}?{PARAM}={code}"
+
+
+def qr_png(text: str) -> bytes:
+    """A QR code of `text` as PNG (segno; error correction M, a 4-module quiet zone)."""
+    import segno
+
+    buf = io.BytesIO()
+    segno.make(text, error="m", micro=False).save(buf, kind="png", scale=12, border=4)
+    return buf.getvalue()
+
+
+def _join_dialog(code: str) -> None:
+    st.markdown(_("Open this link on your phone, or scan the code:"))
+    st.markdown(f"# {code}")  # letters, digits and a hyphen: no Markdown in it
+    st.image(qr_png(join_url(code)), width=QR_PIXELS)
+    st.code(join_url(code), language=None)
+
+
+def show_code(code: str) -> None:
+    """The join code and a QR code of the join link, large (a dialog over the page)."""
+    st.dialog(_("Join the class"), width="large")(_join_dialog)(code)
+
+
+def leave() -> None:
+    for key in (TEACHER, nav.CLASS_LIMIT, nav.FOLLOW, STUDENT):
+        st.session_state.pop(key, None)
+    st.query_params.pop(PARAM, None)
+
+
+def bar(c: Class, step: int, where=st) -> None:
+    """The class's line above the step: the code and how many answered (teacher), or what
+    the class shows and the way back to it (student)."""
+    box = where.container(key="class_bar", border=True)
+    if c.leads:
+        if st.session_state.pop(DIALOG, False):
+            show_code(c.code)
+        cols = box.columns([5, 2, 2, 2], vertical_alignment="center")
+        with cols[0]:
+            _counts(c.teacher, c.code, step)
+        cols[1].button(_("Show the code"), icon=":material/qr_code_2:", key="class_code",
+                       on_click=st.session_state.__setitem__, args=(DIALOG, True),
+                       width="stretch")
+        cols[2].download_button(
+            _("Answers (CSV)"), data=store().csv(c.teacher, labels),
+            file_name=f"attnviz_class_{c.code}.csv", mime="text/csv", key="class_csv",
+            icon=":material/download:", on_click="ignore", width="stretch",
+            help=_("The class's answers to every question so far: how many chose each "
+                   "choice, and the right one; never who."))
+        cols[3].button(_("End class mode"), key="class_leave", on_click=leave,
+                       width="stretch")
+    else:
+        with box:
+            _watch(c.code, (c.state.step, c.state.shown, c.state.text), step)
+
+
+@st.fragment(run_every=COUNT_S)
+def _counts(teacher: Teacher, code: str, step: int) -> None:
+    """How many students answered the step shown, never who (re-read every COUNT_S s)."""
+    use_session_language()
+    try:
+        answered, joined = store().counts(teacher, step)
+    except ClassError as e:
+        st.warning(_(e.message))
+        return
+    q = questions.question(step)
+    line = (_("{a} of {n} answered").format(a=answered, n=joined) if q else
+            _("{n} students joined").format(n=joined))
+    st.markdown(_("Class **{code}**").format(code=code) + " · " + line)
+
+
+@st.fragment(run_every=POLL_S)
+def _watch(code: str, drawn: tuple[int, bool, str], step: int) -> None:
+    """A student's link to the class: the page reruns when the class moved or revealed
+    while the student follows; else where the class is and the way back (one tap)."""
+    use_session_language()
+    try:
+        s = store().state(code)
+    except ClassError as e:
+        st.warning(_(e.message))
+        return
+    following = st.session_state.get(nav.FOLLOW, True)
+    if following and (s.step, s.shown, s.text) != drawn:
+        st.rerun()
+    if following:
+        st.caption(_("Class **{code}**: you follow the teacher (step {n}).").format(
+            code=code, n=s.step))
+        return
+    cols = st.columns([3, 2], vertical_alignment="center")
+    cols[0].caption(_("You are on step {mine}; the class is on step {n}.").format(
+        mine=step, n=s.step))
+    if cols[1].button(_("Return to the class"), icon=":material/groups:", key="class_return",
+                      type="primary", width="stretch"):
+        st.session_state[nav.FOLLOW] = True
+        st.rerun()
+
+
+# ------------------------------------------------------------------ the question
+def labels(step: int) -> list[str]:
+    q = questions.question(step)
+    return [_(x) for x in q.choices] if q else []
+
+
+def question(c: Class | None, step: int, where, big: bool = False) -> None:
+    """Under the step's question: the student's choices (until the reveal); at the reveal
+    the room's answers beside the right one on every screen, the student's own marked."""
+    q = questions.question(step)
+    if c is None or q is None:
+        return
+    names = labels(step)
+    if step in c.state.revealed:
+        _room(c, step, names, where, big)
+    elif c.leads:
+        where.markdown("  \n".join(f"**{chr(65 + k)}.** {n}" for k, n in enumerate(names)))
+    elif step == c.state.step:
+        with where:
+            _choose(c.code, c.student, step, names)
+    else:
+        where.caption(_("The class has not answered this question yet."))
+
+
+def _room(c: Class, step: int, names: list[str], where, big: bool) -> None:
+    try:
+        counts = store().histogram(c.code, step)
+        mine = None if c.leads else store().my_answer(c.code, c.student, step)
+    except ClassError as e:
+        where.warning(_(e.message))
+        return
+    right = c.state.revealed.get(step)
+    right = right if right is not None and 0 <= right < len(names) else None
+    fig = answers_histogram(names, counts, right, mine, big)
+    render(fig, where=where, key="class_histogram", summary=False)
+    said = [_("{n} answered.").format(n=sum(counts))]
+    if right is not None:
+        said.append(_("Right: **{label}**.").format(label=names[right]))
+    if mine is not None:
+        said.append(_("Your answer: **{label}**.").format(label=names[mine]))
+    elif not c.leads:
+        said.append(_("You did not answer."))
+    where.markdown(" ".join(said))
+
+
+@st.fragment
+def _choose(code: str, student: str, step: int, names: list[str]) -> None:
+    """The student's answer (a tap reruns this fragment alone); changeable until the reveal."""
+    use_session_language()
+    key = f"class_choice_{code}_{step}"
+    if key not in st.session_state:
+        try:
+            st.session_state[key] = store().my_answer(code, student, step)
+        except ClassError:
+            st.session_state[key] = None
+    st.radio(_("Your answer"), list(range(len(names))), key=key,
+             format_func=lambda k: f"{chr(65 + k)}. {names[k]}", on_change=_send,
+             args=(code, student, step, key))
+    note = st.session_state.get(f"{key}_note")
+    if note:
+        st.warning(note)
+    elif st.session_state.get(key) is not None:
+        st.caption(_("Your answer is in. You may change it until the teacher reveals."))
+
+
+def _send(code: str, student: str, step: int, key: str) -> None:
+    choice = st.session_state.get(key)
+    if choice is None:
+        return
+    try:
+        store().answer(code, student, step, int(choice))
+        st.session_state.pop(f"{key}_note", None)
+    except ClassError as e:
+        st.session_state[f"{key}_note"] = _(e.message)

@@ -1,0 +1,160 @@
+"""Class mode on the lesson page (AppTest sessions, no browser; tests/e2e/test_e2e_class.py
+runs it in Chromium on `make serve WORKERS=2`), and its parts without Streamlit: the
+questions' choices, the measured right choice against transformers' BertModel (eager) as an
+independent reference, the histogram figure.
+
+A teacher's session starts a class, a student's session opens the join link, the teacher
+moves to the attention step (its question's right choice is measured) and the student
+follows, answers and sees the room's answers beside the right one at the reveal."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from attnviz.analysis import lesson
+from attnviz.classroom import questions
+from attnviz.classroom.store import ClassStore, Teacher
+from attnviz.plotting.classroom import RIGHT, answers_histogram
+from attnviz.settings import override
+from attnviz.ui import classroom as ui_class
+from attnviz.ui import lesson as nav
+from tests.apptest import open_page
+
+ATTENTION = lesson.step_index("attention") + 1
+
+
+# ------------------------------------------------------------------ without Streamlit
+def test_every_question_belongs_to_a_step_that_asks_one():
+    keys = [s.key for s in lesson.STEPS]
+    for key, q in questions.QUESTIONS.items():
+        step = lesson.STEPS[keys.index(key)]
+        assert step.predict and 2 <= len(q.choices) <= 8
+        assert q.right is None or 0 <= q.right < len(q.choices)
+        assert questions.question(keys.index(key) + 1) is q
+    assert questions.question(1) is None and questions.question(0) is None
+    assert questions.question(len(keys) + 1) is None
+
+
+def test_the_sink_choice_is_where_the_largest_weight_lies():
+    tokens = ["[CLS]", "i", "saw", "a", "saw", "[SEP]"]
+    assert questions.sink_choice(np.array([0.5, 0.1, 0.1, 0.1, 0.1, 0.1]), tokens) == 1
+    assert questions.sink_choice(np.array([0.1, 0.1, 0.5, 0.1, 0.1, 0.1]), tokens) == 0
+    assert questions.sink_choice(np.array([0.1, 0.1, 0.1, 0.1, 0.1, 0.5]), tokens) == 1
+
+
+def test_the_cosine_choice_edges():
+    assert [questions.cosine_choice(c) for c in (0.95, 0.9, 0.658, 0.5, 0.49, -1.0)] == [
+        0, 1, 1, 1, 2, 2]
+
+
+def test_the_measured_right_choices_match_transformers(hf_model, cpu_model):
+    """The attention step's right choice for every head and the real model's step's, from
+    the engine's trace, equal those computed from BertModel (eager) in this test."""
+    text = "I saw a saw"
+    trace = cpu_model.trace(text)
+    enc = cpu_model.tokenizer(text, return_tensors="pt")
+    with torch.no_grad():
+        out = hf_model(**enc, output_attentions=True, output_hidden_states=True)
+    tokens = cpu_model.tokenizer.convert_ids_to_tokens(list(enc["input_ids"][0]))
+    assert list(trace.tokens) == tokens
+    second = lesson.token_positions(tokens, "saw")[1]
+    for layer, att in enumerate(out.attentions):
+        for head in range(att.shape[1]):
+            row = att[0, head, second].numpy()
+            ref = int(tokens[int(row.argmax())] in ("[CLS]", "[SEP]"))
+            assert questions.sink_choice(trace.weights[layer, head, second], trace.tokens) \
+                == ref, (layer, head)
+    a, b = lesson.token_positions(tokens, "saw")[:2]
+    last = out.hidden_states[-1][0]
+    cos = float(torch.nn.functional.cosine_similarity(last[a], last[b], dim=0))
+    assert questions.cosine_choice(cos) == questions.cosine_choice(
+        float(lesson.cosine_per_layer(trace.hidden_states, a, b)[-1]))
+
+
+def test_the_histogram_shows_the_counts_the_right_one_and_mine():
+    fig = answers_histogram(["Yes", "No <b>", "Maybe"], [3, 5, 0], right=1, mine=0)
+    bar = fig.data[0]
+    assert list(bar.x) == [3, 5, 0]
+    assert list(bar.marker.color)[1] == RIGHT and list(bar.marker.color)[0] != RIGHT
+    assert list(bar.marker.line.width) == [4, 0, 0]
+    ticks = list(fig.layout.yaxis.ticktext)
+    assert ticks[1].startswith("✓") and "&lt;b&gt;" in ticks[1] and "(your answer)" in ticks[0]
+    assert "8" in fig.layout.title.text
+    with pytest.raises(ValueError):
+        answers_histogram(["a"], [1, 2], None)
+
+
+# ------------------------------------------------------------------ the page
+@pytest.fixture
+def class_store(tmp_path):
+    with override(cache_dir=str(tmp_path)):
+        ui_class._store.cache_clear()
+        yield ui_class.store()
+    ui_class._store.cache_clear()
+
+
+def click(at, key: str):
+    at.button(key=key).click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_a_teacher_leads_and_a_student_follows(class_store: ClassStore, cpu_model):
+    teacher = open_page("pages/lesson.py")
+    click(teacher, "class_start")
+    code = teacher.query_params["class"][0] if isinstance(
+        teacher.query_params["class"], list) else teacher.query_params["class"]
+    t: Teacher = teacher.session_state[ui_class.TEACHER]
+    assert t.code == code and t.secret not in code
+    assert class_store.state(code).step == 1
+
+    student = open_page("pages/lesson.py", run=False)
+    student.query_params["class"] = code
+    student.run()
+    assert not student.exception
+    assert student.session_state[nav.CLASS_LIMIT] == 1
+    assert not [b for b in student.button if b.key == "class_start"]  # no "Start a class"
+
+    teacher.session_state[nav.STEP_KEY] = ATTENTION
+    teacher.run()
+    s = class_store.state(code)
+    assert (s.step, s.choices, s.shown) == (ATTENTION, 2, False)
+
+    student.run()  # the watch fragment's rerun, as the browser's timer asks
+    assert student.session_state[nav.STEP_KEY] == ATTENTION
+    radios = [r for r in student.radio if r.key and r.key.startswith("class_choice_")]
+    assert len(radios) == 1 and radios[0].options == ["A. On a word of the sentence",
+                                                      "B. On [CLS] or [SEP]"]
+    radios[0].set_value(1).run()
+    assert class_store.counts(teacher.session_state[ui_class.TEACHER]) == (1, 1)
+    assert student.button(key="lesson_next").disabled  # no further than the class
+    assert not [b for b in student.button if b.label == "Answer ▶"]  # cannot reveal
+
+    click(teacher, "lesson_next")  # "Answer ▶": the reveal, its right choice measured
+    s = class_store.state(code)
+    tr = cpu_model.trace("I saw a saw")
+    row = tr.weights[0, 0, lesson.token_positions(list(tr.tokens), "saw")[1]]  # layer 0, head 0
+    assert s.shown and s.right == questions.sink_choice(row, tr.tokens)
+    assert class_store.histogram(code, ATTENTION) == [0, 1]
+    student.run()
+    text = " ".join(m.value for m in student.markdown)
+    assert "1 answered." in text and "Your answer: **On [CLS] or [SEP]**." in text
+
+    # a student looks back, then returns with one tap
+    click(student, "lesson_back")
+    assert student.session_state[nav.STEP_KEY] == ATTENTION - 1
+    assert student.session_state[nav.FOLLOW] is False
+
+
+def test_an_unknown_class_code_is_said_in_a_sentence(class_store):
+    at = open_page("pages/lesson.py", run=False)
+    at.query_params["class"] = "ZZZZ-ZZZZ"
+    at.run()
+    assert not at.exception
+    assert any("No class has this code" in w.value for w in at.warning)
+    at = open_page("pages/lesson.py", run=False)
+    at.query_params["class"] = "<script>"
+    at.run()
+    assert not at.exception and any("No class has this code" in w.value for w in at.warning)
