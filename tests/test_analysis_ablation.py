@@ -326,3 +326,150 @@ def test_bart_decoder_patching_matches_hf_hooks(tmp_path, model):
         assert abs(got[f"{part}_heads"][0]["restored"] - values.ravel()[want[0]]) < TOL
     with pytest.raises(ValueError, match="has no decoder"):
         ablation.decoder_patching(model, SAW, TraceRequest("I saw a dog"))
+
+
+OWN_REFERENCE = ("A dog runs in the park.", "He sings a song.")
+
+
+def test_mean_ablation_maps_use_the_reference_given(model):
+    """head_importance(mode="mean", reference=R) and the pruning curve made from it remove each
+    head by its mean over R, as Ablation(mode="mean", reference=R) does: every entry checked
+    against one ablated trace, and R's map differs from the default reference's."""
+    imp = ablation.head_importance(model, SAW, "repeat", "mean", reference=OWN_REFERENCE)
+    assert imp.reference == OWN_REFERENCE
+    for layer, head in ((0, 3), (4, 9)):
+        h = model.trace(SAW.with_options(ablate=Ablation(
+            heads=((layer, head),), mode="mean", reference=OWN_REFERENCE))).hidden_states[-1]
+        assert abs(imp.values[layer, head] - cos(h[2], h[4])) < TOL
+    default = ablation.head_importance(model, SAW, "repeat", "mean")
+    assert np.abs(imp.values - default.values).max() > 1e-4
+    heads, curve = ablation.pruning_curve(model, SAW, imp)
+    h = model.trace(SAW.with_options(ablate=Ablation(
+        heads=tuple(heads[:7]), mode="mean", reference=OWN_REFERENCE))).hidden_states[-1]
+    assert abs(curve[7] - cos(h[2], h[4])) < TOL
+    with pytest.raises(ValueError, match="reference sentence"):
+        ablation.head_importance(model, SAW, "repeat", "mean", reference=())
+
+
+def test_a_statistic_the_same_for_every_head_names_no_head(model, saw_map):
+    """"I saw a saw" has no punctuation: every head puts 0 on it, so no head has the most of
+    it (an argmax over zeros would name layer 0, head 0)."""
+    b = ablation.beside_stats(model, SAW, saw_map)
+    assert (b.stats["punct"] == 0).all() and b.top("punct") is None
+    head, rank = b.top("prev")
+    assert head == divmod(int(np.argmax(b.stats["prev"])), model.n_heads) and rank >= 1
+    dotted = ablation.beside_stats(model, TraceRequest("I saw a saw."), ablation.head_importance(
+        model, TraceRequest("I saw a saw."), "change"))
+    assert dotted.top("punct") is not None
+
+
+def test_pruning_summary_reads_the_curve(model, saw_map):
+    """The fewest last removals that carry two thirds of the way to the curve's end, and the
+    range before them, recounted; on "I saw a saw" the curve is flat for 70 heads (0.626 to
+    0.680) and two layer-0 heads take the two saws' cosine to 0.991."""
+    heads, curve = ablation.pruning_curve(model, SAW, saw_map)
+    s = ablation.pruning_summary(heads, curve)
+    n = len(curve) - 1
+    far = max(abs(curve[-1] - c) for c in curve)
+    r = min(r for r in range(1, n + 1) if abs(curve[-1] - curve[n - r]) >= 2 / 3 * far)
+    assert (s.flat, s.last) == (n - r, heads[n - r:])
+    assert s.low == min(curve[:n - r + 1]) and s.high == max(curve[:n - r + 1])
+    assert (s.start, s.end) == (curve[n - r], curve[-1])
+    assert s.flat == 70 and [layer for layer, _h in s.last] == [0, 0]
+    assert (round(s.low, 3), round(s.high, 3), round(s.end, 3)) == (0.626, 0.680, 0.991)
+    toy = ablation.pruning_summary([(0, 0), (0, 1), (1, 0)], np.array([0.5, 0.52, 0.49, 0.9]))
+    assert (toy.flat, toy.last, toy.low, toy.high, toy.start) == (2, [(1, 0)], 0.49, 0.52, 0.49)
+
+
+LONG = ("The old carpenter picked up his saw and looked at the board for a long time before he "
+        "made the first cut, because he knew that a saw that is not sharp will tear the wood "
+        "instead of cutting it cleanly, and that the apprentice who had used the saw last week "
+        "had left it out in the rain overnight. He oiled the blade, checked every tooth, and "
+        "only then did he begin to work, slowly and carefully, while the morning light came in "
+        "through the dusty window of the workshop and the birds sang outside in the tall trees "
+        "that stood along the river. When the work was done he swept the floor, hung the saw "
+        "back on its nail above the bench, and sat down by the door to eat the bread and cheese "
+        "that his wife had wrapped for him in a cloth, watching the boats go down the "
+        "river.")
+
+
+def test_one_head_is_shown_past_the_maps_limit_and_maps_take_the_first_tokens(model):
+    """A paragraph past MAX_TOKENS: one head removed still works (two traces), its numbers the
+    two traces' own; the maps' request is the text's first MAX_TOKENS tokens."""
+    req = TraceRequest(LONG)
+    t = model.trace(req)
+    assert t.n_tokens > ablation.MAX_TOKENS
+    nb = ablation.one_head(model, req, 2, 5)
+    cut = model.trace(req.with_options(ablate=Ablation(heads=((2, 5),))))
+    a, b = cut.hidden_states[-1].astype(np.float64), t.hidden_states[-1].astype(np.float64)
+    want = (a * b).sum(-1) / np.linalg.norm(a, axis=-1) / np.linalg.norm(b, axis=-1)
+    np.testing.assert_allclose(nb.token_cosine, want, atol=1e-9)
+    np.testing.assert_array_equal(nb.weights_diff, cut.weights - t.weights)
+    first = ablation.first_tokens(t)
+    short = model.trace(first)
+    assert short.n_tokens == ablation.MAX_TOKENS
+    assert short.token_ids.tolist() == t.token_ids[:ablation.MAX_TOKENS].tolist()
+    imp = ablation.head_importance(model, first, "change")
+    assert imp.values.shape == (model.n_layers, model.n_heads)
+    with pytest.raises(ValueError, match="up to 128 tokens"):
+        ablation.head_importance(model, req, "change")
+
+
+@pytest.mark.parametrize("part", ["decoder", "cross"])
+def test_bart_decoder_heads_get_the_map_layer_removal_and_pruning_curve(tmp_path, part, model):
+    """BART's decoder self-attention and cross-attention heads have what the encoder's have:
+    the importance map (zero and mean with the reference given), each layer's whole attention
+    removed and the pruning curve, every entry of them against HF's eager BartModel with hooks
+    on that attention's output projection (zeros, or the mean put in; a layer's output Z
+    replaced by zeros)."""
+    import attnviz
+    from attnviz.engine.intervene import mean_outputs
+    from attnviz.engine.random_models import save_random_checkpoint
+    from tests.test_engine_intervene import bart_inputs, bart_proj, hf, hf_bart_heads
+
+    folder = save_random_checkpoint("bart", tmp_path / "bart", positions=32, seed=4, layers=3)
+    bart = attnviz.load_model(folder, device="cpu")
+    ref = hf(folder, "bart")
+    req = TraceRequest("I saw a saw today")
+    t = bart.trace(req)
+    ids, dec = bart_inputs(t.token_ids.tolist(), ref.config)
+    imp = ablation.decoder_importance(bart, req, part)
+    i, j = imp.pair
+    assert t.decoder_tokens[i] == t.decoder_tokens[j] == "saw"
+    assert imp.values.shape == (bart.n_decoder_layers, bart.n_heads)
+
+    def hf_m(handles) -> float:
+        try:
+            with torch.no_grad():
+                h = ref(ids, decoder_input_ids=dec).last_hidden_state[0].double()
+        finally:
+            for x in handles:
+                x.remove()
+        return cos(h[i].numpy(), h[j].numpy())
+
+    assert abs(imp.base - hf_m([])) < TOL
+    for layer, head in ((0, 0), (1, 2), (2, 3)):
+        want = hf_m(hf_bart_heads(ref, {(part, layer): [head]}, bart.head_dim))
+        assert abs(imp.values[layer, head] - want) < TOL
+    assert np.abs(imp.effect).max() > 1e-4
+    mean = ablation.decoder_importance(bart, req, part, "mean", reference=OWN_REFERENCE)
+    field = "decoder_outputs" if part == "decoder" else "cross_outputs"
+    means = mean_outputs(bart, OWN_REFERENCE, req, field)[:, :, 0]  # [L, H, d]
+    fill = {(part, 1, 2): means[1, 2]}
+    want = hf_m(hf_bart_heads(ref, {(part, 1): [2]}, bart.head_dim, fill))
+    assert abs(mean.values[1, 2] - want) < TOL
+    base, layers = ablation.decoder_layer_removal(bart, req, part)
+    assert abs(base - imp.base) < TOL and layers.shape == (bart.n_decoder_layers,)
+    for layer in range(bart.n_decoder_layers):
+        hook = bart_proj(ref, part, layer).register_forward_hook(
+            lambda m, a, out: torch.zeros_like(out))
+        assert abs(layers[layer] - hf_m([hook])) < TOL
+    heads, curve = ablation.decoder_pruning_curve(bart, req, imp, part)
+    assert curve.shape == (bart.n_decoder_layers * bart.n_heads + 1,)
+    assert abs(curve[0] - imp.base) < TOL and abs(curve[1] - imp.values[heads[0]]) < TOL
+    by_layer: dict = {}
+    for layer, head in heads[:5]:
+        by_layer.setdefault((part, layer), []).append(head)
+    assert abs(curve[5] - hf_m(hf_bart_heads(ref, by_layer, bart.head_dim))) < TOL
+    with pytest.raises(ValueError, match="has no decoder"):
+        ablation.decoder_importance(model, req, part)

@@ -12,7 +12,8 @@ Measures m of a sentence's last-layer vectors h_L (what is compared before and a
               between the plain run h_L and the ablated one h'_L (0 for the plain run)
 
 A head's importance is effect = m(ablated) - m(plain): the measure's change when that head's
-output Y_h is replaced (engine.intervene: zero, or its mean over the reference sentences).
+output Y_h = A'_h V_h (A'_h: the head's weights alpha'_{i,j}) is replaced (engine.intervene:
+zero, or its mean over the reference sentences, REFERENCE_SENTENCES or the caller's own).
 For "repeat", a positive effect means that removing the head brings the two tokens closer.
 
 Ablating head (l, h) leaves layers before l untouched, so the map starts each layer's heads from
@@ -32,8 +33,11 @@ decoder's masked self-attention and of its cross-attention, measured on the deco
 vectors of the two repeated tokens (without a target the decoder reads the sentence itself).
 
 One head removed (`one_head`): every token's final vector against the plain run's,
-cos(h'_L[t], h_L[t]), and every head's weights as a difference W'(l', h') - W(l', h') [n, n]
-(0 for layers l' <= l: removing Y_h changes nothing before layer l's output).
+cos(h'_L[t], h_L[t]), and every head's weights alpha' as a difference, with the head removed
+minus without [n, n] (0 for layers l' <= l: removing Y_h changes nothing before layer l's
+output). It takes two traces, so it is made for any length the model reads; the maps above
+(MAX_TOKENS) run the model once per head, and a longer text's maps are computed on its first
+MAX_TOKENS tokens (`first_tokens`).
 
 Importance beside what the head looks at (`beside_stats`): the size of the change |effect| of
 every head next to Clark et al.'s statistics of the same heads on the same sentence
@@ -79,6 +83,7 @@ class Importance:
     values: np.ndarray  # [layers, heads] m with that head removed
     tokens: list[str]
     pair: tuple[int, int] | None = None  # "repeat": the two token positions
+    reference: tuple[str, ...] = REFERENCE_SENTENCES  # mean ablation's sentences
 
     @property
     def effect(self) -> np.ndarray:  # [layers, heads]
@@ -121,6 +126,14 @@ def _plain(request) -> TraceRequest:
     return request if request.ablate is None else request.with_options(ablate=None)
 
 
+def first_tokens(trace, n: int = MAX_TOKENS) -> TraceRequest:
+    """The trace's input cut to its first n tokens, as token ids with its segments and options:
+    what the maps are computed on for a longer text."""
+    return TraceRequest(ids=tuple(int(i) for i in trace.token_ids[:n]),
+                        segments=tuple(int(s) for s in trace.segments[:n]),
+                        **trace.request.options())
+
+
 def _measure(measure: str, runs: list[_Run], pair: tuple[int, int] | None):
     """m(finals) for the batch of final vectors of each run (one per sentence)."""
     if measure == "repeat":
@@ -156,18 +169,23 @@ def _setup(model, request, measure, tokens, pair_text):
     return request, runs, pair
 
 
-def _fill(model, mode, request):
+def _fill(model, mode, request, reference=REFERENCE_SENTENCES):
     if mode not in ("zero", "mean"):
         raise ValueError(f"mode must be zero or mean; got {mode!r}")
-    return mean_outputs(model, REFERENCE_SENTENCES, request) if mode == "mean" else None
+    if mode == "mean" and not reference:
+        raise ValueError("mean ablation needs at least one reference sentence")
+    return mean_outputs(model, tuple(reference), request) if mode == "mean" else None
 
 
 def head_importance(model, request: TraceRequest, measure: str = "repeat", mode: str = "zero",
                     tokens: tuple[int, int] | None = None, pair_text: str | None = None,
-                    progress: Progress = None) -> Importance:
-    """m with each head removed alone, [layers, heads] (see the module docstring)."""
+                    progress: Progress = None,
+                    reference: tuple[str, ...] = REFERENCE_SENTENCES) -> Importance:
+    """m with each head removed alone, [layers, heads] (see the module docstring). `mode`:
+    "zero" or "mean" (the head's mean output over `reference`, as Ablation(reference=...));
+    `tokens`: the two positions of "repeat" (default: the first repeated pair)."""
     request, runs, pair = _setup(model, request, measure, tokens, pair_text)
-    fill = _fill(model, mode, request)
+    fill = _fill(model, mode, request, reference)
     m = _measure(measure, runs, pair)
     L, H = model.n_layers, model.n_heads
     with torch.inference_mode():
@@ -181,13 +199,18 @@ def head_importance(model, request: TraceRequest, measure: str = "repeat", mode:
         values[layer] = m(finals).double().cpu().numpy()
         if progress is not None:
             progress(layer + 1, L)
-    return Importance(measure, mode, base, values, list(runs[0].trace.tokens), pair)
+    return Importance(measure, mode, base, values, list(runs[0].trace.tokens), pair,
+                      tuple(reference))
 
 
 def layer_removal(model, request: TraceRequest, measure: str = "repeat",
                   tokens: tuple[int, int] | None = None,
                   pair_text: str | None = None) -> tuple[float, np.ndarray]:
-    """(m plain, m with layer l's whole attention sublayer left out [layers]): Z = 0."""
+    """A whole layer's attention left out, one layer at a time: (m of the plain run, [layers]
+    m with layer l's attention sublayer output Z = concat_h(Y_h) W_O + b_O set to 0), so that
+    layer's input passes on by the residual connection alone (Ablation(layers=(l,))). Every
+    layer is run in one batched pass from the embeddings; `measure`, `tokens` and `pair_text`
+    as in head_importance."""
     request, runs, pair = _setup(model, request, measure, tokens, pair_text)
     m = _measure(measure, runs, pair)
     L = model.n_layers
@@ -201,11 +224,17 @@ def layer_removal(model, request: TraceRequest, measure: str = "repeat",
 def pruning_curve(model, request: TraceRequest, importance: Importance,
                   tokens: tuple[int, int] | None = None, pair_text: str | None = None,
                   progress: Progress = None) -> tuple[list[tuple[int, int]], np.ndarray]:
-    """Heads removed one after another, least important first (smallest |effect|), and m after
-    removing the first k of them, k = 0..layers*heads (Michel et al.'s pruning curve)."""
+    """Heads removed one after another, least important first (smallest |effect| of
+    `importance`, ties in layer-then-head order), and m after removing the first k of them
+    together, k = 0..layers*heads: (the heads in that order, [layers*heads + 1] m).
+
+    In the manner of Michel et al. (2019), who rank heads by a gradient-based importance over
+    a dataset and plot a task's accuracy: here the order is single-head ablation on this one
+    sentence and m is its measure. The removed heads get what `importance` used: zero, or
+    their mean over `importance.reference`."""
     request, runs, pair = _setup(model, request, importance.measure, tokens or importance.pair,
                                  pair_text)
-    fill = _fill(model, importance.mode, request)
+    fill = _fill(model, importance.mode, request, importance.reference)
     m = _measure(importance.measure, runs, pair)
     L, H = model.n_layers, model.n_heads
     order = np.argsort(np.abs(importance.effect).ravel(), kind="stable")
@@ -226,6 +255,36 @@ def pruning_curve(model, request: TraceRequest, importance: Importance,
 
 
 @dataclass
+class PruningSummary:
+    """What a pruning curve m_0..m_N shows (m_k: the k least important heads removed): the
+    few last removals that carry most of where it ends, and how flat it is before them."""
+
+    flat: int  # k: heads removed before the last ones
+    low: float  # min of m_0..m_k
+    high: float  # max of m_0..m_k
+    last: list[tuple[int, int]]  # the heads removed last (the (k+1)-th to the N-th)
+    start: float  # m_k
+    end: float  # m_N: every head removed
+
+
+TAIL_SHARE = 2 / 3  # pruning_summary's last removals carry at least this share of the change
+
+
+def pruning_summary(heads: list[tuple[int, int]], curve: np.ndarray) -> PruningSummary:
+    """The fewest last removals r that move the curve at least TAIL_SHARE of the way to its
+    end from the point farthest from it, |m_N - m_(N-r)| >= TAIL_SHARE max_k |m_N - m_k|, and
+    the range of m over the N - r removals before them."""
+    curve = np.asarray(curve, dtype=np.float64)
+    n = len(curve) - 1
+    far = float(np.abs(curve[-1] - curve).max())
+    r = next(r for r in range(1, n + 1)
+             if abs(curve[-1] - curve[n - r]) >= TAIL_SHARE * far - 1e-12)
+    k = n - r
+    return PruningSummary(k, float(curve[:k + 1].min()), float(curve[:k + 1].max()),
+                          list(heads[k:]), float(curve[k]), float(curve[-1]))
+
+
+@dataclass
 class Patching:
     """How much of the measure's difference one clean activation restores in the corrupted run."""
 
@@ -241,9 +300,20 @@ class Patching:
 
 def patching(model, clean: TraceRequest, corrupted: TraceRequest,
              tokens: tuple[int, int] | None = None, progress: Progress = None) -> Patching:
-    """Patch each head's output, and each layer's input at each token, from the clean run into
-    the corrupted one; measure "repeat" on positions `tokens` (default: the clean sentence's
-    first repeated pair)."""
+    """Activation patching from `clean` into `corrupted` (two sentences of the same number of
+    tokens), one activation at a time:
+
+        heads[l, h]     head (l, h)'s output Y_h in the corrupted run := the clean run's
+                        (Patch(clean, heads=((l, h),)))
+        residual[l, t]  the input of layer l at token t := the clean run's hidden_states[l][t]
+                        (Patch(clean, residual=((l, t),))); None past RESIDUAL_MAX_TOKENS
+                        tokens, as it runs layers x tokens passes
+
+    each as restored = (m(patched) - m(corrupted)) / (m(clean) - m(corrupted)), m the "repeat"
+    measure on positions `tokens` (default: the clean sentence's first repeated pair) read in
+    each run's own tokens. 1: that activation restores the whole difference; 0: none; below
+    0, the patch moves m away from the clean value; above 1, past it. The heads of a layer run
+    as one batched pass from the corrupted run's input to that layer."""
     c, k = _Run(model, _plain(clean)), _Run(model, _plain(corrupted))
     if c.n != k.n:
         raise ValueError(f"patching copies activations token by token: the clean sentence has "
@@ -355,6 +425,120 @@ def decoder_patching(model, clean: TraceRequest, corrupted: TraceRequest,
                            list(c.decoder_tokens), list(k.decoder_tokens), pair)
 
 
+DECODER_FIELDS = {"decoder": "decoder_outputs", "cross": "cross_outputs"}
+
+
+class _DecoderRun:
+    """A plain run of BART's decoder: the encoder run once, then the decoder (Model.decode)
+    again for every edit of one kind of head ("decoder": its masked self-attention, "cross":
+    its cross-attention); m = the cosine of the decoder's final vectors at two positions."""
+
+    def __init__(self, model, request: TraceRequest, part: str, tokens):
+        if not getattr(model, "n_decoder_layers", 0):
+            raise ValueError(f"{model.title} has no decoder: decoder and cross-attention heads "
+                             "are an encoder-decoder's (BART)")
+        if part not in DECODER_FIELDS:
+            raise ValueError(f"part must be one of {', '.join(DECODER_FIELDS)}; got {part!r}")
+        self.model, self.request, self.part = model, _plain(request), part
+        self.trace = t = model.trace(self.request)
+        m = len(t.decoder_tokens)
+        if m > MAX_TOKENS:
+            raise ValueError(f"these maps run the decoder once per head; they are made for up "
+                             f"to {MAX_TOKENS} tokens and this text has {m}: shorten it")
+        pair = tuple(tokens) if tokens is not None else first_repeated_pair(t.decoder_tokens)
+        if pair is None:
+            raise ValueError("the measure needs a word that occurs twice in the sentence the "
+                             "decoder reads (like the two 'saw's), or two positions")
+        if not all(0 <= p < m for p in pair) or pair[0] == pair[1]:
+            raise ValueError(f"two different decoder token positions from 0 to {m - 1}")
+        self.pair = pair
+        self.y = torch.as_tensor(t.decoder_embeddings, device=model.device)
+        self.memory = torch.as_tensor(t.hidden_states[-1], device=model.device)
+        self.base = self.measure(torch.as_tensor(t.decoder_hidden_states))
+
+    def measure(self, states) -> float:
+        i, j = self.pair
+        return float(_cos(states[-1][i].double(), states[-1][j].double()))
+
+    def run(self, edit: Edit) -> float:
+        """m with `edit` applied to this run's kind of head."""
+        edits = (edit, None) if self.part == "decoder" else (None, edit)
+        with torch.inference_mode():
+            states = self.model.decode(self.y, self.memory, *edits)["decoder_hidden_states"]
+        return self.measure(states)
+
+
+def _decoder_fill(run: _DecoderRun, mode: str, reference):
+    if mode not in ("zero", "mean"):
+        raise ValueError(f"mode must be zero or mean; got {mode!r}")
+    if mode == "zero":
+        return None
+    if not reference:
+        raise ValueError("mean ablation needs at least one reference sentence")
+    return mean_outputs(run.model, tuple(reference), run.request, DECODER_FIELDS[run.part])
+
+
+def decoder_importance(model, request: TraceRequest, part: str = "decoder", mode: str = "zero",
+                       tokens: tuple[int, int] | None = None, progress: Progress = None,
+                       reference: tuple[str, ...] = REFERENCE_SENTENCES) -> Importance:
+    """BART: the head-importance map of the decoder's masked self-attention heads
+    (part="decoder") or of its cross-attention heads (part="cross"): each head's output Y_h
+    removed alone (zero, or its mean over `reference`, as Ablation(decoder_heads=...,
+    cross_heads=...)), m the cosine of the decoder's final vectors at positions `tokens`
+    (default: the decoder's first repeated pair), [decoder layers, heads]. The measure is
+    "repeat"; its tokens are the decoder's."""
+    run = _DecoderRun(model, request, part, tokens)
+    fill = _decoder_fill(run, mode, reference)
+    L, H = model.n_decoder_layers, model.n_heads
+    values = np.zeros((L, H))
+    for layer in range(L):
+        for head in range(H):
+            keep = torch.ones(L, H, dtype=torch.bool, device=model.device)
+            keep[layer, head] = False
+            values[layer, head] = run.run(Edit(keep=keep, fill=fill))
+        if progress is not None:
+            progress(layer + 1, L)
+    return Importance("repeat", mode, run.base, values, list(run.trace.decoder_tokens), run.pair,
+                      tuple(reference))
+
+
+def decoder_layer_removal(model, request: TraceRequest, part: str = "decoder",
+                          tokens: tuple[int, int] | None = None) -> tuple[float, np.ndarray]:
+    """BART: (m plain, [decoder layers] m with decoder layer l's whole masked self-attention
+    (part="decoder") or cross-attention (part="cross") output Z = concat_h(Y_h) W_O + b_O set
+    to 0), m as in decoder_importance."""
+    run = _DecoderRun(model, request, part, tokens)
+    L = model.n_decoder_layers
+    values = np.zeros(L)
+    for layer in range(L):
+        att = torch.ones(L, dtype=torch.bool, device=model.device)
+        att[layer] = False
+        values[layer] = run.run(Edit(attention=att))
+    return run.base, values
+
+
+def decoder_pruning_curve(model, request: TraceRequest, importance: Importance,
+                          part: str = "decoder", progress: Progress = None
+                          ) -> tuple[list[tuple[int, int]], np.ndarray]:
+    """BART: pruning_curve for the decoder's heads of one kind (`part`), from their
+    decoder_importance: the heads least important first, and m with the first k removed
+    together, k = 0..layers*heads."""
+    run = _DecoderRun(model, request, part, importance.pair)
+    fill = _decoder_fill(run, importance.mode, importance.reference)
+    L, H = model.n_decoder_layers, model.n_heads
+    order = np.argsort(np.abs(importance.effect).ravel(), kind="stable")
+    heads = [(int(k // H), int(k % H)) for k in order]
+    out = np.zeros(L * H + 1)
+    keep = torch.ones(L, H, dtype=torch.bool, device=model.device)
+    out[0] = run.base
+    for k, (layer, head) in enumerate(heads, 1):
+        keep[layer, head] = False
+        out[k] = run.run(Edit(keep=keep.clone(), fill=fill))
+        if progress is not None:
+            progress(k, L * H)
+    return heads, out
+
+
 def saw_cosines(model, request: TraceRequest, tokens: tuple[int, int] | None = None
                 ) -> tuple[tuple[int, int], np.ndarray, np.ndarray]:
     """The lesson's closing numbers: the two repeated tokens' cosine per layer (embedding and
@@ -427,15 +611,12 @@ def one_head(model, request: TraceRequest, layer: int, head: int,
                          "an encoder-decoder's (BART)")
     request = _plain(request)
     plain = model.trace(request)
-    if plain.n_tokens > MAX_TOKENS:
-        raise ValueError(f"the weight differences are made for up to {MAX_TOKENS} tokens and "
-                         f"this text has {plain.n_tokens}: shorten it")
     cut = model.trace(request.with_options(ablate=Ablation(**{field: ((layer, head),)},
                                                            mode=mode)))
     a = getattr(cut, states)[-1].astype(np.float64)
     b = getattr(plain, states)[-1].astype(np.float64)
     cos = (a * b).sum(-1) / np.linalg.norm(a, axis=-1) / np.linalg.norm(b, axis=-1)
-    diff = (getattr(cut, weights).astype(np.float64) - getattr(plain, weights)).astype(np.float32)
+    diff = getattr(cut, weights) - getattr(plain, weights)  # float32: correctly rounded
     similarity = None
     if part == "encoder" and request.text is not None and request.pair:
         def s_ab(ablate) -> float:  # each sentence alone, mean-pooled, cosine (the "pair" measure)
@@ -457,11 +638,16 @@ class BesideStats:
     rho: dict[str, float]  # Spearman's rank correlation of size and each statistic over heads
     conventions: str
 
-    def top(self, name: str) -> tuple[tuple[int, int], int]:
+    def top(self, name: str) -> tuple[tuple[int, int], int] | None:
         """The head with the most of statistic `name`, and its rank by |effect| (1 = the head
-        whose removal changes the measure most; ties keep layer-then-head order)."""
+        whose removal changes the measure most; ties keep layer-then-head order); None when
+        every head has the same value (no punctuation in the sentence: 0 for every head), as
+        no head has the most of it."""
         H = self.size.shape[1]
-        k = int(np.argmax(self.stats[name]))
+        values = self.stats[name]
+        if np.ptp(values) == 0:
+            return None
+        k = int(np.argmax(values))
         order = np.argsort(-self.size.ravel(), kind="stable")
         return (k // H, k % H), int(np.nonzero(order == k)[0][0]) + 1
 

@@ -207,7 +207,8 @@ class Bart(Model):
                cross_edit=None) -> dict[str, torch.Tensor]:
         """Run the decoder on y [m, hidden] with the encoder's last states `memory` [n, hidden];
         every intermediate stacked over layers (see trace.DECODER_FIELDS). `self_edit`,
-        `cross_edit` (engine.intervene.decoder_edits) replace heads' outputs Y_h before W_O."""
+        `cross_edit` (engine.intervene.Edit, as decoder_edits makes them) replace heads'
+        outputs Y_h before W_O, or (their `attention`) a layer's whole attention output Z."""
         m, n, H, d = y.shape[0], memory.shape[0], self.n_heads, self.head_dim
         scale = 1.0 / math.sqrt(d)
         mask = causal_mask(m, y.device)
@@ -227,6 +228,8 @@ class Bart(Model):
             keep(decoder_queries=q, decoder_keys=k, decoder_values=v, decoder_scores=s,
                  decoder_weights=w, decoder_outputs=out)
             z = F.linear(out.transpose(0, 1).reshape(m, self.hidden), sa.out_w, sa.out_b)
+            if self_edit is not None:
+                z = self_edit.attention_output(li, z)  # the whole sublayer left out
             y = F.layer_norm(y + z, (self.hidden,), sa.ln1_w, sa.ln1_b, self.eps)
             cq = F.linear(y, layer.cross_q_w, layer.cross_q_b).view(m, H, d).transpose(0, 1)
             ck, cv = F.linear(memory, layer.cross_kv_w, layer.cross_kv_b).view(
@@ -238,6 +241,8 @@ class Bart(Model):
                  cross_weights=w, cross_outputs=out)
             z = F.linear(out.transpose(0, 1).reshape(m, self.hidden), layer.cross_out_w,
                          layer.cross_out_b)
+            if cross_edit is not None:
+                z = cross_edit.attention_output(li, z)
             y = F.layer_norm(y + z, (self.hidden,), layer.cross_ln_w, layer.cross_ln_b, self.eps)
             ff = F.linear(self.act(F.linear(y, sa.ff1_w, sa.ff1_b)), sa.ff2_w, sa.ff2_b)
             y = F.layer_norm(y + ff, (self.hidden,), sa.ln2_w, sa.ln2_b, self.eps)
