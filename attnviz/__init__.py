@@ -5,19 +5,20 @@
     t = model.trace("I saw a saw")                        # every intermediate
     t = model.trace(attnviz.TraceRequest("I saw a saw", window=1))   # the same, as a request
     t.weights                                             # rows = queries, cols = keys
+    model.trace("I saw a saw", ablate=attnviz.Ablation(heads=((0, 2),)))  # one head off
 
     gpt2 = attnviz.load_model("gpt2")                     # a Hub id from your HF cache, offline
     attnviz.head_view(t)                                  # a notebook view; .save("view.html")
 """
 
 __version__ = "0.1.0"
-__all__ = ["ARRAY_FIELDS", "DECODER_FIELDS", "ImageInput", "Model", "ModelError", "Trace",
-           "TraceRequest", "View", "attention", "cached_models", "head_view", "load_model",
-           "model_view"]
+__all__ = ["ARRAY_FIELDS", "Ablation", "DECODER_FIELDS", "ImageInput", "Model", "ModelError",
+           "Patch", "Trace", "TraceRequest", "View", "attention", "cached_models", "head_view",
+           "load_model", "model_view"]
 
 
-_ENGINE = {"ARRAY_FIELDS", "DECODER_FIELDS", "ImageInput", "Model", "ModelError", "Trace",
-           "TraceRequest", "attention", "cached_models", "load_model"}
+_ENGINE = {"ARRAY_FIELDS", "Ablation", "DECODER_FIELDS", "ImageInput", "Model", "ModelError",
+           "Patch", "Trace", "TraceRequest", "attention", "cached_models", "load_model"}
 
 
 _SUBPACKAGES = {"analysis", "cli", "engine", "export", "i18n", "notebook", "plotting", "ui"}

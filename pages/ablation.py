@@ -11,9 +11,7 @@ from attnviz import ui
 from attnviz.engine.request import TraceRequest
 from attnviz.i18n import _, language
 from attnviz.ui.render import render
-from attnviz.ui.text import literal
 from attnviz.views import ablation as view
-from attnviz.views.blocks import Markdown
 
 MEASURES = tuple(view.MEASURE_NAMES)
 MODES = tuple(view.MODE_NAMES)
@@ -32,6 +30,15 @@ def progress_of(p):
     return lambda done, total: p(done / total, f"{done}/{total}")
 
 
+def run_map(name: str, key: tuple, label: str, make) -> None:
+    """A view's blocks computed once per key (`make(progress)`, a bar while it runs), drawn;
+    what the model or text cannot show, in plain words."""
+    try:
+        draw(ui.with_progress("results", key, label, make, quick=True), name)
+    except ValueError as e:
+        render(view.message(e))
+
+
 def main() -> None:
     ui.ensure_router()  # a first request for this page hands over to app.py (once)
     ctx = ui.context()
@@ -40,49 +47,50 @@ def main() -> None:
     if t is None:
         return
     model, request = ctx.model, ctx.request
-    if request.image is None and ui.bert_like(model):  # the lesson's view: BERT's two saws
-        try:
-            draw(ui.with_progress(
-                "results", ("ablation_lesson", model.key, request, language()),
-                _("Removing each head..."),
-                lambda p: view.lesson_parts(model, request, progress_of(p)), quick=True), "lesson")
-        except ValueError as e:  # what this model or sentence cannot show, in plain words
-            render(Markdown(literal(str(e)), "warning"))
-    c1, c2 = st.columns(2)
-    measure = c1.selectbox(_("Measure"), MEASURES, key="abl_measure", bind="query-params",
-                           format_func=lambda m: _(view.MEASURE_NAMES[m]))
-    mode = c2.radio(_("Ablation"), MODES, key="abl_mode", bind="query-params",
-                    format_func=lambda m: _(view.MODE_NAMES[m]))
-    try:
-        draw(ui.with_progress(
-            "results", ("ablation_map", model.key, request, measure, mode, language()),
-            _("Removing each head..."),
-            lambda p: view.importance_parts(model, request, measure, mode, progress_of(p)),
-            quick=True), "map")
-    except ValueError as e:
-        render(view.message(e))
+    maps = request  # what the maps run on: the text, or its first MAX_TOKENS tokens if asked
+    if t.n_tokens > view.MAX_TOKENS:
+        render(view.long_text(t.n_tokens))
+        cut = st.toggle(_("Compute the maps on the first {n} tokens").format(n=view.MAX_TOKENS),
+                        key="abl_first", bind="query-params")
+        maps = view.first_tokens(t) if cut else None
+    if maps is not None:
+        maps_view(model, maps)
     one_head_view(ctx)
-    if request.text is None:
+    if request.text is None or maps is None:
         return
     render(view.patching_heading())
     corrupted = st.text_input(_("Corrupted sentence (same number of tokens)"),
                               value="I saw a dog", key="abl_corrupted", bind="query-params",
                               max_chars=20_000)  # the sidebar sentence's cap (ui.boxes)
-    try:
-        other = TraceRequest(corrupted, **request.options())
-        draw(ui.with_progress(
-            "results", ("ablation_patch", model.key, request, other, language(), "body"),
-            _("Patching each head and token..."),
-            lambda p: view.patching_parts(model, request, other, progress_of(p), heading=False),
-            quick=True), "patch")
-        if getattr(model, "n_decoder_layers", 0):  # BART: the decoder's heads too
-            draw(ui.with_progress(
-                "results", ("ablation_patch_decoder", model.key, request, other, language()),
+    other = TraceRequest(corrupted, **request.options())
+    other = other if maps is request else view.for_maps(model, other)  # its first tokens
+    run_map("patch", ("ablation_patch", model.key, maps, other, language(), "body"),
+            _("Patching each head and token..."), lambda p: view.patching_parts(
+                model, maps, other, progress_of(p), heading=False))
+    if getattr(model, "n_decoder_layers", 0):  # BART: the decoder's heads too
+        run_map("patch_decoder", ("ablation_patch_decoder", model.key, maps, other, language()),
                 _("Patching each decoder head..."),
-                lambda p: view.decoder_patching_parts(model, request, other, progress_of(p)),
-                quick=True), "patch_decoder")
-    except ValueError as e:
-        render(view.message(e))
+                lambda p: view.decoder_patching_parts(model, maps, other, progress_of(p)))
+
+
+def maps_view(model, request: TraceRequest) -> None:
+    """The lesson's view (BERT's two saws) and the head-importance maps of `request`."""
+    if request.image is None and ui.bert_like(model):  # the lesson's view: BERT's two saws
+        run_map("lesson", ("ablation_lesson", model.key, request, language()),
+                _("Removing each head..."),
+                lambda p: view.lesson_parts(model, request, progress_of(p)))
+    c1, c2 = st.columns(2)
+    measure = c1.selectbox(_("Measure"), MEASURES, key="abl_measure", bind="query-params",
+                           format_func=lambda m: _(view.MEASURE_NAMES[m]))
+    mode = c2.radio(_("Ablation"), MODES, key="abl_mode", bind="query-params",
+                    format_func=lambda m: _(view.MODE_NAMES[m]))
+    run_map("map", ("ablation_map", model.key, request, measure, mode, language()),
+            _("Removing each head..."),
+            lambda p: view.importance_parts(model, request, measure, mode, progress_of(p)))
+    if getattr(model, "n_decoder_layers", 0):  # BART: the decoder's heads as the encoder's
+        run_map("decoder_map", ("ablation_decoder_map", model.key, request, mode, language()),
+                _("Removing each decoder head..."),
+                lambda p: view.decoder_importance_parts(model, request, mode, progress_of(p)))
 
 
 @ui.fragment  # choosing a head reruns only this part

@@ -148,6 +148,21 @@ def test_bart_decoder_heads_on_the_page(tmp_path):
     assert len(got) == 3  # the encoder's, then the decoder's masked self-attention and cross
     np.testing.assert_allclose(got[1], p.decoder, atol=1e-6)
     np.testing.assert_allclose(got[2], p.cross, atol=1e-6)
+    # the decoder's heads get the encoder's maps too: importance, layers removed, pruning curve
+    for part, name in (("decoder", "masked self-attention"), ("cross", "cross-attention")):
+        imp = ablation.decoder_importance(bart, TraceRequest("I saw a saw"), part)
+        (z,) = [decode(tr["z"]) for title, tr in heatmaps(at)
+                if title.startswith("Change of cos(") and title.endswith(name)]
+        np.testing.assert_allclose(z, imp.effect, atol=1e-6)
+        base, layers = ablation.decoder_layer_removal(bart, TraceRequest("I saw a saw"), part)
+        (bars,) = [f for f in figures(at) if f["layout"]["title"]["text"]
+                   == f"Removing a whole layer's attention: {name}"]
+        np.testing.assert_allclose(decode(bars["data"][0]["customdata"]), layers, atol=1e-6)
+        order, curve = ablation.decoder_pruning_curve(bart, TraceRequest("I saw a saw"), imp,
+                                                      part)
+        (line,) = [f for f in figures(at) if f["layout"]["title"]["text"]
+                   == f"Pruning curve: {name}"]
+        np.testing.assert_allclose(decode(line["data"][0]["y"]), curve, atol=1e-6)
 
 
 def test_one_head_removed_with_a_pair_shows_the_similarity(model):
@@ -156,3 +171,31 @@ def test_one_head_removed_with_a_pair_shows_the_similarity(model):
     nb = ablation.one_head(model, TraceRequest(a, b), 0, 0)
     shown = [m.value for m in at.metric]
     assert f"{nb.pair_similarity[1]:.4f}" in shown, shown
+
+
+def test_a_paragraph_past_the_maps_limit(model):
+    """A 169-token paragraph: one note (not one per section), one head removed shown for the
+    whole text, no progress bar left once the work is done; the maps on its first 128 tokens
+    when asked, their numbers analysis.ablation's on those tokens."""
+    from tests.test_analysis_ablation import LONG
+
+    t = model.trace(LONG)
+    assert t.n_tokens == 169
+    at = open_page("pages/ablation.py", timeout=300, text=LONG)
+    notes = [m.value for m in at.info]
+    assert sum("This text has 169 tokens" in m for m in notes) == 1
+    assert not any("shorten it" in m for m in [*notes, *(w.value for w in at.warning)])
+    assert not at.get("progress")
+    nb = ablation.one_head(model, TraceRequest(LONG), 0, 0)
+    got = [decode(tr["z"]) for title, tr in heatmaps(at) if title.startswith("Later layers")]
+    assert len(got) == model.n_layers - 1
+    for z, (_layer, want) in zip(got, nb.later(), strict=True):
+        np.testing.assert_allclose(z, want, atol=1e-6)
+    assert not [title for title, _tr in heatmaps(at) if title.startswith("Change of")]
+    at.toggle(key="abl_first").set_value(True).run()
+    assert not at.exception and not at.get("progress")
+    first = ablation.first_tokens(t)
+    imp = ablation.head_importance(model, first, "repeat", "zero")
+    assert imp.tokens == t.tokens[:128]
+    maps = [decode(tr["z"]) for title, tr in heatmaps(at) if title.startswith("Change of")]
+    assert any(np.allclose(z, imp.effect, atol=1e-6) for z in maps)

@@ -41,7 +41,7 @@ def test_numbers_from_the_analysis(at, model):
     assert "saw #2" in ticks and "saw #4" in ticks and "a" in ticks
     # occlusion beside IG, in the cosine's units, both sentences (HF loop: test_analysis_occlusion)
     assert [tr["name"] for tr in occ_a["data"]] == [
-        "integrated gradients", "occlusion: word removed", "occlusion: word → [MASK]"]
+        "integrated gradients", "occlusion: token removed", "occlusion: token → [MASK]"]
     for fig, text, other, ig in ((occ_a, A, B, res.ig_a), (occ_b, B, A, res.ig_b)):
         want = occlude(model, text, other)
         np.testing.assert_allclose(decode(fig["data"][0]["y"]), ig, atol=1e-6)

@@ -75,7 +75,8 @@ def saw_cosines(on: np.ndarray, off: np.ndarray, label_i: str, label_j: str) -> 
     return fig
 
 
-def layer_bars(base: float, values: np.ndarray, value: str) -> go.Figure:
+def layer_bars(base: float, values: np.ndarray, value: str,
+               title: str | None = None) -> go.Figure:
     """The measure with each layer's whole attention left out, beside the plain value."""
     L = len(values)
     fig = go.Figure(go.Bar(x=list(range(L)), y=values - base, marker_color=OKABE_ITO[0],
@@ -85,12 +86,13 @@ def layer_bars(base: float, values: np.ndarray, value: str) -> go.Figure:
                            "<extra></extra>"))
     fig.update_xaxes(title=_("layer whose attention is removed"), dtick=1)
     fig.update_yaxes(title=_("change of the measure"), zeroline=True)
-    fig.update_layout(title=dict(text=_("Removing a whole layer's attention")), font=FONT,
+    fig.update_layout(title=dict(text=title or _("Removing a whole layer's attention")), font=FONT,
                       height=320, margin=dict(l=10, r=10, t=50, b=10))
     return fig
 
 
-def pruning(curve: np.ndarray, heads: list[tuple[int, int]], value: str) -> go.Figure:
+def pruning(curve: np.ndarray, heads: list[tuple[int, int]], value: str,
+            title: str | None = None) -> go.Figure:
     """The measure after removing the k least important heads, k = 0..all."""
     k = np.arange(len(curve))
     last = [""] + [_("layer {l}, head {h}").format(l=a, h=b) for a, b in heads]
@@ -101,7 +103,7 @@ def pruning(curve: np.ndarray, heads: list[tuple[int, int]], value: str) -> go.F
                                + " = %{y:.6f}<extra></extra>"))
     fig.update_xaxes(title=_("heads removed, least important first"))
     fig.update_yaxes(title=escape(value))
-    fig.update_layout(title=dict(text=_("Pruning curve")), font=FONT, height=320,
+    fig.update_layout(title=dict(text=title or _("Pruning curve")), font=FONT, height=320,
                       margin=dict(l=10, r=10, t=50, b=10))
     return fig
 

@@ -160,7 +160,8 @@ def colour_top(m: np.ndarray) -> tuple[float, bool]:
 
 
 def maps_side_by_side(matrices: list[np.ndarray], titles: list[str], tokens: list[str],
-                      indices=None, value: str | None = None) -> go.Figure:
+                      indices=None, value: str | None = None,
+                      clip_note: bool = True) -> go.Figure:
     """Several [output/query, input/key] maps of the same tokens in one row, each on its own
     colour scale (a flat map such as attention flow would vanish on a shared one), with its
     colour bar under it; exact hover.
@@ -168,7 +169,10 @@ def maps_side_by_side(matrices: list[np.ndarray], titles: list[str], tokens: lis
     Each scale runs from 0 to `colour_top(m)`: the largest value for short inputs, the
     CLIP_PERCENTILE-th percentile past CLIP_FROM tokens, where a few large cells (the
     diagonal, [CLS]) would otherwise leave every other cell of n^2 at the bottom colour.
-    `value`: the name of the numbers in hover and colour bars ("share" when None)."""
+    `value`: the name of the numbers in hover and colour bars ("share" when None).
+    `clip_note=False`: a clipped scale's colour bar is titled `value` alone (the caller says
+    once, in its text, that the top cells share the top colour): three long titles side by
+    side run into each other."""
     value = _("share") if value is None else value
     n = len(tokens)
     labels = axis_labels(tokens, indices)
@@ -199,7 +203,7 @@ def maps_side_by_side(matrices: list[np.ndarray], titles: list[str], tokens: lis
                                           text=_("{value} (top {share}% of cells at the top "
                                                  "colour; hover: exact)").format(
                                               value=value, share=100 - CLIP_PERCENTILE)
-                                          if clipped else value, side="top")))
+                                          if clipped and clip_note else value, side="top")))
     side = max(300, min(560, 18 * n + 140))
     return g.figure(font=FONT, height=int(side + 110), margin=dict(l=10, r=10, t=50, b=110),
                     **axes)

@@ -155,19 +155,22 @@ def attention(v: view.Lesson, places: Places) -> None:
 def heads_off(v: view.Lesson) -> None:
     """The real model's step, closed by the causal question (views.ablation.lesson_parts, the
     heads only: the step drew the positions' curves): which heads, switched off one at a time,
-    bring the two repeated words closest, computed once per model, sentence and language
-    for every session (the results cache)."""
+    bring the lesson's two copies of its word closest (the two places the step's curves
+    measure), computed once per model, sentence, places and language for every session (the
+    results cache)."""
     request = TraceRequest(v.text)
-    if len(lesson.token_positions(cached_trace(v.model, request).tokens, v.word or "")) < 2:
+    twins = lesson.token_positions(cached_trace(v.model, request).tokens, v.word or "")
+    if len(twins) < 2:
         return
+    pair = (twins[0], twins[1])
     render(Heading(_("Switch heads off and see"), 3))
     try:
         parts = with_progress(
-            "results", ("ablation_lesson_heads", v.model.key, request, language()),
+            "results", ("ablation_lesson_heads", v.model.key, request, pair, language()),
             _("Removing each head..."),
             lambda p: ablation_view.lesson_parts(
                 v.model, request, lambda done, total: p(done / total, f"{done}/{total}"),
-                positions=False), quick=True)
+                positions=False, tokens=pair), quick=True)
         for k, part in enumerate(parts):  # each figure under its own key: drawn in place,
             # with its SVG button, and laid out again on a phone (ui.show_figure)
             render(part, key=f"lesson_heads_off_{k}" if isinstance(part, go.Figure) else None)

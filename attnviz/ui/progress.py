@@ -53,10 +53,11 @@ def with_progress(kind: str, key: Hashable, label: str, compute: Callable[[Progr
     def run():
         with heavy_turn(label, QUICK_WORK if quick else LONG_WORK):
             bar = st.progress(0.0, text=label)
-            result = compute(throttled(lambda f, msg: bar.progress(min(1.0, max(0.0, f)),
-                                                                   text=f"{label} {msg}")))
-            bar.empty()
-        return result
+            try:
+                return compute(throttled(lambda f, msg: bar.progress(min(1.0, max(0.0, f)),
+                                                                     text=f"{label} {msg}")))
+            finally:  # the bar goes when the work ends, a refusal (ValueError) included
+                bar.empty()
 
     return cached(kind, key, run, waiting=lambda: st.spinner(
         _("{label} another session started this; it is shared when done.").format(label=label)))

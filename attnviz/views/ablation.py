@@ -14,8 +14,8 @@ from ..analysis import ablation
 from ..engine.request import TraceRequest
 from ..i18n import N_, _
 from ..plotting import ablation as plots
-from ..plotting.common import axis_labels
-from ..plotting.stats import maps_side_by_side
+from ..plotting.common import axis_labels, escape
+from ..plotting.stats import CLIP_PERCENTILE, colour_top, maps_side_by_side
 from .blocks import Heading, Markdown, Metric, Table
 from .common import literal, numbers
 
@@ -29,6 +29,7 @@ PART_NAMES = {"encoder": N_("encoder self-attention"),
               "decoder": N_("masked self-attention"),
               "cross": N_("cross-attention")}
 TOP = 3  # heads shown with their weights in the lesson's view
+MAX_TOKENS = ablation.MAX_TOKENS  # the maps' limit; a longer text's maps take its first tokens
 SHOWN_MEAN = "mean"  # the link's value for the later layers' mean (the default, left out)
 
 
@@ -49,29 +50,66 @@ def shown_from_link(value: str | None, n_heads: int) -> int:
     return head if 0 <= head < n_heads else -1
 
 
+def long_text(n: int) -> list:
+    """The one note of a text past the maps' limit: what is shown, and what a toggle asks."""
+    return [Markdown(_("This text has {n} tokens. The maps of this page (every head removed in "
+                       "turn, the pruning curve, patching) run the model once per head and are "
+                       "made for up to {max} tokens: switch on the toggle below to compute "
+                       "them on the text's first {max} tokens. One head removed, further down, "
+                       "is shown for the whole text.").format(n=n, max=MAX_TOKENS), "info")]
+
+
+def first_tokens(t) -> TraceRequest:
+    """The request of trace `t` cut to its first MAX_TOKENS tokens (analysis.ablation)."""
+    return ablation.first_tokens(t, MAX_TOKENS)
+
+
+def for_maps(model, request: TraceRequest) -> TraceRequest:
+    """`request`, or its first MAX_TOKENS tokens when it has more (the maps' limit); a text
+    the model refuses is left as it is (the maps say why)."""
+    try:
+        t = model.trace(request)
+    except ValueError:
+        return request
+    return request if t.n_tokens <= MAX_TOKENS else first_tokens(t)
+
+
+def names(tokens: list[str]) -> list[str]:
+    """Each token as the pages name it: a repeated token by its place ('saw #2', 'saw #4'),
+    a token seen once bare ('dog'); escaped for Plotly."""
+    labels = axis_labels(tokens)
+    return [labels[k] if tokens.count(t) > 1 else escape(t) for k, t in enumerate(tokens)]
+
+
 def intro() -> list:
     return [Heading(_("Switch it off and see"), 1), Markdown(_(
         "A weight says where a head looks, not whether it matters. Here a part of the model is "
         "**removed** and the result measured again: the position embeddings, one head's output "
-        "$Y_h = W_h V_h$ (before $W_O$), or a whole layer's attention. **Zero** ablation sets "
-        "$Y_h$ to 0; **mean** ablation replaces it by its average over a fixed set of reference "
-        "sentences, so only what *this* sentence made the head say is removed (zero also "
-        "removes the head's usual offset, which later layers expect)."))]
+        "$Y_h = A'_h V_h$ (its weights $A'_h$, the lecture's $\\alpha'_{i,j}$, times its "
+        "values; before the output matrix $W_O$), or a whole layer's attention. **Zero** "
+        "ablation sets $Y_h$ to 0; **mean** ablation replaces it by its average over a fixed "
+        "set of reference sentences, so only what *this* sentence made the head say is removed "
+        "(zero also removes the head's usual offset, which later layers expect)."))]
 
 
-def lesson_parts(model, request: TraceRequest, progress=None, positions: bool = True) -> list:
+def lesson_parts(model, request: TraceRequest, progress=None, positions: bool = True,
+                 tokens: tuple[int, int] | None = None) -> list:
     """Positions off -> the two repeated tokens' cosine is 1 in every layer; positions on ->
     all heads ranked by how much removing each (zero ablation) brings the two closest, the top
-    ones with their weights. `positions=False`: the heads only (the lesson's step on the real
-    model draws the positions' curves itself)."""
+    ones with their weights. `tokens`: the two positions measured (default: the sentence's
+    first repeated pair), named beside every number. `positions=False`: the heads only (the
+    lesson's step on the real model draws the positions' curves itself)."""
     try:
-        pair, on, off = ablation.saw_cosines(model, request)
-        imp = ablation.head_importance(model, request, "repeat", "zero", progress=progress)
+        pair, on, off = ablation.saw_cosines(model, request, tokens)
+        imp = ablation.head_importance(model, request, "repeat", "zero", tokens=pair,
+                                       progress=progress)
     except ValueError as e:
         return [Markdown(literal(str(e)), "info")]
     t = model.trace(request.with_options(ablate=None))
-    labels = axis_labels(t.tokens)
+    labels = names(t.tokens)
     i, j = pair
+    a, b = f"`{labels[i]}`", f"`{labels[j]}`"
+    cos_ab = f"cos({labels[i]}, {labels[j]})"
     ranked = imp.ranking()
     top = ranked[:TOP]
     maps = [t.weights[layer, head] for layer, head in top]
@@ -81,27 +119,37 @@ def lesson_parts(model, request: TraceRequest, progress=None, positions: bool = 
         Heading(_("Positions off, then heads off"), 2),
         Markdown(_("Without position embeddings the two tokens {a} and {b} enter layer 0 as "
                    "the same vector and stay the same in every layer (cosine 1 up to float "
-                   "rounding): attention alone cannot tell them apart.").format(
-                       a=f"`{labels[i]}`", b=f"`{labels[j]}`")),
+                   "rounding): attention alone cannot tell them apart.").format(a=a, b=b)),
         plots.saw_cosines(on, off, labels[i], labels[j]),
-        Metric(_("Cosine after the last layer, positions on"), f"{on[-1]:.4f}"),
-        Metric(_("Cosine after the last layer, positions off"), f"{off[-1]:.6f}"),
+        Metric(_("Cosine of {a} and {b} after the last layer, positions on").format(
+            a=labels[i], b=labels[j]), f"{on[-1]:.4f}"),
+        Metric(_("Cosine of {a} and {b} after the last layer, positions off").format(
+            a=labels[i], b=labels[j]), f"{off[-1]:.6f}"),
     ]
     heads = [
-        Markdown(_("With positions on, each of the {n} heads is removed alone (zero ablation) "
-                   "and the cosine measured again: a positive change means that removing the "
-                   "head brings the two closer, so the head helps to tell them apart.").format(
-                       n=imp.values.size)),
-        plots.head_map(imp.effect, _("Change of the cosine when one head is removed"),
-                       _("change"), selected=top[0] if top else None),
+        Markdown(_("Measured here: the two tokens {a} and {b}, whose cosine after the last "
+                   "layer is {base:.4f}. With positions on, each of the {n} heads is removed "
+                   "alone (zero ablation) and the cosine of {a} and {b} measured again: a "
+                   "positive change means that removing the head brings the two closer, so the "
+                   "head helps to tell them apart.").format(a=a, b=b, base=imp.base,
+                                                            n=imp.values.size)),
+        plots.head_map(imp.effect, _("Change of {cos} when one head is removed").format(
+            cos=cos_ab), _("change"), selected=top[0] if top else None),
         Table({_("rank"): list(range(1, 11)),
-               _("layer"): [a for a, _b in ranked[:10]],
-               _("head"): [b for _a, b in ranked[:10]],
-               _("cosine without it"): [f"{imp.values[h]:.4f}" for h in ranked[:10]],
-               _("change"): [f"{imp.effect[h]:+.4f}" for h in ranked[:10]]}),
-        Markdown(_("The weights of the top {k} heads (rows: who looks, columns: who is looked "
-                   "at):").format(k=TOP)),
-        maps_side_by_side(maps, titles, t.tokens, value=_("weight")),
+               _("layer"): [x for x, _y in ranked[:10]],
+               _("head"): [y for _x, y in ranked[:10]],
+               _("{cos} without it").format(cos=cos_ab): [
+                   f"{imp.values[h]:.4f}" for h in ranked[:10]],
+               _("change of {cos}").format(cos=cos_ab): [
+                   f"{imp.effect[h]:+.4f}" for h in ranked[:10]]}),
+        Markdown(_("The weights of the top {k} heads (each title: the change of the cosine of "
+                   "{a} and {b} when that head is removed; rows: who looks, columns: who is "
+                   "looked at):").format(k=TOP, a=a, b=b) + ("" if not any(
+                       colour_top(m)[1] for m in maps) else " " + _(
+                       "Each map's colour scale tops out at its {p}th percentile: the top "
+                       "{share}% of its cells share the top colour (hover: the exact "
+                       "weight).").format(p=CLIP_PERCENTILE, share=100 - CLIP_PERCENTILE))),
+        maps_side_by_side(maps, titles, t.tokens, value=_("weight"), clip_note=False),
     ]
     return [*shown, *heads] if positions else heads
 
@@ -124,17 +172,29 @@ def importance_parts(model, request: TraceRequest, measure: str, mode: str, prog
         Markdown(_("A whole layer's attention removed (all its heads and its output bias): the "
                    "layer's input passes on by the residual connection alone."), "caption"),
         plots.layer_bars(base, layers, name),
-        Markdown(_("The pruning curve (Michel et al. 2019): heads removed one after another, "
-                   "the least important first (smallest change above), and the measure after "
-                   "each removal. A flat start means many heads can go with little effect."),
-                 "caption"),
+        Markdown(_("A pruning curve in the manner of Michel et al. (2019), who rank heads by a "
+                   "gradient-based importance over a whole dataset and plot a task's accuracy: "
+                   "here the heads are ordered by the change above (one head removed at a time, "
+                   "this one sentence), removed one after another, the least important first, "
+                   "and the y-axis is this sentence's measure."), "caption"),
         plots.pruning(curve, order, name),
+        Markdown(pruning_said(ablation.pruning_summary(order, curve), name)),
         numbers(_("Download the ablation numbers (.npz)"),
                 {"base": np.float64(imp.base), "values": imp.values, "effect": imp.effect,
                  "layer_removed": layers, "pruning_order": np.array(order),
                  "pruning_curve": curve, "tokens": np.array(imp.tokens)},
                 f"attnviz_ablation_{measure}_{mode}.npz"),
     ]
+
+
+def pruning_said(p: ablation.PruningSummary, name: str) -> str:
+    """What the pruning curve shows, from its numbers (analysis.ablation.pruning_summary)."""
+    heads = ", ".join(_("layer {l}, head {h}").format(l=x, h=y) for x, y in p.last[:3])
+    return _("With the first {k} heads removed, the {measure} stays between {low:.3f} and "
+             "{high:.3f}; the last {r} removed ({heads}) take it from {a:.3f} to "
+             "{b:.3f}.").format(k=p.flat, measure=name, low=p.low, high=p.high, r=len(p.last),
+                                heads=heads + (", …" if len(p.last) > 3 else ""), a=p.start,
+                                b=p.end)
 
 
 def patching_heading() -> list:
@@ -150,21 +210,31 @@ def patching_parts(model, clean: TraceRequest, corrupted: TraceRequest, progress
         p = ablation.patching(model, clean, corrupted, progress=progress)
     except ValueError as e:
         return [*top, Markdown(literal(str(e)), "info")]
-    labels = axis_labels(p.tokens)
+    labels, other = names(p.tokens), names(p.corrupted_tokens)
     i, j = p.pair
+    restored = p.heads if p.residual is None else np.concatenate([p.heads.ravel(),
+                                                                  p.residual.ravel()])
     return [
         *top,
-        Markdown(_("Measure: the cosine of {a} and {b}; {clean:.4f} in the clean run, "
-                   "{bad:.4f} in the corrupted one. One activation of the clean run is copied "
-                   "into the corrupted run; 1 = it restores the whole difference, 0 = none. "
-                   "Ablation asks whether a part matters at all; patching asks whether it "
-                   "carries what differs between the two sentences.").format(
-                       a=f"`{labels[i]}`", b=f"`{labels[j]}`", clean=p.clean, bad=p.corrupted)),
+        Markdown(_("Measure: the cosine of the final vectors at places {i} and {j}: of {a} and "
+                   "{b} in the clean run, {clean:.4f}; of {c} and {d} in the corrupted run, "
+                   "{bad:.4f}. One activation of the clean run is copied into the corrupted "
+                   "run; 1 = it restores the whole difference, 0 = none. Ablation asks whether "
+                   "a part matters at all; patching asks whether it carries what differs "
+                   "between the two sentences.").format(
+                       i=i, j=j, a=f"`{labels[i]}`", b=f"`{labels[j]}`", c=f"`{other[i]}`",
+                       d=f"`{other[j]}`", clean=p.clean, bad=p.corrupted)),
+        Markdown(_("The restored fraction is not held between 0 and 1: here it runs from "
+                   "{low:.3f} to {high:.3f}. Below 0, the patch moves the cosine away from the "
+                   "clean run's value; above 1, it moves it past that value. The layer x token "
+                   "map is drawn for up to {n} tokens (it runs the model once per layer and "
+                   "token).").format(low=float(restored.min()), high=float(restored.max()),
+                                     n=ablation.RESIDUAL_MAX_TOKENS), "caption"),
         plots.head_map(p.heads, _("Patching one head's output"), _("restored")),
         plots.residual_map(p.residual, p.tokens, p.corrupted_tokens)
         if p.residual is not None else Markdown(_(
-            "The layer x token map is made for up to {n} tokens (it runs the model once per "
-            "layer and token).").format(n=ablation.RESIDUAL_MAX_TOKENS), "caption"),
+            "This sentence has {k} tokens: past {n}, the layer x token map is left "
+            "out.").format(k=len(p.tokens), n=ablation.RESIDUAL_MAX_TOKENS), "caption"),
         numbers(_("Download the patching numbers (.npz)"),
                 {"clean": np.float64(p.clean), "corrupted": np.float64(p.corrupted),
                  "heads_restored": p.heads,
@@ -182,16 +252,18 @@ def decoder_patching_parts(model, clean: TraceRequest, corrupted: TraceRequest,
         p = ablation.decoder_patching(model, clean, corrupted, progress=progress)
     except ValueError as e:
         return [Heading(_("Patching the decoder's heads"), 3), Markdown(literal(str(e)), "info")]
-    labels = axis_labels(p.tokens)
+    labels, other = names(p.tokens), names(p.corrupted_tokens)
     i, j = p.pair
     return [
         Heading(_("Patching the decoder's heads"), 3),
         Markdown(_("The same question for the decoder: one head's output of its masked "
                    "self-attention, or of its cross-attention (queries from the decoder, keys "
                    "and values from the encoder), copied from the clean run. Measure: the "
-                   "cosine of the decoder's {a} and {b} after its last layer; {clean:.4f} clean, "
-                   "{bad:.4f} corrupted.").format(a=f"`{labels[i]}`", b=f"`{labels[j]}`",
-                                                  clean=p.clean, bad=p.corrupted)),
+                   "cosine of the decoder's final vectors at places {i} and {j}: of {a} and {b} "
+                   "in the clean run, {clean:.4f}; of {c} and {d} in the corrupted run, "
+                   "{bad:.4f}.").format(i=i, j=j, a=f"`{labels[i]}`", b=f"`{labels[j]}`",
+                                        c=f"`{other[i]}`", d=f"`{other[j]}`", clean=p.clean,
+                                        bad=p.corrupted)),
         plots.head_map(p.decoder, _("Patching one head's output: {part}").format(
             part=_(PART_NAMES["decoder"])), _("restored")),
         plots.head_map(p.cross, _("Patching one head's output: {part}").format(
@@ -255,6 +327,58 @@ def one_head_parts(model, request: TraceRequest, layer: int, head: int, mode: st
     ]
 
 
+def decoder_importance_parts(model, request: TraceRequest, mode: str, progress=None) -> list:
+    """BART: the decoder's masked self-attention heads and its cross-attention heads as the
+    encoder's are shown: each one's importance map, each layer's attention removed, the pruning
+    curve, and the numbers (analysis.ablation.decoder_importance, decoder_layer_removal,
+    decoder_pruning_curve)."""
+    out: list = [Heading(_("The decoder's heads"), 3)]
+    try:
+        imps = {part: ablation.decoder_importance(
+            model, request, part, mode, progress=None if progress is None else (
+                lambda d, t, k=k: progress(k * t + d, 2 * t)))
+            for k, part in enumerate(("decoder", "cross"))}
+    except ValueError as e:
+        return [*out, Markdown(literal(str(e)), "info")]
+    first = next(iter(imps.values()))
+    labels = names(first.tokens)
+    i, j = first.pair
+    cos_ab = f"cos({labels[i]}, {labels[j]})"
+    out.append(Markdown(_("The same maps for the decoder: each head of its masked "
+                          "self-attention, then of its cross-attention (queries from the "
+                          "decoder, keys and values from the encoder), removed alone ({mode}); "
+                          "measure: the cosine of the decoder's final vectors of {a} and {b}, "
+                          "{base:.4f} with every head.").format(
+        mode=_(MODE_SHORT[mode]), a=f"`{labels[i]}`", b=f"`{labels[j]}`", base=first.base)))
+    arrays: dict = {"pair": np.array(first.pair), "decoder_tokens": np.array(first.tokens),
+                    "base": np.float64(first.base)}
+    for part, imp in imps.items():
+        base, layers = ablation.decoder_layer_removal(model, request, part, imp.pair)
+        order, curve = ablation.decoder_pruning_curve(model, request, imp, part)
+        name = _(PART_NAMES[part])
+        out += [plots.head_map(imp.effect, _("Change of {cos} when one head is removed: "
+                                             "{part}").format(cos=cos_ab, part=name),
+                               _("change")),
+                plots.layer_bars(base, layers, cos_ab, _(
+                    "Removing a whole layer's attention: {part}").format(part=name)),
+                plots.pruning(curve, order, cos_ab, _("Pruning curve: {part}").format(
+                    part=name)),
+                Markdown(pruning_said(ablation.pruning_summary(order, curve), cos_ab))]
+        arrays |= {f"{part}_values": imp.values, f"{part}_effect": imp.effect,
+                   f"{part}_layer_removed": layers, f"{part}_pruning_order": np.array(order),
+                   f"{part}_pruning_curve": curve}
+    out.append(numbers(_("Download the decoder's ablation numbers (.npz)"), arrays,
+                       f"attnviz_ablation_decoder_{mode}.npz"))
+    return out
+
+
+def no_top(name: str, value: float) -> str:
+    """Where no head has the most of a statistic: every head has the same value."""
+    if name == "punct" and value == 0:
+        return _("none: no punctuation in this sentence (0 for every head)")
+    return _("none: {value:.4g} for every head").format(value=value)
+
+
 def stats_parts(model, request: TraceRequest, imp: ablation.Importance) -> list:
     """|effect| beside Clark et al.'s statistics of the same heads, with the rank correlations
     and, per statistic, where its strongest head ranks by importance."""
@@ -274,9 +398,12 @@ def stats_parts(model, request: TraceRequest, imp: ablation.Importance) -> list:
         plots.importance_vs_stats(b.size, b.stats, titles, b.rho, value),
         Table({_("statistic"): [titles[k] for k in b.stats],
                _("Spearman ρ with |change|"): [fmt(b.rho[k]) for k in b.stats],
-               _("head with the most of it"): [_("layer {l}, head {h}").format(
-                   l=tops[k][0][0], h=tops[k][0][1]) for k in b.stats],
-               _("its rank by |change|"): [f"{tops[k][1]} / {b.size.size}" for k in b.stats]}),
+               _("head with the most of it"): [
+                   no_top(k, float(b.stats[k].flat[0])) if tops[k] is None else
+                   _("layer {l}, head {h}").format(l=tops[k][0][0], h=tops[k][0][1])
+                   for k in b.stats],
+               _("its rank by |change|"): ["—" if tops[k] is None else
+                                           f"{tops[k][1]} / {b.size.size}" for k in b.stats]}),
         numbers(_("Download importance and statistics (.npz)"),
                 {"size": b.size, **{f"stat_{k}": v for k, v in b.stats.items()},
                  "spearman": np.array([b.rho[k] for k in b.stats]),

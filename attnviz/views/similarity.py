@@ -15,6 +15,7 @@ import numpy as np
 from ..analysis import attribution, flow, occlusion
 from ..analysis.common import special_mask
 from ..analysis.rollout import rollout
+from ..engine.trace import token_labels
 from ..i18n import N_, _
 from ..plotting.attribution import attribution_bars, occlusion_bars
 from ..plotting.common import axis_labels
@@ -40,8 +41,8 @@ def intro() -> list:
         "change that its own coordinates carry along the way. The credits add up to the score "
         "minus the blank's score (*completeness*), and they depend on the blank: another "
         "blank gives other credits. Beside them, what the attention maps say mean pooling "
-        "takes from each token, and **occlusion**: each word taken away alone, the others "
-        "kept."))]
+        "takes from each token, and **occlusion**: each token taken away alone, the others "
+        "kept (a word the tokenizer cuts into pieces is several tokens here)."))]
 
 
 def attention_views(t, flows=None) -> dict:
@@ -85,7 +86,7 @@ def panel(name: str, res, side: str, t, occ, views: dict) -> list:
         "Sentence {name}: what each method credits to each token").format(name=name)))
     words = ~special_mask(tokens)
     methods = [m for m in series if m != ig_label]
-    rho = _("Spearman ρ with IG (words)")
+    rho = _("Spearman ρ with IG (over {n} tokens)").format(n=int(words.sum()))
     # half a page wide: the method's name wraps in a medium column, the number keeps its room
     out.append(Table({_("method"): methods, rho: [
         attribution.spearman(ig[words], np.asarray(series[m])[words]) for m in methods]},
@@ -98,8 +99,8 @@ def panel(name: str, res, side: str, t, occ, views: dict) -> list:
                               "{n}.").format(max=occlusion.MAX_TOKENS, n=t.n_tokens),
                             "caption"))
         return out
-    occ_series = {ig_label: ig, _("occlusion: word removed"): occ.remove,
-                  _("occlusion: word → [MASK]"): occ.mask}
+    occ_series = {ig_label: ig, _("occlusion: token removed"): occ.remove,
+                  _("occlusion: token → [MASK]"): occ.mask}
     out.append(occlusion_bars(tokens, occ_series, _("Sentence {name}: IG beside occlusion")
                               .format(name=name)))
     occluded = ~np.isnan(occ.remove)  # the words ([CLS]/[SEP] are never occluded)
@@ -107,7 +108,26 @@ def panel(name: str, res, side: str, t, occ, views: dict) -> list:
                       **{k: np.round(np.asarray(v, float)[occluded], 5) for k, v in zip(
                           (_("IG"), _("removed"), _("→ [MASK]")), occ_series.values(),
                           strict=True)}}))
+    out.append(Markdown(occlusion_said(tokens, occ), "caption"))
     return out
+
+
+def occlusion_said(tokens: list[str], occ) -> str:
+    """Why "removed" and "→ [MASK]" can disagree: removing a token moves every later token
+    up one place; with the tokens where the two drops have opposite signs."""
+    said = _("Removing a token moves every later token up one place (each then gets the "
+             "position embedding of the place before it), so \"removed\" changes the "
+             "positions too; \"→ [MASK]\" keeps every token in its place.")
+    labels = [label if tokens.count(t) > 1 else t
+              for label, t in zip(token_labels(tokens), tokens, strict=True)]
+    apart = [k for k in np.flatnonzero(~np.isnan(occ.remove))
+             if np.sign(occ.remove[k]) * np.sign(occ.mask[k]) < 0]
+    if apart:
+        k = max(apart, key=lambda k: abs(occ.remove[k] - occ.mask[k]))
+        said += " " + _("Here the two disagree in sign for {n} of the tokens; most for {token}: "
+                        "{removed:+.3f} removed, {masked:+.3f} masked.").format(
+            n=len(apart), token=f"`{labels[k]}`", removed=occ.remove[k], masked=occ.mask[k])
+    return said
 
 
 def reading() -> Markdown:
