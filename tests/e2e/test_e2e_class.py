@@ -1,0 +1,184 @@
+"""Class mode end to end on `make serve WORKERS=2` (the hall of test_e2e_serve): a teacher
+(1280x720) and five students in browser contexts of their own (three phones at 390x844, one
+reading Chinese; students land on both workers), all in one headless Chromium.
+
+The teacher starts a class (a join code and a QR code large enough for a projector); the
+students open the join link; the teacher moves through three steps with questions (the lesson's
+steps 2, 3 and 4); every student's page follows within the wait below (the timings are written
+to test-output/class_follow.json: 6 Chromium renderers share this machine's cores with both
+workers, so the 2 s goal is measured by the load test, not here); every student answers;
+the teacher's screen counts the answers ("5 of 5 answered"); after the reveal the histogram on
+the teacher's screen and on every phone holds exactly the counts of the answers given, the right
+one marked, and each student's own answer named. A student looks back and returns to the
+class with one tap; the teacher reloads and still leads; a worker killed mid-class (SIGKILL)
+loses no answer and its pages follow the class again from the other worker; presentation mode
+with the histogram fits 1280x720."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import time
+
+import pytest
+
+from attnviz import i18n
+from attnviz.classroom import codes, questions
+
+from .conftest import SHOTS, page_errors, screenshot, wait_for_app
+from .test_e2e_serve import hall  # noqa: F401 - the fixture: make serve WORKERS=2
+
+pytestmark = pytest.mark.e2e
+LONG = 600_000  # a step with the taggers may train them first
+FOLLOW_MS = 60_000
+PHONE = {"width": 390, "height": 844}
+LAPTOP = {"width": 1280, "height": 720}
+STUDENTS = [("en", PHONE), ("zh", PHONE), ("en", PHONE), ("en", LAPTOP), ("en", LAPTOP)]
+STEPS = (2, 3, 4)  # per_word, window, far: each asks a question with choices
+
+
+def settle(page) -> None:
+    page.wait_for_timeout(400)
+    wait_for_app(page, plots=False, timeout_ms=LONG)
+
+
+def on_step(page, step: int, timeout_ms: int = FOLLOW_MS) -> None:
+    page.wait_for_url(re.compile(rf"lesson_step={step}\b"), timeout=timeout_ms)
+
+
+def tr(lang: str, text: str) -> str:
+    with i18n.use(lang):
+        return i18n._(text)
+
+
+def room_counts(page) -> list[int]:
+    """The counts of the histogram under the question (Plotly's public gd.data)."""
+    chart = page.locator(".st-key-lesson_question .js-plotly-plot").first
+    chart.wait_for(timeout=FOLLOW_MS)
+    return [int(x) for x in chart.evaluate("gd => gd.data[0].x")]
+
+
+def test_a_class_follows_the_teacher_and_sees_the_room(hall, browser):  # noqa: F811
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    teacher_ctx = browser.new_context(viewport=LAPTOP)
+    teacher = teacher_ctx.new_page()
+    teacher.goto(hall.url + "/")
+    wait_for_app(teacher)
+    teacher.goto(hall.url + "/lesson")
+    settle(teacher)
+    teacher.get_by_role("button", name="Start a class").click()
+    dialog = teacher.get_by_role("dialog")
+    dialog.wait_for(timeout=60_000)
+    code = re.search(r"[2-9A-Z]{4}-[2-9A-Z]{4}", dialog.inner_text()).group(0)
+    assert codes.parse_code(code) == code
+    qr = dialog.locator("img").first
+    assert qr.bounding_box()["width"] >= 400  # a projector's QR code
+    link = dialog.locator("pre").first.inner_text().strip()
+    assert link.endswith(f"/lesson?class={code}")
+    screenshot(teacher, "class_teacher_code")
+    teacher.keyboard.press("Escape")
+    assert re.search(rf"class={code}\b", teacher.url)
+    assert "secret" not in link and len(link) < 80  # the code only
+
+    students = []
+    for k, (lang, size) in enumerate(STUDENTS):
+        ctx = browser.new_context(viewport=size, locale="zh-CN" if lang == "zh" else "en-US")
+        page = ctx.new_page()
+        page.goto(link + ("&lang=zh" if lang == "zh" else ""))
+        settle(page)
+        assert not page_errors(page), (k, page_errors(page))
+        students.append((lang, page))
+
+    teacher.get_by_role("button", name="Answer ▶").click()  # step 1's own question: its answer
+    settle(teacher)
+    timings: list[dict] = []
+    for n, step in enumerate(STEPS):
+        q = questions.question(step)
+        teacher.get_by_role("button", name="Next ▶").click()
+        clicked = time.perf_counter()
+        for k, (_lang, page) in enumerate(students):
+            on_step(page, step)
+            timings.append({"step": step, "student": k,
+                            "seconds": round(time.perf_counter() - clicked, 2)})
+        settle(teacher)
+        for _lang, page in students:
+            settle(page)
+        chosen = [(k + n) % len(q.choices) for k in range(len(students))]
+        for k, (_lang, page) in enumerate(students):
+            radios = page.locator(".st-key-lesson_question [data-testid='stRadio'] "
+                                  "[role='radiogroup'] label")
+            radios.nth(chosen[k]).click()
+            page.wait_for_timeout(300)
+        teacher.get_by_text(f"{len(students)} of {len(students)} answered").wait_for(
+            timeout=30_000)
+        teacher.get_by_role("button", name="Answer ▶").click()
+        settle(teacher)
+        expected = last_counts = [chosen.count(c) for c in range(len(q.choices))]
+        assert room_counts(teacher) == expected
+        assert f"{len(students)} answered." in teacher.inner_text("body")
+        for k, (lang, page) in enumerate(students):
+            page.wait_for_function(
+                "() => document.querySelector('.st-key-lesson_question .js-plotly-plot')",
+                timeout=FOLLOW_MS)
+            settle(page)
+            assert room_counts(page) == expected, (k, step)
+            mine = tr(lang, q.choices[chosen[k]])
+            said = page.locator(".st-key-lesson_question").inner_text()
+            assert mine in said, (k, said)
+            assert not page_errors(page), (k, page_errors(page))
+        screenshot(teacher, f"class_teacher_step{step}")
+        for k, (lang, page) in enumerate(students[:2]):
+            screenshot(page, f"class_student{k}_{lang}_step{step}")
+
+    # A student looks back, the class moves on, one tap brings the student back.
+    lang, phone = students[0]
+    phone.get_by_role("button", name="◀ Back").click()
+    on_step(phone, STEPS[-1] - 1)
+    teacher.get_by_role("button", name="Next ▶").click()
+    settle(teacher)
+    back = phone.get_by_role("button", name="Return to the class")
+    back.wait_for(timeout=FOLLOW_MS)
+    assert f"lesson_step={STEPS[-1] - 1}" in phone.url  # still where the student looks
+    back.click()
+    on_step(phone, STEPS[-1] + 1)
+
+    # The teacher reloads: still the teacher (a browser token, not the link, says so).
+    teacher.reload()
+    settle(teacher)
+    assert teacher.get_by_role("button", name="Show the code").count() == 1
+    assert teacher.get_by_role("button", name="Return to the class").count() == 0
+
+    # A worker killed mid-class (SIGKILL): its pages reconnect to the other worker, the
+    # teacher still leads, every student follows again, no answer is lost.
+    os.kill(hall.pids[0], signal.SIGKILL)
+    hall.wait_for(rf"worker 1 \(pid {hall.pids[0]}, port {hall.ports[0]}\) exited", 60)
+    teacher.wait_for_timeout(3000)
+    for page in (teacher, *[p for _lang, p in students]):
+        settle(page)
+    here = STEPS[-1] + 1
+    if teacher.get_by_role("button", name="Answer ▶").count():
+        teacher.get_by_role("button", name="Answer ▶").click()
+        settle(teacher)
+    teacher.get_by_role("button", name="Next ▶").click()
+    for _lang, page in students:
+        on_step(page, here + 1)
+    for _ in range(2):
+        teacher.get_by_role("button", name="◀ Back").click()
+        settle(teacher)
+    assert room_counts(teacher) == last_counts  # step 4's answers, given before the kill
+
+    # Presentation mode with the histogram: one 1280x720 screen.
+    teacher.get_by_text("Presentation mode").click()
+    settle(teacher)
+    chart = teacher.locator(".st-key-lesson_question .js-plotly-plot").first
+    chart.wait_for(timeout=FOLLOW_MS)
+    box = chart.bounding_box()
+    assert box["y"] + box["height"] <= LAPTOP["height"], box
+    teacher.screenshot(path=str(SHOTS / "class_teacher_present.png"))
+    assert not page_errors(teacher)
+    (SHOTS.parent / "class_follow.json").write_text(json.dumps(timings, indent=1))
+    for _lang, page in students:
+        page.context.close()
+    teacher_ctx.close()
