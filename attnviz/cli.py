@@ -57,8 +57,14 @@ def write_npz(out: Path, save) -> None:
 
 
 MODEL_HELP = ("a checkpoint folder, or a Hub id found in the local Hugging Face cache (never "
-              "downloaded): BERT, RoBERTa, DistilBERT, GPT-2, ViT or BART (default: the "
-              "bundled all-MiniLM-L6-v2)")
+              "downloaded): BERT, RoBERTa, DistilBERT, GPT-2, ViT or BART; or a bundled model: "
+              "minilm (all-MiniLM-L6-v2, the default) or smollm2 (SmolLM2-135M-Instruct, "
+              "converted once from its 4-bit GGUF file)")
+
+
+def say(line: str) -> None:
+    """A line of progress (a bundled model's first conversion), on stderr."""
+    print(f"attnviz: {line}", file=sys.stderr, flush=True)
 MAX_IMAGE_BYTES = 64 << 20
 
 
@@ -207,7 +213,7 @@ def ablate(args: argparse.Namespace) -> int:
             raise ValueError("--text is empty or --top is not between 1 and 10000")
         out_file = npz_out(args.out) if args.out is not None else None
         request = TraceRequest(args.text, args.pair)
-        model = load_model(args.model, device=args.device)
+        model = load_model(args.model, device=args.device, progress=say)
         imp = ablation.head_importance(model, request, args.measure, args.mode)
         out = {"measure": args.measure, "mode": args.mode, "base": imp.base,
                "tokens": imp.tokens, "pair_tokens": imp.pair,
@@ -306,6 +312,7 @@ def _main(argv: list[str] | None = None) -> int:
     if args.command == "ablate":
         return ablate(args)
     from .engine import ModelError, TraceRequest, load_model
+    from .engine.bundled import dequantized_from
 
     try:
         if args.command == "export":  # the request is checked before the model loads
@@ -320,9 +327,13 @@ def _main(argv: list[str] | None = None) -> int:
                                        positions=args.positions, window=args.window,
                                        causal=args.causal, seed=args.seed)
             out = npz_out(args.out)
-        model = load_model(args.model, device=args.device)
+        model = load_model(args.model, device=args.device, progress=say)
         if args.command == "info":
             print(model)
+            quantization = dequantized_from(model)
+            if quantization is not None:
+                print(f"weights dequantized from 4 bits ({quantization}, a GGUF file): its "
+                      "numbers are those of the 4-bit model, not of the original float weights")
             return 0
         t = model.trace(request)
         write_npz(out, t.save_npz)

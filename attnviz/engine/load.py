@@ -3,6 +3,8 @@
     load_model()                          the bundled all-MiniLM-L6-v2 (a BERT)
     load_model("path/to/folder")          any supported checkpoint folder
     load_model("gpt2")                    a Hub id, from $HF_HOME/hub (engine.hub)
+    load_model("smollm2")                 a bundled model by name (engine.bundled: "minilm",
+                                          "smollm2", converted from its GGUF file once)
 
 The family comes from config.model_type (engine.families: one file per family). transformers
 reads the config and the tokenizer; the weights are read by engine.weights, checked against the
@@ -32,6 +34,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import torch  # noqa: E402
 
 from ..i18n import _  # noqa: E402 - messages in the language of the session that loads
+from .bundled import NAMES, Progress, bundled_folder, is_bundled  # noqa: E402
 from .families import family_for  # noqa: E402
 from .folders import (  # noqa: E402, F401 - engine.load's names since the first release
     BUNDLED_NAME,
@@ -118,14 +121,20 @@ def check_model_dir(path: str | os.PathLike) -> Path:
 
 
 def load_model(path: str | os.PathLike | None = None, device: str | None = None,
-               max_tokens: int | None = None, limits: Limits | None = None) -> Model:
+               max_tokens: int | None = None, limits: Limits | None = None,
+               progress: Progress | None = None) -> Model:
     """Load a checkpoint (default: the bundled model) into the attnviz engine.
 
-    `path`: a folder or a Hub id in the local Hugging Face cache. `max_tokens`: a server's
-    limit on tokens per trace (default: the model's positions). `limits`: what a server agrees
-    to build (default: engine.weights.Limits.from_settings(), the setting max_model_mb).
+    `path`: a folder, a Hub id in the local Hugging Face cache, or a bundled model's name
+    (engine.bundled.BUNDLED; `progress` is told, a line at a time, about a first use's
+    conversion). `max_tokens`: a server's limit on tokens per trace (default: the model's
+    positions). `limits`: what a server agrees to build (default:
+    engine.weights.Limits.from_settings(), the setting max_model_mb).
     """
-    folder = bundled_model_dir() if path is None else locate_model(path)
+    if is_bundled(path):
+        folder = bundled_folder(path, progress)
+    else:
+        folder = bundled_model_dir() if path is None else locate_model(path)
     folder = check_model_dir(folder).resolve()
     raw = read_config(folder, str(folder))
     family = family_for(raw["model_type"])
@@ -154,7 +163,8 @@ def load_model(path: str | os.PathLike | None = None, device: str | None = None,
     if not all_finite(state):
         raise ModelError(_("the weights in {folder} contain NaN or infinite values").format(
             folder=folder))
-    name = BUNDLED_NAME if path is None else _display_name(folder)
+    name = (BUNDLED_NAME if path is None else NAMES[path] if is_bundled(path)
+            else _display_name(folder))
     try:
         return family(state, config, tokenizer, name=name, device=dev, source=str(folder),
                       max_tokens=max_tokens)

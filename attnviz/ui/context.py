@@ -62,6 +62,7 @@ if TYPE_CHECKING:  # the model's module imports torch: loaded with the first mod
 
 from ..export.html import Markdown
 from .cache import cached, is_cached
+from .model_picker import NAMES, bundled_choice
 from .render import render
 from .text import literal
 
@@ -115,7 +116,8 @@ def first_view_card(device: str):
 
 
 def cached_model(folder: str | None, device: str) -> Model:
-    """The model in `folder` (None: the bundled one) on `device`, loaded once per server.
+    """The model in `folder` (None: the bundled all-MiniLM-L6-v2; a bundled model's name,
+    engine.bundled) on `device`, loaded once per server.
 
     `folder` must already be resolved (engine.check_allowed_folder) so that every spelling of
     one folder is one cache entry."""
@@ -291,6 +293,16 @@ def read_context() -> Context:
             model = load_checkpoint(folder, device)
         except ModelError as e:
             error = str(e)
+    choice = None if folder else bundled_choice()  # a bundled model other than the default
+    if model is None and choice is not None:
+        try:
+            with loading(is_cached("models", (choice, device)),
+                         _("Loading the model (once per server; SmolLM2's 4-bit GGUF file is "
+                           "converted on its first use, a minute or two)...")):
+                model = cached_model(choice, device)
+        except Exception as e:
+            error = _("{name} could not be loaded: {error}. Showing all-MiniLM-L6-v2 "
+                      "instead.").format(name=_(NAMES[choice]), error=literal(str(e)))
     if model is None:
         model = first_view_card(device)  # a fresh server: drawn before torch is imported
     if model is None:

@@ -1,6 +1,7 @@
-"""The shared sidebar (language, sentence, second sentence, model folder, device), drawn by
-app.py's router on every rerun so it is the same on every page. The language and the sentences
-live in the URL (`bind="query-params"`: `?lang=zh&text=...`), so a link reproduces what the
+"""The shared sidebar (language, sentence, second sentence, bundled model, model folder,
+device), drawn by app.py's router on every rerun so it is the same on every page. The language,
+the sentences and the bundled model live in the URL (`bind="query-params"`:
+`?lang=zh&text=...&model=...`), so a link reproduces what the
 class sees, as long as the sentences fit in a link that can be reloaded (ui.urlstate.URL_BUDGET):
 a longer sentence is left out of the link, and the sidebar says so. The boxes hold MAX_CHARS
 characters; text cut there is said to be cut. Pages read the sentences through `ui.context()`,
@@ -12,13 +13,14 @@ import streamlit as st
 
 from attnviz import i18n
 from attnviz.i18n import _
+from attnviz.views.common import model_notes
 
 from .context import DEFAULT_TEXT, Context, first_view_card, read_context, shown_name
 from .language import (
     LANG_KEY,
     use_session_language,  # noqa: F401 - ui.recorder imports it from here
 )
-from .model_picker import model_picker
+from .model_picker import bundled_picker, model_picker
 from .text import literal
 from .urlstate import URL_BUDGET, encoded_length, fits_in_link
 
@@ -61,7 +63,8 @@ def _back_in_link(key: str, value: str, default: str, in_link: bool) -> None:
 
 
 def sidebar() -> Context:
-    """Draw the shared sidebar (language, sentence, second sentence, model folder, device)."""
+    """Draw the shared sidebar (language, sentence, second sentence, bundled model, model
+    folder, device)."""
     text, pair = _current("text", DEFAULT_TEXT), _current("pair", "")
     text_in_link = fits_in_link(text)
     pair_in_link = text_in_link and fits_in_link(text, pair)
@@ -95,11 +98,12 @@ def sidebar() -> Context:
                          "copy the text itself to share it."))
             st.info(message.format(size=f"{encoded_length(text, pair):,}",
                                    budget=f"{URL_BUDGET:,}"))
+        bundled_picker()
         with st.expander(_("Model and device")):
             st.text_input(
                 _("Checkpoint folder or Hub id"), value="", key="model_dir",
                 max_chars=4096,  # a folder path (Linux's PATH_MAX) or a Hub id (ui.boxes)
-                placeholder=_("empty = bundled all-MiniLM-L6-v2"),
+                placeholder=_("empty: the bundled model chosen above"),
                 help=_("BERT, RoBERTa, DistilBERT, GPT-2, ViT or BART: a folder with "
                        "config.json, weights and tokenizer, or a Hub id found in your local "
                        "Hugging Face cache (e.g. gpt2). Read offline: nothing is downloaded."),
@@ -113,6 +117,8 @@ def sidebar() -> Context:
             "{name}: {layers} layers x {heads} heads, hidden {hidden}, on **{device}**").format(
             name=literal(shown_name(ctx.model)), layers=ctx.model.n_layers, heads=ctx.model.n_heads,
             hidden=ctx.model.hidden, device=ctx.model.device_type.upper()))
+        for note in model_notes(ctx.model):
+            st.sidebar.caption(note.text)
     if ctx.error:
         st.sidebar.error(ctx.error)
     return ctx

@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ..engine.bundled import SMOLLM2_NAME, dequantized_from
 from ..engine.folders import BUNDLED_NAME
 from ..i18n import _
 from .blocks import Markdown, Numbers
@@ -24,8 +25,8 @@ def literal(text: str) -> str:
 def shown_name(model) -> str:
     """The model's name in the current language: the bundled model and the random demos are
     named by the app (translated), a checkpoint by its folder or Hub id (as it is)."""
-    if model.name == BUNDLED_NAME:
-        return _(BUNDLED_NAME)
+    if model.name in (BUNDLED_NAME, SMOLLM2_NAME):
+        return _(model.name)
     if model.name == f"random {model.title}":
         return _("random {title}").format(title=model.title)
     return model.name
@@ -50,13 +51,27 @@ def numbers(label: str, arrays: dict | Callable[[], dict], file_name: str,
     return Numbers(label, lambda: held, file_name, kind)
 
 
+def model_notes(model) -> list:
+    """What must be said wherever a model's numbers are shown (a caption): weights
+    dequantized from a quantized file (engine.bundled: the bundled SmolLM2's 4 bits)."""
+    quantization = dequantized_from(model)
+    if quantization is None:
+        return []
+    return [Markdown(_("{name}'s weights are dequantized from 4 bits ({quantization}, a GGUF "
+                       "file): its numbers are those of the 4-bit model, not of the original "
+                       "float weights.").format(name=literal(shown_name(model)),
+                                                quantization=literal(quantization)), "caption")]
+
+
 def trace_report(model, t, notes=()) -> list:
-    """What a page says with a trace: tokens dropped (a warning), then the notes (captions)."""
+    """What a page says with a trace: tokens dropped (a warning), what `model_notes` says,
+    then the notes (captions)."""
     out = []
     if t.dropped:
         out.append(Markdown(_("The input is longer than the model's {n} positions: {dropped} "
                               "tokens at the end were dropped.").format(
             n=model.max_positions, dropped=t.dropped), "warning"))
+    out += model_notes(model)
     out += [Markdown(f":material/info: {literal(note)}", "caption")
             for note in dict.fromkeys((*notes, *t.notes))]
     return out
