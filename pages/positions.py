@@ -1,5 +1,4 @@
-"""What positional encoding does: self-attention with and without positions.
-
+"""What positional encoding does: self-attention with and without positions, rotary positions.
 Numbers: cached Traces under each `positions=` mode; what it shows: views.positions."""
 
 import streamlit as st
@@ -11,23 +10,10 @@ from attnviz.ui.render import render
 from attnviz.views import positions as view
 
 
-def shuffle_check(ctx: ui.Context, mode: str, seed: int, keep: bool):
-    """(perm, max difference per layer) for one position mode, computed once."""
+def shuffle_check(ctx: ui.Context, mode: str, seed: int, keep: bool):  # computed once
     request = ctx.request.with_options(positions=mode)
     return ui.cached("results", ("pos_shuffle", ctx.model.key, request, seed, keep), lambda: (
         view.shuffle_check(ctx.model, ctx.request, ctx.trace, mode, seed, keep)))
-
-
-def compare_modes(ctx: ui.Context, seed: int, ref: str):
-    """({mode: per-head JS divergence from ref}, {mode: final-vector cosines with ref})."""
-    return ui.cached("results", ("pos_compare", ctx.model.key, ctx.request, seed, ref),
-                     lambda: view.compare_modes(ctx.trace, seed, ref))
-
-
-def encodings(model, count: int):
-    """(sinusoidal table, learned table, PCA of the learned one, explained ratio), once."""
-    return ui.cached("results", ("pos_encodings", model.key, count),
-                     lambda: view.encodings(model, count))
 
 
 def shuffle_tab(ctx: ui.Context, t, seed: int) -> None:
@@ -79,11 +65,11 @@ def pair_tab(ctx: ui.Context, t, seed: int) -> None:
 
 
 def encodings_tab(ctx: ui.Context) -> None:
-    model = ctx.model
-    top = model.max_positions
+    model, top = ctx.model, ctx.model.max_positions
     count = st.slider(_("Positions shown"), min(8, top), top, min(128, top), key="pos_n",
                       bind="query-params")
-    pe, learned, coords, ratio = encodings(model, count)
+    pe, learned, coords, ratio = ui.cached("results", ("pos_encodings", model.key, count),
+                                           lambda: view.encodings(model, count))
     render(view.sinusoids_note())
     ids, segments, _offsets = model.tokenize(ctx.request.text, ctx.request.pair)
     sc = ui.cached("results", ("pos_sin_scale", model.key, tuple(ids), tuple(segments)),
@@ -109,7 +95,8 @@ def compare_tab(ctx: ui.Context, t, seed: int) -> None:
     ref = st.selectbox(_("Compare with"), POSITION_MODES, key="pos_ref", bind="query-params",
                        format_func=lambda m: _(view.MODE_NAMES[m]))
     with st.spinner(_("Comparing every head under each choice...")):
-        div, final = compare_modes(ctx, seed, ref)
+        div, final = ui.cached("results", ("pos_compare", ctx.model.key, ctx.request, seed, ref),
+                               lambda: view.compare_modes(ctx.trace, seed, ref))
     render(view.compare_text(div, ref))
     render(view.sinusoid_caveat(ctx.model))
     render(ui.cached_figure(("pos_dist", t.key, seed, ref),
@@ -119,12 +106,23 @@ def compare_tab(ctx: ui.Context, t, seed: int) -> None:
     render(view.compare_download(t, div, final, ref), key="pos_dl_compare")
 
 
+def rope_tab(ctx: ui.Context, t, seed: int) -> None:
+    render(view.rope_toys(seed), keys=("pos_fig_rot", "pos_fig_grid", "pos_fig_rdist"))
+    render(view.rope_model(ctx.model, t), keys=("pos_fig_spec",))
+    shown = view.rotary_of(ctx.model) and view.first_repeated_pair(t.tokens) and st.toggle(
+        _("Show the answer"), key="pos_rope_answer", bind="query-params")
+    if shown:
+        render(view.rope_answer(ctx.model, t, ctx.trace), keys=("pos_fig_twins",))
+    render(view.rope_download(ctx.model, t, seed, ctx.trace if shown else None),
+           key="pos_dl_rope")
+
+
 def main() -> None:
     ui.ensure_router()  # a first request for this page hands over to app.py (once)
     render(view.intro())
     ctx = ui.context()
     t = ui.trace_or_message(ctx)
-    if t is None or not ui.require_bert_like(ctx, _("This page")):
+    if t is None:
         return
     seed = int(st.number_input(_("Shuffle seed"), 0, 10_000, 0, key="pos_seed",
                                bind="query-params", help=_("Chooses the toy vectors, the word "
@@ -135,11 +133,13 @@ def main() -> None:
 @ui.fragment  # the tabs and the choices inside them rerun only this part of the page
 def tabs_view(ctx: ui.Context, seed: int) -> None:
     t = ctx.trace()  # from the cache: the fragment keeps no trace of its own between reruns
-    # Lazy tabs: only the open one computes (a class on one server pays for what it looks at).
     tabs = st.tabs([_(tab) for tab in view.TABS], key="pos_tab", on_change="rerun",
                    bind="query-params")
-    draws = (lambda: shuffle_tab(ctx, t, seed), lambda: pair_tab(ctx, t, seed),
-             lambda: encodings_tab(ctx), lambda: compare_tab(ctx, t, seed))
+    # lazy tabs: only the open one computes; tabs 1-4 are written for BERT-like models
+    bert = lambda: ui.require_bert_like(ctx, _("This tab"))
+    draws = (lambda: bert() and shuffle_tab(ctx, t, seed),
+             lambda: bert() and pair_tab(ctx, t, seed), lambda: bert() and encodings_tab(ctx),
+             lambda: bert() and compare_tab(ctx, t, seed), lambda: rope_tab(ctx, t, seed))
     for tab, draw in zip(tabs, draws, strict=True):
         if tab.open:
             with tab:

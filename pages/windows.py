@@ -1,9 +1,7 @@
-"""Windows and receptive fields: truncated self-attention (the lecture's speech example) vs full
-and causal, receptive fields across depth vs a 1-D CNN, how much context BERT uses (with
-[CLS]/[SEP] kept visible or not), and the measured cost of full vs windowed attention.
+"""Windows and receptive fields: truncated vs full and causal attention, receptive fields vs a
+1-D CNN, how much context BERT uses, windows' cost, today's sliding windows and attention sink.
 
-Numbers: cached Traces with `window=` / `causal=`, analysis.receptive, analysis.windows and
-analysis.cost (timed by ui.window_cost), once per server; what it shows: views.windows."""
+Numbers: cached Traces, analysis.receptive, .windows, .cost (ui.window_cost); views.windows."""
 
 import streamlit as st
 
@@ -17,8 +15,7 @@ from attnviz.views import windows as view
 
 
 def window_slider(where=st) -> int:
-    """The page's w, drawn by each tab that uses it (the cost tab has its own window in
-    frames); kept while another tab is open (persist_state: the tabs are lazy)."""
+    """The page's w, drawn by each tab that uses it; kept while another tab is open."""
     return where.slider(_("Window w: each token sees ±w tokens"), 0, 16, 1, key="win_w",
                         bind="query-params", persist_state="page")
 
@@ -94,15 +91,33 @@ def cost_tab(ctx: ui.Context) -> None:
                           value=window_cost.DEFAULT_TOP, key="win_maxlen", bind="query-params")
     cw = b.select_slider(_("Window for this timing (± frames)"), window_cost.COST_WINDOWS,
                          value=window_cost.DEFAULT_WINDOW, key="win_cost_w", bind="query-params")
-    dev = str(ctx.model.device)
-    lengths = window_cost.lengths_up_to(top)
+    dev, lengths = str(ctx.model.device), window_cost.lengths_up_to(top)
     ms = ui.with_progress("results", window_cost.key(dev, lengths, cw), _("Measuring:"),
                           lambda p: window_cost.measure(dev, lengths, cw, p))
     render(view.cost_figure(ms, dev), key="win_cost")
     render(view.cost_note())
-    table = view.cost_table(ms)
-    render(table)
+    render(view.cost_table(ms))
     render(view.cost_download(ms), key="win_dl_l")
+
+
+def decoders_tab(ctx: ui.Context, t) -> None:
+    size = st.slider(_("Sliding window W (keys each query sees)"), 2, 8, 4, key="win_slide",
+                     bind="query-params")
+    *shown, numbers = view.sliding_tab(size)  # each part's download comes last
+    render(shown, keys=("win_slide_masks", "win_reach"))
+    render(numbers, key="win_dl_s")
+    *shown, numbers = view.sink_part(ctx.model, t)  # a note alone for an encoder
+    render(shown, keys=("win_sink",))
+    render(numbers, key="win_dl_k")
+    if view.streams(ctx.model):
+        w = st.select_slider(_("Window for the next word (tokens)"), view.STREAM_WINDOWS, 32,
+                             key="win_stream_w", bind="query-params")
+        with st.spinner(_("Running the model with each mask...")):
+            res = ui.cached("results", ("win_stream", ctx.model.key, w),
+                            lambda: view.streaming(ctx.model, w))
+        *shown, numbers = view.streaming_part(ctx.model, res, w)
+        render(shown, keys=("win_stream",))
+        render(numbers, key="win_dl_n")
 
 
 def main() -> None:
@@ -118,14 +133,13 @@ def main() -> None:
 @ui.fragment  # the tabs and the choices inside them rerun only this part of the page
 def tabs_view(ctx: ui.Context) -> None:
     t = ctx.trace()  # from the cache: the fragment keeps no trace of its own between reruns
-    # Lazy tabs: only the open one computes (the sweep and the cost timings are not free).
     tabs = st.tabs([_(tab) for tab in view.TABS], key="win_tab", on_change="rerun",
                    bind="query-params")
-    # The cost tab times random tensors; the others are written for a BERT-like model.
+    # Lazy tabs (only the open one computes); the first three are for a BERT-like model.
     draws = (lambda: ui.require_bert_like(ctx, _("This tab")) and masks_tab(ctx, t),
              lambda: ui.require_bert_like(ctx, _("This tab")) and fields_tab(ctx),
              lambda: ui.require_bert_like(ctx, _("This tab")) and context_tab(ctx, t),
-             lambda: cost_tab(ctx))
+             lambda: cost_tab(ctx), lambda: decoders_tab(ctx, t))
     for tab, draw in zip(tabs, draws, strict=True):
         if tab.open:
             with tab:

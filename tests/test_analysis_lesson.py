@@ -289,3 +289,14 @@ def order_free_by_hand(sentences) -> float:
 def test_top_key():
     assert L.top_key(np.array([0.1, 0.6, 0.3]), ["a", "b", "c"]) == (1, "b", 0.6)
     assert words("x") == ["x"]
+
+
+def test_length_and_rope_claims_state_the_numbers_given():
+    text = L.length_claim(20, (21, 40), 200, (0, 1, 2), {"a": "learned", "b": "rotary"},
+                          {"a": 0.99, "b": 0.995}, {"a": 0.7, "b": 0.8}, {"a": 0.45, "b": 0.68},
+                          40, 32)
+    assert "learned: 99.0% held out, 70.0% at places 1–20 and 45.0% past them" in text
+    assert "rotary: 99.5% held out, 80.0% at places 1–20 and 68.0% past them" in text
+    assert "rows 21 to 40" in text and "past place 32" in text and "21 to 40 words" in text
+    rope = L.rope_claim(0.998, 0.995, 0.994, 45000, 47048)
+    assert "**99.8%**" in rope and "45,000 parameters" in rope and "(47,048)" in rope

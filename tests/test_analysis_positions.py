@@ -275,3 +275,70 @@ def test_sinusoid_scaling_against_hf_tables(model, hf_model):
     assert sc["kept_raw"].mean() == pytest.approx(0.093, abs=1e-3)
     assert sc["kept_scaled"].mean() == pytest.approx(0.943, abs=1e-3)
     assert sc["kept_learned"].mean() == pytest.approx(0.821, abs=1e-3)
+
+
+# ------------------------------------------------------------------ rotary positions (RoPE)
+def test_rotated_pair_is_a_plane_rotation_by_place_times_theta():
+    q = np.array([1.0, 0.25])
+    places = np.array([0, 1, 2, 3, 7])
+    got = P.rotated_pair(q, places)
+    for m, v in zip(places, got, strict=True):
+        a = m * P.TOY_THETA  # the rotation matrix written out
+        ref = np.array([[math.cos(a), -math.sin(a)], [math.sin(a), math.cos(a)]]) @ q
+        np.testing.assert_allclose(v, ref, atol=1e-6)
+    np.testing.assert_allclose(np.linalg.norm(got, axis=1), np.linalg.norm(q), atol=1e-6)
+
+
+def test_rotary_scores_follow_the_distance_formula():
+    """S[m, p] = sum_i (q_a k_a + q_b k_b) cos((m - p) θ_i) + (q_a k_b - q_b k_a) sin((m - p) θ_i)
+    for each pair (a, b) = (i, i + d/2), written out in float64; the angles' float32 rounding
+    (the engine's, as transformers') is the only difference."""
+    from attnviz.engine.rope import frequencies
+
+    d, n = 16, 32
+    q, k = P.toy_query_key(d, seed=3)
+    inv = frequencies(d, 10000.0)
+    s = P.rotary_scores(q, k, n, inv)
+    theta = 10000.0 ** (-np.arange(0, d, 2) / d)  # float64, written out
+    h = d // 2
+    qa, qb, ka, kb = q[:h], q[h:], k[:h], k[h:]
+    m, p = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+    ang = (m - p)[..., None] * theta  # [n, n, d/2]
+    ref = ((qa * ka + qb * kb) * np.cos(ang) + (qa * kb - qb * ka) * np.sin(ang)).sum(-1)
+    # float32 angles of places below n: each off by at most ~n ulps of 1, times |q| |k|
+    tol = 2 * n * 2.0**-24 * np.linalg.norm(q) * np.linalg.norm(k)
+    assert np.abs(s - ref).max() < tol
+    dist, means, spread = P.by_distance(s)
+    assert dist.tolist() == list(range(-(n - 1), n))
+    for j, dd in enumerate(dist):  # each diagonal against the formula at its distance
+        assert means[j] == pytest.approx(ref[max(dd, 0), max(-dd, 0)], abs=tol)
+    assert spread < 2 * tol  # constant along each diagonal, to float32 rounding
+    assert np.ptp(s) > 1.0  # and not constant overall: the distance matters
+    assert spread == pytest.approx(max(np.ptp(np.diagonal(s, o)) for o in range(-n + 1, n)))
+
+
+def test_rope_spectrum_from_the_base():
+    from attnviz.engine.rope import frequencies
+
+    spec = P.rope_spectrum(frequencies(64, 100000.0))
+    i = np.arange(32)
+    np.testing.assert_allclose(spec["theta"], 100000.0 ** (-2 * i / 64), rtol=1e-6)
+    np.testing.assert_allclose(spec["wavelength"], 2 * np.pi / spec["theta"], rtol=1e-12)
+    assert spec["wavelength"][0] == pytest.approx(2 * np.pi, rel=1e-6)
+
+
+class _Twins:
+    def __init__(self, hidden):
+        self.hidden_states = hidden
+
+
+def test_causal_twins_measures_cosines_and_the_difference():
+    rng = np.random.default_rng(0)
+    with_rope, without = rng.normal(size=(4, 5, 8)), rng.normal(size=(4, 5, 8))
+    without[0, 3] = without[0, 1]  # the same input vector
+    tw = P.causal_twins(_Twins(with_rope), _Twins(without), 1, 3)
+    ref = F.cosine_similarity(torch.from_numpy(without[:, 1]), torch.from_numpy(without[:, 3]),
+                              dim=-1).numpy()
+    np.testing.assert_allclose(tw["without"], ref, atol=1e-12)
+    assert tw["without"][0] == pytest.approx(1.0)
+    assert tw["without_max_diff"] == pytest.approx(np.abs(without[1:, 1] - without[1:, 3]).max())

@@ -130,3 +130,87 @@ def test_windows_are_encoded_in_batches_with_each_windows_own_result(model, monk
         np.testing.assert_allclose(s.cosine, want, atol=1e-6)
         assert seen == sorted(seen) and seen[-1] == 1.0
         assert len(seen) == (1 if size is None else -(-n // size))
+
+
+# ------------------------------------------------------------------ today's decoders
+def test_sliding_mask_is_transformers_sliding_window():
+    """transformers' own rule (masking_utils): causal and kv_idx > q_idx - sliding_window."""
+    from transformers.masking_utils import causal_mask_function, sliding_window_overlay
+
+    for n, size in ((9, 1), (12, 3), (12, 4), (7, 20)):
+        overlay = sliding_window_overlay(size)
+        ref = np.array([[bool(causal_mask_function(0, 0, i, j)) and bool(overlay(0, 0, i, j))
+                         for j in range(n)] for i in range(n)])
+        np.testing.assert_array_equal(win.sliding_mask(n, size).numpy(), ref)
+    with pytest.raises(ValueError):
+        win.sliding_mask(5, 0)
+    kept = win.streaming_mask(8, 3, sinks=1).numpy()
+    assert kept[:, 0].all() and (kept[:, 1:] == win.sliding_mask(8, 3).numpy()[:, 1:]).all()
+    four = win.streaming_mask(8, 2, sinks=4).numpy()
+    i, j = np.indices((8, 8))
+    np.testing.assert_array_equal(four, (j <= i) & ((i - j < 2) | (j < 4)))
+    np.testing.assert_array_equal(win.streaming_mask(8, 3, sinks=0).numpy(),
+                                  win.sliding_mask(8, 3).numpy())
+
+
+def test_layer_patterns_are_transformers_configs():
+    from transformers import Gemma2Config, Gemma3TextConfig, MistralConfig
+
+    types = {"sliding_attention": win.SLIDING, "full_attention": win.FULL}
+    for layers in (6, 12, 26):
+        assert win.layer_types("gemma2", layers) == [
+            types[t] for t in Gemma2Config(num_hidden_layers=layers).layer_types]
+        assert win.layer_types("gemma3", layers) == [
+            types[t] for t in Gemma3TextConfig(num_hidden_layers=layers).layer_types]
+    c = MistralConfig()
+    assert (c.num_hidden_layers, c.sliding_window) == (32, 4096)
+    assert win.span(c.num_hidden_layers, c.sliding_window) == 131_040  # Mistral: "~131K"
+
+
+@pytest.mark.parametrize("pattern", ["mistral", "gemma2", "gemma3"])
+@pytest.mark.parametrize("size", [2, 3, 5])
+def test_reach_formula_against_composed_masks(pattern, size):
+    """The formula against reachability computed here: a path through the layers' masks,
+    one layer at a time (breadth first), never a matrix product."""
+    n, layers = 30, 7
+    types = win.layer_types(pattern, layers)
+    masks = [m.numpy() for m in win.layer_masks(n, size, types)]
+    reach = win.composed_reach(win.layer_masks(n, size, types))
+    assert reach.shape == (layers + 1, n, n)
+    for query in (0, 5, 17, n - 1):
+        seen = {query}
+        firsts = [query]
+        for li in range(layers - 1, -1, -1):  # from the last layer down to the input
+            seen = {j for i in seen for j in np.flatnonzero(masks[li][i])}
+        # the formula's first reachable input after each depth, checked one depth at a time
+        for depth in range(1, layers + 1):
+            now = {query}
+            for li in range(depth - 1, -1, -1):
+                now = {j for i in now for j in np.flatnonzero(masks[li][i])}
+            firsts.append(min(now))
+            assert now == set(np.flatnonzero(reach[depth, query])), (depth, query)
+            assert now == set(range(min(now), query + 1))  # no gaps
+        assert seen == set(np.flatnonzero(reach[-1, query]))
+        np.testing.assert_array_equal(win.reach_formula(query, size, types), firsts)
+
+
+def test_first_token_share_and_even_share():
+    rng = np.random.default_rng(0)
+    n = 6
+    w = rng.random((2, 3, n, n)) * np.tril(np.ones((n, n)))
+    w /= w.sum(-1, keepdims=True)
+    share = win.first_token_share(w)
+    assert share.shape == (2, 3)
+    assert share[1, 2] == pytest.approx(np.mean([w[1, 2, i, 0] for i in range(1, n)]))
+    assert win.even_share(n) == pytest.approx(np.mean([1 / (i + 1) for i in range(1, n)]))
+    even = np.tril(np.ones((n, n))) / np.arange(1, n + 1)[:, None]
+    assert win.first_token_share(even[None, None])[0, 0] == pytest.approx(win.even_share(n))
+
+
+def test_kl_and_top_words():
+    p = np.array([0.5, 0.25, 0.25, 0.0])
+    q = np.array([0.25, 0.25, 0.25, 0.25])
+    assert win.kl_divergence(p, q) == pytest.approx(
+        0.5 * np.log(2) + 0.25 * np.log(1) + 0.25 * np.log(1))
+    assert win.kl_divergence(p, p) == 0.0
+    assert win.top_words(np.array([0.1, 0.6, 0.3]), 2) == [(1, 0.6), (2, 0.3)]

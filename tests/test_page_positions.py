@@ -23,7 +23,8 @@ def figures(at) -> dict[str, dict]:
 
 KEYS = ["pos_fig_toy", "pos_fig_perm", "pos_fig_equi", "pos_fig_cos", "pos_fig_rows",
         "pos_fig_wcmp", "pos_fig_sin", "pos_fig_sindot", "pos_fig_learned", "pos_fig_lcos",
-        "pos_fig_pca", "pos_fig_dist", "pos_fig_final"]
+        "pos_fig_pca", "pos_fig_dist", "pos_fig_final", "pos_fig_rot", "pos_fig_grid",
+        "pos_fig_rdist"]
 
 
 @pytest.fixture
@@ -184,3 +185,25 @@ def test_sinusoid_scale_and_divergence_wording(model):
         assert any("never saw" in c.value and "0.0342" in c.value for c in at.caption), tab
     text = " ".join(m.value for m in at.markdown)
     assert "divergence, not a distance" in text and "Distance =" not in text
+
+
+def test_rope_tab_toys_and_the_bert_note(at):
+    """Tab 5 on BERT: the toy pair and the score grid (analysis.positions' numbers, checked
+    against the formula in test_analysis_positions), and a note instead of the decoder's part;
+    the first tab's shuffle figure labels the two saws as every page does."""
+    from attnviz.engine.rope import frequencies
+
+    at.session_state["pos_tab"] = "5 · Rotary positions (RoPE)"
+    at.run()
+    assert not at.exception and not at.error
+    figs = pj.figures_by_key(at)
+    q, k = P.toy_query_key(16, 0)
+    np.testing.assert_allclose(decode(figs["pos_fig_grid"]["data"][0]["z"]),
+                               P.rotary_scores(q, k, 32, frequencies(16, 10000.0)), atol=1e-12)
+    assert any("no rotary positions" in i.value for i in at.info)
+    assert not at.toggle  # no answer to show without a rotary model
+    at.session_state["pos_tab"] = "1 · Shuffle the words"
+    at.run()
+    perm = pj.figures_by_key(at)["pos_fig_perm"]
+    texts = [t for d in perm["data"] if d.get("text") for t in d["text"]]
+    assert "saw #2" in texts and "saw #4" in texts and "saw" not in texts

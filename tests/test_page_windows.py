@@ -13,7 +13,8 @@ from tests import plotly_json as pj
 from tests.apptest import APP, open_page
 from tests.plotly_json import decode, figures_all_tabs
 
-TABS = ["Masks and weights", "Receptive fields", "How much context?", "Long sequences: cost"]
+TABS = ["Masks and weights", "Receptive fields", "How much context?", "Long sequences: cost",
+        "Today's decoders: sliding windows and the sink"]
 KEYS = ["win_masks", "win_fields", "win_context", "win_cost"]
 
 
@@ -70,7 +71,7 @@ def test_page_draws_four_figures_from_the_engine(at, model):
         open_tab(at, i)
         keys += [b.key for b in at.get("download_button") if b.key.startswith("win_dl")]
         assert not at.error
-    assert sorted(keys) == ["win_dl_c", "win_dl_l", "win_dl_m", "win_dl_r"]
+    assert sorted(keys) == ["win_dl_c", "win_dl_l", "win_dl_m", "win_dl_r", "win_dl_s"]
 
 
 def test_window_layer_head_and_token_change(at, model):
@@ -197,3 +198,19 @@ def test_a_short_sentences_sweep_takes_the_quick_line(monkeypatch):
         assert not at.exception, [e.value for e in at.exception]
     assert seen[("win_sweep", "I saw a saw")] is True
     assert seen[("win_sweep", long_text)] is False
+
+
+def test_decoders_tab_masks_reach_and_the_bert_note(at):
+    at.session_state["win_tab"] = TABS[4]
+    at.run()
+    at.slider(key="win_slide").set_value(3).run()
+    assert not at.exception and not at.error
+    figs = pj.figures_by_key(at)
+    n = 24
+    np.testing.assert_array_equal(decode(figs["win_slide_masks"]["data"][0]["z"]).astype(bool),
+                                  win.sliding_mask(n, 3).numpy())
+    mistral = decode(figs["win_reach"]["data"][0]["z"]).astype(bool)
+    assert [int(np.flatnonzero(r)[0]) for r in mistral] == [n - 1 - 2 * d for d in range(7)]
+    assert any("measured on a decoder" in i.value for i in at.info)
+    at.session_state["win_tab"] = TABS[0]
+    at.run()

@@ -161,3 +161,15 @@ def test_projector_enlarges_the_token_ticks_not_only_the_colour_bar():
             assert big.layout[name].tickfont.size == P.LARGE, name
     assert P.receptive_field(WORDS, {"w": np.eye(4)}, big=True).layout.xaxis.tickfont.size \
         == P.LARGE
+
+
+def test_length_figure_bars_are_the_seed_means_with_their_spread():
+    values = {"learned": {"held out": np.array([0.99, 0.98]), "past 20": np.array([0.4, 0.5])},
+              "rotary": {"held out": np.array([1.0, 0.99]), "past 20": np.array([0.7, 0.6])}}
+    f = P.length_figure(values)
+    held, past = f.data
+    assert list(held.x) == ["learned", "rotary"] and held.name == "held out"
+    np.testing.assert_allclose(past.y, [45.0, 65.0])
+    np.testing.assert_allclose(past.error_y.array, [5.0, 5.0])
+    np.testing.assert_allclose(past.error_y.arrayminus, [5.0, 5.0])
+    assert list(past.text) == ["45.0", "65.0"] and past.customdata[0] == "40.0, 50.0"

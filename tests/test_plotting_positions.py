@@ -19,7 +19,10 @@ def test_permutation_figure_joins_each_token_to_its_new_place():
     assert list(moved.x) == [3, 1, None, 1, 2, None, 2, 3, None]  # original -> shuffled place
     assert list(moved.y) == [1, 0, None] * 3
     shuffled = f.data[-1]
-    assert list(shuffled.text) == [TOKENS[k] for k in perm]
+    # a repeated word keeps its own label wherever it moves (saw #2, saw #4); others bare
+    shown = ["[CLS]", "i", "saw #2", "a", "saw #4", "[SEP]"]
+    assert list(f.data[-2].text) == shown
+    assert list(shuffled.text) == [shown[k] for k in perm]
 
 
 def test_equivariance_figure_shows_zero_as_zero():
@@ -145,3 +148,25 @@ def test_token_text_is_escaped():
         assert isinstance(f, go.Figure)
         js = f.to_json()
         assert "<b>" not in js and "&lt;b&gt;" in js
+
+
+def test_rotation_figure_draws_the_turned_vectors():
+    turned = {"q": P.rotated_pair([1.0, 0.0], [0, 1, 2]), "k": P.rotated_pair([0.0, 1.0],
+                                                                               [0, 1, 2])}
+    f = fig.rotation_figure(turned, [0, 1, 2], P.TOY_THETA)
+    lines, tips = f.data[0], f.data[1]
+    assert list(lines.x[:3]) == [0.0, 1.0, None]  # from the origin to each tip
+    np.testing.assert_allclose(tips.x, turned["q"][:, 0])
+    assert list(tips.text) == ["q @0", "q @1", "q @2"]
+    assert "22.5°" in f.layout.title.text and f.layout.yaxis.scaleanchor == "x"
+
+
+def test_rotary_and_spectrum_figures_carry_the_arrays():
+    s = np.arange(16.0).reshape(4, 4)
+    np.testing.assert_array_equal(fig.rotary_scores_figure(s).data[0].z, s)
+    d = fig.distance_curve(np.arange(-3, 4), np.linspace(0, 1, 7))
+    assert list(d.data[0].x) == list(range(-3, 4))
+    w = np.array([6.28, 60.0, 600.0])
+    sp = fig.spectrum_figure(w, context=12)
+    np.testing.assert_array_equal(sp.data[0].y, w)
+    assert sp.layout.yaxis.type == "log" and sp.layout.shapes[0].y0 == 12

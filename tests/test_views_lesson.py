@@ -177,3 +177,35 @@ def test_presentation_figure_column_fits_720_px(model, numbers, lang):
             if total > 720 - 8:
                 over[s.key] = (heights, total)
     assert not over, over
+
+
+def test_positions_step_shows_e_beside_d_and_the_length_test(model, numbers):
+    """(e)'s claim from its predictions counted here; the length test's table cells are the
+    means (and extremes) of the sweep's LengthTest, which test_analysis_taggers recounts."""
+    from tests.lesson_trained import sweeps
+
+    tr = trained()
+    c = tr.corpus
+    e = recount(c, c.test, T.predict(tr.models["attention_rope"], c, c.test))
+    s = L.STEPS[L.step_index("positions")]
+    ws = L.lesson_words(TEXT)
+    v = view.Lesson(model, model.trace, s, T.Settings(), tr, numbers, sweeps, ws,
+                    L.repeated_word(ws))
+    parts = view.step_parts(v, shown=True)
+    said = " ".join(p.block.text for p in parts if isinstance(p.block, Markdown))
+    assert "Tagger (e) turns" in said and f"**{pct(e['near'])}**" in said
+    rows = table_rows(next(p.block for p in parts if p.key == "lesson_fig_tags"))
+    assert rows[T.NAMES["attention_rope"]] == T.tag_sentence(tr.models["attention_rope"], c,
+                                                             TEXT)[1]
+    lt = sweeps().lengths
+    table = next(p.block for p in parts if isinstance(p.block, view.ColumnsTable))
+    cols = list(table.columns.values())
+    assert cols[0] == ["learned", "sinusoidal", "rotary"]
+    for k, name in enumerate(T.LENGTH_NAMES):
+        for col, part in zip(cols[1:], (lt.held_out, lt.inside, lt.beyond), strict=True):
+            a = 100 * np.asarray(part[name])
+            assert col[k] == f"{a.mean():.1f} ({a.min():.1f} … {a.max():.1f})"
+    fig = spec(next(p.block for p in parts if p.key == "lesson_fig_lengths"))
+    np.testing.assert_allclose(decode(fig["data"][2]["y"]),
+                               [100 * np.mean(lt.beyond[n]) for n in T.LENGTH_NAMES], atol=1e-9)
+    assert f"rows {lt.longest + 1} to 40" in said

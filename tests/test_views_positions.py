@@ -92,3 +92,103 @@ def test_compare_against_learned(model, run):
     text = view.compare_text(div, "learned").text
     assert f"{div['none'].mean():.3f} bits" in text
     np.testing.assert_allclose(final["learned"], 1.0, atol=1e-6)
+
+
+def test_pair_name_uses_the_labels_of_every_page(model, run):
+    t = run()
+    assert view.pair_name(t, 2, 4) == "saw #2 and saw #4"  # not 'saw' #2: one convention
+    fig = spec(view.cosine_figure(t, 2, 4, view.pair_curves(
+        {m: run(positions=m) for m in POSITION_MODES}, 2, 4)))
+    assert "saw #2 and saw #4" in fig["layout"]["title"]["text"]
+
+
+def test_rope_tab_toys_are_the_analysis_numbers():
+    from attnviz.analysis import positions as P
+    from attnviz.engine.rope import frequencies
+
+    blocks = view.rope_toys(0)
+    assert [type(b).__name__ for b in blocks] == ["Markdown", "Figure", "Markdown", "Markdown",
+                                                  "Figure", "Figure"]
+    turned = view.toy_rotation()
+    rot = spec(blocks[1])["data"]
+    np.testing.assert_allclose(decode(rot[1]["x"]), turned["q"][:, 0], atol=1e-12)
+    np.testing.assert_allclose(decode(rot[3]["y"]), turned["k"][:, 1], atol=1e-12)
+    # q at 1 with k at 0 and q at 3 with k at 2: the formula of one pair, written out here
+    q, k, th = np.array(view.TOY_Q), np.array(view.TOY_K), P.TOY_THETA
+    one_apart = (q @ k) * np.cos(th) + (q[0] * k[1] - q[1] * k[0]) * np.sin(th)
+    assert f"**{one_apart:.4f}**; $q$ at 3" in blocks[2].text
+    assert blocks[2].text.count(f"**{one_apart:.4f}**") == 2
+    g = view.rotary_grid(0)
+    qv, kv = P.toy_query_key(view.GRID_DIM, 0)
+    np.testing.assert_allclose(decode(spec(blocks[4])["data"][0]["z"]),
+                               P.rotary_scores(qv, kv, view.GRID_PLACES,
+                                               frequencies(view.GRID_DIM, view.GRID_BASE)),
+                               atol=1e-12)
+    assert f"**{g['spread']:.1e}**" in blocks[3].text and g["spread"] < 1e-4
+    assert f"{float(qv @ kv):.3f}" in blocks[3].text
+
+
+
+def test_rope_download_holds_what_the_tab_shows(model, run):
+    g = view.rotary_grid(0)
+    got = view.rope_download(model, run(), 0).make()
+    np.testing.assert_array_equal(got["grid_scores"], g["scores"])
+    np.testing.assert_array_equal(got["toy_pair_q"], view.toy_rotation()["q"])
+    assert "theta" not in got and "cosine_none" not in got  # BERT: no rotation to show
+
+
+def test_rope_model_part_for_bert_says_it_has_no_rotation(model, run):
+    (note,) = view.rope_model(model, run())
+    assert note.style == "info" and "no rotary positions" in note.text
+    assert view.rotary_of(model) is None
+
+
+# ------------------------------------------------------------------ a rotary decoder
+@pytest.fixture(scope="module")
+def llama(tmp_path_factory):
+    from attnviz import load_model
+    from attnviz.engine.random_models import save_random_checkpoint
+
+    folder = save_random_checkpoint("llama", tmp_path_factory.mktemp("llama") / "tiny",
+                                    kv_heads=2, seed=5, layers=3, positions=64)
+    return folder, load_model(str(folder))
+
+
+def test_rope_part_on_a_rotary_decoder_against_transformers(llama):
+    """The frequencies are engine.rope.frequencies of the config's rope_theta; the two saws'
+    cosines with and without rotation equal transformers' LlamaModel run here, its rotation
+    switched off by giving every position cos = 1 and sin = 0."""
+    from transformers import LlamaModel
+
+    from attnviz.analysis.common import first_repeated_pair
+    from attnviz.engine.rope import frequencies
+
+    folder, m = llama
+    rot = view.rotary_of(m)
+    assert rot["head_dim"] == m.head_dim and rot["base"] == 10000.0
+    torch.testing.assert_close(rot["theta"], frequencies(m.head_dim, 10000.0), atol=0, rtol=0)
+    t = m.trace(TraceRequest(TEXT))
+    head = view.rope_model(m, t)
+    assert [type(b).__name__ for b in head] == ["Markdown", "Figure", "Markdown"]
+    assert "Predict first" in head[-1].text
+    a, b = first_repeated_pair(t.tokens)
+    ans = view.rope_answer(m, t, lambda **o: m.trace(TraceRequest(TEXT, **o)))
+    curves = {d["name"]: decode(d["y"]) for d in spec(ans[1])["data"]}
+    hf = LlamaModel.from_pretrained(folder, attn_implementation="eager").eval()
+    ids = torch.tensor([t.token_ids.tolist()])
+    with torch.no_grad():
+        with_rope = hf(ids, output_hidden_states=True).hidden_states
+        hook = hf.rotary_emb.register_forward_hook(  # cos 1, sin 0: no turn at all
+            lambda mod, inp, out: (torch.ones_like(out[0]), torch.zeros_like(out[1])))
+        without = hf(ids, output_hidden_states=True).hidden_states
+        hook.remove()
+    for name, hs in (("rotary positions (RoPE)", with_rope), ("no positions", without)):
+        h = torch.stack([x[0] for x in hs]).double()
+        np.testing.assert_allclose(curves[name], F.cosine_similarity(h[:, a], h[:, b], dim=-1),
+                                   atol=1e-5)
+    assert curves["no positions"][0] == pytest.approx(1.0, abs=1e-6)
+    assert curves["no positions"][-1] < 1 - 1e-4  # the causal mask alone tells them apart
+    assert f"**{curves['no positions'][-1]:.4f}**" in ans[0].text
+    got = view.rope_download(m, t, 0, lambda **o: m.trace(TraceRequest(TEXT, **o))).make()
+    np.testing.assert_allclose(got["cosine_none"], curves["no positions"], atol=1e-12)
+    torch.testing.assert_close(torch.from_numpy(got["theta"]).float(), rot["theta"])

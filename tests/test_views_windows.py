@@ -4,6 +4,7 @@ the cost table as shown."""
 
 import numpy as np
 import pytest
+import torch
 
 from attnviz.analysis import cost, receptive
 from attnviz.analysis import windows as win
@@ -89,3 +90,84 @@ def test_fields_note_numbers_tokens_as_every_label():
     bert = view.fields_note(2, f, 6, 3, 1, ["[CLS]", "i", "saw", "a", "saw", "[SEP]"]).text
     gpt2 = view.fields_note(2, f, 6, 3, 1, ["i", "saw", "a", "saw", "it", "."]).text
     assert "#1..#5" in bert and "#2..#6" in gpt2
+
+
+def test_decoders_tab_masks_and_reach():
+    from transformers.masking_utils import causal_mask_function, sliding_window_overlay
+
+    blocks = view.sliding_tab(4)
+    assert [type(b).__name__ for b in blocks] == ["Markdown", "Figure", "Figure", "Markdown",
+                                                   "Numbers"]
+    masks = spec(blocks[1])["data"]
+    n = view.DECODER_TOKENS
+    over = sliding_window_overlay(4)
+    ref = np.array([[causal_mask_function(0, 0, i, j) and over(0, 0, i, j) for j in range(n)]
+                    for i in range(n)])
+    np.testing.assert_array_equal(decode(masks[0]["z"]).astype(bool), ref)
+    np.testing.assert_array_equal(decode(masks[1]["z"]).astype(bool),
+                                  np.tril(np.ones((n, n), bool)))
+    reach = spec(blocks[2])["data"]
+    mistral = decode(reach[0]["z"]).astype(bool)  # [layers + 1, n] for the last token
+    last = n - 1
+    for depth in range(view.DECODER_LAYERS + 1):  # l (W - 1) back, written out
+        assert np.flatnonzero(mistral[depth]).tolist() == list(range(max(0, last - 3 * depth),
+                                                                    n))
+    gemma2 = decode(reach[2]["z"]).astype(bool)
+    assert gemma2[2].all() and not gemma2[1, : last - 3].any()  # full after layer 2
+    assert "**131,040**" in blocks[3].text and "15 after 6 layers" not in blocks[3].text
+    assert f"here {6 * 3} after 6 layers" in blocks[3].text
+    got = blocks[-1].make()
+    np.testing.assert_array_equal(got["mask_sliding"], ref)
+    assert list(got["layer_types_gemma3"]) == ["sliding"] * 5 + ["full"]
+
+
+def test_sink_part_needs_a_decoder(model, trace_of):
+    (note,) = view.sink_part(model, trace_of())
+    assert note.style == "info"
+
+
+@pytest.fixture(scope="module")
+def llama(tmp_path_factory):
+    from attnviz import load_model
+    from attnviz.engine.random_models import save_random_checkpoint
+
+    folder = save_random_checkpoint("llama", tmp_path_factory.mktemp("llama") / "tiny",
+                                    kv_heads=2, seed=6, layers=3, positions=256,
+                                    tie_word_embeddings=True)
+    return folder, load_model(str(folder))
+
+
+def test_streaming_against_transformers_with_the_same_masks(llama):
+    """The next-word distributions under the full context and each window are transformers'
+    LlamaForCausalLM (eager) given the same masks as a 4-D additive mask."""
+    from transformers import LlamaForCausalLM
+
+    folder, m = llama
+    ids = m.tokenize(view.STREAM_TEXT)[0]
+    n = len(ids)
+    res = win.streaming_next_word(m, ids, 16)
+    hf = LlamaForCausalLM.from_pretrained(folder, attn_implementation="eager").eval()
+    for key in ("full", *win.STREAM_SINKS):
+        allowed = (win.streaming_mask(n, 16, key) if key != "full"
+                   else torch.tril(torch.ones(n, n, dtype=torch.bool)))
+        bias = torch.zeros(1, 1, n, n).masked_fill(~allowed, torch.finfo(torch.float32).min)
+        with torch.no_grad():
+            logits = hf(torch.tensor([ids]), attention_mask=bias).logits[0, -1]
+        np.testing.assert_allclose(res[key], torch.softmax(logits.double(), -1).numpy(),
+                                   atol=1e-5)
+    part = view.streaming_part(m, {"ids": ids, **res}, 16)
+    kl = [float(np.sum(res["full"] * np.log(res["full"] / res[s]))) for s in win.STREAM_SINKS]
+    for k in kl:
+        assert f"{k:.3f}" in part[0].text
+    verdict = "brings the prediction closer" if kl[1] < kl[0] else "does not bring"
+    assert verdict in part[0].text
+
+
+def test_sink_part_on_a_decoder(llama):
+    _folder, m = llama
+    t = m.trace(TraceRequest(TEXT))
+    blocks = view.sink_part(m, t)
+    share = decode(spec(blocks[1])["data"][0]["z"])
+    w = t.weights
+    np.testing.assert_allclose(share, w[:, :, 1:, 0].mean(-1), atol=1e-6)
+    assert f"**{share.mean():.0%}**" in blocks[0].text

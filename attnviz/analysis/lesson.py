@@ -45,9 +45,9 @@ from attnviz.i18n import N_, _
 
 __all__ = ["STEPS", "ZH_SENTENCES", "is_chinese", "lesson_words", "repeated_word",
            "unknown_words", "FormRow", "Step", "corpus_claim", "cosine_per_layer", "cost_claim",
-           "far_claim", "form_table", "gold_tags", "max_abs_difference", "mlp_claim",
-           "model_description", "parameters_claim", "positions_claim", "reach_claim",
-           "receptive_fields", "repeated_ambiguous", "roles_claim", "sink_claim",
+           "far_claim", "form_table", "gold_tags", "length_claim", "max_abs_difference",
+           "mlp_claim", "model_description", "parameters_claim", "positions_claim", "reach_claim",
+           "receptive_fields", "repeated_ambiguous", "roles_claim", "rope_claim", "sink_claim",
            "special_share", "step_index", "token_positions", "top_key", "window_view"]
 
 PAD_WORD = "·"  # what a window shows past either end of the sentence
@@ -475,6 +475,47 @@ def positions_claim(near: float, far: float, double_role: float) -> str:
     return _("Held out: **{near}** of ambiguous words whose deciding word is a neighbour, "
              "**{far}** of those farther away, **{double_role}** of double-role words.").format(
         near=pct(near), far=pct(far), double_role=pct(double_role))
+
+
+def rope_claim(near: float, far: float, double_role: float, params_rope: int,
+               params_learned: int) -> str:
+    """Tagger (e)'s held-out numbers beside (d)'s parameters: rotation adds none."""
+    return _("Tagger (e) turns each head's $q$ and $k$ by their place instead (rotary "
+             "positions, RoPE, as in Llama and SmolLM2; nothing is added to the word vectors). "
+             "Held out: **{near}** of ambiguous words whose deciding word is a neighbour, "
+             "**{far}** of those farther away, **{double_role}** of double-role words, with "
+             "{params:,} parameters, (d)'s minus its table ({learned:,}).").format(
+        near=pct(near), far=pct(far), double_role=pct(double_role), params=params_rope,
+        learned=params_learned)
+
+
+def length_claim(longest: int, lengths: tuple[int, int], inputs: int, seeds: Sequence[int],
+                 labels: Mapping[str, str], held_out: Mapping[str, float],
+                 inside: Mapping[str, float], beyond: Mapping[str, float], places: int,
+                 table: int) -> str:
+    """The length test in words: how it was run, each kind's mean accuracy on ambiguous
+    words of the held-out sentences, of the long inputs' places 1..`longest` and past them
+    (means over `seeds`), and what the code does with places a learned table never trained."""
+    means = _("; ").join(_("{name}: {short} held out, {near} at places 1–{longest} and {far} "
+                           "past them").format(name=labels[k], short=pct(held_out[k]),
+                                               near=pct(inside[k]), far=pct(beyond[k]),
+                                               longest=longest)
+                         for k in labels)
+    return _("**Longer than anything seen.** Each kind of position, trained on the corpus "
+             "(at most {longest} words a sentence), tags {inputs} inputs of {lo} to {hi} words "
+             "per seed, written by the same grammar (its sentences one after another), on "
+             "seeds {seeds}. Accuracy on ambiguous words, mean over the seeds: {means}. Even "
+             "the first {longest} places of a long input score below the held-out sentences: "
+             "a long input holds several sentences, and no training input did. A learned "
+             "table has one row per place: here {places} rows, and rows {first} to {places} "
+             "get no gradient from sentences of at most {longest} words, so the words at "
+             "those places get the random vectors the rows started with. Tagger (d)'s own "
+             "table has {table} rows: it cannot read a word past place {table} at all (the "
+             "lesson cuts a typed sentence there). Sinusoids and rotations are computed for "
+             "any place.").format(
+        longest=longest, inputs=inputs, lo=lengths[0], hi=lengths[1],
+        seeds=", ".join(map(str, seeds)), means=means, places=places, first=longest + 1,
+        table=table)
 
 
 def reach_claim(params: int, places: int, dim: int, longest: int, change: float,

@@ -13,19 +13,26 @@ measures what that changes, always from the engine's own `positions=` option:
 - how far each head's weights move when the positions change: the mean Jensen-Shannon
   divergence between the weight rows of two modes (a divergence, not a distance: its square
   root is a metric);
-- what the encodings themselves look like (dot products, cosines, a 2-D PCA).
+- what the encodings themselves look like (dot products, cosines, a 2-D PCA);
+- rotary positions (RoPE, Su et al. 2021, engine.rope): a 2-D pair turned by its position, the
+  score of one query and one key at every pair of places (m, n), which depends on m - n only,
+  and each pair's frequency and wavelength for a checkpoint's rope_theta; in a causal model
+  without positions two copies of a word still differ (Haviv et al. 2022), measured.
 
 Tensors/arrays in, numbers out; no Streamlit.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 
-from attnviz.analysis.common import cosine, entropy, special_mask
+from attnviz.analysis.common import cosine, cosine_per_layer, entropy, special_mask
 from attnviz.engine.positions import POSITION_MODES, sinusoid_scale, sinusoidal
 from attnviz.engine.request import TraceRequest
+from attnviz.engine.rope import cos_sin, rotate, wavelengths
 from attnviz.engine.trace import Trace
 
 
@@ -230,9 +237,79 @@ def toy_self_attention(words: list[str], d: int = 4, seed: int = 0) -> dict[str,
     return out
 
 
+# ------------------------------------------------------------------ 5. rotary positions
+TOY_THETA = math.pi / 8  # the toy pair's angle per position: 22.5 degrees
+
+
+def rotated_pair(vector, places, theta: float = TOY_THETA) -> np.ndarray:
+    """A 2-D vector turned by m·θ at each place m (engine.rope's cos_sin and rotate, one pair):
+
+        x'(m) = [[cos mθ, -sin mθ], [sin mθ, cos mθ]] x.
+
+    Returns [len(places), 2] (float64; the angles are float32, as the engine computes them)."""
+    places = torch.as_tensor(np.asarray(places), dtype=torch.int64)
+    x = torch.as_tensor(np.asarray(vector, dtype=np.float64)).reshape(1, 2)
+    cos, sin = cos_sin(places, torch.tensor([theta], dtype=torch.float64), dtype=torch.float64)
+    return rotate(x.expand(len(places), 2), cos, sin).numpy()
+
+
+def rotary_scores(query, key, n: int, inv_freq: torch.Tensor) -> np.ndarray:
+    """S[m, p] = RoPE(q, m) · RoPE(k, p): one query vector placed at m and one key vector
+    placed at p, for every m, p in 0..n-1 ([n, n], float64 products of float32 angles).
+
+    Su et al.: the product keeps only cos and sin of (m - p)θ_i, so S is constant along each
+    diagonal m - p = const (up to the float32 rounding of the angles)."""
+    places = torch.arange(n)
+    cos, sin = cos_sin(places, inv_freq, dtype=torch.float64)  # [n, d]
+    q = torch.as_tensor(np.asarray(query, dtype=np.float64)).expand(n, -1)  # [n, d]
+    k = torch.as_tensor(np.asarray(key, dtype=np.float64)).expand(n, -1)
+    return (rotate(q, cos, sin) @ rotate(k, cos, sin).T).numpy()
+
+
+def by_distance(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """A [n, n] matrix S[m, p] read along its diagonals: (distances m - p from -(n-1) to n-1,
+    the mean of each diagonal, the largest spread max - min within any one diagonal)."""
+    s = np.asarray(scores, dtype=np.float64)
+    n = s.shape[0]
+    dist = np.arange(-(n - 1), n)
+    diagonals = [np.diagonal(s, offset=-int(d)) for d in dist]  # offset -d: rows m = p + d
+    spread = max(float(x.max() - x.min()) for x in diagonals)
+    return dist, np.array([x.mean() for x in diagonals]), spread
+
+
+def toy_query_key(d: int = 16, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """One seeded query and one key vector of d dimensions (float64), standing for two words."""
+    gen = torch.Generator().manual_seed(seed)
+    q, k = torch.randn(2, d, generator=gen, dtype=torch.float64)
+    return q.numpy(), k.numpy()
+
+
+def rope_spectrum(inv_freq: torch.Tensor) -> dict:
+    """Each pair's angle per token θ_i (a model's, e.g. engine.rope.frequencies(d, base) =
+    base^(-2i/d)) and its wavelength 2π/θ_i in tokens (engine.rope.wavelengths), i = 0 ..
+    d/2 - 1: {"theta", "wavelength"} (float64)."""
+    inv = torch.as_tensor(inv_freq)
+    return {"theta": inv.double().numpy(), "wavelength": wavelengths(inv).numpy()}
+
+
+def causal_twins(with_rope: Trace, without: Trace, a: int, b: int) -> dict:
+    """Two copies of a word (a < b) in a causal model with and without rotary positions:
+    {"with", "without": [layers + 1] cos(h_a, h_b) per layer (0 = embeddings),
+     "without_max_diff": max |h_a - h_b| over the layers after the embeddings, without}.
+
+    Without positions the copies enter as the same vector (layer 0: cosine 1), but b sees
+    the words up to b and a only those up to a: in a causal model the copies differ after
+    the first layer all the same (Haviv et al. 2022)."""
+    hid = np.asarray(without.hidden_states, dtype=np.float64)
+    return {"with": cosine_per_layer(with_rope.hidden_states, a, b),
+            "without": cosine_per_layer(hid, a, b),
+            "without_max_diff": float(np.abs(hid[1:, a] - hid[1:, b]).max())}
+
+
 __all__ = [
-    "POSITION_MODES", "dot_products", "fallback_pair", "final_cosines", "head_divergence",
+    "POSITION_MODES", "TOY_THETA", "by_distance", "causal_twins", "dot_products",
+    "fallback_pair", "final_cosines", "head_divergence",
     "js_divergence", "learned_table", "mode_divergences", "pca", "permuted_differences",
     "shuffle_order", "shuffled_request", "shuffled_run", "sinusoid_scaling", "sinusoidal_table",
-    "toy_self_attention",
+    "rope_spectrum", "rotary_scores", "rotated_pair", "toy_query_key", "toy_self_attention",
 ]

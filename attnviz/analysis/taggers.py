@@ -14,10 +14,13 @@ Each tagger maps word ids x_1..x_n to one tag distribution per word, p_i = softm
                      of the longest sentence (L words) see every other word
 (c) "attention":     h = Transformer(e(x))                     self-attention, NO positions
 (d) "attention_pos": h = Transformer(e(x) + p)                 self-attention + learned p_i
+(e) "attention_rope": h = Transformer_RoPE(e(x))               self-attention, q and k turned
+                     by their place (rotary positions, Su et al. 2021: engine.rope)
 
 Parameters: (b) has V d + w d^2 + d (embedding, one d x d matrix C_o per offset, bias) plus
-its MLP (d^2 + d + d T + T), so it grows with the width it needs; (c) and (d) have the same
-weights whatever the sentence length ((d) adds a table of MAX_WORDS position vectors).
+its MLP (d^2 + d + d T + T), so it grows with the width it needs; (c), (d) and (e) have the
+same weights whatever the sentence length ((d) adds a table of MAX_WORDS position vectors; (e)
+adds nothing: its angles are computed).
 
 The attention taggers use the engine's `attention()`: scores = Q K^T, weights =
 softmax(scores / sqrt(d_k)) with padded keys masked, outputs = weights V (Vaswani et al.
@@ -30,6 +33,13 @@ Training: Adam, cross-entropy over real (non-pad) words, fixed seed, CPU, one th
 5% of training words are replaced by <unk> so unknown words get a learned id. A progress
 callback reports (fraction done, message). `overfitting` retrains on smaller training sets
 for the same number of optimizer steps and reports train and held-out accuracy.
+
+The length test (`length_test`) trains self-attention with learned, sinusoidal (Vaswani et al.
+2017, engine.positions.sinusoidal) and rotary positions on the corpus, whose sentences have at
+most 20 words, and tags inputs of 21 to 40 words written by the same grammar (`long_inputs`:
+its sentences one after another). A learned table has a row per place: the length test's has
+LENGTH_PLACES rows, and the rows past the longest training sentence are never trained (they
+keep their random starting values); sinusoids and rotations are computed for any place.
 """
 
 from __future__ import annotations
@@ -52,12 +62,15 @@ from attnviz.analysis.corpus import (
     Sentence,
     deciding_distances,
     double_role_positions,
+    generate,
     make_corpus,
     max_words,
     words,
 )
 from attnviz.analysis.seeding import seeded
 from attnviz.engine.attention import attention
+from attnviz.engine.positions import sinusoidal
+from attnviz.engine.rope import rope
 
 FULL_WIDTH = 2 * max_words() - 1  # a window this wide shows every word of the longest sentence
 WIDTHS: tuple[int, ...] = (3, 5, 9, FULL_WIDTH)
@@ -67,11 +80,18 @@ NAMES: dict[str, str] = {
        for w in WIDTHS},
     "attention": "(c) self-attention, no positions",
     "attention_pos": "(d) self-attention + positions",
+    "attention_rope": "(e) self-attention + rotary positions",
 }
 SHORT_NAMES: dict[str, str] = {  # for figures, where space is short
     "mlp": "(a) per word", **{f"window{w}": f"(b) window {w}" for w in WIDTHS},
     "attention": "(c) attention", "attention_pos": "(d) attention + positions",
+    "attention_rope": "(e) attention + RoPE",
 }
+# How each self-attention tagger places its words (AttentionTagger's `positions`); the
+# sinusoidal one is trained by the length test only.
+POSITIONS: dict[str, str] = {"attention": "none", "attention_pos": "learned",
+                             "attention_sin": "sinusoidal", "attention_rope": "rotary"}
+LABELS: dict[str, str] = {**NAMES, "attention_sin": "self-attention + sinusoidal positions"}
 MAX_WORDS = 32  # learned position table size; longer inputs are cut for tagging
 NEAR = 1  # a deciding word at this distance or closer is "near" (inside a window of 3)
 
@@ -128,11 +148,13 @@ class WindowTagger(nn.Module):
 
 
 class AttentionLayer(nn.Module):
-    """Pre-LayerNorm Transformer block: x + MHA(LN x), then + FFN(LN x)."""
+    """Pre-LayerNorm Transformer block: x + MHA(LN x), then + FFN(LN x). With `rotary`, each
+    head's q and k are turned by their place before the scores (engine.rope.rope, base
+    10000): q·k then depends on the two places' distance only."""
 
-    def __init__(self, dim: int, heads: int) -> None:
+    def __init__(self, dim: int, heads: int, rotary: bool = False) -> None:
         super().__init__()
-        self.heads, self.head_dim = heads, dim // heads
+        self.heads, self.head_dim, self.rotary = heads, dim // heads, rotary
         self.ln1, self.ln2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
         self.qkv = nn.Linear(dim, 3 * dim)
         self.proj = nn.Linear(dim, dim)
@@ -142,22 +164,35 @@ class AttentionLayer(nn.Module):
         b, n, d = x.shape
         qkv = self.qkv(self.ln1(x)).view(b, n, 3, self.heads, self.head_dim)
         q, k, v = qkv.permute(2, 0, 3, 1, 4)  # each [B, heads, n, head_dim]
+        if self.rotary:  # words sit at places 0..n-1 (padding comes after them)
+            places = torch.arange(n, device=x.device)
+            q, k = rope(q, places), rope(k, places)
         out, weights, _ = attention(q, k, v, mask=mask)  # mask [B, 1, 1, n]: real keys
         x = x + self.proj(out.transpose(1, 2).reshape(b, n, d))
         return x + self.ffn(self.ln2(x)), weights  # weights [B, heads, n, n]
 
 
 class AttentionTagger(nn.Module):
-    """(c)/(d) word vectors (+ learned position vectors p_i when `with_positions`: a table of
-    `max_words` rows, one per place, so the longest input it reads is `max_words` words), then
-    blocks."""
+    """(c)/(d)/(e) word vectors, placed by `positions`, then blocks:
+
+    "none"        nothing: order is invisible
+    "learned"     + a learned vector p_i per place: a table of `max_words` rows, so the
+                  longest input it reads is `max_words` words (a longer one: IndexError)
+    "sinusoidal"  + the sinusoid PE_i of Vaswani et al. (engine.positions.sinusoidal)
+    "rotary"      q and k of every head turned by their place (engine.rope)
+    """
 
     def __init__(self, n_words: int, n_tags: int, dim: int, layers: int, heads: int,
-                 with_positions: bool, max_words: int = MAX_WORDS) -> None:
+                 positions: str = "none", max_words: int = MAX_WORDS) -> None:
         super().__init__()
+        if positions not in ("none", "learned", "sinusoidal", "rotary"):
+            raise ValueError(f"unknown positions {positions!r}")
+        self.positions = positions
         self.embed = nn.Embedding(n_words, dim, padding_idx=0)
-        self.position_embeddings = nn.Embedding(max_words, dim) if with_positions else None
-        self.blocks = nn.ModuleList(AttentionLayer(dim, heads) for _ in range(layers))
+        self.position_embeddings = (nn.Embedding(max_words, dim) if positions == "learned"
+                                    else None)
+        self.blocks = nn.ModuleList(AttentionLayer(dim, heads, rotary=positions == "rotary")
+                                    for _ in range(layers))
         self.ln = nn.LayerNorm(dim)
         self.out = nn.Linear(dim, n_tags)
 
@@ -165,6 +200,8 @@ class AttentionTagger(nn.Module):
         x = self.embed(ids)  # [B, n, dim]
         if self.position_embeddings is not None:
             x = x + self.position_embeddings(torch.arange(ids.shape[1], device=ids.device))
+        elif self.positions == "sinusoidal":
+            x = x + sinusoidal(ids.shape[1], x.shape[-1]).to(x.device)
         mask = (ids != 0)[:, None, None, :]  # [B, 1, 1, n] True = a real word (may attend)
         all_weights = []
         for block in self.blocks:
@@ -176,17 +213,17 @@ class AttentionTagger(nn.Module):
         return logits
 
 
-def build(name: str, corpus: Corpus, settings: Settings) -> nn.Module:
-    """An untrained tagger by name (one of NAMES)."""
+def build(name: str, corpus: Corpus, settings: Settings, places: int = MAX_WORDS) -> nn.Module:
+    """An untrained tagger by name (one of LABELS); `places`: the rows of a learned table."""
     v, t, d = len(corpus.vocab), len(corpus.tags), settings.dim
     if name == "mlp":
         return MLPTagger(v, t, d)
     if name.startswith("window") and name[6:].isdigit():
         return WindowTagger(v, t, d, int(name[6:]))
-    if name in ("attention", "attention_pos"):
+    if name in POSITIONS:
         return AttentionTagger(v, t, d, settings.layers, settings.heads,
-                               with_positions=(name == "attention_pos"))
-    raise ValueError(f"unknown tagger {name!r}; choose from {tuple(NAMES)}")
+                               positions=POSITIONS[name], max_words=places)
+    raise ValueError(f"unknown tagger {name!r}; choose from {tuple(LABELS)}")
 
 
 def parameters(model: nn.Module) -> int:
@@ -230,14 +267,15 @@ def steps_per_epoch(n_train: int, settings: Settings) -> int:
 
 def train_one(name: str, corpus: Corpus, settings: Settings,
               progress: Progress | None = None,
-              steps: int | None = None) -> tuple[nn.Module, list[float]]:
+              steps: int | None = None, places: int = MAX_WORDS) -> tuple[nn.Module, list[float]]:
     """Train one tagger with a fixed seed; returns (model in eval mode, mean loss per epoch).
 
     By default `settings.epochs` passes over corpus.train; with `steps`, exactly that many
     optimizer steps (as many passes as it takes: a small training set is seen more often).
+    `places`: the rows of a learned position table (build).
     """
     with seeded(settings.seed):  # the initial weights: atomic under concurrent sessions
-        model = build(name, corpus, settings)
+        model = build(name, corpus, settings, places)
     with _one_thread():
         gen = torch.Generator().manual_seed(settings.seed)
         ids, tags = batch(corpus, corpus.train)
@@ -266,7 +304,7 @@ def train_one(name: str, corpus: Corpus, settings: Settings,
                 total, count, done = total + float(loss.detach()), count + 1, done + 1
             losses.append(total / count)
             if progress is not None:
-                progress(done / total_steps, f"{NAMES[name]}: epoch {len(losses)}")
+                progress(done / total_steps, f"{LABELS[name]}: epoch {len(losses)}")
     return model.eval(), losses
 
 
@@ -474,7 +512,7 @@ def cost_by_length(corpus: Corpus, settings: Settings, lengths: tuple[int, ...])
         for n in lengths:
             out["window"].append(parameters(WindowTagger(v, t, d, 2 * n - 1)))
             out["attention_pos"].append(parameters(AttentionTagger(
-                v, t, d, settings.layers, settings.heads, True, max_words=n)))
+                v, t, d, settings.layers, settings.heads, "learned", max_words=n)))
     return out
 
 
@@ -561,13 +599,160 @@ def overfitting(settings: Settings = Settings(), sizes: tuple[int, ...] = SWEEP_
                  {k: tuple(v) for k, v in held.items()}, time.perf_counter() - start)
 
 
+# ---------------------------------------------------------------- the length test
+LENGTH_NAMES: tuple[str, ...] = ("attention_pos", "attention_sin", "attention_rope")
+LONG_WORDS: tuple[int, int] = (21, 40)  # the long inputs' lengths in words, both included
+LENGTH_PLACES = LONG_WORDS[1]  # the length test's learned table: a row for each place to 40
+LONG_INPUTS = 200  # long inputs per seed
+
+
+def long_inputs(corpus: Corpus, seed: int, count: int = LONG_INPUTS,
+                span: tuple[int, int] = LONG_WORDS) -> list[Sentence]:
+    """`count` inputs of span[0]..span[1] words, written by the corpus' grammar: its
+    sentences (analysis.corpus.generate with seed 1000 + seed; none is a training sentence of
+    `corpus`, with or without its ".") one after another, each ending with "." (added, tagged
+    PUNCT, where it has none), until a length drawn evenly from the span is reached; a
+    sentence that would pass the span's end starts the input again. A deciding word always
+    lies in its own sentence (no sentence starts with a list), so the tags follow the
+    corpus' rules unchanged."""
+    import random
+
+    lo, hi = span
+    rng = random.Random(seed)
+
+    def bare(x: Sentence) -> tuple[str, ...]:  # a sentence without its final "."
+        return x.words[:-1] if x.words[-1] == "." else x.words
+
+    trained = {bare(s) for s in corpus.train}
+    out: list[Sentence] = []
+    ws: list[str] = []
+    ts: list[str] = []
+    target = rng.randint(lo, hi)
+    for s in generate(20 * count, 1000 + seed):  # ~5 sentences an input, with restarts
+        if bare(s) in trained:  # with or without its ".", never a training sentence
+            continue
+        w, t = list(s.words), list(s.tags)
+        if w[-1] != ".":
+            w, t = w + ["."], t + ["PUNCT"]
+        if len(ws) + len(w) > hi:
+            ws, ts = [], []
+        ws, ts = ws + w, ts + t
+        if len(ws) >= target:
+            out.append(Sentence(tuple(ws), tuple(ts)))
+            ws, ts, target = [], [], rng.randint(lo, hi)
+            if len(out) == count:
+                return out
+    raise ValueError(f"the grammar wrote fewer than {count} inputs of {lo}-{hi} words")
+
+
+def place_accuracy(corpus: Corpus, sentences: list[Sentence], predicted: list[list[str]],
+                   split: int) -> tuple[float, float, int, int]:
+    """Accuracy on the ambiguous words at places 1..split and at places split+1.. (1-based):
+    (inside, beyond, words inside, words beyond)."""
+    amb = set(corpus.ambiguous)
+    hits, counts = [0, 0], [0, 0]
+    for s, pred in zip(sentences, predicted, strict=True):
+        for i, (w, gold, p) in enumerate(zip(s.words, s.tags, pred, strict=True)):
+            if w in amb:
+                k = int(i >= split)
+                hits[k] += int(gold == p)
+                counts[k] += 1
+    return _acc(hits[0], counts[0]), _acc(hits[1], counts[1]), counts[0], counts[1]
+
+
+@dataclass(frozen=True)
+class LengthTest:
+    """Taggers trained on sentences of at most `longest` words (the grammar's longest),
+    tested on longer inputs.
+
+    For each name and seed (`seeds[k]`): held_out[name][k], the held-out sentences' ambiguous
+    words; inside[name][k] and beyond[name][k], the long inputs' ambiguous words at places
+    1..longest and longest+1..; words[k] = (held-out, inside, beyond) ambiguous words counted.
+    """
+
+    seeds: tuple[int, ...]
+    longest: int
+    lengths: tuple[int, int]  # the long inputs' shortest and longest, in words
+    inputs: int  # long inputs per seed
+    held_out: dict[str, tuple[float, ...]]
+    inside: dict[str, tuple[float, ...]]
+    beyond: dict[str, tuple[float, ...]]
+    words: tuple[tuple[int, int, int], ...]
+    seconds: float
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(self.held_out)
+
+
+def length_test(settings: Settings = Settings(), seeds: tuple[int, ...] = SWEEP_SEEDS,
+                names: tuple[str, ...] = LENGTH_NAMES, progress: Progress | None = None,
+                trained: Trained | None = None, count: int = LONG_INPUTS) -> LengthTest:
+    """Train each of `names` (learned tables of LENGTH_PLACES rows) for each seed as train_one
+    does, and score it on the held-out sentences and on `count` long_inputs. `trained`
+    (train_all of one of these settings) lends its rotary tagger (the same training) to its
+    own seed."""
+    start, runs = time.perf_counter(), len(seeds) * len(names)
+    held: dict[str, list[float]] = {n: [] for n in names}
+    inside: dict[str, list[float]] = {n: [] for n in names}
+    beyond: dict[str, list[float]] = {n: [] for n in names}
+    counts, longest, lengths = [], max_words(), (0, 0)
+    for k, seed in enumerate(seeds):
+        s = dataclasses.replace(settings, seed=seed)
+        mine = trained is not None and trained.settings == s
+        corpus = trained.corpus if mine else make_corpus(s.n_sentences, seed)
+        longest = max_words()  # the grammar's longest sentence: no training sentence is longer
+        long = long_inputs(corpus, seed, count)
+        lengths = (min(len(x.words) for x in long), max(len(x.words) for x in long))
+        for j, name in enumerate(names):
+            def report(frac: float, msg: str, step: int = k * len(names) + j,
+                       seed: int = seed) -> None:
+                if progress is not None:
+                    progress((step + frac) / runs, f"seed {seed}: {msg}")
+
+            if mine and name == "attention_rope" and name in trained.models:
+                model = trained.models[name]  # build ignores places without a table
+            else:
+                model, _ = train_one(name, corpus, s, report, places=LENGTH_PLACES)
+            sc = evaluate(model, corpus)
+            held[name].append(sc.ambiguous)
+            a, b, n_a, n_b = place_accuracy(corpus, long, predict(model, corpus, long), longest)
+            inside[name].append(a)
+            beyond[name].append(b)
+        counts.append((sc.n_ambiguous, n_a, n_b))
+    return LengthTest(tuple(seeds), longest, lengths, count,
+                      {n: tuple(v) for n, v in held.items()},
+                      {n: tuple(v) for n, v in inside.items()},
+                      {n: tuple(v) for n, v in beyond.items()}, tuple(counts),
+                      time.perf_counter() - start)
+
+
+def length_to_json(lt: LengthTest) -> dict:
+    return {"seeds": list(lt.seeds), "longest": lt.longest, "lengths": list(lt.lengths),
+            "inputs": lt.inputs, "seconds": lt.seconds,
+            "words": [list(w) for w in lt.words],
+            **{part: {k: list(v) for k, v in getattr(lt, part).items()}
+               for part in ("held_out", "inside", "beyond")}}
+
+
+def length_from_json(data: dict) -> LengthTest:
+    return LengthTest(
+        tuple(int(s) for s in data["seeds"]), int(data["longest"]),
+        (int(data["lengths"][0]), int(data["lengths"][1])), int(data["inputs"]),
+        *({k: tuple(v) for k, v in data[part].items()}
+          for part in ("held_out", "inside", "beyond")),
+        tuple(tuple(int(x) for x in w) for w in data["words"]), float(data["seconds"]))
+
+
 @dataclass(frozen=True)
 class Sweeps:
     """The overfitting sweep once per seed (`runs[k]` for `seeds[k]`): each seed draws its own
-    corpus, initial weights and batches, so the spread shows how much of a gap is chance."""
+    corpus, initial weights and batches, so the spread shows how much of a gap is chance.
+    `lengths`: the length test over the same seeds, where it was run (kept_or_swept)."""
 
     seeds: tuple[int, ...]
     runs: tuple[Sweep, ...]
+    lengths: LengthTest | None = None
 
     @property
     def sizes(self) -> tuple[int, ...]:
@@ -614,14 +799,16 @@ def sweeps_to_json(sw: Sweeps) -> dict:
     return {"seeds": list(sw.seeds), "runs": [
         {"sizes": list(r.sizes), "steps": r.steps, "seconds": r.seconds,
          "train": {k: list(v) for k, v in r.train.items()},
-         "held_out": {k: list(v) for k, v in r.held_out.items()}} for r in sw.runs]}
+         "held_out": {k: list(v) for k, v in r.held_out.items()}} for r in sw.runs],
+        "lengths": None if sw.lengths is None else length_to_json(sw.lengths)}
 
 
 def sweeps_from_json(data: dict) -> Sweeps:
+    lengths = data.get("lengths")
     return Sweeps(tuple(int(s) for s in data["seeds"]), tuple(
         Sweep(tuple(r["sizes"]), int(r["steps"]), {k: tuple(v) for k, v in r["train"].items()},
               {k: tuple(v) for k, v in r["held_out"].items()}, float(r["seconds"]))
-        for r in data["runs"]))
+        for r in data["runs"]), None if lengths is None else length_from_json(lengths))
 
 
 # ---------------------------------------------------------------- kept on disk
@@ -785,7 +972,8 @@ def kept_or_trained(settings: Settings, folder=None, progress: Progress | None =
 
 def kept_or_swept(settings: Settings, folder=None, progress: Progress | None = None,
                   trained: Trained | None = None) -> Sweeps:
-    """overfitting_seeds for `settings` (SWEEP_SEEDS), kept in `folder` as JSON."""
+    """overfitting_seeds for `settings` (SWEEP_SEEDS) and the length test over the same
+    seeds (Sweeps.lengths), kept in `folder` as JSON."""
     import json
 
     raw = _kept(folder, kept_key(settings, "sweeps")) if folder is not None else None
@@ -796,7 +984,17 @@ def kept_or_swept(settings: Settings, folder=None, progress: Progress | None = N
                 return sweeps_from_json(data)
         except (ValueError, KeyError, TypeError, AttributeError):
             pass
-    sw = overfitting_seeds(settings, progress=progress, trained=trained)
+    runs = len(SWEEP_SEEDS) * len(SWEEP_SIZES) * len(SWEEP_NAMES)
+    share = runs / (runs + len(SWEEP_SEEDS) * len(LENGTH_NAMES))  # of the progress bar
+
+    def part(start: float, size: float) -> Progress | None:
+        if progress is None:
+            return None
+        return lambda frac, msg: progress(start + size * frac, msg)
+
+    sw = overfitting_seeds(settings, progress=part(0.0, share), trained=trained)
+    sw = dataclasses.replace(sw, lengths=length_test(settings, progress=part(share, 1 - share),
+                                                     trained=trained))
     if folder is not None:
         try:
             save_sweeps(sw, folder, settings)

@@ -371,6 +371,39 @@ def cost_figure(parameters: Mapping[str, int], sizes: Sequence[int],
         margin=dict(l=10, r=10, t=10, b=10))), big)
 
 
+def length_figure(values: Mapping[str, Mapping[str, np.ndarray]], big: bool = False) -> go.Figure:
+    """The length test: for each kind of position (the outer keys) and each group of
+    ambiguous words (the inner keys, e.g. held out, long inputs' early places, late places),
+    the accuracy over the seeds ([seeds], shares in 0..1): a bar at the mean, a whisker from
+    the smallest to the largest seed's, the mean written above it."""
+    kinds = list(values)
+    groups = list(values[kinds[0]])
+    data = []
+    for k, g in enumerate(groups):
+        runs = [100 * np.asarray(values[kind][g], dtype=np.float64) for kind in kinds]
+        mean = [float(r.mean()) for r in runs]
+        data.append(dict(
+            type="bar", x=[escape(kind) for kind in kinds], y=mean, name=escape(g),
+            marker=dict(color=ORDERED_SHADES[(k + 1) % len(ORDERED_SHADES)],
+                        pattern=dict(shape=("", "/", ".")[k % 3])),
+            text=[f"{m:.1f}" for m in mean], textposition="outside", cliponaxis=False,
+            textfont=dict(size=_size(big) - 2),
+            error_y=dict(type="data", array=[float(r.max()) - m for r, m in zip(runs, mean,
+                                                                               strict=True)],
+                         arrayminus=[m - float(r.min()) for r, m in zip(runs, mean,
+                                                                        strict=True)],
+                         visible=len(runs[0]) > 1, color=GREY, thickness=1.5, width=4),
+            customdata=[", ".join(f"{x:.1f}" for x in r) for r in runs],
+            hovertemplate="%{x}<br>" + escape(g) + ": %{y:.1f}%<br>"
+            + _("seeds: %{customdata}") + "<extra></extra>"))
+    return projector(go.Figure(data=data, layout=dict(
+        barmode="group", font=_font(big), height=440 if big else 420,
+        margin=dict(l=10, r=10, t=10, b=10),
+        xaxis=dict(title=dict(text=_("positions"))),
+        yaxis=dict(title=dict(text=_("accuracy on ambiguous words (%)")), range=[0, 110]),
+        legend=dict(orientation="h", y=1.02, x=0, yanchor="bottom"))), big)
+
+
 def cosine_by_layer(curves: Mapping[str, np.ndarray], word: str, big: bool = False,
                     pair: tuple[int, int] | None = None) -> go.Figure:
     """cos(first copy, second copy) of `word` after each layer, one line per condition.

@@ -1,5 +1,6 @@
 """Figures for "what positional encoding does" (the lecture notes: no position information in
-self-attention; e^i + a^i -> q^i, k^i, v^i; Vaswani et al. 2017 sinusoids; BERT's learned table).
+self-attention; e^i + a^i -> q^i, k^i, v^i; Vaswani et al. 2017 sinusoids; BERT's learned table;
+rotary positions, Su et al. 2021: q and k turned by their place).
 
 Every function takes arrays from `attnviz.analysis.positions` or the engine's Trace and returns
 a Plotly Figure; nothing here computes a number the page shows. Token axes use one unique
@@ -35,12 +36,14 @@ MODE_NAMES = {  # marked for the catalogue; looked up with _() where shown
     "none": N_("no positions"),
     "sinusoidal": N_("sinusoids (scaled)"),
     "shuffled": N_("learned, shuffled"),
+    "rotary": N_("rotary positions (RoPE)"),
 }
 # untrained; a superscript as Plotly draws one (a caret would show as typed: 'b^i')
 TOY_NAMES = {"none": N_("no positions"), "sinusoidal": N_("a<sup>i</sup> + sinusoid e<sup>i</sup>")}
 MODE_COLORS = {"learned": OKABE_ITO[0], "none": OKABE_ITO[3], "sinusoidal": OKABE_ITO[2],
-               "shuffled": OKABE_ITO[5]}
-MODE_PATTERNS = {"learned": "", "none": "/", "sinusoidal": ".", "shuffled": "x"}  # not colour alone
+               "shuffled": OKABE_ITO[5], "rotary": OKABE_ITO[4]}
+MODE_PATTERNS = {"learned": "", "none": "/", "sinusoidal": ".", "shuffled": "x",
+                 "rotary": "-"}  # not colour alone
 
 
 def _layout(title: str, height: int, **more) -> dict:
@@ -78,7 +81,9 @@ def permutation_figure(tokens: list[str], perm: np.ndarray, title: str | None = 
         data.append(dict(type="scatter", x=xs, y=ys, mode="lines", hoverinfo="skip",
                          showlegend=False, name="moved" if moved else "stays",
                          line=dict(color=color, width=1.5)))
-    toks = [escape(t) for t in tokens]
+    # a repeated word keeps its own label ('saw #2', 'saw #4') wherever it moves; others bare
+    labels, counts = axis_labels(tokens), {t: list(tokens).count(t) for t in tokens}
+    toks = [lab if counts[t] > 1 else escape(t) for t, lab in zip(tokens, labels, strict=True)]
     mode = "markers+text" if n <= 40 else "markers"  # labels would overlap on long inputs
     data.append(dict(
         type="scatter", x=np.arange(n), y=np.ones(n), mode=mode, text=toks,
@@ -386,3 +391,89 @@ def toy_outputs(toy: dict[str, dict], words: list[str], title: str | None = None
                                                thickness=10)))
     layout["margin"] = dict(layout["margin"], b=below + COLORBAR_BELOW)
     return g.figure(**layout)
+
+
+# ------------------------------------------------------------------ rotary positions (RoPE)
+ROTATION_COLORS = (OKABE_ITO[0], OKABE_ITO[1])  # the query's arrows, the key's
+
+
+def rotation_figure(turned: dict[str, np.ndarray], places, theta: float,
+                    title: str | None = None) -> go.Figure:
+    """2-D vectors turned by their place: for each name (e.g. "q", "k") the vector at each
+    place of `places` ([len(places), 2] each), drawn as arrows from the origin, labelled
+    with the place; the angle per place θ in the title."""
+    data, lim = [], max(float(np.abs(v).max()) for v in turned.values()) * 1.3
+    for c, (name, vecs) in enumerate(turned.items()):
+        vecs = np.asarray(vecs, dtype=np.float64)
+        color, dash = ROTATION_COLORS[c % 2], ("solid", "dash")[c % 2]
+        xs: list = []
+        ys: list = []
+        for x, y in vecs:  # one trace of None-separated segments per vector name
+            xs += [0.0, x, None]
+            ys += [0.0, y, None]
+        data.append(dict(type="scatter", x=xs, y=ys, mode="lines", hoverinfo="skip",
+                         line=dict(color=color, width=2, dash=dash), name=escape(name)))
+        data.append(dict(
+            type="scatter", x=vecs[:, 0], y=vecs[:, 1], mode="markers+text",
+            marker=dict(color=color, size=9, symbol=("circle", "square")[c % 2]),
+            text=[f"{escape(name)} @{int(m)}" for m in places], textposition="top center",
+            showlegend=False, customdata=np.asarray(places),
+            hovertemplate=escape(name) + " " + _("at place %{customdata}: (%{x:.3f}, %{y:.3f})")
+            + "<extra></extra>"))
+    return go.Figure(data=data, layout=_layout(
+        title or _("A 2-D pair turned by its place: {deg:.1f}° per place").format(
+            deg=float(np.degrees(theta))), 420,
+        xaxis=dict(range=[-lim, lim], zeroline=True, title=dict(text=_("dimension 1"))),
+        yaxis=dict(range=[-lim, lim], zeroline=True, scaleanchor="x",
+                   title=dict(text=_("dimension 2"))),
+        legend=dict(orientation="h", y=-0.2)))
+
+
+def rotary_scores_figure(scores: np.ndarray, title: str | None = None) -> go.Figure:
+    """S[m, p]: one query placed at m (rows) and one key placed at p (columns), q·k after RoPE."""
+    s = np.asarray(scores, dtype=np.float64)
+    lim = _sym(s)
+    return go.Figure(data=[dict(
+        type="heatmap", z=s, colorscale=SCORES_SCALE, zmid=0, zmin=-lim, zmax=lim,
+        colorbar=dict(title=dict(text=_("q·k")), thickness=10),
+        hovertemplate=_("query at place %{y}, key at place %{x}<br>q·k = %{z:.4f}")
+        + "<extra></extra>")],
+        layout=_layout(title or _("The same two words at every pair of places"), 440,
+                       yaxis=dict(title=dict(text=_("query's place m")), autorange="reversed",
+                                  scaleanchor="x"),
+                       xaxis=dict(title=dict(text=_("key's place p")))))
+
+
+def distance_curve(distances: np.ndarray, means: np.ndarray,
+                   title: str | None = None) -> go.Figure:
+    """The score read along the diagonals: one value per distance m - p."""
+    return go.Figure(data=[dict(
+        type="scatter", x=np.asarray(distances), y=np.asarray(means, dtype=np.float64),
+        mode="lines+markers", line=dict(color=OKABE_ITO[0]), showlegend=False,
+        hovertemplate=_("m - p = %{x}: q·k = %{y:.4f}") + "<extra></extra>")],
+        layout=_layout(title or _("q·k as a function of the distance m - p alone"), 340,
+                       xaxis=dict(title=dict(text=_("distance m - p (query's place minus "
+                                                    "key's)"))),
+                       yaxis=dict(title=dict(text=_("q·k")))))
+
+
+def spectrum_figure(wavelength: np.ndarray, context: int | None = None,
+                    title: str | None = None) -> go.Figure:
+    """Each pair i's wavelength 2π/θ_i in tokens (log scale); a dotted line at `context`
+    tokens (pairs above it never turn once within that many tokens)."""
+    w = np.asarray(wavelength, dtype=np.float64)
+    shapes = [] if context is None else [dict(
+        type="line", xref="paper", x0=0, x1=1, y0=context, y1=context,
+        line=dict(color=NEUTRAL, dash="dot", width=2))]
+    notes = [] if context is None else [dict(
+        xref="paper", x=0.01, xanchor="left", y=float(np.log10(context)), yanchor="bottom",
+        text=_("{n:,} tokens").format(n=int(context)), showarrow=False)]
+    return go.Figure(data=[dict(
+        type="scatter", x=np.arange(len(w)), y=w, mode="markers", showlegend=False,
+        marker=dict(color=OKABE_ITO[0], size=7),
+        hovertemplate=_("pair %{x}: turns once every %{y:,.1f} tokens") + "<extra></extra>")],
+        layout=_layout(title or _("Each pair's wavelength 2π/θ<sub>i</sub>"), 380,
+                       shapes=shapes, annotations=notes,
+                       xaxis=dict(title=dict(text=_("pair i (dimensions i and i + d/2)"))),
+                       yaxis=dict(title=dict(text=_("tokens per turn (log scale)")),
+                                  type="log", exponentformat="power")))

@@ -282,3 +282,91 @@ def cost_chart(table: Mapping[str, np.ndarray], device: str, memory_method: str,
                     font=FONT,
                     margin=dict(l=10, r=10, t=80, b=10),
                     legend=dict(orientation="h", y=-0.25, x=0))
+
+
+# ------------------------------------------------------------------ today's decoders
+def decoder_masks(masks: Mapping[str, np.ndarray], title: str = "") -> go.Figure:
+    """Masks side by side (positions 0..n-1 as numbers: no sentence here), blue = may attend;
+    rows = queries, columns = keys."""
+    names = list(masks)
+    g = Grid(rows=1, cols=len(names), horizontal_spacing=0.06,
+             subplot_titles=[escape(k) for k in names])
+    for c, name in enumerate(names, start=1):
+        m = np.asarray(masks[name], dtype=np.float32)
+        g.add(dict(type="heatmap", z=m, colorscale=MASK_SCALE_THEMED, zmin=0, zmax=1,
+                   showscale=False, xgap=1, ygap=1,
+                   hovertemplate=escape(name) + "<br>" + _(
+                       "query %{y}<br>key %{x}<br>may attend = %{z}") + "<extra></extra>"),
+              1, c)
+        g.yaxis(1, c).update(autorange="reversed", scaleanchor=f"x{g.ref(1, c)}",
+                             showgrid=False, title=dict(text=_("query")) if c == 1 else None)
+        g.xaxis(1, c).update(showgrid=False, title=dict(text=_("key")))
+    return g.figure(title=title, height=400, font=FONT, margin=dict(l=10, r=10, t=80, b=10))
+
+
+def reach_figure(reach: Mapping[str, np.ndarray], first: Mapping[str, np.ndarray],
+                 query: int, title: str = "") -> go.Figure:
+    """One panel per family: which inputs (columns) can change token `query` after each layer
+    (rows: 0 = the input itself), reach[name] [layers + 1, n] bool from composing the masks;
+    first[name] [layers + 1], the formula's first reachable input, drawn over it as a line."""
+    names = list(reach)
+    g = Grid(rows=1, cols=len(names), horizontal_spacing=0.04, shared_yaxes=True,
+             subplot_titles=[escape(k) for k in names])
+    edge = dict(color=OKABE_ITO[3], width=2, dash="dash")
+    for c, name in enumerate(names, start=1):
+        r = np.asarray(reach[name], dtype=np.float32)
+        depth = r.shape[0] - 1
+        g.add(dict(type="heatmap", z=r, colorscale=MASK_SCALE_THEMED, zmin=0, zmax=1,
+                   showscale=False, xgap=1, ygap=1,
+                   hovertemplate=escape(name) + "<br>" + _(
+                       "after layer %{y}<br>input %{x}<br>can reach = %{z}")
+                   + "<extra></extra>"), 1, c)
+        f = np.asarray(first[name], dtype=np.float64)
+        g.add(dict(type="scatter", x=f - 0.5, y=np.arange(depth + 1), mode="lines+markers",
+                   line=edge, marker=dict(size=5), name=_("formula: first input reached"),
+                   legendgroup="formula", showlegend=c == 1,
+                   hovertemplate=_("after layer %{y}: from input %{customdata}")
+                   + "<extra></extra>", customdata=f.astype(int)), 1, c)
+        g.xaxis(1, c).update(range=[-0.5, r.shape[1] - 0.5], showgrid=False,
+                             title=dict(text=_("input")))
+        g.yaxis(1, c).update(range=[-0.5, depth + 0.5], dtick=1, showgrid=False)
+    g.yaxis(1, 1)["title"] = dict(text=_("after layer l"))
+    return g.figure(
+        title=title or _("What can change token {t}, layer after layer").format(t=query),
+        height=380, font=FONT, margin=dict(l=10, r=10, t=80, b=10),
+        legend=dict(orientation="h", y=-0.3, x=0))
+
+
+def sink_figure(share: np.ndarray, even: float, title: str = "") -> go.Figure:
+    """Each head's mean weight on the first token (layers x heads); the colour scale is
+    centred on `even`, the share an even spread would give."""
+    s = np.asarray(share, dtype=np.float64)
+    return go.Figure(data=[dict(
+        type="heatmap", z=s, zmin=0, zmax=1, colorscale=WEIGHTS_SCALE,
+        colorbar=dict(title=dict(text=_("weight")), thickness=12),
+        hovertemplate=_("layer %{y}, head %{x}<br>mean weight on the first token = %{z:.3f}")
+        + "<extra></extra>")], layout=dict(
+        title=title or _("Mean weight on the first token, per head (even spread: {even:.3f})")
+        .format(even=even),
+        height=max(320, 16 * s.shape[0] + 140), font=FONT, margin=dict(l=10, r=10, t=60, b=10),
+        xaxis=dict(title=dict(text=_("head")), dtick=1),
+        yaxis=dict(title=dict(text=_("layer")), autorange="reversed")))
+
+
+def next_word_figure(words: Sequence[str], probs: Mapping[str, Sequence[float]],
+                     title: str = "") -> go.Figure:
+    """Grouped horizontal bars: for each word (as given, escaped here; most likely first) its
+    probability as the next word under each condition (a colour, a pattern and a legend entry
+    each)."""
+    labels = [f"{escape(w)} ·{k + 1}" for k, w in enumerate(words)]
+    data = [dict(type="bar", orientation="h", y=labels, x=list(map(float, p)), name=escape(name),
+                 marker=dict(color=OKABE_ITO[c % len(OKABE_ITO)],
+                             pattern=dict(shape=("", "/", ".", "x")[c % 4])),
+                 hovertemplate="%{y}: %{x:.4f}<extra>" + escape(name) + "</extra>")
+            for c, (name, p) in enumerate(probs.items())]
+    return go.Figure(data=data, layout=dict(
+        title=title, barmode="group", height=120 + 22 * len(words) * max(1, len(probs)),
+        font=FONT, margin=dict(l=10, r=10, t=60, b=10),
+        yaxis=dict(autorange="reversed", type="category"),
+        xaxis=dict(title=dict(text=_("probability of the next word")), range=[0, 1]),
+        legend=dict(orientation="h", y=-0.15, x=0)))

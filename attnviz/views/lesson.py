@@ -36,9 +36,15 @@ ONE = {"per_word": "mlp", "window": "window3", "no_positions": "attention",
        "positions": "attention_pos"}  # the tagger a step is about
 NEEDS_TAGGERS = ("per_word", "window", "far", "cost", "no_positions", "positions", "next")
 LABELS = {"mlp": N_("(a) per-word MLP"), "attention": N_("(c) self-attention, no positions"),
-          "attention_pos": N_("(d) self-attention + positions")}  # taggers.NAMES, translated
+          "attention_pos": N_("(d) self-attention + positions"),
+          "attention_rope": N_("(e) self-attention + rotary positions"),
+          "attention_sin": N_("self-attention + sinusoidal positions")}  # taggers.LABELS
 SHORT_LABELS = {"mlp": N_("(a) per word"), "attention": N_("(c) attention"),
-                "attention_pos": N_("(d) attention + positions")}  # taggers.SHORT_NAMES
+                "attention_pos": N_("(d) attention + positions"),
+                "attention_rope": N_("(e) attention + RoPE"),
+                "attention_sin": N_("attention + sinusoids")}  # taggers.SHORT_NAMES
+LENGTH_KINDS = {"attention_pos": N_("learned"), "attention_sin": N_("sinusoidal"),
+                "attention_rope": N_("rotary")}  # the length test's rows
 NEXT_PAGES = (("pages/step_by_step.py", N_("Self-attention step by step")),
               ("pages/positions.py", N_("Positional encoding")),
               ("pages/windows.py", N_("Windows and receptive fields")),
@@ -239,6 +245,8 @@ def tag_table(v: Lesson, tags: dict[str, list[str]], shown: bool) -> list[Part]:
         rows = {label(k, short=True): t for k, t in tags.items()}
     elif key in ONE:
         rows = {label(ONE[key]): tags[ONE[key]] if shown else hide}
+        if key == "positions" and "attention_rope" in tags:  # (e) beside (d)
+            rows[label("attention_rope")] = tags["attention_rope"] if shown else hide
     else:
         rows = {}
     if gold is None and not rows:
@@ -458,11 +466,69 @@ def reach_table(v: Lesson) -> Table:
                                                        for n in cost["attention_pos"]]})
 
 
+def rope_notes(v: Lesson) -> list[Part]:
+    """Tagger (e) (rotary positions) beside (d): its held-out numbers ([] without it)."""
+    num = v.numbers
+    if "attention_rope" not in num.scores:
+        return []
+    e = num.scores["attention_rope"]
+    return [Part("notes", Markdown(lesson.rope_claim(
+        e.near, e.far, e.double_role, num.parameters["attention_rope"],
+        num.parameters["attention_pos"])))]
+
+
+def length_cells(values: dict[str, tuple[float, ...]]) -> list[str]:
+    """'mean (smallest … largest)' over the seeds, in percent, per tagger."""
+    out = []
+    for x in values.values():
+        a = 100 * np.asarray(x, dtype=np.float64)
+        out.append(f"{a.mean():.1f} ({a.min():.1f} … {a.max():.1f})" if len(a) > 1
+                   else f"{a[0]:.1f}")
+    return out
+
+
+def length_table(lt: taggers.LengthTest) -> Table:
+    """The length test: a row per kind of position, a column per group of ambiguous words."""
+    return ColumnsTable({
+        _("positions"): [_(LENGTH_KINDS.get(k, k)) for k in lt.names],
+        _("held out (≤ {n} words)").format(n=lt.longest): length_cells(lt.held_out),
+        _("long inputs, places 1–{n}").format(n=lt.longest): length_cells(lt.inside),
+        _("long inputs, places {a}–{b}").format(a=lt.longest + 1, b=lt.lengths[1]):
+            length_cells(lt.beyond)})
+
+
+def length_parts(v: Lesson) -> list[Part]:
+    """The length test (taggers.length_test, run with the sweep: Sweeps.lengths): the claim,
+    a figure and the table; [] when the sweep carries none."""
+    lt = as_sweeps(v.sweep(), v.settings.seed).lengths
+    if lt is None:
+        return []
+    kinds = {k: _(LENGTH_KINDS.get(k, k)) for k in lt.names}
+    mean = {part: {k: float(np.mean(x)) for k, x in getattr(lt, part).items()}
+            for part in ("held_out", "inside", "beyond")}
+    groups = {_("held out (≤ {n} words)").format(n=lt.longest): lt.held_out,
+              _("long inputs, places 1–{n}").format(n=lt.longest): lt.inside,
+              _("long inputs, places {a}–{b}").format(a=lt.longest + 1, b=lt.lengths[1]):
+                  lt.beyond}
+    return [Part("page", Markdown(lesson.length_claim(
+                lt.longest, lt.lengths, lt.inputs, lt.seeds, kinds, mean["held_out"],
+                mean["inside"], mean["beyond"], taggers.LENGTH_PLACES, taggers.MAX_WORDS))),
+            Part("page", plots.length_figure(
+                {kinds[k]: {g: np.asarray(x[k]) for g, x in groups.items()} for k in lt.names},
+                v.big), "lesson_fig_lengths"),
+            Part("page", Markdown(_("Accuracy on ambiguous words (%): the mean of seeds "
+                                    "{seeds}, and in brackets the smallest and largest "
+                                    "seed's.").format(seeds=", ".join(map(str, lt.seeds))),
+                                  "caption")),
+            Part("page", length_table(lt))]
+
+
 def positions(v: Lesson) -> list[Part]:
     d, num = v.numbers.scores["attention_pos"], v.numbers
     places, longest, change = taggers.untrained_positions(
         v.trained.models["attention_pos"], v.trained.corpus, v.settings)
     return [Part("notes", Markdown(lesson.positions_claim(d.near, d.far, d.double_role))),
+            *rope_notes(v),
             Part("main", plots.accuracy_grid(
                 {label(k, short=True): s for k, s in num.scores.items()}, num.baseline, v.big),
                 "lesson_fig_accuracy"),
@@ -470,7 +536,8 @@ def positions(v: Lesson) -> list[Part]:
                 num.parameters["attention_pos"], places, v.settings.dim, longest, change,
                 num.parameters[WIDE], taggers.FULL_WIDTH))),
             Part("page", reach_table(v)),
-            tagger_heads(v, "attention_pos")]
+            tagger_heads(v, "attention_pos"),
+            *length_parts(v)]
 
 
 def bert(v: Lesson) -> list[Part]:

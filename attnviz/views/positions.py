@@ -17,15 +17,16 @@ from ..analysis import positions
 from ..analysis.common import cosine_matrix, cosine_per_layer, first_repeated_pair
 from ..engine import POSITION_MODES
 from ..engine.positions import sinusoid_scale
+from ..engine.rope import frequencies
 from ..i18n import N_, _
 from ..plotting import positions as plots
-from ..plotting.common import escape
+from ..plotting.common import axis_labels
 from .blocks import Heading, Markdown
-from .common import literal, not_bert_like, numbers, shown_name
+from .common import literal, model_notes, not_bert_like, numbers, shown_name
 
 MODE_NAMES = plots.MODE_NAMES
 TABS = (N_("1 · Shuffle the words"), N_("2 · I saw a saw"), N_("3 · The encodings"),
-        N_("4 · Compare the choices"))
+        N_("4 · Compare the choices"), N_("5 · Rotary positions (RoPE)"))
 TOY_WORDS = ["I", "saw", "a", "saw"]
 
 
@@ -137,8 +138,9 @@ def pair_curves(runs: dict, a: int, b: int) -> dict:
 
 
 def pair_name(t, a: int, b: int) -> str:
-    return _("'{a_token}' #{a} and '{b_token}' #{b}").format(  # goes into figure text
-        a_token=escape(t.tokens[a]), a=a, b_token=escape(t.tokens[b]), b=b)
+    """The two tokens' labels ('saw #2 and saw #4', escaped: it goes into figure text)."""
+    names = axis_labels(t.tokens)
+    return _("{a} and {b}").format(a=names[a], b=names[b])
 
 
 def pair_text(t, a: int, b: int, curves: dict) -> list:
@@ -302,6 +304,187 @@ def compare_download(t, div: dict, final: dict, ref: str):
         "tokens": t.tokens, **{f"js_divergence_{m}_vs_{ref}": d for m, d in div.items()},
         **{f"final_cosine_{m}_vs_{ref}": c for m, c in final.items()}},
         "attnviz_positions_compare.npz")
+
+
+# ------------------------------------------------------------------ 5 · rotary positions
+TOY_Q, TOY_K = (1.0, 0.25), (0.45, 0.85)  # the toy pair's query and key (2-D)
+TOY_PLACES = (0, 1, 2, 3)
+GRID_DIM, GRID_PLACES, GRID_BASE = 16, 32, 10000.0  # the toy score grid: d, places, base
+
+
+def rope_intro() -> Markdown:
+    return Markdown(_(
+        "**Rotary positions** (RoPE; Su et al. 2021), the choice of Llama, Qwen, Mistral, "
+        "Gemma and SmolLM2: nothing is added to the input. Instead each query and key is "
+        "**turned** by an angle that grows with its place $m$: split the $d$ dimensions into "
+        "$d/2$ pairs, and turn pair $i$ by $m\\,\\theta_i$, with "
+        "$\\theta_i = \\mathrm{base}^{-2i/d}$. The score of a query at $m$ and a key at $p$ "
+        "then keeps only $\\cos$ and $\\sin$ of $(m-p)\\,\\theta_i$: **only the distance "
+        "counts**."))
+
+
+def toy_rotation() -> dict:
+    """{"q", "k": [places, 2] the toy pair turned at TOY_PLACES}."""
+    return {"q": positions.rotated_pair(TOY_Q, TOY_PLACES),
+            "k": positions.rotated_pair(TOY_K, TOY_PLACES)}
+
+
+def rotation_figure(turned: dict):
+    return plots.rotation_figure(turned, TOY_PLACES, positions.TOY_THETA)
+
+
+def rotation_text(turned: dict) -> Markdown:
+    """q·k of the toy pair at places (1, 0) and (3, 2): the same distance, the same score."""
+    q, k = turned["q"], turned["k"]
+    return Markdown(_(
+        "One pair, $\\theta = {deg:.1f}°$ per place: $q$ and $k$ keep their length and turn. "
+        "$q$ at place 1 with $k$ at place 0 scores **{a:.4f}**; $q$ at 3 with $k$ at 2 scores "
+        "**{b:.4f}** (both one place apart); $q$ and $k$ both at 0 score {c:.4f}.").format(
+        deg=float(np.degrees(positions.TOY_THETA)), a=float(q[1] @ k[0]),
+        b=float(q[3] @ k[2]), c=float(q[0] @ k[0])))
+
+
+def rotary_grid(seed: int) -> dict:
+    """The toy score grid: {"scores" [n, n], "distances", "means", "spread", "plain" (q·k
+    unturned), "q", "k"} for a seeded query and key of GRID_DIM dimensions, base GRID_BASE."""
+    q, k = positions.toy_query_key(GRID_DIM, seed)
+    s = positions.rotary_scores(q, k, GRID_PLACES, frequencies(GRID_DIM, GRID_BASE))
+    dist, means, spread = positions.by_distance(s)
+    return {"scores": s, "distances": dist, "means": means, "spread": spread,
+            "plain": float(q @ k), "q": q, "k": k}
+
+
+def grid_text(g: dict) -> Markdown:
+    s = g["scores"]
+    return Markdown(_(
+        "Now one query and one key of $d = {d}$ dimensions (random, seeded; base {base:,.0f}), "
+        "placed at every pair of places $m, p$ from 0 to {last}. The scores range from "
+        "{lo:.3f} to {hi:.3f}, yet along each diagonal ($m - p$ fixed) they stay the same: the "
+        "largest spread within one diagonal is **{spread:.1e}**, float rounding of the angles. "
+        "Without the turn every cell would be $q\\cdot k$ = {plain:.3f}.").format(
+        d=GRID_DIM, base=GRID_BASE, last=GRID_PLACES - 1, lo=s.min(), hi=s.max(),
+        spread=g["spread"], plain=g["plain"]))
+
+
+def grid_figure(g: dict):
+    return plots.rotary_scores_figure(g["scores"])
+
+
+def distance_figure(g: dict):
+    return plots.distance_curve(g["distances"], g["means"])
+
+
+def rotary_of(model) -> dict | None:
+    """A model with rotary positions: {"head_dim", "theta" (the engine's θ_i, float32 [d/2],
+    of its first layer type), "base" (its config's rope_theta)}; None for the others."""
+    if not model.capabilities.get("rotary"):
+        return None
+    from ..engine.families.llama import rope_parameters
+
+    kind = model.layer_types[0]
+    theta, _factor = model.rotary[kind]
+    return {"head_dim": int(model.head_dim), "theta": theta,
+            "base": float(rope_parameters(model.config, kind)["rope_theta"])}
+
+
+def spectrum_text(model, rot: dict, spec: dict, n_tokens: int) -> Markdown:
+    w = spec["wavelength"]
+    return Markdown(_(
+        "{model}'s heads have $d = {d}$ dimensions, so {pairs} pairs; its config's "
+        "`rope_theta` is {base:,.0f}. Pair 0 turns by $\\theta_0$ = {t0:.3f} radians per token "
+        "(once every {w0:.1f} tokens); the last pair by {tl:.2e} (once every {wl:,.0f} "
+        "tokens). This sentence has {n} tokens: {slow} of the {pairs} pairs turn less than "
+        "once across it, and tell far places apart; the fast ones tell neighbours "
+        "apart.").format(model=literal(shown_name(model)), d=rot["head_dim"], pairs=len(w),
+                         base=rot["base"], t0=spec["theta"][0], w0=w[0], tl=spec["theta"][-1],
+                         wl=w[-1], n=n_tokens, slow=int((w > n_tokens).sum())))
+
+
+def spectrum_figure(spec: dict, n_tokens: int):
+    return plots.spectrum_figure(spec["wavelength"], n_tokens)
+
+
+def no_rotary_note(model) -> Markdown:
+    return Markdown(_(
+        "{model} has no rotary positions. Pick a model that has them (SmolLM2, a Llama-family "
+        "decoder) in the sidebar to see its frequencies, and to ask what remains of the two "
+        "*saw*s when its rotation is switched off.").format(model=literal(shown_name(model))),
+        "info")
+
+
+def twins_question() -> Markdown:
+    return Markdown(":material/help: " + _(
+        "**Predict first:** in BERT without positions the two *saw*s of *I saw a saw* become "
+        "the same vector in every layer (tab 2). Switch off this decoder's rotation: do they "
+        "become identical too?"))
+
+
+def twins_text(t, a: int, b: int, tw: dict) -> Markdown:
+    names = axis_labels(t.tokens)
+    return Markdown(_(
+        "**No.** Without rotation both enter as the same vector (cosine {emb:.6f} before the "
+        "first layer), but this is a causal model: {b} sees the {nb} tokens up to it, {a} only "
+        "{na}. After the last layer their cosine is **{none:.4f}** without rotation "
+        "(largest difference {diff:.3g}) and {rope:.4f} with it. Order still leaks in through "
+        "the mask, as Haviv et al. (2022) found: causal language models without any position "
+        "encoding still learn positions.").format(
+        emb=tw["without"][0], a=literal(names[a]), b=literal(names[b]), na=a + 1, nb=b + 1,
+        none=tw["without"][-1], diff=tw["without_max_diff"], rope=tw["with"][-1]))
+
+
+def twins_figure(t, a: int, b: int, tw: dict):
+    return plots.cosine_curve({"rotary": tw["with"], "none": tw["without"]},
+                              pair_name(t, a, b))
+
+
+def rope_toys(seed: int) -> list:
+    """The tab's toy part: the turned pair, the score grid and the score by distance."""
+    turned, g = toy_rotation(), rotary_grid(seed)
+    return [rope_intro(), rotation_figure(turned), rotation_text(turned), grid_text(g),
+            grid_figure(g), distance_figure(g)]
+
+
+def rope_model(model, t) -> list:
+    """The loaded model's frequencies and the question on the two copies of a word (the
+    answer: rope_answer); a note for a model without rotary positions."""
+    rot = rotary_of(model)
+    if rot is None:
+        return [no_rotary_note(model)]
+    spec = positions.rope_spectrum(rot["theta"])
+    out = [spectrum_text(model, rot, spec, t.n_tokens), *model_notes(model),
+           spectrum_figure(spec, t.n_tokens)]
+    if first_repeated_pair(t.tokens) is None:
+        return out + [Markdown(_("No word repeats in this sentence: type *I saw a saw* to ask "
+                                 "about its two *saw*s."), "info")]
+    return out + [twins_question()]
+
+
+def rope_answer(model, t, trace_of: Callable) -> list:
+    """The answer: the two copies' cosine per layer with and without rotation, measured."""
+    a, b = first_repeated_pair(t.tokens)
+    tw = positions.causal_twins(t, trace_of(positions="none"), a, b)
+    return [twins_text(t, a, b, tw), twins_figure(t, a, b, tw)]
+
+
+def rope_download(model, t, seed: int, trace_of: Callable | None = None):
+    """The tab's numbers: the toys, the model's frequencies (a rotary model) and, when the
+    answer is shown (`trace_of` given), the two copies' cosines."""
+    turned, g, rot = toy_rotation(), rotary_grid(seed), rotary_of(model)
+    out = {"toy_pair_places": np.array(TOY_PLACES), "toy_pair_q": turned["q"],
+           "toy_pair_k": turned["k"], "grid_query": g["q"], "grid_key": g["k"],
+           "grid_scores": g["scores"], "distances": g["distances"],
+           "score_by_distance": g["means"]}
+    if rot is not None:
+        spec = positions.rope_spectrum(rot["theta"])
+        out |= {"theta": spec["theta"], "wavelength": spec["wavelength"],
+                "head_dim": np.array(rot["head_dim"]), "rope_theta": np.array(rot["base"])}
+    pair = first_repeated_pair(t.tokens)
+    if rot is not None and pair is not None and trace_of is not None:
+        tw = positions.causal_twins(t, trace_of(positions="none"), *pair)
+        out |= {"tokens": t.tokens, "pair": np.array(pair), "cosine_rotary": tw["with"],
+                "cosine_none": tw["without"],
+                "max_abs_difference_none": np.array(tw["without_max_diff"])}
+    return numbers(_("Download these numbers (.npz)"), out, "attnviz_positions_rope.npz")
 
 
 # ------------------------------------------------------------------ the page

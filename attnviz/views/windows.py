@@ -20,17 +20,18 @@ from ..analysis import cost, receptive
 from ..analysis import windows as win
 from ..analysis.common import special_mask
 from ..engine import TraceRequest
+from ..engine.attention import causal_mask
 from ..engine.trace import START_TOKENS
 from ..i18n import N_, _
 from ..plotting import windows as plots
 from ..plotting.common import axis_labels
 from .blocks import Heading, Markdown, Table
-from .common import literal, not_bert_like, numbers
+from .common import literal, model_notes, not_bert_like, numbers, shown_name
 
 PASSAGE = ("I saw a saw in the shed, so I took the saw and cut the old board in two "
            "before the rain came.")
 TABS = (N_("Masks and weights"), N_("Receptive fields"), N_("How much context?"),
-        N_("Long sequences: cost"))
+        N_("Long sequences: cost"), N_("Today's decoders: sliding windows and the sink"))
 METHOD_NAMES = {"full": N_("full"), "masked": N_("masked"), "windowed": N_("windowed")}
 COST_COLUMNS = {"length": N_("length"), "window": N_("window"), "method": N_("method"),
                 "seconds": N_("seconds"), "median_seconds": N_("median seconds")}
@@ -255,6 +256,197 @@ def cost_table(ms: list) -> Table:
 def cost_download(ms: list):
     return numbers(_("Download the measurements (.csv)"), cost.measurements_table(ms),
                    "attnviz_window_cost.csv", "csv")
+
+
+# ------------------------------------------------------------------ today's decoders
+DECODER_TOKENS, DECODER_LAYERS = 24, 6  # the pictures' sizes (real windows hold thousands)
+MISTRAL_LAYERS, MISTRAL_WINDOW = 32, 4096  # Mistral 7B (its config: num_hidden_layers,
+#                                            sliding_window)
+PATTERN_NAMES = {"mistral": N_("Mistral: every layer slides"),
+                 "gemma2": N_("Gemma 2: sliding and full, alternating"),
+                 "gemma3": N_("Gemma 3: five sliding, then one full")}
+
+
+def sliding_intro() -> Markdown:
+    return Markdown(_(
+        "Today's decoders use a window too, a causal one: in Mistral's **sliding window** "
+        "query $i$ sees the last $W$ keys, $i - W < j \\le i$, in every layer (Mistral 7B: "
+        "$W$ = {w:,}). Gemma 2 alternates a sliding layer with a full (causal) one; Gemma 3 has "
+        "five sliding layers to each full one. Below, $W$ and the sentence are small enough to "
+        "see: {n} tokens, {layers} layers.").format(w=MISTRAL_WINDOW, n=DECODER_TOKENS,
+                                                    layers=DECODER_LAYERS))
+
+
+def sliding_masks(size: int) -> dict:
+    """{English name: [n, n] bool}: the sliding window of `size` keys and the full causal mask."""
+    n = DECODER_TOKENS
+    return {"sliding": win.sliding_mask(n, size).numpy(),
+            "full": causal_mask(n).numpy()}
+
+
+def sliding_masks_figure(masks: dict, size: int):
+    shown = {_("sliding window, W = {w}").format(w=size): masks["sliding"],
+             _("full (causal)"): masks["full"]}
+    return plots.decoder_masks(shown, _("A local (sliding) layer and a global (full) one"))
+
+
+def reaches(size: int) -> dict:
+    """{pattern: {"types", "reach" [layers + 1, n] bool for the last token, "first"
+    [layers + 1] the formula's first reachable input}} for each of win.LAYER_PATTERNS."""
+    n, last = DECODER_TOKENS, DECODER_TOKENS - 1
+    out = {}
+    for pattern in win.LAYER_PATTERNS:
+        types = win.layer_types(pattern, DECODER_LAYERS)
+        reach = win.composed_reach(win.layer_masks(n, size, types))  # [L + 1, n, n]
+        out[pattern] = {"types": types, "reach": reach[:, last],
+                        "first": win.reach_formula(last, size, types)}
+    return out
+
+
+def reach_figure(r: dict):
+    return plots.reach_figure({_(PATTERN_NAMES[p]): x["reach"] for p, x in r.items()},
+                              {_(PATTERN_NAMES[p]): x["first"] for p, x in r.items()},
+                              DECODER_TOKENS - 1)
+
+
+def reach_text(r: dict, size: int) -> Markdown:
+    m = r["mistral"]
+    layers = len(m["types"])
+    return Markdown(_(
+        "Blue: the inputs that can change the last token (number {t}) after each layer, found "
+        "by composing the layers' masks; the dashed line is the formula. Each sliding layer "
+        "reaches $W - 1$ = {step} tokens further back: after $l$ sliding layers, "
+        "$l\\,(W-1)$ (here {span} after {layers} layers, from input {first}). One full layer "
+        "reaches everything before the token at once, as in Gemma. For Mistral 7B, "
+        "{mlayers} layers with $W$ = {w:,}, the last layer may depend on the last "
+        "**{mspan:,}** tokens, though each layer reads only {w:,}.").format(
+        t=DECODER_TOKENS - 1, step=size - 1, span=win.span(layers, size), layers=layers,
+        first=int(m["first"][-1]), mlayers=MISTRAL_LAYERS, w=MISTRAL_WINDOW,
+        mspan=win.span(MISTRAL_LAYERS, MISTRAL_WINDOW)), "caption")
+
+
+def sliding_download(masks: dict, r: dict, size: int):
+    return numbers(_("Download masks and reach (.npz)"), {
+        "window": np.array(size), "mask_sliding": masks["sliding"], "mask_full": masks["full"],
+        **{f"reach_{p}": x["reach"] for p, x in r.items()},
+        **{f"formula_first_{p}": x["first"] for p, x in r.items()},
+        **{f"layer_types_{p}": np.array(x["types"]) for p, x in r.items()}},
+        "attnviz_sliding_windows.npz")
+
+
+def sliding_tab(size: int) -> list:
+    """The decoders tab's toy part (its slider left out): masks, then reach through depth."""
+    masks, r = sliding_masks(size), reaches(size)
+    return [sliding_intro(), sliding_masks_figure(masks, size), reach_figure(r),
+            reach_text(r, size), sliding_download(masks, r, size)]
+
+
+def is_causal(t) -> bool:
+    """Whether the trace's mask lets no token see a later one (a decoder's)."""
+    m = np.asarray(t.mask, dtype=bool)
+    return bool(not np.triu(m, 1).any())
+
+
+def sink_text(model, share: np.ndarray, even: float, n: int) -> Markdown:
+    layer, head = np.unravel_index(int(np.argmax(share)), share.shape)
+    return Markdown(_(
+        "**The attention sink.** In {model}, for this sentence ({n} tokens), the heads put "
+        "**{mean:.0%}** of their weight on the first token on average (over layers, heads and "
+        "the queries after it); an even spread over what each query may see would give "
+        "{even:.0%}. {big} of the {total} heads give it more than half; the most, layer "
+        "{layer} head {head}, {top:.0%}. Xiao et al. (2023) call such a token an *attention "
+        "sink*: a place to put weight that is not needed elsewhere.").format(
+        model=literal(shown_name(model)), n=n, mean=float(share.mean()), even=even,
+        big=int((share > 0.5).sum()), total=share.size, layer=int(layer), head=int(head),
+        top=float(share.max())))
+
+
+def first_token_shares(t) -> np.ndarray:
+    """win.first_token_share of the trace's weights, a layer at a time where a long trace
+    holds none (Trace.layer_weights computes a layer's again from its q and k)."""
+    if t.weights is not None:
+        return win.first_token_share(t.weights)
+    return np.stack([win.first_token_share(t.layer_weights(li)[None])[0]
+                     for li in range(t.n_layers)])
+
+
+def sink_part(model, t) -> list:
+    """On a decoder: each head's weight on the first token; a note for other models."""
+    if not is_causal(t) or t.n_tokens < 2:
+        return [Markdown(_("The attention sink is measured on a decoder: pick one (SmolLM2, "
+                           "GPT-2) in the sidebar."), "info")]
+    share, even = first_token_shares(t), win.even_share(t.n_tokens)
+    return [sink_text(model, share, even, t.n_tokens), *model_notes(model),
+            plots.sink_figure(share, even),
+            numbers(_("Download the weight on the first token (.npz)"), {
+                "tokens": t.tokens, "first_token_share": share, "even_share": np.array(even)},
+                "attnviz_attention_sink.npz")]
+
+
+STREAM_TEXT = (
+    "The old carpenter kept his tools in a wooden chest by the door. Every morning he took "
+    "out his saw, his hammer and a box of nails, and he walked to the workshop at the end of "
+    "the garden. One day his granddaughter asked him which tool he loved the most. He smiled, "
+    "lifted the saw into the light and said that a good saw is like a good friend: it asks "
+    "for care, it never hurries, and it tells you the truth about the wood. Then he handed it "
+    "to her, showed her how to hold the handle, and told her to let the")
+STREAM_WINDOWS = (16, 32, 64)  # keys each layer keeps, besides the first tokens
+
+
+def streams(model) -> bool:
+    """Whether the model can say its next word (a decoder whose output layer the engine
+    reads)."""
+    return bool(model.capabilities.get("rotary")) and hasattr(model, "next_token_logits")
+
+
+def streaming(model, size: int) -> dict:
+    """win.streaming_next_word on STREAM_TEXT, with its token ids ("ids")."""
+    ids = model.tokenize(STREAM_TEXT)[0]
+    return {"ids": ids, **win.streaming_next_word(model, ids, size)}
+
+
+def stream_name(s) -> str:
+    if s == "full":
+        return _("full context")
+    return (_("window, first token dropped") if s == 0 else
+            _("window + first token") if s == 1 else
+            _("window + first {s} tokens").format(s=s))
+
+
+def streaming_part(model, res: dict, size: int) -> list:
+    """The StreamingLLM comparison: KL divergence of each window's next-word distribution
+    from the full context's, and the full context's top 5 words under each."""
+    ids, full = res["ids"], res["full"]
+    kinds = [k for k in res if k not in ("ids", "full")]
+    kl = {k: win.kl_divergence(full, res[k]) for k in kinds}
+    top = win.top_words(full, 5)
+    words = [model.tokens_of([i])[0] for i, _p in top]
+    firsts = {k: model.tokens_of([win.top_words(res[k], 1)[0][0]])[0] for k in kinds}
+    closer = 1 in kl and 0 in kl and kl[1] < kl[0]
+    text = _(
+        "**Keep the sink, or drop it?** The last token of a {n}-token text (below) predicts "
+        "the next word; with the whole text its top word is {top} ({p:.0%}). Now let every "
+        "layer see only the last {w} tokens: the next-word distribution moves away from the "
+        "full context's by a KL divergence of {kls} (nats). {verdict}").format(
+        n=len(ids), top=literal(words[0]), p=top[0][1], w=size,
+        kls=_("; ").join(_("{name}: {kl:.3f}, top word {word}").format(
+            name=stream_name(k), kl=kl[k], word=literal(firsts[k])) for k in kinds),
+        verdict=(_("Keeping the first token brings the prediction closer to the full "
+                   "context's, as Xiao et al. (2023) found with StreamingLLM.") if closer else
+                 _("Here keeping the first token does not bring the prediction closer to the "
+                   "full context's: not what Xiao et al. (2023) report on long texts.")))
+    probs = {stream_name(k): [float(res[k][i]) for i, _p in top] for k in ("full", *kinds)}
+    return [Markdown(text),
+            plots.next_word_figure(words, probs, _("The full context's top 5 next words, "
+                                                   "under each mask")),
+            Markdown(_("The text: “{text}” Positions stay those of the whole text "
+                       "(StreamingLLM also renumbers them inside its cache); the mask is "
+                       "applied in every layer.").format(text=STREAM_TEXT), "caption"),
+            numbers(_("Download the next-word distributions (.npz)"), {
+                "token_ids": np.array(ids), "window": np.array(size),
+                "full": full, **{f"sinks_{k}": res[k] for k in kinds},
+                "kl_from_full": np.array([kl[k] for k in kinds]),
+                "sinks": np.array(kinds)}, "attnviz_streaming.npz")]
 
 
 # ------------------------------------------------------------------ the page
