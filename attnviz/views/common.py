@@ -57,9 +57,9 @@ def model_notes(model) -> list:
     quantization = dequantized_from(model)
     if quantization is None:
         return []
-    return [Markdown(_("{name}'s weights are dequantized from 4 bits ({quantization}, a GGUF "
-                       "file): its numbers are those of the 4-bit model, not of the original "
-                       "float weights.").format(name=literal(shown_name(model)),
+    return [Markdown(_("{name}: its weights are dequantized from 4 bits ({quantization}, a "
+                       "GGUF file), so its numbers are those of the 4-bit model, not of the "
+                       "original float weights.").format(name=literal(shown_name(model)),
                                                 quantization=literal(quantization)), "caption")]
 
 
