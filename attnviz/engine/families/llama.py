@@ -34,7 +34,8 @@ rope_type is refused by name.
 A long input: every head's [n, n] weights of every layer do not fit (SmolLM2 at 2,048 tokens:
 30 x 9 x 2,048² floats are 4.5 GB, and the scores as much again). Past KEEP_WEIGHTS_BYTES the
 Trace holds queries, keys and values but no scores or weights (Trace.holds_weights is False);
-each layer's are computed, used and dropped in the pass, and `Trace.layer_weights(layer)` /
+each layer's attention runs on blocks of QUERY_BLOCK query rows (the same `attention()`, on
+fewer rows), so no [n, n] matrix of all heads is ever formed, and `Trace.layer_weights(layer)` /
 `weights_of(layer, head)` compute them again from the kept q and k (one layer at a time, so a
 statistic over every head streams through the layers with one layer's weights in memory).
 
@@ -67,6 +68,7 @@ ROPE_TYPES = ("default", "linear", "llama3", "yarn")
 # (SmolLM2's 30 x 9 heads: past ~700 tokens) it keeps queries, keys and values, and
 # Trace.layer_weights / weights_of compute a layer's or a head's weights again when asked.
 KEEP_WEIGHTS_BYTES = 1 << 30
+QUERY_BLOCK = 256  # past it, attention runs on this many query rows at a time
 ROTARY_POSITIONS = ("learned", "none", "shuffled")
 
 
@@ -515,17 +517,26 @@ class Llama(Model):
             if m is not None and m.dim() > 2:
                 m = m.unsqueeze(-3)  # a mask per sequence [..., 1, n, n] -> [..., 1, 1, n, n]
             # each key/value head g meets its group's query heads: [..., G, H/G, n, ...]
-            y, weights, scores = self.attend(q.view(*batch, G, per, n, d), k.unsqueeze(-3),
-                                             v.unsqueeze(-3), m, scale)
+            qg, kg, vg = q.view(*batch, G, per, n, d), k.unsqueeze(-3), v.unsqueeze(-3)
+            if keep_weights:
+                y, weights, scores = self.attend(qg, kg, vg, m, scale)
+            else:  # a long input: the same attention() on blocks of query rows, nothing kept
+                y = torch.cat([self.attend(qg[..., r:r + QUERY_BLOCK, :], kg, vg,
+                                           m[..., r:r + QUERY_BLOCK, :], scale)[0]
+                               for r in range(0, n, QUERY_BLOCK)], dim=-2)
+                weights = scores = None
             y = y.reshape(*batch, H, n, d)
             if edit is not None:
                 y = edit.head_outputs(li, y)
             if record:
-                for name, value in zip(RECORDED, (q, k, v, scores.reshape(H, n, n),
-                                                  weights.reshape(H, n, n), y, a), strict=True):
-                    if keep_weights or name not in ("scores", "weights"):
-                        kept[name].append(value)
-            del scores, weights  # a long input's [H, n, n] go now
+                kept["queries"].append(q)
+                kept["keys"].append(k)
+                kept["values"].append(v)
+                if keep_weights:
+                    kept["scores"].append(scores.reshape(H, n, n))
+                    kept["weights"].append(weights.reshape(H, n, n))
+                kept["outputs"].append(y)
+                kept["layer_inputs"].append(a)
             z = F.linear(y.transpose(-3, -2).reshape(*batch, n, H * d), layer.o_w, layer.o_b)
             if edit is not None:
                 z = edit.attention_output(li, z)
@@ -543,9 +554,11 @@ class Llama(Model):
             hidden_states.append(x)
         out = Encoded(hidden_states=hidden_states)
         if record:
-            for name, values in kept.items():
+            for name in list(kept):
+                values = kept.pop(name)  # each list freed once stacked
                 if values:
                     setattr(out, name, torch.stack(values))
+                del values
         return out
 
     def keeps_weights(self, n: int) -> bool:
