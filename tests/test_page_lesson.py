@@ -348,9 +348,9 @@ def test_bert_step_switches_each_head_off(at, model):
     drawn = go(at, 8)
     # each of its figures drawn in place under its own key (SVG button, phone layout)
     assert sum(key.startswith("lesson_heads_off_") for key in drawn) >= 2
-    assert "Change of the cosine when one head is removed" in " ".join(
+    assert "Change of cos(saw #2, saw #4) when one head is removed" in " ".join(
         fig["layout"]["title"]["text"] for fig in figures(at) if fig["layout"].get("title"))
-    (table,) = [d for d in tables(at) if "cosine without it" in d.columns]
+    (table,) = [d for d in tables(at) if "cos(saw #2, saw #4) without it" in d.columns]
 
     def cos(t) -> float:
         a, b = (np.asarray(t.hidden_states[-1][i], dtype=np.float64) for i in (2, 4))
@@ -362,8 +362,8 @@ def test_bert_step_switches_each_head_off(at, model):
     ranked = sorted(without, key=lambda h: -(without[h] - plain))
     assert list(zip(table["layer"], table["head"], strict=True)) == ranked[:10]
     for layer, head, shown, change in zip(table["layer"], table["head"],
-                                          table["cosine without it"], table["change"],
-                                          strict=True):
+                                          table["cos(saw #2, saw #4) without it"],
+                                          table["change of cos(saw #2, saw #4)"], strict=True):
         assert float(shown) == pytest.approx(without[layer, head], abs=6e-5)
         assert float(change) == pytest.approx(without[layer, head] - plain, abs=6e-5)
 
@@ -458,3 +458,28 @@ def test_a_link_opens_the_right_step():
     assert not at.exception
     assert at.session_state["lesson_step"] == 5
     assert any(f"Step 5 of {N}" in p.proto.text for p in at.get("progress"))
+
+
+def test_heads_off_measures_the_lessons_word_where_the_step_does(model):
+    """"The saw cut the saw": the lesson follows *saw* (places 2 and 5); the heads-off section
+    measures those two places, not the sentence's first repeated token (*the*, 1 and 4), and
+    names them beside its numbers."""
+    from attnviz.analysis import ablation
+    from attnviz.engine import TraceRequest
+
+    at = open_page("pages/lesson.py", timeout=600, text="The saw cut the saw")
+    go(at, 8)
+    req = TraceRequest("the saw cut the saw")
+    imp = ablation.head_importance(model, req, "repeat", "zero", tokens=(2, 5))
+    assert ablation.head_importance(model, req).pair == (1, 4)
+    (table,) = [d for d in tables(at) if "cos(saw #2, saw #5) without it" in d.columns]
+    top = imp.ranking()[:10]
+    assert list(zip(table["layer"], table["head"], strict=True)) == top
+    assert [float(x) for x in table["cos(saw #2, saw #5) without it"]] == pytest.approx(
+        [imp.values[h] for h in top], abs=6e-5)
+    (z,) = [decode(tr["z"]) for fig in figures(at) for tr in fig["data"]
+            if tr["type"] == "heatmap" and fig["layout"].get("title", {}).get("text")
+            == "Change of cos(saw #2, saw #5) when one head is removed"]
+    np.testing.assert_allclose(z, imp.effect, atol=1e-6)
+    assert f"the two tokens `saw #2` and `saw #5`, whose cosine after the last layer is " \
+           f"{imp.base:.4f}" in said(at)
