@@ -25,6 +25,10 @@ WORKERS ?= 2
 SESSIONS ?= 30
 URL ?=
 LECTURE ?=
+# CLASS=1: class mode instead (tests/load/class_load.py): a teacher and SESSIONS students whose
+# phones follow the teacher's steps and answer, on `make serve WORKERS=2` (started for the run,
+# or URL=...); e.g. `make load CLASS=1 SESSIONS=120`.
+CLASS ?=
 
 .PHONY: setup lock browser eslint run serve stop test test-fast bench load lint screenshots clean
 
@@ -84,9 +88,9 @@ bench: setup
 # A class (SESSIONS, default 30); then eight long pastes (memory) and a light session beside
 # three heavy links. With URL=..., only the class, against that running server.
 load: setup
-	$(PY) tests/load/run_load.py --sessions $(SESSIONS) $(if $(strip $(LECTURE)),--lecture $(strip $(LECTURE))) $(if $(strip $(URL)),--url $(strip $(URL)))
-	$(if $(strip $(URL)),,$(PY) tests/load/memory.py)
-	$(if $(strip $(URL)),,$(PY) tests/load/heavy.py)
+	$(if $(strip $(CLASS)),$(PY) tests/load/class_load.py --students $(SESSIONS) $(if $(strip $(URL)),--url $(strip $(URL))),$(PY) tests/load/run_load.py --sessions $(SESSIONS) $(if $(strip $(LECTURE)),--lecture $(strip $(LECTURE))) $(if $(strip $(URL)),--url $(strip $(URL))))
+	$(if $(strip $(URL)$(CLASS)),,$(PY) tests/load/memory.py)
+	$(if $(strip $(URL)$(CLASS)),,$(PY) tests/load/heavy.py)
 
 # Every page at 390x844 (a phone), 1280x720 (a laptop, a projector) and 1400x1000, light and dark, English and
 # Chinese, with one contact sheet per size: $(SHOTS)/sheets/*.png (scripts/screenshots.py).
