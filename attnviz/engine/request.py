@@ -163,7 +163,13 @@ def _pairs(value, name: str) -> tuple[tuple[int, int], ...]:
 
 @dataclass(frozen=True)
 class Ablation:
-    """Heads (and whole attention sublayers) switched off; see the module docstring."""
+    """Heads (and whole attention sublayers) switched off; see the module docstring.
+
+    A head is a query head: its output Y_h is replaced. Where key/value heads are shared
+    (grouped-query attention: Llama 3, SmolLM2, Qwen, Mistral, Gemma), the key/value head it
+    reads stays for the other heads of its group; removing a key/value head means switching
+    off every query head that reads it (Model.kv_group(head), Trace.kv_group(head)). A trace
+    of such an ablation carries a note saying so."""
 
     heads: tuple[tuple[int, int], ...] = ()  # (layer, head) pairs, from 0
     layers: tuple[int, ...] = ()  # attention sublayers left out entirely
