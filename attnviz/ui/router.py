@@ -33,6 +33,8 @@ FAVICON = "assets/favicon.png"  # relative to the app's folder
 APP_ROOT = Path(__file__).resolve().parents[2]  # the folder of app.py and pages/
 HANDED_OVER = "attnviz_handed_over"  # session state: a page run alone handed over to app.py
 PAGES_KEY = "attnviz_pages"  # session state: the session's st.Page objects (`navigation`)
+SIDEBAR_SET = "attnviz_sidebar_set"  # session state: the sidebar's starting state was sent
+PHONE_AGENTS = ("Mobile", "Android", "iPhone")  # User-Agent tokens of a phone's browser
 
 
 @functools.lru_cache(maxsize=4)
@@ -42,6 +44,25 @@ def favicon_url(root: Path) -> str | None:
     if not icon.is_file():
         return None
     return "data:image/png;base64," + base64.b64encode(icon.read_bytes()).decode("ascii")
+
+
+def is_phone(headers) -> bool:
+    """Whether the request's headers (a mapping such as st.context.headers) come from a phone's
+    browser: the Client Hint `Sec-CH-UA-Mobile: ?1`, or a User-Agent naming "Mobile",
+    "Android" or "iPhone". Header names are matched whatever their case."""
+    lower = {str(k).lower(): str(v) for k, v in dict(headers or {}).items()}
+    if lower.get("sec-ch-ua-mobile", "").strip() == "?1":
+        return True
+    agent = lower.get("user-agent", "")
+    return any(token in agent for token in PHONE_AGENTS)
+
+
+def initial_sidebar_state(headers) -> str:
+    """The sidebar's starting state for st.set_page_config: "collapsed" on a phone (turned to
+    landscape its window is wider than the 768 px past which Streamlit opens the sidebar,
+    which would cover a third of the screen), "auto" elsewhere (Streamlit's own rule)."""
+    return "collapsed" if is_phone(headers) else "auto"
+
 
 # (file, title, icon, section), in teaching order. Titles and sections are English msgids,
 # shown in the session's language (attnviz.i18n).
@@ -110,6 +131,11 @@ def navigation(root: Path):
 
     st.set_page_config(page_title=_("attnviz: see self-attention"),
                        page_icon=favicon_url(root), layout="wide")
+    # The sidebar's starting state, sent once per session (a browser tab's page load): sent on
+    # every run it would close the sidebar again after the reader opened it.
+    if not st.session_state.get(SIDEBAR_SET):
+        st.session_state[SIDEBAR_SET] = True
+        st.set_page_config(initial_sidebar_state=initial_sidebar_state(st.context.headers))
     style.apply("phone")  # constant CSS: charts and tables fit a 390 px phone (ui.style)
     # The session's st.Page objects, made on its first run in each language and reused by
     # its later runs (st.navigation marks the page it runs on the object, so sessions do not
