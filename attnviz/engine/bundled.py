@@ -32,6 +32,7 @@ import json
 import os
 import shutil
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from functools import lru_cache
 from pathlib import Path
@@ -54,6 +55,7 @@ MARKER = "attnviz_gguf.json"  # written last: what the folder was made from
 FORMAT = 1  # bump when the conversion changes: a new folder is made
 
 Progress = Callable[[str], None]
+_IMPORTING = threading.Lock()
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # before transformers is imported (as engine.load)
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
@@ -151,6 +153,22 @@ def smollm2_dir(progress: Progress | None = None) -> Path:
     return dest
 
 
+def transformers_module():
+    """transformers, quiet (errors only, no progress bars), with the classes the loaders use
+    imported under one lock: its modules are imported lazily, and two threads importing them at
+    once (a server's preload and a session) can meet a half-made module (AttributeError)."""
+    with _IMPORTING:
+        import transformers
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.set_verbosity_error()
+        hf_logging.disable_progress_bar()
+        for name in ("AutoConfig", "AutoTokenizer", "AutoModelForCausalLM"):
+            getattr(transformers, name)
+        import transformers.modeling_gguf_pytorch_utils  # noqa: F401
+    return transformers
+
+
 @contextlib.contextmanager
 def _turn(lock: Path) -> Iterator[None]:
     """One process at a time holds `lock` (fcntl.flock); without fcntl, no waiting."""
@@ -171,12 +189,10 @@ def convert(gguf: Path, out: Path, say: Progress) -> None:
     """Write the checkpoint folder of `gguf` into the (empty) folder `out`: config.json,
     model.safetensors (float32, transformers' names) and the tokenizer's files, then MARKER."""
     import torch
-    import transformers
     from safetensors.torch import save_file
-    from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
-    from transformers.utils import logging as hf_logging
 
-    hf_logging.set_verbosity_error()  # errors only, as engine.load keeps transformers
+    transformers = transformers_module()
+    from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
 
     where = dict(gguf_file=gguf.name, local_files_only=True, trust_remote_code=False)
     say(_("Converting SmolLM2-135M-Instruct once: reading the configuration of {file}")

@@ -34,7 +34,13 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import torch  # noqa: E402
 
 from ..i18n import _  # noqa: E402 - messages in the language of the session that loads
-from .bundled import NAMES, Progress, bundled_folder, is_bundled  # noqa: E402
+from .bundled import (  # noqa: E402
+    NAMES,
+    Progress,
+    bundled_folder,
+    is_bundled,
+    transformers_module,
+)
 from .families import family_for  # noqa: E402
 from .folders import (  # noqa: E402, F401 - engine.load's names since the first release
     BUNDLED_NAME,
@@ -182,14 +188,9 @@ def _display_name(folder: Path) -> str:
 
 
 def _transformers():
-    """transformers, imported when first needed and kept quiet (errors only, no progress
-    bars)."""
-    import transformers
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()
-    return transformers
+    """transformers, imported when first needed (under engine.bundled's lock) and kept quiet
+    (errors only, no progress bars)."""
+    return transformers_module()
 
 
 def _hf_config(folder: Path):
