@@ -57,7 +57,7 @@ import torch.nn.functional as F
 
 from ...i18n import N_
 from ..attention import attention, capped_attention, causal_mask, window_mask
-from ..model import DECODER, RECORDED, Encoded, Model, Tokenized, activation
+from ..model import DECODER, Encoded, Model, Tokenized, activation
 from ..positions import shuffled_order
 from ..request import Ablation, TraceRequest
 from ..rope import cos_sin, frequencies, rotate
@@ -499,7 +499,14 @@ class Llama(Model):
             raise ValueError("rotary positions are given for all tokens or for none")
         turns = self.rotations(positions) if turn else {}
         scale = self.attention_scale
-        kept: dict[str, list[torch.Tensor]] = {name: [] for name in RECORDED}
+        L = self.n_layers
+        kept: dict[str, torch.Tensor] = {}  # written layer by layer: no lists, no copies
+        if record:
+            kept = {"queries": x.new_empty(L, H, n, d), "keys": x.new_empty(L, G, n, d),
+                    "values": x.new_empty(L, G, n, d), "outputs": x.new_empty(L, H, n, d),
+                    "layer_inputs": x.new_empty(L, n, self.hidden)}
+            if keep_weights:
+                kept |= {"scores": x.new_empty(L, H, n, n), "weights": x.new_empty(L, H, n, n)}
         hidden_states = [x]
         for li, layer in enumerate(self.layers[start:], start):
             if edit is not None:
@@ -529,14 +536,11 @@ class Llama(Model):
             if edit is not None:
                 y = edit.head_outputs(li, y)
             if record:
-                kept["queries"].append(q)
-                kept["keys"].append(k)
-                kept["values"].append(v)
-                if keep_weights:
-                    kept["scores"].append(scores.reshape(H, n, n))
-                    kept["weights"].append(weights.reshape(H, n, n))
-                kept["outputs"].append(y)
-                kept["layer_inputs"].append(a)
+                for name, value in (("queries", q), ("keys", k), ("values", v), ("outputs", y),
+                                    ("layer_inputs", a), ("scores", scores),
+                                    ("weights", weights)):
+                    if name in kept:
+                        kept[name][li] = value.reshape(kept[name].shape[1:])
             z = F.linear(y.transpose(-3, -2).reshape(*batch, n, H * d), layer.o_w, layer.o_b)
             if edit is not None:
                 z = edit.attention_output(li, z)
@@ -552,14 +556,7 @@ class Llama(Model):
             if li == self.n_layers - 1:
                 x = rms_norm(x, self.final_norm, self.eps)
             hidden_states.append(x)
-        out = Encoded(hidden_states=hidden_states)
-        if record:
-            for name in list(kept):
-                values = kept.pop(name)  # each list freed once stacked
-                if values:
-                    setattr(out, name, torch.stack(values))
-                del values
-        return out
+        return Encoded(hidden_states=hidden_states, **kept)
 
     def keeps_weights(self, n: int) -> bool:
         """Whether a trace of n tokens holds every head's scores and weights
