@@ -312,4 +312,4 @@ def test_sidebar_choice_loads_smollm2_and_says_dequantized(converted):
     at.session_state["model"] = "minilm"
     at.run()
     assert not at.exception
-    assert not any(notice in c.value for c in at.sidebar.caption + at.main.caption)
+    assert not any(notice in c.value for c in [*at.sidebar.caption, *at.main.caption])
