@@ -158,7 +158,7 @@ def test_rotation_figure_draws_the_turned_vectors():
     assert list(lines.x[:3]) == [0.0, 1.0, None]  # from the origin to each tip
     np.testing.assert_allclose(tips.x, turned["q"][:, 0])
     assert list(tips.text) == ["q @0", "q @1", "q @2"]
-    assert "22.5°" in f.layout.title.text and f.layout.yaxis.scaleanchor == "x"
+    assert "45.0°" in f.layout.title.text and f.layout.yaxis.scaleanchor == "x"
 
 
 def test_rotary_and_spectrum_figures_carry_the_arrays():

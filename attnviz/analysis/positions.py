@@ -238,7 +238,7 @@ def toy_self_attention(words: list[str], d: int = 4, seed: int = 0) -> dict[str,
 
 
 # ------------------------------------------------------------------ 5. rotary positions
-TOY_THETA = math.pi / 8  # the toy pair's angle per position: 22.5 degrees
+TOY_THETA = math.pi / 4  # the toy pair's angle per position: 45 degrees
 
 
 def rotated_pair(vector, places, theta: float = TOY_THETA) -> np.ndarray:

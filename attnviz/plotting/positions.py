@@ -423,8 +423,9 @@ def rotation_figure(turned: dict[str, np.ndarray], places, theta: float,
     return go.Figure(data=data, layout=_layout(
         title or _("A 2-D pair turned by its place: {deg:.1f}° per place").format(
             deg=float(np.degrees(theta))), 420,
-        xaxis=dict(range=[-lim, lim], zeroline=True, title=dict(text=_("dimension 1"))),
-        yaxis=dict(range=[-lim, lim], zeroline=True, scaleanchor="x",
+        xaxis=dict(range=[-lim, lim], zeroline=True, constrain="domain",
+                   title=dict(text=_("dimension 1"))),
+        yaxis=dict(range=[-lim, lim], zeroline=True, scaleanchor="x", constrain="domain",
                    title=dict(text=_("dimension 2"))),
         legend=dict(orientation="h", y=-0.2)))
 
@@ -440,8 +441,8 @@ def rotary_scores_figure(scores: np.ndarray, title: str | None = None) -> go.Fig
         + "<extra></extra>")],
         layout=_layout(title or _("The same two words at every pair of places"), 440,
                        yaxis=dict(title=dict(text=_("query's place m")), autorange="reversed",
-                                  scaleanchor="x"),
-                       xaxis=dict(title=dict(text=_("key's place p")))))
+                                  scaleanchor="x", constrain="domain"),
+                       xaxis=dict(title=dict(text=_("key's place p")), constrain="domain")))
 
 
 def distance_curve(distances: np.ndarray, means: np.ndarray,
@@ -466,7 +467,7 @@ def spectrum_figure(wavelength: np.ndarray, context: int | None = None,
         type="line", xref="paper", x0=0, x1=1, y0=context, y1=context,
         line=dict(color=NEUTRAL, dash="dot", width=2))]
     notes = [] if context is None else [dict(
-        xref="paper", x=0.01, xanchor="left", y=float(np.log10(context)), yanchor="bottom",
+        xref="paper", x=0.99, xanchor="right", y=float(np.log10(context)), yanchor="top",
         text=_("{n:,} tokens").format(n=int(context)), showarrow=False)]
     return go.Figure(data=[dict(
         type="scatter", x=np.arange(len(w)), y=w, mode="markers", showlegend=False,

@@ -306,24 +306,26 @@ def decoder_masks(masks: Mapping[str, np.ndarray], title: str = "") -> go.Figure
 
 def reach_figure(reach: Mapping[str, np.ndarray], first: Mapping[str, np.ndarray],
                  query: int, title: str = "") -> go.Figure:
-    """One panel per family: which inputs (columns) can change token `query` after each layer
+    """One panel per family (its title, Plotly text, the key): which inputs (columns) can
+    change token `query` after each layer
     (rows: 0 = the input itself), reach[name] [layers + 1, n] bool from composing the masks;
     first[name] [layers + 1], the formula's first reachable input, drawn over it as a line."""
-    names = list(reach)
+    names = list(reach)  # the caller's own titles (Plotly text: <br> breaks a line)
     g = Grid(rows=1, cols=len(names), horizontal_spacing=0.04, shared_yaxes=True,
-             subplot_titles=[escape(k) for k in names])
-    edge = dict(color=OKABE_ITO[3], width=2, dash="dash")
+             subplot_titles=names)
+    edge = dict(color=OKABE_ITO[3])
     for c, name in enumerate(names, start=1):
         r = np.asarray(reach[name], dtype=np.float32)
         depth = r.shape[0] - 1
         g.add(dict(type="heatmap", z=r, colorscale=MASK_SCALE_THEMED, zmin=0, zmax=1,
                    showscale=False, xgap=1, ygap=1,
-                   hovertemplate=escape(name) + "<br>" + _(
+                   hovertemplate=name + "<br>" + _(
                        "after layer %{y}<br>input %{x}<br>can reach = %{z}")
                    + "<extra></extra>"), 1, c)
         f = np.asarray(first[name], dtype=np.float64)
-        g.add(dict(type="scatter", x=f - 0.5, y=np.arange(depth + 1), mode="lines+markers",
-                   line=edge, marker=dict(size=5), name=_("formula: first input reached"),
+        g.add(dict(type="scatter", x=f - 0.5, y=np.arange(depth + 1), mode="markers",
+                   marker=dict(symbol="line-ns", size=16, line=dict(width=3, color=edge["color"])),
+                   name=_("formula: first input reached"),
                    legendgroup="formula", showlegend=c == 1,
                    hovertemplate=_("after layer %{y}: from input %{customdata}")
                    + "<extra></extra>", customdata=f.astype(int)), 1, c)

@@ -307,7 +307,7 @@ def compare_download(t, div: dict, final: dict, ref: str):
 
 
 # ------------------------------------------------------------------ 5 · rotary positions
-TOY_Q, TOY_K = (1.0, 0.25), (0.45, 0.85)  # the toy pair's query and key (2-D)
+TOY_Q, TOY_K = (1.0, 0.2), (0.1, 0.6)  # the toy pair's query and key (2-D): the key shorter
 TOY_PLACES = (0, 1, 2, 3)
 GRID_DIM, GRID_PLACES, GRID_BASE = 16, 32, 10000.0  # the toy score grid: d, places, base
 
@@ -393,11 +393,12 @@ def spectrum_text(model, rot: dict, spec: dict, n_tokens: int) -> Markdown:
         "{model}'s heads have $d = {d}$ dimensions, so {pairs} pairs; its config's "
         "`rope_theta` is {base:,.0f}. Pair 0 turns by $\\theta_0$ = {t0:.3f} radians per token "
         "(once every {w0:.1f} tokens); the last pair by {tl:.2e} (once every {wl:,.0f} "
-        "tokens). This sentence has {n} tokens: {slow} of the {pairs} pairs turn less than "
-        "once across it, and tell far places apart; the fast ones tell neighbours "
-        "apart.").format(model=literal(shown_name(model)), d=rot["head_dim"], pairs=len(w),
-                         base=rot["base"], t0=spec["theta"][0], w0=w[0], tl=spec["theta"][-1],
-                         wl=w[-1], n=n_tokens, slow=int((w > n_tokens).sum())))
+        "tokens). This sentence has {n} tokens: {fast} of the {pairs} pairs turn once or more "
+        "across it (the fast ones, which tell neighbours apart); the other {slow} turn less, "
+        "and tell far places apart.").format(
+        model=literal(shown_name(model)), d=rot["head_dim"], pairs=len(w), base=rot["base"],
+        t0=spec["theta"][0], w0=w[0], tl=spec["theta"][-1], wl=w[-1], n=n_tokens,
+        fast=int((w <= n_tokens).sum()), slow=int((w > n_tokens).sum())))
 
 
 def spectrum_figure(spec: dict, n_tokens: int):

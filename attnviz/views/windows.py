@@ -262,9 +262,9 @@ def cost_download(ms: list):
 DECODER_TOKENS, DECODER_LAYERS = 24, 6  # the pictures' sizes (real windows hold thousands)
 MISTRAL_LAYERS, MISTRAL_WINDOW = 32, 4096  # Mistral 7B (its config: num_hidden_layers,
 #                                            sliding_window)
-PATTERN_NAMES = {"mistral": N_("Mistral: every layer slides"),
-                 "gemma2": N_("Gemma 2: sliding and full, alternating"),
-                 "gemma3": N_("Gemma 3: five sliding, then one full")}
+PATTERN_NAMES = {"mistral": N_("Mistral:<br>every layer slides"),
+                 "gemma2": N_("Gemma 2: sliding<br>and full, alternating"),
+                 "gemma3": N_("Gemma 3: five sliding,<br>then one full")}
 
 
 def sliding_intro() -> Markdown:
@@ -314,8 +314,8 @@ def reach_text(r: dict, size: int) -> Markdown:
     layers = len(m["types"])
     return Markdown(_(
         "Blue: the inputs that can change the last token (number {t}) after each layer, found "
-        "by composing the layers' masks; the dashed line is the formula. Each sliding layer "
-        "reaches $W - 1$ = {step} tokens further back: after $l$ sliding layers, "
+        "by composing the layers' masks; the mark at each row's left edge is the formula. Each "
+        "sliding layer reaches $W - 1$ = {step} tokens further back: after $l$ sliding layers, "
         "$l\\,(W-1)$ (here {span} after {layers} layers, from input {first}). One full layer "
         "reaches everything before the token at once, as in Gemma. For Mistral 7B, "
         "{mlayers} layers with $W$ = {w:,}, the last layer may depend on the last "
