@@ -18,6 +18,7 @@ from .common import (
     category_dash,
     category_marker,
     escape,
+    label_room,
     tick_labels,
 )
 from .stats import PAGE_WIDTH, fitted_title
@@ -145,6 +146,9 @@ def token_cosines(cos: np.ndarray, tokens: list[str], title: str) -> go.Figure:
     return fig
 
 
+PANELS_WIDTH = 540  # px the later layers' panels span on a 1280 px page (the colour bar aside)
+
+
 def weight_diffs(maps: list[tuple[int, np.ndarray]], tokens: list[str], head: int | None,
                  cols: int = 3, keys: list[str] | None = None) -> go.Figure:
     """One [query, key] map of ablated minus plain weights per later layer (`maps`: (layer,
@@ -160,7 +164,10 @@ def weight_diffs(maps: list[tuple[int, np.ndarray]], tokens: list[str], head: in
     rows = -(-len(maps) // cols)
     name = _("mean of the layer's heads") if head is None else _("head {h}").format(h=head)
     titles = [_("layer {l}").format(l=layer) for layer, _m in maps]
-    g = Grid(rows=rows, cols=cols, subplot_titles=titles, horizontal_spacing=0.06,
+    # every panel names its rows (a phone lays the panels out again, two to a row: a panel
+    # that was first in its row may be second), with room for them between the panels
+    across = min(0.2, (label_room(text, titled=False) + 16) / PANELS_WIDTH)
+    g = Grid(rows=rows, cols=cols, subplot_titles=titles, horizontal_spacing=max(0.06, across),
              vertical_spacing=min(0.3, 0.5 / rows) if rows > 1 else 0.1)
     top = max((float(np.abs(m).max()) for _l, m in maps), default=0.0) or 1.0
     axis = dict(type="category", categoryorder="array", categoryarray=labels)
@@ -173,13 +180,16 @@ def weight_diffs(maps: list[tuple[int, np.ndarray]], tokens: list[str], head: in
                    hovertemplate=escape(titles[i]) + ", " + escape(name) + "<br>"
                    + _("query %{y}<br>key %{x}")
                    + f"<br>{escape(value)} = %{{z:+.6f}}<extra></extra>"), r, c)
-        g.yaxis(r, c).update(autorange="reversed", showticklabels=c == 1, tickvals=vals,
-                             ticktext=text, **axis)
+        g.yaxis(r, c).update(autorange="reversed", tickvals=vals, ticktext=text, **axis)
         g.xaxis(r, c).update(tickangle=-45, tickvals=kvals, ticktext=ktext, **key_axis)
     side = max(280, min(420, 14 * n + 160))
     return g.figure(
+        # three numbers on the bar (-top, 0, top), written across: a short horizontal bar
+        # under a phone's panels turned a longer row of them sideways
         coloraxis=dict(colorscale=VALUES_SCALE, cmin=-top, cmax=top, cmid=0.0,
-                       colorbar=dict(title=dict(text=escape(value), side="top"), thickness=12)),
+                       colorbar=dict(title=dict(text=escape(value), side="top"), thickness=12,
+                                     tickvals=[-top, 0.0, top], tickangle=0,
+                                     ticktext=[f"{-top:.2g}", "0", f"{top:.2g}"])),
         title=dict(text=_("Later layers' weights, with the head removed minus without: "
                           "{which}").format(which=escape(name))),
         font=FONT, height=int(side * rows + 80), margin=dict(l=10, r=10, t=70, b=10))
