@@ -335,7 +335,7 @@ def reach_figure(reach: Mapping[str, np.ndarray], first: Mapping[str, np.ndarray
     g.yaxis(1, 1)["title"] = dict(text=_("after layer l"))
     return g.figure(
         title=title or _("What can change token {t}, layer after layer").format(t=query),
-        height=380, font=FONT, margin=dict(l=10, r=10, t=80, b=10),
+        height=410, font=FONT, margin=dict(l=10, r=10, t=115, b=10),  # two-line panel titles
         legend=dict(orientation="h", y=-0.3, x=0))
 
 
