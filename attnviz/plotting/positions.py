@@ -174,13 +174,15 @@ def cosine_curve(curves: dict[str, np.ndarray], pair_label: str,
                       dash="dash" if mode == "none" else None),
             hovertemplate=_("layer %{x}: cosine = %{y:.6f}") + "<extra></extra>"))
     n = len(next(iter(curves.values())))
+    step = -(-n // 13)  # a label every `step` layers: at most 13 (SmolLM2's 31 fit a phone)
+    ticks = list(range(0, n, step))
     return go.Figure(data=data, layout=_layout(
-        title or _("Cosine similarity of {pair}, layer by layer").format(pair=pair_label), 400,
+        title or _("Cosine similarity of {pair}, layer by layer").format(pair=pair_label), 420,
         xaxis=dict(title=dict(text=_("layer (0 = embeddings, before any attention)")),
-                   tickvals=list(range(n)), ticktext=[_("emb")] + [str(i) for i in range(1, n)]),
+                   tickvals=ticks, ticktext=[_("emb") if i == 0 else str(i) for i in ticks]),
         yaxis=dict(title=dict(text=_("cosine similarity")),
                    range=[min(-0.05, _lo(curves)), 1.05]),
-        legend=dict(orientation="h", y=-0.25)))
+        legend=dict(orientation="h", y=-0.32)))
 
 
 def _lo(curves: dict[str, np.ndarray]) -> float:
