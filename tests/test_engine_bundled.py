@@ -161,10 +161,11 @@ def hf_gguf():
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     gguf = bundled.gguf_path()
-    where = dict(gguf_file=gguf.name, local_files_only=True)
     model = AutoModelForCausalLM.from_pretrained(
-        gguf.parent, attn_implementation="eager", dtype=torch.float32, **where).eval()
-    return model, AutoTokenizer.from_pretrained(gguf.parent, **where)
+        gguf.parent, gguf_file=gguf.name, local_files_only=True, attn_implementation="eager",
+        dtype=torch.float32).eval()
+    return model, AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name,
+                                                local_files_only=True)
 
 
 @pytest.mark.slow

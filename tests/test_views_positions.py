@@ -174,7 +174,8 @@ def test_rope_part_on_a_rotary_decoder_against_transformers(llama):
     a, b = first_repeated_pair(t.tokens)
     ans = view.rope_answer(m, t, lambda **o: m.trace(TraceRequest(TEXT, **o)))
     curves = {d["name"]: decode(d["y"]) for d in spec(ans[1])["data"]}
-    hf = LlamaModel.from_pretrained(folder, attn_implementation="eager").eval()
+    hf = LlamaModel.from_pretrained(folder, attn_implementation="eager",
+                                    local_files_only=True).eval()
     ids = torch.tensor([t.token_ids.tolist()])
     with torch.no_grad():
         with_rope = hf(ids, output_hidden_states=True).hidden_states

@@ -146,7 +146,8 @@ def test_streaming_against_transformers_with_the_same_masks(llama):
     ids = m.tokenize(view.STREAM_TEXT)[0]
     n = len(ids)
     res = win.streaming_next_word(m, ids, 16)
-    hf = LlamaForCausalLM.from_pretrained(folder, attn_implementation="eager").eval()
+    hf = LlamaForCausalLM.from_pretrained(folder, attn_implementation="eager",
+                                          local_files_only=True).eval()
     for key in ("full", *win.STREAM_SINKS):
         allowed = (win.streaming_mask(n, 16, key) if key != "full"
                    else torch.tril(torch.ones(n, n, dtype=torch.bool)))

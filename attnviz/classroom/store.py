@@ -352,17 +352,3 @@ class ClassStore:
             raise NotRevealed()
         return self._histogram(rec, step)
 
-
-def open_store(clock: Callable[[], float] = time.time) -> ClassStore:
-    """The store the settings name: Redis at ATTNVIZ_REDIS_URL, else SQLite in WAL mode in the
-    app's cache folder (classroom.sqlite3)."""
-    from ..settings import settings
-
-    s = settings()
-    if s.redis_url:
-        from .redis_store import RedisBackend
-
-        return ClassStore(RedisBackend(s.redis_url), clock)
-    from .sqlite import SQLiteBackend
-
-    return ClassStore(SQLiteBackend(s.cache_path / "classroom.sqlite3"), clock)

@@ -194,10 +194,10 @@ def convert(gguf: Path, out: Path, say: Progress) -> None:
     transformers = transformers_module()
     from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
 
-    where = dict(gguf_file=gguf.name, local_files_only=True, trust_remote_code=False)
     say(_("Converting SmolLM2-135M-Instruct once: reading the configuration of {file}")
         .format(file=gguf.name))
-    config = transformers.AutoConfig.from_pretrained(gguf.parent, **where)
+    config = transformers.AutoConfig.from_pretrained(
+        gguf.parent, gguf_file=gguf.name, local_files_only=True, trust_remote_code=False)
     with torch.device("meta"):  # names and shapes only: no memory, no initialisation
         skeleton = transformers.AutoModelForCausalLM.from_config(config)
     expected = {k: tuple(v.shape) for k, v in skeleton.state_dict().items()}
@@ -217,7 +217,8 @@ def convert(gguf: Path, out: Path, say: Progress) -> None:
     config.dtype = torch.float32
     config.save_pretrained(out)
     say(_("Converting SmolLM2-135M-Instruct once: reading its tokenizer"))
-    tokenizer = transformers.AutoTokenizer.from_pretrained(gguf.parent, **where)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(
+        gguf.parent, gguf_file=gguf.name, local_files_only=True, trust_remote_code=False)
     tokenizer.save_pretrained(out)
     (out / MARKER).write_text(json.dumps({
         "source": GGUF_PACKAGE, "file": gguf.name, "quantization": QUANTIZATION,
