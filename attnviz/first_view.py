@@ -126,8 +126,8 @@ def path_for(text: str, device: str, max_tokens: int) -> Path:
 
 @dataclass(frozen=True)
 class ModelCard:
-    """What a page reads of the bundled model before it is loaded: its name and sizes, as the
-    server that stored the first view had them. Any other attribute (`trace`, `capabilities`,
+    """What a page reads of the bundled model before it is loaded: its name, sizes and folder,
+    as the server that stored the first view had them. Any other attribute (`trace`, `capabilities`,
     `tokenizer`, ...) is the real model's: `real()` returns it, waiting for it to load."""
 
     name: str
@@ -140,11 +140,12 @@ class ModelCard:
     hidden: int
     device_type: str  # 'cpu' or 'cuda'
     max_positions: int
+    source: str  # the checkpoint folder (views.common.model_notes reads it: engine.bundled)
     cuda: bool  # torch.cuda.is_available() where it was stored: the sidebar's device list
     real: Callable[[], Any] | None = field(default=None, compare=False, repr=False)
 
     CARD_FIELDS = ("name", "title", "kind", "family", "key", "n_layers", "n_heads", "hidden",
-                   "device_type", "max_positions")
+                   "device_type", "max_positions", "source")
 
     def __getattr__(self, name: str):  # only for what the card does not hold
         if name.startswith("__") or self.real is None:
