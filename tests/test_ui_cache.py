@@ -1,6 +1,7 @@
 """The cache registry (attnviz.ui.cache): bounded by bytes (traces, results) or count, LRU,
 computing identical requests once, read-only values, out of reach of Streamlit's cache clearing."""
 
+import dataclasses
 import threading
 import time
 
@@ -98,10 +99,15 @@ class _Noted:
 
 
 def test_trace_bytes_are_its_arrays(model):
+    """A trace's size is the bytes of its arrays, every one of them (kv_heads, the key/value
+    head each query head reads, included); the list names them, so a new array is counted."""
     t = model.trace("I saw a saw")
-    assert nbytes(t) == sum(getattr(t, f).nbytes for f in (
-        "token_ids", "segments", "position_ids", "embeddings", "queries", "keys", "values",
-        "scores", "weights", "outputs", "hidden_states", "mask"))
+    arrays = ("token_ids", "segments", "position_ids", "embeddings", "queries", "keys",
+              "values", "scores", "weights", "outputs", "hidden_states", "mask", "kv_heads")
+    assert {f.name for f in dataclasses.fields(t)
+            if isinstance(getattr(t, f.name), np.ndarray)} == set(arrays)
+    assert t.kv_heads.shape == (t.weights.shape[1],)  # one per query head
+    assert nbytes(t) == sum(getattr(t, f).nbytes for f in arrays)
 
 
 def test_results_are_read_only_all_the_way_down():
