@@ -3,7 +3,13 @@
 import numpy as np
 import pytest
 
-from attnviz.plotting.token_lines import LABEL_GAP, LABELS_UP_TO, line_opacity, token_lines
+from attnviz.plotting.token_lines import (
+    GAP,
+    LABEL_GAP,
+    LABELS_UP_TO,
+    line_opacity,
+    token_lines,
+)
 
 SIDES = ("queries", "keys")  # the two columns of tokens (one line each past LABELS_UP_TO)
 
@@ -93,7 +99,10 @@ def test_tokens_are_marked_and_named_on_both_sides(model, n_words):
             px_per_token = (fig.layout.height - 60 - fig.layout.margin.b) / n
             assert named.mode == "text" and 10 <= len(named.text) <= n // 2
             assert min(np.diff(named.y)) * px_per_token >= LABEL_GAP * 0.85
-            assert named.text[1] == f"#{named.y[1]} saw" and set(named.x) == {x}
+            # an en space between a label and its line: after it on the left, before on the right
+            label = f"#{named.y[1]} saw"
+            assert named.text[1] == (f"{label}{GAP}" if x == 0.0 else f"{GAP}{label}")
+            assert set(named.x) == {x}
     chosen = fig.data[-1]
     assert chosen.marker.symbol == "diamond" and list(chosen.y) == [query]
     assert list(chosen.customdata) == [labels[query]] and chosen.x == (0.0,)
