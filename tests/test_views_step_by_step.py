@@ -54,7 +54,11 @@ def test_softmax_table_written_out(walk):
     np.testing.assert_allclose(table.columns["exp(z − max z)"], e, atol=1e-12)
     np.testing.assert_allclose(table.columns["weight α'"], e / e.sum(), atol=1e-12)
     np.testing.assert_allclose(decode(spec(fig)["data"][1]["z"]).ravel(), 1.0, atol=1e-12)
-    assert f"Σ exp = {e.sum():.6f}" in sums.text
+    # the sums written with the table's digits: Σ exp independently computed, Σ weights = 1
+    digits = view.SOFTMAX_DIGITS
+    assert digits == 4 and f"Σ exp = {e.sum():.4f}" in sums.text
+    assert f"Σ weights = {1:.4f}" in sums.text
+    assert set(table.formats.values()) == {f"%.{digits}f"} and len(table.formats) == 4
 
 
 def test_similarity_latex_and_terms(walk):
