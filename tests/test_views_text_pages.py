@@ -12,7 +12,7 @@ import pytest
 
 from attnviz.export import html as export
 from attnviz.views import compare, explore, inside_score
-from attnviz.views.blocks import Heading, Markdown, Numbers, Table
+from attnviz.views.blocks import Code, Heading, Markdown, Numbers, Table
 
 TEXT = "I saw a saw"
 
@@ -35,10 +35,14 @@ def written_figures(blocks) -> list[dict]:
 def test_compare_page(model, t):
     tb = model.trace("Yesterday I saw a dog")
     blocks = compare.page(t, tb, TEXT, "Yesterday I saw a dog", layer=4, head=9)
-    assert kinds(blocks) == ["Heading", "Markdown", "Markdown", "Markdown", "Figure",
+    assert kinds(blocks) == ["Heading", "Markdown", "Code", "Markdown", "Markdown", "Figure",
                              "Markdown", "Numbers"]
     assert blocks[0] == Heading("Compare two sentences", 1)
-    assert "5 aligned tokens of 6 in A and 7 in B." in blocks[2].text
+    # the sentences as typed, as plain text (a code block: in Markdown a URL becomes a link)
+    assert blocks[2] == Code("A: I saw a saw\nB: Yesterday I saw a dog")
+    assert compare.typed_pair("see https://x.org/a_b", "two\nlines") == Code(
+        "A: see https://x.org/a_b\nB: two lines")
+    assert "5 aligned tokens of 6 in A and 7 in B." in blocks[3].text
     made = blocks[-1].make()
     # the aligned pairs: tokens equal in both lists, in order; A - B of their weights
     for (i, j), row in zip(made["aligned"], made["difference"], strict=True):
