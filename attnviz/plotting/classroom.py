@@ -10,10 +10,11 @@ from collections.abc import Sequence
 import plotly.graph_objects as go
 
 from ..i18n import _
+from .common import NEUTRAL, OKABE_ITO
 
-RIGHT = "#2e9e4f"
-OTHER = "#9aa5b1"
-MINE_LINE = "#1f2937"
+RIGHT = OKABE_ITO[2]  # the palette's bluish green
+OTHER = NEUTRAL
+MINE_LINE = OKABE_ITO[1]  # orange: an outline that reads on the bars and on either theme
 
 
 def answers_histogram(labels: Sequence[str], counts: Sequence[int], right: int | None,
