@@ -139,7 +139,7 @@ PACK_FIGURES = {
     "lesson-5-10-the-cost-of-a-wide-window": 1,
     "lesson-6-10-self-attention-each-word-looks-at-all": 2,
     "lesson-7-10-c-self-attention-without-positions": 2,
-    "lesson-8-10-d-self-attention-with-positions": 3, "lesson-9-10-a-real-pretrained-model": 1,
+    "lesson-8-10-d-self-attention-with-positions": 4, "lesson-9-10-a-real-pretrained-model": 1,
     "lesson-10-10-what-to-try-next": 2, "step-by-step-1-vectors": 1,
     "step-by-step-2-queries-keys-values": 3, "step-by-step-3-similarity": 2,
     "step-by-step-4-scale-temperature": 4, "step-by-step-5-softmax": 1,
@@ -188,6 +188,8 @@ def test_pack_has_every_view_with_its_figures(pack):
     lesson = (out / "lesson-2-10-a-a-classifier-that-sees-one-word.html").read_text()
     assert "<h3>(a) A classifier that sees one word</h3>" in lesson
     assert "<strong>Predict first:</strong>" in lesson and ":material" not in lesson
+    positions = (out / "lesson-8-10-d-self-attention-with-positions.html").read_text()
+    assert "long inputs, places 1–" in positions  # the length test: its figure and table
 
 
 def test_pack_numbers_are_the_traces(pack, model):
