@@ -182,8 +182,8 @@ def test_an_unknown_language_is_english():
     ("pages/value_norms.py", {}, "注意力权重与值向量范数", "层"),
     ("pages/similarity.py", {"sim_steps": 8}, "两个句子为何相似？", "积分步数"),
     ("pages/corpus_heads.py", {}, "多个句子中的各个头", "层"),
-    ("pages/head_stats.py", {}, "头的统计、rollout 与 flow", "层"),
-    ("pages/head_stats.py", {"hs_tab": "Rollout 与 flow"}, "头的统计、rollout 与 flow",
+    ("pages/head_stats.py", {}, "头的统计、注意力展开与注意力流", "层"),
+    ("pages/head_stats.py", {"hs_tab": "注意力展开与注意力流"}, "头的统计、注意力展开与注意力流",
      "截至第几层"),
 ])
 def test_converted_pages_in_chinese(zh, page, state, title, label):
@@ -197,8 +197,9 @@ def test_converted_pages_in_chinese(zh, page, state, title, label):
     assert label in labels, labels
 
 
-def test_the_switch_changes_the_language_of_this_session_only(zh):
-    """Clicking 中文 in one session relabels its sidebar; another session stays English."""
+def test_the_switch_changes_the_language_of_this_session_only():
+    """Clicking 中文 in one session relabels its sidebar; another session stays English. The
+    test thread stays English: both sessions' widgets are English when AppTest reads them."""
     at = open_page(None)
     other = open_page(None)
     switch = at.get("button_group")[0]
@@ -273,7 +274,8 @@ def test_step_by_step_keys_radio_in_chinese(zh):
     assert "（行 = 键）" in figs["s3_S"]["layout"]["title"]["text"]
 
 
-POS_TABS = ["1 · 打乱词序", "2 · I saw a saw", "3 · 位置编码本身", "4 · 比较各种选择"]
+POS_TABS = ["1 · 打乱词序", "2 · I saw a saw", "3 · 位置编码本身", "4 · 比较各种选择",
+            "5 · 旋转位置编码（RoPE）"]
 
 
 @pytest.mark.parametrize("tab", POS_TABS)
@@ -292,12 +294,17 @@ def test_positions_in_chinese_every_tab(zh, tab):
         assert [d["name"] for d in bars["data"] if d["type"] == "bar"] == [
             "无位置编码", "学到的位置编码（BERT）"]
     elif tab == POS_TABS[1]:
-        assert "逐层看 'saw' #2 与 'saw' #4 的余弦" in said
+        assert "逐层看 saw #2 与 saw #4 的余弦相似度" in said
     elif tab == POS_TABS[3]:
         assert "各头平均：" in said and "Mean over heads" not in said
+    elif tab == POS_TABS[4]:  # RoPE: the toys, and MiniLM's note that it has no rotary positions
+        assert "**只有距离起作用**" in said and "没有旋转位置编码" in said
+        assert {"pos_fig_rot", "pos_fig_grid", "pos_fig_rdist"} <= set(figs)
+        assert not {k: e for k, f in figs.items() if (e := english_in(f, {"saw", "I", "a"}))}
 
 
-WIN_TABS = ["掩码与注意力权重", "感受野", "需要多少上下文？", "长序列：代价"]
+WIN_TABS = ["掩码与注意力权重", "感受野", "需要多少上下文？", "长序列：代价",
+            "今天的解码器：滑动窗口与注意力汇聚点"]
 
 
 @pytest.mark.parametrize("tab", WIN_TABS)
@@ -318,9 +325,14 @@ def test_windows_in_chinese_every_tab(zh, tab):
         assert at.radio(key="win_rf_text").options == ["一段较长的文字", "侧边栏中的句子"]
     elif tab == WIN_TABS[2]:
         assert "它们充当“停靠处”，即*注意力汇聚点*（sink）" in said
-    else:
+    elif tab == WIN_TABS[3]:
         assert "测量设备：" in figs["win_cost"]["layout"]["title"]["text"]
         assert "线程" in figs["win_cost"]["layout"]["title"]["text"]
+    else:  # sliding windows on MiniLM; the sink is measured on a decoder only
+        assert "**滑动窗口**" in said and "最后 **131,040** 个 token" in said
+        assert "注意力汇聚点要在解码器上测量" in said
+        assert {"win_slide_masks", "win_reach"} <= set(figs)
+        assert not {k: e for k, f in figs.items() if (e := english_in(f, {"saw", "I", "a"}))}
 
 
 @pytest.mark.parametrize("page, state, title", [
@@ -459,7 +471,7 @@ FORMULAS = {"log10 I/max"}  # a colour bar's formula, the same in both languages
 
 @pytest.mark.parametrize("page", [p[0] for p in __import__(
     "attnviz.ui.router", fromlist=["PAGES"]).PAGES])
-def test_every_pages_figures_in_chinese(page):
+def test_every_pages_figures_in_chinese(zh, page):
     """Every page as it opens, in Chinese: no figure title, axis, colour bar, legend or hover
     word left in English (tokens of the sentence, method names and formulas aside)."""
     at = open_page(page, timeout=600, lang="zh")
