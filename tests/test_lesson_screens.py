@@ -48,6 +48,19 @@ def test_height_holds_every_wrapped_name():
     assert two.layout.height - one.layout.height == int(P.SMALL * 1.25)
 
 
+def test_on_a_phone_every_name_line_fits_the_name_column():
+    """Off the projector, with the words across, a name's lines hold at most NAME_UNITS: the
+    line Plotly would break itself on a 390 px phone ('(e) attention + RoPE' was cut there)."""
+    names = {f"(b) window {k}": list(GOLD) for k in range(5)}
+    fig = P.tag_table(WORDS, {**names, "(d) attention + positions": list(GOLD),
+                              "(e) attention + RoPE": list(GOLD)}, GOLD)
+    col = list(fig.data[0].cells.values[0])
+    assert col[-2:] == ["(d) attention +<br>positions", "(e) attention +<br>RoPE"]
+    assert all(P._width(x) <= P.NAME_UNITS for n in col for x in n.split("<br>"))
+    big = P.tag_table(WORDS, {**names, "(e) attention + RoPE": list(GOLD)}, GOLD, big=True)
+    assert big.data[0].cells.values[0][-1] == "(e) attention + RoPE"  # the projector's width
+
+
 def test_cost_figure_names_each_tagger_over_its_bars():
     params = {"(b) window 39": 168393, "(d) attention + positions": 73545}
     gaps = {n: [[0.29, 0.12], [0.27, 0.11]] for n in params}

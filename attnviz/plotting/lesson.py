@@ -116,6 +116,8 @@ WORDS_ACROSS_BIG = 7  # on the projector, a sentence of at most this many words 
 CJK = "\u2e80-\u9fff\uff00-\uffef"  # a line may break before or after one of these
 CJK_CLOSE = "\uff0c\u3002\u3001\uff1a\uff1b\uff01\uff1f\uff09"  # ，。、：；！？）: never first
 LINE_UNITS = 20  # a name column's line: Latin letters (a CJK character counts two)
+NAME_UNITS = 15  # the name column's line off the projector when the words run across: a 390 px
+# phone holds '(d) attention +' (Plotly breaks a longer line itself, past the known height)
 
 
 def _width(text: str) -> int:
@@ -176,7 +178,7 @@ def tag_table(words: Sequence[str], rows: Mapping[str, Sequence[str]],
         row_lines = [1] * len(words)
         head_lines = max(k for _w, k in wrapped)
     else:  # one column per word
-        wrapped = [wrap(n) for n in names]
+        wrapped = [wrap(n, LINE_UNITS if big else NAME_UNITS) for n in names]
         header = ["", *heads]
         cells = [[w for w, _k in wrapped]] + [[r[i] for r in tag_rows]
                                               for i in range(len(words))]
