@@ -58,7 +58,7 @@ def test_similarity_and_compare(tall, app_url):
     open_page(tall, app_url, "/similarity?text=The+carpenter+sharpened+his+saw."
                              "&sim_b=A+woodworker+prepares+his+tools.")
     assert tall.get_by_text("(within 1%)", exact=False).count() == 2
-    assert tall.get_by_text("occlusion: word removed").count() >= 2  # beside IG, A and B
+    assert tall.get_by_text("occlusion: token removed").count() >= 2  # beside IG, A and B
     assert not page_errors(tall)
     screenshot(tall, "similarity")
     open_page(tall, app_url, "/compare?text=I+saw+a+saw+yesterday&cmp_b=I+saw+a+dog+yesterday")
