@@ -17,7 +17,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def pack(tmp_path_factory, lesson_kept) -> Path:
+def pack(tmp_path_factory) -> Path:
+    from tests import lesson_trained
+
+    lesson_trained.sweeps()  # as the lesson_kept fixture (function-scoped): kept before the run
     out = tmp_path_factory.mktemp("pack")
     run = subprocess.run([sys.executable, "-m", "attnviz", "html", "--text", "I saw a saw",
                           "--out", str(out)], cwd=ROOT, capture_output=True, text=True,
