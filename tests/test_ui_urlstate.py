@@ -18,7 +18,9 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from attnviz.engine.bundled import SMOLLM2
 from attnviz.ui import urlstate
+from attnviz.ui.model_picker import CHOICES, MODEL_KEY
 from tests.apptest import APP
 from tests.pages_list import existing_pages
 
@@ -28,10 +30,14 @@ NON_FINITE = ["inf", "-inf", "1e999", HUGE]
 OUT_OF_RANGE = ["1e300", "-99999"]
 NUMBER_WIDGETS = {"number_input", "slider", "select_slider"}
 
-# Choices that show widgets a page hides otherwise: {page: [extra URL params], ...}.
+# Choices that show widgets a page hides otherwise: {page: [extra URL params], ...}. The
+# windows page's next-word window (win_stream_w) shows on a decoder only: its decoders' tab with
+# the bundled SmolLM2 chosen in the sidebar (its URL value as the browser writes it).
 STATES: dict[str, list[dict[str, str]]] = {
     "pages/step_by_step.py": [{"sbs_step": "3"}, {"sbs_step": "4"}, {"sbs_step": "7"},
                                {"sbs_mode": "real"}],
+    "pages/windows.py": [{"win_tab": "Today's decoders: sliding windows and the sink",
+                          MODEL_KEY: CHOICES[SMOLLM2]}],
 }
 
 
