@@ -111,23 +111,28 @@ class SQLiteBackend:
         db.execute("insert into students values (?, ?)", (code, student))
         return True
 
+    def _live(self, db, code: str, now: float) -> tuple[dict | None, str]:
+        """The class's record and "ok", or None and why not ("unknown", "expired")."""
+        rec = self._read(db, code)
+        if rec is None:
+            return None, "unknown"
+        if now >= rec["expires"]:
+            return None, "expired"
+        return rec, "ok"
+
     def join(self, code: str, student: str, cap: int, now: float) -> str:
         with self._tx() as db:
-            rec = self._read(db, code)
+            rec, status = self._live(db, code, now)
             if rec is None:
-                return "unknown"
-            if now >= rec["expires"]:
-                return "expired"
+                return status
             return "ok" if self._seat(db, code, student, cap) else "full"
 
     def answer(self, code: str, student: str, step: int, choice: int, cap: int,
                now: float) -> str:
         with self._tx() as db:
-            rec = self._read(db, code)
+            rec, status = self._live(db, code, now)
             if rec is None:
-                return "unknown"
-            if now >= rec["expires"]:
-                return "expired"
+                return status
             if step != rec["step"]:
                 return "moved"
             if rec["shown"]:
