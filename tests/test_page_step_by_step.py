@@ -148,8 +148,10 @@ def test_blank_and_long_input(at):
     for mode in ("toy", "real"):
         figs = go(at, mode, 1, text="  \n ")
         assert at.info and not figs
-    figs = go(at, "toy", 1, text=" ".join(f"w{i}" for i in range(12)))
+    # m is set here: the module's one session carries the sliders of the tests before it
+    figs = go(at, "toy", 1, text=" ".join(f"w{i}" for i in range(12)), sbs_m=4)
     assert list(figs) == ["s1_A"] and any("dropped" in w.value for w in at.warning)
+    assert at.slider(key="sbs_m").value == 4
     assert decode(figs["s1_A"]["data"][0]["z"]).shape == (4, wt.MAX_TOY_TOKENS)
     go(at, text="I saw a saw", sbs_query=4)
     figs = go(at, step=6, text="I saw")  # a query past the new sentence: back to I #1
