@@ -37,6 +37,14 @@ _workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
 if _workers > 1 and "OMP_NUM_THREADS" not in os.environ:
     os.environ["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // _workers))
 
+# The workers run one step below the run's lesson warm-up (started at normal priority, below):
+# on a machine with fewer cores than workers it gets the larger share, and the browser tests
+# that wait for the taggers it keeps wait less. The servers and browsers a worker starts
+# inherit its priority; the servers' own training children go to nice 19 as in the app.
+WORKER_NICE = 5
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.nice(WORKER_NICE)
+
 APPTEST = re.compile(r"\bAppTest\b|\bopen_page\(|tests\.apptest")
 # Groups handed to xdist workers first (the longest): the browser tests, then modules that
 # start servers, then those that run pages in AppTest.
@@ -54,12 +62,18 @@ LESSON_LAST = ("test_e2e_lesson", "test_e2e_presentation", "test_e2e_html_export
 
 
 def _group(item) -> str:
-    """The xdist group of a test: its module (module-scoped fixtures are built once)."""
+    """The xdist group of a test: its module (module-scoped fixtures are built once); a case
+    marked `lesson` (test_e2e_all_pages' lesson page) is a group of its own, handed out with
+    the lesson's modules, so that its module's worker does not wait for the warm-up."""
+    if item.get_closest_marker("lesson"):
+        return f"{item.module.__name__}[lesson]"
     return item.module.__name__
 
 
 def _e2e_order(item) -> int:
     stem = item.path.stem
+    if item.get_closest_marker("lesson"):
+        return len(E2E_FIRST) + 1
     if stem in E2E_FIRST:
         return E2E_FIRST.index(stem)
     if stem in LESSON_LAST:
@@ -110,6 +124,8 @@ def pytest_sessionstart(session):
     config = session.config
     if hasattr(config, "workerinput") or not config.getoption("numprocesses", None):
         return  # a worker, or a run in one process: the tests train what they need
+    if "not e2e" in (config.getoption("markexpr", "") or ""):
+        return  # make test-fast: none of its tests reads the lesson's taggers
     env = {**os.environ, "OMP_NUM_THREADS": "1"}  # as the app's training child: one thread
     _WARM.append(subprocess.Popen(
         [sys.executable, "-c", "from tests import lesson_trained; lesson_trained.warm()"],
