@@ -310,6 +310,14 @@ def test_bart_decoder_patching_matches_hf_hooks(tmp_path, model):
         assert abs(getattr(p, part)[1, 2] - restored(h)) < TOL
     with pytest.raises(ValueError, match="same length"):
         ablation.decoder_patching(bart, clean, TraceRequest("I saw a big dog today"))
+    # both decoder entry points check the measured pair alike (ablation._decoder_pair)
+    m = len(p.tokens)
+    for tokens in ((2, 2), (0, m)):
+        for entry in (lambda t=tokens: ablation.decoder_patching(bart, clean, bad, tokens=t),
+                      lambda t=tokens: ablation.decoder_importance(bart, clean, "cross", tokens=t)):
+            with pytest.raises(ValueError, match=f"two different decoder token positions from "
+                                                 f"0 to {m - 1}"):
+                entry()
     import json
     import subprocess
     import sys

@@ -365,6 +365,31 @@ class DecoderPatching:
     pair: tuple[int, int]  # decoder token positions
 
 
+def _has_decoder(model) -> None:
+    """ValueError unless `model` has a decoder (an encoder-decoder: BART)."""
+    if not getattr(model, "n_decoder_layers", 0):
+        raise ValueError(f"{model.title} has no decoder: decoder and cross-attention heads are "
+                         "an encoder-decoder's (BART)")
+
+
+def _decoder_pair(decoder_tokens, tokens, where: str) -> tuple[int, int]:
+    """The two decoder positions a decoder map measures: `tokens`, or the first repeated pair
+    of `decoder_tokens` (`where` names the text they come from in the message); ValueError
+    past MAX_TOKENS decoder tokens (the maps run the decoder once per head), without a pair,
+    or for positions that are not two different ones of the decoder's."""
+    m = len(decoder_tokens)
+    if m > MAX_TOKENS:
+        raise ValueError(f"these maps run the decoder once per head; they are made for up to "
+                         f"{MAX_TOKENS} tokens and this text has {m}: shorten it")
+    pair = tuple(tokens) if tokens is not None else first_repeated_pair(decoder_tokens)
+    if pair is None:
+        raise ValueError(f"the measure needs a word that occurs twice in {where} (like the "
+                         "two 'saw's), or two positions")
+    if len(pair) != 2 or not all(0 <= p < m for p in pair) or pair[0] == pair[1]:
+        raise ValueError(f"two different decoder token positions from 0 to {m - 1}")
+    return pair
+
+
 def decoder_patching(model, clean: TraceRequest, corrupted: TraceRequest,
                      tokens: tuple[int, int] | None = None,
                      progress: Progress = None) -> DecoderPatching:
@@ -373,9 +398,7 @@ def decoder_patching(model, clean: TraceRequest, corrupted: TraceRequest,
     measure "repeat" on the decoder's final vectors at positions `tokens` (default: the clean
     decoder's first repeated pair). The corrupted run's encoder is run once: each patched pass
     runs the decoder only (the model's `decode`, with the Edit such a Patch makes)."""
-    if not getattr(model, "n_decoder_layers", 0):
-        raise ValueError(f"{model.title} has no decoder: decoder and cross-attention heads are "
-                         "an encoder-decoder's (BART)")
+    _has_decoder(model)
     clean, corrupted = _plain(clean), _plain(corrupted).with_options(**clean.options())
     c, k = model.trace(clean), model.trace(corrupted)
     m = len(c.decoder_tokens)
@@ -383,14 +406,7 @@ def decoder_patching(model, clean: TraceRequest, corrupted: TraceRequest,
         raise ValueError(f"patching copies activations token by token: the clean decoder reads "
                          f"{m} tokens and the corrupted one {len(k.decoder_tokens)}; choose two "
                          "of the same length")
-    if m > MAX_TOKENS:
-        raise ValueError(f"these maps run the decoder once per head; they are made for up to "
-                         f"{MAX_TOKENS} tokens and this text has {m}: shorten it")
-    pair = tuple(tokens) if tokens is not None else first_repeated_pair(c.decoder_tokens)
-    if pair is None:
-        raise ValueError("the measure needs a word that occurs twice in the clean sentence "
-                         "(like the two 'saw's), or two positions")
-    i, j = pair
+    i, j = pair = _decoder_pair(c.decoder_tokens, tokens, "the clean sentence")
 
     def measure(states) -> float:
         a, b = states[-1][i].double(), states[-1][j].double()
@@ -434,24 +450,12 @@ class _DecoderRun:
     its cross-attention); m = the cosine of the decoder's final vectors at two positions."""
 
     def __init__(self, model, request: TraceRequest, part: str, tokens):
-        if not getattr(model, "n_decoder_layers", 0):
-            raise ValueError(f"{model.title} has no decoder: decoder and cross-attention heads "
-                             "are an encoder-decoder's (BART)")
+        _has_decoder(model)
         if part not in DECODER_FIELDS:
             raise ValueError(f"part must be one of {', '.join(DECODER_FIELDS)}; got {part!r}")
         self.model, self.request, self.part = model, _plain(request), part
         self.trace = t = model.trace(self.request)
-        m = len(t.decoder_tokens)
-        if m > MAX_TOKENS:
-            raise ValueError(f"these maps run the decoder once per head; they are made for up "
-                             f"to {MAX_TOKENS} tokens and this text has {m}: shorten it")
-        pair = tuple(tokens) if tokens is not None else first_repeated_pair(t.decoder_tokens)
-        if pair is None:
-            raise ValueError("the measure needs a word that occurs twice in the sentence the "
-                             "decoder reads (like the two 'saw's), or two positions")
-        if not all(0 <= p < m for p in pair) or pair[0] == pair[1]:
-            raise ValueError(f"two different decoder token positions from 0 to {m - 1}")
-        self.pair = pair
+        self.pair = _decoder_pair(t.decoder_tokens, tokens, "the sentence the decoder reads")
         self.y = torch.as_tensor(t.decoder_embeddings, device=model.device)
         self.memory = torch.as_tensor(t.hidden_states[-1], device=model.device)
         self.base = self.measure(torch.as_tensor(t.decoder_hidden_states))
