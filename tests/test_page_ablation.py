@@ -199,3 +199,24 @@ def test_a_paragraph_past_the_maps_limit(model):
     assert imp.tokens == t.tokens[:128]
     maps = [decode(tr["z"]) for title, tr in heatmaps(at) if title.startswith("Change of")]
     assert any(np.allclose(z, imp.effect, atol=1e-6) for z in maps)
+
+
+def test_the_pruning_summary_lists_heads_in_each_language():
+    """The heads removed last, as the pruning summary lists them: English joins them with
+    ", ", Chinese with "、" (each head "第 l 层第 h 个头", no comma inside an item) and ends a
+    cut list with 等, never an English comma."""
+    from attnviz.i18n import use
+    from attnviz.views.ablation import pruning_said
+
+    two = ablation.PruningSummary(70, 0.626, 0.680, [(0, 3), (0, 5)], 0.65, 0.1)
+    five = ablation.PruningSummary(67, 0.6, 0.7, [(0, 3), (0, 5), (1, 2), (2, 7), (3, 1)],
+                                   0.65, 0.1)
+    with use("en"):
+        assert "(layer 0, head 3, layer 0, head 5)" in pruning_said(two, "cosine")
+        assert "(layer 0, head 3, layer 0, head 5, layer 1, head 2, …)" in pruning_said(
+            five, "cosine")
+    with use("zh"):
+        said, cut = pruning_said(two, "余弦"), pruning_said(five, "余弦")
+    assert "（第 0 层第 3 个头、第 0 层第 5 个头）" in said, said
+    assert "（第 0 层第 3 个头、第 0 层第 5 个头、第 1 层第 2 个头等）" in cut, cut
+    assert ", " not in said + cut and "," not in said + cut

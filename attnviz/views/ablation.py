@@ -189,12 +189,13 @@ def importance_parts(model, request: TraceRequest, measure: str, mode: str, prog
 
 def pruning_said(p: ablation.PruningSummary, name: str) -> str:
     """What the pruning curve shows, from its numbers (analysis.ablation.pruning_summary)."""
-    heads = ", ".join(_("layer {l}, head {h}").format(l=x, h=y) for x, y in p.last[:3])
+    heads = _(", ").join(_("layer {l}, head {h}").format(l=x, h=y) for x, y in p.last[:3])
+    if len(p.last) > 3:
+        heads = _("{heads}, …").format(heads=heads)
     return _("With the first {k} heads removed, the {measure} stays between {low:.3f} and "
              "{high:.3f}; the last {r} removed ({heads}) take it from {a:.3f} to "
              "{b:.3f}.").format(k=p.flat, measure=name, low=p.low, high=p.high, r=len(p.last),
-                                heads=heads + (", …" if len(p.last) > 3 else ""), a=p.start,
-                                b=p.end)
+                                heads=heads, a=p.start, b=p.end)
 
 
 def patching_heading() -> list:
