@@ -297,3 +297,27 @@ def test_a_hostile_link_is_run_once_more_and_a_clean_one_once(monkeypatch):
     assert at.title[0].value == "What positional encoding does"
     assert "pos_seed" not in at.query_params and "pos_n" not in at.query_params
     assert at.number_input(key="pos_seed").value == 0
+
+
+@pytest.mark.parametrize("lang,given", [("en", "smollm2"), ("zh", "smollm2"), ("en", "SmolLM2")])
+def test_a_link_naming_the_bundled_model_opens_it(lang, given):
+    """`?model=smollm2`, the short form a teacher types into a shared link, opens SmolLM2: a
+    bound select box reads its link as the shown label, which dropped the engine name (BERT)."""
+    from attnviz import i18n
+
+    with i18n.use(lang):
+        label = i18n.gettext(CHOICES[SMOLLM2])
+        assert urlstate.cleaned({MODEL_KEY: [given]}) == ([], {MODEL_KEY: [label]})
+    params = {MODEL_KEY: given} if lang == "en" else {MODEL_KEY: given, "lang": lang}
+    at = open_with("pages/windows.py", params)
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.selectbox(key=MODEL_KEY).value == SMOLLM2
+    assert at.query_params[MODEL_KEY] == label
+    shown = [c.value.replace("\\", "") for c in at.sidebar.caption]  # Markdown-escaped
+    assert any(c.startswith("SmolLM2-135M-Instruct") and ("30 layers x 9 heads" in c or
+               "30 层 x 9 个头" in c) for c in shown), shown
+
+
+def test_other_model_values_are_left_to_streamlit():
+    assert urlstate.cleaned({MODEL_KEY: ["gpt2"]}) == ([], {})
+    assert urlstate.cleaned({"sbs_mode": ["smollm2"]}) == ([], {})

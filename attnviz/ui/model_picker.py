@@ -28,6 +28,14 @@ CHOICES = {MINILM: N_("all-MiniLM-L6-v2 (BERT, default)"),
 KIND_TYPES = {kind: types_of_kind(kind) for kind in KINDS}  # engine.kinds: no torch to list them
 
 
+def choice_label(value: str) -> str | None:
+    """The bundled choice a link names by its engine name (`?model=smollm2`, any case), as the
+    selectbox shows it in this language (the text Streamlit reads from and writes to the link);
+    None for any other value. ui.urlstate rewrites such a link before the selectbox reads it."""
+    name = value.strip().lower()
+    return _(CHOICES[name]) if name in CHOICES else None
+
+
 def cached_ids(model_types: tuple[str, ...] | None = None) -> list[tuple[str, str]]:
     """(Hub id, model_type) of every cached model a page may open, sorted by id."""
     hub = hub_cache_dir()

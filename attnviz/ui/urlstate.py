@@ -20,6 +20,12 @@ value, and an option written in another language reads in this one:
                               label into the link, so `sbs_mode=real` from an English link
                               becomes 真实 in a Chinese session (i18n.in_this_language)
 
+    a value is named          when it is a bundled model's engine name: Streamlit reads a
+                              select box's link as its shown label, so `?model=smollm2`, the
+                              short form a teacher types, would be dropped as no option;
+                              it becomes SmolLM2's label in this language
+                              (ui.model_picker.choice_label)
+
 Finite numbers outside a widget's own range are left to Streamlit, which checks them against
 the range the page declared and falls back to the widget's default (tests/test_ui_urlstate.py
 tries every bound parameter of every page). The sidebar's sentences (FREE_TEXT) may be any text,
@@ -37,6 +43,7 @@ from urllib.parse import quote_plus
 import streamlit as st
 
 from ..i18n import in_this_language
+from .model_picker import MODEL_KEY, choice_label
 
 # Text boxes bound to the URL (the sidebar's sentences, the second sentence of the similarity
 # and compare pages, the encoder-decoder's target): any text, never translated.
@@ -86,6 +93,8 @@ def cleaned(params: dict[str, list[str]]) -> tuple[list[str], dict[str, list[str
         if key in NOT_TRANSLATED or key in dropped:
             continue
         shown = [in_this_language(v) for v in values]
+        if key == MODEL_KEY:
+            shown = [choice_label(v) or v for v in shown]
         if shown != values:
             translated[key] = shown
     return dropped, translated

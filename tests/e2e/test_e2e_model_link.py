@@ -1,0 +1,45 @@
+"""A shared link naming the bundled decoder (`?model=smollm2`), opened first on a freshly
+started server, opens SmolLM2, not BERT.
+
+A bound select box reads its link as the shown label, so Streamlit dropped the engine name;
+ui.urlstate rewrites it to the label before the sidebar's box reads it. The server is this
+module's own, so the link really is its first request (the router's handover included).
+"""
+
+import pytest
+
+from tests import serve
+
+from .conftest import SHOTS, page_errors, screenshot, wait_for_app
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def fresh_server():
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    port = serve.free_port()
+    try:
+        proc = serve.start_server(port, SHOTS.parent / "streamlit_model_link.log")
+    except RuntimeError as e:
+        pytest.fail(str(e))
+    yield port
+    serve.stop_server(proc)
+
+
+def test_a_first_request_naming_smollm2_opens_smollm2(browser, fresh_server):
+    ctx = browser.new_context(viewport={"width": 1280, "height": 720})
+    try:
+        page = ctx.new_page()
+        page.goto(f"http://127.0.0.1:{fresh_server}/windows?model=smollm2&text=I+saw+a+saw")
+        wait_for_app(page, timeout_ms=300_000, plots=False)
+        page.wait_for_selector("[data-testid='stSidebar'] :text('30 layers x 9 heads')",
+                               timeout=300_000)
+        sidebar = page.locator("[data-testid='stSidebar']").inner_text()
+        assert "SmolLM2-135M-Instruct (bundled): 30 layers x 9 heads" in sidebar
+        assert "all-MiniLM-L6-v2 (bundled)" not in sidebar
+        assert "model=SmolLM2-135M-Instruct" in page.url  # kept in the link as the box writes it
+        assert not page_errors(page)
+        screenshot(page, "model_link_smollm2")
+    finally:
+        ctx.close()
