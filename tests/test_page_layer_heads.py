@@ -96,3 +96,20 @@ def test_default_page_alias_switches_to_root():
     from attnviz.ui import router
 
     assert router.DEFAULT_ALIAS == router.DEFAULT_PAGE.removeprefix("pages/").removesuffix(".py")
+
+
+def test_the_decoder_note_is_in_the_pages_language():
+    """With SmolLM2 on a Chinese page, the engine's note on the causal mask is Chinese (the
+    engine's notes are N_-marked msgids, translated where the page shows them)."""
+    from attnviz import i18n
+    from attnviz.engine.bundled import SMOLLM2
+
+    english = ("This model is a decoder: each token attends only to itself and the tokens "
+               "before it (a causal mask, always on).")
+    with i18n.use("zh"):
+        chinese = i18n.gettext(english)
+    assert chinese != english and "因果掩码" in chinese
+    at = open_page(timeout=300, lang="zh", model=SMOLLM2)
+    shown = [c.value.replace("\\", "") for c in at.caption]
+    assert any(chinese in c for c in shown), shown
+    assert not any("This model is a decoder" in c for c in shown)

@@ -31,6 +31,7 @@ import contextlib
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 import streamlit as st
@@ -360,5 +361,8 @@ def trace_or_message(ctx: Context, **options) -> Trace | None:
 
 
 def report(model: Model, t: Trace, notes=()) -> None:
-    """What a page says with a trace: tokens dropped (a warning), then the notes."""
-    render(trace_report(model, t, notes))
+    """What a page says with a trace: tokens dropped (a warning), then the notes, each in the
+    session's language (the engine's notes are N_-marked English msgids, such as a decoder's
+    causal mask; a note that is no catalogue text shows as it is)."""
+    shown = SimpleNamespace(dropped=t.dropped, notes=tuple(_(note) for note in t.notes))
+    render(trace_report(model, shown, tuple(_(note) for note in notes)))
