@@ -207,3 +207,23 @@ def test_rope_tab_toys_and_the_bert_note(at):
     perm = pj.figures_by_key(at)["pos_fig_perm"]
     texts = [t for d in perm["data"] if d.get("text") for t in d["text"]]
     assert "saw #2" in texts and "saw #4" in texts and "saw" not in texts
+
+
+def test_cosines_read_to_the_same_six_digits(at, model):
+    """Tab 2 writes every cosine of the two saws with six decimals (the 1.000000 of no
+    positions beside the learned one's 0.658..., not 0.6580 or 0.658), the values the engine's
+    traces give; and every cosine the page's figures hover over reads to six digits too."""
+    import re
+
+    figs = figures(at)
+    at.session_state["pos_tab"] = pj.tab_labels(at)[1]  # the two saws
+    at.run()
+    said = next(m.value for m in at.markdown if "drift apart" in m.value)
+    numbers = re.findall(r"\d+\.\d+", said)
+    assert len(numbers) == 3 and all(len(x.split(".")[1]) == 6 for x in numbers), numbers
+    want = {m: cos_ref(model.trace("I saw a saw", positions=m).hidden_states, 2, 4)[-1]
+            for m in ("none", "learned", "sinusoidal")}
+    assert numbers == [f"{want[m]:.6f}" for m in ("none", "learned", "sinusoidal")], numbers
+    hovers = [tr["hovertemplate"] for key in ("pos_fig_cos", "pos_fig_final")
+              for tr in figs[key]["data"]]
+    assert hovers and all("cosine = %{y:.6f}" in h for h in hovers), hovers

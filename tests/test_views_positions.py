@@ -60,7 +60,7 @@ def test_pair_tab_two_saws(model, run):
                                F.cosine_similarity(h[:, 2], h[:, 4], dim=-1).numpy(), atol=1e-6)
     np.testing.assert_allclose(curves["none"], 1.0, atol=1e-6)
     (text,) = view.pair_text(t, *pair, curves)
-    assert "Same word" in text.text and f"{curves['learned'][-1]:.3f}" in text.text
+    assert "Same word" in text.text and f"({curves['learned'][-1]:.6f})" in text.text
     w = spec(view.weights_figure(t, runs, 1, 3))["data"]
     np.testing.assert_allclose(decode(w[0]["z"]), t.weights[1, 3], atol=1e-7)
     np.testing.assert_allclose(decode(w[1]["z"]), runs["none"].weights[1, 3], atol=1e-7)
@@ -189,7 +189,7 @@ def test_rope_part_on_a_rotary_decoder_against_transformers(llama):
                                    atol=1e-5)
     assert curves["no positions"][0] == pytest.approx(1.0, abs=1e-6)
     assert curves["no positions"][-1] < 1 - 1e-4  # the causal mask alone tells them apart
-    assert f"**{curves['no positions'][-1]:.4f}**" in ans[0].text
+    assert f"**{curves['no positions'][-1]:.6f}**" in ans[0].text
     got = view.rope_download(m, t, 0, lambda **o: m.trace(TraceRequest(TEXT, **o))).make()
     np.testing.assert_allclose(got["cosine_none"], curves["no positions"], atol=1e-12)
     torch.testing.assert_close(torch.from_numpy(got["theta"]).float(), rot["theta"])

@@ -348,7 +348,7 @@ def final_change_figure(cosines: dict[str, np.ndarray], tokens: list[str],
                  name=mode_name(mode), marker_color=MODE_COLORS.get(mode),
                  marker_pattern_shape=MODE_PATTERNS.get(mode, ""),
                  hovertemplate=f"{mode_name(mode)}<br>"
-                 + _("%{x}: cosine = %{y:.4f}") + "<extra></extra>")
+                 + _("%{x}: cosine = %{y:.6f}") + "<extra></extra>")
             for mode, c in cosines.items()]
     ref = mode_name(reference)
     return go.Figure(data=data, layout=_layout(

@@ -154,10 +154,10 @@ def pair_text(t, a: int, b: int, curves: dict) -> list:
                           "choice.").format(pair=pair_name(t, a, b)) + " " + (_(
         "Same word: without positions both are fed the same vector, so every layer gives "
         "them the same vector again, equal up to float rounding (last layer: cosine "
-        "{none:.6f}); with BERT's learned positions they drift apart ({learned:.3f}). That "
+        "{none:.6f}); with BERT's learned positions they drift apart ({learned:.6f}). That "
         "is what lets a tagger tell them apart (the lecture: in *I saw a saw* one is a verb, "
         "the other a noun). The sinusoids, a signal this BERT never learned to read, leave "
-        "them at {sinusoidal:.3f}.").format(
+        "them at {sinusoidal:.6f}.").format(
         none=curves["none"][-1], learned=curves["learned"][-1],
         sinusoidal=curves["sinusoidal"][-1])
         if same else _("These tokens differ (word, or sentence A/B segment), so they differ "
@@ -425,8 +425,8 @@ def twins_text(t, a: int, b: int, tw: dict) -> Markdown:
     return Markdown(_(
         "**No.** Without rotation both enter as the same vector (cosine {emb:.6f} before the "
         "first layer), but this is a causal model: {b} sees the {nb} tokens up to it, {a} only "
-        "{na}. After the last layer their cosine is **{none:.4f}** without rotation "
-        "(largest difference {diff:.3g}) and {rope:.4f} with it. Order still leaks in through "
+        "{na}. After the last layer their cosine is **{none:.6f}** without rotation "
+        "(largest difference {diff:.3g}) and {rope:.6f} with it. Order still leaks in through "
         "the mask, as Haviv et al. (2022) found: causal language models without any position "
         "encoding still learn positions.").format(
         emb=tw["without"][0], a=literal(names[a]), b=literal(names[b]), na=a + 1, nb=b + 1,
