@@ -98,3 +98,21 @@ def test_table_header_text_takes_the_cells_colour_from_the_template():
     finally:
         pio.templates.default = before
         del pio.templates["lesson_test_theme"]
+
+
+def test_the_receptive_fields_read_on_a_dark_page():
+    """Step 2's map ("what each word's tag can see"): no opaque pale colour a dark page would
+    show as white slabs; the hidden cells are a translucent grey over the page's background
+    (the mask scale the windows page uses), the seen ones the palette's blue."""
+    import numpy as np
+    from plotly.colors import unlabel_rgb
+
+    from attnviz.plotting.common import MASK_OFF, OKABE_ITO
+
+    fig = P.receptive_field(WORDS, {"per word": np.eye(4)})
+    for trace in fig.data:
+        colours = [c for _at, c in trace.colorscale]
+        assert set(colours) == {MASK_OFF, OKABE_ITO[0]}, colours
+        off = MASK_OFF.replace("rgba", "rgb").rsplit(",", 1)[0] + ")"
+        assert float(MASK_OFF.rsplit(",", 1)[1].rstrip(")")) < 0.5  # translucent
+        assert max(unlabel_rgb(off)) <= 160  # mid grey, never a pale slab

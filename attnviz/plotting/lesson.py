@@ -21,7 +21,7 @@ from .common import (
     ACCURACY_SCALE,
     COLORBAR_BELOW,
     FONT,
-    MASK_SCALE,
+    MASK_SCALE_THEMED,
     ORDERED_SHADES,
     Grid,
     axis_labels,
@@ -237,7 +237,9 @@ def far_table(labels: Sequence[str], gold: Sequence[str], tags: Mapping[str, Seq
 def receptive_field(words: Sequence[str], fields: Mapping[str, np.ndarray],
                     big: bool = False) -> go.Figure:
     """Side by side: which words (columns) each word's tag (rows) can depend on. A repeated
-    word is numbered on both axes (word_labels), so the two saws read saw #2 and saw #4."""
+    word is numbered on both axes (word_labels), so the two saws read saw #2 and saw #4.
+    The cells a tag cannot see are a translucent grey over the page's own background
+    (MASK_SCALE_THEMED), so the map reads in the dark theme too, not as pale slabs."""
     labels = axis_labels(list(words))
     text = word_labels(words)
     names = [_(FIELD_NAMES[k]) if k in FIELD_NAMES else k for k in fields]
@@ -245,7 +247,7 @@ def receptive_field(words: Sequence[str], fields: Mapping[str, np.ndarray],
     for c, (name, mask) in enumerate(zip(names, fields.values(), strict=True), start=1):
         g.add(dict(
             type="heatmap", z=np.asarray(mask, dtype=np.float32), x=labels, y=labels, zmin=0,
-            zmax=1, colorscale=MASK_SCALE, showscale=False, xgap=2,
+            zmax=1, colorscale=MASK_SCALE_THEMED, showscale=False, xgap=2,
             ygap=2,
             hovertemplate=_("tag of %{y}<br>sees %{x}: %{z}") + "<extra>" + escape(name)
             + "</extra>",
