@@ -120,6 +120,14 @@ def decoders_tab(ctx: ui.Context, t) -> None:
         render(numbers, key="win_dl_n")
 
 
+def bert_only(ctx: ui.Context) -> bool:
+    """True for a BERT-like model; else says why a tab is not shown (and, for a decoder,
+    where its windows are), False."""
+    refusal = view.bert_only(ctx.model) if ctx.model is not None else []
+    render(refusal)
+    return not refusal
+
+
 def main() -> None:
     ui.ensure_router()  # a first request for this page hands over to app.py (once)
     render(view.intro())
@@ -136,9 +144,9 @@ def tabs_view(ctx: ui.Context) -> None:
     tabs = st.tabs([_(tab) for tab in view.TABS], key="win_tab", on_change="rerun",
                    bind="query-params")
     # Lazy tabs (only the open one computes); the first three are for a BERT-like model.
-    draws = (lambda: ui.require_bert_like(ctx, _("This tab")) and masks_tab(ctx, t),
-             lambda: ui.require_bert_like(ctx, _("This tab")) and fields_tab(ctx),
-             lambda: ui.require_bert_like(ctx, _("This tab")) and context_tab(ctx, t),
+    draws = (lambda: bert_only(ctx) and masks_tab(ctx, t),
+             lambda: bert_only(ctx) and fields_tab(ctx),
+             lambda: bert_only(ctx) and context_tab(ctx, t),
              lambda: cost_tab(ctx), lambda: decoders_tab(ctx, t))
     for tab, draw in zip(tabs, draws, strict=True):
         if tab.open:

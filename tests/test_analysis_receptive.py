@@ -112,3 +112,33 @@ def test_conv_gradients_depend_on_the_input_its_kernels_do_not():
     assert ((g1 != 0) == (g2 != 0)).all()  # the same field ...
     assert np.abs(g1 - g2).max() > 0.05 * g1.max()  # ... with other gradients inside it
     np.testing.assert_allclose(grads(lin, 1), grads(lin, 2), rtol=1e-12)
+
+
+@pytest.fixture(scope="module")
+def decoder(tmp_path_factory):
+    """A small random Llama (2 layers, 4 query heads sharing 2 key/value heads, RoPE)."""
+    import attnviz
+    from attnviz.engine.random_models import save_random_checkpoint
+
+    folder = save_random_checkpoint("llama", tmp_path_factory.mktemp("llama") / "llama",
+                                    heads=4, kv_heads=2, positions=32, seed=0)
+    return attnviz.load_model(folder, device="cpu")
+
+
+def test_a_decoders_unmasked_field_is_the_causal_one(decoder):
+    """What all_fields would call "full" on a decoder is its causal field: every mask the
+    engine gets is intersected with the causal mask. Hence all_fields refuses a decoder."""
+    ids = list(range(5, 13))
+    with torch.no_grad():
+        x, _ = decoder.embed(ids, [0] * len(ids))
+    token = 4
+    g = rf.attention_field(decoder, x, token)
+    reach = g > 0
+    assert reach.tolist() == rf.analytic_field("causal", len(ids), decoder.n_layers,
+                                               token).tolist()
+    with pytest.raises(ValueError, match="bidirectional encoder"):
+        rf.all_fields(decoder, ids, None, token, 1)
+
+
+def test_an_encoder_is_bidirectional(model):
+    rf.require_bidirectional(model, "fields")  # no error

@@ -214,3 +214,17 @@ def test_kl_and_top_words():
         0.5 * np.log(2) + 0.25 * np.log(1) + 0.25 * np.log(1))
     assert win.kl_divergence(p, p) == 0.0
     assert win.top_words(np.array([0.1, 0.6, 0.3]), 2) == [(1, 0.6), (2, 0.3)]
+
+
+def test_a_context_sweep_refuses_a_decoder(tmp_path):
+    """A sweep of ±w windows is an encoder's: on a decoder each window would be cut to its
+    causal half under the encoder's name."""
+    import attnviz
+    from attnviz.engine.random_models import save_random_checkpoint
+
+    folder = save_random_checkpoint("llama", tmp_path / "llama", heads=4, kv_heads=2,
+                                    positions=32, seed=0)
+    decoder = attnviz.load_model(folder, device="cpu")
+    assert decoder.capabilities["bidirectional"] is False
+    with pytest.raises(ValueError, match="bidirectional encoder"):
+        win.context_sweep(decoder, list(range(5, 12)))

@@ -214,3 +214,16 @@ def test_decoders_tab_masks_reach_and_the_bert_note(at):
     assert any("measured on a decoder" in i.value for i in at.info)
     at.session_state["win_tab"] = TABS[0]
     at.run()
+
+
+@pytest.mark.parametrize("tab", [0, 1, 2])
+def test_on_smollm2_the_encoder_tabs_say_so_and_point_to_the_decoders_tab(tab):
+    """The first three tabs are an encoder's (windows of ±w both ways): with the bundled
+    decoder chosen they draw nothing of its own and name the tab that draws its windows."""
+    from attnviz.engine.bundled import SMOLLM2
+
+    at = open_page("pages/windows.py", timeout=300, model=SMOLLM2, win_tab=TABS[tab])
+    assert not at.exception and not at.error
+    assert not pj.figures_by_key(at)
+    said = " ".join(i.value for i in at.info)
+    assert "bidirectional text encoder" in said and f"*{TABS[4]}*" in said

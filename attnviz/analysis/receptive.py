@@ -141,11 +141,25 @@ def field_extent(field: np.ndarray) -> np.ndarray:
     return out
 
 
+def require_bidirectional(model, what: str) -> None:
+    """ValueError naming `what` unless the model's attention can see both ways (an encoder:
+    model.capabilities["bidirectional"])."""
+    caps = getattr(model, "capabilities", {}) or {}
+    if not caps.get("bidirectional", True):
+        raise ValueError(f"{what} are written for a bidirectional encoder; "
+                         f"{getattr(model, 'name', 'this model')} is a decoder whose every "
+                         "token sees only the tokens before it (a causal mask, always on)")
+
+
 def all_fields(
     model, ids: Sequence[int], segments: Sequence[int] | None, token: int, window: int,
     positions: str = "learned",
 ) -> dict[str, np.ndarray]:
-    """Gradient fields for full / window / causal attention (the model) and the conv stack."""
+    """Gradient fields for full / window / causal attention (the model) and the conv stack.
+
+    For a bidirectional encoder only: a decoder intersects every mask with its causal one, so
+    its "full" and "window" fields would be causal fields under those names (ValueError)."""
+    require_bidirectional(model, "receptive fields of full and windowed attention")
     ids = list(ids)
     segments = [0] * len(ids) if segments is None else list(segments)
     with torch.no_grad():

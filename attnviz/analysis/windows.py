@@ -41,6 +41,7 @@ from attnviz.analysis.common import (
     sequences_per_batch,
     special_mask,
 )
+from attnviz.analysis.receptive import require_bidirectional
 from attnviz.engine.attention import build_mask, causal_mask, window_mask
 from attnviz.i18n import _
 
@@ -100,7 +101,10 @@ def context_sweep(
 
     keep_special=True keeps [CLS] and [SEP] visible to every token (`sweep_mask`). The windows
     are encoded in batches (`windows_per_batch`), each sequence of a batch on its own.
+    For a bidirectional encoder only (receptive.require_bidirectional): a decoder's windows
+    are causal ones (`sliding_mask`, `streaming_next_word`).
     """
+    require_bidirectional(model, "context sweeps with windows of ±w")
     ids = list(ids)
     n = len(ids)
     segments = [0] * n if segments is None else list(segments)

@@ -56,8 +56,17 @@ def intro() -> list:
 
 
 def bert_only(model) -> list:
-    """[] for a BERT-like model, else why the first three tabs are not shown for it."""
-    return not_bert_like(model, _("This tab"))
+    """[] for a BERT-like model, else why the first three tabs are not shown for it; for a
+    decoder, also where its own windows are drawn (the last tab: causal sliding windows, the
+    reach after l layers, the first token's share)."""
+    out = not_bert_like(model, _("This tab"))
+    if out and not model.capabilities["bidirectional"]:
+        out.append(Markdown(_(
+            "Its masks, receptive fields and context sweeps are an encoder's: a window of ±w "
+            "that looks both ways. A decoder's windows look back only: the tab *{tab}* draws "
+            "them for this model, with how far a token reaches after l layers and the share of "
+            "weight each head puts on the first token.").format(tab=_(TABS[4])), "info"))
+    return out
 
 
 # ------------------------------------------------------------------ masks and weights
