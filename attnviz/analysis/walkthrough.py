@@ -6,7 +6,15 @@ al. 2015 as the lecture draws it. Two sources of numbers, one computation:
 - toy:  small float64 inputs and weights made from a seed (m, d_k, p from 2 to 8), rounded to one
         decimal so a class can redo every product on paper;
 - real: one layer and head of the bundled BERT, its input vectors a^i = hidden_states[layer]
-        and its slices W^q_h = layers[layer].w_q[h*d:(h+1)*d] (+ bias), checked against the Trace.
+        and its slices W^q_h = layers[layer].w_q[h*d:(h+1)*d] (+ bias), checked against the Trace;
+        or of a Llama-shaped decoder (Llama, SmolLM2, Mistral, Qwen2: `decoder_walkthrough`),
+        where three things are new and the rest is the same math:
+          causal mask   query i sees the keys j <= i only: alpha'_{i,j} = 0 for j > i
+                        (softmax over the allowed keys; a sliding window masks more);
+          RoPE          q^i and k^j turned by their positions before the scores (Su et al. 2021):
+                        q^i = R(i) W^q a^i, k^j = R(j) W^k a^j, so q^i . k^j depends on i - j;
+          GQA           query head h reads key/value head g = kv_heads[h], shared by its group
+                        (Ainslie et al. 2023); Llama's projections have no biases.
 
 Per token (column vectors, as Hung-yi Lee's self-attention lecture writes them):
     q^i = W^q a^i + b^q,   k^i = W^k a^i + b^k,   v^i = W^v a^i + b^v     (b = 0 in the toy)
@@ -65,6 +73,13 @@ class Walkthrough:
     layer: int | None = None
     head: int | None = None
     options: dict = field(default_factory=dict)
+    mask: np.ndarray | None = None  # [n, n] bool, True = may attend (a decoder's); None: all
+    queries_unrotated: np.ndarray | None = None  # [n, d_k] W^q a^i before RoPE (rotary only)
+    keys_unrotated: np.ndarray | None = None  # [n, d_k]
+    angles: np.ndarray | None = None  # [n, d_k / 2] position i times each pair's θ (radians)
+    kv_head: int | None = None  # the key/value head this query head reads (a decoder's)
+    kv_group: list[int] | None = None  # the query heads that read it
+    biases: bool = True  # whether the projections have biases (Llama's have none)
 
     @property
     def n(self) -> int:
@@ -85,9 +100,21 @@ class Walkthrough:
     def arrays(self) -> dict[str, np.ndarray]:
         """The numbers of this walkthrough under their names, for a download."""
         names = ("inputs", "w_q", "w_k", "w_v", "b_q", "b_k", "b_v", "queries", "keys", "values",
-                 "scores", "weights", "outputs")
-        return {"tokens": np.array(self.tokens, dtype=str), "scale": np.float64(self.scale),
-                **{k: getattr(self, k) for k in names}}
+                 "scores", "weights", "outputs", "mask", "queries_unrotated", "keys_unrotated",
+                 "angles")
+        out = {"tokens": np.array(self.tokens, dtype=str), "scale": np.float64(self.scale),
+               **{k: getattr(self, k) for k in names if getattr(self, k) is not None}}
+        if self.kv_head is not None:
+            out["kv_head"] = np.int64(self.kv_head)
+        return out
+
+    def allowed(self, i: int) -> np.ndarray | None:
+        """[n] bool: the keys query i may attend to (None: all)."""
+        return None if self.mask is None else self.mask[i]
+
+    @property
+    def rotary(self) -> bool:
+        return self.queries_unrotated is not None
 
 
 # ----------------------------------------------------------------------------- toy numbers
@@ -157,17 +184,20 @@ def project(inputs: np.ndarray, w: np.ndarray, b: np.ndarray | None = None) -> n
 
 
 def attend(
-    queries: np.ndarray, keys: np.ndarray, values: np.ndarray, temperature: float = 1.0
+    queries: np.ndarray, keys: np.ndarray, values: np.ndarray, temperature: float = 1.0,
+    mask: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The engine's attention (no mask): (outputs [n, p], weights [n, n], scores [n, n]).
+    """The engine's attention: (outputs [n, p], weights [n, n], scores [n, n]).
 
-    weights = softmax(Q K^T / (T sqrt(d_k))) row by row; T = 1 is the Transformer's.
+    weights = softmax(Q K^T / (T sqrt(d_k))) row by row over the keys `mask` [n, n] allows
+    (None: all); T = 1 is the Transformer's. Scores stay q^i . k^j everywhere (masked too).
     """
     if not temperature > 0:
         raise ValueError(f"temperature must be > 0; got {temperature!r}")
     q, k, v = (torch.as_tensor(np.asarray(a)) for a in (queries, keys, values))
     scale = 1.0 / (temperature * math.sqrt(q.shape[-1]))
-    outputs, weights, scores = attention(q, k, v, scale=scale)
+    m = None if mask is None else torch.as_tensor(np.asarray(mask, dtype=bool))
+    outputs, weights, scores = attention(q, k, v, m, scale=scale)
     return outputs.numpy(), weights.numpy(), scores.numpy()
 
 
@@ -184,13 +214,98 @@ def head_slices(model, layer: int, head: int) -> dict[str, np.ndarray]:
     return {k: v.detach().cpu().numpy() for k, v in out.items()}
 
 
+DECODER_FAMILIES = ("llama", "mistral", "qwen2")  # model_type: Llama's attention, unchanged
+
+
+def decoder_refusal(model) -> str | None:
+    """None when `decoder_walkthrough` takes this decoder; else what it lacks, in words.
+
+    Llama, SmolLM2, TinyLlama, Mistral and Qwen2 attend as the lecture's steps plus a causal
+    mask, RoPE and shared key/value heads. Qwen3 and Gemma norm each head's q and k first,
+    Gemma also scales by another number and Gemma 2 soft-caps the scores: steps the page does
+    not draw."""
+    family = getattr(model, "family", None)
+    if getattr(model, "kind", None) != "decoder" or not hasattr(model, "rotary"):
+        return _("it is not a Llama-shaped decoder")
+    if family not in DECODER_FAMILIES or getattr(model, "qk_norm", False) \
+            or getattr(model, "logit_cap", None):
+        return _("its heads norm q and k, or soft-cap the scores, before the softmax: steps "
+                 "this page does not draw")
+    if not math.isclose(model.attention_scale, 1.0 / math.sqrt(model.head_dim), rel_tol=1e-6):
+        return _("it scales the scores by another number than 1/sqrt(d_k)")
+    return None
+
+
+def decoder_slices(model, layer: int, head: int) -> dict:
+    """W^q_h [d, hidden] (rows h*d:(h+1)*d of q_proj), W^k_g and W^v_g of the key/value head
+    g = kv_heads[h] it reads (rows g*d:(g+1)*d of k_proj and v_proj), and their biases (zero
+    where the family has none, as Llama); plus g."""
+    if not 0 <= layer < model.n_layers or not 0 <= head < model.n_heads:
+        raise ValueError(f"layer must be 0..{model.n_layers - 1} and head 0..{model.n_heads - 1}")
+    lay, d = model.layers[layer], model.head_dim
+    g = head // (model.n_heads // model.n_kv_heads)  # the engine's grouping: [G, H/G] heads
+    rq, rkv = slice(head * d, (head + 1) * d), slice(g * d, (g + 1) * d)
+    cpu = lambda t: t.detach().cpu().float().numpy()  # noqa: E731
+    zero = np.zeros(d, dtype=np.float32)
+    out = {"w_q": cpu(lay.q_w[rq]), "w_k": cpu(lay.k_w[rkv]), "w_v": cpu(lay.v_w[rkv])}
+    for name, b, rows in (("b_q", lay.q_b, rq), ("b_k", lay.k_b, rkv), ("b_v", lay.v_b, rkv)):
+        out[name] = zero if b is None else cpu(b[rows])
+    out["biases"] = lay.q_b is not None
+    out["kv_head"] = g
+    return out
+
+
+def decoder_walkthrough(model, trace, layer: int, head: int) -> Walkthrough:
+    """One head of a Llama-shaped decoder on the trace's sentence (float32, like the engine):
+    a^i = trace.attention_inputs[layer] (RMSNorm of the layer's input), q^i = W^q_h a^i and
+    k^j = W^k_g a^j turned by RoPE at their positions (engine.rope.rotate with the layer's
+    angles), v^j = W^v_g a^j, then the lecture's steps under the layer's mask (causal, and
+    its sliding window where it has one: Trace.mask_of)."""
+    from attnviz.engine.rope import rotate
+
+    reason = decoder_refusal(model)
+    if reason:
+        raise ValueError(reason)
+    s = decoder_slices(model, layer, head)
+    inputs = np.array(trace.attention_inputs[layer], dtype=np.float32)  # [n, hidden], a copy
+    q0 = project(inputs, s["w_q"], s["b_q"])  # [n, d]  before RoPE
+    k0 = project(inputs, s["w_k"], s["b_k"])  # [n, d]
+    values = project(inputs, s["w_v"], s["b_v"])  # [n, d]
+    pos = np.asarray(trace.position_ids)
+    angles = None
+    if (pos >= 0).all():  # positions="none" leaves q and k unturned
+        positions = torch.as_tensor(pos, dtype=torch.int64)
+        inv_freq, _factor = model.rotary[model.layer_types[layer]]
+        cos, sin = model.rotations(positions)[model.layer_types[layer]]
+        q = rotate(torch.as_tensor(q0), cos.cpu(), sin.cpu()).numpy()
+        k = rotate(torch.as_tensor(k0), cos.cpu(), sin.cpu()).numpy()
+        angles = (positions.double()[:, None] * inv_freq.double().cpu()[None, :]).numpy()
+    else:
+        q, k = q0, k0
+    mask = np.asarray(trace.mask_of(layer), dtype=bool)
+    outputs, weights, scores = attend(q, k, values, mask=mask)
+    group = [h for h in range(model.n_heads)
+             if h // (model.n_heads // model.n_kv_heads) == s["kv_head"]]
+    return Walkthrough(list(trace.tokens), inputs, s["w_q"], s["w_k"], s["w_v"], s["b_q"],
+                       s["b_k"], s["b_v"], q, k, values, scores, weights, outputs,
+                       1.0 / math.sqrt(q.shape[1]), "real", layer=layer, head=head,
+                       options=trace.request.options(), mask=mask,
+                       queries_unrotated=q0 if angles is not None else None,
+                       keys_unrotated=k0 if angles is not None else None, angles=angles,
+                       kv_head=s["kv_head"], kv_group=group, biases=bool(s["biases"]))
+
+
 def real_walkthrough(model, trace, layer: int, head: int) -> Walkthrough:
-    """The walkthrough of one BERT head on the trace's sentence (float32, like the engine).
+    """The walkthrough of one head on the trace's sentence (float32, like the engine): a BERT
+    head, or a Llama-shaped decoder's (`decoder_walkthrough`).
 
     a^i = trace.attention_inputs[layer] (what the layer's queries, keys and values are
     projected from: its input in BERT), W and b sliced from the model.
-    Masks (windows, causal) are not applied: use a trace made with full attention.
+    Masks (windows, causal) are not applied to a BERT head: use a trace made with full
+    attention.
     """
+    if getattr(model, "kind", None) == "decoder":
+        return decoder_walkthrough(model, trace, layer, head)
     s = head_slices(model, layer, head)
     inputs = np.array(trace.attention_inputs[layer], dtype=np.float32)  # [n, hidden], a copy
     return _walk(trace.tokens, inputs, s["w_q"], s["w_k"], s["w_v"], s["b_q"], s["b_k"],
@@ -213,33 +328,47 @@ def dot_terms(q: np.ndarray, k: np.ndarray) -> np.ndarray:
     return np.asarray(q) * np.asarray(k)
 
 
-def softmax_parts(scores_row: np.ndarray, scale: float, temperature: float = 1.0) -> dict:
+def _masked(logits: np.ndarray, allowed: np.ndarray | None) -> np.ndarray:
+    """Logits with the keys `allowed` does not allow set to -inf (their weight becomes 0)."""
+    if allowed is None:
+        return logits
+    return np.where(np.asarray(allowed, dtype=bool), logits, -np.inf)
+
+
+def softmax_parts(scores_row: np.ndarray, scale: float, temperature: float = 1.0,
+                  allowed: np.ndarray | None = None) -> dict:
     """One query's softmax in the open: logits z_j = s_j * scale / T, e_j = exp(z_j - max z),
-    weights e_j / sum e (subtracting max z changes nothing but avoids overflow)."""
-    z = np.asarray(scores_row, dtype=np.float64) * scale / temperature  # [n]
+    weights e_j / sum e (subtracting max z changes nothing but avoids overflow). A key that
+    `allowed` [n] masks has z_j = -inf, e_j = 0 and weight 0 (a decoder's later tokens)."""
+    z = _masked(np.asarray(scores_row, dtype=np.float64) * scale / temperature, allowed)  # [n]
     e = np.exp(z - z.max())
     return {"logits": z, "exps": e, "total": float(e.sum()), "weights": e / e.sum()}
 
 
-def temperature_weights(scores: np.ndarray, scale: float, temperature: float) -> np.ndarray:
-    """softmax(scores * scale / T) along the last axis (keys)."""
-    return softmax_rows(np.asarray(scores, dtype=np.float64) * scale / temperature)
+def temperature_weights(scores: np.ndarray, scale: float, temperature: float,
+                        mask: np.ndarray | None = None) -> np.ndarray:
+    """softmax(scores * scale / T) along the last axis (keys), over the keys `mask` allows."""
+    return softmax_rows(_masked(np.asarray(scores, dtype=np.float64) * scale / temperature,
+                                mask))
 
 
-def temperature_limit(scores_row: np.ndarray, rtol: float = 1e-9) -> np.ndarray:
+def temperature_limit(scores_row: np.ndarray, rtol: float = 1e-9,
+                      allowed: np.ndarray | None = None) -> np.ndarray:
     """The weights softmax(s / T) tend to as T -> 0: 1 / t on the t keys tied for the largest
     score (equal within rtol of its size), 0 elsewhere. One-hot only when the maximum is
-    unique (the toy's two "saw"s have the same key, so they tie)."""
-    s = np.asarray(scores_row, dtype=np.float64)
+    unique (the toy's two "saw"s have the same key, so they tie). Only the keys `allowed`
+    allows take part."""
+    s = _masked(np.asarray(scores_row, dtype=np.float64), allowed)
     top = s.max()
     tied = s >= top - rtol * max(1.0, abs(top))
     return tied / tied.sum()
 
 
-def temperature_sweep(scores_row: np.ndarray, scale: float, temperatures) -> dict[str, np.ndarray]:
+def temperature_sweep(scores_row: np.ndarray, scale: float, temperatures,
+                      allowed: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """For each T: the largest weight and the entropy of one query's softmax."""
     t = np.asarray(list(temperatures), dtype=np.float64)
-    w = np.stack([softmax_parts(scores_row, scale, x)["weights"] for x in t])  # [T, n]
+    w = np.stack([softmax_parts(scores_row, scale, x, allowed)["weights"] for x in t])  # [T, n]
     return {"temperature": t, "max_weight": w.max(axis=1), "entropy": entropy(w)}
 
 
@@ -392,9 +521,10 @@ def additive_scores(queries: np.ndarray, keys: np.ndarray, w: np.ndarray) -> np.
     return (t @ torch.as_tensor(np.asarray(w, dtype=queries.dtype))).numpy()
 
 
-def additive_weights(scores: np.ndarray) -> np.ndarray:
-    """softmax of each row of additive scores (no 1/sqrt(d_k): tanh already bounds each term)."""
-    return softmax_rows(np.asarray(scores, dtype=np.float64))
+def additive_weights(scores: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
+    """softmax of each row of additive scores (no 1/sqrt(d_k): tanh already bounds each term),
+    over the keys `mask` allows (a decoder's causal mask)."""
+    return softmax_rows(_masked(np.asarray(scores, dtype=np.float64), mask))
 
 
 def heads_sweep(walk: Walkthrough, seed: int = 0) -> dict[str, np.ndarray]:
