@@ -9,11 +9,12 @@ most CAP_GIB of address space (RLIMIT_AS): one that would need more stops with a
 and its row says so, instead of pressing the machine into swap.
 
     attnviz   load_model("smollm2"), then a first overview of every head: the trace
-              (Model.trace) and the windows page's map of each head's weight on the first
-              token (views.windows.first_token_shares: held weights, or a layer's computed
-              again from its queries and keys and dropped, one layer at a time); then a head
-              change: one head's weights (Trace.weights_of) and its enlarged figure
-              (views.explore.one_head)
+              (Model.trace) and each head's weight on the first token and its head
+              statistics (analysis.head_stats.first_token_share and trace_head_stats: of the
+              held weights, or of what the forward pass took of them, Trace.weight_summary,
+              where a long input's weights are not held); then a head change: one head's
+              weights (Trace.weights_of: held, or computed again from its q and k) and its
+              enlarged figure (views.explore.one_head)
     HF eager  LlamaForCausalLM from the same converted folder, one forward with
               output_attentions and output_hidden_states
 
@@ -117,14 +118,16 @@ def child_attnviz(n: int, out: Path) -> dict:
     import numpy as np
 
     import attnviz
-    from attnviz.views import explore, windows
+    from attnviz.analysis.head_stats import first_token_share, trace_head_stats
+    from attnviz.views import explore
 
     ids = _ids(n)
     model = attnviz.load_model("smollm2", device="cpu", max_tokens=n)
     request = attnviz.TraceRequest(ids=tuple(ids))
     with Peak() as first:
         t = model.trace(request)
-        windows.first_token_shares(t)
+        first_token_share(t)
+        trace_head_stats(t)
     layer, head = HEADS[1]
     with Peak() as change:
         w = t.weights_of(layer, head)
@@ -196,7 +199,8 @@ def main() -> list[Table]:
         if "held" not in r:
             return ""
         return ("every head's weights held" if r["held"] else
-                "q, k, v kept; weights computed again a layer (a head) at a time")
+                "q, k, v kept; the overview's statistics taken in the forward pass; a head's "
+                "weights computed again when asked")
 
     table = Table(
         ["tokens", "peer", "first overview (s)", "head change (s)", "peak RSS (MiB)",

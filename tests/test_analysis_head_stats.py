@@ -139,3 +139,50 @@ def test_clark_punctuation_and_bad_convention():
     assert not is_punctuation("!", "clark") and not is_punctuation("«", "clark")
     with pytest.raises(ValueError, match="conventions"):
         head_stats(np.ones((1, 1, 2, 2)) / 2, ["a", "b"], conventions="bert")
+
+
+# ------------------------------------------------------------- a trace without its weights
+@pytest.fixture(scope="module")
+def decoder(tmp_path_factory):
+    """A random Mistral (GQA: 4 query heads on 2 key/value heads; a sliding window of 6)."""
+    import attnviz
+    from attnviz.engine.random_models import save_random_checkpoint
+
+    folder = save_random_checkpoint("mistral", tmp_path_factory.mktemp("hs") / "mistral",
+                                    positions=64, seed=5, heads=4, kv_heads=2, layers=3,
+                                    sliding_window=6)
+    return attnviz.load_model(folder, device="cpu")
+
+
+@pytest.mark.parametrize("conventions", ["attnviz", "clark"])
+def test_a_trace_without_weights_has_the_held_traces_statistics(decoder, monkeypatch,
+                                                                conventions):
+    """Past KEEP_WEIGHTS_BYTES a decoder's trace holds no weights; its statistics (from the
+    forward pass's summary, or streamed a layer at a time) are those of the full weights of
+    the same input, computed by head_stats."""
+    from attnviz.analysis.head_stats import first_token_share, streamed_head_stats, trace_head_stats
+    from attnviz.engine.families import llama
+
+    text = "I saw a saw, and the saw saw me. Then I sat down; why not?"
+    held = decoder.trace(text)
+    monkeypatch.setattr(llama, "KEEP_WEIGHTS_BYTES", 0)
+    monkeypatch.setattr(llama, "QUERY_BLOCK", 5)
+    long = decoder.trace(text)
+    assert long.weights is None and held.weights is not None
+    assert any(is_punctuation(tok, conventions) for tok in long.tokens)
+    ref = head_stats(held.weights, list(held.tokens), conventions)
+    assert ref["punct"].max() > 0.01 and ref["prev"].max() > 0.01
+    for got in (trace_head_stats(long, conventions), streamed_head_stats(long, conventions)):
+        assert set(got) == set(STATS)
+        for name in STATS:
+            assert got[name].shape == (held.n_layers, held.n_heads)
+            np.testing.assert_allclose(got[name], ref[name], atol=1e-5, rtol=0, err_msg=name)
+    np.testing.assert_allclose(first_token_share(long), held.weights[:, :, 1:, 0].mean(-1),
+                               atol=1e-6, rtol=0)
+    np.testing.assert_array_equal(trace_head_stats(held, conventions)["entropy"],
+                                  ref["entropy"])
+    # a trace with neither weights nor a summary is streamed
+    long.weight_summary = None
+    bare = trace_head_stats(long, conventions)
+    for name in STATS:
+        np.testing.assert_allclose(bare[name], ref[name], atol=1e-5, rtol=0, err_msg=name)

@@ -23,6 +23,8 @@ mean over queries. Two conventions are offered, and pages say which one they sho
   The other statistics are the same in both.
 
 Each comes out as a [layers, heads] array (any leading axes of the weights are kept).
+`trace_head_stats(t)` gives them for a trace that does not hold its weights (a long decoder
+input): from what its forward pass took of every head's weights, or streamed a layer at a time.
 """
 
 from __future__ import annotations
@@ -115,6 +117,84 @@ def head_stats(weights: np.ndarray, tokens: list[str],
         "prev": offset_share(weights, -1, over),
         "next": offset_share(weights, 1, over),
     }
+
+
+def trace_head_stats(t, conventions: str = "attnviz") -> dict[str, np.ndarray]:
+    """head_stats of a trace, {name: [layers, heads]}, whether or not it holds its weights:
+
+    - held weights (Trace.weights): head_stats of them;
+    - a long decoder input (no weights held): from Trace.weight_summary, what the forward pass
+      took of every head's weights (the weight on itself, on the previous and the next token,
+      each row's entropy, the weight each key receives: a share on a set of keys is the sum of
+      what they receive, over n);
+    - otherwise, or for what the summary does not have (Clark's entropy of smoothed rows):
+      streamed, one layer's weights computed again at a time (Trace.layer_weights) and read a
+      head at a time, so no more than one layer's [heads, n, n] is in memory.
+    """
+    _check(conventions)
+    if t.weights is not None:
+        return head_stats(t.weights, list(t.tokens), conventions)
+    summary = getattr(t, "weight_summary", None)
+    if summary is None:
+        return streamed_head_stats(t, conventions)
+    clark = conventions == "clark"
+    n = t.n_tokens
+    received = np.asarray(summary["received"], dtype=np.float64)  # [layers, heads, n]
+
+    def share(keys) -> np.ndarray:
+        return received[..., np.asarray(keys, dtype=bool)].sum(axis=-1) / n
+
+    def along(name: str) -> np.ndarray:  # a diagonal's mean over its queries
+        if n < 2:
+            return np.zeros(received.shape[:-1])
+        return summary[name].astype(np.float64).sum(axis=-1) / (n if clark else n - 1)
+
+    stats = {
+        "entropy": (streamed_head_stats(t, conventions, ("entropy",))["entropy"] if clark else
+                    summary["entropy"].astype(np.float64).mean(axis=-1)),
+        "cls": share([tok in CLS_TOKENS for tok in t.tokens]),
+        "sep": share([tok in SEP_TOKENS for tok in t.tokens]),
+        "punct": share([is_punctuation(tok, conventions) for tok in t.tokens]),
+        "self": summary["self"].astype(np.float64).sum(axis=-1) / n,
+        "prev": along("previous"),
+        "next": along("next"),
+    }
+    return stats
+
+
+def streamed_head_stats(t, conventions: str = "attnviz",
+                        names: tuple[str, ...] | None = None) -> dict[str, np.ndarray]:
+    """head_stats computed a layer at a time from Trace.layer_weights (held, or computed again
+    from the kept queries and keys) and a head at a time within it: {name: [layers, heads]}
+    for `names` (default all of STATS)."""
+    _check(conventions)
+    names = tuple(STATS) if names is None else names
+    out = {name: np.zeros((t.n_layers, t.n_heads)) for name in names}
+    tokens = list(t.tokens)
+    for layer in range(t.n_layers):
+        weights = t.layer_weights(layer)  # [heads, n, n]
+        for head in range(t.n_heads):
+            one = head_stats(weights[head][None, None], tokens, conventions)
+            for name in names:
+                out[name][layer, head] = one[name][0, 0]
+        del weights
+    return out
+
+
+def first_token_share(t) -> np.ndarray:
+    """Each head's mean weight on the first token over the queries after it,
+    mean_{i >= 1} W_i0 ([layers, heads], float64; 0 for a one-token input): from the held
+    weights, or from what the forward pass took of them (Trace.weight_summary), or streamed a
+    layer at a time (Trace.layer_weights)."""
+    if t.n_tokens < 2:
+        return np.zeros((t.n_layers, t.n_heads))
+    if t.weights is not None:
+        return t.weights[:, :, 1:, 0].astype(np.float64).mean(axis=-1)
+    summary = getattr(t, "weight_summary", None)
+    if summary is not None:
+        return summary["first"][:, :, 1:].astype(np.float64).mean(axis=-1)
+    return np.stack([t.layer_weights(layer)[:, 1:, 0].astype(np.float64).mean(axis=-1)
+                     for layer in range(t.n_layers)])
 
 
 def stats_rows(stats: dict[str, np.ndarray]) -> list[dict]:

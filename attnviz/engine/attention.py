@@ -75,6 +75,103 @@ def capped_attention(
     return weights @ values, weights, scores
 
 
+# What `attention_rows` keeps of each head's weights W [n, n] (one value per query row i, or per
+# key j for "received"), before the weights are dropped.
+ROW_SUMMARY = {
+    "first": "W_i0: the weight on the first token",
+    "self": "W_ii: the weight on itself",
+    "previous": "W_i,i-1 (0 for i = 0)",
+    "next": "W_i,i+1 (0 for i = n - 1)",
+    "entropy": "-sum_j W_ij ln W_ij (nats)",
+    "received": "sum_i W_ij: the weight key j receives from all queries (float64)",
+}
+
+
+def row_blocks(mask: torch.Tensor, block: int) -> list[tuple[int, int, int, int, int, int]]:
+    """For `attention_rows`: each block of `block` query rows of mask [n, n] as (r, hi, lo, top,
+    a, b): rows r .. hi - 1 may see only keys lo .. top - 1 (the union of their rows), and all
+    of them every key a .. b - 1 (a = b where that is not known: each row's keys are not one
+    interval, as they are in causal, window and sliding-window masks)."""
+    n = mask.shape[-1]
+    idx = torch.arange(n, device=mask.device)
+    first = torch.where(mask, idx, n).amin(-1)  # [n] each row's first allowed key
+    last = torch.where(mask, idx, -1).amax(-1)  # [n] and its last
+    interval = bool((mask.sum(-1) == last - first + 1).all())
+    out = []
+    for r in range(0, mask.shape[0], block):
+        hi = min(mask.shape[0], r + block)
+        lo, top = int(first[r:hi].min()), int(last[r:hi].max()) + 1
+        a, b = (int(first[r:hi].max()), int(last[r:hi].min()) + 1) if interval else (lo, lo)
+        out.append((r, hi, lo, top, a, max(a, b)))
+    return out
+
+
+def attention_rows(
+    queries: torch.Tensor,
+    keys: torch.Tensor,
+    values: torch.Tensor,
+    mask: torch.Tensor,
+    scale: float,
+    block: int,
+    cap: float | None = None,
+    blocks: list | None = None,
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """`attention` (`capped_attention` where `cap` is set) for a long input, `block` query rows
+    at a time, never forming the [n, n] weights of a head: each block of rows meets only the
+    keys that its rows' mask allows (causal rows r .. r + B - 1 stop at key r + B - 1), and
+    its weights are summarised (ROW_SUMMARY) before they are dropped.
+
+    queries [..., n, d], keys and values broadcastable to them ([..., n, d]); mask [n, n],
+    True = may attend (`blocks`: row_blocks(mask, block), when already made). Per block, as
+    `attention`: S = Q K^T, logits = S · scale (soft-capped), masked; weights =
+    softmax(logits), computed as exp(log_softmax(logits)) (the log-weights give each row's
+    entropy), outputs = weights @ V. Returns (outputs [..., n, d_v], {name: [..., n]}).
+    """
+    n, d = queries.shape[-2], queries.shape[-1]
+    lead = torch.broadcast_shapes(queries.shape[:-2], keys.shape[:-2])
+    # Query heads that read one key/value head (keys [..., 1, n, d] under queries [..., P, n,
+    # d]) are met as one matrix of P x rows: one product per key/value head, no copied keys.
+    per = queries.shape[-3] if (queries.dim() == keys.dim() >= 3 and keys.shape[-3] == 1) else 1
+    kv_lead = (*lead[:-1], 1) if per > 1 else lead
+    k = keys.expand(*kv_lead, n, d).reshape(-1, n, d)  # [g, n, d]
+    v = values.expand(*kv_lead, n, values.shape[-1]).reshape(-1, n, values.shape[-1])
+    q = queries.expand(*lead, n, d).reshape(k.shape[0], per, n, d)  # [g, P, n, d]
+    g, dev = k.shape[0], queries.device
+    out = q.new_empty(g, per, n, v.shape[-1])
+    summary = {name: q.new_zeros(g, per, n) for name in ROW_SUMMARY}
+    summary["received"] = summary["received"].double()
+    masked = torch.finfo(q.dtype).min  # exp(min - lse) = 0: a masked weight is exactly 0
+    ones, zero = q.new_ones(1, block), q.new_zeros(())
+    for r, hi, lo, top, a, b in blocks or row_blocks(mask, block):
+        rows = hi - r
+        q_b = q[:, :, r:hi].reshape(g, per * rows, d)
+        logits = torch.baddbmm(zero, q_b, k[:, lo:top].transpose(-1, -2), beta=0, alpha=scale)
+        logits = logits.view(g, per, rows, top - lo)  # S · scale for keys lo .. top - 1
+        if cap is not None:
+            logits = soft_cap(logits, cap)
+        for c0, c1 in ((lo, a), (b, top)) if a < b else ((lo, top),):  # keys all rows see: as is
+            if c1 > c0:
+                logits[..., c0 - lo:c1 - lo].masked_fill_(~mask[r:hi, c0:c1], masked)
+        log_w = torch.log_softmax(logits, dim=-1)
+        weights = torch.exp(log_w, out=logits)
+        out[:, :, r:hi] = torch.bmm(weights.view(g, per * rows, top - lo),
+                                    v[:, lo:top]).view(g, per, rows, -1)
+        summary["entropy"][..., r:hi] = -log_w.mul_(weights).sum(-1)
+        summary["received"][..., lo:top] += (ones[:, :rows] @ weights).squeeze(-2)
+        if lo == 0:
+            summary["first"][..., r:hi] = weights[..., 0]
+        at_row = torch.arange(r, hi, device=dev)
+        for name, offset in (("self", 0), ("previous", -1), ("next", 1)):
+            col = at_row + offset
+            inside = (col >= lo) & (col < top)
+            at = (col - lo).clamp(0, top - lo - 1).expand(*weights.shape[:-1])
+            got = weights.gather(-1, at.unsqueeze(-1)).squeeze(-1)
+            summary[name][..., r:hi] = torch.where(inside, got, 0.0)
+    shape = (*lead, n)
+    return (out.reshape(*shape, out.shape[-1]),
+            {name: value.reshape(shape) for name, value in summary.items()})
+
+
 def scores_of(queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
     """S = Q K^T: every query's dot product with every key, [..., n_q, n_k] (unscaled)."""
     return torch.matmul(queries, keys.transpose(-1, -2))

@@ -97,6 +97,8 @@ class Encoded:
     weights: torch.Tensor | None = None  # [layers, heads, tokens, tokens]
     outputs: torch.Tensor | None = None  # [layers, heads, tokens, head_dim]
     layer_inputs: torch.Tensor | None = None  # [layers, tokens, hidden] (pre-LN families)
+    summary: dict[str, torch.Tensor] | None = None  # {name: [layers, heads, tokens]} where the
+    #                       weights are not kept (engine.attention.attention_rows, ROW_SUMMARY)
 
 
 @dataclass(frozen=True)

@@ -123,6 +123,9 @@ class Trace:
     kv_heads: np.ndarray | None = None  # filled in: 0 .. heads-1 when not given
     layer_windows: np.ndarray | None = None
     logit_cap: float | None = None  # Gemma 2: weights = softmax(cap·tanh(scores·scale/cap))
+    weight_summary: dict[str, np.ndarray] | None = None  # where weights are not held: {name:
+    #   [layers, heads, tokens]} of every head's weights, taken in the forward pass
+    #   (engine.attention.ROW_SUMMARY: first, self, previous, next, entropy, received)
     decoder_token_ids: np.ndarray | None = None
     decoder_position_ids: np.ndarray | None = None
     decoder_embeddings: np.ndarray | None = None
@@ -204,14 +207,18 @@ class Trace:
         heads = range(self.queries.shape[1]) if heads is None else heads
         q = self.queries[layer, list(heads)]  # [h, n, d]
         k = self.keys[layer, self.kv_heads[list(heads)]]  # [h, n, d]: shared ones read again
-        logits = (q @ k.transpose(0, 2, 1)) * np.float32(self.scale)  # [h, n, n]
+        logits = q @ k.transpose(0, 2, 1)  # [h, n, n]: the one array made, all else in place
+        logits *= np.float32(self.scale)
         if self.logit_cap:
             cap = np.float32(self.logit_cap)
-            logits = cap * np.tanh(logits / cap)
-        logits = np.where(self.mask_of(layer), logits, np.float32(-np.inf))
+            logits /= cap
+            np.tanh(logits, out=logits)
+            logits *= cap
+        np.copyto(logits, np.float32(-np.inf), where=~self.mask_of(layer))
         logits -= logits.max(axis=-1, keepdims=True)
         e = np.exp(logits, out=logits)
-        return e / e.sum(axis=-1, keepdims=True)
+        e /= e.sum(axis=-1, keepdims=True)
+        return e
 
     @property
     def nbytes(self) -> int:

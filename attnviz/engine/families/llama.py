@@ -34,10 +34,14 @@ rope_type is refused by name.
 A long input: every head's [n, n] weights of every layer do not fit (SmolLM2 at 2,048 tokens:
 30 x 9 x 2,048² floats are 4.5 GB, and the scores as much again). Past KEEP_WEIGHTS_BYTES the
 Trace holds queries, keys and values but no scores or weights (Trace.holds_weights is False);
-each layer's attention runs on blocks of QUERY_BLOCK query rows (the same `attention()`, on
-fewer rows), so no [n, n] matrix of all heads is ever formed, and `Trace.layer_weights(layer)` /
-`weights_of(layer, head)` compute them again from the kept q and k (one layer at a time, so a
-statistic over every head streams through the layers with one layer's weights in memory).
+each layer's attention runs on blocks of QUERY_BLOCK query rows (engine.attention.
+attention_rows: `attention()`'s steps on fewer rows, each block meeting only the keys its mask
+allows, so a causal layer computes half of the [n, n] scores), no [n, n] matrix of all heads is
+ever formed, and what the overview and the head statistics read of every head's weights is
+taken in the same pass (Trace.weight_summary: the weight on the first token, on itself, on the
+previous and the next token, each row's entropy, the weight each key receives).
+`Trace.layer_weights(layer)` / `weights_of(layer, head)` compute the weights themselves again
+from the kept q and k (one layer at a time).
 
 Position modes (TraceRequest.positions): "learned" is the model's own rotary positions
 0 .. n-1; "none" turns nothing (what remains of order is the causal mask alone); "shuffled"
@@ -56,7 +60,15 @@ import torch
 import torch.nn.functional as F
 
 from ...i18n import N_
-from ..attention import attention, capped_attention, causal_mask, window_mask
+from ..attention import (
+    ROW_SUMMARY,
+    attention,
+    attention_rows,
+    capped_attention,
+    causal_mask,
+    row_blocks,
+    window_mask,
+)
 from ..model import DECODER, Encoded, Model, Tokenized, activation
 from ..positions import shuffled_order
 from ..request import Ablation, TraceRequest
@@ -507,7 +519,11 @@ class Llama(Model):
                     "layer_inputs": x.new_empty(L, n, self.hidden)}
             if keep_weights:
                 kept |= {"scores": x.new_empty(L, H, n, n), "weights": x.new_empty(L, H, n, n)}
+            else:  # what the overview and the head statistics read of the weights
+                summary = {name: x.new_zeros(L, H, n, dtype=torch.float64 if name == "received"
+                                             else x.dtype) for name in ROW_SUMMARY}
         hidden_states = [x]
+        blocks: dict[int, list] = {}
         for li, layer in enumerate(self.layers[start:], start):
             if edit is not None:
                 x = edit.layer_input(li, x)
@@ -527,11 +543,16 @@ class Llama(Model):
             qg, kg, vg = q.view(*batch, G, per, n, d), k.unsqueeze(-3), v.unsqueeze(-3)
             if keep_weights:
                 y, weights, scores = self.attend(qg, kg, vg, m, scale)
-            else:  # a long input: the same attention() on blocks of query rows, nothing kept
-                y = torch.cat([self.attend(qg[..., r:r + QUERY_BLOCK, :], kg, vg,
-                                           m[..., r:r + QUERY_BLOCK, :], scale)[0]
-                               for r in range(0, n, QUERY_BLOCK)], dim=-2)
+            else:  # a long input: attention on blocks of query rows, the weights summarised
+                if id(m) not in blocks:  # layers with the same mask share its row blocks
+                    blocks[id(m)] = row_blocks(m, QUERY_BLOCK)
+                y, rows = attention_rows(qg, kg, vg, m, scale, QUERY_BLOCK,
+                                         float(self.logit_cap) if self.logit_cap else None,
+                                         blocks[id(m)])
                 weights = scores = None
+                if record:
+                    for name, value in rows.items():
+                        summary[name][li] = value.reshape(H, n)
             y = y.reshape(*batch, H, n, d)
             if edit is not None:
                 y = edit.head_outputs(li, y)
@@ -556,7 +577,10 @@ class Llama(Model):
             if li == self.n_layers - 1:
                 x = rms_norm(x, self.final_norm, self.eps)
             hidden_states.append(x)
-        return Encoded(hidden_states=hidden_states, **kept)
+        out = Encoded(hidden_states=hidden_states, **kept)
+        if record and not keep_weights:
+            out.summary = summary
+        return out
 
     def keeps_weights(self, n: int) -> bool:
         """Whether a trace of n tokens holds every head's scores and weights
@@ -595,4 +619,6 @@ class Llama(Model):
             token_ids=np.asarray(ids, dtype=np.int64), segments=tok.segments, pos_ids=pos_ids,
             dropped=tok.dropped, controls=tok.controls, notes=self.notes(request, tok),
             kv_heads=self.kv_heads, logit_cap=None if not self.logit_cap else float(
-                self.logit_cap), layer_windows=windows if (windows >= 0).any() else None)
+                self.logit_cap), layer_windows=windows if (windows >= 0).any() else None,
+            weight_summary=None if enc.summary is None else {
+                name: self._to_numpy(value) for name, value in enc.summary.items()})
