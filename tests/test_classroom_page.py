@@ -158,3 +158,76 @@ def test_an_unknown_class_code_is_said_in_a_sentence(class_store):
     at.query_params["class"] = "<script>"
     at.run()
     assert not at.exception and any("No class has this code" in w.value for w in at.warning)
+
+
+def test_the_browsers_language_is_read_from_its_locale_or_accept_language():
+    assert ui_class.locale_language("zh-CN", None) == "zh"
+    assert ui_class.locale_language(None, "zh-CN,zh;q=0.9,en;q=0.8") == "zh"
+    assert ui_class.locale_language(None, "fr-FR,en;q=0.5,zh;q=0.7") == "zh"  # by weight
+    assert ui_class.locale_language(None, "de, en-GB;q=0.8") == "en"
+    assert ui_class.locale_language("en-US", "zh-CN") == "en"  # the locale first
+    assert ui_class.locale_language("fr", "zh;q=0, de") is None  # q=0: not wanted
+    assert ui_class.locale_language(None, "zh_TW;q=bad, <b>;q=2") is None
+    assert ui_class.locale_language(None, None) is None and ui_class.locale_language("", "") \
+        is None
+
+
+def _student(code: str, state: dict | None = None, **query):
+    at = open_page("pages/lesson.py", run=False, **(state or {}))
+    at.query_params["class"] = code
+    for k, v in query.items():
+        at.query_params[k] = v
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def _started(cpu_model):
+    teacher = open_page("pages/lesson.py")
+    click(teacher, "class_start")
+    return teacher, teacher.session_state[ui_class.TEACHER].code
+
+
+def test_a_students_page_speaks_the_phones_language(class_store, cpu_model, monkeypatch):
+    """A Chinese phone opening the join link (no `lang` in it) is to get the lesson in
+    Chinese: its first run notes the language the class's check switches to (a fragment's
+    own run, which AppTest cannot start: tests/e2e/test_e2e_class.py sees the switch in
+    Chromium with a Chinese locale); a link's `?lang=en` wins over the phone; an English
+    phone needs no switch."""
+    teacher, code = _started(cpu_model)
+    monkeypatch.setattr(ui_class, "browser_languages", lambda: (None, "zh-CN,zh;q=0.9,en;q=0.8"))
+    zh = _student(code)
+    assert zh.session_state[ui_class.LOCALE_WANTED] == "zh"
+    assert zh.session_state[nav.CLASS_LIMIT] == 1  # in the class meanwhile
+    zh.run()  # a whole page's run again: the switch is drawn there, so it waits
+    assert not zh.exception and zh.session_state[ui_class.LOCALE_WANTED] == "zh"
+    assert class_store.counts(teacher.session_state[ui_class.TEACHER]) == (0, 1)
+
+    en = _student(code, lang="en")  # the link says
+    assert ui_class.LOCALE_WANTED not in en.session_state and en.session_state["lang"] == "en"
+    monkeypatch.setattr(ui_class, "browser_languages", lambda: ("en-US", "en-US,en;q=0.9"))
+    plain = _student(code)
+    assert ui_class.LOCALE_WANTED not in plain.session_state
+    assert plain.session_state["lang"] == "en"
+    monkeypatch.setattr(ui_class, "browser_languages", lambda: ("zh-CN", None))
+    zh_link = _student(code, lang="zh")  # a Chinese link on a Chinese phone: nothing to do
+    assert ui_class.LOCALE_WANTED not in zh_link.session_state
+
+
+def test_a_student_is_told_the_teacher_reveals_the_answer(class_store, cpu_model):
+    """The question's hint to press Answer ▶ is the teacher's: a student's page says the
+    teacher will reveal the answer instead (English and Chinese)."""
+    teacher, code = _started(cpu_model)
+    teacher.session_state[nav.STEP_KEY] = ATTENTION
+    teacher.run()
+    from attnviz import i18n
+
+    for lang in ("en", "zh"):
+        with i18n.use(lang):  # AppTest reads a session's widgets in the test's thread
+            student = _student(code, {"lang": lang})
+            hint, mine = i18n._(ui_class.TEACHER_HINT), i18n._(ui_class.STUDENT_HINT)
+        assert student.session_state["lang"] == lang and hint != mine
+        said = " ".join(m.value for m in student.markdown)
+        assert mine in said and hint not in said, (lang, said[:600])
+    said = " ".join(m.value for m in teacher.markdown)
+    assert "(Answer ▶ reveals it.)" in said and ui_class.STUDENT_HINT not in said

@@ -20,26 +20,31 @@ from __future__ import annotations
 import functools
 import io
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import streamlit as st
+from streamlit.errors import StreamlitAPIException
 
-from attnviz import classroom
+from attnviz import classroom, i18n
 from attnviz.analysis import lesson
 from attnviz.classroom import questions
 from attnviz.classroom.store import ClassError, ClassState, NotTeacher, Teacher
-from attnviz.i18n import _
+from attnviz.i18n import N_, _, language
 from attnviz.plotting.classroom import answers_histogram
 from attnviz.settings import settings
+from attnviz.views.blocks import Markdown
 
 from . import lesson as nav
-from .language import use_session_language
+from .figures import cached_figure
+from .language import LANG_KEY, use_session_language
 from .render import render
 
 PARAM = "class"
 TEACHER = "class_teacher"  # the Teacher (code, secret, next sequence number)
 STUDENT = "class_student"  # this session's student id
 DIALOG = "class_show_code"  # open the join dialog on this run
+LOCALE_CHECKED = "class_locale_checked"  # a student's browser language was looked at
+LOCALE_WANTED = "class_locale_wanted"  # the language a student's browser asks for
 POLL_S = 1.0
 COUNT_S = 2.0
 XSRF_COOKIE = "_streamlit_xsrf"
@@ -127,13 +132,77 @@ def begin() -> Class | None:
             c = Class(code, teacher, None, store().state(code))
             _reveals(c)  # a reload shows what the class was shown
             return c
+        phone_language()
         student = student_id(code)
-        c = Class(code, None, student, store().join(code, student))
+        seated = f"class_seated_{code}"  # joined once per session; then read the class
+        state = store().state(code) if seated in st.session_state else store().join(code,
+                                                                                   student)
+        st.session_state[seated] = True
+        c = Class(code, None, student, state)
     except ClassError as e:
         st.warning(_(e.message))
         return None
     follow(c)
     return c
+
+
+def locale_language(locale: str | None, accept: str | None) -> str | None:
+    """The app's language a browser asks for: its locale (`zh-CN`), else the first language
+    of its Accept-Language header (`zh-CN,zh;q=0.9,en;q=0.8`, by weight) that the app
+    speaks; None when neither names one."""
+    asked: list[tuple[float, int, str]] = []
+    if isinstance(locale, str) and locale.strip():
+        asked.append((2.0, 0, locale))
+    for k, item in enumerate((accept or "").split(",")[:32]):
+        tag, _sep, params = item.strip().partition(";")
+        q = 1.0
+        if params.strip().startswith("q="):
+            try:
+                q = float(params.strip()[2:])
+            except ValueError:
+                q = 0.0
+        if tag and 0 < q <= 1:
+            asked.append((q, k + 1, tag))
+    for _q, _k, tag in sorted(asked, key=lambda a: (-a[0], a[1])):
+        code = tag.strip().lower().replace("_", "-").split("-")[0]
+        if code in i18n.LANGUAGES:
+            return code
+    return None
+
+
+def browser_languages() -> tuple[str | None, str | None]:
+    """(the browser's locale, its Accept-Language header), either None when not sent."""
+    return st.context.locale, st.context.headers.get("Accept-Language")
+
+
+def phone_language() -> None:
+    """A student's page in the language of the student's browser (st.context.locale, else its
+    Accept-Language header) when the link names none (`?lang=` wins): looked at on the
+    session's first class run, and switched to by the class's first check (`_watch`: the
+    language switch, drawn before the lesson, can be set only in a run that does not draw
+    it), which draws the page again in it."""
+    if st.session_state.get(LOCALE_CHECKED):
+        return
+    st.session_state[LOCALE_CHECKED] = True
+    if LANG_KEY in st.query_params:
+        return
+    lang = locale_language(*browser_languages())
+    if lang is not None and lang != language():
+        st.session_state[LOCALE_WANTED] = lang
+
+
+def _switch_language() -> None:
+    """In the class's check (a fragment's own run): the browser's language, when
+    phone_language found one the page is not in, set and the page drawn again in it."""
+    lang = st.session_state.get(LOCALE_WANTED)
+    if lang is None:
+        return
+    try:
+        st.session_state[LANG_KEY] = lang
+    except StreamlitAPIException:  # a whole page's run drew the switch: the next check
+        return
+    del st.session_state[LOCALE_WANTED]
+    st.rerun()
 
 
 def _reclaim(code: str) -> Teacher | None:
@@ -169,6 +238,19 @@ def _reveals(c: Class) -> None:
     for step in c.state.revealed:
         if 1 <= step <= nav.N:
             nav.reveal(lesson.STEPS[step - 1].key)
+
+
+TEACHER_HINT = N_("*(Answer ▶ reveals it.)*")  # the step's question, on the teacher's page
+STUDENT_HINT = N_("*(Your teacher will reveal the answer: choose yours below first.)*")
+
+
+def for_student(parts: list) -> list:
+    """A step's text as a student's page shows it: the question says that the teacher will
+    reveal the answer, instead of the teacher's hint to press Answer ▶ (which a student's
+    page does not have)."""
+    hint, mine = _(TEACHER_HINT), _(STUDENT_HINT)
+    return [replace(p, block=replace(p.block, text=p.block.text.replace(hint, mine)))
+            if p.where == "question" and isinstance(p.block, Markdown) else p for p in parts]
 
 
 def class_text(c: Class | None, text: str) -> str:
@@ -304,6 +386,7 @@ def _watch(code: str, drawn: tuple[int, bool, str], step: int) -> None:
     """A student's link to the class: the page reruns when the class moved or revealed
     while the student follows; else where the class is and the way back (one tap)."""
     use_session_language()
+    _switch_language()
     try:
         s = store().state(code)
     except ClassError as e:
@@ -358,7 +441,8 @@ def _room(c: Class, step: int, names: list[str], where, big: bool) -> None:
         return
     right = c.state.revealed.get(step)
     right = right if right is not None and 0 <= right < len(names) else None
-    fig = answers_histogram(names, counts, right, mine, big)
+    fig = cached_figure(("class_histogram", tuple(names), tuple(counts), right, mine, big),
+                        lambda: answers_histogram(names, counts, right, mine, big))
     render(fig, where=where, key="class_histogram", summary=False)
     said = [_("{n} answered.").format(n=sum(counts))]
     if right is not None:

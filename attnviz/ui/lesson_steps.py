@@ -9,6 +9,7 @@ projector shows the question, the figure and Next, and nothing is lost. The widg
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
 from pathlib import Path
 
 import plotly.graph_objects as go
@@ -22,9 +23,10 @@ from attnviz.i18n import N_, _, language
 from attnviz.views import ablation as ablation_view
 from attnviz.views import lesson as view
 
+from . import classroom
 from .cache import cached
 from .context import Context, bert_like, cached_trace
-from .lesson import numbers, sweep, trained_taggers
+from .lesson import numbers, student, sweep, trained_taggers
 from .progress import with_progress
 from .render import render
 from .text import literal
@@ -90,21 +92,32 @@ class Places:
             render(part.block, where=self.where(part.where), key=part.key)
 
 
+def parts(v: view.Lesson, name: str, build: Callable[[], object], *extra: Hashable):
+    """A step's parts (`name`: its text, tags, table, view or download) made once per server
+    for the model, step, sentence, training settings, presentation switch, language and
+    `extra` (the reveal, a layer and head), then drawn from the figures cache (bounded by
+    size) for every session: a class on one step costs one drawing, and a figure drawn
+    again sends the JSON made the first time (ui.figures.show_figure)."""
+    return cached("figures", ("lesson_parts", name, v.model.key, v.step.key, v.text,
+                              v.settings, v.big, language(), *extra), build)
+
+
 def show(v: view.Lesson, shown: bool, body, main) -> Places:
     """Draw the step under the page's navigation: its text, the tag table, once revealed its
     view (with the attention step's layer and head, the last step's links), the download;
     when presenting (v.big), what lies under the two columns folded into one expander. The
     page's places are returned (class mode draws the room's answers under the question)."""
     places = Places(body, main, lesson.STEPS.index(v.step) + 1 if v.big else None)
-    places.draw(view.text(v, shown))
+    said = parts(v, "text", lambda: view.text(v, shown), shown)
+    places.draw(classroom.for_student(said) if student() else said)
     places.where("notes")  # under the text, above what the step draws into it
-    tags = view.tags_of(v.trained, v.text)
-    places.draw(view.tag_table(v, tags, shown))
+    tags = parts(v, "tags", lambda: view.tags_of(v.trained, v.text))
+    places.draw(parts(v, "table", lambda: view.tag_table(v, tags, shown), shown))
     if shown:
         if v.step.key == "attention":
             attention(v, places)
         else:
-            places.draw(view.VIEWS[v.step.key](v))
+            places.draw(parts(v, "view", lambda: view.VIEWS[v.step.key](v)))
         if v.step.key == "bert" and bert_like(v.model):
             with places.below():
                 heads_off(v)
@@ -112,7 +125,7 @@ def show(v: view.Lesson, shown: bool, body, main) -> Places:
             for path, title in view.NEXT_PAGES:
                 if (ROOT / path).exists():
                     places.below().page_link(path, label=_(title))
-    for block in view.download(v, tags):
+    for block in parts(v, "download", lambda: view.download(v, tags)):
         render(block, where=places.below(), key="lesson_download")
     return places
 
@@ -149,7 +162,7 @@ def attention(v: view.Lesson, places: Places) -> None:
                              bind="query-params")
         head = c2.selectbox(_("Head"), range(t.n_heads), key="lesson_head",
                             bind="query-params")
-    places.draw(view.attention(v, layer, head))
+    places.draw(parts(v, "view", lambda: view.attention(v, layer, head), layer, head))
 
 
 def heads_off(v: view.Lesson) -> None:
