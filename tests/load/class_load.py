@@ -102,6 +102,8 @@ class Tab:
         t0 = time.perf_counter()
         await self.ws.send(msg.SerializeToString())
         errors: list[str] = []
+        page_buttons: dict[str, str] = {}  # this run's, kept when it drew the whole page
+        page_radios: dict[str, tuple[list[str], str]] = {}
         ok, timed = False, False
         try:
             while True:
@@ -132,9 +134,10 @@ class Tab:
                             errors.append(f"warning: {el.alert.body[:100]}")
                     elif etype == "button":
                         self.buttons[el.button.label] = el.button.id
+                        page_buttons[el.button.label] = el.button.id
                     elif etype == "radio":
-                        self.radios[el.radio.id] = (list(el.radio.options),
-                                                    fm.delta.fragment_id)
+                        self.radios[el.radio.id] = page_radios[el.radio.id] = (
+                            list(el.radio.options), fm.delta.fragment_id)
                     elif etype == "markdown":
                         self.texts.append(el.markdown.body)
                 elif kind == "script_finished":
@@ -142,6 +145,10 @@ class Tab:
                         continue
                     ok = fm.script_finished in (ForwardMsg.FINISHED_SUCCESSFULLY,
                                                 ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY)
+                    if fm.script_finished == ForwardMsg.FINISHED_SUCCESSFULLY:
+                        # the whole page was drawn (a fragment's st.rerun() included): its
+                        # widgets are the page's now, the earlier step's radio is gone
+                        self.buttons, self.radios = page_buttons, page_radios
                     if not ok:
                         errors.append(f"script finished with status {fm.script_finished}")
                     break
@@ -312,6 +319,7 @@ def main(argv: list[str] | None = None) -> int:
         url = f"ws://127.0.0.1:{port}/_stcore/stream"
     try:
         asyncio.run(warm(url))
+        load_start = os.getloadavg()[0]  # the machine is shared: said beside the figures
         t0 = time.time()
         m, students, t = asyncio.run(run_class(url, args.students, args.steps,
                                                tuple(args.think), args.answer_time))
@@ -329,8 +337,8 @@ def main(argv: list[str] | None = None) -> int:
         return {"n": len(v), "p50_s": round(pct(v, 50), 3), "p95_s": round(pct(v, 95), 3),
                 "max_s": round(max(v), 3) if v else None}
 
-    report = {"machine": f"{os.cpu_count()} CPU cores, loadavg at end "
-                         f"{os.getloadavg()[0]:.1f}",
+    report = {"machine": f"{os.cpu_count()} CPU cores, loadavg at start {load_start:.1f}, "
+                         f"at end {os.getloadavg()[0]:.1f}",
               "students": args.students, "teacher_steps": args.steps, "think_s": args.think,
               "class_seconds": round(seconds, 1), "students_per_worker": workers,
               "follow": stats(m.follow), "follow_drawn": stats(m.drawn),
