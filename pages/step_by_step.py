@@ -34,7 +34,7 @@ def main() -> None:
     # ui.urlstate reads either in either language. Steps are numbers, named in the captions.
     mode = c1.radio(_("Numbers"), list(view.MODES), key="sbs_mode", bind="query-params",
                     format_func=lambda m: _(view.MODES[m]),
-                    captions=[_("small, to redo on paper"), _("a head of the bundled BERT")])
+                    captions=[_("small, to redo on paper"), _("a head of the sidebar's model")])
     step = c2.radio(_("Step"), list(view.STEPS), key="sbs_step", bind="query-params",
                     horizontal=True, captions=[_(v) for v in view.STEPS.values()])
     box = st.container(horizontal=True)
@@ -51,7 +51,9 @@ def main() -> None:
         real = None
     else:
         t = ui.trace_or_message(ctx)
-        if t is None or not ui.require_bert_like(ctx, _("Real mode")):
+        refusal = [] if t is None else view.real_refusal(ctx.model)
+        if t is None or refusal:
+            render(refusal)
             return
         layer = box.selectbox(_("Layer"), range(t.n_layers), key="sbs_layer", bind="query-params")
         head = box.selectbox(_("Head"), range(t.n_heads), key="sbs_head", bind="query-params")
@@ -78,7 +80,7 @@ def show_step(step: int, walk, i: int, mode: str, seed: int, real: tuple | None)
     """Draw one step for query i; returns the extra numbers it adds to the download.
 
     `real` is (model, trace, layer) in real mode, None in toy mode."""
-    keys = view.FIGURES[step]
+    keys = view.figure_keys(step, walk)
     if step == 1:
         draw(view.vectors(walk, mode), keys)
     elif step == 2:
@@ -123,6 +125,9 @@ def multihead_step(walk, seed: int, real: tuple | None) -> dict:
                      bind="query-params")
         mh = view.toy_multihead(walk, h, seed)
         keys = view.FIGURES[7]
+    elif walk.kv_head is not None:  # a decoder: its layer is not BERT's (RMSNorm, RoPE, GQA)
+        render(view.decoder_multihead(walk))
+        return {}
     else:
         model, t, layer = real
         mh = view.wt.real_multihead(model, t, layer)

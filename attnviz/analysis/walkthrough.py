@@ -274,7 +274,7 @@ def decoder_walkthrough(model, trace, layer: int, head: int) -> Walkthrough:
     pos = np.asarray(trace.position_ids)
     angles = None
     if (pos >= 0).all():  # positions="none" leaves q and k unturned
-        positions = torch.as_tensor(pos, dtype=torch.int64)
+        positions = torch.tensor(pos, dtype=torch.int64)  # a copy: the trace is read-only
         inv_freq, _factor = model.rotary[model.layer_types[layer]]
         cos, sin = model.rotations(positions)[model.layer_types[layer]]
         q = rotate(torch.as_tensor(q0), cos.cpu(), sin.cpu()).numpy()

@@ -387,6 +387,9 @@ def projection_figure(walk, name: str, decimals: int = 2) -> go.Figure:
     rows, a_rows, labels = dim_labels(name, w.shape[0]), dim_labels("a", walk.m), \
         token_axis(walk.tokens)
     big = name.upper()
+    if getattr(walk, "rotary", False) and name in "qk":  # a rotary decoder: before RoPE
+        out = walk.queries_unrotated if name == "q" else walk.keys_unrotated
+        big = _("{name} before RoPE").format(name=big)
     panels = [
         (w, rows, a_rows, f"W<sup>{name}</sup> ({w.shape[0]} × {w.shape[1]})", "values"),
         (walk.inputs.T, a_rows, labels, f"I ({walk.m} × {walk.n})", "values")]
@@ -399,6 +402,22 @@ def projection_figure(walk, name: str, decimals: int = 2) -> go.Figure:
                   "column)").format(out=big, name=name)
     panels.append((out.T, rows, labels, f"{big} ({out.shape[1]} × {walk.n})", "values"))
     return matrices_figure(panels, [*ops, "="], title, decimals=decimals)
+
+
+def rotation_figure(walk, name: str, decimals: int = 3) -> go.Figure:
+    """RoPE on q or k (`name`): the projected vectors as columns, then the same vectors turned
+    by their positions (walkthrough.decoder_walkthrough), side by side."""
+    before = walk.queries_unrotated if name == "q" else walk.keys_unrotated  # [n, d]
+    after = walk.queries if name == "q" else walk.keys
+    rows, labels, big = dim_labels(name, before.shape[1]), token_axis(walk.tokens), name.upper()
+    n, d = before.shape
+    return matrices_figure(
+        [(before.T, rows, labels, _("{name} before RoPE").format(name=big) + f" ({d} × {n})",
+          "values"),
+         (after.T, rows, labels, _("{name} after RoPE").format(name=big) + f" ({d} × {n})",
+          "values")],
+        ["→"], _("RoPE turns {name}: column i by the angles i·θ (column #0 stays)").format(
+            name=big), decimals=decimals)
 
 
 def scores_figure(walk, rows: str = "queries", decimals: int = 2,
@@ -416,6 +435,9 @@ def scores_figure(walk, rows: str = "queries", decimals: int = 2,
     else:
         raise ValueError("rows must be 'queries' or 'keys'")
     n, d = walk.n, walk.d_k
+    mask = getattr(walk, "mask", None)
+    if mask is not None:  # a decoder's masked scores: blank (their weights are 0)
+        s = np.where(mask if rows == "queries" else mask.T, s, np.nan)
     name = "A<sup>T</sup>" if rows == "queries" else "A"
     fig = matrices_figure([
         (left[0], labels, left[1], f"{left[2]} ({n} × {d})", "values"),

@@ -33,6 +33,30 @@ FIGURES = {1: ["s1_A"], 2: ["s2_q", "s2_k", "s2_v"], 3: ["s3_terms", "s3_S"],
            4: ["s4_m", "s4_bar", "s4_T", "s4_dk"], 5: ["s5_W"],
            6: ["s6_arrows", "s6_bars", "s6_O"], 7: ["s7_h", "s7_eff", "s7_O"],
            8: ["s8_S", "s8_W"]}  # in the order each step draws them (real step 7: no s7_eff)
+ROPE_FIGURES = ["s2_rope_q", "s2_rope_k"]  # step 2 of a rotary decoder: q, k turned by RoPE
+
+
+def figure_keys(step: int, walk) -> list[str]:
+    """The page's figure keys of `step` for this walkthrough, in the order they are drawn."""
+    return FIGURES[step] + (ROPE_FIGURES if step == 2 and walk.rotary else [])
+
+
+def real_refusal(model) -> list:
+    """[] when real mode can show this model (a BERT-like encoder, or a Llama-shaped decoder:
+    walkthrough.decoder_refusal); else one sentence why not (info)."""
+    from .common import bert_like, not_bert_like
+
+    if model is None or bert_like(model):
+        return []
+    if getattr(model, "kind", None) == "decoder":
+        reason = wt.decoder_refusal(model)
+        if reason is None:
+            return []
+        return [Markdown(_("Real mode draws a BERT-like encoder's head, or a decoder's with "
+                           "Llama's attention (Llama, SmolLM2, Mistral, Qwen2). The loaded "
+                           "model, {name}, is a {title}: {reason}.").format(
+            name=literal(model.name), title=model.title, reason=reason), "info")]
+    return not_bert_like(model, _("Real mode"))
 
 
 def intro() -> list:
@@ -60,6 +84,20 @@ def toy_cut(walk) -> list:
 def real_check(walk, t, layer: int, head: int) -> Markdown:
     """How far the recomputed head is from the engine's trace."""
     diff = wt.trace_differences(walk, t)
+    if walk.kv_head is not None:  # a decoder's head: its own W^q rows, its group's W^k, W^v
+        d = t.head_dim
+        return Markdown(_(
+            "Recomputed from layer {layer}'s input $a^i$ (the RMSNorm of the layer's input) "
+            "and the rows {lo}:{hi} of W^q (query head {head}), {klo}:{khi} of W^k and W^v "
+            "(key/value head {g}, which query heads {group} share: grouped-query attention); "
+            "{bias}; q and k turned by RoPE; the causal mask. max |recomputed − engine "
+            "trace| = {diff:.1e}.").format(
+            layer=layer, lo=head * d, hi=(head + 1) * d, head=head, klo=walk.kv_head * d,
+            khi=(walk.kv_head + 1) * d, g=walk.kv_head,
+            group=", ".join(str(h) for h in walk.kv_group),
+            bias=_("with biases") if walk.biases else _("no biases (Llama's projections "
+                                                        "have none)"),
+            diff=max(diff.values())), "caption")
     return Markdown(_("Recomputed from layer {layer}'s input $a^i$ and the slices W[{lo}:{hi}] "
                       "of W^q, W^k, W^v (+ biases); max |recomputed − engine trace| = "
                       "{diff:.1e}.").format(layer=layer, lo=head * t.head_dim,
@@ -100,13 +138,17 @@ def vectors(walk, mode: str) -> list:
         _("Toy vectors depend only on the word, so both *saw* get the same $a^i$: without "
           "positions attention cannot tell them apart.")
         if mode == "toy" else
+        _("In this decoder, $a^i$ is the RMSNorm of layer {layer}'s input.").format(
+            layer=walk.layer) if walk.kv_head is not None else
         _("In BERT, $a^i$ is the input of layer {layer}.").format(layer=walk.layer))),
         sp.matrix_figure(walk.inputs.T, sp.dim_labels("a", walk.m), sp.token_axis(walk.tokens),
                          f"I ({walk.m} × {walk.n})", decimals=dec)]
 
 
 def projections(walk, mode: str) -> list:
-    """Step 2."""
+    """Step 2 (and, for a rotary decoder, q and k turned by RoPE: `rotations`)."""
+    if walk.kv_head is not None:
+        return decoder_projections(walk)
     qdec = decimals(mode)[1]
     return [Markdown(_(r"$q^i = W^q a^i,\; k^i = W^k a^i,\; v^i = W^v a^i$; all tokens at once: "
                        r"$Q = W^qI,\; K = W^kI,\; V = W^vI$.") + (
@@ -116,6 +158,39 @@ def projections(walk, mode: str) -> list:
                 "percentile of |value|; hover for the exact numbers.")
         if mode == "real" else "")),
         *(sp.projection_figure(walk, name, qdec) for name in "qkv")]
+
+
+def decoder_projections(walk) -> list:
+    """Step 2 of a decoder's head: q k v from its slices (GQA: k and v are its group's),
+    then RoPE (`rotations`)."""
+    qdec = decimals("real")[1]
+    said = _(r"$q^i = W^q a^i,\; k^i = W^k a^i,\; v^i = W^v a^i$, as in BERT; ") + (
+        _("with biases, as in Qwen2.") if walk.biases else
+        _("no biases: Llama's projections have none.")) + " " + _(
+        "$W^k$ and $W^v$ are those of key/value head {g}: query heads {group} all read the "
+        "same keys and values (grouped-query attention), so a layer stores fewer of them. "
+        "Colours of these big matrices stop at the 99th percentile of |value|; hover for the "
+        "exact numbers.").format(g=walk.kv_head, group=", ".join(str(h) for h in walk.kv_group))
+    return [Markdown(said), *(sp.projection_figure(walk, name, qdec) for name in "qkv"),
+            *rotations(walk)]
+
+
+def rotations(walk) -> list:
+    """RoPE as a step of its own: q and k before and after the turn (none without it)."""
+    if not walk.rotary:
+        return [Markdown(_("Positions are switched off (none): q and k are not turned, and the "
+                           "scores use them as projected."), "caption")]
+    theta = walk.angles[1] if walk.n > 1 else walk.angles[0]
+    return [Markdown(_(
+        r"**RoPE**, new in this step: before any score, $q^i$ and $k^i$ are turned by their "
+        r"position $i$ (counted from 0). Their $d_k = {d}$ numbers form {pairs} pairs "
+        r"(dimension $t$ with $t + {pairs}$), and pair $t$ turns by the angle $i\,\theta_t$, "
+        r"$\theta_t$ from {first:.3g} down to {last:.2g} radians per position. Turning keeps "
+        r"each pair's length; $q^i\cdot k^j$ then depends on the distance $i - j$, not on "
+        r"where the two tokens stand. The first token (position 0) is not turned; the value "
+        r"vectors never are.").format(d=walk.d_k, pairs=walk.d_k // 2, first=float(theta[0]),
+                                      last=float(theta[-1]))),
+        *(sp.rotation_figure(walk, name) for name in "qk")]
 
 
 def default_key(walk) -> int:
@@ -138,13 +213,17 @@ def similarity(walk, i: int, j: int, mode: str) -> list:
 
 def scores(walk, rows: str, mode: str) -> list:
     """Step 3 after its layout choice (`rows`: a ROWS key)."""
-    return [sp.scores_figure(walk, rows, decimals(mode)[1], 4 if mode == "toy" else 3)]
+    masked = [] if walk.mask is None else [Markdown(_(
+        r"The causal mask: query $i$ may look at keys $j \le i$ only. The {count} scores of "
+        r"later keys are computed but masked: blank in the matrix, their weights exactly 0 "
+        r"(step 5).").format(count=int((~walk.mask).sum())), "caption")]
+    return [*masked, sp.scores_figure(walk, rows, decimals(mode)[1], 4 if mode == "toy" else 3)]
 
 
 def temperature(walk, i: int, temp: float, mode: str) -> tuple[list, dict]:
     """Step 4 after its temperature slider: (blocks, numbers added to the download)."""
     labels = sp.token_axis(walk.tokens)
-    limit = wt.temperature_limit(walk.scores[i])
+    limit = wt.temperature_limit(walk.scores[i], allowed=walk.allowed(i))
     tied = [labels[j] for j in np.flatnonzero(limit)]
     said = [_(r"Scaled scores $\alpha_{{i,j}}/\sqrt{{d_k}}$, $\sqrt{{d_k}} = {root:.3f}$; "
               r"the softmax below uses $\alpha/(T\sqrt{{d_k}})$. Small T puts all the weight "
@@ -159,18 +238,22 @@ def temperature(walk, i: int, temp: float, mode: str) -> tuple[list, dict]:
     if mode == "toy":
         said.append(_("In the toy both *saw*s have the same key vector, so a query whose "
                       "largest score is a *saw* splits evenly between them."))
-    w_t = wt.temperature_weights(walk.scores, walk.scale, temp)
+    w_t = wt.temperature_weights(walk.scores, walk.scale, temp, walk.mask)
     temps = np.geomspace(0.02, 100, 60)
+    scaled = walk.scores * walk.scale
+    if walk.mask is not None:  # masked scores left blank, as in step 3
+        scaled = np.where(walk.mask, scaled, np.nan)
     return [Markdown(" ".join(said)),
             sp.matrices_figure(
-                [(walk.scores * walk.scale, labels, labels, _("scores / sqrt(d_k)"), "scores"),
+                [(scaled, labels, labels, _("scores / sqrt(d_k)"), "scores"),
                  (w_t, labels, labels, _("weights at T = {t:g}").format(t=temp), "weights")],
                 ["→"], _("Scale, then softmax"), decimals=3),
             sp.weights_bar_figure({f"T = {temp:g}": w_t[i], "T = 1": walk.weights[i]},
                                   walk.tokens, _("Weights of query {query}").format(
                                       query=labels[i])),
-            sp.temperature_figure(wt.temperature_sweep(walk.scores[i], walk.scale, temps), temp,
-                                  walk.n),
+            sp.temperature_figure(wt.temperature_sweep(walk.scores[i], walk.scale, temps,
+                                                       walk.allowed(i)), temp,
+                                  walk.n if walk.mask is None else int(walk.mask[i].sum())),
             sp.dk_figure(wt.dk_sweep(), walk.d_k)], {"weights_at_T": w_t, "temperature": temp}
 
 
@@ -181,9 +264,13 @@ def softmax(walk, i: int) -> list:
     """Step 5."""
     labels = sp.token_axis(walk.tokens)
     sums = walk.weights.sum(axis=1, keepdims=True)
-    parts = wt.softmax_parts(walk.scores[i], walk.scale)
+    parts = wt.softmax_parts(walk.scores[i], walk.scale, allowed=walk.allowed(i))
+    masked = "" if walk.mask is None else " " + _(
+        r"A masked key (a later token) has $z_j = -\infty$, so $e^{z_j} = 0$ and its weight "
+        r"is exactly 0.")
     return [Markdown(_(r"$\alpha'_{i,j} = e^{z_j} / \sum_{j'} e^{z_{j'}}$ with "
-                       r"$z_j = \alpha_{i,j}/\sqrt{d_k}$: each row of weights sums to 1.")),
+                       r"$z_j = \alpha_{i,j}/\sqrt{d_k}$: each row of weights sums to 1.")
+                     + masked),
             sp.matrices_figure([(walk.weights, labels, labels,
                                  _("weights A'<sup>T</sup> (rows = queries)"), "weights"),
                                 (sums, labels, [_("row sum")], "Σ_j", "weights")], [""],
@@ -236,6 +323,18 @@ def heads_trend(walk, progress: Callable | None = None) -> dict:
     """Over 40 seeds: does going from 1 head to m heads flatten the softmax?"""
     text = " ".join(walk.tokens)
     return wt.heads_trend(text, progress=progress) if progress else wt.heads_trend(text)
+
+
+def decoder_multihead(walk) -> Markdown:
+    """Step 7 in real mode on a decoder: what differs from BERT's multi-head, where to see it."""
+    return Markdown(_(
+        "Real mode draws step 7 for BERT's layers. In this decoder the heads of a layer are "
+        "concatenated and multiplied by $W^O$ as above, but query heads {group} share key/value "
+        "head {g}, and the layer around them differs (RMSNorm before attention, no LayerNorm "
+        "after it). *Heads of one layer* shows all the heads of layer {layer}; the toy mode "
+        "shows multi-head attention step by step.").format(
+        group=", ".join(str(h) for h in walk.kv_group), g=walk.kv_head, layer=walk.layer),
+        "info")
 
 
 def shapes_table(walk, mh) -> Table:
@@ -300,7 +399,7 @@ def additive(walk, seed: int, mode: str) -> tuple[list, dict]:
                             (add, labels, labels, _("additive w·tanh(q+k)"), "scores")],
                            [""], _("Two similarities on the same q, k"), decimals=3),
         sp.matrices_figure([(walk.weights, labels, labels, "softmax(q·k / sqrt(d_k))",
-                             "weights"), (wt.additive_weights(add), labels, labels,
+                             "weights"), (wt.additive_weights(add, walk.mask), labels, labels,
                                           _("softmax(additive)"), "weights")], [""],
                            _("Their weights"), decimals=3)], {"additive_w": w_add,
                                                               "additive_scores": add}
