@@ -371,7 +371,26 @@ def test_open_store_names_its_backend(tmp_path, spec):
     assert name == ("RedisBackend" if kind == "redis" else "SQLiteBackend")
     if kind == "sqlite":
         assert s.backend.path == tmp_path / "classroom.sqlite3"
-        assert s.backend._db().execute("pragma journal_mode").fetchone()[0] == "wal"
+        with s.backend._db() as db:
+            assert db.execute("pragma journal_mode").fetchone()[0] == "wal"
+
+
+def test_sqlite_threads_one_after_another_share_one_connection(tmp_path):
+    """Each Streamlit run is a thread of its own: a class read from run after run (a
+    student's check every second) reuses the process's pooled connection, opening none."""
+    import threading
+
+    s = ClassStore(SQLiteBackend(tmp_path / "c.sqlite3"))
+    t = s.create("I saw a saw")
+    opened = []
+    connect = s.backend._connect
+    s.backend._connect = lambda: opened.append(1) or connect()
+    for k in range(20):
+        th = threading.Thread(target=lambda k=k: (s.state(t.code), s.join(t.code, f"s{k}")))
+        th.start()
+        th.join()
+    assert opened == [] and s.backend._pool.qsize() == 1
+    assert s.counts(t)[1] == 20
 
 
 def test_codes_of_many_classes_differ(store):

@@ -5,15 +5,15 @@ WAL lets readers (every student's poll) go on while one writer commits; each cha
 interleave with another process's), and a busy file is waited for (busy_timeout). A
 committed answer is in the WAL file before the call returns: a process killed afterwards
 (kill -9) loses nothing (synchronous=NORMAL loses nothing on a process crash; only a power
-cut may lose the last commits). One connection per process and thread.
+cut may lose the last commits). A process keeps a pool of connections (`_db`).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import queue
 import sqlite3
-import threading
 from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
@@ -38,36 +38,54 @@ class SQLiteBackend:
     def __init__(self, path: Path | str):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._local = threading.local()
+        self._pool: queue.SimpleQueue = queue.SimpleQueue()
+        self._pid = os.getpid()
         try:
-            self._db().executescript(SCHEMA)  # its own transaction
+            with self._db() as db:
+                db.executescript(SCHEMA)  # its own transaction
         except sqlite3.Error as e:
             raise StoreUnavailable(str(e)) from e
 
-    def _db(self) -> sqlite3.Connection:
-        key = os.getpid()  # a forked child opens its own
-        if getattr(self._local, "pid", None) != key:
-            db = sqlite3.connect(self.path, timeout=BUSY_MS / 1000, isolation_level=None,
-                                 check_same_thread=False)
-            db.execute("pragma journal_mode=wal")
-            db.execute("pragma synchronous=normal")
-            db.execute(f"pragma busy_timeout={BUSY_MS}")
-            self._local.db, self._local.pid = db, key
-        return self._local.db
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, timeout=BUSY_MS / 1000, isolation_level=None,
+                             check_same_thread=False)
+        db.execute("pragma journal_mode=wal")
+        db.execute("pragma synchronous=normal")
+        db.execute(f"pragma busy_timeout={BUSY_MS}")
+        return db
+
+    @contextmanager
+    def _db(self):
+        """A connection of this process for one call: taken from the pool (a queue.SimpleQueue,
+        as many as calls ran at once) or opened, given back after. Each Streamlit run has a
+        thread of its own, so a connection per thread would be opened on every run."""
+        if self._pid != os.getpid():  # a forked child opens its own
+            self._pool, self._pid = queue.SimpleQueue(), os.getpid()
+        try:
+            db = self._pool.get_nowait()
+        except queue.Empty:
+            try:
+                db = self._connect()
+            except sqlite3.Error as e:
+                raise StoreUnavailable(str(e)) from e
+        try:
+            yield db
+        finally:
+            self._pool.put(db)
 
     @contextmanager
     def _tx(self):
-        try:
-            db = self._db()
-            db.execute("begin immediate")
-        except sqlite3.Error as e:
-            raise StoreUnavailable(str(e)) from e
-        try:
-            yield db
-            db.execute("commit")
-        except BaseException:
-            db.execute("rollback")
-            raise
+        with self._db() as db:
+            try:
+                db.execute("begin immediate")
+            except sqlite3.Error as e:
+                raise StoreUnavailable(str(e)) from e
+            try:
+                yield db
+                db.execute("commit")
+            except BaseException:
+                db.execute("rollback")
+                raise
 
     def _read(self, db: sqlite3.Connection, code: str) -> dict | None:
         row = db.execute("select rec from classes where code = ?", (code,)).fetchone()
@@ -88,7 +106,8 @@ class SQLiteBackend:
 
     def load(self, code: str) -> dict | None:
         try:
-            return self._read(self._db(), code)
+            with self._db() as db:
+                return self._read(db, code)
         except sqlite3.Error as e:
             raise StoreUnavailable(str(e)) from e
 
@@ -146,16 +165,20 @@ class SQLiteBackend:
             return "ok"
 
     def students(self, code: str) -> int:
-        return self._db().execute("select count(*) from students where code = ?",
-                                  (code,)).fetchone()[0]
+        with self._db() as db:
+            return db.execute("select count(*) from students where code = ?",
+                              (code,)).fetchone()[0]
 
     def answers(self, code: str, step: int) -> dict[str, int]:
-        return dict(self._db().execute(
-            "select student, choice from answers where code = ? and step = ?", (code, step)))
+        with self._db() as db:
+            return dict(db.execute(
+                "select student, choice from answers where code = ? and step = ?",
+                (code, step)))
 
     def steps(self, code: str) -> list[int]:
-        return [r[0] for r in self._db().execute(
-            "select distinct step from answers where code = ? order by step", (code,))]
+        with self._db() as db:
+            return [r[0] for r in db.execute(
+                "select distinct step from answers where code = ? order by step", (code,))]
 
     def purge(self, now: float) -> None:
         with self._tx() as db:
