@@ -3,10 +3,11 @@ transformers' eager LlamaForCausalLM with output_attentions=True on the same tok
 
 Each run is a fresh Python process (the parent starts one per peer and length, one at a time),
 so each peak is that process's own: `peak RSS` is the kernel's high-water mark of the whole
-process (getrusage ru_maxrss: model, input, everything), and `added` the highest resident size
-sampled every 5 ms during the timed work, less the size just before it. A process may use at
-most CAP_GIB of address space (RLIMIT_AS): one that would need more stops with a MemoryError
-and its row says so, instead of pressing the machine into swap.
+process (getrusage ru_maxrss: model, input, everything) when the timed work is done (before the
+run's own checks: HF's arrays saved, attnviz's compared with them), and `added` the highest
+resident size sampled every 5 ms during the timed work, less the size just before it. A
+process may use at most CAP_GIB of address space (RLIMIT_AS): one that would need more stops
+with a MemoryError and its row says so, instead of pressing the machine into swap.
 
     attnviz   load_model("smollm2"), then a first overview of every head: the trace
               (Model.trace) and each head's weight on the first token and its head
@@ -108,10 +109,11 @@ def child_hf(n: int, out: Path) -> dict:
                                               dtype=torch.float32).eval()
     with Peak() as p, torch.inference_mode():
         o = hf(ids, output_attentions=True, output_hidden_states=True)
+    peak = _max_rss()
     hs = torch.stack(o.hidden_states)[:, 0].numpy()
     heads = np.stack([o.attentions[layer][0, head].numpy() for layer, head in HEADS])
     np.savez(out / f"hf_{n}.npz", hidden_states=hs, heads=heads)
-    return {"overview_s": p.seconds, "added": p.added}
+    return {"overview_s": p.seconds, "added": p.added, "peak": peak}
 
 
 def child_attnviz(n: int, out: Path) -> dict:
@@ -133,7 +135,7 @@ def child_attnviz(n: int, out: Path) -> dict:
         w = t.weights_of(layer, head)
         explore.one_head({head: w}, t.tokens, list(range(t.n_tokens)), layer, head)
     row = {"overview_s": first.seconds, "added": first.added, "head_s": change.seconds,
-           "trace_mb": t.nbytes / 2**20, "held": t.weights is not None}
+           "trace_mb": t.nbytes / 2**20, "held": t.weights is not None, "peak": _max_rss()}
     ref = out / f"hf_{n}.npz"
     if ref.is_file():
         with np.load(ref) as f:
@@ -155,7 +157,7 @@ def child(peer: str, n: int, out: Path, cap_gib: float) -> None:
     except (MemoryError, RuntimeError) as e:
         row = {"error": f"{type(e).__name__}: {str(e).splitlines()[0][:160]}" if str(e)
                else type(e).__name__}
-    row["peak"] = _max_rss()
+    row.setdefault("peak", _max_rss())  # where the run stopped early: its peak so far
     print(json.dumps(row), flush=True)
 
 

@@ -122,7 +122,8 @@ def head_stats(weights: np.ndarray, tokens: list[str],
 def trace_head_stats(t, conventions: str = "attnviz") -> dict[str, np.ndarray]:
     """head_stats of a trace, {name: [layers, heads]}, whether or not it holds its weights:
 
-    - held weights (Trace.weights): head_stats of them;
+    - held weights (Trace.weights): head_stats of them, a layer at a time (its float64 copies
+      are one layer's, not the whole trace's);
     - a long decoder input (no weights held): from Trace.weight_summary, what the forward pass
       took of every head's weights (the weight on itself, on the previous and the next token,
       each row's entropy, the weight each key receives: a share on a set of keys is the sum of
@@ -133,7 +134,9 @@ def trace_head_stats(t, conventions: str = "attnviz") -> dict[str, np.ndarray]:
     """
     _check(conventions)
     if t.weights is not None:
-        return head_stats(t.weights, list(t.tokens), conventions)
+        layers = [head_stats(t.weights[layer][None], list(t.tokens), conventions)
+                  for layer in range(t.n_layers)]
+        return {name: np.concatenate([one[name] for one in layers]) for name in STATS}
     summary = getattr(t, "weight_summary", None)
     if summary is None:
         return streamed_head_stats(t, conventions)

@@ -12,7 +12,8 @@ says which one each query head reads (`kv_heads`); `head_keys(layer, head)` and
 wants one key array per query head asks for `keys_per_head` / `values_per_head` (a copy).
 Sliding windows differ by layer: `mask_of(layer)` is layer l's mask. `weights_of(layer, head)`
 is a head's weights; `recompute_weights(layer)` computes them again from the kept queries and
-keys.
+keys. A trace that does not hold its weights (a long decoder input) carries what the forward
+pass took of them, `weight_summary` (analysis.head_stats reads it).
 
 Every family fills the same fields (an encoder-decoder's encoder, a decoder's causal
 self-attention, a vision transformer's [CLS] and patches). An encoder-decoder adds its
@@ -224,7 +225,8 @@ class Trace:
     def nbytes(self) -> int:
         """Bytes of the trace's arrays."""
         return sum(v.nbytes for v in (getattr(self, f.name) for f in fields(self))
-                   if isinstance(v, np.ndarray))
+                   if isinstance(v, np.ndarray)) + sum(
+            v.nbytes for v in (self.weight_summary or {}).values())
 
     @property
     def key(self) -> tuple[str, TraceRequest]:
