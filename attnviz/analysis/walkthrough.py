@@ -268,22 +268,34 @@ def decoder_walkthrough(model, trace, layer: int, head: int) -> Walkthrough:
         raise ValueError(reason)
     s = decoder_slices(model, layer, head)
     inputs = np.array(trace.attention_inputs[layer], dtype=np.float32)  # [n, hidden], a copy
-    q0 = project(inputs, s["w_q"], s["b_q"])  # [n, d]  before RoPE
-    k0 = project(inputs, s["w_k"], s["b_k"])  # [n, d]
-    values = project(inputs, s["w_v"], s["b_v"])  # [n, d]
+    lay, d, g = model.layers[layer], model.head_dim, s["kv_head"]
+    H, G, n = model.n_heads, model.n_kv_heads, inputs.shape[0]
+    cpu = lambda t: None if t is None else t.detach().cpu().float()  # noqa: E731
+    x = torch.as_tensor(inputs)
+
+    def heads(w, b, count: int) -> torch.Tensor:
+        """W_h a^i + b_h of every head at once: [count, n, d] (the engine's own products, so
+        the numbers agree with the trace to the last bit, not only to rounding)."""
+        return F.linear(x, cpu(w), cpu(b)).view(n, count, d).transpose(0, 1)
+
+    q_all, k_all, v_all = heads(lay.q_w, lay.q_b, H), heads(lay.k_w, lay.k_b, G), \
+        heads(lay.v_w, lay.v_b, G)  # [H, n, d], [G, n, d], [G, n, d]  before RoPE
+    q0, k0 = q_all[head].numpy().copy(), k_all[g].numpy().copy()
     pos = np.asarray(trace.position_ids)
     angles = None
     if (pos >= 0).all():  # positions="none" leaves q and k unturned
         positions = torch.tensor(pos, dtype=torch.int64)  # a copy: the trace is read-only
         inv_freq, _factor = model.rotary[model.layer_types[layer]]
         cos, sin = model.rotations(positions)[model.layer_types[layer]]
-        q = rotate(torch.as_tensor(q0), cos.cpu(), sin.cpu()).numpy()
-        k = rotate(torch.as_tensor(k0), cos.cpu(), sin.cpu()).numpy()
+        q_all, k_all = rotate(q_all, cos.cpu(), sin.cpu()), rotate(k_all, cos.cpu(), sin.cpu())
         angles = (positions.double()[:, None] * inv_freq.double().cpu()[None, :]).numpy()
-    else:
-        q, k = q0, k0
     mask = np.asarray(trace.mask_of(layer), dtype=bool)
-    outputs, weights, scores = attend(q, k, values, mask=mask)
+    # q . k and the softmax as the engine forms them: each key/value head with its group
+    y, w, sc = attention(q_all.view(G, H // G, n, d), k_all[:, None], v_all[:, None],
+                         torch.as_tensor(mask), 1.0 / math.sqrt(d))
+    at = (head // (H // G), head % (H // G))
+    q, k, values = q_all[head].numpy(), k_all[g].numpy(), v_all[g].numpy()
+    outputs, weights, scores = y[at].numpy(), w[at].numpy(), sc[at].numpy()
     group = [h for h in range(model.n_heads)
              if h // (model.n_heads // model.n_kv_heads) == s["kv_head"]]
     return Walkthrough(list(trace.tokens), inputs, s["w_q"], s["w_k"], s["w_v"], s["b_q"],
@@ -313,13 +325,16 @@ def real_walkthrough(model, trace, layer: int, head: int) -> Walkthrough:
 
 
 def trace_differences(walk: Walkthrough, trace) -> dict[str, float]:
-    """max |walkthrough - trace| for queries, keys, values, scores, weights, outputs."""
+    """max |walkthrough - trace| for queries, keys, values, scores, weights, outputs (scores
+    and weights only where the trace holds them: a long decoder input keeps q and k only)."""
     lh = (walk.layer, walk.head)
     recorded = {name: getattr(trace, name)[lh] for name in ("queries", "scores", "weights",
-                                                            "outputs")}
+                                                            "outputs")
+                if getattr(trace, name) is not None}
     recorded["keys"], recorded["values"] = trace.head_keys(*lh), trace.head_values(*lh)
     return {name: float(np.max(np.abs(getattr(walk, name) - recorded[name])))
-            for name in ("queries", "keys", "values", "scores", "weights", "outputs")}
+            for name in ("queries", "keys", "values", "scores", "weights", "outputs")
+            if name in recorded}
 
 
 # ------------------------------------------------------------------ step by step details

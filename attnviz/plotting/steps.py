@@ -400,7 +400,8 @@ def projection_figure(walk, name: str, decimals: int = 2) -> go.Figure:
         ops.append("+")
         title = _("{out} = W<sup>{name}</sup> I + b<sup>{name}</sup> (the bias is added to every "
                   "column)").format(out=big, name=name)
-    panels.append((out.T, rows, labels, f"{big} ({out.shape[1]} × {walk.n})", "values"))
+    gap = "<br>" if getattr(walk, "rotary", False) else " "  # a long name: its size below it
+    panels.append((out.T, rows, labels, f"{big}{gap}({out.shape[1]} × {walk.n})", "values"))
     return matrices_figure(panels, [*ops, "="], title, decimals=decimals)
 
 
@@ -416,8 +417,8 @@ def rotation_figure(walk, name: str, decimals: int = 3) -> go.Figure:
           "values"),
          (after.T, rows, labels, _("{name} after RoPE").format(name=big) + f" ({d} × {n})",
           "values")],
-        ["→"], _("RoPE turns {name}: column i by the angles i·θ (column #0 stays)").format(
-            name=big), decimals=decimals)
+        ["→"], _("RoPE turns {name}: each token's column by its position times θ (the first "
+                 "token's stays)").format(name=big), decimals=decimals)
 
 
 def scores_figure(walk, rows: str = "queries", decimals: int = 2,
