@@ -1,6 +1,7 @@
 """Class mode end to end on `make serve WORKERS=2` (the hall of test_e2e_serve): a teacher
 (1280x720) and five students in browser contexts of their own (three phones at 390x844, one
-reading Chinese; students land on both workers), all in one headless Chromium.
+reading Chinese by its locale alone; students land on both workers), all in one headless
+Chromium.
 
 The teacher starts a class (a join code and a QR code large enough for a projector); the
 students open the join link; the teacher moves through three steps with questions (the lesson's
@@ -26,6 +27,7 @@ import pytest
 
 from attnviz import i18n
 from attnviz.classroom import codes, questions
+from attnviz.ui import classroom as ui_class
 
 from .conftest import SHOTS, page_errors, screenshot, wait_for_app
 from .test_e2e_serve import hall  # noqa: F401 - the fixture: make serve WORKERS=2
@@ -86,9 +88,17 @@ def test_a_class_follows_the_teacher_and_sees_the_room(hall, browser):  # noqa: 
     for k, (lang, size) in enumerate(STUDENTS):
         ctx = browser.new_context(viewport=size, locale="zh-CN" if lang == "zh" else "en-US")
         page = ctx.new_page()
-        page.goto(link + ("&lang=zh" if lang == "zh" else ""))
+        page.goto(link)  # the link names no language: a Chinese phone's locale says it
         settle(page)
+        if lang == "zh":  # switched by the class's first check (ui.classroom.phone_language)
+            page.wait_for_url(re.compile(r"[?&]lang="), timeout=FOLLOW_MS)
+            settle(page)
+            page.locator(".st-key-lesson_question").get_by_text(
+                tr("zh", ui_class.STUDENT_HINT).strip("*")).wait_for(timeout=FOLLOW_MS)
         assert not page_errors(page), (k, page_errors(page))
+        said = page.locator(".st-key-lesson_question").inner_text()
+        assert tr(lang, ui_class.STUDENT_HINT).strip("*") in said, (k, said)
+        assert tr(lang, ui_class.TEACHER_HINT).strip("*") not in said, (k, said)
         students.append((lang, page))
 
     teacher.get_by_role("button", name="Answer ▶").click()  # step 1's own question: its answer
