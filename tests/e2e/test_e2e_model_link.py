@@ -43,3 +43,22 @@ def test_a_first_request_naming_smollm2_opens_smollm2(browser, fresh_server):
         screenshot(page, "model_link_smollm2")
     finally:
         ctx.close()
+
+
+def test_step_by_steps_real_mode_on_smollm2_draws_rope(browser, fresh_server):
+    """Real mode on the decoder in a browser: step 2 draws q and k before and after RoPE and
+    names the shared key/value head; no error box."""
+    ctx = browser.new_context(viewport={"width": 1280, "height": 720})
+    try:
+        page = ctx.new_page()
+        page.goto(f"http://127.0.0.1:{fresh_server}/step_by_step?model=smollm2&sbs_mode=real"
+                  "&sbs_step=2&sbs_layer=3&sbs_head=4&text=I+saw+a+saw")
+        wait_for_app(page, timeout_ms=300_000)
+        page.wait_for_selector(".js-plotly-plot :text('RoPE turns Q')", timeout=120_000)
+        main = page.locator("[data-testid='stMain']").inner_text()
+        assert "key/value head 1, which query heads 3, 4, 5 share" in main
+        assert "engine trace| = 0.0e+00" in main
+        assert not page_errors(page)
+        screenshot(page, "step_by_step_smollm2_rope")
+    finally:
+        ctx.close()
