@@ -29,7 +29,8 @@ def test_on_the_projector_a_short_sentence_runs_across():
     assert big.layout.meta["words_as_rows"] is False
     assert list(big.data[0].header.values) == ["", "i", "saw #2", "a", "saw #4"]
     assert list(big.data[0].cells.values[0]) == ["gold", "(c) self-attention,<br>no positions"]
-    assert big.layout.height <= 200
+    assert big.layout.height <= 200 + P.MODEBAR_ROOM  # the rows, and the toolbar's room
+    assert big.layout.margin.t == P.MODEBAR_ROOM  # the toolbar shows over it, not the header
     small = P.tag_table(WORDS, rows, GOLD)
     assert small.layout.meta["words_as_rows"] is True
     assert list(small.data[0].header.values)[1:] == ["gold",

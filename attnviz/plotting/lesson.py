@@ -45,6 +45,7 @@ BASELINE_COLOUR = GREY
 FIELD_NAMES = {"per word": N_("per word"), "window": N_("window"),
                "self-attention": N_("self-attention")}  # analysis.lesson.receptive_fields
 SMALL, LARGE = 14, 22  # font sizes: screen, projector
+MODEBAR_ROOM = 30  # px over a table: the toolbar (camera, SVG) shows there, not on the header
 
 
 def _size(big: bool) -> int:
@@ -102,6 +103,47 @@ def projector_grid(fig: go.Figure, height: int) -> go.Figure:
     return fig
 
 
+PRESENT_TITLE_ROOM = 36  # px of an axis title at the projector's size, beside its tick labels
+PRESENT_COLORBAR_BELOW = COLORBAR_BELOW + 16  # a horizontal colour bar, title and ticks, big
+
+
+def projector_heatmap(fig: go.Figure, height: int) -> go.Figure:
+    """One attention map (plotting.attention_heatmap, its colour bar below the key labels) in
+    projector size and `height` px tall: large type, and the room its labels take measured
+    again at that size: the query labels and "queries" on the left, the slanted key labels,
+    then "keys", then the colour bar with its title under them (attention_heatmap places them
+    for its own small labels, so the big ones ran into one another)."""
+    fig = projector(fig, True)
+    size = _size(True)
+    x, y = fig.layout.xaxis, fig.layout.yaxis
+    below = 10 + label_room(list(x.ticktext or []), angle=x.tickangle or 0, size=size,
+                            across=False, titled=False) + PRESENT_TITLE_ROOM
+    fig.layout.margin.l = 10 + label_room(list(y.ticktext or []), size=size, titled=False) \
+        + PRESENT_TITLE_ROOM
+    fig.layout.height = height
+    bar = fig.data[0].colorbar
+    if bar.orientation == "h" and bar.yanchor == "top":  # below the keys: moved down with them
+        fig.layout.margin.b = below + PRESENT_COLORBAR_BELOW
+        plot = height - (fig.layout.margin.t or 0) - fig.layout.margin.b
+        bar.y = -below / max(plot, 1)
+        bar.title.font = dict(size=size - 4)
+    else:  # above the plot (a long text) or beside it: only the key labels' room
+        fig.layout.margin.b = below
+    return fig
+
+
+def bar_at_bottom(fig: go.Figure) -> go.Figure:
+    """A heads grid (plotting.heads_grid) with its colour bar held in the bottom
+    COLORBAR_BELOW px of the figure (placed from the figure's bottom edge, not as a fraction of
+    the plot's height): on a phone a title broken into lines makes the plot shorter, and a bar
+    placed by fraction then rose onto the key labels."""
+    bar = fig.layout.coloraxis.colorbar
+    if bar is not None and bar.orientation == "h" and fig.layout.height:
+        bar.update(yref="container", y=(COLORBAR_BELOW - 6) / fig.layout.height,
+                   yanchor="top")
+    return fig
+
+
 def word_labels(words: Sequence[str]) -> list[str]:
     """Each word as a table shows it, escaped: a word that occurs once bare, a repeated one
     with its number (engine.token_labels: counted from 1, as the lecture's a^1..a^4), so the
@@ -145,7 +187,8 @@ def wrap(text: str, units: int = LINE_UNITS) -> tuple[str, int]:
 
 def tag_table(words: Sequence[str], rows: Mapping[str, Sequence[str]],
               gold: Sequence[str] | None = None, big: bool = False,
-              title: str | None = None, first_width: float = 2.6) -> go.Figure:
+              title: str | None = None, first_width: float = 2.6,
+              units: int | None = None) -> go.Figure:
     """A table of tags: blue = gold tag, orange = wrong, grey = "?" (HIDDEN: not revealed).
 
     `rows` maps a tagger's name to its tags; `gold` (when known) comes first. With at most
@@ -158,7 +201,8 @@ def tag_table(words: Sequence[str], rows: Mapping[str, Sequence[str]],
     in a narrow header. The
     fills are translucent tints and the text takes the theme's colour, so the table reads
     in the light and the dark theme. `first_width`: the name column's width relative to a
-    tag column.
+    tag column; `units`: the longest line of a name when the words run across (default:
+    LINE_UNITS on the projector, NAME_UNITS elsewhere).
     """
     names = ([_("gold")] if gold is not None else []) + list(rows)
     tag_rows = ([list(gold)] if gold is not None else []) + [list(t) for t in rows.values()]
@@ -178,7 +222,7 @@ def tag_table(words: Sequence[str], rows: Mapping[str, Sequence[str]],
         row_lines = [1] * len(words)
         head_lines = max(k for _w, k in wrapped)
     else:  # one column per word
-        wrapped = [wrap(n, LINE_UNITS if big else NAME_UNITS) for n in names]
+        wrapped = [wrap(n, units or (LINE_UNITS if big else NAME_UNITS)) for n in names]
         header = ["", *heads]
         cells = [[w for w, _k in wrapped]] + [[r[i] for r in tag_rows]
                                               for i in range(len(words))]
@@ -190,7 +234,7 @@ def tag_table(words: Sequence[str], rows: Mapping[str, Sequence[str]],
     cell_h, head_h = (int(size * 1.8),) * 2 if big else (int(size * 2.1), int(size * 2.2))
     extra = int(size * 1.25)  # a wrapped line
     height = (head_h + extra * (head_lines - 1) + sum(cell_h + extra * (k - 1) for k in row_lines)
-              + (60 if title else 16))
+              + (60 if title else MODEBAR_ROOM + 11))
     return _strong_header(go.Figure(data=[dict(
         type="table", columnwidth=widths,
         header=dict(values=header, fill_color=HEADER, line=line,
@@ -198,7 +242,7 @@ def tag_table(words: Sequence[str], rows: Mapping[str, Sequence[str]],
         cells=dict(values=cells, fill_color=colours, line=line, font=dict(size=size),
                    height=cell_h, align=["left"] + ["center"] * (len(cells) - 1)),
     )], layout=dict(
-        title=title, font=_font(big), margin=dict(l=5, r=5, t=40 if title else 5, b=5),
+        title=title, font=_font(big), margin=dict(l=5, r=5, t=40 if title else MODEBAR_ROOM, b=5),
         meta={"words_as_rows": turned}, height=height)))
 
 
@@ -230,8 +274,8 @@ def far_table(labels: Sequence[str], gold: Sequence[str], tags: Mapping[str, Seq
                     line=line, font=dict(size=size, weight="bold"), height=int(size * 2.2)),
         cells=dict(values=cols, fill_color=colours, line=line, font=dict(size=size),
                    height=int(size * 2.1), align=["left"] + ["center"] * (len(tags) + 1)),
-    )], layout=dict(font=_font(big), margin=dict(l=5, r=5, t=5, b=5),
-                    height=int(size * 2.2 * (len(labels) + 1) + 20))))
+    )], layout=dict(font=_font(big), margin=dict(l=5, r=5, t=MODEBAR_ROOM, b=5),
+                    height=int(size * 2.2 * (len(labels) + 1) + 15 + MODEBAR_ROOM))))
 
 
 def receptive_field(words: Sequence[str], fields: Mapping[str, np.ndarray],
@@ -284,7 +328,7 @@ def accuracy_by_distance(curves: Mapping[str, Mapping[int, float]],
             hovertemplate=escape(name) + "<br>" + _("distance %{x}: %{y:.1f}%")
             + "<extra></extra>"))
     return projector(go.Figure(data=data, layout=dict(
-        font=_font(big), height=380 if big else 420, margin=dict(l=10, r=10, t=10, b=10),
+        font=_font(big), height=360 if big else 420, margin=dict(l=10, r=10, t=10, b=10),
         xaxis=dict(title=dict(text=_("words back to the deciding word (held-out words)")),
                    tickvals=dist, ticktext=ticks),
         yaxis=dict(title=dict(text=_("held-out accuracy (%)")), range=[0, 104]),
@@ -429,9 +473,15 @@ def cosine_by_layer(curves: Mapping[str, np.ndarray], word: str, big: bool = Fal
     n = max(len(c) for c in curves.values())
     low = min(float(np.min(c)) for c in curves.values())
     low = min(0.9, low - 0.1 * (1.0 - low) - 0.02)
+    # The legend under the x axis's title, placed in px: a fraction of the plot's height put
+    # it on the title wherever the plot was short (a phone) or the type large (a projector).
+    size = _size(big)
+    height, under = (500 if big else 420), 8 + size + 24 + int(size * 1.4) + 10
+    bottom = under + 2 * (size + 12)  # the legend: room for two rows on a narrow screen
+    plot = height - 50 - bottom
     return projector(go.Figure(data=data, layout=dict(
-        font=_font(big), height=440 if big else 380, margin=dict(l=10, r=70, t=50, b=10),
-        title=(_("cosine of '{word}' #{a} and '{word}' #{b}, layer by layer").format(
+        font=_font(big), height=height, margin=dict(l=10, r=70, t=50, b=bottom),
+        title=(_("cosine of {word} #{a} and {word} #{b}, layer by layer").format(
             word=escape(word), a=pair[0], b=pair[1]) if pair else
             _("cosine of the two '{word}' vectors, layer by layer").format(word=escape(word))),
         xaxis=dict(title=dict(text=_("layer (0 = embeddings)")), tickmode="array",
@@ -439,7 +489,7 @@ def cosine_by_layer(curves: Mapping[str, np.ndarray], word: str, big: bool = Fal
         yaxis=dict(title=dict(text=_("cosine") if big
                               else _("cosine similarity (1 = same direction)")),
                    range=[low, 1.02]),
-        legend=dict(orientation="h", y=-0.2),
+        legend=dict(orientation="h", x=0, xanchor="left", y=-under / plot, yanchor="top"),
     )), big)
 
 

@@ -244,8 +244,10 @@ def tag_table(v: Lesson, tags: dict[str, list[str]], shown: bool) -> list[Part]:
     if key == "next":
         rows = {label(k, short=True): t for k, t in tags.items()}
     elif key in ONE:
-        rows = {label(ONE[key]): tags[ONE[key]] if shown else hide}
-        if key == "positions" and "attention_rope" in tags:  # (e) beside (d)
+        rows = {label(ONE[key], short=v.big and key == "positions"):
+                tags[ONE[key]] if shown else hide}
+        if key == "positions" and "attention_rope" in tags and not v.big:  # (e) beside (d);
+            # on the projector (d) alone: the table then fits under the step's text
             rows[label("attention_rope")] = tags["attention_rope"] if shown else hide
     else:
         rows = {}
@@ -253,8 +255,14 @@ def tag_table(v: Lesson, tags: dict[str, list[str]], shown: bool) -> list[Part]:
         rows = {label("attention_pos") + _(": no gold tags for this sentence"):
                 tags["attention_pos"] if shown or key != "task" else hide}
     show_gold = gold if gold is None or shown or key != "task" else hide
-    return [Part("body" if key == "positions" else "main",
-                 plots.tag_table(v.ws, rows, show_gold, v.big), "lesson_fig_tags")]
+    body = key == "positions"  # in the text column: on the projector, narrower name lines
+    return [Part("body" if body else "main",
+                 plots.tag_table(v.ws, rows, show_gold, v.big,
+                                 units=BODY_NAME_UNITS if body and v.big else None),
+                 "lesson_fig_tags")]
+
+
+BODY_NAME_UNITS = 14  # a tagger's name line in the projector's text column (CJK counts two)
 
 
 def task(v: Lesson) -> list[Part]:
@@ -324,8 +332,9 @@ def far_tags(v: Lesson) -> dict[str, list[str]]:
 def far(v: Lesson) -> list[Part]:
     num, windows = v.numbers, [taggers.window_name(w) for w in taggers.WIDTHS]
     counts = {d: n for d, _, n in num.scores["window3"].by_distance}
-    return [Part("notes", Markdown(lesson.far_claim(num.scores["window3"].n_far))),
-            Part("notes", Table({
+    table = "page" if v.big else "notes"  # a projector's text column holds no 5-row table
+    return [Part(table, Markdown(lesson.far_claim(num.scores["window3"].n_far))),
+            Part(table, Table({
                 "": [label(n) for n in windows] + [_("majority tag per word")],
                 _("held-out accuracy on far words"): [lesson.pct(num.scores[n].far)
                                                       for n in windows]
@@ -409,18 +418,27 @@ def attention(v: Lesson, layer: int = 0, head: int = 0) -> list[Part]:
         out.append(Part("notes", Markdown(lesson.sink_claim(
             literal(names[j]), w, lesson.special_share(t.weights[layer, head, twins[1]], sinks),
             lesson.special_share(t.weights, sinks), v.word_md, literal(names[twins[1]])))))
-    out.append(Part("main", plots.projector(plotting.attention_heatmap(
+    out.append(Part("main", big_map(plotting.attention_heatmap(
         t.weights[layer, head], t.tokens, "weights",
         _("layer {layer}, head {head}: weights α′").format(layer=layer, head=head)), v.big),
         "lesson_fig_weights"))
-    out.append(Part("page", plots.projector(plotting.attention_heatmap(
+    out.append(Part("page", big_map(plotting.attention_heatmap(
         t.scores[layer, head], t.tokens, "scores",
         _("layer {layer}, head {head}: scores α = q·k").format(layer=layer, head=head)),
         v.big), "lesson_fig_scores"))
     return out
 
 
-PRESENT_HEADS_HEIGHT = 370  # the heads under the tag table: one 1280x720 screen
+PRESENT_MAP_HEIGHT = 540  # the attention step's map in the figure column of a 1280x720 screen
+
+
+def big_map(fig, big: bool):
+    """An attention map as the step shows it: on the projector in large type, its labels' and
+    colour bar's room measured at that size (plotting.lesson.projector_heatmap)."""
+    return plots.projector_heatmap(fig, PRESENT_MAP_HEIGHT) if big else fig
+
+
+PRESENT_HEADS_HEIGHT = 345  # the heads under the tag table (its toolbar room): one 1280x720 screen
 
 
 def tagger_heads(v: Lesson, name: str) -> Part:
@@ -430,7 +448,7 @@ def tagger_heads(v: Lesson, name: str) -> Part:
         "tagger {name}, layer 0: softmax weights (rows = queries)").format(
         name=NAMES[name][:3]))  # layer 0: [heads, n, n]
     fig = (plots.projector_grid(fig, PRESENT_HEADS_HEIGHT) if main and v.big
-           else plots.projector(fig, v.big))
+           else plots.bar_at_bottom(plots.projector(fig, v.big)))
     return Part("main" if main else "page", fig, "lesson_fig_tagger_heads")
 
 
@@ -467,12 +485,13 @@ def reach_table(v: Lesson) -> Table:
 
 
 def rope_notes(v: Lesson) -> list[Part]:
-    """Tagger (e) (rotary positions) beside (d): its held-out numbers ([] without it)."""
+    """Tagger (e) (rotary positions) beside (d): its held-out numbers ([] without it), on the
+    projector in the step's fold (its text column holds (d)'s numbers and tag table)."""
     num = v.numbers
     if "attention_rope" not in num.scores:
         return []
     e = num.scores["attention_rope"]
-    return [Part("notes", Markdown(lesson.rope_claim(
+    return [Part("page" if v.big else "notes", Markdown(lesson.rope_claim(
         e.near, e.far, e.double_role, num.parameters["attention_rope"],
         num.parameters["attention_pos"])))]
 
@@ -527,7 +546,10 @@ def positions(v: Lesson) -> list[Part]:
     d, num = v.numbers.scores["attention_pos"], v.numbers
     places, longest, change = taggers.untrained_positions(
         v.trained.models["attention_pos"], v.trained.corpus, v.settings)
-    return [Part("notes", Markdown(lesson.positions_claim(d.near, d.far, d.double_role))),
+    # on the projector (d)'s numbers are the accuracy grid's row beside the text: the
+    # sentence goes to the fold, and the text column keeps room for the tag table
+    return [Part("page" if v.big else "notes",
+                 Markdown(lesson.positions_claim(d.near, d.far, d.double_role))),
             *rope_notes(v),
             Part("main", plots.accuracy_grid(
                 {label(k, short=True): s for k, s in num.scores.items()}, num.baseline, v.big),

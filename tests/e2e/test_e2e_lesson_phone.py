@@ -1,11 +1,15 @@
 """The lesson's tag table on a 390x844 phone: every word's tags are on screen, the second
 "saw" (the NOUN, the point of the lesson) included, without scrolling sideways, and no row is
 cut off at the table's bottom: the table of two tag rows (one row per word) and the last
-step's table of eight (one column per word, a tagger's name on two lines)."""
+step's table of eight (one column per word, a tagger's name on two lines); the toolbar that
+shows over a touched chart (its camera) lies above the table's header, not on it. Steps 6, 7
+and 9, in English and Chinese: no text of a figure on another (a colour bar's title on the
+key labels, a legend on an axis title)."""
 
 import pytest
 
 from .conftest import page_errors, screenshot, wait_for_app
+from .test_e2e_presentation import LABELS, collisions
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("lesson_kept")]
 
@@ -56,3 +60,38 @@ def test_phone_shows_every_word_of_the_tag_table(page, app_url, step):
     assert not cut, cut
     nouns = [x for x in texts if x["text"] == "NOUN"]
     assert nouns and all(x["right"] <= t["width"] for x in nouns)
+    # the toolbar, shown while the chart is touched, over the table's texts?
+    page.locator(".st-key-lesson_main .js-plotly-plot").first.hover()
+    bar = page.locator(".st-key-lesson_main .js-plotly-plot .modebar").first
+    bar.wait_for(state="visible", timeout=10_000)
+    b = bar.bounding_box()
+    under = [x["text"] for x in page.evaluate(TABLE)["texts"]
+             if x["left"] < b["x"] + b["width"] and x["right"] > b["x"]
+             and x["top"] < b["y"] + b["height"] and x["bottom"] > b["y"]]
+    assert not under, f"the toolbar covers {under}"
+
+
+def reveal(page, app_url: str, step: int, lang: str) -> None:
+    """Step `step` on the phone in `lang`, its answer shown."""
+    page.goto(f"{app_url}/lesson?lesson_step={step}" + ("&lang=zh" if lang == "zh" else ""))
+    wait_for_app(page, plots=False, timeout_ms=LONG)
+    if page.locator(".st-key-lesson_question").count():
+        page.locator(".st-key-lesson_next button").click()
+        page.wait_for_timeout(600)
+        wait_for_app(page, plots=False, timeout_ms=LONG)
+    page.locator(".st-key-lesson_main .js-plotly-plot .main-svg").first.wait_for(timeout=LONG)
+    page.wait_for_timeout(500)
+
+
+def test_phone_figures_keep_their_labels_apart(page, app_url):
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(f"{app_url}/")
+    wait_for_app(page)
+    found = []
+    for lang in ("en", "zh"):
+        for step in (6, 7, 9):
+            reveal(page, app_url, step, lang)
+            assert not page_errors(page), (lang, step)
+            found += [f"{lang} step {step}: {c}" for c in collisions(page.evaluate(LABELS))]
+            screenshot(page, f"lesson_phone_{lang}_step{step}")
+    assert not found, "\n".join(found)

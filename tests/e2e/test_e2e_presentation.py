@@ -2,8 +2,12 @@
 step's answer is shown (its fullest state), the question, every figure of the figure column
 and the Next button lie inside the 720 px window without scrolling (their bounding rects,
 read from the page); whatever the step has under the two columns is folded into one expander
-named for the step, closed, and nothing else shows there. One page walks the lesson with the
-clicker's key; the measurements go to test-output/lesson_present.json."""
+named for the step, closed, and nothing else shows there; every block of the text column
+(a table, a tag table drawn there) ends above the window's bottom; and no text of the step's
+figures lies on another (a title on a tick label, a colour bar's title on an axis title, a
+legend on an axis title, a tagger's name on its tags: their boxes on the screen, slanted
+labels as slanted boxes). One page walks the lesson with the clicker's key; the measurements
+go to test-output/lesson_present.json."""
 
 from __future__ import annotations
 
@@ -33,6 +37,11 @@ MEASURE = """() => {
     question: r(document.querySelector('.st-key-lesson_question')),
     next: r(document.querySelector('.st-key-lesson_next button')),
     figures: [...document.querySelectorAll('.st-key-lesson_main .js-plotly-plot')].map(r),
+    // each block of the text column (its tables and a tag table drawn there included)
+    body: [...document.querySelectorAll(
+      '.st-key-lesson_body [data-testid="stElementContainer"]')].filter(
+      e => e.getBoundingClientRect().height > 0).map(
+      e => ({...r(e), text: (e.innerText || '').trim().slice(0, 40)})),
     // the page's blocks after the columns: each shown one, and the fold (closed or open)
     below: (() => {
       const blocks = [...document.querySelector('[data-testid="stMainBlockContainer"]')
@@ -48,6 +57,60 @@ MEASURE = """() => {
                                  .length} : null; })(),
   };
 }"""
+
+
+# Every text of the step's figures (both columns), as the four corners of its box on the
+# screen (a slanted label's box is slanted): per chart, its title and its labels.
+LABELS = """() => {
+  const corners = e => {
+    const b = e.getBBox(), m = e.getScreenCTM();
+    if (!m) return null;
+    return [[b.x, b.y], [b.x + b.width, b.y], [b.x + b.width, b.y + b.height],
+            [b.x, b.y + b.height]].map(([x, y]) => [m.a * x + m.c * y + m.e,
+                                                    m.b * x + m.d * y + m.f]);
+  };
+  const charts = new Set(document.querySelectorAll(
+    '.st-key-lesson_main .js-plotly-plot, .st-key-lesson_body .js-plotly-plot'));
+  return [...charts].map(c => {
+    const title = c.querySelector('.gtitle');
+    return {name: title ? title.textContent : '',
+            labels: [...c.querySelectorAll('svg text')].filter(
+              e => e.textContent.trim() && !e.closest('.hoverlayer, .modebar')
+                && getComputedStyle(e).visibility !== 'hidden').map(
+              e => ({text: e.textContent.trim(), corners: corners(e)})).filter(
+              l => l.corners)};
+  });
+}"""
+TOUCH_PX = 2.0  # labels may touch; one over another by more than this is a collision
+
+
+def overlap(a: list, b: list) -> float:
+    """How far two convex polygons (their corners) overlap, in px: the smallest overlap of
+    their projections on every edge's normal (separating axes); <= 0 when apart."""
+    import math
+
+    depth = math.inf
+    for poly in (a, b):
+        for i, (x0, y0) in enumerate(poly):
+            x1, y1 = poly[(i + 1) % len(poly)]
+            nx, ny = y0 - y1, x1 - x0
+            norm = math.hypot(nx, ny)
+            if norm:
+                pa = [(x * nx + y * ny) / norm for x, y in a]
+                pb = [(x * nx + y * ny) / norm for x, y in b]
+                depth = min(depth, min(max(pa), max(pb)) - max(min(pa), min(pb)))
+    return depth
+
+
+def collisions(charts: list[dict]) -> list[str]:
+    """'chart: label on label' for each two labels of one chart drawn over one another."""
+    out = []
+    for chart in charts:
+        labels = chart["labels"]
+        out += [f"{chart['name'] or 'chart'}: {a['text']!r} on {b['text']!r}"
+                for k, a in enumerate(labels) for b in labels[k + 1:]
+                if overlap(a["corners"], b["corners"]) > TOUCH_PX]
+    return out
 
 
 def settle(page) -> None:
@@ -76,7 +139,7 @@ def walk(page, app_url: str, lang: str) -> dict[int, dict]:
         page.locator(".st-key-lesson_main .js-plotly-plot .main-svg").first.wait_for(
             timeout=LONG)
         page.wait_for_timeout(300)
-        seen[step] = page.evaluate(MEASURE)
+        seen[step] = {**page.evaluate(MEASURE), "collisions": collisions(page.evaluate(LABELS))}
         screenshot(page, f"lesson_present_{lang}_step{step}")
         if step < N_STEPS:
             page.keyboard.press("PageDown")
@@ -98,6 +161,9 @@ def test_every_step_fits_a_1280x720_projector_in_both_languages(page, app_url):
             if STEPS[step - 1].predict:
                 parts["question"] = m["question"]
             bad = [name for name, rect in parts.items() if outside(rect)]
+            bad += [f"text column: {b['text']!r} past the bottom" for b in m["body"]
+                    if b["bottom"] > HEIGHT + 1]
+            bad += [f"labels collide: {c}" for c in m["collisions"]]
             if not m["figures"]:
                 bad.append("no figure")
             if m["scrolled"]:
