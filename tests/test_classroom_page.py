@@ -142,6 +142,20 @@ def test_a_teacher_leads_and_a_student_follows(class_store: ClassStore, cpu_mode
     text = " ".join(m.value for m in student.markdown)
     assert "1 answered." in text and "Your answer: **On [CLS] or [SEP]**." in text
 
+    # the student looks at a layer and head of their own, in the class still
+    student.selectbox(key="lesson_layer").set_value(2).run()
+    student.selectbox(key="lesson_head").set_value(5).run()
+    assert not student.exception
+    assert student.session_state[nav.FOLLOW] is True
+    assert student.session_state[nav.STEP_KEY] == ATTENTION == class_store.state(code).step
+    assert (teacher.session_state["lesson_layer"], teacher.session_state["lesson_head"]) == (0, 0)
+    assert " ".join(m.value for m in student.markdown).count("1 answered.") == 1
+    from tests.plotly_json import decode, figures_by_key
+
+    np.testing.assert_allclose(  # that head's weights, from the engine's own trace
+        decode(figures_by_key(student)["lesson_fig_weights"]["data"][0]["z"]),
+        tr.weights[2, 5], atol=1e-7)
+
     # a student looks back, then returns with one tap
     click(student, "lesson_back")
     assert student.session_state[nav.STEP_KEY] == ATTENTION - 1
