@@ -351,6 +351,9 @@ def test_bert_step_switches_each_head_off(at, model):
     assert "Change of cos(saw #2, saw #4) when one head is removed" in " ".join(
         fig["layout"]["title"]["text"] for fig in figures(at) if fig["layout"].get("title"))
     (table,) = [d for d in tables(at) if "cos(saw #2, saw #4) without it" in d.columns]
+    # what the heads are ranked by first: a phone's narrow table shows its first columns
+    assert list(table.columns) == ["rank", "layer", "head", "change of cos(saw #2, saw #4)",
+                                   "cos(saw #2, saw #4) without it"]
 
     def cos(t) -> float:
         a, b = (np.asarray(t.hidden_states[-1][i], dtype=np.float64) for i in (2, 4))

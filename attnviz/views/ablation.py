@@ -135,13 +135,15 @@ def lesson_parts(model, request: TraceRequest, progress=None, positions: bool = 
                                                             n=imp.values.size)),
         plots.head_map(imp.effect, _("Change of {cos} when one head is removed").format(
             cos=cos_ab), _("change"), selected=top[0] if top else None),
+        # the change (what the heads are ranked by) before the cosine: a phone's narrow
+        # table shows its first columns
         Table({_("rank"): list(range(1, 11)),
                _("layer"): [x for x, _y in ranked[:10]],
                _("head"): [y for _x, y in ranked[:10]],
-               _("{cos} without it").format(cos=cos_ab): [
-                   f"{imp.values[h]:.4f}" for h in ranked[:10]],
                _("change of {cos}").format(cos=cos_ab): [
-                   f"{imp.effect[h]:+.4f}" for h in ranked[:10]]}),
+                   f"{imp.effect[h]:+.4f}" for h in ranked[:10]],
+               _("{cos} without it").format(cos=cos_ab): [
+                   f"{imp.values[h]:.4f}" for h in ranked[:10]]}),
         Markdown(_("The weights of the top {k} heads (each title: the change of the cosine of "
                    "{a} and {b} when that head is removed; rows: who looks, columns: who is "
                    "looked at):").format(k=TOP, a=a, b=b) + ("" if not any(
