@@ -13,6 +13,11 @@ page when the teacher moved or revealed; the teacher's page re-reads how many an
 COUNT_S seconds the same way. A student's answer is a radio inside a fragment of its own, so
 a tap reruns that fragment alone. A student may look back (Back, the step slider) and return
 to the class with one tap (ui.lesson keeps the student at or before the class's step).
+
+A class's pages share their drawing: a step's parts come from ui.lesson_steps.parts and the
+room's histogram from cached_figure, made once per server for every student on that step. A
+student's page speaks the browser's language when the join link names none (phone_language),
+and its question says that the teacher will reveal the answer (for_student).
 """
 
 from __future__ import annotations
