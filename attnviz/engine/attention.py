@@ -124,8 +124,7 @@ def attention_rows(
     queries [..., n, d], keys and values broadcastable to them ([..., n, d]); mask [n, n],
     True = may attend (`blocks`: row_blocks(mask, block), when already made). Per block, as
     `attention`: S = Q K^T, logits = S · scale (soft-capped), masked; weights =
-    softmax(logits), computed as exp(log_softmax(logits)) (the log-weights give each row's
-    entropy), outputs = weights @ V. Returns (outputs [..., n, d_v], {name: [..., n]}).
+    softmax(logits), outputs = weights @ V. Returns (outputs [..., n, d_v], {name: [..., n]}).
     """
     n, d = queries.shape[-2], queries.shape[-1]
     lead = torch.broadcast_shapes(queries.shape[:-2], keys.shape[:-2])
@@ -152,11 +151,16 @@ def attention_rows(
         for c0, c1 in ((lo, a), (b, top)) if a < b else ((lo, top),):  # keys all rows see: as is
             if c1 > c0:
                 logits[..., c0 - lo:c1 - lo].masked_fill_(~mask[r:hi, c0:c1], masked)
-        log_w = torch.log_softmax(logits, dim=-1)
-        weights = torch.exp(log_w, out=logits)
+        weights = torch.softmax(logits, dim=-1)
         out[:, :, r:hi] = torch.bmm(weights.view(g, per * rows, top - lo),
                                     v[:, lo:top]).view(g, per, rows, -1)
-        summary["entropy"][..., r:hi] = -log_w.mul_(weights).sum(-1)
+        # entropy: ln W_ij = l_ij - m_i - ln Z_i with m_i = max_j l_ij and 1/Z_i = W at that
+        # max, so -sum_j W_ij ln W_ij = -ln(W_i,max) + sum_j W_ij (m_i - l_ij): two sums of
+        # terms >= 0 (a masked key: W = 0)
+        top_l, at_max = logits.max(dim=-1, keepdim=True)
+        gap = logits.neg_().add_(top_l)  # m_i - l_ij, in place of the logits
+        summary["entropy"][..., r:hi] = (gap.mul_(weights).sum(-1)
+                                         - weights.gather(-1, at_max).squeeze(-1).log())
         summary["received"][..., lo:top] += (ones[:, :rows] @ weights).squeeze(-2)
         if lo == 0:
             summary["first"][..., r:hi] = weights[..., 0]
