@@ -302,7 +302,7 @@ def receptive_field(words: Sequence[str], fields: Mapping[str, np.ndarray],
     for note in g.layout.get("annotations", []):  # the panel titles
         note["font"] = {**note.get("font", {}), "size": _size(big)}
     return projector(g.figure(
-        font=_font(big), height=380 if big else 340,
+        font=_font(big), height=360 if big else 340,
         title=_("What each word's tag can see (rows: the word tagged)"),
         margin=dict(l=10, r=10, t=80, b=10)), big)
 
