@@ -23,7 +23,8 @@ with a MemoryError and its row says so, instead of pressing the machine into swa
 token reaches some 24,000, where one float32 step is 0.002) and three heads' weights (layers 0,
 14, 29, absolute), attnviz's against HF's at the same length (HF's saved by its run). The
 input is this repository's README, cut to the length in tokens. LENGTHS (e.g. "512,2048")
-and CAP_GIB (default 12) are read from the environment.
+CAP_GIB (default 12) and THREADS (torch threads per run, e.g. "0,1": 0 is torch's default) are
+read from the environment.
 """
 
 from __future__ import annotations
@@ -41,9 +42,10 @@ from pathlib import Path
 from .report import Table, show
 
 COST = ("It converts SmolLM2 once (when not done yet) and runs each peer in its own process at "
-        "512 and 2,048 tokens: several minutes on a 2-core CPU and up to CAP_GIB (12) GiB of "
-        "memory per process.")
+        "512 and 2,048 tokens, on torch's default threads and on one: several minutes on a "
+        "2-core CPU and up to CAP_GIB (12) GiB of memory per process.")
 DEFAULT_LENGTHS = (512, 2048)
+DEFAULT_THREADS = (0, 1)  # torch's default, then one thread
 HEADS = ((0, 0), (14, 4), (29, 8))  # (layer, head) compared with HF at every length
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
@@ -148,8 +150,13 @@ def child_attnviz(n: int, out: Path) -> dict:
     return row
 
 
-def child(peer: str, n: int, out: Path, cap_gib: float) -> None:
-    """One measurement, its result printed as one JSON line (an error: its message)."""
+def child(peer: str, n: int, out: Path, cap_gib: float, threads: int = 0) -> None:
+    """One measurement on `threads` torch threads (0: torch's default), its result printed as
+    one JSON line (an error: its message)."""
+    import torch
+
+    if threads:
+        torch.set_num_threads(threads)
     limit = int(cap_gib * 2**30)
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     try:
@@ -158,13 +165,15 @@ def child(peer: str, n: int, out: Path, cap_gib: float) -> None:
         row = {"error": f"{type(e).__name__}: {str(e).splitlines()[0][:160]}" if str(e)
                else type(e).__name__}
     row.setdefault("peak", _max_rss())  # where the run stopped early: its peak so far
+    row["threads"] = torch.get_num_threads()
     print(json.dumps(row), flush=True)
 
 
 # ------------------------------------------------------------------ in the parent
-def run_child(peer: str, n: int, out: Path, cap_gib: float) -> dict:
+def run_child(peer: str, n: int, out: Path, cap_gib: float, threads: int = 0) -> dict:
     proc = subprocess.run([sys.executable, "-m", "benchmarks.bench_long_context", "--child",
-                           peer, str(n), str(out), str(cap_gib)], cwd=ROOT, text=True,
+                           peer, str(n), str(out), str(cap_gib), str(threads)], cwd=ROOT,
+                          text=True,
                           capture_output=True, timeout=1800)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
     if proc.returncode != 0 or not lines:
@@ -179,14 +188,17 @@ def main() -> list[Table]:
     lengths = tuple(int(x) for x in os.environ.get("LENGTHS", "").split(",") if x) or \
         DEFAULT_LENGTHS
     cap = float(os.environ.get("CAP_GIB", 12))
+    threads = tuple(int(x) for x in os.environ.get("THREADS", "").split(",") if x) or \
+        DEFAULT_THREADS
     smollm2_dir(progress=print)  # converted here, not inside a timed run
     rows = []
     with tempfile.TemporaryDirectory(prefix="attnviz-long-") as tmp:
         for n in lengths:
-            for peer in ("hf", "attnviz"):  # HF first: attnviz's run compares with its output
-                r = run_child(peer, n, Path(tmp), cap)
-                print(f"{peer} at {n} tokens: {r}", flush=True)
-                rows.append((n, peer, r))
+            for th in threads:
+                for peer in ("hf", "attnviz"):  # HF first: attnviz's run compares with it
+                    r = run_child(peer, n, Path(tmp), cap, th)
+                    print(f"{peer} at {n} tokens, threads {th}: {r}", flush=True)
+                    rows.append((n, peer, r))
 
     def mib(r, k):
         return f"{r[k] / 2**20:,.0f}" if k in r else "-"
@@ -205,11 +217,13 @@ def main() -> list[Table]:
                 "weights computed again when asked")
 
     table = Table(
-        ["tokens", "peer", "first overview (s)", "head change (s)", "peak RSS (MiB)",
+        ["tokens", "peer", "torch threads", "first overview (s)", "head change (s)",
+         "peak RSS (MiB)",
          "added during the overview (MiB)", "trace arrays (MiB)",
          "max |diff| hidden / layer's max |h|", "max |diff| weights", "note"],
         [[n, "attnviz" if peer == "attnviz" else "HF eager + attentions",
-          sec(r, "overview_s"), sec(r, "head_s"), mib(r, "peak"), mib(r, "added"),
+          r.get("threads", "-"), sec(r, "overview_s"), sec(r, "head_s"), mib(r, "peak"),
+          mib(r, "added"),
           f"{r['trace_mb']:,.0f}" if "trace_mb" in r else "-", diff(r, "diff_hidden"),
           diff(r, "diff_weights"), r.get("error", "") or held(r)] for n, peer, r in rows],
         title=f"SmolLM2-135M-Instruct (30 layers x 9 heads, 3 key/value heads), CPU, one "
@@ -218,12 +232,15 @@ def main() -> list[Table]:
              "head change <= 1 s, numbers within 1e-5 of HF's. HF's overview is its one "
              "forward pass (it keeps every head's weights: a head change reads them). 30 x 9 "
              "x 2,048^2 float32 weights are 4.5 GB; a trace that keeps scores and weights for "
-             "every head holds twice that.")
+             "every head holds twice that. Torch threads: torch's default (one per core) and "
+             "one: where another process keeps a core busy, every parallel step waits for "
+             "the second thread, and one thread is the faster.")
     return show(table)
 
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        child(sys.argv[2], int(sys.argv[3]), Path(sys.argv[4]), float(sys.argv[5]))
+        child(sys.argv[2], int(sys.argv[3]), Path(sys.argv[4]), float(sys.argv[5]),
+              int(sys.argv[6]) if len(sys.argv) > 6 else 0)
     else:
         main()
