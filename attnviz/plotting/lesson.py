@@ -132,15 +132,26 @@ def projector_heatmap(fig: go.Figure, height: int) -> go.Figure:
     return fig
 
 
+TITLE_LINES_LOST = 36  # px a phone can take from a plot's height: its title on two more lines
+BAR_ROOM_MORE = 24  # px added under a heads grid so its colour bar can sit lower
+
+
 def bar_at_bottom(fig: go.Figure) -> go.Figure:
-    """A heads grid (plotting.heads_grid) with its colour bar held in the bottom
-    COLORBAR_BELOW px of the figure (placed from the figure's bottom edge, not as a fraction of
-    the plot's height): on a phone a title broken into lines makes the plot shorter, and a bar
-    placed by fraction then rose onto the key labels."""
+    """A heads grid (plotting.heads_grid) whose colour bar stays clear of the key labels when
+    the plot gets shorter than drawn (on a phone its title breaks into more lines): the bar's
+    place, a fraction of the plot's height, is reckoned for a plot TITLE_LINES_LOST px
+    shorter, and the figure has BAR_ROOM_MORE px more at the bottom for the bar to sit lower
+    when the plot keeps its height. (Placed from the figure's bottom edge instead, Plotly
+    drew the bar's title over the bar.)"""
     bar = fig.layout.coloraxis.colorbar
-    if bar is not None and bar.orientation == "h" and fig.layout.height:
-        bar.update(yref="container", y=(COLORBAR_BELOW - 6) / fig.layout.height,
-                   yanchor="top")
+    m = fig.layout.margin
+    if bar is None or bar.orientation != "h" or bar.yanchor != "top" or not fig.layout.height:
+        return fig
+    plot = fig.layout.height - (m.t or 0) - (m.b or 0)
+    below = (m.b or 0) - COLORBAR_BELOW  # the key labels' room under the plot
+    bar.y = -(below + 8) / max(plot - TITLE_LINES_LOST, 1)
+    m.b = (m.b or 0) + BAR_ROOM_MORE
+    fig.layout.height += BAR_ROOM_MORE
     return fig
 
 
