@@ -308,8 +308,9 @@ def receptive_field(words: Sequence[str], fields: Mapping[str, np.ndarray],
             + "</extra>",
         ), 1, c)
         g.yaxis(1, c).update(type="category", autorange="reversed", ticktext=text,
-                             tickvals=labels, showticklabels=(c == 1))
-        g.xaxis(1, c).update(type="category", ticktext=text, tickvals=labels)
+                             tickvals=labels, showticklabels=(c == 1), showgrid=False)
+        g.xaxis(1, c).update(type="category", ticktext=text, tickvals=labels, showgrid=False)
+        # (grid lines showed through the translucent hidden cells)
     for note in g.layout.get("annotations", []):  # the panel titles
         note["font"] = {**note.get("font", {}), "size": _size(big)}
     return projector(g.figure(
