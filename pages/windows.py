@@ -14,8 +14,7 @@ from attnviz.ui.render import render
 from attnviz.views import windows as view
 
 
-def window_slider(where=st) -> int:
-    """The page's w, drawn by each tab that uses it; kept while another tab is open."""
+def window_slider(where=st) -> int:  # drawn by each tab that uses it, kept across tabs
     return where.slider(_("Window w: each token sees ±w tokens"), 0, 16, 1, key="win_w",
                         bind="query-params", persist_state="page")
 
@@ -28,9 +27,8 @@ def masks_tab(ctx: ui.Context, t) -> None:
     head = c3.selectbox(_("Head"), range(t.n_heads), key="win_head", bind="query-params",
                         format_func=lambda h: _("head {k}").format(k=h), persist_state="page")
     traces = view.mask_traces(ctx.trace, w)
-    render(ui.cached_figure(("win_masks", t.key, w, layer, head),
-                            lambda: view.masks_figure(t, traces, w, layer, head)),
-           key="win_masks")
+    render(ui.cached_figure(("win_masks", t.key, w, layer, head), lambda: view.masks_figure(
+        t, traces, w, layer, head)), key="win_masks")
     render(view.masks_note())
     render(view.masks_download(t, traces, layer, head), key="win_dl_m")
 
@@ -45,11 +43,10 @@ def fields_tab(ctx: ui.Context) -> None:
     request = view.fields_request(ctx.request, src)
     ids, segments, _offsets = model.tokenize(request.text, request.pair)
     toks = model.tokens_of(ids)
-    labels = token_labels(toks)
     if st.session_state.get("win_token") not in range(len(toks)):
         st.session_state["win_token"] = len(toks) // 2
     token = st.selectbox(_("Output token t"), range(len(toks)), key="win_token",
-                         format_func=lambda i: labels[i], bind="query-params")
+                         format_func=token_labels(toks).__getitem__, bind="query-params")
     key = (model.key, request, token, w)
     with st.spinner(_("Back-propagating from the output token through every depth...")):
         f = ui.cached("results", ("win_fields", *key),
@@ -103,12 +100,11 @@ def cost_tab(ctx: ui.Context) -> None:
 def decoders_tab(ctx: ui.Context, t) -> None:
     size = st.slider(_("Sliding window W (keys each query sees)"), 2, 8, 4, key="win_slide",
                      bind="query-params")
-    *shown, numbers = view.sliding_tab(size)  # each part's download comes last
-    render(shown, keys=("win_slide_masks", "win_reach"))
-    render(numbers, key="win_dl_s")
-    *shown, numbers = view.sink_part(ctx.model, t)  # a note alone for an encoder
-    render(shown, keys=("win_sink",))
-    render(numbers, key="win_dl_k")
+    for (*shown, numbers), keys, dl in (  # the sink part: a note alone for an encoder
+            (view.sliding_tab(size), ("win_slide_masks", "win_reach"), "win_dl_s"),
+            (view.sink_part(ctx.model, t), ("win_sink",), "win_dl_k")):
+        render(shown, keys=keys)
+        render(numbers, key=dl)
     if view.streams(ctx.model):
         w = st.select_slider(_("Window for the next word (tokens)"), view.STREAM_WINDOWS, 32,
                              key="win_stream_w", bind="query-params")
@@ -121,10 +117,8 @@ def decoders_tab(ctx: ui.Context, t) -> None:
 
 
 def bert_only(ctx: ui.Context) -> bool:
-    """True for a BERT-like model; else says why a tab is not shown (and, for a decoder,
-    where its windows are), False."""
-    refusal = view.bert_only(ctx.model) if ctx.model is not None else []
-    render(refusal)
+    """True for a BERT-like model; else says why not (a decoder: where its windows are)."""
+    render(refusal := view.bert_only(ctx.model) if ctx.model is not None else [])
     return not refusal
 
 
@@ -132,10 +126,8 @@ def main() -> None:
     ui.ensure_router()  # a first request for this page hands over to app.py (once)
     render(view.intro())
     ctx = ui.context()
-    t = ui.trace_or_message(ctx)
-    if t is None:
-        return
-    tabs_view(ctx)
+    if ui.trace_or_message(ctx) is not None:
+        tabs_view(ctx)
 
 
 @ui.fragment  # the tabs and the choices inside them rerun only this part of the page

@@ -73,7 +73,8 @@ def test_windows_tabs_say_why_for_vit(checkpoints, tab):
 def test_step_by_step_real_mode(checkpoints):
     """Real mode recomputes a head from what the layer projects (attention_inputs: for a
     pre-LayerNorm GPT-2 its LayerNorm, not hidden_states) and the queries match the engine;
-    its weights would not (no causal mask in the walkthrough), so the page says why instead."""
+    its weights would not (no causal mask in the walkthrough), so the page says why instead:
+    real mode draws an encoder's head or a Llama-shaped decoder's, and GPT-2 is neither."""
     model = load_model(checkpoints["gpt2"])
     t = model.trace("I saw a saw")
     walk = wt.real_walkthrough(model, t, 1, 0)
@@ -81,7 +82,8 @@ def test_step_by_step_real_mode(checkpoints):
         np.testing.assert_allclose(getattr(walk, name), getattr(t, name)[1, 0], atol=1e-5)
     assert not np.allclose(t.attention_inputs[1], t.hidden_states[1])  # the fix matters here
     at = open_with(checkpoints, "gpt2", "pages/step_by_step.py", sbs_mode="real")
-    assert any(WRITTEN_FOR in m and "decoder" in m for m in infos(at))
+    assert any("or a decoder's with Llama's attention" in m and "not a Llama-shaped decoder" in m
+               for m in infos(at))
 
 
 def test_head_stats_for_a_decoder(checkpoints):

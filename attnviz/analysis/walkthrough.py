@@ -309,14 +309,16 @@ def decoder_walkthrough(model, trace, layer: int, head: int) -> Walkthrough:
 
 def real_walkthrough(model, trace, layer: int, head: int) -> Walkthrough:
     """The walkthrough of one head on the trace's sentence (float32, like the engine): a BERT
-    head, or a Llama-shaped decoder's (`decoder_walkthrough`).
+    head, or a decoder with rotary positions (`decoder_walkthrough`; it refuses those it does
+    not draw). GPT-2 takes the BERT path: its queries, keys and values are the engine's, its
+    weights are not (no causal mask here; the page says so).
 
     a^i = trace.attention_inputs[layer] (what the layer's queries, keys and values are
     projected from: its input in BERT), W and b sliced from the model.
     Masks (windows, causal) are not applied to a BERT head: use a trace made with full
     attention.
     """
-    if getattr(model, "kind", None) == "decoder":
+    if getattr(model, "kind", None) == "decoder" and hasattr(model, "rotary"):
         return decoder_walkthrough(model, trace, layer, head)
     s = head_slices(model, layer, head)
     inputs = np.array(trace.attention_inputs[layer], dtype=np.float32)  # [n, hidden], a copy
