@@ -82,3 +82,36 @@ def test_without_flow_says_so(t):
     assert isinstance(blocks[1], Markdown) and blocks[1].style == "info"
     assert "computed up to 128 tokens" in blocks[1].text
     assert len(heatmaps(blocks[2])) == 2 and isinstance(blocks[-1], Numbers)
+
+
+@pytest.mark.parametrize("words", [False, True])
+def test_a_long_decoder_trace_without_weights_has_the_same_page_numbers(monkeypatch, words,
+                                                                        tmp_path):
+    """Past KEEP_WEIGHTS_BYTES a decoder's trace holds no weights (a long input): the page's
+    statistics (token and word level), one head's map and the windows page's sink figure read
+    it a layer at a time and show the numbers of the same input's held weights."""
+    import attnviz
+    from attnviz.engine.families import llama
+    from attnviz.engine.random_models import save_random_checkpoint
+    from attnviz.views import windows as win_view
+
+    folder = save_random_checkpoint("llama", tmp_path / "llama", positions=64, seed=3,
+                                    heads=4, kv_heads=2, layers=3)
+    decoder = attnviz.load_model(folder, device="cpu")
+    text = "I saw a saw, and the saw saw me. Transformers use embeddings!"
+    held = decoder.trace(text)
+    monkeypatch.setattr(llama, "KEEP_WEIGHTS_BYTES", 0)
+    long = decoder.trace(text)
+    assert long.weights is None and held.weights is not None
+    for conventions in ("attnviz", "clark"):
+        got, ref = (view.stats_of(tr, conventions, words) for tr in (long, held))
+        assert set(got) == set(ref) == set(STATS)
+        for name in STATS:
+            np.testing.assert_allclose(got[name], ref[name], atol=1e-5, rtol=0, err_msg=name)
+    maps = [decode(spec(view.one_head_figure(tr, words, 2, 3))["data"][0]["z"])
+            for tr in (long, held)]
+    np.testing.assert_allclose(maps[0], maps[1], atol=1e-6)
+    sinks = [decode(spec(next(b for b in win_view.sink_part(decoder, tr)
+                              if type(b).__name__ == "Figure"))["data"][0]["z"])
+             for tr in (long, held)]
+    np.testing.assert_allclose(sinks[0], sinks[1], atol=1e-6)

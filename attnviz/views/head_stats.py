@@ -11,7 +11,15 @@ from __future__ import annotations
 import numpy as np
 
 from ..analysis import flow
-from ..analysis.head_stats import CLS_TOKENS, CONVENTIONS, SEP_TOKENS, STATS, head_stats, stats_rows
+from ..analysis.head_stats import (
+    CLS_TOKENS,
+    CONVENTIONS,
+    SEP_TOKENS,
+    STATS,
+    head_stats,
+    stats_rows,
+    trace_head_stats,
+)
 from ..analysis.rollout import rollout
 from ..analysis.words import merge_tokens, word_attention, word_groups, words_view
 from ..i18n import N_, _
@@ -45,10 +53,17 @@ def caveat() -> Markdown:
 
 # ------------------------------------------------------------------ statistics
 def stats_of(t, conventions: str, words: bool) -> dict:
-    """{statistic: [layers, heads]} of a trace (word level: pieces merged into words)."""
-    w, toks = (words_view(t.weights, t.tokens, t.word_pieces)[:2] if words
-               else (t.weights, t.tokens))
-    return head_stats(w, toks, conventions)
+    """{statistic: [layers, heads]} of a trace (word level: pieces merged into words), a layer
+    at a time, so a long input whose trace holds no weights is read as the forward pass
+    summarised them or one layer's weights computed again at a time
+    (analysis.head_stats.trace_head_stats)."""
+    if not words:
+        return trace_head_stats(t, conventions)
+    layers = []
+    for layer in range(t.n_layers):
+        w, toks = words_view(t.layer_weights(layer)[None], t.tokens, t.word_pieces)[:2]
+        layers.append(head_stats(w, toks, conventions))
+    return {name: np.concatenate([one[name] for one in layers]) for name in layers[0]}
 
 
 def names() -> dict:
@@ -75,8 +90,8 @@ def one_head_title(layer: int, head: int) -> str:
 
 
 def one_head_figure(t, words: bool, layer: int, head: int):
-    w, toks = (words_view(t.weights[layer, head], t.tokens, t.word_pieces)[:2] if words
-               else (t.weights[layer, head], t.tokens))
+    w, toks = (words_view(t.weights_of(layer, head), t.tokens, t.word_pieces)[:2] if words
+               else (t.weights_of(layer, head), t.tokens))
     return attention_heatmap(w, toks, "weights", one_head_title(layer, head))
 
 

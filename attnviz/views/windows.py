@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..analysis import cost, receptive
+from ..analysis import cost, head_stats, receptive
 from ..analysis import windows as win
 from ..analysis.common import special_mask
 from ..engine import TraceRequest
@@ -370,21 +370,12 @@ def sink_text(model, share: np.ndarray, even: float, n: int) -> Markdown:
         top=float(share.max())))
 
 
-def first_token_shares(t) -> np.ndarray:
-    """win.first_token_share of the trace's weights, a layer at a time where a long trace
-    holds none (Trace.layer_weights computes a layer's again from its q and k)."""
-    if t.weights is not None:
-        return win.first_token_share(t.weights)
-    return np.stack([win.first_token_share(t.layer_weights(li)[None])[0]
-                     for li in range(t.n_layers)])
-
-
 def sink_part(model, t) -> list:
     """On a decoder: each head's weight on the first token; a note for other models."""
     if not is_causal(t) or t.n_tokens < 2:
         return [Markdown(_("The attention sink is measured on a decoder: pick one (SmolLM2, "
                            "GPT-2) in the sidebar."), "info")]
-    share, even = first_token_shares(t), win.even_share(t.n_tokens)
+    share, even = head_stats.first_token_share(t), win.even_share(t.n_tokens)
     return [sink_text(model, share, even, t.n_tokens), *model_notes(model),
             plots.sink_figure(share, even),
             numbers(_("Download the weight on the first token (.npz)"), {
