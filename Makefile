@@ -15,7 +15,7 @@ TORCH ?= $(shell grep '^torch==' $(LOCK))
 # the browser tests' first.
 JOBS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 2 )))
 FAST_JOBS ?= auto
-XDIST := --dist loadgroup --no-loadscope-reorder
+XDIST := --dist loadscope --no-loadscope-reorder
 PORT ?= 8501
 # make serve: Streamlit processes behind nginx. make load: concurrent sessions, and a running
 # server to load (e.g. URL=http://127.0.0.1:8501); no URL: the tool starts its own process.

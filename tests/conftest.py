@@ -3,9 +3,12 @@
 Markers (pyproject's [tool.pytest.ini_options] lists them): `e2e` (everything under
 tests/e2e), `apptest` (a module that runs the app in Streamlit's AppTest: set here from the
 module's source), `server` and `slow` (set in the modules). `make test-fast` leaves out all
-four; `make test` runs everything on pytest-xdist workers, each module on one worker (its
-module-scoped fixtures are built once), the browser tests' modules handed out first (each
-worker starts one test server and one browser for those it is given).
+four; `make test` runs everything on pytest-xdist workers, each module on one worker
+(`--dist loadscope`: its module-scoped fixtures are built once, and its tests run in their
+order), the browser tests' modules handed out first (each worker starts one test server and
+one browser for those it is given). `--dist loadgroup` would not do: with pytest 9.2 it no
+longer groups at all (pytest-xdist issue 1386), and a module's tests were spread over the
+workers.
 """
 
 import os
@@ -55,25 +58,15 @@ ORDER = ("e2e", "server", "apptest")
 # no worker is left with a long one at the end; those of the lesson last, when the run's
 # warm-up (lesson_trained.warm) has kept the taggers their pages read. Each worker starts
 # one test server and one browser for all the browser tests it is given.
-E2E_FIRST = ("test_e2e_all_pages", "test_e2e_phone", "test_e2e_explore", "test_e2e_ablation",
-             "test_e2e_research", "test_e2e_step_by_step", "test_e2e_windows")
-LESSON_LAST = ("test_e2e_lesson", "test_e2e_presentation", "test_e2e_html_export",
-               "test_e2e_lesson_phone")
-
-
-def _group(item) -> str:
-    """The xdist group of a test: its module (module-scoped fixtures are built once); a case
-    marked `lesson` (test_e2e_all_pages' lesson page) is a group of its own, handed out with
-    the lesson's modules, so that its module's worker does not wait for the warm-up."""
-    if item.get_closest_marker("lesson"):
-        return f"{item.module.__name__}[lesson]"
-    return item.module.__name__
+E2E_FIRST = ("test_e2e_all_pages", "test_e2e_model_link", "test_e2e_phone", "test_e2e_explore",
+             "test_e2e_step_by_step", "test_e2e_ablation", "test_e2e_research",
+             "test_e2e_windows")
+LESSON_LAST = ("test_e2e_class", "test_e2e_lesson", "test_e2e_presentation",
+               "test_e2e_html_export", "test_e2e_lesson_phone")
 
 
 def _e2e_order(item) -> int:
     stem = item.path.stem
-    if item.get_closest_marker("lesson"):
-        return len(E2E_FIRST) + 1
     if stem in E2E_FIRST:
         return E2E_FIRST.index(stem)
     if stem in LESSON_LAST:
@@ -99,8 +92,6 @@ def pytest_collection_modifyitems(config, items):
             sources[module.__name__] = _module_source(module)
         if APPTEST.search(sources[module.__name__]):
             item.add_marker(pytest.mark.apptest)
-        if config.pluginmanager.hasplugin("xdist"):
-            item.add_marker(pytest.mark.xdist_group(_group(item)))
 
     def rank(item) -> int:
         return next((i for i, m in enumerate(ORDER) if item.get_closest_marker(m)), len(ORDER))
@@ -109,8 +100,9 @@ def pytest_collection_modifyitems(config, items):
     # a rank, the collection order
     first: dict[str, int] = {}
     for item in items:
-        first[_group(item)] = min(first.get(_group(item), len(ORDER)), rank(item))
-    items.sort(key=lambda item: (first[_group(item)], _e2e_order(item)))
+        module = item.module.__name__
+        first[module] = min(first.get(module, len(ORDER)), rank(item))
+    items.sort(key=lambda item: (first[item.module.__name__], _e2e_order(item)))
 
 
 # A parallel run trains the lesson's taggers and sweeps once, first, at normal priority, in a

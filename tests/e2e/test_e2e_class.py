@@ -32,7 +32,7 @@ from attnviz.ui import classroom as ui_class
 from .conftest import SHOTS, page_errors, screenshot, wait_for_app
 from .test_e2e_serve import hall  # noqa: F401 - the fixture: make serve WORKERS=2
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("lesson_kept")]  # the class's lesson
 LONG = 600_000  # a step with the taggers may train them first
 FOLLOW_MS = 60_000
 PHONE = {"width": 390, "height": 844}
