@@ -8,6 +8,7 @@ server answers its health check (checked in a fresh interpreter).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
@@ -79,7 +80,8 @@ def test_run_app_waits_for_the_server_its_flags_start(monkeypatch, flags, env, u
     assert not m["wait_until_answering"]("http://127.0.0.1:1/_stcore/health", timeout_s=0.3)
 
 
-def test_a_class_server_warms_the_lessons_and_the_samples_slow_first_work(monkeypatch):
+def test_a_class_server_warms_the_lessons_and_the_samples_slow_first_work(monkeypatch, tmp_path,
+                                                                         request):
     """Every server but ATTNVIZ_PRELOAD=0 warms the lesson's taggers, numbers and sweeps for
     the default settings, read from where an earlier run kept them. ATTNVIZ_PRELOAD=class
     (make serve's workers): after the model, the preload thread computes
@@ -117,10 +119,16 @@ def test_a_class_server_warms_the_lessons_and_the_samples_slow_first_work(monkey
         if item is not None:
             kept[key] = item
     # The lesson's taggers and sweeps as an earlier run kept them in the cache folder (the
-    # shared ones; seed 0's sweep only): the warm-up reads them and trains nothing.
+    # shared ones; seed 0's sweep only): the warm-up reads them and trains nothing. The folder
+    # is this test's own: the run's, shared by every worker, holds the whole sweeps (the
+    # length test included) that other modules read.
     from tests.lesson_trained import sweep, trained
 
+    own = contextlib.ExitStack()
+    own.enter_context(app_settings.override(cache_dir=str(tmp_path)))
+    request.addfinalizer(own.close)
     folder = lesson.kept_folder()
+    assert folder == tmp_path / "lesson"
     taggers.save_trained(trained(), folder)
     taggers.save_sweeps(taggers.Sweeps((0,), (sweep(),)), folder, settings)
     monkeypatch.setattr(preload, "keep_in_background",
