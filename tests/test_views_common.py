@@ -61,3 +61,23 @@ def test_trace_report(model):
     (warning,) = [b for b in common.trace_report(model, t) if b.style == "warning"]
     assert f"{t.dropped} tokens at the end were dropped" in warning.text
     assert common.trace_report(model, model.trace("I saw a saw")) == []
+
+
+def test_a_server_limit_below_the_models_positions_is_named_as_the_servers():
+    """Cut by the server's ATTNVIZ_MAX_TOKENS (below the model's positions), the warning names
+    that limit and the model's own; cut by the model, it names the model's positions."""
+    import attnviz
+    from attnviz.views.common import trace_report
+
+    capped = attnviz.load_model(device="cpu", max_tokens=8)
+    t = capped.trace("I saw a saw and the saw saw me in the old garden today")
+    said = trace_report(capped, t)[0]
+    assert said.style == "warning" and t.dropped > 0
+    assert said.text == (f"The input is longer than this server's 8 tokens per trace "
+                         f"(ATTNVIZ_MAX_TOKENS; the model itself takes "
+                         f"{capped.model_positions}): {t.dropped} tokens at the end were "
+                         "dropped.")
+    full = attnviz.load_model(device="cpu")
+    long = full.trace(" ".join(["saw"] * (full.model_positions + 10)))
+    assert trace_report(full, long)[0].text.startswith(
+        f"The input is longer than the model's {full.model_positions} positions: ")

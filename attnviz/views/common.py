@@ -67,7 +67,12 @@ def trace_report(model, t, notes=()) -> list:
     """What a page says with a trace: tokens dropped (a warning), what `model_notes` says,
     then the notes (captions)."""
     out = []
-    if t.dropped:
+    if t.dropped and model.max_positions < model.model_positions:  # the server's limit
+        out.append(Markdown(_("The input is longer than this server's {n} tokens per trace "
+                              "(ATTNVIZ_MAX_TOKENS; the model itself takes {m}): {dropped} "
+                              "tokens at the end were dropped.").format(
+            n=model.max_positions, m=model.model_positions, dropped=t.dropped), "warning"))
+    elif t.dropped:
         out.append(Markdown(_("The input is longer than the model's {n} positions: {dropped} "
                               "tokens at the end were dropped.").format(
             n=model.max_positions, dropped=t.dropped), "warning"))
