@@ -17,6 +17,13 @@ pytestmark = pytest.mark.e2e
 
 @pytest.fixture(scope="module")
 def fresh_server():
+    """A server that has served nothing yet. SmolLM2's one-time conversion (engine.bundled,
+    into the run's cache folder the server shares) is done here first: what the tests wait
+    for in the browser is the link opening the model, not the conversion (its progress is
+    tested in test_engine_bundled), which on a loaded machine took most of 300 s."""
+    from attnviz.engine import bundled
+
+    bundled.smollm2_dir()
     SHOTS.mkdir(parents=True, exist_ok=True)
     port = serve.free_port()
     try:
