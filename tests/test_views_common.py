@@ -81,3 +81,18 @@ def test_a_server_limit_below_the_models_positions_is_named_as_the_servers():
     long = full.trace(" ".join(["saw"] * (full.model_positions + 10)))
     assert trace_report(full, long)[0].text.startswith(
         f"The input is longer than the model's {full.model_positions} positions: ")
+
+
+def test_the_refusal_names_the_bert_like_families_in_the_sessions_language():
+    """why_not_bert_like's sentence on a Chinese page names BERT, RoBERTa and DistilBERT with
+    Chinese words between them (no English 'or' left in it)."""
+    from types import SimpleNamespace
+
+    from attnviz.i18n import use
+
+    decoder = SimpleNamespace(name="SmolLM2", title="Llama", kind="decoder", capabilities={
+        "input": "text", "bidirectional": False, "pre_norm": True})
+    assert "(BERT, RoBERTa or DistilBERT)" in common.why_not_bert_like(decoder, "This page")
+    with use("zh"):
+        said = common.why_not_bert_like(decoder, "本页")
+    assert "（BERT、RoBERTa 或 DistilBERT）" in said and " or " not in said

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..engine.bundled import SMOLLM2_NAME, dequantized_from
 from ..engine.folders import BUNDLED_NAME
-from ..i18n import _
+from ..i18n import N_, _
 from .blocks import Markdown, Numbers
 
 _MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!$<>|~&:=^\"'])")
@@ -103,7 +103,7 @@ def adapted_request(model, text: str, pair: str | None, image=None):
     return TraceRequest(text, pair), ()
 
 
-BERT_LIKE = "BERT, RoBERTa or DistilBERT"
+BERT_LIKE = N_("BERT, RoBERTa or DistilBERT")  # the bert_like families, named in a sentence
 
 
 def bert_like(model) -> bool:
@@ -133,7 +133,7 @@ def why_not_bert_like(model, what: str) -> str:
     return _("{what} is written for a bidirectional text encoder with BERT's layers "
              "({bert_like}). The loaded model, {name}, is a {title} that {reason}. Pick such a "
              "model in the sidebar, or see *Decoders, encoder-decoders, images* for this "
-             "one.").format(what=what, bert_like=BERT_LIKE, name=literal(model.name),
+             "one.").format(what=what, bert_like=_(BERT_LIKE), name=literal(model.name),
                             title=model.title, reason=reason)
 
 
