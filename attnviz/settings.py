@@ -2,7 +2,7 @@
 environment (`settings()`), the only code in the project that reads an ATTNVIZ_* variable.
 
     from attnviz.settings import settings
-    settings().max_tokens          # 512 unless ATTNVIZ_MAX_TOKENS says otherwise
+    settings().max_tokens          # 2048 unless ATTNVIZ_MAX_TOKENS says otherwise
 
 Each field has one environment variable (its name in capitals after ATTNVIZ_), a default and
 a line of documentation; docs/settings.md is the same table (a test keeps the two equal). A
@@ -37,9 +37,12 @@ class Settings:
     environment says nothing."""
 
     # --- limits on what one request may cost
-    max_tokens: int = field(default=512, metadata=_doc(
-        "Tokens per trace a server computes (BERT's own maximum; a GPT-2 or BART could "
-        "otherwise ask for 1024)."))
+    max_tokens: int = field(default=2048, metadata=_doc(
+        "Tokens per trace a server computes; each model's own positions bound it further "
+        "(BERT 512, GPT-2 1024). A 2,048-token trace of SmolLM2 keeps 658 MiB (queries, keys, "
+        "values, outputs and hidden states; its weights are computed again a layer at a time, "
+        "not kept), about the whole trace cache; `make serve` starts its workers with 512 "
+        "unless this is set."))
     max_model_mb: float = field(default=4096.0, metadata=_doc(
         "Largest checkpoint a server builds, in MB of float32 tensors."))
     model_roots: tuple[str, ...] = field(default=(), metadata=_doc(

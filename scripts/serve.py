@@ -73,6 +73,21 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 POLL_S = 0.5  # how often the launcher looks at its processes
 SETTLED_S = 30.0  # a worker that ran this long is replaced at once when it dies
 MAX_PAUSE_S = 60.0  # the longest pause before restarting a worker that keeps dying
+# Tokens per trace a class server's workers take unless ATTNVIZ_MAX_TOKENS says otherwise
+# (BERT's own positions): a decoder's 2,048-token trace, the personal default, keeps ~0.5 GB
+# and takes tens of seconds of CPU, which a class of many sessions cannot each have.
+CLASS_MAX_TOKENS = 512
+
+
+def worker_env(environ: dict[str, str], workers: int) -> dict[str, str]:
+    """The environment each worker starts with: offline, torch's threads shared out, the class
+    preload (the lesson, corpus sample: ui.preload) and CLASS_MAX_TOKENS tokens per trace,
+    each unless `environ` sets it."""
+    env = dict(environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    env.setdefault("OMP_NUM_THREADS", str(torch_threads(os.cpu_count() or 1, workers)))
+    env.setdefault("ATTNVIZ_PRELOAD", "class")
+    env.setdefault("ATTNVIZ_MAX_TOKENS", str(CLASS_MAX_TOKENS))
+    return env
 
 
 def find_nginx() -> str | None:
@@ -435,9 +450,7 @@ class Cluster:
         logs = self.logs
         logs.mkdir(parents=True, exist_ok=True)
         self.worker_ports = [_free_port() for _ in range(self.workers)]
-        env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-        env.setdefault("OMP_NUM_THREADS", str(torch_threads(os.cpu_count() or 1, self.workers)))
-        env.setdefault("ATTNVIZ_PRELOAD", "class")  # the lesson, corpus sample: ui.preload
+        env = worker_env(os.environ, self.workers)
         self.env = env
         try:
             for i in range(self.workers):
