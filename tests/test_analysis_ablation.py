@@ -115,16 +115,15 @@ def test_positions_off_and_plain_messages(model):
     assert seen[-1] == (6, 6)
 
 
-def test_the_command_line_ranks_heads_as_the_analysis(model, saw_map, tmp_path):
+def test_the_command_line_ranks_heads_as_the_analysis(model, saw_map, tmp_path, capsys):
+    """`attnviz ablate` (its main, in this process; the shell's path is test_cli's)."""
     import json
-    import subprocess
-    import sys
 
-    out = subprocess.run([sys.executable, "-m", "attnviz", "ablate", "--text", "I saw a saw",
-                          "--top", "3", "--json", "--head", "2,7", "--out",
-                          str(tmp_path / "a.npz")],
-                         capture_output=True, text=True, timeout=120, check=True)
-    got = json.loads(out.stdout)
+    from attnviz.cli import main
+
+    assert main(["ablate", "--text", "I saw a saw", "--top", "3", "--json", "--head", "2,7",
+                 "--out", str(tmp_path / "a.npz")]) == 0
+    got = json.loads(capsys.readouterr().out)
     assert [(h["layer"], h["head"]) for h in got["heads"]] == saw_map.ranking()[:3]
     assert abs(got["base"] - saw_map.base) < TOL
     np.testing.assert_allclose(np.load(tmp_path / "a.npz")["effect"], saw_map.effect, atol=TOL)
@@ -135,9 +134,9 @@ def test_the_command_line_ranks_heads_as_the_analysis(model, saw_map, tmp_path):
     np.testing.assert_allclose(got["one_head"]["token_cosine"], nb.token_cosine, atol=TOL)
     np.testing.assert_allclose(np.load(tmp_path / "a.npz")["one_head_weights_diff"],
                                nb.weights_diff, atol=TOL)
-    bad = subprocess.run([sys.executable, "-m", "attnviz", "ablate", "--text", "I saw a dog"],
-                         capture_output=True, text=True, timeout=120)
-    assert bad.returncode == 2 and "occurs twice" in bad.stderr and "Traceback" not in bad.stderr
+    assert main(["ablate", "--text", "I saw a dog"]) == 2
+    err = capsys.readouterr().err
+    assert "occurs twice" in err and "Traceback" not in err
 
 
 def hf_run(hf_model, ids, layer=None, head=None, head_dim=None):

@@ -46,15 +46,34 @@ def test_export_round_trip(tmp_path, model):
     ["export", "--text", "x", "--out", "/no/such/folder/o.npz"],
     ["frobnicate"],
 ])
-def test_bad_arguments_give_one_line_and_nonzero_exit(args, tmp_path):
+def test_bad_arguments_give_one_line_and_nonzero_exit(args, tmp_path, monkeypatch, capsys):
+    """`attnviz.cli.main` as `python -m attnviz` calls it, in this process (the shell's own
+    path is the next test's)."""
+    from attnviz.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    try:
+        code = main(args)
+    except SystemExit as stop:  # argparse's exit, as the interpreter would take it
+        code = stop.code
+    err = capsys.readouterr().err
+    assert code not in (0, None)
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("attnviz: error:"), err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("args", [["frobnicate"], ["export", "--text", "  ", "--out", "o.npz"]])
+def test_bad_arguments_from_a_shell_give_one_line(args, tmp_path):
     r = subprocess.run([sys.executable, "-m", "attnviz", *args], capture_output=True, text=True,
                        cwd=tmp_path, timeout=300)
-    assert r.returncode != 0
+    assert r.returncode == 2
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith("attnviz: error:"), r.stderr
     assert "Traceback" not in r.stderr
 
 
+@pytest.mark.slow  # trains the lesson's taggers unless the run's warm-up kept them
 def test_lesson_json_is_the_analysis():
     """`lesson --json`: per tagger its parameters and held-out accuracy (all words, ambiguous,
     double-role, near/far and each distance of the deciding word), equal to the analysis

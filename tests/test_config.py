@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -84,12 +85,13 @@ def test_streamlit_reads_the_config_file():
 
 # ------------------------------------------------------------------------- code scan
 def python_files() -> list[Path]:
+    """The project's own .py files: the skipped folders, hidden folders (local tooling, not the
+    app) and .egg-info are not entered at all (the virtual environment holds thousands)."""
     files = []
-    for p in ROOT.rglob("*.py"):
-        rel = p.relative_to(ROOT)
-        if not any(part in SKIP_DIRS or part.endswith(".egg-info") or part.startswith(".")
-                   for part in rel.parts[:-1]):  # hidden folders: local tooling, not the app
-            files.append(p)
+    for folder, subfolders, names in os.walk(ROOT):
+        subfolders[:] = [d for d in subfolders if not (
+            d in SKIP_DIRS or d.endswith(".egg-info") or d.startswith("."))]
+        files += [Path(folder) / n for n in names if n.endswith(".py")]
     return sorted(files)
 
 
@@ -154,12 +156,19 @@ def test_scan_finds_what_it_looks_for():
     assert unsafe_calls(good) == []
 
 
+# Every call unsafe_calls reports names one of these words (its function or a keyword).
+NEEDLES = ("html", "trust_remote_code", "from_pretrained")
+
+
 def test_no_unsafe_html_or_remote_models_in_code():
     files = python_files()
     assert any(f.name == "app.py" for f in files) and len(files) > 10
     found = []
     for f in files:
-        for line, what in unsafe_calls(ast.parse(f.read_text(encoding="utf-8"))):
+        text = f.read_text(encoding="utf-8")
+        if not any(word in text for word in NEEDLES):
+            continue  # none of the calls unsafe_calls finds can be in it
+        for line, what in unsafe_calls(ast.parse(text)):
             if (f.relative_to(ROOT).as_posix(), what) not in ALLOWED:
                 found.append(f"{f.relative_to(ROOT)}:{line}: {what}")
     assert not found, "unsafe calls:\n" + "\n".join(found)
