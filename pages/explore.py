@@ -9,7 +9,7 @@ import streamlit as st
 
 from attnviz import ui
 from attnviz.analysis import views
-from attnviz.i18n import _
+from attnviz.i18n import _, language
 from attnviz.plotting.overview import pick_head
 from attnviz.ui.choices import choose_number
 from attnviz.ui.live_chart import index_in
@@ -63,14 +63,19 @@ def main() -> None:
                               "reverse; across: both directions."))
     render(view.renorm_note(hide, renorm, seg))
     options = (t.key, hide, renorm, seg, words)
-    with st.spinner(_("Drawing every head...")):
-        fig = ui.cached_figure(("ex_overview", *options),
-                               lambda: view.mosaic(t, hide, renorm, seg, words))
-        n_shown = view.shown_tokens(fig)
-        if n_shown <= view.OUTLINE_MAX:
-            shown = open_head(t)
-            fig = ui.cached_figure(("ex_overview_marked", *options, shown),
-                                   lambda: view.outlined(fig, *shown))
+    if t.holds_weights:
+        with st.spinner(_("Drawing every head...")):
+            fig = ui.cached_figure(("ex_overview", *options),
+                                   lambda: view.mosaic(t, hide, renorm, seg, words))
+    else:  # a long decoder input: every layer's weights computed again, one at a time
+        fig = ui.with_progress("figures", (language(), ("ex_overview", *options)),
+                               _("Drawing every head..."), lambda progress: view.mosaic(
+                                   t, hide, renorm, seg, words, progress))
+    n_shown = view.shown_tokens(fig)
+    if n_shown <= view.OUTLINE_MAX:
+        shown = open_head(t)
+        fig = ui.cached_figure(("ex_overview_marked", *options, shown),
+                               lambda: view.outlined(fig, *shown))
     render(fig, key="ex_overview",
            on_select=functools.partial(open_clicked, t.n_layers, t.n_heads),
            selection_mode="points")
@@ -105,8 +110,9 @@ def one_head(ctx: ui.Context, hide: bool, renorm: bool, seg: str, words: bool,
     extra = e1.multiselect(_("More heads as lines, in colours"), range(t.n_heads), key="ex_more",
                            bind="query-params", placeholder=_("Choose heads"))
     shown = (t.key, layer, hide, renorm, seg, words)  # what the figures below are made of
-    w, toks, idx = ui.cached("results", ("ex_shown", *shown), lambda: view.shown(
-        t, t.weights[layer], hide, renorm, seg, words))
+    w, toks, idx = (ui.cached("results", ("ex_shown", *shown), lambda: view.shown(
+        t, t.weights[layer], hide, renorm, seg, words)) if t.holds_weights else view.shown(
+        t, t.layer_weights(layer), hide, renorm, seg, words))  # a long input's: not cached
     labels = view.labels(toks, idx)
     options, default = view.line_choices(len(toks), hide)
     if "ex_token" in st.session_state and st.session_state["ex_token"] not in options:

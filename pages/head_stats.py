@@ -28,8 +28,12 @@ def stats_of(t, conventions: str, words: bool) -> dict:
 
 def maps_of(t, layer: int, words: bool) -> dict:
     """Raw (mean of the layer's heads), rollout and (up to flow.MAX_TOKENS) flow, [n, n]."""
-    return ui.cached("results", ("hs_maps", t.key, layer, words),
-                     lambda: view.maps_of(t, layer, words, flow_of(t, layer)))
+    if t.holds_weights:
+        return ui.cached("results", ("hs_maps", t.key, layer, words),
+                         lambda: view.maps_of(t, layer, words, flow_of(t, layer)))
+    return ui.with_progress(  # a long decoder input: rolled out a layer at a time
+        "results", ("hs_maps", t.key, layer, words), _("Rolling out the layers:"),
+        lambda progress: view.maps_of(t, layer, words, flow_of(t, layer), progress))
 
 
 def pick_cell(n_layers: int, n_heads: int) -> None:

@@ -16,6 +16,8 @@ information can flow than raw attention, still not an explanation of the predict
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 
@@ -35,3 +37,22 @@ def rollout(weights: np.ndarray) -> np.ndarray:
         r = a[layer] @ r  # the newest layer multiplies from the left
         out[layer] = r
     return out
+
+
+def streamed_rollout(layer_weights: Callable[[int], np.ndarray], upto: int,
+                     progress: Callable[[float, str], None] | None = None) -> np.ndarray:
+    """R_upto = Â_upto ... Â_0 [n, n] (float64) from one layer's weights [heads, n, n] at a
+    time (`layer_weights(l)`, e.g. Trace.layer_weights of a long input whose trace does not
+    hold every weight): rollout(weights)[upto] with one layer and R held, never
+    [layers, heads, n, n]. `progress(fraction, message)` is told after each layer."""
+    r = None
+    for layer in range(upto + 1):
+        a = np.asarray(layer_weights(layer)).mean(axis=0, dtype=np.float64)  # [n, n]
+        a[np.diag_indices_from(a)] += 1.0  # mean_h W_l,h + I: Â_l before its rows' division
+        a /= a.sum(axis=-1, keepdims=True)  # (no float64 copy of every head's weights made)
+        r = a if r is None else a @ r  # the newest layer multiplies from the left
+        if progress is not None:
+            progress((layer + 1) / (upto + 1), f"{layer + 1} / {upto + 1}")
+    if r is None:
+        raise ValueError("upto must be a layer (0 or more)")
+    return r

@@ -17,6 +17,8 @@ figure stays small (at 512 tokens, 7 x 13 tiles of 64 x 64 floats ~ 2 MB of JSON
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+from dataclasses import dataclass
 
 import numpy as np
 import plotly.graph_objects as go
@@ -61,25 +63,70 @@ def overview_mosaic(
 
     `indices` are the tokens' places in the sentence (when special tokens are hidden).
     """
-    L, H, n, _ = weights.shape
-    indices = list(range(n)) if indices is None else [int(p) for p in indices]
     w = np.asarray(weights, dtype=np.float32)
-    layer_mean, head_mean, grand = means["layers"], means["heads"], means["all"]
-    _, factor = block_reduce(grand, max_cells)
-    c = -(-n // factor)  # cells per tile side
+    _, factor = block_reduce(means["all"], max_cells)
+    tiles = MosaicTiles(
+        heads=np.stack([np.stack([block_reduce(m, max_cells)[0] for m in layer]) for layer in w]),
+        layer_means=np.stack([block_reduce(m, max_cells)[0] for m in means["layers"]]),
+        head_means=np.stack([block_reduce(m, max_cells)[0] for m in means["heads"]]),
+        grand=block_reduce(means["all"], max_cells)[0], factor=factor, n=w.shape[-1])
+    return tiled_mosaic(tiles, tokens, indices, title)
+
+
+@dataclass(frozen=True)
+class MosaicTiles:
+    """What the mosaic draws: each head's weights and the mean margins, each max-pooled into
+    blocks of factor x factor tokens (factor 1: the weights themselves), c x c cells a tile."""
+
+    heads: np.ndarray  # [L, H, c, c]
+    layer_means: np.ndarray  # [L, c, c]  pooled (1/H) sum_h W_l,h
+    head_means: np.ndarray  # [H, c, c]  pooled (1/L) sum_l W_l,h
+    grand: np.ndarray  # [c, c]  pooled (1/LH) sum_l,h W_l,h
+    factor: int
+    n: int  # tokens per tile side before pooling
+
+
+def streamed_tiles(layers: Iterable[np.ndarray], max_cells: int = 64) -> MosaicTiles:
+    """MosaicTiles from weights given one layer at a time ([H, n, n] each, e.g.
+    Trace.layer_weights of a trace that does not hold its weights): the same numbers as
+    overview_mosaic's from the whole [L, H, n, n], with one layer and the running sum over
+    layers [H, n, n] held at once."""
+    heads, layer_means, total, count = [], [], None, 0
+    for w in layers:
+        w = np.asarray(w, dtype=np.float32)
+        heads.append(np.stack([block_reduce(m, max_cells)[0] for m in w]))
+        layer_means.append(block_reduce(w.mean(axis=0), max_cells)[0])
+        total = w.copy() if total is None else np.add(total, w, out=total)
+        count += 1
+    if total is None:
+        raise ValueError("no layers to draw")
+    total /= np.float32(count)  # [H, n, n]: each head's mean over the layers
+    grand, factor = block_reduce(total.mean(axis=0), max_cells)
+    return MosaicTiles(heads=np.stack(heads), layer_means=np.stack(layer_means),
+                       head_means=np.stack([block_reduce(m, max_cells)[0] for m in total]),
+                       grand=grand, factor=factor, n=total.shape[-1])
+
+
+def tiled_mosaic(tiles: MosaicTiles, tokens: list[str], indices: list[int] | None = None,
+                 title: str | None = None) -> go.Figure:
+    """The mosaic figure of pooled tiles (overview_mosaic, streamed_tiles)."""
+    L, H = tiles.heads.shape[:2]
+    n, factor = tiles.n, tiles.factor
+    indices = list(range(n)) if indices is None else [int(p) for p in indices]
+    c = tiles.grand.shape[0]  # cells per tile side
     step = c + 1  # one blank cell between tiles
     z = np.full(((L + 1) * step - 1, (H + 1) * step - 1), np.nan, dtype=np.float32)
 
     def put(row: int, col: int, m: np.ndarray) -> None:
-        z[row * step:row * step + c, col * step:col * step + c] = block_reduce(m, max_cells)[0]
+        z[row * step:row * step + c, col * step:col * step + c] = m
 
     for layer in range(L):
         for head in range(H):
-            put(layer, head, w[layer, head])
-        put(layer, H, layer_mean[layer])
+            put(layer, head, tiles.heads[layer, head])
+        put(layer, H, tiles.layer_means[layer])
     for head in range(H):
-        put(L, head, head_mean[head])
-    put(L, H, grand)
+        put(L, head, tiles.head_means[head])
+    put(L, H, tiles.grand)
 
     q_side = _axis_labels(n, factor, tokens, indices)
     k_side = _axis_labels(n, factor, tokens, indices)

@@ -25,7 +25,8 @@ def flow_of(t, layer: int | None = None) -> np.ndarray | None:
     if t.n_tokens > flow.MAX_TOKENS:
         return None
     layer = t.n_layers - 1 if layer is None else int(layer)
-    a = flow.residual_attention(t.weights)  # [L, n, n]
+    a = flow.residual_attention(t.weights if t.holds_weights else np.stack(
+        [t.layer_weights(li) for li in range(t.n_layers)]))  # [L, n, n]
     return with_progress("results", ("flow", t.key, layer),
                          _("Computing attention flow (max-flows)..."),
                          lambda progress: flow.normalise_rows(flow.max_flows_stats(

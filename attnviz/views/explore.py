@@ -12,7 +12,7 @@ from ..analysis import views
 from ..engine import token_labels
 from ..i18n import _
 from ..plotting.heatmaps import SQUARE_FROM, attention_heatmap
-from ..plotting.overview import mark_head, overview_mosaic
+from ..plotting.overview import mark_head, overview_mosaic, streamed_tiles, tiled_mosaic
 from ..plotting.token_lines import token_lines
 from .blocks import Heading, Markdown
 from .common import numbers
@@ -49,10 +49,27 @@ def shown(t, weights, hide: bool, renorm: bool, seg: str, words: bool) -> tuple:
                                t.word_pieces)
 
 
-def mosaic(t, hide: bool, renorm: bool, seg: str, words: bool):
-    """Every layer x head, with the mean margins."""
-    w, toks, idx = shown(t, t.weights, hide, renorm, seg, words)
-    return overview_mosaic(w, views.mean_maps(w), toks, idx)
+def mosaic(t, hide: bool, renorm: bool, seg: str, words: bool, progress=None):
+    """Every layer x head, with the mean margins: from the held weights, or, for a trace that
+    does not hold them (a long decoder input), a layer at a time, each layer's weights computed
+    again from its queries and keys (plotting.overview.streamed_tiles: the same tiles).
+    `progress(fraction, message)`: told after each layer of a streamed mosaic."""
+    if t.holds_weights:
+        w, toks, idx = shown(t, t.weights, hide, renorm, seg, words)
+        return overview_mosaic(w, views.mean_maps(w), toks, idx)
+    seen = {}
+
+    def layers():
+        for layer in range(t.n_layers):
+            w, seen["tokens"], seen["indices"] = shown(t, t.layer_weights(layer), hide, renorm,
+                                                       seg, words)
+            yield w
+            if progress is not None:
+                progress((layer + 1) / t.n_layers, _("layer {layer} of {n}").format(
+                    layer=layer + 1, n=t.n_layers))
+
+    tiles = streamed_tiles(layers())
+    return tiled_mosaic(tiles, seen["tokens"], seen["indices"])
 
 
 def shown_tokens(fig) -> int:
@@ -124,7 +141,7 @@ def shares(t, layer: int, head: int, pair: bool) -> list:
     """With a sentence pair: the share of the head's weight in each direction."""
     if not pair:
         return []
-    found = views.segment_shares(t.weights[layer, head], t.segments)
+    found = views.segment_shares(t.weights_of(layer, head), t.segments)
     return [Markdown(_("Share of this head's weight, averaged over its queries: {shares}")
                      .format(shares=_(", ").join(f"{_(views.FILTER_NAMES[k])} {float(v):.1%}"
                                                  for k, v in found.items())), "caption")]
@@ -146,7 +163,7 @@ def page(t, layer: int = 0, head: int = 0, hide: bool = False, renorm: bool = Fa
     trace (common.trace_report)."""
     fig = mosaic(t, hide, renorm, seg, words)
     n = shown_tokens(fig)
-    w, toks, idx = shown(t, t.weights[layer], hide, renorm, seg, words)
+    w, toks, idx = shown(t, t.layer_weights(layer), hide, renorm, seg, words)
     if query is None:
         options, default = line_choices(len(toks), hide)
         query = options[default]

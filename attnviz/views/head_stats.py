@@ -20,7 +20,7 @@ from ..analysis.head_stats import (
     stats_rows,
     trace_head_stats,
 )
-from ..analysis.rollout import rollout
+from ..analysis.rollout import rollout, streamed_rollout
 from ..analysis.words import merge_tokens, word_attention, word_groups, words_view
 from ..i18n import N_, _
 from ..plotting.heatmaps import attention_heatmap
@@ -131,11 +131,15 @@ def flow_intro() -> Markdown:
         "layered graph, each row then divided by its sum (Abnar & Zuidema 2020)."))
 
 
-def maps_of(t, layer: int, words: bool, flows: np.ndarray | None) -> dict:
+def maps_of(t, layer: int, words: bool, flows: np.ndarray | None, progress=None) -> dict:
     """Raw (mean of the layer's heads), rollout and flow (`flows`, None past
-    flow.MAX_TOKENS), [n, n] each; word level: merged into words."""
-    out = {"raw": t.weights[layer].astype(np.float64).mean(0),
-           "rollout": rollout(t.weights)[layer]}
+    flow.MAX_TOKENS), [n, n] each; word level: merged into words. A trace that does not hold
+    its weights (a long decoder input) is rolled out a layer at a time, each layer's weights
+    computed again (analysis.rollout.streamed_rollout; `progress(fraction, message)` told
+    after each layer)."""
+    out = {"raw": t.layer_weights(layer).astype(np.float64).mean(0),
+           "rollout": rollout(t.weights)[layer] if t.holds_weights
+           else streamed_rollout(t.layer_weights, layer, progress)}
     if flows is not None:
         out["flow"] = flows
     if words:
