@@ -9,7 +9,7 @@ import streamlit as st
 
 from attnviz import ui
 from attnviz.analysis import views
-from attnviz.i18n import _, language
+from attnviz.i18n import _
 from attnviz.plotting.overview import pick_head
 from attnviz.ui.choices import choose_number
 from attnviz.ui.live_chart import index_in
@@ -68,9 +68,10 @@ def main() -> None:
             fig = ui.cached_figure(("ex_overview", *options),
                                    lambda: view.mosaic(t, hide, renorm, seg, words))
     else:  # a long decoder input: every layer's weights computed again, one at a time
-        fig = ui.with_progress("figures", (language(), ("ex_overview", *options)),
-                               _("Drawing every head..."), lambda progress: view.mosaic(
-                                   t, hide, renorm, seg, words, progress))
+        parts = ui.with_progress("results", ("ex_tiles", *options), _("Drawing every head..."),
+                                 lambda progress: view.streamed_parts(t, hide, renorm, seg,
+                                                                      words, progress))
+        fig = ui.cached_figure(("ex_overview", *options), lambda: view.parts_mosaic(*parts))
     n_shown = view.shown_tokens(fig)
     if n_shown <= view.OUTLINE_MAX:
         shown = open_head(t)

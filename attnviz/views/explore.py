@@ -51,12 +51,18 @@ def shown(t, weights, hide: bool, renorm: bool, seg: str, words: bool) -> tuple:
 
 def mosaic(t, hide: bool, renorm: bool, seg: str, words: bool, progress=None):
     """Every layer x head, with the mean margins: from the held weights, or, for a trace that
-    does not hold them (a long decoder input), a layer at a time, each layer's weights computed
-    again from its queries and keys (plotting.overview.streamed_tiles: the same tiles).
-    `progress(fraction, message)`: told after each layer of a streamed mosaic."""
+    does not hold them (a long decoder input), from streamed_parts."""
     if t.holds_weights:
         w, toks, idx = shown(t, t.weights, hide, renorm, seg, words)
         return overview_mosaic(w, views.mean_maps(w), toks, idx)
+    return parts_mosaic(*streamed_parts(t, hide, renorm, seg, words, progress))
+
+
+def streamed_parts(t, hide: bool, renorm: bool, seg: str, words: bool, progress=None) -> tuple:
+    """(tiles, shown tokens, their indices) of the mosaic, a layer at a time, each layer's
+    weights computed again from its queries and keys (plotting.overview.streamed_tiles: the
+    held weights' tiles): what a trace without its weights draws the mosaic from, in any
+    language. `progress(fraction, message)`: told after each layer."""
     seen = {}
 
     def layers():
@@ -69,7 +75,12 @@ def mosaic(t, hide: bool, renorm: bool, seg: str, words: bool, progress=None):
                     layer=layer + 1, n=t.n_layers))
 
     tiles = streamed_tiles(layers())
-    return tiled_mosaic(tiles, seen["tokens"], seen["indices"])
+    return tiles, seen["tokens"], seen["indices"]
+
+
+def parts_mosaic(tiles, toks, idx):
+    """The mosaic of streamed_parts."""
+    return tiled_mosaic(tiles, toks, idx)
 
 
 def shown_tokens(fig) -> int:
