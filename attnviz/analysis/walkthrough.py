@@ -80,6 +80,7 @@ class Walkthrough:
     kv_head: int | None = None  # the key/value head this query head reads (a decoder's)
     kv_group: list[int] | None = None  # the query heads that read it
     biases: bool = True  # whether the projections have biases (Llama's have none)
+    window: int | None = None  # the layer's sliding window W (query i sees i - W + 1 .. i)
 
     @property
     def n(self) -> int:
@@ -304,7 +305,10 @@ def decoder_walkthrough(model, trace, layer: int, head: int) -> Walkthrough:
                        options=trace.request.options(), mask=mask,
                        queries_unrotated=q0 if angles is not None else None,
                        keys_unrotated=k0 if angles is not None else None, angles=angles,
-                       kv_head=s["kv_head"], kv_group=group, biases=bool(s["biases"]))
+                       kv_head=s["kv_head"], kv_group=group, biases=bool(s["biases"]),
+                       window=(None if trace.layer_windows is None
+                               or trace.layer_windows[layer] < 0
+                               else int(trace.layer_windows[layer])))
 
 
 def real_walkthrough(model, trace, layer: int, head: int) -> Walkthrough:

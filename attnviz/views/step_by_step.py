@@ -213,11 +213,31 @@ def similarity(walk, i: int, j: int, mode: str) -> list:
 
 def scores(walk, rows: str, mode: str) -> list:
     """Step 3 after its layout choice (`rows`: a ROWS key)."""
-    masked = [] if walk.mask is None else [Markdown(_(
-        r"The causal mask: query $i$ may look at keys $j \le i$ only. The {count} scores of "
-        r"later keys are computed but masked: blank in the matrix, their weights exactly 0 "
-        r"(step 5).").format(count=int((~walk.mask).sum())), "caption")]
-    return [*masked, sp.scores_figure(walk, rows, decimals(mode)[1], 4 if mode == "toy" else 3)]
+    return [*mask_note(walk),
+            sp.scores_figure(walk, rows, decimals(mode)[1], 4 if mode == "toy" else 3)]
+
+
+def mask_note(walk) -> list:
+    """What a decoder's mask hides in step 3: later keys, and on a layer with a sliding window
+    the keys that lie outside it (more than W - 1 tokens back)."""
+    if walk.mask is None:
+        return []
+    later = np.triu(np.ones((walk.n, walk.n), dtype=bool), 1)  # j > i
+    outside = int((~walk.mask & ~later).sum())  # j <= i, masked: outside the window
+    if walk.window is None or not outside:
+        said = _(r"The causal mask: query $i$ may look at keys $j \le i$ only. The {count} "
+                 r"scores of later keys are computed but masked: blank in the matrix, their "
+                 r"weights exactly 0 (step 5).").format(count=int((~walk.mask & later).sum()))
+        if walk.window is not None:
+            said += " " + _("This layer's sliding window of {w} tokens is as long as the input "
+                            "or longer: it masks nothing more here.").format(w=walk.window)
+        return [Markdown(said, "caption")]
+    return [Markdown(_(
+        r"The causal mask and this layer's sliding window of {w} tokens: query $i$ may look "
+        r"at keys $i - {w1} \le j \le i$ only. The {later} scores of later keys and the "
+        r"{outside} scores of keys outside the window (more than {w1} tokens back) are "
+        r"computed but masked: blank in the matrix, their weights exactly 0 (step 5).").format(
+        w=walk.window, w1=walk.window - 1, later=int(later.sum()), outside=outside), "caption")]
 
 
 def temperature(walk, i: int, temp: float, mode: str) -> tuple[list, dict]:
