@@ -29,6 +29,9 @@ def main() -> None:
         render(view.cannot_encode(e))
         return
     render(view.dropped(ta, tb))
+    if refusal := ui.needs_every_weight(ctx.model, ta) or ui.needs_every_weight(ctx.model, tb):
+        render(refusal)
+        return
     head_view(ctx, text_b)
 
 

@@ -104,7 +104,7 @@ def main() -> None:
     ui.ensure_router()  # a first request for this page hands over to app.py (once)
     render(view.intro())
     ctx = ui.context()
-    t = ui.trace_or_message(ctx)
+    t = ui.trace_or_message(ctx, streams=True)
     if t is None:
         return
     prepare_flow(t)  # the flow tab's worker processes start while the statistics show

@@ -66,6 +66,9 @@ def main() -> None:
     try:
         ta = ui.cached_trace(model, TraceRequest(ctx.text))
         tb = ui.cached_trace(model, TraceRequest(text_b))
+        if refusal := ui.needs_every_weight(model, ta) or ui.needs_every_weight(model, tb):
+            render([*view.dropped(ta, tb), *refusal])
+            return
         side = prepared_side(model, text_b, steps) if blank == "pad" else None
         res = ui.with_progress("results", ("ig", model.key, ctx.text, text_b, steps, blank),
                                _("Integrated gradients..."), lambda progress: attribution.attribute(

@@ -126,7 +126,7 @@ def main() -> None:
     ui.ensure_router()  # a first request for this page hands over to app.py (once)
     render(view.intro())
     ctx = ui.context()
-    if ui.trace_or_message(ctx) is not None:
+    if ui.trace_or_message(ctx, streams=True) is not None:
         tabs_view(ctx)
 
 

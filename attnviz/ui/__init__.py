@@ -25,6 +25,7 @@ from .context import (
     bert_like,
     cached_model,
     cached_trace,
+    needs_every_weight,
     require_bert_like,
     require_text,
     trace_or_message,
@@ -41,6 +42,6 @@ from .sidebar import sidebar
 __all__ = [
     "DEFAULT_TEXT", "Context", "bert_like", "cached", "cached_figure", "cached_model",
     "cached_trace", "clear_caches", "clicked_points", "context", "download_arrays", "download_csv",
-    "ensure_router", "fragment", "render", "require_bert_like", "require_text", "show_figure",
-    "sidebar", "trace_or_message", "with_progress",
+    "ensure_router", "fragment", "needs_every_weight", "render", "require_bert_like",
+    "require_text", "show_figure", "sidebar", "trace_or_message", "with_progress",
 ]

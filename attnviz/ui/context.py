@@ -53,6 +53,7 @@ from attnviz.settings import settings
 from attnviz.views.common import (  # noqa: F401 - pages and ui read them here too
     BERT_LIKE,
     bert_like,
+    needs_every_weight,
     shown_name,
     trace_report,
     why_not_bert_like,
@@ -341,8 +342,11 @@ def require_bert_like(ctx: Context, what: str) -> bool:
     return False
 
 
-def trace_or_message(ctx: Context, **options) -> Trace | None:
-    """The trace for the sidebar's sentence, or None after showing a clear message."""
+def trace_or_message(ctx: Context, streams: bool = False, **options) -> Trace | None:
+    """The trace for the sidebar's sentence, or None after showing a clear message.
+    `streams`: the page reads a trace that does not hold every weight (a long decoder input)
+    a layer at a time; a page that does not is told None with a sentence why
+    (views.common.needs_every_weight)."""
     if not require_text(ctx):
         return None
     if ctx.error:
@@ -357,6 +361,9 @@ def trace_or_message(ctx: Context, **options) -> Trace | None:
             title=ctx.model.title, error=literal(str(e))), "error"))
         return None
     report(ctx.model, t, ctx.notes)
+    if not streams and (refusal := needs_every_weight(ctx.model, t)):
+        render(refusal)
+        return None
     return t
 
 

@@ -142,6 +142,35 @@ def not_bert_like(model, what: str) -> list:
     return [] if bert_like(model) else [Markdown(why_not_bert_like(model, what), "info")]
 
 
+def weights_kept_up_to(model) -> int:
+    """The longest input (tokens) whose trace holds every head's weights on `model` (a decoder
+    past it keeps queries and keys only: engine.families.llama.KEEP_WEIGHTS_BYTES); the model's
+    own limit where every trace holds them."""
+    keeps = getattr(model, "keeps_weights", None)
+    top = int(model.max_positions)
+    if keeps is None or keeps(top):
+        return top
+    low, high = 1, top  # keeps(low), not keeps(high)
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (mid, high) if keeps(mid) else (low, mid)
+    return low
+
+
+def needs_every_weight(model, t) -> list:
+    """[] when trace t holds every head's weights; else one sentence (info): this page reads
+    them all at once, which a long decoder input's trace does not keep, the length up to which
+    it does, and the pages that read such a trace a layer at a time."""
+    if t.weights is not None:
+        return []
+    return [Markdown(_(
+        "This page reads every head's weights at once, and the trace of these {n} tokens on "
+        "{title} does not keep them (it keeps them up to {limit} tokens). Shorten the text to "
+        "{limit} tokens, or open *All heads, token lines*, *Head statistics, rollout and flow* "
+        "or *Windows and receptive fields*, which read a long input a layer at a time.").format(
+        n=t.n_tokens, title=model.title, limit=weights_kept_up_to(model)), "info")]
+
+
 def pair_note() -> Markdown:
     """Where sentence B of a two-sentence page comes from."""
     return Markdown(_("Sentence B is the sidebar's second sentence (encoded alone here)."),
