@@ -16,9 +16,10 @@ page, size, theme and language, what the checks read from the page while shootin
 functions below, each given plain rectangles): a page that scrolls sideways (wider than the
 window), an error box, a page that never finished drawing, text labels of one chart on one
 another (tick labels, annotations, titles, colour bar text; rotated labels as rotated boxes),
-content past the window's right edge outside a frame that scrolls (cut off), an empty table
-cell (an HTML table's, or a data grid's, every cell read from the table the grid keeps for
-screen readers, scrolled through), a colour bar standing nearer a panel it does not serve
+content past the window's right edge outside a frame that scrolls (cut off; a control kept
+for the keyboard and screen readers in a clipped box of 1 px, drawn nowhere, is not), an empty
+table cell (an HTML table's, or a data grid's, every cell read from the table the grid keeps
+for screen readers, scrolled through), a colour bar standing nearer a panel it does not serve
 than any it does, and (the lesson) each step's page height in presentation mode against the
 window's (OUT/report.md, a table; OUT/report.json; OUT/report.txt, one line each).
 
@@ -83,10 +84,12 @@ ERRORS = ("[...document.querySelectorAll(\"[data-testid='stException'], "
 # elements past the window's right edge (the outermost of each run), with whether a frame that
 # scrolls sideways (not the page's own) holds them; every table's cells. The page's chart
 # JSON (`data`, `layout`) is read from the chart element, as Plotly's public API keeps it.
-PROBE = """() => {
-  const box = e => { const r = e.getBoundingClientRect();
-                     return {l: r.left, t: r.top, r: r.right, b: r.bottom}; };
-  // inside a closed expander (<details>) nothing is drawn: not on the screen, not checked
+#
+# CHART_TEXT, the part PROBE and LABELS share: `shown` (drawn at all: not hidden, not see-through,
+# not inside a closed expander, a <details>, where nothing is drawn), `corners` (an SVG text's
+# box on the screen as four corners, turned as the text is) and `chartLabels` (a chart's text
+# labels, {text, corners}, outside its hover boxes and toolbar).
+CHART_TEXT = """
   const shown = e => { const s = getComputedStyle(e);
     return s.display !== 'none' && s.visibility !== 'hidden' && Number(s.opacity) !== 0
       && !(e.closest && e.closest('details:not([open])')); };
@@ -97,13 +100,19 @@ PROBE = """() => {
             [b.x, b.y + b.height]].map(([x, y]) => [m.a * x + m.c * y + m.e,
                                                     m.b * x + m.d * y + m.f]);
   };
-  const charts = [...document.querySelectorAll('.js-plotly-plot')].filter(shown).map((c, n) => {
-    const title = c.querySelector('.gtitle');
-    const labels = [...c.querySelectorAll('svg text')].filter(e =>
+  const chartLabels = c => [...c.querySelectorAll('svg text')].filter(e =>
       e.textContent.trim() && !e.closest('.hoverlayer, .modebar') && shown(e)
       && (!e.parentNode.closest || !e.parentNode.closest('[style*="opacity: 0"]')))
-      .map(e => ({text: e.textContent.trim().slice(0, 40), corners: corners(e)}))
-      .filter(l => l.corners);
+    .map(e => ({text: e.textContent.trim().slice(0, 40), corners: corners(e)}))
+    .filter(l => l.corners);
+  const chartName = (c, n) => { const title = c.querySelector('.gtitle');
+    return title ? title.textContent.trim().slice(0, 60) : 'chart ' + (n + 1); };
+"""
+PROBE = """() => {
+  const box = e => { const r = e.getBoundingClientRect();
+                     return {l: r.left, t: r.top, r: r.right, b: r.bottom}; };""" + CHART_TEXT + """
+  const charts = [...document.querySelectorAll('.js-plotly-plot')].filter(shown).map((c, n) => {
+    const labels = chartLabels(c);
     const data = c.data || [], layout = c.layout || {};
     // a panel: its plot area with its axes' tick labels and titles
     const panels = {};
@@ -137,8 +146,7 @@ PROBE = """() => {
       const mine = name.startsWith('cbcoloraxis') ? serves[name] : [traceBars[k++]];
       return {name: name.slice(2), rect: box(fill), serves: (mine || []).filter(Boolean)};
     });
-    return {name: title ? title.textContent.trim().slice(0, 60) : 'chart ' + (n + 1),
-            labels, bars, panels: Object.fromEntries(
+    return {name: chartName(c, n), labels, bars, panels: Object.fromEntries(
               Object.entries(panels).filter(([id]) => used.has(id)))};
   });
   const main = document.querySelector('[data-testid=stMain]') || document.body;
@@ -150,16 +158,27 @@ PROBE = """() => {
       if (o === 'auto' || o === 'scroll') return true; } return false; };
   const width = window.innerWidth;
   const past = [];
+  // A box of at most 1 x 1 px that clips what it holds (overflow hidden, or clipped to
+  // nothing) draws nothing of it: the "visually hidden" pattern of a control kept for the
+  // keyboard and screen readers only. React-aria wraps the <input type=range> of Streamlit's
+  // slider so: the input keeps its own 129 px width, past the window's edge when the thumb
+  // stands near the track's right end (the lesson's step slider at step 9 or 10 on a phone),
+  // while the page does not get wider; the slider's thumb shows its focus.
+  const unseen = e => { const r = e.getBoundingClientRect(), s = getComputedStyle(e);
+    return r.width <= 1 && r.height <= 1 && (s.overflowX === 'hidden' || s.overflowX === 'clip'
+      || s.clip === 'rect(0px, 0px, 0px, 0px)' || s.clipPath === 'inset(50%)'); };
   const walk = e => {
     // drawn shapes of a picture may be cut by it (KaTeX's stretchy SVGs are); its text may
     // not; KaTeX's MathML copy is for screen readers only
-    if (!shown(e) || e.classList.contains('katex-mathml') ||
+    if (!shown(e) || unseen(e) || e.classList.contains('katex-mathml') ||
         (e instanceof SVGElement && e.tagName !== 'svg' && e.tagName !== 'text' &&
          e.tagName !== 'g')) return;
     const r = e.getBoundingClientRect();
     if (r.width > 0 && r.right > width + 1 && e.tagName !== 'g' &&
         !(e.closest && e.closest('[data-testid=stSidebar]'))) {
+      const name = e.getAttribute('aria-label');
       past.push({what: (e.getAttribute('data-testid') || e.tagName.toLowerCase()) +
+                       (name ? ` [${name.slice(0, 40)}]` : '') +
                        (e.textContent ? ': ' + e.textContent.trim().slice(0, 40) : ''),
                  right: r.right, scrolls: scrolls(e)});
       return;  // the outermost element of a run past the edge
@@ -176,6 +195,12 @@ PROBE = """() => {
   const tall = Math.max(...[...document.querySelectorAll('section, [data-testid=stMain]')]
                         .map(e => e.scrollHeight));
   return {charts, past, tables, height: tall, width, window: window.innerHeight};
+}"""
+# The text labels of the charts a CSS selector names (each shown one, as PROBE reads them):
+# [{name, labels: [{text, corners}]}], for label_collisions.
+LABELS = """(selector) => {""" + CHART_TEXT + """
+  return [...document.querySelectorAll(selector)].filter(shown).map(
+    (c, n) => ({name: chartName(c, n), labels: chartLabels(c)}));
 }"""
 # st.dataframe draws its cells on a canvas (glide data grid); for screen readers the grid keeps
 # a table of the cells in view inside the canvas (role=grid, each row and cell numbered by
@@ -257,15 +282,19 @@ def _overlap_depth(a: list, b: list) -> float:
     return depth
 
 
-def overlapping_labels(chart: dict, limit: int = 3) -> list[str]:
-    """Pairs of one chart's text labels ({text, corners}) on one another by more than
-    LABEL_OVERLAP_PX: the first `limit` named, and how many in all."""
+def label_collisions(chart: dict) -> list[str]:
+    """Every pair of one chart's text labels ({text, corners}) on one another by more than
+    LABEL_OVERLAP_PX, as "'a' on 'b'"."""
     labels = chart["labels"]
-    hits = []
-    for i, a in enumerate(labels):
-        for b in labels[i + 1:]:
-            if _overlap_depth(a["corners"], b["corners"]) > LABEL_OVERLAP_PX:
-                hits.append(f"{a['text']!r} on {b['text']!r}")
+    return [f"{a['text']!r} on {b['text']!r}" for i, a in enumerate(labels)
+            for b in labels[i + 1:]
+            if _overlap_depth(a["corners"], b["corners"]) > LABEL_OVERLAP_PX]
+
+
+def overlapping_labels(chart: dict, limit: int = 3) -> list[str]:
+    """Pairs of one chart's text labels on one another (label_collisions): the first `limit`
+    named, and how many in all."""
+    hits = label_collisions(chart)
     if not hits:
         return []
     more = f" and {len(hits) - limit} more" if len(hits) > limit else ""

@@ -16,6 +16,7 @@ import json
 import pytest
 
 from attnviz.analysis.lesson import STEPS
+from scripts.screenshots import LABELS, label_collisions
 
 from .conftest import SHOTS, page_errors, screenshot, wait_for_app
 
@@ -59,58 +60,16 @@ MEASURE = """() => {
 }"""
 
 
-# Every text of the step's figures (both columns), as the four corners of its box on the
-# screen (a slanted label's box is slanted): per chart, its title and its labels.
-LABELS = """() => {
-  const corners = e => {
-    const b = e.getBBox(), m = e.getScreenCTM();
-    if (!m) return null;
-    return [[b.x, b.y], [b.x + b.width, b.y], [b.x + b.width, b.y + b.height],
-            [b.x, b.y + b.height]].map(([x, y]) => [m.a * x + m.c * y + m.e,
-                                                    m.b * x + m.d * y + m.f]);
-  };
-  const charts = new Set(document.querySelectorAll(
-    '.st-key-lesson_main .js-plotly-plot, .st-key-lesson_body .js-plotly-plot'));
-  return [...charts].map(c => {
-    const title = c.querySelector('.gtitle');
-    return {name: title ? title.textContent : '',
-            labels: [...c.querySelectorAll('svg text')].filter(
-              e => e.textContent.trim() && !e.closest('.hoverlayer, .modebar')
-                && getComputedStyle(e).visibility !== 'hidden').map(
-              e => ({text: e.textContent.trim(), corners: corners(e)})).filter(
-              l => l.corners)};
-  });
-}"""
-TOUCH_PX = 2.0  # labels may touch; one over another by more than this is a collision
+# The charts of the step's figures (both columns), read with the screenshot tool's LABELS
+# (every text as the four corners of its box on the screen, slanted labels as slanted boxes).
+CHARTS = ".st-key-lesson_main .js-plotly-plot, .st-key-lesson_body .js-plotly-plot"
 
 
-def overlap(a: list, b: list) -> float:
-    """How far two convex polygons (their corners) overlap, in px: the smallest overlap of
-    their projections on every edge's normal (separating axes); <= 0 when apart."""
-    import math
-
-    depth = math.inf
-    for poly in (a, b):
-        for i, (x0, y0) in enumerate(poly):
-            x1, y1 = poly[(i + 1) % len(poly)]
-            nx, ny = y0 - y1, x1 - x0
-            norm = math.hypot(nx, ny)
-            if norm:
-                pa = [(x * nx + y * ny) / norm for x, y in a]
-                pb = [(x * nx + y * ny) / norm for x, y in b]
-                depth = min(depth, min(max(pa), max(pb)) - max(min(pa), min(pb)))
-    return depth
-
-
-def collisions(charts: list[dict]) -> list[str]:
-    """'chart: label on label' for each two labels of one chart drawn over one another."""
-    out = []
-    for chart in charts:
-        labels = chart["labels"]
-        out += [f"{chart['name'] or 'chart'}: {a['text']!r} on {b['text']!r}"
-                for k, a in enumerate(labels) for b in labels[k + 1:]
-                if overlap(a["corners"], b["corners"]) > TOUCH_PX]
-    return out
+def collisions(page) -> list[str]:
+    """'chart: label on label' for each two labels of one of the step's charts drawn over
+    one another (the screenshot tool's label_collisions)."""
+    return [f"{chart['name']}: {hit}" for chart in page.evaluate(LABELS, CHARTS)
+            for hit in label_collisions(chart)]
 
 
 def settle(page) -> None:
@@ -139,7 +98,7 @@ def walk(page, app_url: str, lang: str) -> dict[int, dict]:
         page.locator(".st-key-lesson_main .js-plotly-plot .main-svg").first.wait_for(
             timeout=LONG)
         page.wait_for_timeout(300)
-        seen[step] = {**page.evaluate(MEASURE), "collisions": collisions(page.evaluate(LABELS))}
+        seen[step] = {**page.evaluate(MEASURE), "collisions": collisions(page)}
         screenshot(page, f"lesson_present_{lang}_step{step}")
         if step < N_STEPS:
             page.keyboard.press("PageDown")
