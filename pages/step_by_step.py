@@ -125,12 +125,10 @@ def multihead_step(walk, seed: int, real: tuple | None) -> dict:
                      bind="query-params")
         mh = view.toy_multihead(walk, h, seed)
         keys = view.FIGURES[7]
-    elif walk.kv_head is not None:  # a decoder: its layer is not BERT's (RMSNorm, RoPE, GQA)
-        render(view.decoder_multihead(walk))
-        return {}
-    else:
+    else:  # BERT's layer, or a decoder's (RoPE, shared key/value heads: decoder_multihead)
         model, t, layer = real
-        mh = view.wt.real_multihead(model, t, layer)
+        mh = (view.wt.real_multihead if walk.kv_head is None
+              else view.wt.decoder_multihead)(model, t, layer)
         keys = ["s7_h", "s7_O"]
     blocks, extra = view.multihead(walk, mh, seed, lambda: ui.with_progress(
         "results", ("sbs_heads_trend", " ".join(walk.tokens)), _("Measuring over 40 seeds:"),

@@ -19,7 +19,7 @@ PAGE = "pages/step_by_step.py"
 SENTENCE = "I saw a saw"
 KEYS = {1: ["s1_A"], 2: ["s2_q", "s2_k", "s2_v", "s2_rope_q", "s2_rope_k"],
         3: ["s3_terms", "s3_S"], 4: ["s4_m", "s4_bar", "s4_T", "s4_dk"], 5: ["s5_W"],
-        6: ["s6_arrows", "s6_bars", "s6_O"], 7: [], 8: ["s8_S", "s8_W"]}
+        6: ["s6_arrows", "s6_bars", "s6_O"], 7: ["s7_h", "s7_O"], 8: ["s8_S", "s8_W"]}
 
 
 @pytest.fixture(scope="module")
@@ -60,8 +60,8 @@ def test_every_step_draws_on_smollm2(at):
         assert list(figs) == expected, step
         assert not at.error
         assert at.get("download_button"), "numbers offered for download"
-        if step == 7:  # no BERT multi-head figures: a note on the shared heads instead
-            assert "query heads 3, 4, 5 share key/value head 1" in text_of(at)
+        if step == 7:  # the layer's real heads, each group's shared key/value head named
+            assert "query heads 3, 4, 5 read key/value head 1" in text_of(at)
 
 
 def test_real_check_names_the_shared_head_and_is_within_1e_5(at, smol):
@@ -126,3 +126,21 @@ def test_a_decoder_without_llamas_attention_is_refused(tmp_path):
     assert not at.exception
     assert not figures(at)
     assert any("norm q and k" in i.value for i in at.info)
+
+
+def test_step_7_shows_the_layers_real_heads_and_b(at, smol):
+    """Step 7 in real mode on SmolLM2: the layer's 9 heads are the engine's weights (3 groups
+    of 3 sharing a key/value head), B is W^O times the concatenated head outputs, and the
+    layer's output recomputed from B is the engine's."""
+    model, t = smol
+    figs = go(at, 7, layer=5, head=2)
+    mh = wt.decoder_multihead(model, t, 5)
+    np.testing.assert_allclose(mh.weights, t.weights[5], atol=1e-6, rtol=0)
+    said = text_of(at)
+    assert "9 query heads share 3 key/value heads, 3 each" in said
+    assert "query heads 6, 7, 8 read key/value head 2" in said
+    gap = float(re.search(r"engine.s layer 5 output\| = ([0-9.]+e[+-][0-9]+)", said).group(1))
+    assert gap < 1e-4
+    b = [decode(tr["z"]) for tr in figs["s7_O"]["data"] if tr["type"] == "heatmap"][-1]
+    np.testing.assert_allclose(b, mh.projected.T, atol=1e-3)  # drawn: float32, as rounded
+    assert at.table and "2 x (192 x" in str(at.table[0].value)

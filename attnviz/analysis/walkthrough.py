@@ -503,6 +503,84 @@ def real_multihead(model, trace, layer: int) -> MultiHead:
                      cpu(lay.out_b))
 
 
+def decoder_multihead(model, trace, layer: int) -> MultiHead:
+    """All heads of one layer of a Llama-shaped decoder (decoder_walkthrough's, head by head):
+    queries [H, n, d] turned by RoPE, each head's keys and values those of its key/value head
+    (Trace.kv_heads: a group of query heads reads one), weights under the layer's mask,
+    O_g = A'_g V_g, concatenated, B = O W_O^T (+ b_O). `w_k`, `w_v` are [G * d, hidden]: the
+    key/value heads, fewer than the query heads in grouped-query attention."""
+    walks = [decoder_walkthrough(model, trace, layer, h) for h in range(model.n_heads)]
+    lay = model.layers[layer]
+    cpu = lambda t: None if t is None else t.detach().cpu().float().numpy()  # noqa: E731
+    stack = lambda name: np.stack([getattr(w, name) for w in walks])  # noqa: E731
+    outputs = stack("outputs")  # [H, n, d]
+    n = outputs.shape[1]
+    concat = np.ascontiguousarray(outputs.transpose(1, 0, 2).reshape(n, -1))  # [n, H * d]
+    w_o = cpu(lay.o_w)  # [hidden, H * d]
+    b_o = cpu(lay.o_b) if lay.o_b is not None else np.zeros(w_o.shape[0], dtype=np.float32)
+    projected = (torch.as_tensor(concat) @ torch.as_tensor(w_o).T).numpy() + b_o  # [n, hidden]
+    zero = lambda w: np.zeros(w.shape[0], dtype=np.float32)  # noqa: E731
+    w_q, w_k, w_v = cpu(lay.q_w), cpu(lay.k_w), cpu(lay.v_w)
+    b_q, b_k, b_v = (zero(w) if b is None else cpu(b)
+                     for w, b in ((w_q, lay.q_b), (w_k, lay.k_b), (w_v, lay.v_b)))
+    return MultiHead(list(trace.tokens), walks[0].inputs, w_q, w_k, w_v, w_o, b_q, b_k, b_v,
+                     b_o, stack("queries"), stack("keys"), stack("values"), stack("scores"),
+                     stack("weights"), outputs, concat, projected)
+
+
+def decoder_after_attention(model, layer: int, inputs: np.ndarray,
+                            block: np.ndarray) -> dict[str, np.ndarray]:
+    """What follows the attention block B in a Llama-shaped decoder layer (row layout):
+
+        x' = x + B                                           the residual (no norm after it)
+        h  = x' + W_down (SiLU(W_gate RMSNorm(x')) * W_up RMSNorm(x'))   feed-forward, residual
+
+    (the model's last layer then applies its final RMSNorm, as hidden_states[-1] records).
+    inputs: the layer's input x = hidden_states[layer] [n, hidden] (before RMSNorm); block: B.
+    Returns {"after_attention": x', "layer_output": h}."""
+    from attnviz.engine.families.llama import rms_norm
+
+    lay = model.layers[layer]
+    dev = lambda t: None if t is None else t.detach().cpu().float()  # noqa: E731
+    x = torch.as_tensor(np.asarray(inputs, dtype=np.float32))
+    with torch.no_grad():
+        mid = x + torch.as_tensor(np.asarray(block, dtype=np.float32))
+        h = rms_norm(mid, dev(lay.norm_ff), model.eps)
+        ff = F.linear(model.act(F.linear(h, dev(lay.gate_w), dev(lay.gate_b)))
+                      * F.linear(h, dev(lay.up_w), dev(lay.up_b)), dev(lay.down_w),
+                      dev(lay.down_b))
+        out = mid + ff
+        if layer == model.n_layers - 1:
+            out = rms_norm(out, dev(model.final_norm), model.eps)
+    return {"after_attention": mid.numpy(), "layer_output": out.numpy()}
+
+
+def decoder_multihead_shapes(m: int, n: int, h: int, g: int, d: int) -> list[dict[str, str]]:
+    """multihead_shapes for a decoder with h query heads on g key/value heads of size d
+    (grouped-query attention: K and V have g heads, each read by h / g query heads)."""
+    rows = [
+        (_("inputs"), "I = (a^1 ... a^n), a^i = RMSNorm(x^i)", f"{m} x {n}"),
+        (_("all queries"), _("Q = W^Q I, turned by RoPE,  W^Q: {hd} x {m}").format(
+            hd=h * d, m=m), f"{h * d} x {n}"),
+        (_("keys and values"), _("K = W^K I (turned), V = W^V I,  W^K, W^V: {gd} x {m}").format(
+            gd=g * d, m=m), f"2 x ({g * d} x {n})"),
+        (_("split into heads"), _("{h} query heads, {g} key/value heads: query head q reads "
+                                  "key/value head q // {per}").format(h=h, g=g, per=h // g),
+         f"{h} x ({d} x {n}), {g} x ({d} x {n})"),
+        (_("weights per head"), _("A'_q = softmax of each column of K_g^T Q_q / sqrt({d}), "
+                                  "causal").format(d=d), f"{h} x ({n} x {n})"),
+        (_("head outputs"), "O_q = V_g A'_q", f"{h} x ({d} x {n})"),
+        (_("concatenation"), _("O = (O_0; ...; O_{h-1}) stacked"), f"{h * d} x {n}"),
+        (_("attention block output"), f"B = W^O O,  W^O: {m} x {h * d}", f"{m} x {n}"),
+        (_("then, in this decoder"), _("x + B, RMSNorm, feed-forward (SwiGLU), residual: the "
+                                       "layer's output"), f"{m} x {n}"),
+        (_("parameters"), "W^Q, W^K, W^V, W^O",
+         _("{count} ({saved} fewer than with {h} key/value heads)").format(
+             count=2 * m * h * d + 2 * m * g * d, saved=2 * m * (h - g) * d, h=h)),
+    ]
+    return [dict(what=a, formula=b, shape=c) for a, b, c in rows]
+
+
 def multihead_shapes(m: int, n: int, h: int) -> list[dict[str, str]]:
     """{what, formula (the lecture's column layout), shape} for every matrix of multi-head,
     in the session's language (a table the page shows)."""

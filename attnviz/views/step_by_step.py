@@ -345,21 +345,11 @@ def heads_trend(walk, progress: Callable | None = None) -> dict:
     return wt.heads_trend(text, progress=progress) if progress else wt.heads_trend(text)
 
 
-def decoder_multihead(walk) -> Markdown:
-    """Step 7 in real mode on a decoder: what differs from BERT's multi-head, where to see it."""
-    return Markdown(_(
-        "Real mode draws step 7 for BERT's layers. In this decoder the heads of a layer are "
-        "concatenated and multiplied by $W^O$ as above, but query heads {group} share key/value "
-        "head {g}, and the layer around them differs (RMSNorm before attention, no LayerNorm "
-        "after it). *Heads of one layer* shows all the heads of layer {layer}; the toy mode "
-        "shows multi-head attention step by step.").format(
-        group=", ".join(str(h) for h in walk.kv_group), g=walk.kv_head, layer=walk.layer),
-        "info")
-
-
 def shapes_table(walk, mh) -> Table:
-    rows = [{_(SHAPE_COLUMNS[k]): v for k, v in row.items()}
-            for row in wt.multihead_shapes(walk.m, walk.n, mh.n_heads)]
+    found = (wt.multihead_shapes(walk.m, walk.n, mh.n_heads) if walk.kv_head is None else
+             wt.decoder_multihead_shapes(walk.m, walk.n, mh.n_heads,
+                                         mh.w_k.shape[0] // mh.head_dim, mh.head_dim))
+    rows = [{_(SHAPE_COLUMNS[k]): v for k, v in row.items()} for row in found]
     return Table({k: [r[k] for r in rows] for k in rows[0]})
 
 
@@ -388,8 +378,15 @@ def multihead(walk, mh, seed: int, trend: Callable[[], dict], real: tuple | None
     else:
         out.append(heads_grid(mh.weights, walk.tokens, title=_("Layer {layer}: {n} heads").format(
             layer=walk.layer, n=mh.n_heads)))
+        if walk.kv_head is not None:
+            out.append(kv_groups(mh))
     out.append(sp.output_projection_figure(mh))
-    if real is not None:
+    if real is not None and walk.kv_head is not None:
+        model, t, layer = real
+        after = wt.decoder_after_attention(model, layer, t.hidden_states[layer], mh.projected)
+        out.append(decoder_after(after, mh, t, layer))
+        extra["layer_output"] = after["layer_output"]
+    elif real is not None:
         model, t, layer = real
         after = wt.layer_after_attention(model, layer, mh.inputs, mh.projected)
         gap = float(np.abs(after["layer_output"] - t.hidden_states[layer + 1]).max())
@@ -404,6 +401,33 @@ def multihead(walk, mh, seed: int, trend: Callable[[], dict], real: tuple | None
         extra["layer_output"] = after["layer_output"]
     extra |= {f"multihead_{k}": v for k, v in mh.arrays().items() if k != "tokens"}
     return out, extra
+
+
+def kv_groups(mh) -> Markdown:
+    """Which key/value head each query head of a decoder's layer reads (grouped-query
+    attention): the heads of a group share one K and one V."""
+    per = mh.n_heads // (mh.w_k.shape[0] // mh.head_dim)
+    groups = [_("query heads {heads} read key/value head {g}").format(
+        heads=", ".join(str(h) for h in range(g * per, (g + 1) * per)), g=g)
+        for g in range(mh.n_heads // per)]
+    return Markdown(_("Grouped-query attention: {n} query heads share {g} key/value heads, "
+                      "{per} each: {groups}. The heads of a group meet the same keys, so their "
+                      "weights differ only through their queries.").format(
+        n=mh.n_heads, g=len(groups), per=per, groups="; ".join(groups)), "caption")
+
+
+def decoder_after(after: dict, mh, t, layer: int) -> Markdown:
+    """From B to a decoder layer's output, recomputed (analysis.walkthrough.
+    decoder_after_attention) and compared with the engine's."""
+    gap = float(np.abs(after["layer_output"] - t.hidden_states[layer + 1]).max())
+    return Markdown(_(
+        "Colours of W^O stop at the 99th percentile of |value| (hover: exact). From $B$ to the "
+        "layer's output in this decoder: the residual $x' = x + B$ with no norm after it, then "
+        "$x' + \\mathrm{{FFN}}(\\mathrm{{RMSNorm}}(x'))$ (a gated feed-forward, SwiGLU; the "
+        "last layer then its final RMSNorm), recomputed here: max |recomputed − engine's layer "
+        "{layer} output| = {gap:.1e}, while $B$ itself differs from that output by up to "
+        "{far:.1f}.").format(layer=layer, gap=gap, far=float(
+            np.abs(mh.projected - t.hidden_states[layer + 1]).max())), "caption")
 
 
 def additive(walk, seed: int, mode: str) -> tuple[list, dict]:
