@@ -11,6 +11,7 @@ import pytest
 
 from attnviz.analysis.rollout import rollout, streamed_rollout
 from attnviz.plotting.common import block_reduce
+from attnviz.plotting.overview import MOSAIC_TOP, mosaic_cells, mosaic_height
 from attnviz.views import explore
 from attnviz.views import head_stats as hs_view
 from tests.test_views_common import decode, heatmaps, spec
@@ -124,9 +125,9 @@ def test_smollm2_past_its_keep_limit_draws_the_mosaic_and_rollout():
     assert t.n_tokens == 800 and not t.holds_weights
     fig = explore.mosaic(t, False, False, "all", False)
     z = mosaic_z(fig)
-    pooled, factor = block_reduce(t.weights_of(29, 8), 64)
+    pooled, factor = block_reduce(t.weights_of(29, 8), mosaic_cells(30))
     step = pooled.shape[0] + 1
-    assert factor == 13 and z.shape == (31 * step - 1, 10 * step - 1)
+    assert factor == 26 and z.shape == (31 * step - 1, 10 * step - 1)
     np.testing.assert_allclose(z[29 * step:29 * step + pooled.shape[0],
                                  8 * step:8 * step + pooled.shape[0]], pooled, atol=1e-6)
     maps = hs_view.maps_of(t, 29, False, None)
@@ -134,3 +135,16 @@ def test_smollm2_past_its_keep_limit_draws_the_mosaic_and_rollout():
     assert np.triu(maps["rollout"], 1).max() == 0.0
     blocks = hs_view.rollout_and_flow(t, maps, 29, False)
     assert len(heatmaps(next(b for b in blocks if hasattr(b, "to_json")))) == 2
+
+
+@pytest.mark.parametrize("layers", [2, 6, 12, 24, 30, 32])
+def test_a_mosaic_cell_is_at_least_a_pixel_tall(layers):
+    """The tiles of L layers (and the mean row) share the plot's height, square and one blank
+    cell apart: with mosaic_cells' cells per tile, each cell gets at least one screen pixel
+    (BERT's 6 and 12 layers keep 64 cells)."""
+    cells = mosaic_cells(layers)
+    plot = mosaic_height(layers) - MOSAIC_TOP - 10
+    assert plot / ((layers + 1) * (cells + 1)) >= 1.0
+    assert cells == 64 or plot / ((layers + 1) * (cells + 2)) < 1.0  # the most that fit
+    if layers in (6, 12):
+        assert cells == 64

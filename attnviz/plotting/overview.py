@@ -50,6 +50,22 @@ def _axis_labels(n: int, factor: int, tokens: list[str], indices) -> list[str]:
     return [f"#{indices[s]}-{indices[min(s + factor, n) - 1]}" for s in starts]
 
 
+def mosaic_height(n_layers: int) -> int:
+    """The mosaic figure's height in px: 70 px a row of tiles (the mean row included), between
+    420 and 1100 px for the rows, plus its title, colour bar and head numbers."""
+    return int(min(1100, max(420, 70 * (n_layers + 1) + 140))) + MOSAIC_TOP - 90
+
+
+def mosaic_cells(n_layers: int, most: int = 64) -> int:
+    """Cells a tile side may have (overview_mosaic's max_cells) so that a cell is at least one
+    screen pixel tall: the tiles are square and the rows share the plot's height, so a
+    30-layer decoder's tiles are ~32 px. More cells than pixels and the browser draws only some
+    of them (nearest-neighbour scaling): a one-cell column such as each head's sink column
+    would show in some tiles and vanish from others."""
+    plot = mosaic_height(n_layers) - MOSAIC_TOP - 10
+    return max(8, min(most, plot // (n_layers + 1) - 1))
+
+
 def overview_mosaic(
     weights: np.ndarray,
     means: dict[str, np.ndarray],
@@ -148,7 +164,7 @@ def tiled_mosaic(tiles: MosaicTiles, tokens: list[str], indices: list[int] | Non
     # invisible and large, so it covers nothing of the tile and a click near the centre hits.
     cx = [x[i * step + mid] for i in range(H + 1)]
     cy = [y[i * step + mid] for i in range(L + 1)]
-    height = int(min(1100, max(420, 70 * (L + 1) + 140))) + MOSAIC_TOP - 90
+    height = mosaic_height(L)
     plot = height - MOSAIC_TOP - 10
     heat = dict(
         type="heatmap", z=z, x=x, y=y, colorscale=WEIGHTS_SCALE, zmin=0.0, zmax=1.0,

@@ -12,7 +12,13 @@ from ..analysis import views
 from ..engine import token_labels
 from ..i18n import _
 from ..plotting.heatmaps import SQUARE_FROM, attention_heatmap
-from ..plotting.overview import mark_head, overview_mosaic, streamed_tiles, tiled_mosaic
+from ..plotting.overview import (
+    mark_head,
+    mosaic_cells,
+    overview_mosaic,
+    streamed_tiles,
+    tiled_mosaic,
+)
 from ..plotting.token_lines import token_lines
 from .blocks import Heading, Markdown
 from .common import numbers
@@ -54,7 +60,7 @@ def mosaic(t, hide: bool, renorm: bool, seg: str, words: bool, progress=None):
     does not hold them (a long decoder input), from streamed_parts."""
     if t.holds_weights:
         w, toks, idx = shown(t, t.weights, hide, renorm, seg, words)
-        return overview_mosaic(w, views.mean_maps(w), toks, idx)
+        return overview_mosaic(w, views.mean_maps(w), toks, idx, mosaic_cells(t.n_layers))
     return parts_mosaic(*streamed_parts(t, hide, renorm, seg, words, progress))
 
 
@@ -74,7 +80,7 @@ def streamed_parts(t, hide: bool, renorm: bool, seg: str, words: bool, progress=
                 progress((layer + 1) / t.n_layers, _("layer {layer} of {n}").format(
                     layer=layer + 1, n=t.n_layers))
 
-    tiles = streamed_tiles(layers())
+    tiles = streamed_tiles(layers(), mosaic_cells(t.n_layers))
     return tiles, seen["tokens"], seen["indices"]
 
 
