@@ -96,7 +96,7 @@ def flow_tab(t, words: bool) -> None:
         render(view.flow_missing(t, upto))
     render(ui.cached_figure(("hs_rollout", t.key, upto, words),
                             lambda: view.maps_figure(t, maps, upto, words)), key="hs_rollout")
-    render(view.maps_notes(t))
+    render(view.maps_notes(t, maps))
     render(view.maps_download(t, maps, upto, words), key="hs_download_flow")
 
 

@@ -148,3 +148,19 @@ def test_a_mosaic_cell_is_at_least_a_pixel_tall(layers):
     assert cells == 64 or plot / ((layers + 1) * (cells + 2)) < 1.0  # the most that fit
     if layers in (6, 12):
         assert cells == 64
+
+
+def test_a_clipped_rollout_scale_is_said_once_under_the_maps(model):
+    """Past CLIP_FROM tokens each map's colour scale stops at a percentile: the caption says so
+    once, and each colour bar is titled with the value's name alone (three long titles side by
+    side ran into each other in Chinese)."""
+    t = model.trace("the carpenter took his saw and " * 20)
+    maps = hs_view.maps_of(t, 5, False, None)
+    said = " ".join(b.text for b in hs_view.maps_notes(t, maps))
+    assert "tops out at its 99th percentile: the top 1% of its cells" in said
+    bars = [a["colorbar"]["title"]["text"] for k, a in spec(hs_view.maps_figure(
+        t, maps, 5, False))["layout"].items() if k.startswith("coloraxis")]
+    assert bars == ["share", "share"]
+    short = model.trace("I saw a saw")
+    assert "percentile" not in " ".join(
+        b.text for b in hs_view.maps_notes(short, hs_view.maps_of(short, 5, False, None)))

@@ -24,7 +24,7 @@ from ..analysis.rollout import rollout, streamed_rollout
 from ..analysis.words import merge_tokens, word_attention, word_groups, words_view
 from ..i18n import N_, _
 from ..plotting.heatmaps import attention_heatmap
-from ..plotting.stats import maps_side_by_side, stats_heatmaps
+from ..plotting.stats import CLIP_PERCENTILE, colour_top, maps_side_by_side, stats_heatmaps
 from .blocks import Heading, Markdown, Table
 from .common import numbers
 
@@ -165,13 +165,20 @@ def maps_figure(t, maps: dict, upto: int, words: bool):
               _("rollout, layers 0-{layer}").format(layer=upto)]
     if "flow" in maps:
         titles.append(_("flow, layers 0-{layer}").format(layer=upto))
-    return maps_side_by_side(list(maps.values()), titles, maps_tokens(t, words))
+    return maps_side_by_side(list(maps.values()), titles, maps_tokens(t, words),
+                             clip_note=False)  # said once in maps_notes: long bar titles met
 
 
-def maps_notes(t) -> list:
+def maps_notes(t, maps: dict | None = None) -> list:
+    """The maps' captions; with `maps`, whether their colour scales stop at a percentile."""
+    clipped = maps is not None and any(colour_top(m)[1] for m in maps.values())
     out = [Markdown(_("Rows are outputs (after the layer), columns are input tokens; every row "
                       "sums to 1. Each panel has its own colour scale (bar under it): flow is "
-                      "often much flatter than rollout."), "caption")]
+                      "often much flatter than rollout.") + ("" if not clipped else " " + _(
+                          "Each map's colour scale tops out at its {p}th percentile: the top "
+                          "{share}% of its cells share the top colour (hover: the exact "
+                          "value).").format(p=CLIP_PERCENTILE, share=100 - CLIP_PERCENTILE)),
+                   "caption")]
     if t.n_tokens > 1 and not np.triu(t.mask, 1).any():
         out.append(Markdown(_("This model is causal (a token sees only itself and the tokens "
                               "before it), so every map here is 0 above the diagonal: output i "
@@ -188,7 +195,7 @@ def maps_download(t, maps: dict, upto: int, words: bool):
 def rollout_and_flow(t, maps: dict, upto: int, words: bool) -> list:
     """The Rollout and flow tab (its widgets left out)."""
     return [flow_intro(), *([] if "flow" in maps else [flow_missing(t, upto)]),
-            maps_figure(t, maps, upto, words), *maps_notes(t),
+            maps_figure(t, maps, upto, words), *maps_notes(t, maps),
             maps_download(t, maps, upto, words)]
 
 
