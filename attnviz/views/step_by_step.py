@@ -408,12 +408,12 @@ def kv_groups(mh) -> Markdown:
     attention): the heads of a group share one K and one V."""
     per = mh.n_heads // (mh.w_k.shape[0] // mh.head_dim)
     groups = [_("query heads {heads} read key/value head {g}").format(
-        heads=", ".join(str(h) for h in range(g * per, (g + 1) * per)), g=g)
+        heads=_(", ").join(str(h) for h in range(g * per, (g + 1) * per)), g=g)
         for g in range(mh.n_heads // per)]
     return Markdown(_("Grouped-query attention: {n} query heads share {g} key/value heads, "
                       "{per} each: {groups}. The heads of a group meet the same keys, so their "
                       "weights differ only through their queries.").format(
-        n=mh.n_heads, g=len(groups), per=per, groups="; ".join(groups)), "caption")
+        n=mh.n_heads, g=len(groups), per=per, groups=_("; ").join(groups)), "caption")
 
 
 def decoder_after(after: dict, mh, t, layer: int) -> Markdown:
