@@ -168,7 +168,8 @@ def needs_every_weight(model, t) -> list:
         "{title} does not keep them (it keeps them up to {limit} tokens). Shorten the text to "
         "{limit} tokens, or open *All heads, token lines*, *Head statistics, rollout and flow* "
         "or *Windows and receptive fields*, which read a long input a layer at a time.").format(
-        n=t.n_tokens, title=model.title, limit=weights_kept_up_to(model)), "info")]
+        n=t.n_tokens, title=literal(shown_name(model)), limit=weights_kept_up_to(model)),
+        "info")]
 
 
 def pair_note() -> Markdown:
