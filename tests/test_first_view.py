@@ -246,9 +246,14 @@ def test_with_a_stored_view_the_preload_waits_for_the_first_page(cpu_model, cach
         f"os.environ['ATTNVIZ_CACHE_DIR'] = {str(cache_dir)!r}; "
         "os.environ['ATTNVIZ_PRELOAD'] = '0'; "
         "m = runpy.run_path('scripts/run_app.py', run_name='not_main'); "
-        "thread = m['start_preload'](); time.sleep(1.0); "
+        "thread = m['start_preload'](); from attnviz import first_view\n"
+        # the thread's own imports come first; on a busy machine they may take a while
+        "t = time.monotonic()\n"
+        "while not first_view.PRELOADING.is_set() and time.monotonic() - t < 120: "
+        "time.sleep(0.01)\n"
+        "time.sleep(1.0); "
         "early = [k for k in ('torch', 'attnviz.ui', 'streamlit') if k in sys.modules]; "
-        "from attnviz import first_view; first_view.FIRST_PAGE.set(); thread.join(300); "
+        "first_view.FIRST_PAGE.set(); thread.join(300); "
         "from attnviz.ui.preload import STATE; "
         "print(early, STATE['waited'] > 0.5, STATE['error'], STATE['first_view'])")
     assert last_line(code) == "[] True None checked"

@@ -29,7 +29,8 @@ def test_windows_page_tabs_draw(page, app_url):
         assert not page_errors(page)
         screenshot(page, shot)
     page.get_by_role("tab", name="Receptive fields").click()
-    page.get_by_text("a longer passage").click()
+    wait_for_app(page, plots=False)  # the tab's change reruns the page (its URL keeps the tab)
+    page.get_by_text("a longer passage").click(timeout=120_000)
     wait_for_app(page, plots=False)  # the first chart sits in a hidden tab now
     page.wait_for_timeout(1500)
     assert not page_errors(page)
