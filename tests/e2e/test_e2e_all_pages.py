@@ -53,7 +53,7 @@ def wait_drawn(page, timeout_ms: int = 180_000) -> None:
     page.wait_for_function(
         "() => Array.from(document.querySelectorAll('.js-plotly-plot'))"
         ".some(d => d.offsetParent !== null && d.data && d.data.length > 0)",
-        timeout=timeout_ms,
+        timeout=timeout_ms, polling=250,
     )
 
 

@@ -119,7 +119,12 @@ def test_a_class_follows_the_teacher_and_sees_the_room(hall, browser):  # noqa: 
         for k, (_lang, page) in enumerate(students):
             radios = page.locator(".st-key-lesson_question [data-testid='stRadio'] "
                                   "[role='radiogroup'] label")
-            radios.nth(chosen[k]).click()
+            try:
+                radios.nth(chosen[k]).click()
+            except Exception:  # what the page shows instead, with its picture
+                screenshot(page, f"class_student{k}_no_choice_step{step}")
+                raise AssertionError((k, step, page.url, page.locator(
+                    ".st-key-lesson_question").inner_text()[:300])) from None
             page.wait_for_timeout(300)
         teacher.get_by_text(f"{len(students)} of {len(students)} answered").wait_for(
             timeout=30_000)
@@ -131,7 +136,7 @@ def test_a_class_follows_the_teacher_and_sees_the_room(hall, browser):  # noqa: 
         for k, (lang, page) in enumerate(students):
             page.wait_for_function(
                 "() => document.querySelector('.st-key-lesson_question .js-plotly-plot')",
-                timeout=FOLLOW_MS)
+                timeout=FOLLOW_MS, polling=250)
             settle(page)
             assert room_counts(page) == expected, (k, step)
             mine = tr(lang, q.choices[chosen[k]])

@@ -23,7 +23,7 @@ def open_page(page, app_url: str, path: str) -> None:
 def wait_for_live(page) -> None:
     """The open head and its lines are drawn (like every chart of the page, they are drawn in
     place: ui.live_chart)."""
-    page.wait_for_function(LIVE_DRAWN, timeout=60_000)
+    page.wait_for_function(LIVE_DRAWN, timeout=60_000, polling=250)
 
 
 def test_explore_draws_and_click_opens_a_head(page, app_url):
@@ -75,7 +75,7 @@ def open_head(page, head: int, title: str) -> None:
     choose(page, "Head", str(head))
     page.wait_for_function(
         f"t => (document.querySelector('{LIVE} .gtitle') || {{}}).textContent === t",
-        arg=title, timeout=60_000)
+        arg=title, timeout=60_000, polling=250)
     wait_for_app(page)
 
 
@@ -121,7 +121,7 @@ def test_the_open_head_is_redrawn_in_place(page, app_url, model):
     drawn = [c.get_attribute("data-drawn") for c in page.locator(LIVE).all()]
     choose(page, "Token lines for one query token", "saw #4")
     page.wait_for_function(f"d => document.querySelectorAll('{LIVE}')[1].dataset.drawn !== d",
-                           arg=drawn[1], timeout=60_000)
+                           arg=drawn[1], timeout=60_000, polling=250)
     wait_for_app(page)
     assert page.locator(LIVE).first.get_attribute("data-drawn") == drawn[0]
 
@@ -138,7 +138,8 @@ def test_the_open_head_is_redrawn_in_place(page, app_url, model):
     one.hover()
     one.locator(".modebar-btn[data-title='Fullscreen']").click()
     page.wait_for_function("() => document.fullscreenElement && "
-                           "document.fullscreenElement.dataset.testid === 'attnvizLiveChart'")
+                           "document.fullscreenElement.dataset.testid === 'attnvizLiveChart'",
+                           polling=250)
     page.evaluate("() => document.exitFullscreen()")
 
     # A reloaded page has no plotly.js of its own: it gets it again and draws.
@@ -173,7 +174,7 @@ def test_a_chart_drawn_in_place_looks_like_the_others_dark_and_in_chinese(browse
     wait_for_live(page)
     choose(page, "头", "4")
     page.wait_for_function(f"() => (document.querySelector('{LIVE} .gtitle') || {{}})"
-                           ".textContent === '第 1 层，第 4 个头'", timeout=60_000)
+                           ".textContent === '第 1 层，第 4 个头'", timeout=60_000, polling=250)
     wait_for_app(page)
     mosaic, one, lines = page.evaluate(THEMED)
     assert one == mosaic and lines[:-1] == mosaic[:-1], (mosaic, one, lines)
@@ -223,7 +224,7 @@ def test_a_chart_that_cannot_be_drawn_says_so(browser, app_url):
     page.wait_for_function(
         f"() => [...document.querySelectorAll('{EVERY_LIVE}')].length === 3 && "
         f"[...document.querySelectorAll('{EVERY_LIVE}')].every(c => c.textContent.includes("
-        "'could not be drawn'))", timeout=60_000)
+        "'could not be drawn'))", timeout=60_000, polling=250)
     assert "Numbers in this figure" in page.locator(LIVE).first.text_content()
     assert page.get_by_text("Numbers in this figure").count() >= 2
     page.locator(LIVE).first.scroll_into_view_if_needed()

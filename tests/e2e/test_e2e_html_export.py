@@ -56,7 +56,7 @@ def test_every_page_draws_every_figure_offline(browser, pack):
             page.wait_for_function(
                 "n => [...document.querySelectorAll('.figure')].filter("
                 "d => d.querySelector('.plotly .main-svg')).length === n", arg=n,
-                timeout=60_000)
+                timeout=60_000, polling=250)
         assert page.locator(".figure").count() == n, url
         figures_seen += n
         name = url.rsplit("/", 1)[1]

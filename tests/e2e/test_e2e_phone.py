@@ -153,7 +153,7 @@ SETTLED = """() => {
 def settle(page) -> None:
     """Wait (up to 30 s) until SETTLED holds, counting the 300 ms from now."""
     page.evaluate("() => { delete window.attnvizTestWidths; }")
-    page.wait_for_function(SETTLED, timeout=30_000)
+    page.wait_for_function(SETTLED, timeout=30_000, polling=250)
 
 
 def test_a_phone_turned_lays_the_panels_out_again(phone, app_url):
