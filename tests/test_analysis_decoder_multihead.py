@@ -32,7 +32,8 @@ def hf_run(folder, t):
     self-attention output B, taken by a forward hook)."""
     from transformers import AutoModel
 
-    hf = AutoModel.from_pretrained(folder, attn_implementation="eager").eval()
+    hf = AutoModel.from_pretrained(folder, attn_implementation="eager",
+                                   local_files_only=True).eval()
     blocks = {}
     hooks = [layer.self_attn.register_forward_hook(
         lambda _m, _i, out, li=li: blocks.__setitem__(li, out[0][0].detach().numpy()))

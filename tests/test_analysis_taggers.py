@@ -255,6 +255,7 @@ def test_training_is_deterministic_and_counts_steps():
     assert T.steps_per_epoch(320, s) == 5
 
 
+@pytest.mark.slow  # reads the lesson's sweep over seeds (the run's warm-up keeps it)
 def test_overfitting_sweep_is_train_minus_held_out(trained):
     sw = shared_sweep()
     c, st = trained.corpus, trained.settings
@@ -673,6 +674,7 @@ def test_length_test_small_run_and_the_untrained_rows(tmp_path):
     assert T.sweeps_from_json(json.loads(json.dumps(T.sweeps_to_json(sw)))) == sw
 
 
+@pytest.mark.slow  # reads the lesson's sweep over seeds (the run's warm-up keeps it)
 def test_e_and_the_length_test_pinned(trained, scores):
     """The numbers of the seeded run (default settings, seeds 0-2), pinned; seed 0's rotary
     tagger of the length test is (e) itself, its long-input accuracies recounted here."""

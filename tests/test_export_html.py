@@ -170,6 +170,7 @@ def pack(tmp_path_factory):
     return out, written, lines
 
 
+@pytest.mark.slow  # reads the lesson's sweep over seeds (the run's warm-up keeps it)
 def test_pack_has_every_view_with_its_figures(pack):
     out, written, lines = pack
     assert lines[0] == "[1/31] Lesson 1/10: The task: one tag per word"
@@ -192,6 +193,7 @@ def test_pack_has_every_view_with_its_figures(pack):
     assert "long inputs, places 1–" in positions  # the length test: its figure and table
 
 
+@pytest.mark.slow  # reads the lesson's sweep over seeds (the run's warm-up keeps it)
 def test_pack_numbers_are_the_traces(pack, model):
     out, _written, _lines = pack
     t = model.trace("I saw a saw")

@@ -52,7 +52,13 @@ def unwrap(name: str) -> str:
     return name.replace("<br>", " ")
 
 
-@pytest.mark.parametrize("step", range(1, len(L.STEPS) + 1))
+# the steps that show the sweep over seeds (the cost of parameters, the length test)
+SWEEP_STEPS = {i + 1 for i, s in enumerate(L.STEPS) if s.key in ("cost", "positions")}
+
+
+@pytest.mark.parametrize("step", [
+    pytest.param(i, marks=[pytest.mark.slow] if i in SWEEP_STEPS else [])
+    for i in range(1, len(L.STEPS) + 1)])
 def test_every_step_as_the_pack_shows_it(model, numbers, step):
     s = L.STEPS[step - 1]
     blocks = view.page(model, model.trace, TEXT, step, trained, lambda: numbers, sweep)
@@ -80,6 +86,7 @@ def test_hidden_answer_hides_the_tags(model, numbers):
     assert rows[T.NAMES["mlp"]] == T.tag_sentence(tr.models["mlp"], tr.corpus, TEXT)[1]
 
 
+@pytest.mark.slow  # reads the lesson's sweep over seeds (the run's warm-up keeps it)
 def test_claims_are_the_predictions_counted(model, numbers):
     tr = trained()
     c = tr.corpus
@@ -158,6 +165,7 @@ def test_chinese_sentence_names_the_unknown_characters(model):
 PRESENT_TOP, GAP = 134, 16
 
 
+@pytest.mark.slow  # reads the lesson's sweep over seeds (the run's warm-up keeps it)
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_presentation_figure_column_fits_720_px(model, numbers, lang):
     """Every step's figure column (its answer shown: the tag table and the step's figure)
@@ -179,6 +187,7 @@ def test_presentation_figure_column_fits_720_px(model, numbers, lang):
     assert not over, over
 
 
+@pytest.mark.slow  # reads the lesson's sweep over seeds (the run's warm-up keeps it)
 def test_positions_step_shows_e_beside_d_and_the_length_test(model, numbers):
     """(e)'s claim from its predictions counted here; the length test's table cells are the
     means (and extremes) of the sweep's LengthTest, which test_analysis_taggers recounts."""

@@ -53,7 +53,8 @@ def test_step_3_says_which_keys_lie_outside_the_window(mistral):
     import torch
     from transformers import MistralModel
 
-    hf = MistralModel.from_pretrained(folder, attn_implementation="eager").eval()
+    hf = MistralModel.from_pretrained(folder, attn_implementation="eager",
+                                     local_files_only=True).eval()
     with torch.no_grad():
         ref = hf(torch.tensor([t.token_ids]), output_attentions=True).attentions[1][0, 3]
     ref = ref.numpy()
