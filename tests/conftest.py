@@ -117,7 +117,8 @@ def pytest_sessionstart(session):
     if hasattr(config, "workerinput") or not config.getoption("numprocesses", None):
         return  # a worker, or a run in one process: the tests train what they need
     if "not e2e" in (config.getoption("markexpr", "") or ""):
-        return  # make test-fast: none of its tests reads the lesson's taggers
+        return  # make test-fast: none of its tests reads the sweep over seeds (marked slow);
+        # the few that read seed 0's taggers train them once in their worker
     env = {**os.environ, "OMP_NUM_THREADS": "1"}  # as the app's training child: one thread
     _WARM.append(subprocess.Popen(
         [sys.executable, "-c", "from tests import lesson_trained; lesson_trained.warm()"],
