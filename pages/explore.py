@@ -116,10 +116,10 @@ def one_head(ctx: ui.Context, hide: bool, renorm: bool, seg: str, words: bool,
         t, t.layer_weights(layer), hide, renorm, seg, words))  # a long input's: not cached
     labels = view.labels(toks, idx)
     options, default = view.line_choices(len(toks), hide)
-    if "ex_token" in st.session_state and st.session_state["ex_token"] not in options:
-        del st.session_state["ex_token"]  # not an option for this sentence: back to the default
+    # A key of its own per number of shown tokens: another sentence's list is a new widget,
+    # which the browser shows at its default (a kept key would keep the old choice on screen).
     pick = e2.selectbox(_("Token lines for one query token"), options, index=default,
-                        key="ex_token",
+                        key=view.token_key(len(toks)),
                         format_func=lambda i: _("all tokens") if i is None else labels[i])
     render(view.lines_note(len(toks)))
     left, right = (st.columns(2) if view.side_by_side(len(toks))

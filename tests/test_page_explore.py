@@ -116,13 +116,41 @@ def test_mosaic_outlines_the_open_head(at):
     assert mosaic["data"][1]["marker"]["opacity"] == 0
 
 
+TOKEN_BOX = "Token lines for one query token"
+
+
+def token_box(at):
+    (box,) = [s for s in at.selectbox if s.label == TOKEN_BOX]
+    return box
+
+
 def test_long_input_offers_no_all_tokens_wall(at):
     at.session_state["text"] = "the cat sat on the mat " * 20  # 122 tokens
     at.run()
     assert not at.exception
-    box = at.selectbox(key="ex_token")
+    box = token_box(at)
     assert None not in box.options and "all tokens" not in box.options
     assert any("one query token at a time" in c.value for c in at.caption)
+
+
+def test_another_sentence_gets_a_new_token_choice(at, model):
+    """A browser keeps what a widget of the same key showed, whatever the script decides: the
+    choice of a sentence of other tokens is a widget of its own (another key, another id),
+    shown at its default, and the lines drawn are that token's."""
+    short = token_box(at)
+    assert short.value is None and short.options[0] == "all tokens"
+    text = "I saw a saw " * 20
+    n = model.trace(text).n_tokens
+    assert n > 64
+    at.session_state["text"] = text
+    at.run()
+    assert not at.exception
+    long = token_box(at)
+    assert long.key == f"ex_token_{n}" != short.key and long.id != short.id
+    assert long.value == 2 and long.options[long.index] == "saw #2"
+    _, _, lines = figures(at)
+    (chosen,) = [tr for tr in lines["data"] if tr.get("name") == "query"]
+    assert list(decode(chosen["y"])) == [2]
 
 
 

@@ -117,6 +117,13 @@ def line_choices(n_tokens: int, hide: bool) -> tuple[list, int]:
     return list(range(n_tokens)), min(1 if hide else 2, n_tokens - 1)
 
 
+def token_key(n_tokens: int) -> str:
+    """The widget key of the query-token choice for `n_tokens` shown tokens: one per count,
+    so a list of other tokens (with or without "all tokens") is a new widget at its default,
+    in the browser too, never a choice of the list before."""
+    return f"ex_token_{n_tokens}"
+
+
 def lines_note(n_tokens: int) -> list:
     if n_tokens <= ALL_LINES_MAX:
         return []

@@ -7,7 +7,7 @@ from plotly.offline import get_plotlyjs_version
 
 from tests.serve import choose
 
-from .conftest import page_errors, screenshot, wait_for_app
+from .conftest import page_errors, screenshot, set_sentence, wait_for_app
 
 pytestmark = pytest.mark.e2e
 
@@ -46,6 +46,20 @@ def test_explore_draws_and_click_opens_a_head(page, app_url):
     assert page.get_by_text("Layer 2, head 5").count() >= 1
     assert not page_errors(page)
     screenshot(page, "explore_clicked")
+
+
+def test_a_longer_sentence_shows_its_own_token_choice(page, app_url):
+    """From "I saw a saw" (all tokens offered and chosen) to 82 tokens (one token at a time):
+    the select box shows the token whose lines are drawn, never "all tokens" left over."""
+    open_page(page, app_url, "/explore")
+    box = page.locator("[data-testid='stSelectbox']").filter(
+        has=page.get_by_text("Token lines for one query token", exact=True)).first
+    assert box.locator("input").first.input_value() == "all tokens"
+    set_sentence(page, "I saw a saw " * 20)
+    wait_for_app(page)
+    wait_for_live(page)
+    assert box.locator("input").first.input_value() == "saw #2"
+    assert not page_errors(page)
 
 
 def test_explore_sentence_pair_filter(page, app_url):
