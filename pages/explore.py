@@ -129,9 +129,10 @@ def one_head(ctx: ui.Context, hide: bool, renorm: bool, seg: str, words: bool,
                             lambda: view.one_head(w, toks, idx, layer, head, pieces)),
            where=left, key="ex_one")
     heads = [head] + [h for h in extra if h != head]
-    render(ui.cached_figure(("ex_lines", *shown, tuple(heads), pick),
-                            lambda: view.lines(w, toks, idx, layer, heads, pick, pieces)),
-           where=right, key="ex_lines")
+    fig = ui.cached_figure(("ex_lines", *shown, tuple(heads), pick),
+                           lambda: view.lines(w, toks, idx, layer, heads, pick, pieces))
+    render(fig, where=right, key="ex_lines")
+    render(view.focus_note(fig, heads, labels, pick), where=right)
     render(view.shares(t, layer, head, bool(ctx.text_pair)))
     st.page_link("pages/inside_score.py",
                  label=_("Inside one score: layer {layer}, head {head}").format(

@@ -7,6 +7,7 @@ from attnviz.plotting.token_lines import (
     GAP,
     LABEL_GAP,
     LABELS_UP_TO,
+    WINDOW,
     line_opacity,
     token_lines,
 )
@@ -106,3 +107,53 @@ def test_tokens_are_marked_and_named_on_both_sides(model, n_words):
     chosen = fig.data[-1]
     assert chosen.marker.symbol == "diamond" and list(chosen.y) == [query]
     assert list(chosen.customdata) == [labels[query]] and chosen.x == (0.0,)
+
+
+def test_one_query_of_a_very_long_input_draws_its_keys_that_matter(model):
+    """Past focus_from tokens one query's lines go to its `top` strongest keys in each head and
+    the WINDOW keys on each side of it, each on a row of its own with its label; the numbers
+    said (keys drawn, their share of each head's row) are the trace's weights."""
+    t = model.trace("the quick brown fox jumps over the lazy dog " * 20)
+    n, heads, query = t.n_tokens, [0, 3], 150
+    fig = token_lines(t.weights[2, heads], heads, t.tokens, query=query, focus_from=100)
+    rows = t.weights[2, heads, query].astype(np.float64)  # [2, n]
+    want = set(range(query - WINDOW, query + WINDOW + 1))
+    for row in rows:
+        want |= {int(j) for j in np.argsort(-row)[:10]}
+    keys = fig.layout.meta["keys"]
+    assert keys == sorted(want) and fig.layout.meta["n_keys"] == n and len(keys) < n // 4
+    np.testing.assert_allclose(fig.layout.meta["shares"],
+                               [row[sorted(want)].sum() / row.sum() for row in rows], atol=1e-5)
+    labels = [f"{tok} #{i}" for i, tok in enumerate(t.tokens)]
+    (hover,) = [tr for tr in fig.data if tr.name == "lines"]
+    got = {(h, k): v for h, _, k, v in hover.customdata}
+    assert len(got) == 2 * len(keys)
+    for h, row in zip(heads, rows, strict=True):
+        for j in keys:
+            assert abs(got[(f"head {h}", labels[j])] - row[j]) <= 1e-5
+    (side,) = [tr for tr in fig.data if tr.name == "keys"]
+    assert list(side.customdata) == [labels[j] for j in keys]
+    assert all(np.diff(side.y) >= 1) and len(set(side.y)) == len(keys)
+    (skipped,) = [tr for tr in fig.data if tr.name == "skipped"]
+    assert set(skipped.y).isdisjoint(side.y) and len(skipped.y) >= 2  # before and after
+    chosen = fig.data[-1]
+    assert chosen.marker.symbol == "diamond" and chosen.y[0] == side.y[keys.index(query)]
+    assert fig.layout.annotations[1].text == f"keys: {len(keys)} of {n}"
+    # every line from the query's row to a drawn key's row, at its weight's opacity
+    for (name, q, k), op in lines_of(fig).items():
+        h = int(name.split()[1])
+        w = rows[heads.index(h), keys[list(side.y).index(k)]]
+        assert q == chosen.y[0] and op == line_opacity(int(max(1, np.ceil(w * 8))), 8)
+
+
+def test_thinned_labels_are_spaced_at_the_figure_drawn_height():
+    """1,681 tokens in a 1,500 px figure: the named tokens are LABEL_GAP px apart or more at
+    the px a token really gets (under 1), not one on top of the other."""
+    n = 1681
+    w = np.full((1, n, n), 1.0 / n)
+    fig = token_lines(w, [0], [f"t{i}" for i in range(n)])
+    px_per_token = (fig.layout.height - 60 - fig.layout.margin.b) / n
+    assert px_per_token < 1
+    for side in SIDES:
+        (named,) = [tr for tr in fig.data if tr.name == f"{side} labels"]
+        assert min(np.diff(named.y)) * px_per_token >= LABEL_GAP * 0.85

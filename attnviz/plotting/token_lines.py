@@ -13,6 +13,12 @@ The tokens are a labelled dot each, up to LABELS_UP_TO of them; past that (the l
 overlap) each side is one line through the tokens' places, hovered per token, labelled at
 every k-th token (its number and text, LABEL_GAP px apart), and the chosen query a diamond
 on top.
+
+One query of a long input (FOCUS_FROM tokens or more, where a token gets under 2 px of the
+figure's 1500 and neither its label nor its lines read apart): focused_lines draws only the
+keys that matter, each labelled on its own row: its `top` strongest keys in each head and
+the WINDOW keys on each side of it (its own place among them), in sentence order, a gap row
+"⋮" where keys are skipped. focus_keys names them and focus_shares their share of the row.
 """
 
 from __future__ import annotations
@@ -36,6 +42,9 @@ from .common import (
 LABELS_UP_TO = 127  # tokens up to which each token is a dot with its label (11 px apart)
 LABEL_GAP = 14  # px between the labels of every k-th token, past LABELS_UP_TO tokens
 GAP = "\u2002"  # an en space: not XML white space, so SVG text keeps it
+FOCUS_FROM = 640  # tokens from which one query's lines go to its chosen keys only
+WINDOW = 5  # keys drawn on each side of the chosen query, past FOCUS_FROM tokens
+SKIPPED = "\u22ee"  # ⋮: keys left out between two drawn ones
 
 
 def line_opacity(level: int, levels: int) -> float:
@@ -54,15 +63,20 @@ def token_lines(
     title: str = "",
     top: int = 10,
     pieces: list[str] | None = None,
+    focus_from: int = FOCUS_FROM,
 ) -> go.Figure:
     """Lines for weights [k, n, n] of the heads `heads` (their numbers, for the legend).
 
     query: a row index to show only that token's lines (None: every token's lines); then its
     `top` strongest lines are drawn even when they fall below `min_weight`. pieces: the
     tokenizer's own strings (Trace.word_pieces), so a label says when its token continues a
-    word (common.tick_labels).
+    word (common.tick_labels). From `focus_from` tokens one query's lines are
+    focused_lines.
     """
     n = matrices.shape[1]
+    if query is not None and n >= focus_from:
+        return focused_lines(matrices, heads, tokens, indices, query, levels, title, top,
+                             pieces)
     labels = axis_labels(tokens, indices)
     rows = range(n) if query is None else [query]
     data: list[dict] = []  # trace dicts, validated once by go.Figure (not one add_trace each)
@@ -107,6 +121,8 @@ def token_lines(
         showlegend=False, name="lines",
     ))
     px = max(2.5, min(24.0, 1400 / max(n, 1)))
+    height = int(min(1500, max(320, px * n + 120)))
+    drawn_px = (height - 60 - 10 - LEGEND_ROW) / max(n, 1)  # a token's px in the plot area
     show_text = n <= LABELS_UP_TO
     # a repeated token as 'saw #2', a token seen once bare
     names = tick_labels(tokens, max_ticks=n, indices=indices, labels=labels, pieces=pieces)[1]
@@ -129,7 +145,7 @@ def token_lines(
             customdata=labels, hovertemplate=token_hover(one), **marks,
         ))
         if not show_text:  # every k-th token named ('#27 the'), LABEL_GAP px or more apart
-            shown, text = tick_labels(tokens, max_ticks=max(1, int(px * n // LABEL_GAP)),
+            shown, text = tick_labels(tokens, max_ticks=max(1, int(drawn_px * n // LABEL_GAP)),
                                       indices=indices, labels=labels, pieces=pieces)
             at = {label: i for i, label in enumerate(labels)}
             # an en space between a label and the line (4 px wide), so the line never covers
@@ -150,7 +166,7 @@ def token_lines(
     return go.Figure(data=data, layout=dict(
         xaxis=dict(visible=False, range=[-0.45, 1.45]),
         yaxis=dict(visible=False, autorange="reversed"),
-        title=title, font=FONT, height=int(min(1500, max(320, px * n + 120))),
+        title=title, font=FONT, height=height,
         # b: one row of the legend below, reserved up front (drawn once, not twice).
         margin=dict(l=10, r=10, t=60, b=10 + LEGEND_ROW), hovermode="closest",
         legend=dict(orientation="h", y=0, x=0.5, xanchor="center", yanchor="top"),
@@ -158,4 +174,105 @@ def token_lines(
                           yanchor="bottom"),
                      dict(x=1, y=1.0, xref="x", yref="paper", text=_("keys"), showarrow=False,
                           yanchor="bottom")],
+    ))
+
+
+def focus_keys(rows: np.ndarray, query: int, top: int = 10, window: int = WINDOW) -> np.ndarray:
+    """The keys drawn for `query` (focused_lines), in sentence order: the `top` largest
+    weights of each head's row `rows[h]` ([k, n]) and the `window` keys on each side of
+    `query`, itself included."""
+    rows = np.asarray(rows, dtype=np.float64)
+    n = rows.shape[1]
+    keep = set(range(max(0, query - window), min(n, query + window + 1)))
+    for row in rows:
+        keep.update(int(j) for j in np.argsort(row, kind="stable")[-min(top, n):])
+    return np.array(sorted(keep), dtype=int)
+
+
+def focus_shares(rows: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """Each head's share of its row's weight ([k, n]) held by `keys` (of the row as shown:
+    its sum, 1 unless keys are hidden)."""
+    rows = np.asarray(rows, dtype=np.float64)
+    return rows[:, keys].sum(axis=1) / rows.sum(axis=1)
+
+
+def focused_lines(matrices, heads, tokens, indices, query, levels=8, title="", top=10,
+                  pieces=None) -> go.Figure:
+    """One query's lines to its focus_keys only, each key a labelled row, a row "⋮" where
+    keys are left out; the query a diamond on the row of its own key. layout.meta: keys
+    (drawn), n_keys (all), shares (focus_shares, one per head)."""
+    n = matrices.shape[1]
+    labels = axis_labels(tokens, indices)
+    names = tick_labels(tokens, max_ticks=n, indices=indices, labels=labels, pieces=pieces)[1]
+    rows = np.asarray(matrices, dtype=np.float64)[:, query, :]  # [k, n]
+    keys = focus_keys(rows, query, top)
+    place, at, gaps = {}, 0, []
+    for i, j in enumerate(keys):
+        if i and j > keys[i - 1] + 1 or i == 0 and j > 0:
+            gaps.append(at)
+            at += 1
+        place[int(j)] = at
+        at += 1
+    if keys[-1] < n - 1:
+        gaps.append(at)
+        at += 1
+    ky = np.array([place[int(j)] for j in keys], dtype=np.float64)
+    qy = float(place[query])
+    data: list[dict] = []
+    hx, hy, hdata = [], [], []
+    for idx, head in enumerate(heads):
+        name = _("head {head}").format(head=head)
+        colour, dash = category_colour(idx), category_dash(idx)
+        vals = rows[idx, keys]
+        level = np.clip(np.ceil(vals * levels), 1, levels).astype(int)
+        for lv in range(1, levels + 1):
+            sel = level == lv
+            if not sel.any():
+                continue
+            m = int(sel.sum())
+            data.append(dict(
+                type="scatter", x=np.tile([0.0, 1.0, np.nan], m),
+                y=np.column_stack([np.full(m, qy), ky[sel], np.full(m, np.nan)]).ravel(),
+                mode="lines", line=dict(color=colour, width=2, dash=dash),
+                opacity=line_opacity(lv, levels), hoverinfo="skip", legendgroup=f"h{head}",
+                name=name, showlegend=False))
+        hx += [0.5] * len(keys)
+        hy += list((qy + ky) / 2.0)
+        hdata += [[name, labels[query], labels[int(j)], float(v)] for j, v in
+                  zip(keys, vals, strict=True)]
+        data.append(dict(type="scatter", x=[None], y=[None], mode="lines", name=name,
+                         line=dict(color=colour, width=4, dash=dash), legendgroup=f"h{head}"))
+    data.append(dict(
+        type="scatter", x=hx, y=hy, mode="markers", marker=dict(size=6, opacity=0),
+        customdata=hdata, showlegend=False, name="lines",
+        hovertemplate="<br>".join([
+            "%{customdata[0]}", _("query") + " %{customdata[1]}", _("key") + " %{customdata[2]}",
+            _("weight") + " = %{customdata[3]:.6f}<extra></extra>"])))
+    data.append(dict(
+        type="scatter", x=np.ones(len(keys)), y=ky, mode="markers+text", name="keys",
+        text=[f"{GAP}{names[int(j)]}" for j in keys], textposition="middle right",
+        marker=dict(size=5, color=NEUTRAL), customdata=[labels[int(j)] for j in keys],
+        hovertemplate=_("key") + " %{customdata}<extra></extra>", showlegend=False))
+    if gaps:
+        data.append(dict(type="scatter", x=np.ones(len(gaps)), y=gaps, mode="text",
+                         text=[SKIPPED] * len(gaps), textposition="middle center",
+                         name="skipped", showlegend=False, hoverinfo="skip"))
+    data.append(dict(
+        type="scatter", x=[0.0], y=[qy], mode="markers+text", name=_("query"),
+        text=[f"{names[query]}{GAP}"], textposition="middle left", showlegend=False,
+        marker=dict(size=10, symbol="diamond", color=OKABE_ITO[3]),
+        customdata=[labels[query]], hovertemplate=_("query") + " %{customdata}<extra></extra>"))
+    shares = focus_shares(rows, keys)
+    return go.Figure(data=data, layout=dict(
+        xaxis=dict(visible=False, range=[-0.45, 1.45]),
+        yaxis=dict(visible=False, autorange="reversed"),
+        title=title, font=FONT, height=int(max(320, 18 * at + 130)),
+        margin=dict(l=10, r=10, t=60, b=10 + LEGEND_ROW), hovermode="closest",
+        legend=dict(orientation="h", y=0, x=0.5, xanchor="center", yanchor="top"),
+        meta=dict(keys=[int(j) for j in keys], n_keys=n, shares=[float(v) for v in shares]),
+        annotations=[dict(x=0, y=1.0, xref="x", yref="paper", text=_("query"),
+                          showarrow=False, yanchor="bottom"),
+                     dict(x=1, y=1.0, xref="x", yref="paper",
+                          text=_("keys: {k} of {n}").format(k=len(keys), n=n),
+                          showarrow=False, yanchor="bottom")],
     ))

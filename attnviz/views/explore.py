@@ -19,7 +19,7 @@ from ..plotting.overview import (
     streamed_tiles,
     tiled_mosaic,
 )
-from ..plotting.token_lines import token_lines
+from ..plotting.token_lines import WINDOW, token_lines
 from .blocks import Heading, Markdown
 from .common import numbers
 
@@ -132,6 +132,22 @@ def lines_note(n_tokens: int) -> list:
                      "caption")]
 
 
+def focus_note(fig, heads: list[int], labels: list[str], query: int | None,
+               top: int = 10) -> list:
+    """Past FOCUS_FROM tokens (the lines figure's meta names its keys): how many keys are
+    drawn for the query, which, and the share of each head's weight they hold."""
+    meta = fig.layout.meta
+    if query is None or not meta or "keys" not in meta:
+        return []
+    shares = _(", ").join(_("head {head}").format(head=h) + f" {v:.1%}"
+                          for h, v in zip(heads, meta["shares"], strict=True))
+    return [Markdown(_("{k} of {n} keys drawn for query {query}: the {top} strongest in each "
+                       "head and {window} on each side of it. They hold this share of the "
+                       "query's weight: {shares}.").format(
+        k=len(meta["keys"]), n=meta["n_keys"], query=labels[query], top=top, window=WINDOW,
+        shares=shares), "caption")]
+
+
 def side_by_side(n_tokens: int) -> bool:
     """The head and its lines side by side; past SQUARE_FROM tokens one under the other."""
     return n_tokens <= SQUARE_FROM
@@ -194,5 +210,6 @@ def page(t, layer: int = 0, head: int = 0, hide: bool = False, renorm: bool = Fa
     return [*intro(), *report, *renorm_note(hide, renorm, seg),
             outlined(fig, layer, head) if n <= OUTLINE_MAX else fig, *outline_note(n),
             *lines_note(len(toks)), one_head(w, toks, idx, layer, head),
-            lines(w, toks, idx, layer, [head], query), *shares(t, layer, head, pair),
+            (lf := lines(w, toks, idx, layer, [head], query)),
+            *focus_note(lf, [head], labels(toks, idx), query), *shares(t, layer, head, pair),
             download(w, toks, idx, layer, head, hide, renorm, seg, words)]
