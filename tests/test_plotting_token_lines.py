@@ -157,3 +157,14 @@ def test_thinned_labels_are_spaced_at_the_figure_drawn_height():
     for side in SIDES:
         (named,) = [tr for tr in fig.data if tr.name == f"{side} labels"]
         assert min(np.diff(named.y)) * px_per_token >= LABEL_GAP * 0.85
+
+
+def test_a_decoder_query_draws_no_masked_key():
+    """A causal row (weight 0 after the query): its later keys are never drawn, not even as
+    part of the window or of the 10 'strongest' of a row with fewer than 10 weights above 0."""
+    n, query = 700, 3
+    w = np.tril(np.random.default_rng(0).random((n, n)))
+    w /= w.sum(axis=1, keepdims=True)
+    fig = token_lines(w[None], [0], [f"t{i}" for i in range(n)], query=query)
+    assert fig.layout.meta["keys"] == [0, 1, 2, 3] and fig.layout.meta["n_keys"] == n
+    np.testing.assert_allclose(fig.layout.meta["shares"], [1.0], atol=1e-5)

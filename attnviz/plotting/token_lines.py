@@ -17,7 +17,8 @@ on top.
 One query of a long input (FOCUS_FROM tokens or more, where a token gets under 2 px of the
 figure's 1500 and neither its label nor its lines read apart): focused_lines draws only the
 keys that matter, each labelled on its own row: its `top` strongest keys in each head and
-the WINDOW keys on each side of it (its own place among them), in sentence order, a gap row
+the WINDOW keys on each side of it (its own place among them; never a key of weight 0 in
+every head, as a decoder's later tokens are), in sentence order, a gap row
 "⋮" where keys are skipped. focus_keys names them and focus_shares their share of the row.
 """
 
@@ -180,13 +181,15 @@ def token_lines(
 def focus_keys(rows: np.ndarray, query: int, top: int = 10, window: int = WINDOW) -> np.ndarray:
     """The keys drawn for `query` (focused_lines), in sentence order: the `top` largest
     weights of each head's row `rows[h]` ([k, n]) and the `window` keys on each side of
-    `query`, itself included."""
+    `query`, itself included; a key of weight 0 in every head (a decoder's later tokens,
+    masked) is never drawn."""
     rows = np.asarray(rows, dtype=np.float64)
     n = rows.shape[1]
     keep = set(range(max(0, query - window), min(n, query + window + 1)))
     for row in rows:
         keep.update(int(j) for j in np.argsort(row, kind="stable")[-min(top, n):])
-    return np.array(sorted(keep), dtype=int)
+    seen = rows.max(axis=0) > 0
+    return np.array(sorted(j for j in keep if seen[j] or j == query), dtype=int)
 
 
 def focus_shares(rows: np.ndarray, keys: np.ndarray) -> np.ndarray:
