@@ -186,14 +186,18 @@ def test_a_class_follows_the_teacher_and_sees_the_room(hall, browser):  # noqa: 
 
     # Presentation mode with the histogram: one 1280x720 screen.
     teacher.get_by_text("Presentation mode").click()
+    teacher.wait_for_url(re.compile(r"lesson_present=true"), timeout=FOLLOW_MS)  # the toggle's
     settle(teacher)
     chart = teacher.locator(".st-key-lesson_question .js-plotly-plot").first
     chart.wait_for(timeout=FOLLOW_MS)
     # the page is laid out for presentation after its run (the mode's style and the chart's
     # own re-layout): on a busy machine that can take a while, so the bottom edge is awaited
-    teacher.wait_for_function(
-        """([el, h]) => { const r = el.getBoundingClientRect(); return r.bottom <= h; }""",
-        arg=[chart.element_handle(), LAPTOP["height"]], timeout=FOLLOW_MS, polling=250)
+    try:
+        teacher.wait_for_function(
+            """([el, h]) => { const r = el.getBoundingClientRect(); return r.bottom <= h; }""",
+            arg=[chart.element_handle(), LAPTOP["height"]], timeout=FOLLOW_MS, polling=250)
+    except Exception:  # noqa: BLE001 - the screen as it was, then the measured box below
+        teacher.screenshot(path=str(SHOTS / "class_teacher_present_failed.png"), full_page=True)
     box = chart.bounding_box()
     assert box["y"] + box["height"] <= LAPTOP["height"], box
     teacher.screenshot(path=str(SHOTS / "class_teacher_present.png"))
