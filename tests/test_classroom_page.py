@@ -82,6 +82,9 @@ def test_the_histogram_shows_the_counts_the_right_one_and_mine():
     ticks = list(fig.layout.yaxis.ticktext)
     assert ticks[1].startswith("✓") and "&lt;b&gt;" in ticks[1] and "(your answer)" in ticks[0]
     assert "8" in fig.layout.title.text
+    # a short bar's count is written after it, inside the axis: the axis reaches past 5
+    assert fig.layout.xaxis.range[1] == 5 * 1.5 and bar.cliponaxis is False
+    assert list(answers_histogram(["a", "b"], [0, 0], None).layout.xaxis.range) == [0, 1.5]
     with pytest.raises(ValueError):
         answers_histogram(["a"], [1, 2], None)
 

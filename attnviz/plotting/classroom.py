@@ -14,6 +14,7 @@ from .common import NEUTRAL, OKABE_ITO
 
 RIGHT = OKABE_ITO[2]  # the palette's bluish green
 OTHER = NEUTRAL
+ROOM = 1.5  # the x axis reaches this times the largest count
 MINE_LINE = OKABE_ITO[1]  # orange: an outline that reads on the bars and on either theme
 
 
@@ -35,7 +36,7 @@ def answers_histogram(labels: Sequence[str], counts: Sequence[int], right: int |
     text = [f"{n} ({100 * n / total:.0f}%)" if total else "0" for n in counts]
     fig = go.Figure(go.Bar(
         x=list(counts), y=list(range(len(counts))), orientation="h", text=text,
-        textposition="auto", marker=dict(
+        textposition="auto", cliponaxis=False, marker=dict(
             color=[RIGHT if k == right else OTHER for k in range(len(counts))],
             line=dict(color=MINE_LINE, width=[4 if k == mine else 0
                                               for k in range(len(counts))])),
@@ -48,6 +49,9 @@ def answers_histogram(labels: Sequence[str], counts: Sequence[int], right: int |
         font=dict(size=size), showlegend=False, bargap=0.25)
     fig.update_yaxes(tickvals=list(range(len(counts))), ticktext=names, autorange="reversed",
                      automargin=True, tickfont=dict(size=size))
-    fig.update_xaxes(title=None if big else _("answers"), rangemode="tozero",
-                     dtick=max(1, max(counts, default=1) // 5))
+    most = max(counts, default=0) or 1
+    # room right of the longest bar for a short bar's count written after it ("2 (40%)"): a
+    # phone's plot area is a third of its width once the choices' names are drawn
+    fig.update_xaxes(title=None if big else _("answers"), range=[0, most * ROOM],
+                     dtick=max(1, most // 5))
     return fig
