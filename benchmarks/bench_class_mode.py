@@ -3,8 +3,8 @@
 tests/load/class_load.py (`make load CLASS=1 SESSIONS=120`) starts `scripts/serve.py
 --workers 2` and drives a teacher and S students as websocket sessions speaking Streamlit's
 protocol: the teacher starts a class and clicks Next through the lesson's first steps, reveals
-each question after the students had time to answer; each student ticks as the browser's class
-tick does (ui.classroom), follows, reads 3-12 s and taps an answer.
+each question after the students had time to answer; each student polls the class as the
+browser's `st.fragment(run_every=...)` timer does, follows, reads 3-12 s and taps an answer.
 Measured: from the teacher's Next being sent to the student's page on the new step (its first
 message: the step's line and address; and its whole page drawn), and from a tap sent to the
 answer accepted. Goals: p95 follow <= 2 s, p95 answer <= 1 s, no errors.
