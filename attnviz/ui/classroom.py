@@ -453,10 +453,9 @@ def _watch(c: Class, step: int) -> None:
         cols[1].button(_("Return to the class"), icon=":material/groups:", key="class_return",
                        type="primary", width="stretch",
                        on_click=st.session_state.__setitem__, args=(nav.FOLLOW, True))
-    with st.container(key="class_tick_box"):  # hidden (the lesson's style)
-        _tick_component()(key="class_tick", data={"every": int(POLL_S * 1000)},
-                          on_tick_change=functools.partial(_check, c.code))
-        _idle()
+    _tick_component()(key="class_tick", data={"every": int(POLL_S * 1000)},
+                      on_tick_change=functools.partial(_check, c.code))
+    _idle()
 
 
 # ------------------------------------------------------------------ the question
