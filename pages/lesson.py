@@ -78,9 +78,8 @@ def student_lesson(ctx: ui.Context, present: bool) -> None:
 
 
 def lesson_view(ctx: ui.Context, present: bool, room: classroom.Class | None) -> None:
-    """The lesson under the sidebar: the step's line, Back and Next, the controls (not on a
-    student's page, which shows the class's sentence), the class's line, the step slider and
-    the step."""
+    """The lesson under the sidebar: the step's line, Back and Next, the controls, the class's
+    line, the step slider and the step."""
     step = nav.current_step()
     s = lesson.STEPS[step - 1]
     if not present:
@@ -93,11 +92,8 @@ def lesson_view(ctx: ui.Context, present: bool, room: classroom.Class | None) ->
             st.progress(step / nav.N, text=_("Step {step} of {n}: {title}").format(
                 step=step, n=nav.N, title=_(s.title)))
     nav.nav_buttons(step, present, top[1:3])
-    if room is not None and not room.leads:  # the class's sentence, the default training
-        text, settings, big = ctx.text, taggers.Settings(), present
-    else:
-        with top[3] if present else st.container():
-            text, settings, big = controls(ctx, present, room is not None)
+    with top[3] if present else st.container():
+        text, settings, big = controls(ctx, present, room is not None)
     text = classroom.class_text(room, text)
     classroom.lead_step(room, step, text)  # the teacher's step and sentence, to the class
     if big != present:
