@@ -212,7 +212,6 @@ class Measures:
     code: str = ""
     done: bool = False
     late: int = 0  # answers tapped after the reveal (refused, as the page says)
-    teacher_runs: list[float] = field(default_factory=list)  # the teacher's Next, its own run
 
 
 async def teacher(url: str, m: Measures, steps: int, answer_s: float, ready: asyncio.Event,
@@ -232,8 +231,7 @@ async def teacher(url: str, m: Measures, steps: int, answer_s: float, ready: asy
             await asyncio.sleep(3)
         nxt = (t.step or 1) + 1
         m.clicks[nxt] = time.perf_counter()
-        seconds, _ok = await t.click("Next ▶")
-        m.teacher_runs.append(seconds)
+        await t.click("Next ▶")
         await asyncio.sleep(answer_s if questions.question(nxt) else 6)
     m.done = True
     return t
@@ -372,8 +370,7 @@ def main(argv: list[str] | None = None) -> int:
               "class_seconds": round(seconds, 1), "students_per_worker": workers,
               "follow": stats(m.follow), "follow_drawn": stats(m.drawn),
               "follow_by_step": {k: stats(v) for k, v in sorted(m.by_step.items())},
-              "answer": stats(m.answers), "teacher_next_run": stats(m.teacher_runs),
-              "answers_after_the_reveal": m.late,
+              "answer": stats(m.answers), "answers_after_the_reveal": m.late,
               "errors": errors[:50], "n_errors": len(errors)}
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(report, indent=1, ensure_ascii=False))
@@ -384,8 +381,6 @@ def main(argv: list[str] | None = None) -> int:
           f"max {f['max_s']} s")
     print("  by step: " + "; ".join(f"step {k}: p50 {v['p50_s']} s, p95 {v['p95_s']} s"
                                     for k, v in report["follow_by_step"].items()))
-    print("  the teacher's Next, its own page's run: " + ", ".join(
-        f"{x:.2f} s" for x in m.teacher_runs))
     d = report["follow_drawn"]
     print(f"teacher click -> student's step drawn whole: n={d['n']} p50 {d['p50_s']} s p95 "
           f"{d['p95_s']} s max {d['max_s']} s")
