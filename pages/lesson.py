@@ -15,7 +15,6 @@ from attnviz.i18n import N_, _
 from attnviz.ui import classroom
 from attnviz.ui import lesson as nav
 from attnviz.ui import lesson_steps as steps
-from attnviz.ui.language import use_session_language
 from attnviz.ui.render import render
 from attnviz.views import lesson as view
 
@@ -61,25 +60,6 @@ def main() -> None:
                                         st.query_params.get("lesson_present") == "true"))
     nav.presentation(present)
     room = classroom.begin()  # class mode: a student's step follows the teacher's
-    if room is not None and not room.leads:
-        student_lesson(ctx, present)
-    else:
-        lesson_view(ctx, present, room)
-
-
-@st.fragment(key=classroom.STEP_FRAGMENT)
-def student_lesson(ctx: ui.Context, present: bool) -> None:
-    """A student's lesson, rerun alone when the class moves (ui.classroom's tick), with the
-    class read again."""
-    use_session_language()
-    room = classroom.begin()
-    if room is not None:
-        lesson_view(ctx, present, room)
-
-
-def lesson_view(ctx: ui.Context, present: bool, room: classroom.Class | None) -> None:
-    """The lesson under the sidebar: the step's line, Back and Next, the controls, the class's
-    line, the step slider and the step."""
     step = nav.current_step()
     s = lesson.STEPS[step - 1]
     if not present:

@@ -125,7 +125,7 @@ def test_a_teacher_leads_and_a_student_follows(class_store: ClassStore, cpu_mode
     s = class_store.state(code)
     assert (s.step, s.choices, s.shown) == (ATTENTION, 2, False)
 
-    student.run()  # the step's rerun (in a browser, a tick's callback asks for it)
+    student.run()  # the watch fragment's rerun, as the browser's timer asks
     assert student.session_state[nav.STEP_KEY] == ATTENTION
     radios = [r for r in student.radio if r.key and r.key.startswith("class_choice_")]
     assert len(radios) == 1 and radios[0].options == ["A. On a word of the sentence",
@@ -163,42 +163,6 @@ def test_a_teacher_leads_and_a_student_follows(class_store: ClassStore, cpu_mode
     click(student, "lesson_back")
     assert student.session_state[nav.STEP_KEY] == ATTENTION - 1
     assert student.session_state[nav.FOLLOW] is False
-
-
-def test_a_students_tick_reruns_the_step_only_when_the_class_moved(class_store, cpu_model,
-                                                                    monkeypatch):
-    """The student's step is drawn in the fragment keyed STEP_FRAGMENT with the tick's
-    component in it; a tick reruns that fragment when the class moved or revealed since it was
-    drawn, else the empty one; a worker's ticks share one read of the store per SHARED_S."""
-    teacher = open_page("pages/lesson.py")
-    click(teacher, "class_start")
-    code = teacher.session_state[ui_class.TEACHER].code
-    student = _student(code)
-    ticks = [c for c in student.get("bidi_component")
-             if c.proto.component_name.endswith(ui_class.TICK)]
-    assert len(ticks) == 1
-    drawn = student.session_state[ui_class.DRAWN]
-    assert ui_class.tick_target(drawn, class_store.state(code)) == ui_class.IDLE
-    teacher.session_state[nav.STEP_KEY] = ATTENTION
-    teacher.run()
-    moved = class_store.state(code)
-    assert ui_class.tick_target(drawn, moved) == ui_class.STEP_FRAGMENT
-    student.run()
-    drawn = student.session_state[ui_class.DRAWN]
-    assert drawn == (ATTENTION, False, moved.text)
-    assert ui_class.tick_target(drawn, class_store.state(code)) == ui_class.IDLE
-    click(teacher, "lesson_next")  # the reveal
-    assert ui_class.tick_target(drawn, class_store.state(code)) == ui_class.STEP_FRAGMENT
-
-    reads = []
-    monkeypatch.setattr(ui_class, "store", lambda: type("S", (), {
-        "state": lambda self, c: reads.append(c) or moved})())
-    ui_class._STATES.clear()
-    clock = iter([100.0, 100.0 + ui_class.SHARED_S / 2, 100.0 + ui_class.SHARED_S * 2])
-    monkeypatch.setattr(ui_class.time, "monotonic", lambda: next(clock))
-    assert [ui_class.class_state(code) for _ in range(3)] == [moved] * 3
-    assert reads == [code, code]  # the second tick within SHARED_S read no store
-    ui_class._STATES.clear()
 
 
 def test_an_unknown_class_code_is_said_in_a_sentence(class_store):

@@ -7,16 +7,12 @@ lives in the teacher's session (st.session_state); after a reload the same brows
 control again with a token only it holds (the unmasked bytes of Streamlit's XSRF cookie,
 `browser_token`), never with anything in the link or the QR code.
 
-A student's lesson (the step, its navigation and the class's line) is a fragment of its own,
-keyed STEP_FRAGMENT (pages/lesson.py). In it, a tick (a component that draws nothing,
-components/class_tick) tells the server every POLL_S seconds; its callback reads the class
-(class_state: one read of the store per worker per SHARED_S) and, only when the teacher moved
-or revealed, reruns the step's fragment alone (`st.rerun(STEP_FRAGMENT)`), not the page and
-its sidebar; otherwise an empty fragment (IDLE): nothing is drawn or sent but its frame.
-The teacher's page re-reads how many answered every COUNT_S seconds (an st.fragment with
-`run_every`). A student's answer is a radio inside a fragment of its own, so a tap reruns
-that fragment alone. A student may look back (Back, the step slider) and return to the class
-with one tap (ui.lesson keeps the student at or before the class's step).
+A student's page re-reads the class every POLL_S seconds in an st.fragment with
+`run_every` (a read of the store, nothing drawn when nothing changed) and reruns the whole
+page when the teacher moved or revealed; the teacher's page re-reads how many answered every
+COUNT_S seconds the same way. A student's answer is a radio inside a fragment of its own, so
+a tap reruns that fragment alone. A student may look back (Back, the step slider) and return
+to the class with one tap (ui.lesson keeps the student at or before the class's step).
 
 A class's pages share their drawing: a step's parts come from ui.lesson_steps.parts and the
 room's histogram from cached_figure, made once per server for every student on that step. A
@@ -28,11 +24,11 @@ from __future__ import annotations
 
 import functools
 import io
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import streamlit as st
+from streamlit.errors import StreamlitAPIException
 
 from attnviz import classroom, i18n
 from attnviz.analysis import lesson
@@ -44,7 +40,6 @@ from attnviz.settings import settings
 from attnviz.views.blocks import Markdown
 
 from . import lesson as nav
-from .components import read
 from .figures import cached_figure
 from .language import LANG_KEY, use_session_language
 from .render import render
@@ -55,18 +50,10 @@ STUDENT = "class_student"  # this session's student id
 DIALOG = "class_show_code"  # open the join dialog on this run
 LOCALE_CHECKED = "class_locale_checked"  # a student's browser language was looked at
 LOCALE_WANTED = "class_locale_wanted"  # the language a student's browser asks for
-STEP_FRAGMENT = "lesson_class_step"  # the key of a student's step fragment (pages/lesson.py)
-DRAWN = "class_drawn"  # (step, revealed, sentence) of the class the step was drawn for
-TICK = "attnviz_class_tick"  # the tick's component (components/class_tick)
-IDLE = "class_idle"  # the key of the empty fragment an unchanged tick reruns
 POLL_S = 1.0
-SHARED_S = 0.2  # a worker's students share one read of the class per SHARED_S
 COUNT_S = 2.0
 XSRF_COOKIE = "_streamlit_xsrf"
 QR_PIXELS = 460  # the QR code's width on the teacher's screen (the dialog)
-
-
-_STATES: dict[str, tuple[float, ClassState]] = {}  # code -> (monotonic time, state)
 
 
 @functools.cache
@@ -196,9 +183,9 @@ def browser_languages() -> tuple[str | None, str | None]:
 def phone_language() -> None:
     """A student's page in the language of the student's browser (st.context.locale, else its
     Accept-Language header) when the link names none (`?lang=` wins): looked at on the
-    session's first class run, and switched to by the tick's first callback (`_check`: the
-    language switch, drawn before the lesson, can be set only before a run draws it), which
-    draws the page again in it."""
+    session's first class run, and switched to by the class's first check (`_watch`: the
+    language switch, drawn before the lesson, can be set only in a run that does not draw
+    it), which draws the page again in it."""
     if st.session_state.get(LOCALE_CHECKED):
         return
     st.session_state[LOCALE_CHECKED] = True
@@ -207,6 +194,20 @@ def phone_language() -> None:
     lang = locale_language(*browser_languages())
     if lang is not None and lang != language():
         st.session_state[LOCALE_WANTED] = lang
+
+
+def _switch_language() -> None:
+    """In the class's check (a fragment's own run): the browser's language, when
+    phone_language found one the page is not in, set and the page drawn again in it."""
+    lang = st.session_state.get(LOCALE_WANTED)
+    if lang is None:
+        return
+    try:
+        st.session_state[LANG_KEY] = lang
+    except StreamlitAPIException:  # a whole page's run drew the switch: the next check
+        return
+    del st.session_state[LOCALE_WANTED]
+    st.rerun()
 
 
 def _reclaim(code: str) -> Teacher | None:
@@ -367,7 +368,7 @@ def bar(c: Class, step: int, where=st) -> None:
                        width="stretch")
     else:
         with box:
-            _watch(c, step)
+            _watch(c.code, (c.state.step, c.state.shown, c.state.text), step)
 
 
 @st.fragment(run_every=COUNT_S)
@@ -385,77 +386,31 @@ def _counts(teacher: Teacher, code: str, step: int) -> None:
     st.markdown(_("Class **{code}**").format(code=code) + " · " + line)
 
 
-@functools.cache
-def _tick_component():
-    """The tick as a st.components.v2 component (components/class_tick/class_tick.js)."""
-    return st.components.v2.component(TICK, js=read("class_tick", "class_tick.js"))
-
-
-def class_state(code: str) -> ClassState:
-    """The class as this process last read it, read again when older than SHARED_S: the
-    students of one worker (60 in a hall of 120 on two) share one read of the store per
-    SHARED_S between their ticks."""
-    now = time.monotonic()
-    hit = _STATES.get(code)
-    if hit is not None and now - hit[0] < SHARED_S:
-        return hit[1]
-    state = store().state(code)
-    if len(_STATES) > 256:  # classes long gone
-        _STATES.clear()
-    _STATES[code] = (now, state)
-    return state
-
-
-def _check(code: str) -> None:
-    """The tick's callback: the class read (class_state); the step's fragment reruns when the
-    class moved or revealed since it was drawn, else only an empty fragment does (`_idle`:
-    nothing drawn, nothing sent but its frame); the browser's language, when phone_language
-    found another, set and the page drawn in it."""
+@st.fragment(run_every=POLL_S)
+def _watch(code: str, drawn: tuple[int, bool, str], step: int) -> None:
+    """A student's link to the class: the page reruns when the class moved or revealed
+    while the student follows; else where the class is and the way back (one tap)."""
     use_session_language()
-    lang = st.session_state.pop(LOCALE_WANTED, None)
-    if lang is not None:
-        st.session_state[LANG_KEY] = lang
-        st.rerun()  # the whole page, in the student's language
+    _switch_language()
     try:
-        s = class_state(code)
-    except ClassError:
-        st.rerun(STEP_FRAGMENT)  # the step's fragment says why
-    st.rerun(tick_target(st.session_state.get(DRAWN), s))
-
-
-def _drawn(s: ClassState) -> tuple[int, bool, str]:
-    return s.step, s.shown, s.text
-
-
-def tick_target(drawn: tuple | None, s: ClassState) -> str:
-    """The fragment a tick reruns: the step's when the class (`s`) moved, revealed or changed
-    its sentence since the step was drawn (`drawn`, saved by the step's run), else IDLE."""
-    return STEP_FRAGMENT if drawn != _drawn(s) else IDLE
-
-
-@st.fragment(key=IDLE)
-def _idle() -> None:
-    """What an unchanged tick reruns: nothing."""
-
-
-def _watch(c: Class, step: int) -> None:
-    """A student's line to the class (in the step's fragment): where the class is, and the
-    way back to it (one tap) when the student looks back; the tick, whose callback reruns the
-    step's fragment when the class moved."""
-    st.session_state[DRAWN] = _drawn(c.state)
-    if st.session_state.get(nav.FOLLOW, True):
+        s = store().state(code)
+    except ClassError as e:
+        st.warning(_(e.message))
+        return
+    following = st.session_state.get(nav.FOLLOW, True)
+    if following and (s.step, s.shown, s.text) != drawn:
+        st.rerun()
+    if following:
         st.caption(_("Class **{code}**: you follow the teacher (step {n}).").format(
-            code=c.code, n=c.state.step))
-    else:
-        cols = st.columns([3, 2], vertical_alignment="center")
-        cols[0].caption(_("You are on step {mine}; the class is on step {n}.").format(
-            mine=step, n=c.state.step))
-        cols[1].button(_("Return to the class"), icon=":material/groups:", key="class_return",
-                       type="primary", width="stretch",
-                       on_click=st.session_state.__setitem__, args=(nav.FOLLOW, True))
-    _tick_component()(key="class_tick", data={"every": int(POLL_S * 1000)},
-                      on_tick_change=functools.partial(_check, c.code))
-    _idle()
+            code=code, n=s.step))
+        return
+    cols = st.columns([3, 2], vertical_alignment="center")
+    cols[0].caption(_("You are on step {mine}; the class is on step {n}.").format(
+        mine=step, n=s.step))
+    if cols[1].button(_("Return to the class"), icon=":material/groups:", key="class_return",
+                      type="primary", width="stretch"):
+        st.session_state[nav.FOLLOW] = True
+        st.rerun()
 
 
 # ------------------------------------------------------------------ the question

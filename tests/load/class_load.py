@@ -6,10 +6,9 @@ from the servers being measured).
 The teacher's session opens the lesson, presses "Start a class", then moves through the
 lesson's steps: Next (the class follows), and on a step with a question, after the students
 had time to answer, Answer (the reveal). Each student's session opens the join link
-(`/lesson?class=CODE`) and does what the browser does for the class's tick (ui.classroom, a
-v2 component, components/class_tick): every interval its data names, a "tick" trigger of that
-component, sent as a rerun of the fragment holding it; the server's callback reruns the
-fragment holding the step when the class moved. On a step with a question the student thinks
+(`/lesson?class=CODE`) and does what the browser does for an `st.fragment(run_every=...)`:
+asks for that fragment's rerun every interval the server named (ForwardMsg auto_rerun), which
+reruns the whole page when the class moved. On a step with a question the student thinks
 (--think, uniform), then taps a choice (the answer fragment alone reruns).
 
 Measured: teacher click -> student's new step (the time from the teacher's Next being sent to
@@ -46,7 +45,6 @@ from tests.load.run_load import pct, stream_url  # noqa: E402
 from tests.serve import free_port  # noqa: E402
 
 LESSON = "lesson"
-TICK = "attnviz_class_tick"  # the tick's component name (ui.classroom.TICK)
 
 
 @dataclass
@@ -64,8 +62,6 @@ class Tab:
     radios: dict[str, tuple[list[str], str]] = field(default_factory=dict)  # id -> (options,
     # fragment)
     autos: dict[str, float] = field(default_factory=dict)  # fragment id -> interval (s)
-    tick: tuple[str, str, float] | None = None  # the class's tick: (widget id, fragment, s)
-    ticks: int = 0
     texts: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     worker: str = ""
@@ -87,10 +83,9 @@ class Tab:
         m = re.search(r"lesson_step=(\d+)", self.query)
         return int(m.group(1)) if m else None
 
-    async def run(self, fragment: str = "", auto: bool = False,
-                  trigger=None) -> tuple[float, bool]:
-        """Send a rerun (of `fragment` alone when given, with a one-run `trigger` widget
-        state); read until the script finished. (seconds, ok)."""
+    async def run(self, fragment: str = "", auto: bool = False) -> tuple[float, bool]:
+        """Send a rerun (of `fragment` alone when given); read until the script finished.
+        (seconds, ok)."""
         from streamlit.proto.BackMsg_pb2 import BackMsg
         from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
@@ -99,9 +94,6 @@ class Tab:
         cs.query_string, cs.page_script_hash, cs.page_name = (self.query, self.page_hash,
                                                               self.page_name)
         cs.widget_states.widgets.extend(self.states.values())
-        if trigger is not None:
-            cs.widget_states.widgets.append(trigger)
-        step_before = self.step
         if fragment:
             cs.fragment_id = fragment
             cs.is_auto_rerun = auto
@@ -148,20 +140,14 @@ class Tab:
                             list(el.radio.options), fm.delta.fragment_id)
                     elif etype == "markdown":
                         self.texts.append(el.markdown.body)
-                    elif etype == "bidi_component" and \
-                            el.bidi_component.component_name.endswith(TICK):
-                        data = json.loads(el.bidi_component.json or "{}")
-                        self.tick = (el.bidi_component.id, fm.delta.fragment_id,
-                                     data.get("every", 1000) / 1000)
                 elif kind == "script_finished":
                     if fm.script_finished == ForwardMsg.FINISHED_EARLY_FOR_RERUN:
                         continue
                     ok = fm.script_finished in (ForwardMsg.FINISHED_SUCCESSFULLY,
                                                 ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY)
-                    if (fm.script_finished == ForwardMsg.FINISHED_SUCCESSFULLY
-                            or self.step != step_before):
-                        # the whole page, or the step's fragment, was drawn: its widgets are
-                        # the page's now, the earlier step's radio is gone
+                    if fm.script_finished == ForwardMsg.FINISHED_SUCCESSFULLY:
+                        # the whole page was drawn (a fragment's st.rerun() included): its
+                        # widgets are the page's now, the earlier step's radio is gone
                         self.buttons, self.radios = page_buttons, page_radios
                     if not ok:
                         errors.append(f"script finished with status {fm.script_finished}")
@@ -178,19 +164,6 @@ class Tab:
         self.page_name, self.query = LESSON, query
         await self.run()
 
-    async def tick_once(self) -> tuple[float, bool]:
-        """What the tick's timer sends: its component's "tick" trigger (the v2 component's
-        trigger widget: the element's id, `__events`, a JSON list of events), a rerun of the
-        fragment holding it."""
-        from streamlit.proto.WidgetStates_pb2 import WidgetState
-
-        wid, fragment, _every = self.tick
-        self.ticks += 1
-        state = WidgetState(id=f"$$STREAMLIT_INTERNAL_KEY_{wid}__events",
-                            json_trigger_value=json.dumps([{"event": "tick",
-                                                            "value": self.ticks}]))
-        return await self.run(fragment, trigger=state)
-
     async def click(self, label: str) -> tuple[float, bool]:
         from streamlit.proto.WidgetStates_pb2 import WidgetState
 
@@ -206,7 +179,6 @@ class Tab:
 class Measures:
     clicks: dict[int, float] = field(default_factory=dict)  # step -> teacher's Next sent
     follow: list[float] = field(default_factory=list)  # the step's first message
-    by_step: dict[int, list[float]] = field(default_factory=dict)  # the same, per step
     drawn: list[float] = field(default_factory=list)  # the step's whole page drawn
     answers: list[float] = field(default_factory=list)
     code: str = ""
@@ -253,7 +225,6 @@ async def student(url: str, k: int, m: Measures, think: tuple[float, float],
             seen.add(step)
             if step in m.clicks:
                 m.follow.append(time.perf_counter() - m.clicks[step])
-                m.by_step.setdefault(step, []).append(m.follow[-1])
 
     s.on_query = on_query
     await s.connect()
@@ -262,10 +233,12 @@ async def student(url: str, k: int, m: Measures, think: tuple[float, float],
     seated.append(k)
     answered: set[int] = set()
     while not m.done:
-        await asyncio.sleep(s.tick[2] if s.tick else 1.0)
+        interval = min(s.autos.values(), default=1.0)
+        await asyncio.sleep(interval)
+        watch = next(iter(s.autos), "")
         before = s.step
-        if s.tick:
-            await s.tick_once()
+        if watch:
+            await s.run(watch, auto=True)
         step = s.step
         if step != before and step in m.clicks:
             m.drawn.append(time.perf_counter() - m.clicks[step])
@@ -369,7 +342,6 @@ def main(argv: list[str] | None = None) -> int:
               "students": args.students, "teacher_steps": args.steps, "think_s": args.think,
               "class_seconds": round(seconds, 1), "students_per_worker": workers,
               "follow": stats(m.follow), "follow_drawn": stats(m.drawn),
-              "follow_by_step": {k: stats(v) for k, v in sorted(m.by_step.items())},
               "answer": stats(m.answers), "answers_after_the_reveal": m.late,
               "errors": errors[:50], "n_errors": len(errors)}
     args.json.parent.mkdir(parents=True, exist_ok=True)
@@ -379,8 +351,6 @@ def main(argv: list[str] | None = None) -> int:
           f"worker {workers}; errors {len(errors)}")
     print(f"teacher click -> student's step: n={f['n']} p50 {f['p50_s']} s p95 {f['p95_s']} s "
           f"max {f['max_s']} s")
-    print("  by step: " + "; ".join(f"step {k}: p50 {v['p50_s']} s, p95 {v['p95_s']} s"
-                                    for k, v in report["follow_by_step"].items()))
     d = report["follow_drawn"]
     print(f"teacher click -> student's step drawn whole: n={d['n']} p50 {d['p50_s']} s p95 "
           f"{d['p95_s']} s max {d['max_s']} s")

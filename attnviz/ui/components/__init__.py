@@ -6,8 +6,6 @@ to Streamlit (the component API, or a page's style block).
   component's module), phone_layout.js (its layout on a phone's narrow frame, run before it),
   live_chart.css.
 - page_style/: the pages' constant styles (ui.style), one .css file per style.
-- class_tick/: a student's tick in class mode (ui.classroom): class_tick.js, which draws
-  nothing and sends the server a trigger every so often.
 
 The JavaScript is linted with ESLint (`make lint`, eslint.config.mjs at the repository's root)
 and phone_layout.js is run under Node by the plotting tests on real figures.
