@@ -134,9 +134,14 @@ def test_a_class_follows_the_teacher_and_sees_the_room(hall, browser):  # noqa: 
         assert room_counts(teacher) == expected
         assert f"{len(students)} answered." in teacher.inner_text("body")
         for k, (lang, page) in enumerate(students):
-            page.wait_for_function(
-                "() => document.querySelector('.st-key-lesson_question .js-plotly-plot')",
-                timeout=FOLLOW_MS, polling=250)
+            try:
+                page.wait_for_function(
+                    "() => document.querySelector('.st-key-lesson_question .js-plotly-plot')",
+                    timeout=FOLLOW_MS, polling=250)
+            except Exception:  # what the student's page shows instead, with its picture
+                screenshot(page, f"class_student{k}_no_reveal_step{step}")
+                raise AssertionError((k, step, page.url, page.locator(
+                    ".st-key-lesson_question").inner_text()[:300])) from None
             settle(page)
             assert room_counts(page) == expected, (k, step)
             mine = tr(lang, q.choices[chosen[k]])
