@@ -15,7 +15,7 @@ from attnviz.analysis.head_stats import CONVENTIONS
 from attnviz.i18n import _
 from attnviz.ui.flow import flow_of
 from attnviz.ui.flow import prepare as prepare_flow
-from attnviz.ui.live_chart import clicked_cell
+from attnviz.ui.live_chart import clicked_cell, selected_row
 from attnviz.ui.render import render
 from attnviz.views import head_stats as view
 
@@ -43,10 +43,11 @@ def pick_cell(n_layers: int, n_heads: int) -> None:
         st.session_state["hs_layer"], st.session_state["hs_head"] = cell
 
 
-def pick_row(n_heads: int) -> None:
-    rows = st.session_state["hs_table"].selection.rows
-    if rows:
-        st.session_state["hs_layer"], st.session_state["hs_head"] = divmod(rows[0], n_heads)
+def pick_row(n_layers: int, n_heads: int) -> None:
+    """A selected row of the table opens its head (a selection of another shape: nothing)."""
+    row = selected_row(st.session_state.get("hs_table"), n_layers * n_heads)
+    if row is not None:
+        st.session_state["hs_layer"], st.session_state["hs_head"] = divmod(row, n_heads)
 
 
 def statistics_tab(t, words: bool) -> None:
@@ -78,8 +79,8 @@ def statistics_tab(t, words: bool) -> None:
                             lambda: view.one_head_figure(t, words, layer, head)),
            where=box, key="hs_one")
     table = view.stats_table(stats)
-    n_heads = t.n_heads
-    render(table, key="hs_table", on_select=lambda: pick_row(n_heads),
+    n_layers, n_heads = t.n_layers, t.n_heads
+    render(table, key="hs_table", on_select=lambda: pick_row(n_layers, n_heads),
            selection_mode="single-row", height=280,
            column_config={c: st.column_config.NumberColumn(format="%.4f")
                           for c in view.names().values()})

@@ -101,3 +101,25 @@ def test_every_page_reads_a_click_through_the_check(name):
     assert 'selection_mode="points"' in code
     assert "clicked_cell(" in code or "index_in(" in code
     assert not re.search(r"int\(points|points\[0\]\[", code), name
+
+
+@pytest.mark.parametrize("state, row", [
+    ({"selection": {"rows": [7], "columns": []}}, 7),
+    ({"selection": {"rows": [7.0]}}, 7),
+    ({"selection": {"rows": []}}, None),
+    ({"selection": {"rows": ["x"]}}, None),
+    ({"selection": {"rows": [72]}}, None),  # 6 layers x 12 heads: rows 0-71
+    ({"selection": {"rows": [-1]}}, None),
+    ({"selection": {"rows": [float("nan")]}}, None),
+    ({"selection": {"rows": {}}}, None),
+    ({"selection": "rows"}, None),
+    ({}, None),
+    (None, None),
+    ("select", None),
+])
+def test_a_tables_selected_row_is_a_row_or_nothing(state, row):
+    """Head statistics' table: whatever selection state a client sent, a row of the table or
+    nothing (never an exception)."""
+    from attnviz.ui.live_chart import selected_row
+
+    assert selected_row(state, 72) == row

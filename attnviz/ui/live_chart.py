@@ -221,6 +221,19 @@ def index_in(value, size: int) -> int | None:
     return int(value)
 
 
+def selected_row(state, size: int) -> int | None:
+    """The first row of a table's selection state (st.dataframe's `on_select`) as an index of
+    range(size); None when none is selected or the state has another shape (what a client
+    sent is not trusted)."""
+    try:
+        rows = state["selection"]["rows"]
+    except (KeyError, TypeError, IndexError, AttributeError):
+        return None
+    if not isinstance(rows, list | tuple) or not rows:
+        return None
+    return index_in(rows[0], size)
+
+
 def points_of(event) -> list[dict]:
     """The points of a click event as the pages read them, whatever a client sent: only a
     dict with a list of dicts under "points" has any; of each point, x, y and z when a finite
