@@ -53,6 +53,40 @@ def line_opacity(level: int, levels: int) -> float:
     return 0.15 + 0.85 * level / levels
 
 
+def head_lines(y_from, y_to, vals, levels: int, head: int, name: str, colour: str,
+               dash: str) -> list[dict]:
+    """One head's lines from y_from[i] (the query, x = 0) to y_to[i] (the key, x = 1), one
+    trace per opacity level of their weights `vals`, then its legend entry."""
+    y_from, y_to = np.asarray(y_from, dtype=np.float64), np.asarray(y_to, dtype=np.float64)
+    level = np.clip(np.ceil(np.asarray(vals) * levels), 1, levels).astype(int)
+    out: list[dict] = []
+    for lv in range(1, levels + 1):
+        sel = level == lv
+        m = int(sel.sum())
+        if not m:
+            continue
+        out.append(dict(
+            type="scatter", x=np.tile([0.0, 1.0, np.nan], m),
+            y=np.column_stack([y_from[sel], y_to[sel], np.full(m, np.nan)]).ravel(),
+            mode="lines", line=dict(color=colour, width=2, dash=dash),
+            opacity=line_opacity(lv, levels), hoverinfo="skip", legendgroup=f"h{head}",
+            name=name, showlegend=False))
+    out.append(dict(type="scatter", x=[None], y=[None], mode="lines", name=name,
+                    line=dict(color=colour, width=4, dash=dash), legendgroup=f"h{head}"))
+    return out
+
+
+def hover_points(hx: list, hy: list, hdata: list) -> dict:
+    """Invisible points at the lines' middles that carry their hover (head, query, key,
+    weight)."""
+    return dict(
+        type="scatter", x=np.asarray(hx, dtype=np.float64), y=np.asarray(hy, dtype=np.float64),
+        mode="markers", marker=dict(size=6, opacity=0), customdata=hdata, showlegend=False,
+        name="lines", hovertemplate="<br>".join([
+            "%{customdata[0]}", _("query") + " %{customdata[1]}", _("key") + " %{customdata[2]}",
+            _("weight") + " = %{customdata[3]:.6f}<extra></extra>"]))
+
+
 def token_lines(
     matrices: np.ndarray,
     heads: list[int],
@@ -92,35 +126,12 @@ def token_lines(
         qi, kj = np.nonzero(w[list(rows)] >= cut)
         qi = np.asarray(list(rows))[qi]
         vals = w[qi, kj]
-        level = np.clip(np.ceil(vals * levels), 1, levels).astype(int)
-        for lv in range(1, levels + 1):
-            sel = level == lv
-            if not sel.any():
-                continue
-            xs = np.tile([0.0, 1.0, np.nan], sel.sum())
-            ys = np.column_stack([qi[sel], kj[sel], np.full(sel.sum(), np.nan)]).ravel()
-            data.append(dict(
-                type="scatter", x=xs, y=ys, mode="lines",
-                line=dict(color=colour, width=2, dash=dash),
-                opacity=line_opacity(lv, levels), hoverinfo="skip", legendgroup=f"h{head}",
-                name=name, showlegend=False,
-            ))
+        data += head_lines(qi, kj, vals, levels, head, name, colour, dash)
         hx += [0.5] * len(vals)
         hy += list((qi + kj) / 2.0)
         hdata += [[name, labels[a], labels[b], float(v)] for a, b, v in
                   zip(qi, kj, vals, strict=True)]
-        data.append(dict(type="scatter", x=[None], y=[None], mode="lines", name=name,
-                         line=dict(color=colour, width=4, dash=dash),
-                         legendgroup=f"h{head}"))
-    data.append(dict(
-        type="scatter", x=np.asarray(hx, dtype=np.float64), y=np.asarray(hy, dtype=np.float64),
-        mode="markers", marker=dict(size=6, opacity=0),
-        customdata=hdata,
-        hovertemplate="<br>".join([
-            "%{customdata[0]}", _("query") + " %{customdata[1]}", _("key") + " %{customdata[2]}",
-            _("weight") + " = %{customdata[3]:.6f}<extra></extra>"]),
-        showlegend=False, name="lines",
-    ))
+    data.append(hover_points(hx, hy, hdata))
     px = max(2.5, min(24.0, 1400 / max(n, 1)))
     height = int(min(1500, max(320, px * n + 120)))
     drawn_px = (height - 60 - 10 - LEGEND_ROW) / max(n, 1)  # a token's px in the plot area
@@ -227,30 +238,12 @@ def focused_lines(matrices, heads, tokens, indices, query, levels=8, title="", t
         name = _("head {head}").format(head=head)
         colour, dash = category_colour(idx), category_dash(idx)
         vals = rows[idx, keys]
-        level = np.clip(np.ceil(vals * levels), 1, levels).astype(int)
-        for lv in range(1, levels + 1):
-            sel = level == lv
-            if not sel.any():
-                continue
-            m = int(sel.sum())
-            data.append(dict(
-                type="scatter", x=np.tile([0.0, 1.0, np.nan], m),
-                y=np.column_stack([np.full(m, qy), ky[sel], np.full(m, np.nan)]).ravel(),
-                mode="lines", line=dict(color=colour, width=2, dash=dash),
-                opacity=line_opacity(lv, levels), hoverinfo="skip", legendgroup=f"h{head}",
-                name=name, showlegend=False))
+        data += head_lines(np.full(len(keys), qy), ky, vals, levels, head, name, colour, dash)
         hx += [0.5] * len(keys)
         hy += list((qy + ky) / 2.0)
         hdata += [[name, labels[query], labels[int(j)], float(v)] for j, v in
                   zip(keys, vals, strict=True)]
-        data.append(dict(type="scatter", x=[None], y=[None], mode="lines", name=name,
-                         line=dict(color=colour, width=4, dash=dash), legendgroup=f"h{head}"))
-    data.append(dict(
-        type="scatter", x=hx, y=hy, mode="markers", marker=dict(size=6, opacity=0),
-        customdata=hdata, showlegend=False, name="lines",
-        hovertemplate="<br>".join([
-            "%{customdata[0]}", _("query") + " %{customdata[1]}", _("key") + " %{customdata[2]}",
-            _("weight") + " = %{customdata[3]:.6f}<extra></extra>"])))
+    data.append(hover_points(hx, hy, hdata))
     data.append(dict(
         type="scatter", x=np.ones(len(keys)), y=ky, mode="markers+text", name="keys",
         text=[f"{GAP}{names[int(j)]}" for j in keys], textposition="middle right",
