@@ -13,12 +13,14 @@ import numpy as np
 import pytest
 import torch
 
+from attnviz import i18n
 from attnviz.analysis import lesson
 from attnviz.classroom import questions
 from attnviz.classroom.store import ClassStore, Teacher
 from attnviz.plotting.classroom import RIGHT, answers_histogram
 from attnviz.settings import override
 from attnviz.ui import classroom as ui_class
+from attnviz.ui import language
 from attnviz.ui import lesson as nav
 from tests.apptest import open_page
 
@@ -206,29 +208,26 @@ def _started(cpu_model):
 
 
 def test_a_students_page_speaks_the_phones_language(class_store, cpu_model, monkeypatch):
-    """A Chinese phone opening the join link (no `lang` in it) is to get the lesson in
-    Chinese: its first run notes the language the class's check switches to (a fragment's
-    own run, which AppTest cannot start: tests/e2e/test_e2e_class.py sees the switch in
-    Chromium with a Chinese locale); a link's `?lang=en` wins over the phone; an English
+    """A Chinese phone opening the join link (no `lang` in it) gets the lesson in Chinese from
+    its first page load: the class's first run asks for the phone's language and the page
+    starts again in it, the switch set before it is drawn (Chromium sees `lang` written to the
+    URL: tests/e2e/test_e2e_class.py); a link's `?lang=en` wins over the phone; an English
     phone needs no switch."""
     teacher, code = _started(cpu_model)
     monkeypatch.setattr(ui_class, "browser_languages", lambda: (None, "zh-CN,zh;q=0.9,en;q=0.8"))
     zh = _student(code)
-    assert zh.session_state[ui_class.LOCALE_WANTED] == "zh"
-    assert zh.session_state[nav.CLASS_LIMIT] == 1  # in the class meanwhile
-    zh.run()  # a whole page's run again: the switch is drawn there, so it waits
-    assert not zh.exception and zh.session_state[ui_class.LOCALE_WANTED] == "zh"
+    assert zh.session_state["lang"] == "zh" and language.WANTED not in zh.session_state
+    assert zh.session_state[nav.CLASS_LIMIT] == 1  # in the class
+    with i18n.use("zh"):
+        assert [t.label for t in zh.toggle] == [i18n._("Presentation mode")]
     assert class_store.counts(teacher.session_state[ui_class.TEACHER]) == (0, 1)
+    assert zh.session_state[ui_class.LOCALE_CHECKED]  # asked once per session
 
     en = _student(code, lang="en")  # the link says
-    assert ui_class.LOCALE_WANTED not in en.session_state and en.session_state["lang"] == "en"
+    assert language.WANTED not in en.session_state and en.session_state["lang"] == "en"
     monkeypatch.setattr(ui_class, "browser_languages", lambda: ("en-US", "en-US,en;q=0.9"))
     plain = _student(code)
-    assert ui_class.LOCALE_WANTED not in plain.session_state
     assert plain.session_state["lang"] == "en"
-    monkeypatch.setattr(ui_class, "browser_languages", lambda: ("zh-CN", None))
-    zh_link = _student(code, lang="zh")  # a Chinese link on a Chinese phone: nothing to do
-    assert ui_class.LOCALE_WANTED not in zh_link.session_state
 
 
 def test_a_student_is_told_the_teacher_reveals_the_answer(class_store, cpu_model):

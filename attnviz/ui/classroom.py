@@ -28,7 +28,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import streamlit as st
-from streamlit.errors import StreamlitAPIException
 
 from attnviz import classroom, i18n
 from attnviz.analysis import lesson
@@ -41,7 +40,7 @@ from attnviz.views.blocks import Markdown
 
 from . import lesson as nav
 from .figures import cached_figure
-from .language import LANG_KEY, use_session_language
+from .language import LANG_KEY, use_session_language, want
 from .render import render
 
 PARAM = "class"
@@ -49,7 +48,6 @@ TEACHER = "class_teacher"  # the Teacher (code, secret, next sequence number)
 STUDENT = "class_student"  # this session's student id
 DIALOG = "class_show_code"  # open the join dialog on this run
 LOCALE_CHECKED = "class_locale_checked"  # a student's browser language was looked at
-LOCALE_WANTED = "class_locale_wanted"  # the language a student's browser asks for
 POLL_S = 1.0
 COUNT_S = 2.0
 XSRF_COOKIE = "_streamlit_xsrf"
@@ -183,9 +181,8 @@ def browser_languages() -> tuple[str | None, str | None]:
 def phone_language() -> None:
     """A student's page in the language of the student's browser (st.context.locale, else its
     Accept-Language header) when the link names none (`?lang=` wins): looked at on the
-    session's first class run, and switched to by the class's first check (`_watch`: the
-    language switch, drawn before the lesson, can be set only in a run that does not draw
-    it), which draws the page again in it."""
+    session's first class run, which then starts again in it (language.want; the page's
+    heavy work comes after this)."""
     if st.session_state.get(LOCALE_CHECKED):
         return
     st.session_state[LOCALE_CHECKED] = True
@@ -193,21 +190,7 @@ def phone_language() -> None:
         return
     lang = locale_language(*browser_languages())
     if lang is not None and lang != language():
-        st.session_state[LOCALE_WANTED] = lang
-
-
-def _switch_language() -> None:
-    """In the class's check (a fragment's own run): the browser's language, when
-    phone_language found one the page is not in, set and the page drawn again in it."""
-    lang = st.session_state.get(LOCALE_WANTED)
-    if lang is None:
-        return
-    try:
-        st.session_state[LANG_KEY] = lang
-    except StreamlitAPIException:  # a whole page's run drew the switch: the next check
-        return
-    del st.session_state[LOCALE_WANTED]
-    st.rerun()
+        want(lang)
 
 
 def _reclaim(code: str) -> Teacher | None:
@@ -391,7 +374,6 @@ def _watch(code: str, drawn: tuple[int, bool, str], step: int) -> None:
     """A student's link to the class: the page reruns when the class moved or revealed
     while the student follows; else where the class is and the way back (one tap)."""
     use_session_language()
-    _switch_language()
     try:
         s = store().state(code)
     except ClassError as e:

@@ -13,6 +13,7 @@ import streamlit as st
 from attnviz import i18n
 
 LANG_KEY = "lang"
+WANTED = "lang_wanted"  # a language to switch to at the start of the next run (want)
 
 
 def session_language() -> str:
@@ -32,6 +33,21 @@ def language_in_link(value: object) -> str:
             if value.strip() in (code, name):
                 return code
     return i18n.DEFAULT
+
+
+def want(lang: str) -> None:
+    """Switch the session to `lang` and draw the page again in it. The switch is drawn before
+    a page's content, so its value can be set only at the start of a run (adopt_wanted)."""
+    st.session_state[WANTED] = lang
+    st.rerun()
+
+
+def adopt_wanted() -> None:
+    """At the start of a whole page's run, before the switch is drawn: the language `want`
+    asked for becomes the switch's value (Streamlit writes it to the URL as `lang`)."""
+    lang = st.session_state.pop(WANTED, None)
+    if lang in i18n.LANGUAGES:
+        st.session_state[LANG_KEY] = lang
 
 
 def use_session_language() -> str:

@@ -100,9 +100,10 @@ def run(root: Path) -> None:
 
 
 def _run(root: Path) -> None:
-    from .language import use_session_language
+    from .language import adopt_wanted, use_session_language
     from .worklist import script_run
 
+    adopt_wanted()  # a language asked for in the run before (a class's phone)
     use_session_language()  # before any text: titles below are in the session's language
     st.session_state[HANDED_OVER] = False
     with script_run():  # this run's heavy-work lease, if it takes one, is given back at its end

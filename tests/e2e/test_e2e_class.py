@@ -90,9 +90,7 @@ def test_a_class_follows_the_teacher_and_sees_the_room(hall, browser):  # noqa: 
         page = ctx.new_page()
         page.goto(link)  # the link names no language: a Chinese phone's locale says it
         settle(page)
-        if lang == "zh":  # switched by the class's first check (ui.classroom.phone_language)
-            page.wait_for_url(re.compile(r"[?&]lang="), timeout=FOLLOW_MS)
-            settle(page)
+        if lang == "zh":  # in Chinese from its first page (ui.classroom.phone_language)
             page.locator(".st-key-lesson_question").get_by_text(
                 tr("zh", ui_class.STUDENT_HINT).strip("*")).wait_for(timeout=FOLLOW_MS)
         assert not page_errors(page), (k, page_errors(page))
