@@ -14,6 +14,7 @@ from attnviz.analysis import ablation
 from attnviz.engine.request import TraceRequest
 from attnviz.export import html
 from attnviz.export.html import Figure, Heading
+from attnviz.views.blocks import Markdown
 from tests.plotly_json import decode
 
 
@@ -166,3 +167,38 @@ def test_chinese_names_say_where_the_weight_falls():
     assert zh["weight on itself"] == "落在自身上的权重"
     assert zh["weight on the previous token"] == "落在前一个 token 上的权重"
     assert zh["weight on the next token"] == "落在后一个 token 上的权重"
+
+
+def test_the_three_top_heads_colour_bar_titles_fit_their_bars_at_100_tokens(model):
+    """The lesson's view at ~100 tokens (scales clipped: a note in the text, said once): each
+    of the three top heads' colour bars (horizontal, under its map) has a title that fits
+    within its bar on a 1280 px page, so the three titles never run into each other; in
+    English and in Chinese."""
+    import pytest
+
+    from attnviz.i18n import use
+    from attnviz.plotting.common import text_width
+    from attnviz.plotting.stats import PAGE_WIDTH
+    from attnviz.views import ablation as view
+    from tests.test_plotting_ablation import PARAGRAPH
+
+    plot = PAGE_WIDTH - 20  # the figure's margins
+    for lang in ("en", "zh"):
+        with use(lang):
+            blocks = view.lesson_parts(model, TraceRequest(PARAGRAPH), positions=False)
+        (fig,) = [b for b in blocks if isinstance(b, go.Figure)
+                  and len([a for a in b.layout if a.startswith("coloraxis")]) == 3]
+        bars = [fig.layout[a].colorbar for a in sorted(a for a in fig.layout
+                                                        if a.startswith("coloraxis"))]
+        spans = []
+        for bar in bars:
+            assert bar.orientation == "h" and bar.title.side == "top"
+            half = bar.len * plot / 2
+            width = text_width(bar.title.text)
+            assert width <= 2 * half, (lang, bar.title.text, width, 2 * half)
+            spans.append((bar.x * plot - width / 2, bar.x * plot + width / 2))
+        for (_a, right), (left, _b) in zip(spans, spans[1:], strict=False):
+            assert right < left, (lang, spans)
+        said = " ".join(b.text for b in blocks if isinstance(b, Markdown))
+        assert ("percentile" if lang == "en" else "百分位") in said  # said once, in the text
+        assert pytest.approx(bars[0].len) == bars[1].len

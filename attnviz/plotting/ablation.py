@@ -12,6 +12,7 @@ from ..i18n import _
 from .common import (
     FONT,
     OKABE_ITO,
+    STAT_SCALE,
     VALUES_SCALE,
     Grid,
     axis_labels,
@@ -31,12 +32,14 @@ def _diverging(z: np.ndarray) -> dict:
 
 def head_map(effect: np.ndarray, title: str, value: str,
              selected: tuple[int, int] | None = None, signed: bool = True) -> go.Figure:
-    """effect [layers, heads] on a diverging scale centred at 0 (signed=False: a size >= 0,
-    from white at 0 to dark purple); hover: layer, head, value. Clicking a cell reports
-    x = head, y = layer."""
+    """effect [layers, heads] on a diverging scale centred at 0 (signed=False: a size >= 0 on
+    the sequential scale of the head statistics' layer x head maps, STAT_SCALE, dark at 0 and
+    light at the top, which reads on a light and on a dark page; a scale white at 0 drew a
+    dark page's unchanged layers as white slabs); hover: layer, head, value. Clicking a cell
+    reports x = head, y = layer."""
     L, H = effect.shape
     scale = _diverging(effect) if signed else dict(
-        colorscale="Purples", zmin=0.0, zmax=float(np.max(effect)) or 1.0)
+        colorscale=STAT_SCALE, zmin=0.0, zmax=float(np.max(effect)) or 1.0)
     fig = go.Figure(go.Heatmap(
         z=np.asarray(effect, dtype=np.float64), x=list(range(H)), y=list(range(L)),
         colorbar=dict(title=dict(text=escape(value)), thickness=12),
