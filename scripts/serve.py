@@ -23,8 +23,11 @@ it, so their pages, websockets and /media/ files stay together there.
 Streamlit's own scripts, styles and fonts (/static/: ~25 MB, the same files in every worker,
 named by their content's hash) are served by nginx itself, gzip-compressed once at start
 (`static_files`): a worker would send each student ~13 MB uncompressed from its Python thread,
-the one that draws every session's page. `--proxy-static` sends them through the workers as
-before (to compare).
+the one that draws every session's page. So is plotly.js, the file the app's charts load
+(ui.live_chart: the app's static/plotly-<hash>.min.js at /app/static/, 4.8 MB, 1.4 MB
+compressed): nginx sends its own compressed copy of the plotly package's file at that one
+path (`plotly_files`); every other /app/static/ path is the workers'. `--proxy-static` sends
+them through the workers as before (to compare).
 
 The launcher supervises its workers: one that exits (killed, crashed) is noticed within a
 second, logged on stderr, and replaced by a fresh process on the same port, so nginx's
@@ -51,6 +54,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import hashlib
 import importlib.util
 import os
 import shutil
@@ -178,6 +182,37 @@ def static_files(source: Path, dest: Path, level: int = 6) -> tuple[int, int, in
     return count, raw, sent
 
 
+def plotly_source() -> Path | None:
+    """The installed plotly package's plotly.js (package_data/plotly.min.js), the file the
+    app's charts load, found without importing plotly; None when this Python has none."""
+    spec = importlib.util.find_spec("plotly")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(next(iter(spec.submodule_search_locations))) / "package_data" / "plotly.min.js"
+    return path if path.is_file() else None
+
+
+def plotly_name(script: bytes) -> str:
+    """The name the app serves `script` under (ui.live_chart.plotly_name):
+    plotly-<12 hex digits of its SHA-256>.min.js."""
+    return f"plotly-{hashlib.sha256(script).hexdigest()[:12]}.min.js"
+
+
+def plotly_files(source: Path, root: Path, level: int = 6) -> str:
+    """Copy plotly.js (`source`) to `root`/app/static/<plotly_name> with a gzip copy beside
+    it, readable by nginx's workers; the URL path the app's charts fetch it from."""
+    data = source.read_bytes()
+    url = f"/app/static/{plotly_name(data)}"
+    target = root / url.lstrip("/")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    _write(target, data)
+    _write(target.with_name(target.name + ".gz"),
+           gzip.compress(data, compresslevel=level, mtime=0))
+    for folder in (root, *(d for d in root.rglob("*") if d.is_dir())):
+        folder.chmod(0o755)
+    return url
+
+
 def _write(path: Path, data: bytes) -> None:
     path.write_bytes(data)
     path.chmod(0o644)
@@ -200,6 +235,23 @@ def _static_location(static: Path) -> str:
         }}"""
 
 
+def _plotly_location(url: str, root: Path) -> str:
+    return f"""
+        # plotly.js, the one file of the app's static/ every browser fetches (its name holds
+        # its content's hash): sent by nginx, compressed once; other /app/static/ paths go to
+        # the workers.
+        location = {url} {{
+            root {root.as_posix()};
+            types {{
+                application/javascript js;
+            }}
+            gzip_static on;
+            gzip_vary on;
+            add_header Cache-Control "public, max-age=31536000, immutable" always;
+            add_header X-Attnviz-Worker "static" always;
+        }}"""
+
+
 def _server(port: int) -> str:
     """A worker in an upstream: out of turn for 5 s after one failed try."""
     return f"        server 127.0.0.1:{port} max_fails=1 fail_timeout=5s;"
@@ -214,7 +266,7 @@ def _own_upstream(i: int, port: int, worker_ports: Sequence[int]) -> str:
 
 def nginx_config(port: int, worker_ports: Sequence[int], folder: Path,
                  address: str = "127.0.0.1", connections: int = 4096,
-                 static: Path | None = None) -> str:
+                 static: Path | None = None, plotly: tuple[str, Path] | None = None) -> str:
     """nginx.conf for a foreground nginx on address:port in front of the workers on
     127.0.0.1:worker_ports, everything it writes under `folder`.
 
@@ -227,7 +279,8 @@ def nginx_config(port: int, worker_ports: Sequence[int], folder: Path,
     Websockets: HTTP/1.1 with the Upgrade and Connection headers passed on, a day's read/send
     timeout (a class sits for hours). `connections`: nginx's worker_connections, at most the
     open-file limit. `static`: a folder made by static_files, served at /static/ by nginx
-    itself (None: by the workers)."""
+    itself (None: by the workers). `plotly`: (URL path, root folder) from plotly_files, that
+    one path served by nginx itself (None: by the workers)."""
     tmp = folder.as_posix()
     servers = "\n".join(_server(p) for p in worker_ports)
     # $upstream_addr and $upstream_status list every server tried ("A, B" and "502, 101" after
@@ -306,7 +359,8 @@ http {{
             proxy_connect_timeout 5s;
             add_header Set-Cookie $affinity_cookie always;
             add_header X-Attnviz-Worker $attnviz_worker always;
-        }}{"" if static is None else _static_location(static)}
+        }}{"" if static is None else _static_location(static)}{
+            "" if plotly is None else _plotly_location(*plotly)}
     }}
 }}
 """
@@ -392,6 +446,7 @@ class Cluster:
     env: dict | None = None
     static: bool = True  # nginx serves Streamlit's /static/ files (False: the workers do)
     static_summary: tuple[int, int, int] | None = None  # static_files' (files, bytes, gzip)
+    plotly_url: str | None = None  # the plotly.js path nginx sends itself (plotly_files)
 
     def _spawn(self, argv: list[str], log_path: Path, env: dict | None = None
                ) -> subprocess.Popen:
@@ -461,10 +516,15 @@ class Cluster:
             if source is not None:  # compressed while the workers start
                 static = self.folder / "static"
                 self.static_summary = static_files(source, static)
+            plotly = None
+            script = plotly_source() if self.static else None
+            if script is not None:
+                self.plotly_url = plotly_files(script, self.folder / "app_static")
+                plotly = (self.plotly_url, self.folder / "app_static")
             (self.folder / "nginx.conf").write_text(
                 nginx_config(self.port, self.worker_ports, self.folder, self.address,
                              connections=max(256, min(4096, open_files_limit() - 64)),
-                             static=static))
+                             static=static, plotly=plotly))
             deadline = time.time() + timeout_s
             for p in self.worker_ports:
                 while not _healthy(p):
@@ -604,8 +664,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--app", type=Path, default=ROOT / "app.py")
     ap.add_argument("--logs", type=Path, help="folder for the processes' logs")
     ap.add_argument("--proxy-static", action="store_true",
-                    help="send Streamlit's /static/ files through the workers instead of "
-                         "from nginx (to compare)")
+                    help="send Streamlit's /static/ files and plotly.js through the workers "
+                         "instead of from nginx (to compare)")
     ap.add_argument("--stop", action="store_true",
                     help="stop the launcher already serving --port, and exit")
     args = ap.parse_args(argv)
@@ -640,6 +700,9 @@ def main(argv: list[str] | None = None) -> int:
             files, raw, sent = cluster.static_summary
             print(f"attnviz: nginx sends Streamlit's {files} static files ({raw / 1e6:.1f} MB; "
                   f"{sent / 1e6:.1f} MB gzip-compressed)", flush=True)
+        if cluster.plotly_url:
+            print(f"attnviz: nginx sends plotly.js ({cluster.plotly_url}) gzip-compressed",
+                  flush=True)
         code = cluster.wait()
         if code:
             print("nginx exited; stopping the workers", file=sys.stderr)

@@ -185,12 +185,43 @@ def test_nginx_sends_streamlits_static_files_itself_compressed(nginx, tmp_path):
 
 
 @pytest.mark.server
+def test_nginx_sends_the_charts_plotly_js_itself_compressed(nginx, tmp_path):
+    """plotly.js, the file every chart of the app loads (ui.live_chart: app/static/
+    plotly-<hash>.min.js, written by the workers), comes from nginx gzip-compressed: the URL the
+    app names, the very bytes the app serves, a quarter of them on the wire; any other
+    /app/static/ path is still the workers'."""
+    from attnviz.ui import live_chart
+
+    script = live_chart.plotly_js()
+    cluster = serve.Cluster(workers=2, port=serve._free_port(), log_dir=tmp_path,
+                            runner=ROOT / "tests" / "fake_worker.py")
+    cluster.start(timeout_s=60)
+    try:
+        assert cluster.plotly_url == f"/app/static/{live_chart.plotly_name(script)}"
+        url = f"http://127.0.0.1:{cluster.port}{cluster.plotly_url}"
+        status, headers, body = fetch(url, gzip_ok=True)
+        assert status == 200 and headers["Content-Encoding"] == "gzip", headers
+        assert gzip.decompress(body) == script  # the app's file, not a worker's "ok"
+        assert len(body) < len(script) / 3, len(body)
+        assert headers["X-Attnviz-Worker"] == "static" and headers["Vary"] == "Accept-Encoding"
+        assert headers["Content-Type"] == "application/javascript"
+        assert "immutable" in headers["Cache-Control"]  # its name changes with its bytes
+        status, headers, body = fetch(url, gzip_ok=False)
+        assert status == 200 and "Content-Encoding" not in headers and body == script
+        status, headers, body = fetch(f"http://127.0.0.1:{cluster.port}/app/static/other.js",
+                                      gzip_ok=True)
+        assert body == b"ok" and headers["X-Attnviz-Worker"] in ("1", "2")
+    finally:
+        cluster.stop(grace_s=5)
+
+
+@pytest.mark.server
 def test_proxy_static_leaves_static_files_to_the_workers(nginx, tmp_path):
     cluster = serve.Cluster(workers=1, port=serve._free_port(), log_dir=tmp_path,
                             runner=ROOT / "tests" / "fake_worker.py", static=False)
     cluster.start(timeout_s=60)
     try:
-        assert cluster.static_summary is None
+        assert cluster.static_summary is None and cluster.plotly_url is None
         assert "/static/" not in (cluster.folder / "nginx.conf").read_text()
         status, headers, body = fetch(f"http://127.0.0.1:{cluster.port}/static/js/x.js", True)
         assert status == 200 and body == b"ok" and headers["X-Attnviz-Worker"] == "1"
