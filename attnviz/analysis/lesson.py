@@ -46,9 +46,10 @@ from attnviz.i18n import N_, _
 __all__ = ["STEPS", "ZH_SENTENCES", "is_chinese", "lesson_words", "repeated_word",
            "unknown_words", "FormRow", "Step", "corpus_claim", "cosine_per_layer", "cost_claim",
            "far_claim", "form_table", "gold_tags", "length_claim", "max_abs_difference",
-           "mlp_claim", "model_description", "parameters_claim", "positions_claim", "reach_claim",
-           "receptive_fields", "repeated_ambiguous", "roles_claim", "rope_claim", "sink_claim",
-           "special_share", "step_index", "token_positions", "top_key", "window_view"]
+           "mlp_claim", "mlp_short_claim", "model_description", "parameters_claim",
+           "positions_claim", "reach_claim", "receptive_fields", "repeated_ambiguous",
+           "roles_claim", "rope_claim", "sink_claim", "special_share", "step_index",
+           "token_positions", "top_key", "window_view"]
 
 PAD_WORD = "·"  # what a window shows past either end of the sentence
 # The examples the lesson offers as its sentence: each repeats an ambiguous word (the far
@@ -366,6 +367,20 @@ def mlp_claim(rows: Sequence[FormRow], ambiguous: float, baseline: float,
     return text + " " + where.format(k=len(minority), n=len(rows), names=names)
 
 
+def mlp_short_claim(ambiguous: float, baseline: float, double_role: float) -> str:
+    """mlp_claim and double_role_claim in one sentence for a projector: the per-word tagger's
+    held-out score on ambiguous words against the majority-tag baseline (below it, or at it:
+    one tag per word can do no better), and its score on double-role words."""
+    text = (_("Held out it tags **{ambiguous}** of ambiguous words right, below the "
+              "**majority-tag baseline** ({baseline}), and **{double}** of **double-role** "
+              "words (like the two saws): one tag per word is right on at most half of them.")
+            if ambiguous < baseline else
+            _("Held out it tags **{ambiguous}** of ambiguous words right, at the **majority-tag "
+              "baseline** ({baseline}), and **{double}** of **double-role** words (like the two "
+              "saws): one tag per word is right on at most half of them."))
+    return text.format(ambiguous=pct(ambiguous), baseline=pct(baseline), double=pct(double_role))
+
+
 def double_role_claim(tagger: float) -> str:
     """The score on double-role words, with the word explained where it first appears."""
     return _("On **double-role** words (one word in two roles in one sentence, like the two "
@@ -389,19 +404,23 @@ def far_claim(n_far: int) -> str:
 
 def cost_claim(full: int, params: Mapping[str, int], far_wide: float, sizes: Sequence[int],
                seeds: Sequence[int], gap_wide: np.ndarray, gap_attention: np.ndarray,
-               tolerance: float = 0.02) -> str:
+               tolerance: float = 0.02, short: bool = False) -> str:
     """The widest window's accuracy and parameters, then a verdict on overfitting that
     follows the numbers of every seed: `gap_wide`, `gap_attention` are [seeds, sizes] train
     minus held-out accuracy. At a size the wide window overfits more when its gap exceeds
     self-attention's by more than `tolerance` in every seed, not more when it does so in no
-    seed; else the seeds disagree."""
+    seed; else the seeds disagree. `short`: for a projector, without what the table holds
+    and with the verdicts briefer (the same numbers)."""
     gap_wide, gap_attention = np.asarray(gap_wide), np.asarray(gap_attention)
-    text = _("Yes, **{far}** of far words held out, with **{wide:,}** parameters: {ratio:.1f} "
-             "times self-attention's {attention:,}. The table gives training minus held-out "
-             "accuracy on ambiguous words, in points, for seeds {seeds}: each seed writes its "
-             "own sentences and starts from its own weights.").format(
-        far=pct(far_wide), wide=params["wide"], ratio=params["wide"] / params["attention"],
-        attention=params["attention"], seeds=_(", ").join(map(str, seeds)))
+    values = dict(far=pct(far_wide), wide=params["wide"],
+                  ratio=params["wide"] / params["attention"], attention=params["attention"],
+                  seeds=_(", ").join(map(str, seeds)))
+    text = (_("Yes, **{far}** of far words held out, with **{wide:,}** parameters ({ratio:.1f} "
+              "times self-attention's {attention:,}).") if short else
+            _("Yes, **{far}** of far words held out, with **{wide:,}** parameters: {ratio:.1f} "
+              "times self-attention's {attention:,}. The table gives training minus held-out "
+              "accuracy on ambiguous words, in points, for seeds {seeds}: each seed writes its "
+              "own sentences and starts from its own weights.")).format(**values)
     more = gap_wide > gap_attention + tolerance  # [seeds, sizes]
     groups = {"all": [n for k, n in enumerate(sizes) if more[:, k].all()],
               "none": [n for k, n in enumerate(sizes) if not more[:, k].any()],
@@ -414,8 +433,9 @@ def cost_claim(full: int, params: Mapping[str, int], far_wide: float, sizes: Seq
     if groups["some"]:
         text += " " + _("With {sizes} the seeds disagree.").format(sizes=join(groups["some"]))
     if groups["none"]:
-        text += " " + _("With {sizes} it does not overfit more in any seed (the gaps are within "
-                        "{points:.0f} points, or self-attention's is larger).").format(
+        text += " " + (_("With {sizes} it does not overfit more in any seed.") if short else _(
+            "With {sizes} it does not overfit more in any seed (the gaps are within {points:.0f} "
+            "points, or self-attention's is larger).")).format(
             sizes=join(groups["none"]), points=100 * tolerance)
     return text
 

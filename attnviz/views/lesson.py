@@ -278,9 +278,14 @@ def per_word(v: Lesson) -> list[Part]:
                                        for w in corpus.ambiguous}, base["majority"])
     seen = lesson.receptive_fields(len(v.ws), 3)
     seen.pop("window")
-    return [Part("notes", Markdown(lesson.mlp_claim(forms, mlp.ambiguous, base["train_majority"],
-                                                    base["best_possible"]) + " "
-                                   + lesson.double_role_claim(mlp.double_role))),
+    full = Markdown(lesson.mlp_claim(forms, mlp.ambiguous, base["train_majority"],
+                                     base["best_possible"]) + " "
+                    + lesson.double_role_claim(mlp.double_role))
+    # a projector's text column: the numbers in one sentence, the reasons in the fold
+    said = [Part("notes", Markdown(lesson.mlp_short_claim(
+        mlp.ambiguous, base["train_majority"], mlp.double_role))), Part("page", full)] \
+        if v.big else [Part("notes", full)]
+    return [*said,
             Part("main", plots.receptive_field(v.ws, seen, v.big), "lesson_fig_fields"),
             Part("page", forms_table(forms)), *corpus_parts(v.trained.corpus)]
 
@@ -381,9 +386,13 @@ def cost(v: Lesson) -> list[Part]:
     means = {n: sw.mean_gap(n) for n in sw.names}
     verdict = lesson.parameters_claim({n: num.parameters[n] for n in sw.names}, means, sw.sizes,
                                       {n: label(n, short=True) for n in sw.names})
-    return [Part("notes", Markdown(lesson.cost_claim(
-                taggers.FULL_WIDTH, params, num.scores[WIDE].far, sw.sizes, sw.seeds,
-                sw.gaps(WIDE), sw.gaps("attention_pos")) + (" " + verdict if verdict else ""))),
+    claim = [taggers.FULL_WIDTH, params, num.scores[WIDE].far, sw.sizes, sw.seeds,
+             sw.gaps(WIDE), sw.gaps("attention_pos")]
+    full = Markdown(lesson.cost_claim(*claim) + (" " + verdict if verdict else ""))
+    # a projector's text column: the numbers and verdicts briefly, all of it in the fold
+    said = [Part("notes", Markdown(lesson.cost_claim(*claim, short=True))), Part("page", full)] \
+        if v.big else [Part("notes", full)]
+    return [*said,
             Part("main", plots.cost_figure(
                 {label(n, short=True): num.parameters[n] for n in sw.names}, sw.sizes,
                 {label(n, short=True): sw.gaps(n) for n in sw.names}, v.big),
