@@ -141,6 +141,7 @@ def attention_rows(
     summary["received"] = summary["received"].double()
     masked = torch.finfo(q.dtype).min  # exp(min - lse) = 0: a masked weight is exactly 0
     ones, zero = q.new_ones(1, block), q.new_zeros(())
+    offsets = torch.tensor([0, -1, 1], device=dev)  # self, previous, next
     for r, hi, lo, top, a, b in blocks or row_blocks(mask, block):
         rows = hi - r
         q_b = q[:, :, r:hi].reshape(g, per * rows, d)
@@ -151,26 +152,25 @@ def attention_rows(
         for c0, c1 in ((lo, a), (b, top)) if a < b else ((lo, top),):  # keys all rows see: as is
             if c1 > c0:
                 logits[..., c0 - lo:c1 - lo].masked_fill_(~mask[r:hi, c0:c1], masked)
+        top_l = logits.amax(dim=-1, keepdim=True)  # m_i = max_j l_ij
         weights = torch.softmax(logits, dim=-1)
         out[:, :, r:hi] = torch.bmm(weights.view(g, per * rows, top - lo),
                                     v[:, lo:top]).view(g, per, rows, -1)
-        # entropy: ln W_ij = l_ij - m_i - ln Z_i with m_i = max_j l_ij and 1/Z_i = W at that
-        # max, so -sum_j W_ij ln W_ij = -ln(W_i,max) + sum_j W_ij (m_i - l_ij): two sums of
-        # terms >= 0 (a masked key: W = 0)
-        top_l, at_max = logits.max(dim=-1, keepdim=True)
-        gap = logits.neg_().add_(top_l)  # m_i - l_ij, in place of the logits
-        summary["entropy"][..., r:hi] = (gap.mul_(weights).sum(-1)
-                                         - weights.gather(-1, at_max).squeeze(-1).log())
+        # entropy: ln W_ij = l_ij - m_i - ln Z_i, and 1/Z_i = W at the max (the row's largest
+        # weight), so -sum_j W_ij ln W_ij = -ln(max_j W_ij) + sum_j W_ij (m_i - l_ij): two sums
+        # of terms >= 0 (a masked key: W = 0)
+        gap = torch.sub(top_l, logits, out=logits)  # m_i - l_ij, in place of the logits
+        summary["entropy"][..., r:hi] = (torch.linalg.vecdot(weights, gap)
+                                         - weights.amax(dim=-1).log())
         summary["received"][..., lo:top] += (ones[:, :rows] @ weights).squeeze(-2)
         if lo == 0:
             summary["first"][..., r:hi] = weights[..., 0]
-        at_row = torch.arange(r, hi, device=dev)
-        for name, offset in (("self", 0), ("previous", -1), ("next", 1)):
-            col = at_row + offset
-            inside = (col >= lo) & (col < top)
-            at = (col - lo).clamp(0, top - lo - 1).expand(*weights.shape[:-1])
-            got = weights.gather(-1, at.unsqueeze(-1)).squeeze(-1)
-            summary[name][..., r:hi] = torch.where(inside, got, 0.0)
+        cols = torch.arange(r, hi, device=dev)[:, None] + offsets  # [rows, 3]: i, i - 1, i + 1
+        got = weights.gather(-1, (cols - lo).clamp(0, top - lo - 1).expand(
+            *weights.shape[:-1], 3))
+        got = torch.where((cols >= lo) & (cols < top), got, 0.0)
+        for i, name in enumerate(("self", "previous", "next")):
+            summary[name][..., r:hi] = got[..., i]
     shape = (*lead, n)
     return (out.reshape(*shape, out.shape[-1]),
             {name: value.reshape(shape) for name, value in summary.items()})

@@ -80,7 +80,10 @@ ROPE_TYPES = ("default", "linear", "llama3", "yarn")
 # (SmolLM2's 30 x 9 heads: past ~700 tokens) it keeps queries, keys and values, and
 # Trace.layer_weights / weights_of compute a layer's or a head's weights again when asked.
 KEEP_WEIGHTS_BYTES = 1 << 30
-QUERY_BLOCK = 256  # past it, attention runs on this many query rows at a time
+# Past it, attention runs on this many query rows at a time: few enough that a block's logits
+# (heads x rows x keys: 9 x 64 x 2,048 floats, 4.7 MB, at SmolLM2's longest) stay in the cache
+# from the softmax to the summaries, enough that each product is one large matrix product.
+QUERY_BLOCK = 64
 ROTARY_POSITIONS = ("learned", "none", "shuffled")
 
 
