@@ -115,7 +115,7 @@ def one_head(ctx: ui.Context, hide: bool, renorm: bool, seg: str, words: bool,
         t, t.weights[layer], hide, renorm, seg, words)) if t.holds_weights else view.shown(
         t, t.layer_weights(layer), hide, renorm, seg, words))  # a long input's: not cached
     labels = view.labels(toks, idx)
-    options, default = view.line_choices(len(toks), hide)
+    options, default = view.line_choices(len(toks), hide, bool(t.request.causal))
     # A key of its own per number of shown tokens: another sentence's list is a new widget,
     # which the browser shows at its default (a kept key would keep the old choice on screen).
     pick = e2.selectbox(_("Token lines for one query token"), options, index=default,

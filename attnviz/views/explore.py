@@ -108,12 +108,16 @@ def outline_note(n_shown: int) -> list:
                        "view below.").format(n=n_shown, max=OUTLINE_MAX), "caption")]
 
 
-def line_choices(n_tokens: int, hide: bool) -> tuple[list, int]:
+def line_choices(n_tokens: int, hide: bool, causal: bool = False) -> tuple[list, int]:
     """(the query tokens offered for the lines, the default's index): past ALL_LINES_MAX
     tokens "all tokens" (None) is not offered (every token's lines would form a wall that
-    hides each line), and the first word is the default."""
+    hides each line), and the default is the first word, or under a causal mask (a decoder)
+    the last token: the one query that sees every key (the first words see only themselves
+    and the few before them)."""
     if n_tokens <= ALL_LINES_MAX:
         return [None, *range(n_tokens)], 0
+    if causal:
+        return list(range(n_tokens)), n_tokens - 1
     return list(range(n_tokens)), min(1 if hide else 2, n_tokens - 1)
 
 
@@ -205,7 +209,7 @@ def page(t, layer: int = 0, head: int = 0, hide: bool = False, renorm: bool = Fa
     n = shown_tokens(fig)
     w, toks, idx = shown(t, t.layer_weights(layer), hide, renorm, seg, words)
     if query is None:
-        options, default = line_choices(len(toks), hide)
+        options, default = line_choices(len(toks), hide, bool(t.request.causal))
         query = options[default]
     return [*intro(), *report, *renorm_note(hide, renorm, seg),
             outlined(fig, layer, head) if n <= OUTLINE_MAX else fig, *outline_note(n),
