@@ -61,7 +61,7 @@ def test_every_head_of_a_layer_and_b_are_transformers_eager(case):
         assert mh.w_k.shape[0] == model.n_kv_heads * model.head_dim < mh.w_q.shape[0]
         np.testing.assert_allclose(mh.projected, blocks[layer], atol=1e-5, rtol=0)
         after = wt.decoder_after_attention(model, layer, t.hidden_states[layer], mh.projected)
-        np.testing.assert_allclose(after["layer_output"], hidden[layer + 1], atol=1e-4, rtol=0)
+        np.testing.assert_allclose(after["layer_output"], hidden[layer + 1], atol=1e-5, rtol=0)
         np.testing.assert_allclose(after["layer_output"], t.hidden_states[layer + 1],
                                    atol=1e-5, rtol=0)
 

@@ -140,7 +140,8 @@ def test_step_7_shows_the_layers_real_heads_and_b(at, smol):
     assert "9 query heads share 3 key/value heads, 3 each" in said
     assert "query heads 6, 7, 8 read key/value head 2" in said
     gap = float(re.search(r"engine.s layer 5 output\| = ([0-9.]+e[+-][0-9]+)", said).group(1))
-    assert gap < 1e-4
+    assert gap <= 1e-5  # the page's recomputation is the engine's (SmolLM2 against float64 and
+    #                     transformers: tests/test_analysis_decoder_layer_f64.py)
     b = [decode(tr["z"]) for tr in figs["s7_O"]["data"] if tr["type"] == "heatmap"][-1]
     np.testing.assert_allclose(b, mh.projected.T, atol=1e-3)  # drawn: float32, as rounded
     assert at.table and "2 x (192 x" in str(at.table[0].value)
