@@ -36,7 +36,6 @@ TYPED = ('The <b>zebra</b> saw <script>alert("xss")</script> a saw '
 
 # Known bugs in pages this suite does not own: {page: reason} -> xfail(strict=False).
 KNOWN_BUGS: dict[str, str] = {}
-ROOT_OPENED: list[str] = []  # the server's "/" was opened by this module's first test
 
 
 def figures_drawn(page) -> list[int]:
@@ -135,13 +134,6 @@ def test_page_in_browser(page, app_url, path, request):
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
     attempted = guard_outside(page)
 
-    # Open "/" first, once: on a fresh server a direct sub-page link bypasses app.py (see
-    # test_direct_link_on_fresh_server); here each page is reached the way the router serves
-    # it once the server has served "/".
-    if not ROOT_OPENED:
-        page.goto(app_url + "/")
-        wait_for_app(page, plots=False)
-        ROOT_OPENED.append(app_url)
     page.goto(app_url + url_path(path))
     wait_drawn(page)
     check_page(page, js_errors, f"{stem} opened")

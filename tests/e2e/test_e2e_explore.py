@@ -13,9 +13,8 @@ pytestmark = pytest.mark.e2e
 
 
 def open_page(page, app_url: str, path: str) -> None:
-    """Load the router first: on a fresh server a direct /<page> URL can bypass app.py."""
-    page.goto(f"{app_url}/")
-    wait_for_app(page)
+    """Open a page's link directly, as a shared link is opened (on a fresh server its first
+    run hands over to the router: test_e2e_deep_link)."""
     page.goto(f"{app_url}{path}")
     wait_for_app(page)
 
@@ -231,8 +230,6 @@ def test_a_chart_that_cannot_be_drawn_says_so(browser, app_url):
       window.attnvizPlotly = r;
     })();""")
     page = ctx.new_page()
-    page.goto(f"{app_url}/")
-    wait_for_app(page, plots=False)
     page.goto(f"{app_url}/explore?text=I+saw+a+saw")
     wait_for_app(page, plots=False)
     page.wait_for_function(

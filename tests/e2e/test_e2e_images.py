@@ -11,10 +11,8 @@ pytestmark = pytest.mark.e2e
 
 @pytest.fixture
 def app(page, app_url):
-    """Open "/" first: on a fresh server whose first request is a sub-page URL, Streamlit runs
-    pages/ in its old v1 mode (no router, no sidebar) until a session has run app.py."""
-    page.goto(f"{app_url}/")
-    wait_for_app(page)
+    """The server's address; each test opens its page's link directly (on a fresh server the
+    first run hands over to the router: test_e2e_deep_link)."""
     return app_url
 
 

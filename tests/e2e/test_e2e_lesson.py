@@ -23,9 +23,8 @@ def settle(page) -> None:
 
 @pytest.fixture
 def app(page, app_url):
-    """Open "/" first: on a fresh server a direct sub-page URL can bypass app.py (v1 pages)."""
-    page.goto(f"{app_url}/")
-    wait_for_app(page)
+    """The server's address; each test opens the lesson's link directly (on a fresh server the
+    first run hands over to the router: test_e2e_deep_link)."""
     return app_url
 
 

@@ -39,8 +39,6 @@ TABLE = """() => {
 @pytest.mark.parametrize("step", [2, 10])
 def test_phone_shows_every_word_of_the_tag_table(page, app_url, step):
     page.set_viewport_size({"width": 390, "height": 844})
-    page.goto(f"{app_url}/")  # a fresh server: the router first
-    wait_for_app(page)
     page.goto(f"{app_url}/lesson?lesson_step={step}")
     wait_for_app(page, plots=False, timeout_ms=LONG)
     if step == 2:
@@ -113,8 +111,6 @@ def test_phone_figures_keep_their_labels_apart(page, app_url):
     past the edge while nothing of it is drawn; drawn (taken out of that box), the check
     reports it."""
     page.set_viewport_size({"width": 390, "height": 844})
-    page.goto(f"{app_url}/")
-    wait_for_app(page)
     found, missed = [], []
     for lang in ("en", "zh"):
         for step in (6, 7, 9):

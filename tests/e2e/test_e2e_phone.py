@@ -41,8 +41,6 @@ def phone(browser):
 
 @pytest.mark.parametrize("path", PAGES)
 def test_a_phone_never_scrolls_sideways(phone, app_url, path):
-    phone.goto(f"{app_url}/")
-    wait_for_app(phone, plots=False)
     phone.goto(f"{app_url}{path}")
     wait_for_app(phone)
     phone.wait_for_timeout(1500)
@@ -107,8 +105,6 @@ def test_on_a_phone_panels_side_by_side_are_laid_out_again(phone, app_url, path)
     """Head statistics, value norms, the window masks, compare: no chart scrolls sideways in
     its frame; titles never on one another; each colour bar lies horizontal below plots and
     on none of them."""
-    phone.goto(f"{app_url}/")
-    wait_for_app(phone, plots=False)
     phone.goto(f"{app_url}{path}")
     wait_for_app(phone)
     phone.wait_for_timeout(1500)
@@ -161,8 +157,6 @@ def test_a_phone_turned_lays_the_panels_out_again(phone, app_url):
     the frame gets 512 px), upright again, on a wide screen, and upright again: once every
     chart says it is laid out for its frame's width (SETTLED), the plots lie inside the frame
     and on none of one another, and upright the rows are as far apart as when first drawn."""
-    phone.goto(f"{app_url}/")
-    wait_for_app(phone, plots=False)
     phone.goto(f"{app_url}/head_stats")
     wait_for_app(phone)
     settle(phone)

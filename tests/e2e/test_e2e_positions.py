@@ -11,12 +11,10 @@ TABS = ["1 · Shuffle the words", "2 · I saw a saw", "3 · The encodings", "4 �
 
 @pytest.fixture
 def app(page, app_url):
-    """Open "/" first. Streamlit quirk (reported): on a fresh server whose FIRST request is a
-    sub-page URL, the pages/ folder is run in the old v1 mode (no router, no sidebar) until
-    some session has run app.py's st.navigation."""
-    page.set_viewport_size({"width": 1400, "height": 3000})  # the whole tab in a screenshot
-    page.goto(f"{app_url}/")
-    wait_for_app(page)
+    """The server's address, the page tall enough for a whole tab in a screenshot; each test
+    opens its link directly (on a fresh server the first run hands over to the router:
+    test_e2e_deep_link)."""
+    page.set_viewport_size({"width": 1400, "height": 3000})
     return app_url
 
 

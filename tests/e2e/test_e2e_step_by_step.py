@@ -9,23 +9,21 @@ pytestmark = pytest.mark.e2e
 
 @pytest.fixture
 def app(page, app_url):
-    """Open "/" first: on a fresh server whose first request is a sub-page URL, Streamlit runs
-    pages/ in its old v1 mode (no router, no sidebar) until a session has run st.navigation."""
-    page.set_viewport_size({"width": 1400, "height": 2600})  # a whole step per screenshot
-    page.goto(f"{app_url}/")
-    wait_for_app(page)
+    """The server's address, the page tall enough for a whole step per screenshot; each test
+    opens its link directly (on a fresh server the first run hands over to the router:
+    test_e2e_deep_link)."""
+    page.set_viewport_size({"width": 1400, "height": 2600})
     return app_url
 
 
+# Each step's URL state is checked by AppTest (tests/test_page_step_by_step.py); here a few
+# links, each a whole page load, in both modes, with the parameters a student shares.
 URLS = [
-    ("sbs_mode=toy&sbs_step=2", "step_by_step_toy_2", "2. Queries, keys, values"),
     ("sbs_mode=toy&sbs_step=3&sbs_query=2&sbs_key=4", "step_by_step_toy_3", "3. Similarity"),
-    ("sbs_mode=toy&sbs_step=4&sbs_temp=0.2", "step_by_step_toy_4", "4. Scale, temperature"),
     ("sbs_mode=toy&sbs_step=6&sbs_m=6&sbs_dk=4&sbs_p=2", "step_by_step_toy_6", "6. Weighted sum"),
     ("sbs_mode=toy&sbs_step=7&sbs_m=6&sbs_heads=3", "step_by_step_toy_7", "7. Multi-head"),
     ("sbs_mode=real&sbs_step=2&sbs_layer=3&sbs_head=7", "step_by_step_real_2",
      "2. Queries, keys, values"),
-    ("sbs_mode=real&sbs_step=7&sbs_layer=2", "step_by_step_real_7", "7. Multi-head"),
     ("sbs_mode=real&sbs_step=8", "step_by_step_real_8", "8. Additive similarity"),
 ]
 
@@ -75,8 +73,6 @@ def test_the_colour_bars_title_stands_below_the_token_labels(browser, app_url, w
     labels (I #1, saw #2, ...), not among them, on a laptop and on a phone."""
     ctx = browser.new_context(viewport={"width": width, "height": 900})
     page = ctx.new_page()
-    page.goto(f"{app_url}/")
-    wait_for_app(page)
     page.goto(f"{app_url}/step_by_step?sbs_mode=toy&sbs_step=1")
     wait_for_app(page)
     page.locator(".js-plotly-plot .cbtitle text").first.wait_for(timeout=60_000)

@@ -8,10 +8,6 @@ pytestmark = pytest.mark.e2e
 
 
 def open_windows(page, app_url, query=""):
-    # On a fresh server a first request for a sub-page URL runs the page without the router
-    # (no sidebar): open "/" first, as the other e2e tests do.
-    page.goto(f"{app_url}/")
-    wait_for_app(page)
     page.goto(f"{app_url}/windows{query}")
 
 
