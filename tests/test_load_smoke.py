@@ -119,8 +119,9 @@ def test_a_lecture_class_types_the_teachers_sentences():
 @pytest.mark.server
 def test_the_memory_and_heavy_scenarios_run(tmp_path, server):
     """tests/load/memory.py and heavy.py in miniature, on the module's server (their --url and
-    --pid; `make load` starts a fresh one for each): they connect, walk and report (their goals
-    are checked at full size by `make load`, not here)."""
+    --pid; `make load` starts a fresh one for each; heavy.py's smaller links, --quick): they
+    connect, walk and report (their goals are checked at full size by `make load`, not
+    here)."""
     mem = tmp_path / "memory.json"
     run = subprocess.run(
         [sys.executable, "tests/load/memory.py", "--sessions", "2", "--tokens", "60", "--after",
@@ -133,7 +134,8 @@ def test_the_memory_and_heavy_scenarios_run(tmp_path, server):
     assert report["rss_mib"]["peak"] >= report["rss_mib"]["idle"] > 0
     heavy = tmp_path / "heavy.json"
     run = subprocess.run(
-        [sys.executable, "tests/load/heavy.py", "--alone", "10", "--json", str(heavy), *server],
+        [sys.executable, "tests/load/heavy.py", "--alone", "10", "--quick", "--json", str(heavy),
+         *server],
         cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert heavy.exists(), run.stdout[-2000:] + run.stderr[-2000:]
     report = json.loads(heavy.read_text())

@@ -13,7 +13,7 @@ work never waits in line. Measured here:
 
 Sessions speak Streamlit's websocket protocol on loopback (as tests/load/run_load.py).
 
-    .venv/bin/python tests/load/heavy.py [--alone 30] [--think 0.5] [--json PATH]
+    .venv/bin/python tests/load/heavy.py [--alone 30] [--think 0.5] [--quick] [--json PATH]
         [--url http://127.0.0.1:PORT --pid PID]  (a running server instead of a fresh one)
 """
 
@@ -39,10 +39,12 @@ from tests.load.run_load import Rerun, Session, pct  # noqa: E402
 WAITING = "Waiting for the server"
 
 
-def heavy_links(paragraph: str) -> list[tuple[str, dict[str, str], str | None]]:
-    """(page, URL parameters, sentence to paste or None) for each heavy link."""
+def heavy_links(paragraph: str, longest: int = 8192) -> list[tuple[str, dict[str, str],
+                                                                  str | None]]:
+    """(page, URL parameters, sentence to paste or None) for each heavy link; `longest`: the
+    cost tab's longest length (a smaller one for --quick)."""
     return [
-        ("windows", {"win_tab": "Long sequences: cost", "win_maxlen": "8192",
+        ("windows", {"win_tab": "Long sequences: cost", "win_maxlen": str(longest),
                      "win_cost_w": "137"}, None),
         ("lesson", {"lesson_seed": "4321"}, None),
         ("windows", {"win_tab": "How much context?"}, paragraph),
@@ -94,7 +96,8 @@ def stats(reruns: list[Rerun]) -> dict:
             "errors": [e for r in reruns for e in r.errors]}
 
 
-async def scenario(url: str, alone: float, think: float, paragraph: str) -> dict:
+async def scenario(url: str, alone: float, think: float, paragraph: str,
+                   longest: int = 8192) -> dict:
     done = asyncio.Event()
     alone_runs: list[Rerun] = []
     task = asyncio.create_task(light_student(url, done, think, alone_runs))
@@ -108,7 +111,8 @@ async def scenario(url: str, alone: float, think: float, paragraph: str) -> dict
     await asyncio.sleep(2)  # the light session is open and drawing
     t0 = time.perf_counter()
     await asyncio.gather(*[heavy_student(url, i + 1, page, params, paste, heavy)
-                           for i, (page, params, paste) in enumerate(heavy_links(paragraph))])
+                           for i, (page, params, paste) in
+                           enumerate(heavy_links(paragraph, longest))])
     busy_s = time.perf_counter() - t0
     done.set()
     await light
@@ -121,14 +125,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--alone", type=float, default=30, help="seconds of the light session alone")
     ap.add_argument("--think", type=float, default=0.5, help="seconds between light reruns")
     ap.add_argument("--json", type=Path, default=ROOT / "test-output" / "load_heavy.json")
+    ap.add_argument("--quick", action="store_true",
+                    help="smaller heavy links (the cost tab to 1,024 tokens, a paragraph of "
+                         "about 150 tokens): the tool checked, not the server measured")
     add_server_args(ap)
     args = ap.parse_args(argv)
     sys.stdout.reconfigure(line_buffering=True)
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    paragraph = paragraphs(1)[0]
+    paragraph = paragraphs(1, 150 if args.quick else 500)[0]
     proc, pid, url = server_for(args, ap, "load_heavy_streamlit.log")
     try:
-        report = asyncio.run(scenario(url, args.alone, args.think, paragraph))
+        report = asyncio.run(scenario(url, args.alone, args.think, paragraph,
+                                      1024 if args.quick else 8192))
         alive = running(proc, pid)
     finally:
         if proc is not None:
