@@ -117,8 +117,11 @@ def build_parser() -> argparse.ArgumentParser:
     i = sub.add_parser("info", help="describe a model folder (default: the bundled model)")
     i.add_argument("--model", default=None, help=MODEL_HELP)
     i.add_argument("--device", default=None, help="cpu, cuda or auto (default)")
-    n = sub.add_parser("lesson", help="train the lesson's taggers; print their held-out numbers")
+    n = sub.add_parser("lesson", help="the lesson's taggers (trained, or read where the app "
+                       "kept them for the same settings); print their held-out numbers")
     n.add_argument("--json", action="store_true", help="print JSON (default: a table)")
+    n.add_argument("--again", action="store_true",
+                   help="train them again even when kept (the same numbers, bit for bit)")
     n.add_argument("--seed", type=int, default=0, help="seed of the corpus and the training")
     n.add_argument("--epochs", type=int, default=None, help="passes over the training set")
     a = sub.add_parser("ablate", help="switch each head off and rank the heads by the change "
@@ -147,14 +150,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def lesson(args: argparse.Namespace) -> int:
-    """Train the taggers (seconds to a minute on a CPU) and print their numbers."""
+    """The taggers for the settings, as the lesson page has them: read from the cache folder
+    where the app (or an earlier run) kept them, else trained (seconds to a minute on a CPU)
+    and kept there; `--again` trains them whatever is kept. Prints their numbers."""
     from .analysis import taggers
+    from .settings import settings as app_settings
 
     if args.seed < 0 or (args.epochs is not None and not 1 <= args.epochs <= 100):
         raise ValueError("--seed must be >= 0 and --epochs between 1 and 100")
     settings = taggers.Settings(seed=args.seed, **(
         {} if args.epochs is None else {"epochs": args.epochs}))
-    out = taggers.report(taggers.train_all(settings))
+    kept_in = app_settings().cache_path / "lesson"  # the page's folder (ui.lesson.kept_folder)
+    out = taggers.report(taggers.train_all(settings) if args.again else
+                         taggers.kept_or_trained(settings, kept_in))
     if args.json:
         print(json.dumps(out, indent=1))
         return 0

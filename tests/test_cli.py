@@ -74,10 +74,11 @@ def test_bad_arguments_from_a_shell_give_one_line(args, tmp_path):
 
 
 @pytest.mark.slow  # trains the lesson's taggers unless the run's warm-up kept them
-def test_lesson_json_is_the_analysis():
+def test_lesson_json_is_the_analysis(lesson_kept):
     """`lesson --json`: per tagger its parameters and held-out accuracy (all words, ambiguous,
     double-role, near/far and each distance of the deciding word), equal to the analysis
-    functions run here (training is deterministic across processes)."""
+    functions run here on the same taggers (read where the run kept them, as the app keeps
+    them: training is deterministic across processes, tests/test_analysis_taggers.py)."""
     from attnviz.analysis import taggers as T
     from tests.lesson_trained import trained
     from tests.test_analysis_taggers import recount
@@ -101,6 +102,28 @@ def test_lesson_json_is_the_analysis():
                                                   if d.startswith("d") and d != "double_role"},
                                                  abs=1e-12)
     assert out["majority_tag"]["far"] == pytest.approx(T.majority_baseline(c)["far"], abs=1e-12)
+
+
+@pytest.mark.slow  # the kept taggers (the run's warm-up keeps them)
+def test_lesson_reads_the_kept_taggers_and_trains_them_again_when_asked(lesson_kept,
+                                                                          monkeypatch, capsys):
+    """`lesson` reads the taggers the app kept for the same settings (no training); with
+    `--again` it trains them (train_all), whatever is kept."""
+    from attnviz.analysis import taggers as T
+    from attnviz.cli import main
+    from tests.lesson_trained import trained
+
+    def refused(*a, **k):
+        raise AssertionError("trained although kept")
+
+    monkeypatch.setattr(T, "train_all", refused)
+    assert main(["lesson", "--json"]) == 0
+    kept = json.loads(capsys.readouterr().out)
+    assert kept == T.report(trained())
+    asked = []
+    monkeypatch.setattr(T, "train_all", lambda s, *a, **k: asked.append(s) or trained())
+    assert main(["lesson", "--json", "--again"]) == 0
+    assert asked == [T.Settings()] and json.loads(capsys.readouterr().out) == kept
 
 
 @pytest.mark.parametrize("args", [["lesson", "--seed", "-1"], ["lesson", "--epochs", "0"],
@@ -350,8 +373,9 @@ def test_npz_out_is_written_under_its_own_name_and_renamed_into_place(tmp_path):
 @pytest.mark.parametrize("line", list({m[1]: x for x in reversed(documented_commands())
                                        if (m := re.search(r"attnviz (lesson|html)", x))}
                                       .values()))  # each command's first documented line
-def test_slow_documented_commands_run_from_a_shell(line, tmp_path):
-    """The lesson (trains the taggers) and the lesson pack, typed into bash as documented."""
+def test_slow_documented_commands_run_from_a_shell(line, tmp_path, lesson_kept):
+    """The lesson (its taggers, kept by the run or trained) and the lesson pack, typed into
+    bash as documented."""
     line = as_typed(line)
     r = shell(line, tmp_path)
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
