@@ -25,7 +25,9 @@ SIDEBAR_LABEL = N_("(the sidebar's sentence)")
 def controls(ctx: ui.Context, present: bool,
              in_class: bool) -> tuple[str, taggers.Settings, bool]:
     """Sentence, training settings, the presentation switch and, outside a class, "Start a
-    class" (in a popover when presenting)."""
+    class" (in a popover when presenting). A student's page in a class has none of them: it
+    shows the class's sentence with the default training settings, and each widget fewer
+    is less to draw again on every student's phone at each of the teacher's steps."""
     if st.session_state.get("lesson_seen_text", ctx.text) != ctx.text:
         st.session_state["lesson_sentence"] = SIDEBAR  # typing in the sidebar brings it here
     st.session_state["lesson_seen_text"] = ctx.text
@@ -72,8 +74,11 @@ def main() -> None:
             st.progress(step / nav.N, text=_("Step {step} of {n}: {title}").format(
                 step=step, n=nav.N, title=_(s.title)))
     nav.nav_buttons(step, present, top[1:3])
-    with top[3] if present else st.container():
-        text, settings, big = controls(ctx, present, room is not None)
+    if room is not None and not room.leads:  # a student: the class's sentence (below), the
+        text, settings, big = ctx.text, taggers.Settings(), present  # default training
+    else:
+        with top[3] if present else st.container():
+            text, settings, big = controls(ctx, present, room is not None)
     text = classroom.class_text(room, text)
     classroom.lead_step(room, step, text)  # the teacher's step and sentence, to the class
     if big != present:

@@ -121,6 +121,11 @@ def test_a_teacher_leads_and_a_student_follows(class_store: ClassStore, cpu_mode
     assert not student.exception
     assert student.session_state[nav.CLASS_LIMIT] == 1
     assert not [b for b in student.button if b.key == "class_start"]  # no "Start a class"
+    # no controls row: the class's sentence, the default training settings, no switch
+    assert not [w for w in (*student.selectbox, *student.toggle, *student.button_group)
+                if w.key in ("lesson_sentence", "lesson_present", "lesson_seed",
+                             "lesson_epochs")]
+    assert {"lesson_seed", "lesson_epochs"} <= {b.key for b in teacher.button_group}
 
     teacher.session_state[nav.STEP_KEY] = ATTENTION
     teacher.run()
@@ -165,6 +170,42 @@ def test_a_teacher_leads_and_a_student_follows(class_store: ClassStore, cpu_mode
     click(student, "lesson_back")
     assert student.session_state[nav.STEP_KEY] == ATTENTION - 1
     assert student.session_state[nav.FOLLOW] is False
+
+
+def test_a_process_reads_a_class_once_for_its_students(class_store, monkeypatch):
+    """A student's check reads the store at most once per SHARED_S s per process (the read
+    shared), a read that began earlier never replaces a later one, the teacher's move on this
+    process is seen at once, and a refusal is shared as a refusal."""
+    clock = [100.0]
+    monkeypatch.setattr(ui_class.time, "monotonic", lambda: clock[0])
+    real = class_store.state
+    teacher = class_store.create("I saw a saw")
+    code = teacher.code
+    reads = []
+    monkeypatch.setattr(class_store, "state", lambda c: reads.append(c) or real(c))
+
+    def shared(c: str) -> tuple[int, int]:  # (the step read, the store's reads it took)
+        n = len(reads)
+        return ui_class.shared_state(c).step, len(reads) - n
+
+    assert shared(code) == (1, 1)
+    class_store.set_step(teacher, 2, 0, "I saw a saw")
+    clock[0] += ui_class.SHARED_S / 2
+    assert shared(code) == (1, 0)  # the shared read
+    clock[0] += ui_class.SHARED_S / 2
+    assert shared(code) == (2, 1)  # read again
+    old = real(code)
+    state = class_store.set_step(Teacher(code, teacher.secret, teacher.seq + 1), 3, 0, "x")
+    ui_class._keep(code, state, clock[0])  # what the teacher's page does after a move
+    assert shared(code) == (3, 0)
+    ui_class._keep(code, old, clock[0] - 0.1)  # a read that began before: not kept
+    assert shared(code) == (3, 0)
+    clock[0] += ui_class.SHARED_S
+    for took in (1, 0):
+        n = len(reads)
+        with pytest.raises(ui_class.classroom.UnknownClass):
+            ui_class.shared_state("ZZZZ-ZZZZ")
+        assert len(reads) - n == took
 
 
 def test_an_unknown_class_code_is_said_in_a_sentence(class_store):
@@ -219,7 +260,8 @@ def test_a_students_page_speaks_the_phones_language(class_store, cpu_model, monk
     assert zh.session_state["lang"] == "zh" and language.WANTED not in zh.session_state
     assert zh.session_state[nav.CLASS_LIMIT] == 1  # in the class
     with i18n.use("zh"):
-        assert [t.label for t in zh.toggle] == [i18n._("Presentation mode")]
+        assert [b.label for b in zh.button if b.key == "lesson_back"] == [i18n._("◀ Back")]
+        assert i18n._("◀ Back") != "◀ Back"
     assert class_store.counts(teacher.session_state[ui_class.TEACHER]) == (0, 1)
     assert zh.session_state[ui_class.LOCALE_CHECKED]  # asked once per session
 

@@ -8,11 +8,13 @@ control again with a token only it holds (the unmasked bytes of Streamlit's XSRF
 `browser_token`), never with anything in the link or the QR code.
 
 A student's page re-reads the class every POLL_S seconds in an st.fragment with
-`run_every` (a read of the store, nothing drawn when nothing changed) and reruns the whole
-page when the teacher moved or revealed; the teacher's page re-reads how many answered every
-COUNT_S seconds the same way. A student's answer is a radio inside a fragment of its own, so
-a tap reruns that fragment alone. A student may look back (Back, the step slider) and return
-to the class with one tap (ui.lesson keeps the student at or before the class's step).
+`run_every` (a read of the store that a process's students share, at most one every SHARED_S
+seconds: shared_state; nothing drawn when nothing changed) and reruns the whole page when the
+teacher moved or revealed (a student's page has no controls row, so that run draws less);
+the teacher's page re-reads how many answered every COUNT_S seconds the same way. A student's
+answer is a radio inside a fragment of its own, so a tap reruns that fragment alone. A
+student may look back (Back, the step slider) and return to the class with one tap (ui.lesson
+keeps the student at or before the class's step).
 
 A class's pages share their drawing: a step's parts come from ui.lesson_steps.parts and the
 room's histogram from cached_figure, made once per server for every student on that step. A
@@ -24,6 +26,8 @@ from __future__ import annotations
 
 import functools
 import io
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -49,6 +53,7 @@ STUDENT = "class_student"  # this session's student id
 DIALOG = "class_show_code"  # open the join dialog on this run
 LOCALE_CHECKED = "class_locale_checked"  # a student's browser language was looked at
 POLL_S = 1.0
+SHARED_S = 0.25  # a worker reads a class at most once per SHARED_S s for its students
 COUNT_S = 2.0
 XSRF_COOKIE = "_streamlit_xsrf"
 QR_PIXELS = 460  # the QR code's width on the teacher's screen (the dialog)
@@ -63,6 +68,44 @@ def store() -> classroom.ClassStore:
     """The class store the settings name (one per process and setting)."""
     s = settings()
     return _store(s.redis_url, str(s.cache_path))
+
+
+_reads: dict[tuple, tuple[float, ClassState | ClassError]] = {}
+_reads_lock = threading.Lock()
+
+
+def shared_state(code: str) -> ClassState:
+    """The class as a student's page reads it (its check each POLL_S s, the page drawn after
+    it): one read of the store per process and class every SHARED_S seconds, shared by the
+    students this process serves (a class's refusal is shared the same way). A read replaces
+    the kept one only when it began later, so what the students get never goes back; the
+    teacher's move or reveal on this process replaces it at once (`_keep`)."""
+    began = time.monotonic()
+    with _reads_lock:
+        kept = _reads.get((store(), code))
+    if kept is None or began - kept[0] >= SHARED_S:
+        try:
+            got: ClassState | ClassError = store().state(code)
+        except ClassError as e:
+            got = e
+        kept = _keep(code, got, began)
+    if isinstance(kept[1], ClassError):
+        raise kept[1]
+    return kept[1]
+
+
+def _keep(code: str, got: ClassState | ClassError,
+          began: float) -> tuple[float, ClassState | ClassError]:
+    """Keep `got`, read (or written) from `began` on, unless one that began later is kept;
+    the one kept is returned."""
+    key = (store(), code)
+    with _reads_lock:
+        kept = _reads.get(key)
+        if kept is None or kept[0] <= began:
+            if len(_reads) > 4096:  # classes long over
+                _reads.clear()
+            kept = _reads[key] = (began, got)
+        return kept
 
 
 def browser_token() -> str | None:
@@ -138,8 +181,8 @@ def begin() -> Class | None:
         phone_language()
         student = student_id(code)
         seated = f"class_seated_{code}"  # joined once per session; then read the class
-        state = store().state(code) if seated in st.session_state else store().join(code,
-                                                                                   student)
+        state = shared_state(code) if seated in st.session_state else store().join(code,
+                                                                                    student)
         st.session_state[seated] = True
         c = Class(code, None, student, state)
     except ClassError as e:
@@ -272,6 +315,7 @@ def _control(c: Class, send: Callable[[Teacher], ClassState]) -> None:
     except ClassError as e:
         st.warning(_(e.message))
         return
+    _keep(c.code, c.state, time.monotonic())  # this process's students see it at their check
     c.teacher = st.session_state[TEACHER] = Teacher(t.code, t.secret, t.seq + 1)
 
 
@@ -375,7 +419,7 @@ def _watch(code: str, drawn: tuple[int, bool, str], step: int) -> None:
     while the student follows; else where the class is and the way back (one tap)."""
     use_session_language()
     try:
-        s = store().state(code)
+        s = shared_state(code)
     except ClassError as e:
         st.warning(_(e.message))
         return

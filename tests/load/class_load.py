@@ -15,7 +15,9 @@ Measured: teacher click -> student's new step (the time from the teacher's Next 
 the first message that puts the student's page on the new step: the query string
 `lesson_step=N`), and answer accepted (the tap sent -> its fragment's run finished with no
 refusal), p50/p95/max; errors (exception elements, error boxes, refusals, timeouts). Goals:
-p95 follow <= 2 s, p95 answer <= 1 s, no errors.
+p95 follow <= 2 s, p95 answer <= 1 s, no errors. Also said: the follow per step and, when
+this tool starts the servers, the workers' CPU seconds (from /proc) from each Next to the
+last student on the new step, per student who followed.
 
     .venv/bin/python tests/load/class_load.py [--students 120] [--url http://127.0.0.1:8501]
 
@@ -68,6 +70,7 @@ class Tab:
     states: dict[str, object] = field(default_factory=dict)
     on_query: object = None  # called with each new query string as it arrives
     pages: dict[str, str] = field(default_factory=dict)  # url path name -> page hash
+    whole: bool = False  # the last run drew the whole page (not a fragment alone)
 
     async def connect(self) -> None:
         import websockets
@@ -145,7 +148,8 @@ class Tab:
                         continue
                     ok = fm.script_finished in (ForwardMsg.FINISHED_SUCCESSFULLY,
                                                 ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY)
-                    if fm.script_finished == ForwardMsg.FINISHED_SUCCESSFULLY:
+                    self.whole = fm.script_finished == ForwardMsg.FINISHED_SUCCESSFULLY
+                    if self.whole:
                         # the whole page was drawn (a fragment's st.rerun() included): its
                         # widgets are the page's now, the earlier step's radio is gone
                         self.buttons, self.radios = page_buttons, page_radios
@@ -179,6 +183,7 @@ class Tab:
 class Measures:
     clicks: dict[int, float] = field(default_factory=dict)  # step -> teacher's Next sent
     follow: list[float] = field(default_factory=list)  # the step's first message
+    by_step: dict[int, list[float]] = field(default_factory=dict)  # step -> its follows
     drawn: list[float] = field(default_factory=list)  # the step's whole page drawn
     answers: list[float] = field(default_factory=list)
     code: str = ""
@@ -225,6 +230,7 @@ async def student(url: str, k: int, m: Measures, think: tuple[float, float],
             seen.add(step)
             if step in m.clicks:
                 m.follow.append(time.perf_counter() - m.clicks[step])
+                m.by_step.setdefault(step, []).append(m.follow[-1])
 
     s.on_query = on_query
     await s.connect()
@@ -299,6 +305,86 @@ def start_hall(port: int) -> subprocess.Popen:
     return proc
 
 
+def worker_pids(root: int) -> list[int]:
+    """The processes under `root` (serve.py) that run a worker (scripts/run_app.py)."""
+    parent: dict[int, int] = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                parent[int(d.name)] = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+    under, todo = set(), [root]
+    while todo:
+        p = todo.pop()
+        kids = [k for k, v in parent.items() if v == p and k not in under]
+        under.update(kids)
+        todo += kids
+    found = []
+    for pid in under:
+        try:
+            if b"run_app.py" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                found.append(pid)
+        except OSError:
+            continue
+    return found
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU seconds the processes used so far (those still running)."""
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+class CpuTimeline:
+    """The workers' CPU seconds, sampled every `every` s in a thread: [(perf_counter, s)]."""
+
+    def __init__(self, root: int, every: float = 0.5):
+        self.root, self.every, self.samples = root, every, []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        pids = worker_pids(self.root)
+        while not self.stop.is_set():
+            self.samples.append((time.perf_counter(), cpu_seconds(pids)))
+            self.stop.wait(self.every)
+
+    def __enter__(self) -> CpuTimeline:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        self.thread.join()
+
+
+def burst_cpu(samples: list[tuple[float, float]], clicks: dict[int, float],
+              by_step: dict[int, list[float]]) -> dict:
+    """The workers' CPU seconds from each teacher's Next to the last student on that step,
+    and that per student who followed (ms): what one follow costs, the other students'
+    checks in that time included. {step: {"cpu_s", "per_follow_ms", "seconds"}}."""
+    import numpy as np
+
+    if len(samples) < 2:
+        return {}
+    ts, cs = np.array([t for t, _c in samples]), np.array([c for _t, c in samples])
+    out = {}
+    for step, follows in sorted(by_step.items()):
+        t0 = clicks[step]
+        t1 = t0 + max(follows)
+        used = float(np.interp(t1, ts, cs) - np.interp(t0, ts, cs))
+        out[step] = {"cpu_s": round(used, 2), "per_follow_ms": round(used / len(follows) * 1e3, 1),
+                     "seconds": round(t1 - t0, 2)}
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--students", type=int, default=120)
@@ -320,10 +406,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         asyncio.run(warm(url))
         load_start = os.getloadavg()[0]  # the machine is shared: said beside the figures
-        t0 = time.time()
-        m, students, t = asyncio.run(run_class(url, args.students, args.steps,
-                                               tuple(args.think), args.answer_time))
-        seconds = time.time() - t0
+        t0, client0 = time.time(), time.process_time()
+        with CpuTimeline(proc.pid if proc is not None else -1) as cpu:
+            m, students, t = asyncio.run(run_class(url, args.students, args.steps,
+                                                   tuple(args.think), args.answer_time))
+        seconds, client_cpu = time.time() - t0, time.process_time() - client0
     finally:
         if proc is not None:
             proc.send_signal(signal.SIGINT)
@@ -343,6 +430,12 @@ def main(argv: list[str] | None = None) -> int:
               "class_seconds": round(seconds, 1), "students_per_worker": workers,
               "follow": stats(m.follow), "follow_drawn": stats(m.drawn),
               "answer": stats(m.answers), "answers_after_the_reveal": m.late,
+              "follow_by_step": {k: stats(v) for k, v in sorted(m.by_step.items())},
+              "workers_cpu_s": round(cpu.samples[-1][1] - cpu.samples[0][1], 1)
+              if proc is not None and cpu.samples else None,
+              "follow_burst_cpu": burst_cpu(cpu.samples, m.clicks, m.by_step)
+              if proc is not None else {},
+              "load_client_cpu_s": round(client_cpu, 1),
               "errors": errors[:50], "n_errors": len(errors)}
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(report, indent=1, ensure_ascii=False))
@@ -355,6 +448,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"teacher click -> student's step drawn whole: n={d['n']} p50 {d['p50_s']} s p95 "
           f"{d['p95_s']} s max {d['max_s']} s")
     print(f"answer accepted: n={a['n']} p50 {a['p50_s']} s p95 {a['p95_s']} s max {a['max_s']} s")
+    for k, v in report["follow_by_step"].items():
+        print(f"  step {k}: follow p50 {v['p50_s']} s p95 {v['p95_s']} s max {v['max_s']} s")
+    for k, v in report["follow_burst_cpu"].items():
+        print(f"  step {k}: workers' CPU from the Next to the last follow {v['cpu_s']} s in "
+              f"{v['seconds']} s, {v['per_follow_ms']} ms per follow")
+    print(f"workers' CPU over the class {report['workers_cpu_s']} s; the load client used "
+          f"{client_cpu:.1f} CPU s")
     for e in errors[:20]:
         print("  ERROR", e)
     print(f"report: {args.json}")
