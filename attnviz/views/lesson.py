@@ -27,6 +27,7 @@ from ..engine import TraceRequest
 from ..engine.trace import token_labels
 from ..i18n import N_, _
 from ..plotting import lesson as plots
+from ..plotting.common import FONT
 from .blocks import Heading, Markdown, Table
 from .common import bert_like, literal, numbers, shown_name, why_not_bert_like
 
@@ -450,6 +451,19 @@ def big_map(fig, big: bool):
 PRESENT_HEADS_HEIGHT = 345  # the heads under the tag table (its toolbar room): one 1280x720 screen
 
 
+def bar_title(fig, size: int) -> None:
+    """The heads grid's colour bar title at `size` px (projector_grid leaves it at the small
+    size), the bar that much further below the key labels, which keep their room."""
+    bar = fig.layout.coloraxis.colorbar
+    grow = size - (bar.title.font.size or FONT["size"])
+    if grow <= 0:
+        return
+    plot = fig.layout.height - (fig.layout.margin.t or 0) - fig.layout.margin.b  # px, before
+    fig.layout.margin.b += grow
+    bar.y = (bar.y * plot - grow) / (plot - grow)
+    bar.title.font.size = size
+
+
 def tagger_heads(v: Lesson, name: str) -> Part:
     grid = taggers.tagger_weights(v.trained.models[name], v.trained.corpus, v.ws)[0]
     main = name == "attention"
@@ -458,6 +472,8 @@ def tagger_heads(v: Lesson, name: str) -> Part:
         name=NAMES[name][:3]))  # layer 0: [heads, n, n]
     fig = (plots.projector_grid(fig, PRESENT_HEADS_HEIGHT) if main and v.big
            else plots.bar_at_bottom(plots.projector(fig, v.big)))
+    if main and v.big:  # the colour bar's title as large as the projector's smallest text
+        bar_title(fig, plots.LARGE - 4)
     return Part("main" if main else "page", fig, "lesson_fig_tagger_heads")
 
 

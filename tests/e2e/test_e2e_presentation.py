@@ -6,8 +6,11 @@ named for the step, closed, and nothing else shows there; every block of the tex
 (a table, a tag table drawn there) ends above the window's bottom; and no text of the step's
 figures lies on another (a title on a tick label, a colour bar's title on an axis title, a
 legend on an axis title, a tagger's name on its tags: their boxes on the screen, slanted
-labels as slanted boxes). One page walks the lesson with the clicker's key; the measurements
-go to test-output/lesson_present.json."""
+labels as slanted boxes); and no text on the screen is smaller than 18 px, read from the back
+of a room (the computed font-size of every visible text of the main area: the text column's
+notes, formulas' indices, code, the buttons and their keys, a select box's value, the fold's
+label, the figures' labels). One page walks the lesson with the clicker's key; the
+measurements go to test-output/lesson_present.json."""
 
 from __future__ import annotations
 
@@ -60,6 +63,42 @@ MEASURE = """() => {
 }"""
 
 
+SMALLEST_PX = 18  # the smallest text a projector shows
+# The smallest computed font-size of the text on the screen: every visible text node of the
+# main area (the page's blocks and the figures' SVG) and every box's value, icons (a ligature
+# font: 'expand_more') left out; {size, text}, or null when there is no text.
+SMALLEST = """() => {
+  const main = document.querySelector('[data-testid="stMain"]');
+  const seen = (el) => {
+    const r = el.getBoundingClientRect();
+    if (!r.width || !r.height || r.bottom < 0 || r.top > window.innerHeight) return false;
+    for (let a = el; a && a !== main; a = a.parentElement) {
+      const cs = getComputedStyle(a);
+      if (cs.display === 'none' || cs.visibility === 'hidden' || +cs.opacity === 0) return false;
+    }
+    return true;
+  };
+  let small = null;
+  const keep = (size, text) => {
+    if (small === null || size < small.size) small = {size, text: text.slice(0, 40)};
+  };
+  const walker = document.createTreeWalker(main, NodeFilter.SHOW_TEXT);
+  while (walker.nextNode()) {
+    const text = walker.currentNode.textContent.replace(/[\\u200b\\s]+/g, ' ').trim();
+    const el = walker.currentNode.parentElement;
+    if (!text || !el || !seen(el)) continue;
+    const cs = getComputedStyle(el);
+    if (!/Material Symbols|Material Icons/.test(cs.fontFamily)) keep(parseFloat(cs.fontSize), text);
+  }
+  for (const el of main.querySelectorAll('input, textarea')) {
+    if (el.value && el.type !== 'hidden' && seen(el)) {
+      keep(parseFloat(getComputedStyle(el).fontSize), el.value);
+    }
+  }
+  return small;
+}"""
+
+
 # The charts of the step's figures (both columns), read with the screenshot tool's LABELS
 # (every text as the four corners of its box on the screen, slanted labels as slanted boxes).
 CHARTS = ".st-key-lesson_main .js-plotly-plot, .st-key-lesson_body .js-plotly-plot"
@@ -98,7 +137,8 @@ def walk(page, app_url: str, lang: str) -> dict[int, dict]:
         page.locator(".st-key-lesson_main .js-plotly-plot .main-svg").first.wait_for(
             timeout=LONG)
         page.wait_for_timeout(300)
-        seen[step] = {**page.evaluate(MEASURE), "collisions": collisions(page)}
+        seen[step] = {**page.evaluate(MEASURE), "collisions": collisions(page),
+                      "smallest": page.evaluate(SMALLEST)}
         screenshot(page, f"lesson_present_{lang}_step{step}")
         if step < N_STEPS:
             page.keyboard.press("PageDown")
@@ -123,6 +163,8 @@ def test_every_step_fits_a_1280x720_projector_in_both_languages(page, app_url):
             bad += [f"text column: {b['text']!r} past the bottom" for b in m["body"]
                     if b["bottom"] > HEIGHT + 1]
             bad += [f"labels collide: {c}" for c in m["collisions"]]
+            if m["smallest"] and m["smallest"]["size"] < SMALLEST_PX:
+                bad.append(f"text of {m['smallest']['size']:.1f} px: {m['smallest']['text']!r}")
             if not m["figures"]:
                 bad.append("no figure")
             if m["scrolled"]:
