@@ -5,7 +5,8 @@ Each run is a fresh Python process (the parent starts one per peer and length, o
 so each peak is that process's own: `peak RSS` is the kernel's high-water mark of the whole
 process (getrusage ru_maxrss: model, input, everything) when the timed work is done (before the
 run's own checks: HF's arrays saved, attnviz's compared with them), and `added` the highest
-resident size sampled every 5 ms during the timed work, less the size just before it. A
+resident size sampled every 5 ms during the timed work, less the size just before it; `its
+CPU time` the process's CPU seconds over the overview (time.process_time, all threads). A
 process may use at most CAP_GIB of address space (RLIMIT_AS): one that would need more stops
 with a MemoryError and its row says so, instead of pressing the machine into swap.
 
@@ -61,7 +62,7 @@ class Peak:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
         self._thread.start()
-        self.t0 = time.perf_counter()
+        self.t0, self.c0 = time.perf_counter(), time.process_time()
         return self
 
     def _sample(self) -> None:
@@ -70,6 +71,7 @@ class Peak:
 
     def __exit__(self, *exc) -> None:
         self.seconds = time.perf_counter() - self.t0
+        self.cpu = time.process_time() - self.c0  # this process's CPU seconds, all threads
         self._stop.set()
         self._thread.join()
         self.peak = max(self.peak, _rss())
@@ -115,7 +117,7 @@ def child_hf(n: int, out: Path) -> dict:
     hs = torch.stack(o.hidden_states)[:, 0].numpy()
     heads = np.stack([o.attentions[layer][0, head].numpy() for layer, head in HEADS])
     np.savez(out / f"hf_{n}.npz", hidden_states=hs, heads=heads)
-    return {"overview_s": p.seconds, "added": p.added, "peak": peak}
+    return {"overview_s": p.seconds, "overview_cpu": p.cpu, "added": p.added, "peak": peak}
 
 
 def child_attnviz(n: int, out: Path) -> dict:
@@ -136,7 +138,8 @@ def child_attnviz(n: int, out: Path) -> dict:
     with Peak() as change:
         w = t.weights_of(layer, head)
         explore.one_head({head: w}, t.tokens, list(range(t.n_tokens)), layer, head)
-    row = {"overview_s": first.seconds, "added": first.added, "head_s": change.seconds,
+    row = {"overview_s": first.seconds, "overview_cpu": first.cpu, "added": first.added,
+           "head_s": change.seconds,
            "trace_mb": t.nbytes / 2**20, "held": t.weights is not None, "peak": _max_rss()}
     ref = out / f"hf_{n}.npz"
     if ref.is_file():
@@ -217,12 +220,14 @@ def main() -> list[Table]:
                 "weights computed again when asked")
 
     table = Table(
-        ["tokens", "peer", "torch threads", "first overview (s)", "head change (s)",
+        ["tokens", "peer", "torch threads", "first overview (s)", "its CPU time (s)",
+         "head change (s)",
          "peak RSS (MiB)",
          "added during the overview (MiB)", "trace arrays (MiB)",
          "max |diff| hidden / layer's max |h|", "max |diff| weights", "note"],
         [[n, "attnviz" if peer == "attnviz" else "HF eager + attentions",
-          r.get("threads", "-"), sec(r, "overview_s"), sec(r, "head_s"), mib(r, "peak"),
+          r.get("threads", "-"), sec(r, "overview_s"), sec(r, "overview_cpu"), sec(r, "head_s"),
+          mib(r, "peak"),
           mib(r, "added"),
           f"{r['trace_mb']:,.0f}" if "trace_mb" in r else "-", diff(r, "diff_hidden"),
           diff(r, "diff_weights"), r.get("error", "") or held(r)] for n, peer, r in rows],
@@ -234,7 +239,9 @@ def main() -> list[Table]:
              "x 2,048^2 float32 weights are 4.5 GB; a trace that keeps scores and weights for "
              "every head holds twice that. Torch threads: torch's default (one per core) and "
              "one: where another process keeps a core busy, every parallel step waits for "
-             "the second thread, and one thread is the faster.")
+             "the second thread, and one thread is the faster. Its CPU time: the process's "
+             "CPU seconds during the overview, all its threads together; where other work "
+             "shares the cores the wall time grows with it, the CPU time much less.")
     return show(table)
 
 
