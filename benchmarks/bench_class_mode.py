@@ -7,7 +7,9 @@ each question after the students had time to answer; each student polls the clas
 browser's `st.fragment(run_every=...)` timer does, follows, reads 3-12 s and taps an answer.
 Measured: from the teacher's Next being sent to the student's page on the new step (its first
 message: the step's line and address; and its whole page drawn), and from a tap sent to the
-answer accepted. Goals: p95 follow <= 2 s, p95 answer <= 1 s, no errors.
+answer accepted. Goals: p95 follow <= 2 s, p95 answer <= 1 s, no errors. Per step: the
+follow, and the workers' CPU seconds from the Next to the last student on the step, per
+student who followed (the other students' checks in that time included).
 
     python -m benchmarks.bench_class_mode [students]    (default 120)
 """
@@ -47,7 +49,17 @@ def main() -> list[Table]:
         f"Students per worker: {r['students_per_worker']}; errors: {r['n_errors']}; the class "
         f"took {r['class_seconds']} s; the load client ran on the same cores. "
         + ("Every goal met." if code == 0 else "Not every goal met (see the rows)."))
-    return show(latency)
+    cpu = r.get("follow_burst_cpu", {})
+    steps = Table(
+        ["step", "follows", "p50 (s)", "p95 (s)", "workers' CPU to the last follow (s)",
+         "per follow (ms)"],
+        [[k, v["n"], v["p50_s"], v["p95_s"], cpu.get(k, {}).get("cpu_s", ""),
+          cpu.get(k, {}).get("per_follow_ms", "")]
+         for k, v in r.get("follow_by_step", {}).items()],
+        "Each of the teacher's steps",
+        f"The workers used {r.get('workers_cpu_s')} CPU s over the class; the load client "
+        f"{r.get('load_client_cpu_s')} CPU s.")
+    return show(latency, steps)
 
 
 if __name__ == "__main__":
