@@ -24,12 +24,9 @@ def traces():
             "took out his saw, his hammer and a box of nails. ") * 12
     ids = model.tokenize(text)[0][:N]
     held = model.trace_ids(ids)
-    keep = llama.KEEP_WEIGHTS_BYTES
-    llama.KEEP_WEIGHTS_BYTES = 0
-    try:
+    with pytest.MonkeyPatch.context() as mp:  # nothing held past 0 bytes: every weight streamed
+        mp.setattr(llama, "KEEP_WEIGHTS_BYTES", 0)
         long = model.trace_ids(ids)
-    finally:
-        llama.KEEP_WEIGHTS_BYTES = keep
     return held, long
 
 

@@ -31,12 +31,9 @@ def pair(tmp_path_factory):
                                     positions=64, seed=5, heads=4, kv_heads=2, layers=3)
     decoder = attnviz.load_model(folder, device="cpu")
     held = decoder.trace(TEXT)
-    keep = llama.KEEP_WEIGHTS_BYTES
-    llama.KEEP_WEIGHTS_BYTES = 0
-    try:
+    with pytest.MonkeyPatch.context() as mp:  # nothing held past 0 bytes: every weight streamed
+        mp.setattr(llama, "KEEP_WEIGHTS_BYTES", 0)
         long = decoder.trace(TEXT)
-    finally:
-        llama.KEEP_WEIGHTS_BYTES = keep
     assert held.holds_weights and not long.holds_weights
     return held, long
 
