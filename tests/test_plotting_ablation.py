@@ -87,7 +87,7 @@ def test_later_layers_name_their_rows_in_every_panel_with_room_between_panels(mo
               for k in ["", *range(2, 6)]]
     longest = max(text_width(t) for t in panels[0][1].ticktext)
     for k, (_x, y) in enumerate(panels):
-        assert y.showticklabels is not False and len(y.ticktext) >= 20, k
+        assert y.showticklabels is not False and len(y.ticktext) >= 4, k
     rows: dict[float, list] = {}
     for x, y in panels:
         rows.setdefault(round(y.domain[0], 6), []).append(tuple(x.domain))
@@ -116,3 +116,21 @@ def test_later_layers_colour_bar_numbers_stay_upright_on_a_phone(model):
     assert [float(t) for t in bar.ticktext] == pytest.approx([-top, 0.0, top], rel=0.05)
     shortest = 0.9 * 0.45 * 358  # px: one panel of two, 0.9 of it
     assert sum(text_width(t) for t in bar.ticktext) + 2 * 12 <= shortest, bar.ticktext
+
+
+def test_later_layers_labels_thinned_to_what_a_panel_holds(model):
+    """At ~100 tokens a panel of the later layers' maps is about 106 x 290 px on a 1280 px
+    page: it names as many rows as lines of FONT fit down it and as many keys as slanted
+    labels fit across it (40 rows and 16 keys lay on one another there); "I saw a saw" keeps
+    every label."""
+    tokens = model.trace(PARAGRAPH).tokens
+    fig = ablation.weight_diffs(_later_maps(len(tokens), range(1, 6)), tokens, None)
+    x, y = fig.layout.xaxis, fig.layout.yaxis
+    tall = (y.domain[1] - y.domain[0]) * (fig.layout.height - 80)  # px, margins t + b
+    wide = (x.domain[1] - x.domain[0]) * ablation.PANELS_WIDTH
+    assert 4 <= len(y.ticktext) and len(y.ticktext) * 16 <= tall, (len(y.ticktext), tall)
+    assert 3 <= len(x.ticktext) and len(x.ticktext) * 20 <= wide, (len(x.ticktext), wide)
+    short = model.trace("I saw a saw").tokens
+    fig = ablation.weight_diffs(_later_maps(len(short), range(1, 6)), short, None)
+    assert list(fig.layout.yaxis.ticktext) == list(fig.layout.xaxis.ticktext) == [
+        "[CLS]", "i", "saw #2", "a", "saw #4", "[SEP]"]

@@ -150,6 +150,8 @@ def token_cosines(cos: np.ndarray, tokens: list[str], title: str) -> go.Figure:
 
 
 PANELS_WIDTH = 540  # px the later layers' panels span on a 1280 px page (the colour bar aside)
+ROW_PX = 16  # px a row label takes down a panel (one line of FONT)
+SLANT_PX = 20  # px a key label slanted at -45 degrees takes across a panel
 
 
 def weight_diffs(maps: list[tuple[int, np.ndarray]], tokens: list[str], head: int | None,
@@ -161,17 +163,23 @@ def weight_diffs(maps: list[tuple[int, np.ndarray]], tokens: list[str], head: in
     keys = tokens if keys is None else keys
     n = max(len(tokens), len(keys))
     labels, key_labels = axis_labels(tokens), axis_labels(keys)
-    vals, text = tick_labels(tokens, max_ticks=40)
-    kvals, ktext = tick_labels(keys, max_ticks=max(6, 48 // min(cols, len(maps))))
     cols = min(cols, len(maps))
     rows = -(-len(maps) // cols)
+    side = max(280, min(420, 14 * n + 160))  # px of figure height per row of panels
+    down = min(0.3, 0.5 / rows) if rows > 1 else 0.1
+    # as many labels as a panel holds apart (40 rows at most): a long text's panel is about
+    # 106 x 290 px, where 40 row labels or 16 key labels lay on one another
+    tall = 0.9 * side * rows * (1 - (rows - 1) * down) / rows
+    vals, text = tick_labels(tokens, max_ticks=max(2, min(40, int(tall / ROW_PX))))
     name = _("mean of the layer's heads") if head is None else _("head {h}").format(h=head)
     titles = [_("layer {l}").format(l=layer) for layer, _m in maps]
     # every panel names its rows (a phone lays the panels out again, two to a row: a panel
     # that was first in its row may be second), with room for them between the panels
-    across = min(0.2, (label_room(text, titled=False) + 16) / PANELS_WIDTH)
-    g = Grid(rows=rows, cols=cols, subplot_titles=titles, horizontal_spacing=max(0.06, across),
-             vertical_spacing=min(0.3, 0.5 / rows) if rows > 1 else 0.1)
+    across = max(0.06, min(0.2, (label_room(text, titled=False) + 16) / PANELS_WIDTH))
+    wide = PANELS_WIDTH * (1 - (cols - 1) * across) / cols
+    kvals, ktext = tick_labels(keys, max_ticks=max(2, int(wide / SLANT_PX)))
+    g = Grid(rows=rows, cols=cols, subplot_titles=titles, horizontal_spacing=across,
+             vertical_spacing=down)
     top = max((float(np.abs(m).max()) for _l, m in maps), default=0.0) or 1.0
     axis = dict(type="category", categoryorder="array", categoryarray=labels)
     key_axis = dict(type="category", categoryorder="array", categoryarray=key_labels)
@@ -185,7 +193,6 @@ def weight_diffs(maps: list[tuple[int, np.ndarray]], tokens: list[str], head: in
                    + f"<br>{escape(value)} = %{{z:+.6f}}<extra></extra>"), r, c)
         g.yaxis(r, c).update(autorange="reversed", tickvals=vals, ticktext=text, **axis)
         g.xaxis(r, c).update(tickangle=-45, tickvals=kvals, ticktext=ktext, **key_axis)
-    side = max(280, min(420, 14 * n + 160))
     return g.figure(
         # three numbers on the bar (-top, 0, top), written across: a short horizontal bar
         # under a phone's panels turned a longer row of them sideways

@@ -37,3 +37,52 @@ def test_the_shown_head_link_opens_in_chinese(browser, app_url):
     assert "abl_shown=h4" in page.url, page.url
     assert not page_errors(page)
     ctx.close()
+
+
+@pytest.mark.parametrize("size", [(1280, 720), (390, 844)])
+def test_at_100_tokens_no_label_of_the_maps_lies_on_another(browser, app_url, size):
+    """A text of ~100 tokens, on a laptop and on a phone: no label of the later layers' maps
+    lies on another (row labels thinned to what a panel's height holds, key labels to its
+    width; their boxes on the screen, slanted ones as slanted boxes, as the screenshot tool
+    reads them), the shared colour bar's numbers stand upright, and the three top heads'
+    colour-bar titles stand apart and on no other label."""
+    from urllib.parse import urlencode
+
+    from scripts.screenshots import LABELS, label_collisions
+    from tests.test_plotting_ablation import PARAGRAPH
+
+    ctx = browser.new_context(viewport={"width": size[0], "height": size[1]})
+    page = ctx.new_page()
+    open_page(page, app_url, "/ablation?" + urlencode({"text": PARAGRAPH}))
+    charts = page.locator(".js-plotly-plot")
+    later = charts.filter(has_text="layer 2").filter(has_text="layer 5")
+    three = charts.evaluate_all("(cs) => cs.map(c => c.querySelectorAll('.cbtitle').length)")
+    top = charts.nth(three.index(3))  # the lesson's three top heads, a colour bar each
+    assert later.count() == 1 and three.count(3) == 1
+    hits = {}
+    for name, chart in (("later layers", later), ("top heads", top)):
+        chart.scroll_into_view_if_needed()
+        page.wait_for_timeout(500)
+        handle = chart.element_handle()
+        marked = page.evaluate("(el) => { el.classList.add('attnviz-measured'); }", handle)
+        assert marked is None
+        for found in page.evaluate(LABELS, ".attnviz-measured"):
+            hits[name] = label_collisions(found)
+        page.evaluate("(el) => el.classList.remove('attnviz-measured')", handle)
+    # the top heads' maps (plotting.stats.maps_side_by_side): their colour-bar titles
+    hits["top heads"] = [h for h in hits["top heads"] if "'weight'" in h]
+    assert hits == {"later layers": [], "top heads": []}, hits
+    turned = later.first.evaluate("(el) => [...el.querySelectorAll('.cbaxis text')].map("
+                                  "t => t.getAttribute('transform') || '')")
+    assert len(turned) == 3 and not any("rotate" in t for t in turned), turned
+    titles = top.first.evaluate("(el) => [...el.querySelectorAll('.cbtitle text')].map(t => {"
+                                "const r = t.getBoundingClientRect();"
+                                "return [r.left, r.right, r.top, r.bottom];})")
+    assert len(titles) == 3  # side by side on a laptop, one under another on a phone
+    for i, a in enumerate(titles):
+        for b in titles[i + 1:]:
+            apart = a[1] <= b[0] or b[1] <= a[0] or a[3] <= b[2] or b[3] <= a[2]
+            assert apart, titles
+    assert not page_errors(page)
+    screenshot(page, f"ablation_100_tokens_{size[0]}")
+    ctx.close()
