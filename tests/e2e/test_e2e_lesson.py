@@ -21,6 +21,12 @@ def settle(page) -> None:
     wait_for_app(page, plots=False, timeout_ms=LONG)
 
 
+def drawn(page) -> None:
+    """A chart of the step is drawn (charts are drawn in place by the browser after the
+    script's run ends: ui.live_chart)."""
+    page.locator(".js-plotly-plot .main-svg").first.wait_for(timeout=LONG)
+
+
 @pytest.fixture
 def app(page, app_url):
     """The server's address; each test opens the lesson's link directly (on a fresh server the
@@ -42,7 +48,7 @@ def test_lesson_walks_from_first_to_last_step(page, app):
             settle(page)
             assert re.search(rf"lesson_step={step + 1}\b", page.url), page.url
         assert not page_errors(page), step
-        assert page.locator(".js-plotly-plot").count() >= 1, step
+        drawn(page)
         screenshot(page, f"lesson_step{step + 1}")
         if step < N_STEPS - 1:
             page.get_by_role("button", name="Next ▶").click()
@@ -111,7 +117,7 @@ def test_a_link_opens_the_step_in_presentation_mode(page, app):
     assert page.locator(".st-key-lesson_top h2").inner_text().startswith(f"9/{N_STEPS}")
     page.keyboard.press("PageDown")
     settle(page)
-    assert page.locator(".js-plotly-plot").count() >= 1
+    drawn(page)
     assert "can" in page.locator(".st-key-lesson_answer, .st-key-lesson_notes").first.inner_text()
     assert not page_errors(page)
     screenshot(page, "lesson_present_bert")

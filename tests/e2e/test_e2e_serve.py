@@ -123,18 +123,20 @@ def test_a_browser_stays_on_one_worker(hall, browser):
     ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = ctx.new_page()
     workers, static = [], []
-    page.on("response", lambda r: r.url.startswith("http") and (  # Streamlit's own files:
-        static if "/static/" in r.url and "/app/static/" not in r.url else workers).append(
-        (r.headers.get("x-attnviz-worker"), r.headers.get("content-encoding"))))  # the app's
-    # static files (plotly.js: ui.live_chart) come from the browser's worker
+    page.on("response", lambda r: r.url.startswith("http") and (  # Streamlit's own files
+        # and plotly.js (ui.live_chart) come from nginx; the app's other static files from
+        # the browser's worker
+        static if "/static/" in r.url and ("/app/static/" not in r.url or "/plotly-" in r.url)
+        else workers).append((r.headers.get("x-attnviz-worker"),
+                              r.headers.get("content-encoding"))))
     page.goto(hall.url + "/")
     wait_for_app(page)
     assert page.locator(".js-plotly-plot .main-svg").count() >= 1
     assert not page_errors(page)
     cookies = [c for c in ctx.cookies() if c["name"] == COOKIE]
     assert len(cookies) == 1 and cookies[0]["httpOnly"]
-    # The page, /_stcore/ calls and the websocket: one worker. Streamlit's scripts: nginx,
-    # the compressible ones gzipped (scripts/serve.py static_files).
+    # The page, /_stcore/ calls and the websocket: one worker. Streamlit's scripts and
+    # plotly.js: nginx, the compressible ones gzipped (scripts/serve.py static_files).
     names = {w for w, _ in workers}
     assert len(workers) > 2 and len(names) == 1 and names <= {"1", "2"}, workers
     assert len(static) > 5 and {w for w, _ in static} == {"static"}, static
