@@ -1,7 +1,8 @@
 """A phone (390 x 844, touch) in a real browser: no page scrolls sideways, a chart takes its
 frame's width (an equation of matrices, Inside one score's steps, flows down the frame),
 a figure of panels side by side is laid out again a few panels to a row (ui.phone_layout:
-nothing scrolls, titles apart, each colour bar under its panels), the sidebar starts
+nothing scrolls, titles apart, each colour bar under its panels, row names on no other
+map), the sidebar starts
 collapsed, the chart toolbar keeps only its camera (Streamlit's charts and those drawn in place
 alike), and a figure's numbers open from the keyboard as a table."""
 
@@ -178,3 +179,45 @@ def test_a_phone_turned_lays_the_panels_out_again(phone, app_url):
             assert len(gaps) == len(upright), (upright, gaps)
             assert all(abs(a - b) <= 2 for a, b in zip(gaps, upright, strict=True)), gaps
     assert page_errors(phone) == []
+
+
+# Each chart's maps (its panels' plot areas) a CSS selector names, as the four corners of their
+# boxes on the screen: label_collisions reads them beside the chart's labels.
+MAPS = """(selector) => [...document.querySelectorAll(selector)].map(c =>
+  [...c.querySelectorAll('.draglayer .nsewdrag')].map(d => { const r = d.getBoundingClientRect();
+    return [[r.left, r.top], [r.right, r.top], [r.right, r.bottom], [r.left, r.bottom]]; }))"""
+
+
+def test_on_a_phone_no_row_name_lies_on_another_map(phone, app_url):
+    """Switch it off at ~100 tokens on a phone: the later layers' maps, each naming its own
+    rows, are laid out again (ui.phone_layout) as far apart as those names need, so no label
+    of the chart lies on one of its maps or on another label (their boxes on the screen as
+    LABELS reads them, each map's box beside them, label_collisions), and every map lies in
+    the phone's width. Two maps to a row 28 px apart put the second map's row names on the
+    first."""
+    from urllib.parse import urlencode
+
+    from scripts.screenshots import LABELS, label_collisions
+    from tests.test_plotting_ablation import PARAGRAPH
+
+    from .test_e2e_explore import open_page
+
+    open_page(phone, app_url, "/ablation?" + urlencode({"text": PARAGRAPH}))
+    later = phone.locator(".js-plotly-plot").filter(has_text="layer 2").filter(
+        has_text="layer 5")
+    assert later.count() == 1
+    later.scroll_into_view_if_needed()
+    phone.wait_for_timeout(500)
+    later.evaluate("(el) => { el.classList.add('attnviz-measured'); }")
+    (found,) = phone.evaluate(LABELS, ".attnviz-measured")
+    (maps,) = phone.evaluate(MAPS, ".attnviz-measured")
+    assert len(maps) == 5
+    rows = later.evaluate("(el) => [...el.querySelectorAll('.yaxislayer-above')].map("
+                          "g => g.querySelectorAll('text').length)")
+    assert len(rows) == 5 and min(rows) >= 4, rows  # every map names its rows
+    boxes = [{"text": f"<map {i + 1}>", "corners": m} for i, m in enumerate(maps)]
+    hits = label_collisions({"labels": found["labels"] + boxes})
+    assert hits == [], (len(hits), hits[:6])
+    assert all(0 <= m[0][0] and m[1][0] <= PHONE["width"] for m in maps), maps
+    assert not page_errors(phone)
+    screenshot(phone, "phone_ablation_100_tokens")

@@ -10,7 +10,9 @@
 // A figure of panels side by side (plotly subplots: one x/y axis pair per panel) that a frame
 // narrower than PHONE.narrow px cannot show at their width is laid out again, generically,
 // from its subplot grid: as many panels to a row as fit at PHONE.minPanel px (and their
-// titles' width), in the original order (row by row); each panel keeps its height (less when
+// titles' width), PHONE.gap px apart, or, where every panel names its own rows (its y tick
+// labels written out), as far apart as the widest of those names needs (the left margin as
+// wide too), in the original order (row by row); each panel keeps its height (less when
 // it gets narrower than it was drawn at 760 px, its shape kept); each subplot title (a paper
 // annotation centred over a panel's top) moves with its panel; each colour bar lies horizontal
 // under the last row of the panels it serves, as wide as those panels; the figure grows a
@@ -40,7 +42,7 @@
 
 const PHONE = {narrow: 640, screen: 1000, minPanel: 140, gap: 36, titleLine: 18, barRoom: 100,
                ticks: 24, axisTitle: 28, rowGap: 16, drawnAt: 760, opBand: 48, opGap: 30,
-               minColumn: 60, stretch: 1.5};
+               minColumn: 60, stretch: 1.5, labelGap: 12};
 
 // Whether a frame `width` px wide is a phone's: narrower than PHONE.narrow on a screen (the
 // page's viewport, the component being drawn in the page itself) narrower than PHONE.screen.
@@ -127,22 +129,64 @@ function phonePlan(figure, width) {
   const widths = panels.map(p => p.xd[1] - p.xd[0]);
   if (Math.max(...widths) - Math.min(...widths) > 0.02) return null;  // unequal: an equation
   const margin = layout.margin || {};
-  const l = margin.l ?? 80, r = Math.min(margin.r ?? 80, 20);
-  const plotW = width - l - r;
   const fontSize = (layout.font && layout.font.size) || 12;
+  // A figure whose panels pair up down its columns ("pairs": a window's mask over the weights
+  // it leaves) keeps each column's panels together.
+  const paired = phoneKind(layout) === "pairs";
+  // Every panel naming its own rows (a panel of any column may begin a row, or not): the gap
+  // between two panels of a row holds the widest of those names, and the left margin the
+  // first column's (Plotly would otherwise grow it and press the panels, gaps included,
+  // together).
+  const labels = paired ? 0 : phoneOwnLabels(layout, panels, fontSize);
+  const gap = Math.max(PHONE.gap, labels && labels + PHONE.labelGap);
+  const l = Math.max(margin.l ?? 80, labels), r = Math.min(margin.r ?? 80, 20);
+  const plotW = width - l - r;
   const titles = phoneTitles(layout, panels);
   const titleW = Math.max(0, ...[...titles.values()].map(a => phoneTextBox(
     a.text, (a.font && a.font.size) || fontSize + 4).width));
   const need = Math.max(PHONE.minPanel, titleW);
-  const cols = Math.max(1, Math.min(across, Math.floor((plotW + PHONE.gap) /
-                                                       (need + PHONE.gap))));
+  const cols = Math.max(1, Math.min(across, Math.floor((plotW + gap) / (need + gap))));
   if (cols >= across) return null;
-  // A figure whose panels pair up down its columns ("pairs": a window's mask over the weights
-  // it leaves) keeps each column's panels together.
-  const paired = phoneKind(layout) === "pairs";
   return {panels: paired ? phoneColumnsFirst(rows) : rows.flat(), paired, cols, l, r, plotW,
-          titles, fontSize,
-          panelWidth: (plotW - (cols - 1) * PHONE.gap) / cols};
+          titles, fontSize, gap,
+          panelWidth: (plotW - (cols - 1) * gap) / cols};
+}
+
+// The width (px) of the row names (y tick labels written as text: ticktext) when every panel
+// shows its own, else 0: the widest, as phoneLabelsWidth estimates it, or as the page's font
+// measures it where there is a page (a canvas's measureText, the labels' own font) when that
+// is wider. Numbered rows (no ticktext) keep PHONE.gap.
+function phoneOwnLabels(layout, panels, fontSize) {
+  const axes = panels.map(p => layout[p.y] || {});
+  if (!axes.every(ax => ax.showticklabels !== false && ax.side !== "right" &&
+                        Array.isArray(ax.ticktext) && ax.ticktext.length)) return 0;
+  return Math.max(...axes.map(ax => {
+    const font = {...(layout.font || {}), ...(ax.tickfont || {})};
+    const size = font.size || fontSize;
+    return Math.max(phoneLabelsWidth(ax, size),
+                    Math.max(0, ...ax.ticktext.map(t => phoneMeasured(t, size, font.family)))
+                    + 10);
+  }));
+}
+
+// A label's width in px as the page's font draws it (its HTML tags out, its entities read as
+// the characters they stand for; nothing is parsed as HTML), or 0 where no page can measure
+// it (Node).
+function phoneMeasured(text, size, family) {
+  if (typeof document === "undefined" || !document || !document.createElement) return 0;
+  const canvas = phoneMeasured.canvas || (phoneMeasured.canvas = document.createElement(
+    "canvas"));
+  const ctx = canvas.getContext && canvas.getContext("2d");
+  if (!ctx) return 0;
+  const named = {amp: "&", lt: "<", gt: ">", quot: "\"", apos: "'", nbsp: "\u00a0"};
+  const plain = String(text || "").replace(/<br\s*\/?>/gi, " ").replace(/<[^>]*>/g, "")
+    .replace(/&(#x[0-9a-f]+|#\d+|[a-z]+);/gi, (all, e) => {
+      if (e[0] !== "#") return named[e] ?? all;
+      const code = /^#x/i.test(e) ? parseInt(e.slice(2), 16) : parseInt(e.slice(1), 10);
+      return code > 0 && code <= 0x10ffff ? String.fromCodePoint(code) : "x";
+    });
+  ctx.font = `${size}px ${family || "sans-serif"}`;
+  return ctx.measureText(plain).width;
 }
 
 // What a figure says of its own layout on a phone (layout.meta.phone_layout): "equation" (its
@@ -295,9 +339,9 @@ function phoneShaped(figure, width, div) {
   const newB = Math.max(b, 10);
   const paperY = px => 1 - px / plotH;
   const out = {...layout, height: Math.round(plotH + t + newB),
-               margin: {...m, r: plan.r, b: newB}};
-  const colX = c => [c * (panelWidth + PHONE.gap) / plan.plotW,
-                     (c * (panelWidth + PHONE.gap) + panelWidth) / plan.plotW];
+               margin: {...m, l: plan.l, r: plan.r, b: newB}};
+  const colX = c => [c * (panelWidth + plan.gap) / plan.plotW,
+                     (c * (panelWidth + plan.gap) + panelWidth) / plan.plotW];
   // Axes of an empty cell of the grid (no trace drawn on them): hidden.
   const inUse = new Set(panels.flatMap(p => [p.x, p.y]));
   for (const [k, ax] of Object.entries(layout)) {
