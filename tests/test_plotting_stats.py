@@ -55,3 +55,39 @@ def test_long_panel_titles_take_two_lines_instead_of_their_neighbours_room(model
     assert set(panel_titles(fig.to_dict()["layout"]).values()) == set(STATS.values())
     no_space = "平均行熵（纳特）很长很长很长很长很长"
     assert fitted_title(no_space, 10) == no_space
+
+
+def test_three_maps_name_as_many_keys_as_fit_slanted(model):
+    """The ablation lesson's three top heads' maps (maps_side_by_side) at ~100 tokens: two
+    neighbouring slanted key names (-45 degrees) lie at least FONT's size apart across their
+    slant on a PAGE_WIDTH page, the panel's width taken after the first panel's row
+    names (an upper estimate of their width, its tick pad); at 16 names a panel they lay on
+    one another. Every key that is named is a real key of its panel, every k-th; "I saw a saw"
+    names every key, saw #2 and saw #4."""
+    import math
+
+    from attnviz.plotting.common import FONT, TICK_PAD, text_width
+    from attnviz.plotting.stats import PAGE_WIDTH, maps_side_by_side
+    from tests.test_plotting_ablation import PARAGRAPH
+
+    t = model.trace(PARAGRAPH)
+    n = t.n_tokens
+    assert 90 <= n <= 110, n
+    maps = [t.weights[-1, h] for h in range(3)]
+    fig = maps_side_by_side(maps, ["a", "b", "c"], t.tokens, value="weight", clip_note=False)
+    rows = max(text_width(s) for s in fig.layout.yaxis.ticktext) + TICK_PAD
+    line = FONT["size"]  # px across the slant that one name takes (its em box)
+    for k in ("", "2", "3"):
+        x = fig.layout[f"xaxis{k}"]
+        wide = (x.domain[1] - x.domain[0]) * (PAGE_WIDTH - 20 - rows)  # px, margins l + r
+        cats = list(x.categoryarray)
+        at = [cats.index(v) for v in x.tickvals]
+        step = at[1] - at[0]
+        assert at == list(range(0, n, step)) and len(x.ticktext) == len(at) >= 3, at
+        apart = step * wide / n * math.sin(math.radians(45))  # px across the slant
+        assert apart >= line, (len(at), wide, apart)
+    short = model.trace("I saw a saw").tokens
+    fig = maps_side_by_side([np.eye(6)] * 3, ["a", "b", "c"], short)
+    for k in ("", "2", "3"):
+        assert list(fig.layout[f"xaxis{k}"].ticktext) == [
+            "[CLS]", "i", "saw #2", "a", "saw #4", "[SEP]"]

@@ -21,6 +21,7 @@ from .common import (
     Grid,
     axis_labels,
     escape,
+    label_room,
     text_width,
     tick_labels,
 )
@@ -144,6 +145,7 @@ def rollout_pair(raw: np.ndarray, rolled: np.ndarray, tokens: list[str],
 CLIP_FROM = 64  # tokens from which maps_side_by_side clips its colour scales
 CLIP_PERCENTILE = 99
 MAX_X_TICKS = 48  # slanted column labels shared by the panels of one row (40 rows fit)
+SLANT_PX = 20  # px a column name slanted at -45 degrees takes across a panel
 
 
 def colour_top(m: np.ndarray) -> tuple[float, bool]:
@@ -166,6 +168,9 @@ def maps_side_by_side(matrices: list[np.ndarray], titles: list[str], tokens: lis
     colour scale (a flat map such as attention flow would vanish on a shared one), with its
     colour bar under it; exact hover.
 
+    Rows name 40 tokens at most, columns as many as slanted names fit across a panel on a
+    PAGE_WIDTH page (every k-th, tick_labels): a short sentence names every token.
+
     Each scale runs from 0 to `colour_top(m)`: the largest value for short inputs, the
     CLIP_PERCENTILE-th percentile past CLIP_FROM tokens, where a few large cells (the
     diagonal, [CLS]) would otherwise leave every other cell of n^2 at the bottom colour.
@@ -176,13 +181,19 @@ def maps_side_by_side(matrices: list[np.ndarray], titles: list[str], tokens: lis
     value = _("share") if value is None else value
     n = len(tokens)
     labels = axis_labels(tokens, indices)
-    tickvals, ticktext = tick_labels(tokens, max_ticks=40, indices=indices)
     k = len(matrices)
-    x_vals, x_text = tick_labels(tokens, max_ticks=MAX_X_TICKS // k, indices=indices)
     gap = 0.06 if k > 2 else 0.12
+    width = (1 - gap * (k - 1)) / k
+    tickvals, ticktext = tick_labels(tokens, max_ticks=40, indices=indices)
+    # as many slanted column names as fit across a panel on a PAGE_WIDTH page (the first
+    # panel's row names in the left margin): at ~100 tokens three panels are ~200 px wide,
+    # where 16 names lay on one another; a short sentence keeps every name
+    across = width * (PAGE_WIDTH - 20 - label_room(ticktext, titled=False))
+    x_vals, x_text = tick_labels(tokens, max_ticks=max(2, min(MAX_X_TICKS // k,
+                                                              int(across / SLANT_PX))),
+                                 indices=indices)
     g = Grid(rows=1, cols=k, subplot_titles=titles, horizontal_spacing=gap)
     axis = dict(type="category", categoryorder="array", categoryarray=labels)
-    width = (1 - gap * (k - 1)) / k
     axes = {}
     for c, m in enumerate(matrices, start=1):
         ca = "coloraxis" if c == 1 else f"coloraxis{c}"
