@@ -1,7 +1,7 @@
-"""Class mode end to end on `make serve WORKERS=2` (the hall of test_e2e_serve): a teacher
-(1280x720) and five students in browser contexts of their own (three phones at 390x844, one
-reading Chinese by its locale alone; students land on both workers), all in one headless
-Chromium.
+"""Class mode end to end on `make serve WORKERS=2` (the hall of test_e2e_serve, its workers
+warming the lesson only): a teacher (1280x720) and five students in browser contexts of their
+own (three phones at 390x844, one reading Chinese by its locale alone; students land on both
+workers), all in one headless Chromium.
 
 The teacher starts a class (a join code and a QR code large enough for a projector); the
 students open the join link; the teacher moves through three steps with questions (the lesson's
@@ -30,7 +30,7 @@ from attnviz.classroom import codes, questions
 from attnviz.ui import classroom as ui_class
 
 from .conftest import SHOTS, page_errors, screenshot, wait_for_app
-from .test_e2e_serve import hall  # noqa: F401 - the fixture: make serve WORKERS=2
+from .test_e2e_serve import run_hall
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("lesson_kept")]  # the class's lesson
 LONG = 600_000  # a step with the taggers may train them first
@@ -39,6 +39,14 @@ PHONE = {"width": 390, "height": 844}
 LAPTOP = {"width": 1280, "height": 720}
 STUDENTS = [("en", PHONE), ("zh", PHONE), ("en", PHONE), ("en", LAPTOP), ("en", LAPTOP)]
 STEPS = (2, 3, 4)  # per_word, window, far: each asks a question with choices
+
+
+@pytest.fixture(scope="module")
+def hall(tmp_path_factory):
+    """`make serve WORKERS=2` whose workers warm the lesson only (ATTNVIZ_PRELOAD=1): a class
+    server's other warm-ups (timings, samples, demo models) are test_ui_preload's, and here
+    would only take the CPU the six browsers need."""
+    yield from run_hall(tmp_path_factory, ATTNVIZ_PRELOAD="1")
 
 
 def settle(page) -> None:
@@ -62,7 +70,7 @@ def room_counts(page) -> list[int]:
     return [int(x) for x in chart.evaluate("gd => gd.data[0].x")]
 
 
-def test_a_class_follows_the_teacher_and_sees_the_room(hall, browser):  # noqa: F811
+def test_a_class_follows_the_teacher_and_sees_the_room(hall, browser):
     SHOTS.mkdir(parents=True, exist_ok=True)
     teacher_ctx = browser.new_context(viewport=LAPTOP)
     teacher = teacher_ctx.new_page()

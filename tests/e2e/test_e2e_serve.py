@@ -68,12 +68,19 @@ class Hall:
 
 @pytest.fixture(scope="module")
 def hall(tmp_path_factory):
+    """`make serve WORKERS=2`, as a class runs it."""
+    yield from run_hall(tmp_path_factory)
+
+
+def run_hall(tmp_path_factory, **env: str):
+    """Start scripts/serve.py with 2 workers (`env` added to their environment), yield its
+    Hall, stop it."""
     port = free_port()
     logs = tmp_path_factory.mktemp("serve_logs")
     proc = subprocess.Popen(
         [sys.executable, "scripts/serve.py", "--workers", "2", "--port", str(port),
          "--logs", str(logs)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        text=True)
+        text=True, env={**os.environ, **env})
     lines: list[str] = []
     ready = threading.Event()
 
