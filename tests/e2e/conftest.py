@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -129,6 +130,18 @@ def wait_for_app(page, timeout_ms: int = 120_000, plots: bool = True) -> None:
                            timeout=timeout_ms)
     if plots:
         page.wait_for_selector(".js-plotly-plot .main-svg", timeout=timeout_ms)
+
+
+def drawn_charts(page, selector: str = ".js-plotly-plot", at_least: int = 1,
+                 timeout_ms: int = 120_000) -> int:
+    """How many charts `selector` finds once it finds `at_least` (or the time is up): charts
+    are drawn in place by the browser after the script's run ends (ui.live_chart), so a test
+    waits for them instead of counting at once."""
+    loc = page.locator(selector)
+    deadline = time.monotonic() + timeout_ms / 1000
+    while (n := loc.count()) < at_least and time.monotonic() < deadline:
+        page.wait_for_timeout(250)
+    return n
 
 
 def page_errors(page) -> list[str]:

@@ -4,7 +4,7 @@ ablation."""
 
 import pytest
 
-from .conftest import page_errors, screenshot, wait_for_app
+from .conftest import drawn_charts, page_errors, screenshot, wait_for_app
 from .test_e2e_explore import open_page
 
 pytestmark = pytest.mark.e2e
@@ -12,7 +12,7 @@ pytestmark = pytest.mark.e2e
 
 def test_ablation_page_draws_and_keeps_its_choices_in_the_url(page, app_url):
     open_page(page, app_url, "/ablation?text=I+saw+a+saw")
-    assert page.locator(".js-plotly-plot").count() >= 7  # cosines, ranking, top weights, ...
+    assert drawn_charts(page, ".js-plotly-plot", 7) >= 7  # cosines, ranking, top weights, ...
     assert page.get_by_text("Positions off, then heads off").count() == 1
     assert page.locator(".js-plotly-plot").filter(
         has_text="Later layers' weights, with the head removed minus without").count() == 1
@@ -21,7 +21,7 @@ def test_ablation_page_draws_and_keeps_its_choices_in_the_url(page, app_url):
     page.wait_for_timeout(1000)
     wait_for_app(page)
     assert "abl_mode=mean" in page.url, page.url  # the link keeps the choice
-    assert page.locator(".js-plotly-plot").count() >= 7
+    assert drawn_charts(page, ".js-plotly-plot", 7) >= 7
     assert not page_errors(page)
     screenshot(page, "ablation")
 

@@ -7,7 +7,7 @@ from plotly.offline import get_plotlyjs_version
 
 from tests.serve import choose
 
-from .conftest import page_errors, screenshot, set_sentence, wait_for_app
+from .conftest import drawn_charts, page_errors, screenshot, set_sentence, wait_for_app
 
 pytestmark = pytest.mark.e2e
 
@@ -28,7 +28,7 @@ def wait_for_live(page) -> None:
 def test_explore_draws_and_click_opens_a_head(page, app_url):
     open_page(page, app_url, "/explore")
     wait_for_live(page)
-    assert page.locator(".js-plotly-plot").count() >= 3  # mosaic, one head, token lines
+    assert drawn_charts(page, ".js-plotly-plot", 3) >= 3  # mosaic, one head, token lines
     assert not page_errors(page)
     screenshot(page, "explore_default")
 

@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from .conftest import page_errors, screenshot, wait_for_app
+from .conftest import drawn_charts, page_errors, screenshot, wait_for_app
 from .test_e2e_explore import open_page
 
 pytestmark = pytest.mark.e2e
@@ -20,7 +20,7 @@ def tall(browser):
 
 def test_head_stats_click_picks_a_head(tall, app_url):
     open_page(tall, app_url, "/head_stats?text=Hello%2C+world.+I+saw+a+saw!")
-    assert tall.locator(".js-plotly-plot").count() == 2  # statistics and the picked head
+    assert drawn_charts(tall, ".js-plotly-plot", 2) == 2  # statistics and the picked head
     assert not page_errors(tall)
     screenshot(tall, "head_stats")
 

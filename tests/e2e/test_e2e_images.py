@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from .conftest import page_errors, screenshot, wait_for_app
+from .conftest import drawn_charts, page_errors, screenshot, wait_for_app
 
 pytestmark = pytest.mark.e2e
 
@@ -31,7 +31,7 @@ def test_images_page_draws_both_tabs(page, app):
     page.goto(f"{app}/images")
     wait_for_app(page)
     assert not page_errors(page)
-    assert page.locator(".js-plotly-plot").count() >= 5
+    assert drawn_charts(page, ".js-plotly-plot", 5) >= 5
     assert page.get_by_text("Attention weights, layer 1").count() >= 1
     screenshot(page, "images_field")
 
@@ -41,7 +41,7 @@ def test_images_page_draws_both_tabs(page, app):
     page.locator("[role='tabpanel']:visible .js-plotly-plot .main-svg").first.wait_for(
         timeout=120_000)
     assert not page_errors(page)
-    assert page.locator("[role='tabpanel']:visible .js-plotly-plot").count() == 2
+    assert drawn_charts(page, "[role='tabpanel']:visible .js-plotly-plot", 2) == 2
     metric = page.locator("[data-testid='stMetricValue']").first.inner_text()
     assert float(metric) < 1e-5  # attention == conv2d to float error
     screenshot(page, "images_exact")
@@ -62,7 +62,7 @@ def test_nonsense_in_the_url_falls_back_to_defaults(page, app):
     page.goto(f"{app}/images?img_size=7&img_row=-3&img_col=abc&img_k=4&img_alpha=zzz&img_sp=0")
     wait_for_app(page)
     assert not page_errors(page)
-    assert page.locator(".js-plotly-plot").count() >= 5
+    assert drawn_charts(page, ".js-plotly-plot", 5) >= 5
     assert (_number(page, "Pixel row"), _number(page, "Pixel column")) == (10, 15)
 
 

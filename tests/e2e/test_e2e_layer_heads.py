@@ -2,7 +2,7 @@
 
 import pytest
 
-from .conftest import page_errors, screenshot, set_sentence, wait_for_app
+from .conftest import drawn_charts, page_errors, screenshot, set_sentence, wait_for_app
 
 pytestmark = pytest.mark.e2e
 
@@ -10,7 +10,7 @@ pytestmark = pytest.mark.e2e
 def test_layer_heads_page_draws(page, app_url):
     page.goto(f"{app_url}/")  # the default page
     wait_for_app(page)
-    assert page.locator(".js-plotly-plot").count() >= 1
+    assert drawn_charts(page, ".js-plotly-plot", 1) >= 1
     assert not page_errors(page)
     screenshot(page, "layer_heads_default")
 

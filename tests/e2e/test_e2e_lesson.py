@@ -7,7 +7,7 @@ import pytest
 
 from attnviz.analysis.lesson import STEPS
 
-from .conftest import SERVER_LOG, page_errors, screenshot, wait_for_app
+from .conftest import SERVER_LOG, drawn_charts, page_errors, screenshot, wait_for_app
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("lesson_kept")]
 
@@ -89,7 +89,7 @@ def test_presentation_mode_fits_a_projector_and_follows_the_clicker(page, app):
             inside(page, answer, "answer", step)
         assert not page_errors(page), step
         main = page.locator(".st-key-lesson_main .js-plotly-plot")
-        assert main.count() >= 1, step
+        assert drawn_charts(page, ".st-key-lesson_main .js-plotly-plot") >= 1, step
         inside(page, main.first, "main figure", step)
         inside(page, page.locator(".st-key-lesson_next button"), "Next", step)
         sizes = main.first.evaluate(

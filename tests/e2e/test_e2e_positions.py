@@ -2,7 +2,7 @@
 
 import pytest
 
-from .conftest import page_errors, screenshot, set_sentence, wait_for_app
+from .conftest import drawn_charts, page_errors, screenshot, set_sentence, wait_for_app
 
 pytestmark = pytest.mark.e2e
 
@@ -33,7 +33,7 @@ def test_positions_page_draws_every_tab(page, app):
     for i, name in enumerate(TABS, start=1):
         show_tab(page, name)
         assert not page_errors(page)
-        assert page.locator("[role='tabpanel']:visible .js-plotly-plot").count() >= 2
+        assert drawn_charts(page, "[role='tabpanel']:visible .js-plotly-plot", 2) >= 2
         screenshot(page, f"positions_tab{i}")
 
     # A sentence with no repeated word: the page says so and still draws the curve.

@@ -2,7 +2,7 @@
 
 import pytest
 
-from .conftest import page_errors, screenshot, wait_for_app
+from .conftest import drawn_charts, page_errors, screenshot, wait_for_app
 
 pytestmark = pytest.mark.e2e
 
@@ -37,7 +37,7 @@ def test_steps_reached_by_url(page, app):
         number, name = step_label.split(". ")
         heading = f"Step {number}: {name}"
         assert page.get_by_role("heading", name=heading).count() == 1, f"{query}: not {heading}"
-        assert page.locator(".js-plotly-plot").count() >= 1
+        assert drawn_charts(page, ".js-plotly-plot", 1) >= 1
         body = page.inner_text("body")
         assert ("engine trace" in body) == ("sbs_mode=real" in query), query
         if "sbs_layer=3&sbs_head=7" in query:

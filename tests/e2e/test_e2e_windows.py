@@ -2,7 +2,7 @@
 
 import pytest
 
-from .conftest import page_errors, screenshot, set_sentence, wait_for_app
+from .conftest import drawn_charts, page_errors, screenshot, set_sentence, wait_for_app
 
 pytestmark = pytest.mark.e2e
 
@@ -15,7 +15,7 @@ def test_windows_page_tabs_draw(page, app_url):
     open_windows(page, app_url, "?win_w=2")
     wait_for_app(page)
     assert not page_errors(page)
-    assert page.locator(".js-plotly-plot").count() >= 1
+    assert drawn_charts(page, ".js-plotly-plot", 1) >= 1
     screenshot(page, "windows_masks")
     for name, shot in [("Receptive fields", "windows_receptive"),
                        ("How much context?", "windows_context"),
