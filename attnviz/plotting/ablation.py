@@ -12,6 +12,7 @@ from ..i18n import _
 from .common import (
     FONT,
     OKABE_ITO,
+    SLANT_PX,
     STAT_SCALE,
     VALUES_SCALE,
     Grid,
@@ -151,7 +152,6 @@ def token_cosines(cos: np.ndarray, tokens: list[str], title: str) -> go.Figure:
 
 PANELS_WIDTH = 540  # px the later layers' panels span on a 1280 px page (the colour bar aside)
 ROW_PX = 16  # px a row label takes down a panel (one line of FONT)
-SLANT_PX = 20  # px a key label slanted at -45 degrees takes across a panel
 
 
 def weight_diffs(maps: list[tuple[int, np.ndarray]], tokens: list[str], head: int | None,

@@ -25,6 +25,7 @@ SCORES_SCALE = "Balance"  # diverging (cmocean): q.k negative blue, positive red
 VALUES_SCALE = "PuOr"  # diverging (ColorBrewer, colour-blind safe), distinct from the scores
 WEIGHTS_SCALE = "Viridis"  # sequential: softmax weights lie in [0, 1]
 FONT = dict(family="Inter, Segoe UI, Helvetica, Arial, sans-serif", size=13)
+SLANT_PX = 20  # px a tick label slanted at -45 degrees takes across a panel (FONT's size)
 
 # The one categorical palette (token lines, heads, taggers, modes, behaviours): Okabe & Ito's
 # colour-blind safe set (Okabe and Ito 2008, "Color Universal Design"), its black left out so

@@ -16,6 +16,7 @@ from .common import (
     FONT,
     OKABE_ITO,
     ON_IMAGE,
+    SLANT_PX,
     STAT_SCALE,
     WEIGHTS_SCALE,
     Grid,
@@ -145,7 +146,6 @@ def rollout_pair(raw: np.ndarray, rolled: np.ndarray, tokens: list[str],
 CLIP_FROM = 64  # tokens from which maps_side_by_side clips its colour scales
 CLIP_PERCENTILE = 99
 MAX_X_TICKS = 48  # slanted column labels shared by the panels of one row (40 rows fit)
-SLANT_PX = 20  # px a column name slanted at -45 degrees takes across a panel
 
 
 def colour_top(m: np.ndarray) -> tuple[float, bool]:
