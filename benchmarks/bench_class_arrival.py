@@ -34,6 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from benchmarks.report import Table, show  # noqa: E402
+from tests.load import class_load  # noqa: E402
 from tests.serve import CHROME_ARGS as ARGS  # noqa: E402
 from tests.serve import free_port  # noqa: E402
 from tests.test_serve import group_members, serve  # noqa: E402 - scripts/serve.py, loaded
@@ -46,15 +47,7 @@ COST = ("It starts `make serve`'s cluster twice (Debian's nginx) and one headles
 
 def cpu_seconds(pids: list[int]) -> float:
     """User + system CPU seconds of these processes and their reaped children so far."""
-    tick = os.sysconf("SC_CLK_TCK")
-    total = 0
-    for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += sum(int(f) for f in fields[11:15])  # utime stime cutime cstime
-    return total / tick
+    return class_load.cpu_seconds(pids, children=True)
 
 
 def visit_urls(base: str) -> list[str]:

@@ -330,15 +330,16 @@ def worker_pids(root: int) -> list[int]:
     return found
 
 
-def cpu_seconds(pids: list[int]) -> float:
-    """User + system CPU seconds the processes used so far (those still running)."""
+def cpu_seconds(pids: list[int], children: bool = False) -> float:
+    """User + system CPU seconds the processes used so far (those still running), with their
+    reaped children's when `children`."""
     total = 0
     for pid in pids:
         try:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        total += int(fields[11]) + int(fields[12])
+        total += sum(int(f) for f in fields[11:15 if children else 13])  # utime stime cu cs
     return total / os.sysconf("SC_CLK_TCK")
 
 
