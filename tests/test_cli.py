@@ -119,11 +119,20 @@ def test_lesson_reads_the_kept_taggers_and_trains_them_again_when_asked(lesson_k
     monkeypatch.setattr(T, "train_all", refused)
     assert main(["lesson", "--json"]) == 0
     kept = json.loads(capsys.readouterr().out)
-    assert kept == T.report(trained())
+
+    def results(report):
+        # the taggers' numbers; how long a training took (wall clock) depends on who trained
+        # them: this worker's trained() may be its own training, when a test server held the
+        # lock, beside the copy the warm-up kept (bit-for-bit the same weights)
+        return {k: v for k, v in report.items() if k != "training_seconds"}
+
+    assert results(kept) == results(T.report(trained()))
+    assert set(kept["training_seconds"]) == set(kept["taggers"])
     asked = []
     monkeypatch.setattr(T, "train_all", lambda s, *a, **k: asked.append(s) or trained())
     assert main(["lesson", "--json", "--again"]) == 0
-    assert asked == [T.Settings()] and json.loads(capsys.readouterr().out) == kept
+    assert asked == [T.Settings()]
+    assert results(json.loads(capsys.readouterr().out)) == results(kept)
 
 
 @pytest.mark.parametrize("args", [["lesson", "--seed", "-1"], ["lesson", "--epochs", "0"],
