@@ -23,9 +23,10 @@ SIDEBAR_LABEL = N_("(the sidebar's sentence)")
 
 
 def controls(ctx: ui.Context, present: bool,
-             in_class: bool) -> tuple[str, taggers.Settings, bool]:
+             room: classroom.Class | None) -> tuple[str, taggers.Settings, bool]:
     """Sentence, training settings, the presentation switch and, outside a class, "Start a
-    class" (in a popover when presenting). A student's page in a class has none of them: it
+    class" (in a popover when presenting; a class's answers (CSV) and its end there too, the
+    class's line being one line then). A student's page in a class has none of them: it
     shows the class's sentence with the default training settings, and each widget fewer
     is less to draw again on every student's phone at each of the teacher's steps."""
     if st.session_state.get("lesson_seen_text", ctx.text) != ctx.text:
@@ -47,8 +48,10 @@ def controls(ctx: ui.Context, present: bool,
                          help=_("Large type, one screen per step, sidebar closed. Right, "
                                 "PageDown or Space: forward; Left or PageUp: back."))
     text = ctx.text if choice == SIDEBAR else choice
-    if not in_class:
+    if room is None:
         classroom.start_button(text, cols[3])
+    elif present:
+        classroom.tools(room, box)
     return text, settings, big
 
 
@@ -78,17 +81,17 @@ def main() -> None:
         text, settings, big = ctx.text, taggers.Settings(), present  # default training
     else:
         with top[3] if present else st.container():
-            text, settings, big = controls(ctx, present, room is not None)
+            text, settings, big = controls(ctx, present, room)
     text = classroom.class_text(room, text)
     classroom.lead_step(room, step, text)  # the teacher's step and sentence, to the class
     if big != present:
         st.rerun()  # the URL asked for the other mode: lay the page out again
     nav.retrain_if_asked(settings)
-    if room is not None:
+    ws, notes = view.sentence_notes(text)
+    if room is not None and not (present and ws):  # presenting a step: in its text column
         classroom.bar(room, step)
     if not present:
         nav.step_slider()
-    ws, notes = view.sentence_notes(text)
     render(notes)
     if not ws:
         return
@@ -98,12 +101,15 @@ def main() -> None:
 def show_step(ctx: ui.Context, s: lesson.Step, settings: taggers.Settings, ws: list[str],
               big: bool, room: classroom.Class | None) -> None:
     """The step: text and figures side by side when presenting, one under the other else;
-    in a class, the room's answers under the question."""
+    in a class, the room's answers under the question (and, presenting, the class's line at
+    the top of the text column)."""
     v = steps.step_of(ctx, s, settings, ws, big)
     body, main = st.columns([5, 6], gap="medium") if big else (st.container(),) * 2
     body, main = body.container(key="lesson_body"), main.container(key="lesson_main")
     shown = s.predict is None or nav.revealed(s.key)
     step = lesson.STEPS.index(s) + 1
+    if big and room is not None:  # the class's line: one line, the figures keep their room
+        classroom.bar(room, step, body, compact=True)
     classroom.lead_reveal(room, step, shown, lambda: steps.right_choice(v))
     places = steps.show(v, shown, body, main)
     if s.predict:

@@ -87,6 +87,13 @@ def test_the_histogram_shows_the_counts_the_right_one_and_mine():
     # a short bar's count is written after it, inside the axis: the axis reaches past 5
     assert fig.layout.xaxis.range[1] == 5 * 1.5 and bar.cliponaxis is False
     assert list(answers_histogram(["a", "b"], [0, 0], None).layout.xaxis.range) == [0, 1.5]
+    # presenting: every text at 18 px, each count after its bar at full size (a count
+    # written inside a bar is shrunk to the bar's width), no axis under the bars, 34 px a bar
+    big = answers_histogram(["Yes", "No <b>", "Maybe"], [3, 5, 0], right=1, big=True)
+    assert (big.data[0].textposition, big.data[0].constraintext) == ("outside", "none")
+    assert big.data[0].textfont.size == big.layout.yaxis.tickfont.size == 18
+    assert big.layout.title.font.size > 18 and big.layout.xaxis.visible is False
+    assert big.layout.height == 36 + 34 * 3 and list(big.data[0].x) == [3, 5, 0]
     with pytest.raises(ValueError):
         answers_histogram(["a"], [1, 2], None)
 
@@ -165,6 +172,16 @@ def test_a_teacher_leads_and_a_student_follows(class_store: ClassStore, cpu_mode
     np.testing.assert_allclose(  # that head's weights, from the engine's own trace
         decode(figures_by_key(student)["lesson_fig_weights"]["data"][0]["z"]),
         tr.weights[2, 5], atol=1e-7)
+
+    # presenting, the class's line is one line: the code on the button that shows the join
+    # dialog, how many answered; the CSV and the end of class mode in the settings; the chart
+    # alone says how many answered and which is right
+    teacher.toggle(key="lesson_present").set_value(True).run()
+    assert not teacher.exception, [e.value for e in teacher.exception]
+    assert teacher.button(key="class_code").label == f"Class **{code}**"
+    assert teacher.button(key="class_leave").label == "End class mode"
+    said = [m.value for m in teacher.markdown]
+    assert "1 of 1 answered" in said and not [m for m in said if "1 answered." in m]
 
     # a student looks back, then returns with one tap
     click(student, "lesson_back")

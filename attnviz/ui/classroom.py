@@ -372,35 +372,55 @@ def leave() -> None:
     st.query_params.pop(PARAM, None)
 
 
-def bar(c: Class, step: int, where=st) -> None:
+def bar(c: Class, step: int, where=st, compact: bool = False) -> None:
     """The class's line above the step: the code and how many answered (teacher), or what
-    the class shows and the way back to it (student)."""
-    box = where.container(key="class_bar", border=True)
+    the class shows and the way back to it (student). `compact` (presentation mode, at the
+    top of the step's text column): one line without a frame, the code large on the button
+    that shows the join dialog again; the teacher's other buttons are then in the page's
+    settings (`tools`)."""
+    box = where.container(key="class_bar", border=not compact)
     if c.leads:
         if st.session_state.pop(DIALOG, False):
             show_code(c.code)
+        if compact:
+            line = box.container(horizontal=True, vertical_alignment="center")
+            _code_button(c, line, _("Class **{code}**").format(code=c.code), "tertiary")
+            with line:
+                _counts(c.teacher, c.code, step, named=False)
+            return
         cols = box.columns([5, 2, 2, 2], vertical_alignment="center")
         with cols[0]:
             _counts(c.teacher, c.code, step)
-        cols[1].button(_("Show the code"), icon=":material/qr_code_2:", key="class_code",
-                       on_click=st.session_state.__setitem__, args=(DIALOG, True),
-                       width="stretch")
-        cols[2].download_button(
-            _("Answers (CSV)"), data=store().csv(c.teacher, labels),
-            file_name=f"attnviz_class_{c.code}.csv", mime="text/csv", key="class_csv",
-            icon=":material/download:", on_click="ignore", width="stretch",
-            help=_("The class's answers to every question so far: how many chose each "
-                   "choice, and the right one; never who."))
-        cols[3].button(_("End class mode"), key="class_leave", on_click=leave,
-                       width="stretch")
+        _code_button(c, cols[1], _("Show the code"), "secondary")
+        tools(c, cols[2:])
     else:
         with box:
             _watch(c.code, (c.state.step, c.state.shown, c.state.text), step)
 
 
+def _code_button(c: Class, where, label: str, kind: str) -> None:
+    where.button(label, icon=":material/qr_code_2:", key="class_code", type=kind,
+                 on_click=st.session_state.__setitem__, args=(DIALOG, True),
+                 help=_("Show the code"), width="content" if kind == "tertiary" else "stretch")
+
+
+def tools(c: Class, where) -> None:
+    """The teacher's download of the class's answers (CSV) and the end of class mode: in
+    the class's line (`where`: two columns) or in the page's settings (one container)."""
+    cols = where if isinstance(where, list | tuple) else (where, where)
+    cols[0].download_button(
+        _("Answers (CSV)"), data=store().csv(c.teacher, labels),
+        file_name=f"attnviz_class_{c.code}.csv", mime="text/csv", key="class_csv",
+        icon=":material/download:", on_click="ignore", width="stretch",
+        help=_("The class's answers to every question so far: how many chose each "
+               "choice, and the right one; never who."))
+    cols[1].button(_("End class mode"), key="class_leave", on_click=leave, width="stretch")
+
+
 @st.fragment(run_every=COUNT_S)
-def _counts(teacher: Teacher, code: str, step: int) -> None:
-    """How many students answered the step shown, never who (re-read every COUNT_S s)."""
+def _counts(teacher: Teacher, code: str, step: int, named: bool = True) -> None:
+    """How many students answered the step shown, never who (re-read every COUNT_S s); after
+    the class's code when `named`."""
     use_session_language()
     try:
         answered, joined = store().counts(teacher, step)
@@ -410,7 +430,7 @@ def _counts(teacher: Teacher, code: str, step: int) -> None:
     q = questions.question(step)
     line = (_("{a} of {n} answered").format(a=answered, n=joined) if q else
             _("{n} students joined").format(n=joined))
-    st.markdown(_("Class **{code}**").format(code=code) + " · " + line)
+    st.markdown(_("Class **{code}**").format(code=code) + " · " + line if named else line)
 
 
 @st.fragment(run_every=POLL_S)
@@ -447,7 +467,8 @@ def labels(step: int) -> list[str]:
 
 def question(c: Class | None, step: int, where, big: bool = False) -> None:
     """Under the step's question: the student's choices (until the reveal); at the reveal
-    the room's answers beside the right one on every screen, the student's own marked."""
+    the room's answers beside the right one on every screen, the student's own marked
+    (`big`, presentation mode: the chart alone says how many answered and which is right)."""
     q = questions.question(step)
     if c is None or q is None:
         return
@@ -475,14 +496,17 @@ def _room(c: Class, step: int, names: list[str], where, big: bool) -> None:
     fig = cached_figure(("class_histogram", tuple(names), tuple(counts), right, mine, big),
                         lambda: answers_histogram(names, counts, right, mine, big))
     render(fig, where=where, key="class_histogram", summary=False)
-    said = [_("{n} answered.").format(n=sum(counts))]
-    if right is not None:
-        said.append(_("Right: **{label}**.").format(label=names[right]))
+    said = []
+    if not big:  # presenting, the chart's title counts the answers and marks the right one
+        said.append(_("{n} answered.").format(n=sum(counts)))
+        if right is not None:
+            said.append(_("Right: **{label}**.").format(label=names[right]))
     if mine is not None:
         said.append(_("Your answer: **{label}**.").format(label=names[mine]))
     elif not c.leads:
         said.append(_("You did not answer."))
-    where.markdown(" ".join(said))
+    if said:
+        where.markdown(" ".join(said))
 
 
 @st.fragment
