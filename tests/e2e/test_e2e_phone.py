@@ -194,7 +194,8 @@ def test_on_a_phone_no_row_name_lies_on_another_map(phone, app_url):
     of the chart lies on one of its maps or on another label (their boxes on the screen as
     LABELS reads them, each map's box beside them, label_collisions), and every map lies in
     the phone's width. Two maps to a row 28 px apart put the second map's row names on the
-    first."""
+    first. The same for the scatter panels of "Does the head matter where it looks?", whose
+    numbers Plotly chooses (measured once drawn and laid out again)."""
     from urllib.parse import urlencode
 
     from scripts.screenshots import LABELS, label_collisions
@@ -219,5 +220,26 @@ def test_on_a_phone_no_row_name_lies_on_another_map(phone, app_url):
     hits = label_collisions({"labels": found["labels"] + boxes})
     assert hits == [], (len(hits), hits[:6])
     assert all(0 <= m[0][0] and m[1][0] <= PHONE["width"] for m in maps), maps
-    assert not page_errors(phone)
     screenshot(phone, "phone_ablation_100_tokens")
+    # "Does the head matter where it looks?": scatter panels whose y numbers Plotly chooses
+    # (measured once drawn, ui.phone_layout's phoneAgain): none on a panel or on another label
+    # (two a row 36 px apart put a panel's '0.02', '0.04', '0.06' on the panel to its left)
+    scatter = phone.locator(".js-plotly-plot").filter(has_text="matter where")
+    assert scatter.count() == 1
+    scatter.scroll_into_view_if_needed()
+    phone.wait_for_timeout(500)
+    scatter.evaluate("(el) => { document.querySelectorAll('.attnviz-measured').forEach("
+                     "e => e.classList.remove('attnviz-measured'));"
+                     " el.classList.add('attnviz-measured'); }")
+    (found,) = phone.evaluate(LABELS, ".attnviz-measured")
+    (maps,) = phone.evaluate(MAPS, ".attnviz-measured")
+    assert len(maps) >= 7
+    numbers = scatter.evaluate("(el) => [...el.querySelectorAll('.yaxislayer-above')].map("
+                               "g => g.querySelectorAll('text').length)")
+    assert len(numbers) >= 7 and min(numbers) >= 2, numbers  # every panel shows its numbers
+    boxes = [{"text": f"<map {i + 1}>", "corners": m} for i, m in enumerate(maps)]
+    hits = label_collisions({"labels": found["labels"] + boxes})
+    assert hits == [], (len(hits), hits[:6])
+    assert all(0 <= m[0][0] and m[1][0] <= PHONE["width"] for m in maps), maps
+    assert not page_errors(phone)
+    screenshot(phone, "phone_ablation_scatter_100_tokens")

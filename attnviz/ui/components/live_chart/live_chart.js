@@ -2,7 +2,7 @@
 // (Plotly.react), themed from the CSS variables Streamlit gives its components, laid out for
 // its frame's width (phone_layout.js, which comes before this file in the component's module)
 // and laid out again when that width changes.
-/* global phoneShaped, phoneKey */
+/* global phoneShaped, phoneKey, phoneDrawn, phoneAgain */
 
 // The page's one copy of plotly.js, which every chart drawn in place waits for.
 function registry() {
@@ -224,23 +224,36 @@ function withButtons(config, chart, words) {
 // One layout pass of a chart: its frame's width read now, the figure shaped for it
 // (phone_layout.js) and themed, drawn with Plotly.react and the chart's config. A new shape
 // (phoneKey) is drawn from an empty plot: Plotly's margins grown for the previous shape (its
-// colour bars, tick labels) would otherwise push the new one's rows together. Afterwards the
-// element says which figure it shows (data-drawn: the payload's number) and the frame width
-// it was laid out for (data-laid-out-width).
+// colour bars, tick labels) would otherwise push the new one's rows together. Once drawn, the
+// chart is measured (phoneDrawn) and, where its labels need more room or fewer names than the
+// shape gave them (phoneAgain: tick labels Plotly chose, names closer than a line), shaped
+// and drawn again with what was measured (at most twice more). Afterwards the element says
+// which figure it shows (data-drawn: the payload's number) and the frame width it was laid
+// out for (data-laid-out-width).
 async function pass(chart) {
   const {div, frame, plotly: P, figure, config, want: seq} = chart;
   const width = frame.getBoundingClientRect().width;
   const fresh = seq !== chart.drawn;
   if (!fresh && (width === chart.width || !(width > 0))) return;  // hidden: laid out when shown
   div.classList.toggle("attnviz-wide", chart.wide);
-  const key = phoneKey(figure, width);
-  const shaped = phoneShaped(figure, width, div);
-  const layout = themed(shaped.layout || {}, frame);
-  if (!fresh && key !== chart.key) {
-    await P.react(div, [], {height: layout.height, autosize: true}, config);
+  // the room a figure's labels took at this width (not its thinning, which depends on the
+  // figure's names): the next figure starts from it, so its panels do not move once drawn
+  let key = chart.key, hint = width === chart.width ? chart.room : null, used = hint;
+  for (let round = 0; round < 3; round++) {
+    const now = phoneKey(figure, width, hint);
+    const shaped = phoneShaped(figure, width, div, hint);
+    const layout = themed(shaped.layout || {}, frame);
+    if ((round > 0 || !fresh) && now !== key) {
+      await P.react(div, [], {height: layout.height, autosize: true}, config);
+    }
+    await P.react(div, shaped.data, layout, config);
+    key = now;
+    used = hint;
+    hint = round < 2 ? phoneAgain(figure, width, phoneDrawn(div), hint) : null;
+    if (!hint) break;
   }
-  await P.react(div, shaped.data, layout, config);
-  Object.assign(chart, {width, key, drawn: seq});
+  const room = used && (used.labels || used.left) ? {labels: used.labels, left: used.left} : null;
+  Object.assign(chart, {width, key, drawn: seq, room});
   div.setAttribute("data-drawn", String(seq));
   div.setAttribute("data-laid-out-width", String(width));
 }
@@ -285,7 +298,7 @@ function watch(chart) {
 // record: its element (div) and frame (the component's parent element), the payload it was
 // last given (text, and its number seq), plotly.js once loaded, the figure, config and width
 // class to draw (figure, config, wide, want: the payload's number), what was drawn (drawn,
-// width, key) and its buttons.
+// width, key, and room: what its labels' measure added, phoneAgain) and its buttons.
 export default function ({data, parentElement, setTriggerValue}) {
   const text = typeof data === "string" ? data : new TextDecoder().decode(data);
   let chart = charts.get(parentElement);

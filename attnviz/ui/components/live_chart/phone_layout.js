@@ -36,9 +36,19 @@
 // figure column) is left as drawn. Left as they are: a figure of one panel per row (a heads
 // grid is one heatmap), a frame that is wide enough, and a wide screen.
 //
+// Once drawn, the chart is measured where Plotly decides what it draws (phoneDrawn: the plot
+// areas and tick labels on the page, read from the DOM), and `phoneAgain(figure, width,
+// drawn, hint)` says what a second layout needs (null where nothing): the gap between panels
+// of a row as wide as the tick labels Plotly drew there reach left of their panel (numbers
+// Plotly chose itself, unknown before), the left margin as wide as the first column's labels
+// and axis title, and a category axis whose names the server thinned to every k-th
+// (common.tick_labels: '#27 the') thinned further, every m-th of them, where a name lies on
+// the next (rows closer than a line, slanted keys closer than a line across their slant).
+// `phoneShaped(figure, width, div, hint)` and `phoneKey(figure, width, hint)` take that hint.
+//
 // A plain script (no module syntax): the component's module is this file followed by
 // live_chart.js (ui.live_chart), and the Node tests run it followed by their own lines.
-/* exported phoneShaped, phoneKey */
+/* exported phoneShaped, phoneKey, phoneDrawn, phoneAgain */
 
 const PHONE = {narrow: 640, screen: 1000, minPanel: 140, gap: 36, titleLine: 18, barRoom: 100,
                ticks: 24, axisTitle: 28, rowGap: 16, drawnAt: 760, opBand: 48, opGap: 30,
@@ -118,7 +128,7 @@ function phoneBars(figure) {
 
 // Whether a frame `width` px wide lays the figure out otherwise, and how: null (as it is) or
 // {rows, cols, panelWidth, ...} for phoneShaped.
-function phonePlan(figure, width) {
+function phonePlan(figure, width, hint) {
   const layout = figure && figure.layout;
   if (!layout || !phoneNarrow(width) || phoneKind(layout) === "equation") return null;
   const panels = phonePanels(layout, figure.data);
@@ -137,9 +147,12 @@ function phonePlan(figure, width) {
   // between two panels of a row holds the widest of those names, and the left margin the
   // first column's (Plotly would otherwise grow it and press the panels, gaps included,
   // together).
-  const labels = paired ? 0 : phoneOwnLabels(layout, panels, fontSize);
+  // A hint (phoneAgain) holds what the drawn chart's labels measured: as wide at least.
+  const labels = paired ? 0 : Math.max(phoneOwnLabels(layout, panels, fontSize),
+                                       (hint && hint.labels) || 0);
   const gap = Math.max(PHONE.gap, labels && labels + PHONE.labelGap);
-  const l = Math.max(margin.l ?? 80, labels), r = Math.min(margin.r ?? 80, 20);
+  const l = Math.max(margin.l ?? 80, labels, (hint && hint.left) || 0);
+  const r = Math.min(margin.r ?? 80, 20);
   const plotW = width - l - r;
   const titles = phoneTitles(layout, panels);
   const titleW = Math.max(0, ...[...titles.values()].map(a => phoneTextBox(
@@ -272,17 +285,17 @@ function phoneTitled(figure, width) {
 // The layout a frame `width` px wide gives the figure, as a string: "0" (as drawn), the
 // number of panels to a row, or "f" and the number of lines of a flowed equation; "t" after
 // it when the title is broken into lines.
-function phoneKey(figure, width) {
+function phoneKey(figure, width, hint) {
   const titled = phoneTitled(figure, width);
-  const plan = phonePlan(titled, width);
+  const plan = phonePlan(titled, width, hint);
   const flow = plan ? null : phoneFlowPlan(titled, width);
   return String(plan ? plan.cols : flow ? "f" + flow.lines.length : 0) +
          (titled !== figure ? "t" : "");
 }
 
-function phoneShaped(figure, width, div) {
-  figure = phoneTitled(figure, width);
-  const plan = phonePlan(figure, width);
+function phoneShaped(figure, width, div, hint) {
+  figure = phoneThinned(phoneTitled(figure, width), hint && hint.thin);
+  const plan = phonePlan(figure, width, hint);
   const flow = plan ? null : phoneFlowPlan(figure, width);
   if (flow) return phoneFlowed(figure, flow, div);
   if (!plan) return figure;
@@ -612,4 +625,117 @@ function phoneOutside(item, oldH, newH) {
   const y = item.y;
   if (typeof y !== "number" || (y >= 0 && y <= 1)) return item;
   return {...item, y: y < 0 ? y * oldH / newH : 1 + (y - 1) * oldH / newH};
+}
+
+// How many categories lie between two neighbouring ticks of a category axis whose names are
+// every k-th category (common.tick_labels): k where the ticks are evenly k apart, else 0.
+function phoneTickStep(ax) {
+  if (!ax || !Array.isArray(ax.tickvals) || !Array.isArray(ax.ticktext) ||
+      !Array.isArray(ax.categoryarray) || ax.tickvals.length < 2) return 0;
+  const at = new Map(ax.categoryarray.map((c, i) => [c, i]));
+  const idx = ax.tickvals.map(v => at.get(v));
+  if (idx.some(i => i === undefined)) return 0;
+  const step = idx[1] - idx[0];
+  return step > 0 && idx.every((v, i) => i === 0 || v - idx[i - 1] === step) ? step : 0;
+}
+
+// The figure with the names of its axes thinned as `thin` says ({axis name: m}): every m-th
+// of the names the server chose, from the first (each still a token's own label); the same
+// object where there is nothing to thin.
+function phoneThinned(figure, thin) {
+  const names = Object.entries(thin || {}).filter(([name, m]) => m > 1 && figure.layout &&
+                                                  phoneTickStep(figure.layout[name]));
+  if (!names.length) return figure;
+  const layout = {...figure.layout};
+  for (const [name, m] of names) {
+    const ax = layout[name];
+    const keep = (v, i) => i % m === 0;
+    layout[name] = {...ax, tickvals: ax.tickvals.filter(keep), ticktext: ax.ticktext.filter(keep)};
+  }
+  return {...figure, layout};
+}
+
+// The drawn chart as the page shows it, or null where there is no page (Node): for each
+// panel (its subplot's id, "x2y2"), its plot area {l, t, r, b} and its tick labels, y and x:
+// {n: how many, h: the tallest line (unturned), w: the widest, reach: px from the plot's left
+// edge to the leftmost of its y labels and axis title}; `left`: the chart's left edge. Read
+// with public DOM calls (getBoundingClientRect, SVG getBBox) on the elements Plotly draws.
+function phoneDrawn(div) {
+  if (!div || typeof div.querySelectorAll !== "function" || !div.getBoundingClientRect) {
+    return null;
+  }
+  const panels = {};
+  div.querySelectorAll(".cartesianlayer > g.subplot").forEach(g => {
+    const id = [...g.classList].find(c => /^x\d*y\d*$/.test(c));
+    const drag = id && div.querySelector(`.draglayer > g.${id} .nsewdrag`);
+    if (!drag) return;
+    const r = drag.getBoundingClientRect();
+    const plot = {l: r.left, t: r.top, r: r.right, b: r.bottom};
+    const labels = sel => [...g.querySelectorAll(sel)].filter(t => t.textContent.trim())
+      .map(t => ({rect: t.getBoundingClientRect(), box: t.getBBox ? t.getBBox() : null}))
+      .filter(t => t.rect.width > 0 || t.rect.height > 0);
+    const sized = list => ({n: list.length,
+                            h: Math.max(0, ...list.map(t => t.box ? t.box.height
+                                                                  : t.rect.height)),
+                            w: Math.max(0, ...list.map(t => t.box ? t.box.width
+                                                                  : t.rect.width))});
+    const ys = labels(".yaxislayer-above text"), xs = labels(".xaxislayer-above text");
+    const yName = id.slice(id.indexOf("y"));
+    const title = div.querySelector(`.g-${yName}title`);
+    const titleBox = title && title.getBoundingClientRect();
+    const lefts = ys.map(t => t.rect.left);
+    if (titleBox && titleBox.width > 0) lefts.push(titleBox.left);
+    panels[id] = {plot, y: {...sized(ys), reach: lefts.length ? plot.l - Math.min(...lefts) : 0},
+                  x: sized(xs)};
+  });
+  return {left: div.getBoundingClientRect().left, panels};
+}
+
+// What a second layout of the figure needs, given the chart as drawn with `hint` (phoneDrawn's
+// `drawn`): a new hint {labels, left, thin}, or null where the drawn chart's labels fit. A
+// category axis whose names lie closer than a line (y) or than a line across their slant
+// (slanted x; upright x: their width) is thinned to every m-th name; panels side by side
+// (phonePlan) get the gap their neighbours' y labels reach into, and the left margin the
+// first column's labels and title.
+function phoneAgain(figure, width, drawn, hint) {
+  if (!drawn || !figure || !figure.layout || !phoneNarrow(width)) return null;
+  hint = hint || {};
+  const next = {labels: hint.labels || 0, left: hint.left || 0, thin: {...(hint.thin || {})}};
+  let changed = false;
+  const titled = phoneThinned(phoneTitled(figure, width), hint.thin);
+  const layout = titled.layout;
+  for (const [id, d] of Object.entries(drawn.panels)) {
+    const [, xs, ys] = /^x(\d*)y(\d*)$/.exec(id);
+    for (const [name, seen] of [["xaxis" + xs, d.x], ["yaxis" + ys, d.y]]) {
+      const ax = layout[name];
+      const step = phoneTickStep(ax);
+      if (!step || !seen.n || !phoneTickStep(figure.layout[name])) continue;
+      const along = name[0] === "y" ? d.plot.b - d.plot.t : d.plot.r - d.plot.l;
+      const range = Array.isArray(ax.range) && ax.range.length === 2 ?
+        Math.abs(ax.range[1] - ax.range[0]) : ax.categoryarray.length;
+      const pitch = along / Math.max(1, range) * step;  // px between two names
+      const slant = Math.abs(Math.sin((ax.tickangle || 0) * Math.PI / 180));
+      const need = name[0] === "y" ? seen.h : slant > 0.34 ? seen.h / slant : seen.w + 6;
+      const m = Math.ceil(need / Math.max(pitch, 1e-6) - 0.02);
+      if (m > 1) {
+        next.thin[name] = (hint.thin && hint.thin[name] || 1) * m;
+        changed = true;
+      }
+    }
+  }
+  const plan = phonePlan(titled, width, hint);
+  const ids = Object.keys(drawn.panels).filter(id => drawn.panels[id].y.n);
+  if (plan && ids.length) {
+    const first = Math.min(...ids.map(id => drawn.panels[id].plot.l));
+    for (const id of ids) {
+      const {plot, y} = drawn.panels[id];
+      if (plot.l - first < 2) {  // begins a row: the left margin holds its labels and title
+        if (y.reach + 4 > plan.l + 1) { next.left = Math.ceil(y.reach + 4); changed = true; }
+      } else if (y.reach + PHONE.labelGap > plan.gap + 1) {
+        next.labels = Math.max(next.labels, Math.ceil(y.reach));
+        changed = true;
+      }
+    }
+  }
+  return changed ? next : null;
 }

@@ -1,0 +1,138 @@
+"""A chart measured once drawn on a 390 px phone (ui.phone_layout's phoneAgain under Node, given
+what the page measured, as phoneDrawn reads it in Chromium): the names of a long heatmap's rows
+and keys thinned to as many as fit without overlap (every k-th, each a token's own label), and
+panels whose y tick labels are numbers Plotly chose laid out again with room for them."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+import numpy as np
+import plotly.io as pio
+import pytest
+
+from attnviz.plotting.ablation import importance_vs_stats
+from attnviz.plotting.heatmaps import attention_heatmap
+from tests.test_plotting_screens import PHONE_FRAME, _panels, phone_layout_js
+
+LINE = 14.0  # px: a tick label's line at FONT's 13 px, as Chromium's getBBox measured it
+WORDS = ("I saw a saw in the workshop yesterday afternoon and the carpenter explained the "
+         "evaluation of every blade its teeth its handle its weight and the way it cuts through "
+         "oak pine and birch then she showed me how attention in a transformer weighs every word "
+         "against every other word row by row before the values are mixed").split()
+
+
+def _node(figure, drawn: list[dict]) -> list[dict]:
+    """For each measurement in `drawn` (a phoneDrawn result, or None to draw with the hint so
+    far): {hint: phoneAgain's answer, figure: phoneShaped with the hint}; the hint carries on."""
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("no Node.js to run the chart's script")
+    script = phone_layout_js() + """
+globalThis.window = {innerWidth: 390};
+const [fig, drawn] = JSON.parse(require('fs').readFileSync(0, 'utf8'));
+const div = {classList: {contains: () => false, remove: () => {}, toggle: () => {}}};
+let hint = null;
+console.log(JSON.stringify(drawn.map(d => {
+  hint = phoneAgain(fig, Number(process.argv[1]), d, hint) || hint;
+  return {hint, figure: phoneShaped(fig, Number(process.argv[1]), div, hint),
+          again: d ? phoneAgain(fig, Number(process.argv[1]), d, hint) : null};
+})));
+"""
+    spec = "[" + pio.to_json(figure, validate=False) + "," + json.dumps(drawn) + "]"
+    done = subprocess.run([node, "-e", script, str(PHONE_FRAME)], input=spec,
+                          capture_output=True, text=True, timeout=60, check=True)
+    return json.loads(done.stdout)
+
+
+def _index(ax: dict) -> list[int]:
+    at = {c: i for i, c in enumerate(ax["categoryarray"])}
+    return [at[v] for v in ax["tickvals"]]
+
+
+def test_a_long_heatmaps_names_on_a_phone_as_many_as_fit_every_kth():
+    """84 tokens: the server names every 4th row and 6th key (LONG_TICKS, LONG_X_TICKS); on a
+    phone the square plot measured 175 px, so 21 rows lay 8.3 px apart (a line is 14) and 15
+    slanted keys 12.5 px apart (19.8 across their slant). Thinned: rows every 8th (16.7 px),
+    keys every 12th (25 px), the fewest fewer names that fit; each name the server's own for
+    its row ('#9 afternoon', a repeated word's number kept), from the first."""
+    tokens = (WORDS * 2)[:84]
+    rng = np.random.default_rng(0)
+    fig = attention_heatmap(rng.random((84, 84)), tokens)
+    side = 175.0
+    drawn = {"left": 16, "panels": {"xy": {
+        "plot": {"l": 110, "t": 130, "r": 110 + side, "b": 130 + side},
+        "y": {"n": 21, "h": LINE, "w": 90, "reach": 95},
+        "x": {"n": 15, "h": LINE, "w": 90, "reach": 0}}}}
+    (first,) = _node(fig, [drawn])
+    server = fig.to_plotly_json()["layout"]
+    layout = first["figure"]["layout"]
+    for name, need in (("yaxis", LINE), ("xaxis", LINE / np.sin(np.pi / 4))):
+        before, after = _index(server[name]), _index(layout[name])
+        step = before[1] - before[0]
+        k = after[1] - after[0]
+        assert after[0] == 0 and all(b - a == k for a, b in zip(after, after[1:], strict=False))
+        assert k % step == 0 and k > step  # every k-th of the server's every step-th
+        px = side / 84
+        assert px * k >= need - 0.01 > px * (k - step)  # apart by a line; fewer would not fit
+        named = dict(zip(server[name]["tickvals"], server[name]["ticktext"], strict=True))
+        assert [named[v] for v in layout[name]["tickvals"]] == layout[name]["ticktext"]
+        assert len(after) >= 7
+    assert "#9 afternoon" in layout["yaxis"]["ticktext"]
+    assert all(t.startswith("#") for t in layout["yaxis"]["ticktext"])  # '#n token'
+    # drawn again with those names (the same plot, names 16.7 px apart): nothing more to do
+    thinned = {**drawn, "panels": {"xy": {**drawn["panels"]["xy"],
+                                          "y": {"n": len(layout["yaxis"]["tickvals"]),
+                                                "h": LINE, "w": 90, "reach": 95},
+                                          "x": {"n": len(layout["xaxis"]["tickvals"]),
+                                                "h": LINE, "w": 90, "reach": 0}}}}
+    (second,) = _node(fig, [drawn, thinned])[1:]
+    assert second["again"] is None
+
+
+def test_a_phones_scatter_panels_leave_room_for_the_numbers_plotly_drew():
+    """Ablation's "Does the head matter where it looks?" (7 scatter panels, y = |change|, its
+    numbers Plotly's choice): laid out two a row 36 px apart, the second panel's '0.06' (30 px
+    left of its plot, as Chromium drew it) lay on the first panel. Measured, the panels are
+    laid out again: each gap between two panels of a row holds the numbers and 12 px, the
+    left margin the first column's numbers and axis title, every panel at least 140 px wide."""
+    rng = np.random.default_rng(1)
+    size = rng.random((6, 12)) * 0.06
+    names = ["entropy", "cls", "sep", "punct", "self", "prev", "next"]
+    stats = {k: rng.random((6, 12)) for k in names}
+    fig = importance_vs_stats(size, stats, {k: k for k in names}, dict.fromkeys(names, 0.1),
+                              "|change| when removed")
+    (plain,) = _node(fig, [None])
+    lay = plain["figure"]["layout"]
+    m = lay["margin"]
+    plot = PHONE_FRAME - m["l"] - m["r"]
+    panels = _panels(lay, plain["figure"]["data"])
+    lefts = sorted({round(xd[0] * plot + m["l"], 3) for xd, _yd in panels.values()})
+    assert len(lefts) == 2  # two a row, as shaped before anything was measured
+    gap = min(xd[0] for xd, _ in panels.values() if xd[0] > 0.01) - max(
+        xd[1] for xd, _ in panels.values() if xd[0] < 0.01)
+    assert gap * plot < 30 + 12  # too little for the numbers: the defect measured
+    drawn = {"left": 16, "panels": {}}
+    for ref, (xd, yd) in panels.items():
+        x0 = 16 + m["l"] + xd[0] * plot
+        first = xd[0] < 0.01
+        drawn["panels"][ref + "y" + ref[1:]] = {
+            "plot": {"l": x0, "t": 100 + (1 - yd[1]) * 900, "r": 16 + m["l"] + xd[1] * plot,
+                     "b": 100 + (1 - yd[0]) * 900},
+            "y": {"n": 4, "h": LINE, "w": 26, "reach": 62 if first else 30},
+            "x": {"n": 4, "h": LINE, "w": 20, "reach": 0}}
+    (shaped,) = _node(fig, [drawn])
+    lay = shaped["figure"]["layout"]
+    m = lay["margin"]
+    plot = PHONE_FRAME - m["l"] - m["r"]
+    assert m["l"] >= 62 + 4  # the first column's numbers and title
+    rows: dict[float, list] = {}
+    for xd, yd in _panels(lay, shaped["figure"]["data"]).values():
+        rows.setdefault(round(yd[1], 6), []).append(xd)
+        assert (xd[1] - xd[0]) * plot >= 140 - 0.01
+    for row in rows.values():
+        row.sort()
+        assert all((b[0] - a[1]) * plot >= 30 + 12 for a, b in zip(row, row[1:], strict=False))
+    assert len(rows) == 7  # a phone's 358 px hold one such panel a row
