@@ -13,7 +13,8 @@ the teacher's screen and on every phone holds exactly the counts of the answers 
 one marked, and each student's own answer named. A student looks back and returns to the
 class with one tap; the teacher reloads and still leads; a worker killed mid-class (SIGKILL)
 loses no answer and its pages follow the class again from the other worker; presentation mode
-with the histogram fits 1280x720."""
+with the histogram fits 1280x720 in English and in Chinese: the step's heading, its text, its
+figures, the class's line (its code large) and the histogram, every text 18 px or more."""
 
 from __future__ import annotations
 
@@ -29,7 +30,8 @@ from attnviz import i18n
 from attnviz.classroom import codes, questions
 from attnviz.ui import classroom as ui_class
 
-from .conftest import SHOTS, page_errors, screenshot, wait_for_app
+from .conftest import SHOTS, drawn_charts, page_errors, screenshot, wait_for_app
+from .test_e2e_presentation import SMALLEST, SMALLEST_PX
 from .test_e2e_serve import run_hall
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("lesson_kept")]  # the class's lesson
@@ -68,6 +70,62 @@ def room_counts(page) -> list[int]:
     chart = page.locator(".st-key-lesson_question .js-plotly-plot").first
     chart.wait_for(timeout=FOLLOW_MS)
     return [int(x) for x in chart.evaluate("gd => gd.data[0].x")]
+
+
+# The presented step's blocks as rects of the window, and those that lie outside it (or are
+# missing): the heading and Next, the class's line, every block of the text column (the
+# step's text, the question and the room's histogram, the notes), the histogram, each chart of
+# the figure column; and the class's code as the room reads it (its text and size in px).
+BLOCKS = """([w, h]) => {
+  const boxes = [];
+  const add = (name, el) => {
+    if (!el) { boxes.push({name, missing: true}); return; }
+    const r = el.getBoundingClientRect();
+    if (r.height > 0) boxes.push({name, top: r.top, bottom: r.bottom, left: r.left,
+                                  right: r.right});
+  };
+  add('heading', document.querySelector('.st-key-lesson_top'));
+  add('next', document.querySelector('.st-key-lesson_next button'));
+  add('class line', document.querySelector('.st-key-class_bar'));
+  add('code button', document.querySelector('.st-key-class_code button'));  // the teacher's
+  add('histogram', document.querySelector('.st-key-lesson_question .js-plotly-plot'));
+  document.querySelectorAll('.st-key-lesson_body [data-testid="stElementContainer"]')
+    .forEach((e, k) => add(`text ${k}: ${(e.innerText || '').trim().slice(0, 30)}`, e));
+  document.querySelectorAll('.st-key-lesson_main .js-plotly-plot')
+    .forEach((e, k) => add(`figure ${k}`, e));
+  const code = document.querySelector('.st-key-class_bar strong');
+  return {outside: boxes.filter(b => b.missing || b.top < 0 || b.bottom > h + 1 || b.left < 0
+                                     || b.right > w + 1),
+          blocks: boxes.length, bottom: Math.max(...boxes.map(b => b.bottom || 0)),
+          code: code && {text: code.innerText, px: parseFloat(getComputedStyle(code).fontSize)}};
+}"""
+
+
+def fits_one_screen(teacher, lang: str, code: str) -> None:
+    """The teacher's presented step with the room's histogram lies inside 1280x720 (every
+    block: the page is laid out after its run, its charts drawn in place after it, so the
+    fit is awaited), its texts 18 px or more, the class's code large."""
+    main = ".st-key-lesson_main "
+    # step 4: the tags' table and the curves (each chart's element first, then its drawing)
+    charts = drawn_charts(teacher, main + "[data-testid='attnvizLiveChart']", 2, FOLLOW_MS)
+    assert charts >= 2, lang
+    assert drawn_charts(teacher, main + ".js-plotly-plot", charts, FOLLOW_MS) \
+        == charts, lang
+    assert drawn_charts(teacher, ".st-key-lesson_question .js-plotly-plot", 1,
+                        FOLLOW_MS) == 1, lang
+    size = [LAPTOP["width"], LAPTOP["height"]]
+    try:
+        teacher.wait_for_function(f"(size) => ({BLOCKS})(size).outside.length === 0",
+                                  arg=size, timeout=FOLLOW_MS, polling=250)
+    except Exception:  # noqa: BLE001 - the screen as it was, then the measured blocks below
+        teacher.screenshot(path=str(SHOTS / f"class_teacher_present_{lang}_failed.png"))
+    seen = teacher.evaluate(BLOCKS, size)
+    teacher.screenshot(path=str(SHOTS / f"class_teacher_present_{lang}.png"))
+    assert not seen["outside"] and seen["blocks"] >= 8, (lang, seen)
+    assert seen["code"]["text"] == code and seen["code"]["px"] >= 24, (lang, seen)
+    smallest = teacher.evaluate(SMALLEST)
+    assert smallest["size"] >= SMALLEST_PX, (lang, smallest)
+    assert not page_errors(teacher), lang
 
 
 def test_a_class_follows_the_teacher_and_sees_the_room(hall, browser):
@@ -195,24 +253,17 @@ def test_a_class_follows_the_teacher_and_sees_the_room(hall, browser):
         settle(teacher)
     assert room_counts(teacher) == last_counts  # step 4's answers, given before the kill
 
-    # Presentation mode with the histogram: one 1280x720 screen.
+    # Presentation mode with the histogram: the whole step on one 1280x720 screen, in English
+    # and (the same teacher, the page opened again in Chinese) in Chinese.
     teacher.get_by_text("Presentation mode").click()
     teacher.wait_for_url(re.compile(r"lesson_present=true"), timeout=FOLLOW_MS)  # the toggle's
     settle(teacher)
-    chart = teacher.locator(".st-key-lesson_question .js-plotly-plot").first
-    chart.wait_for(timeout=FOLLOW_MS)
-    # the page is laid out for presentation after its run (the mode's style and the chart's
-    # own re-layout): on a busy machine that can take a while, so the bottom edge is awaited
-    try:
-        teacher.wait_for_function(
-            """([el, h]) => { const r = el.getBoundingClientRect(); return r.bottom <= h; }""",
-            arg=[chart.element_handle(), LAPTOP["height"]], timeout=FOLLOW_MS, polling=250)
-    except Exception:  # noqa: BLE001 - the screen as it was, then the measured box below
-        teacher.screenshot(path=str(SHOTS / "class_teacher_present_failed.png"), full_page=True)
-    box = chart.bounding_box()
-    assert box["y"] + box["height"] <= LAPTOP["height"], box
-    teacher.screenshot(path=str(SHOTS / "class_teacher_present.png"))
-    assert not page_errors(teacher)
+    fits_one_screen(teacher, "en", code)
+    teacher.goto(teacher.url + "&lang=zh")
+    settle(teacher)
+    assert "lesson_present=true" in teacher.url and f"lesson_step={STEPS[-1]}" in teacher.url
+    fits_one_screen(teacher, "zh", code)
+    assert room_counts(teacher) == last_counts
     (SHOTS.parent / "class_follow.json").write_text(json.dumps(timings, indent=1))
     for _lang, page in students:
         page.context.close()
