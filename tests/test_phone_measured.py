@@ -136,3 +136,29 @@ def test_a_phones_scatter_panels_leave_room_for_the_numbers_plotly_drew():
         row.sort()
         assert all((b[0] - a[1]) * plot >= 30 + 12 for a, b in zip(row, row[1:], strict=False))
     assert len(rows) == 7  # a phone's 358 px hold one such panel a row
+
+
+def test_a_30_layer_models_layer_numbers_on_a_phone_every_second():
+    """Head statistics' layer x head maps of a 30-layer model (SmolLM2) on a phone: the layers'
+    numbers, one a layer (dtick 1), lay 7.9 px apart as Chromium drew them (a line is 14):
+    ticked every 2 layers (15.8 px), the fewest fewer that fit; drawn so, nothing more."""
+    from attnviz.analysis.head_stats import STATS
+    from attnviz.plotting.stats import stats_heatmaps
+
+    rng = np.random.default_rng(2)
+    fig = stats_heatmaps({k: rng.random((30, 9)) for k in STATS}, {k: k for k in STATS})
+    (plain,) = _node(fig, [None])
+    lay = plain["figure"]["layout"]
+    refs = list(_panels(lay, plain["figure"]["data"]))
+    panel = {"plot": {"l": 80, "t": 100, "r": 330, "b": 337},
+             "y": {"n": 30, "h": LINE, "w": 14, "pitch": 7.9, "reach": 40},
+             "x": {"n": 5, "h": LINE, "w": 8, "pitch": 55, "reach": 0}}
+    ids = [r + "y" + r[1:] for r in refs]
+    drawn = {"left": 16, "panels": {i: panel for i in ids}}
+    spaced = {**panel, "y": {**panel["y"], "n": 15, "pitch": 15.8}}
+    first, second = _node(fig, [drawn, {"left": 16, "panels": {i: spaced for i in ids}}])
+    for r in refs:
+        name = "yaxis" + r[1:]
+        assert fig.layout[name].dtick == 1
+        assert first["figure"]["layout"][name]["dtick"] == 2
+    assert second["again"] is None

@@ -639,26 +639,35 @@ function phoneTickStep(ax) {
   return step > 0 && idx.every((v, i) => i === 0 || v - idx[i - 1] === step) ? step : 0;
 }
 
+// A numbered axis ticked every `dtick` (layers 0, 1, 2, ...): its dtick, else 0.
+function phoneDtick(ax) {
+  return ax && typeof ax.dtick === "number" && ax.dtick > 0 && !Array.isArray(ax.tickvals) &&
+    ax.tickmode !== "array" && ax.type !== "category" ? ax.dtick : 0;
+}
+
 // The figure with the names of its axes thinned as `thin` says ({axis name: m}): every m-th
-// of the names the server chose, from the first (each still a token's own label); the same
-// object where there is nothing to thin.
+// of the names the server chose, from the first (each still a token's own label), or a
+// numbered axis ticked every m dticks; the same object where there is nothing to thin.
 function phoneThinned(figure, thin) {
   const names = Object.entries(thin || {}).filter(([name, m]) => m > 1 && figure.layout &&
-                                                  phoneTickStep(figure.layout[name]));
+    (phoneTickStep(figure.layout[name]) || phoneDtick(figure.layout[name])));
   if (!names.length) return figure;
   const layout = {...figure.layout};
   for (const [name, m] of names) {
     const ax = layout[name];
     const keep = (v, i) => i % m === 0;
-    layout[name] = {...ax, tickvals: ax.tickvals.filter(keep), ticktext: ax.ticktext.filter(keep)};
+    layout[name] = phoneTickStep(ax) ?
+      {...ax, tickvals: ax.tickvals.filter(keep), ticktext: ax.ticktext.filter(keep)} :
+      {...ax, dtick: ax.dtick * m};
   }
   return {...figure, layout};
 }
 
 // The drawn chart as the page shows it, or null where there is no page (Node): for each
 // panel (its subplot's id, "x2y2"), its plot area {l, t, r, b} and its tick labels, y and x:
-// {n: how many, h: the tallest line (unturned), w: the widest, reach: px from the plot's left
-// edge to the leftmost of its y labels and axis title}; `left`: the chart's left edge. Read
+// {n: how many, h: the tallest line (unturned), w: the widest, pitch: the least px between
+// two neighbours' centres along the axis, reach: px from the plot's left edge to the
+// leftmost of its y labels and axis title}; `left`: the chart's left edge. Read
 // with public DOM calls (getBoundingClientRect, SVG getBBox) on the elements Plotly draws.
 function phoneDrawn(div) {
   if (!div || typeof div.querySelectorAll !== "function" || !div.getBoundingClientRect) {
@@ -674,19 +683,23 @@ function phoneDrawn(div) {
     const labels = sel => [...g.querySelectorAll(sel)].filter(t => t.textContent.trim())
       .map(t => ({rect: t.getBoundingClientRect(), box: t.getBBox ? t.getBBox() : null}))
       .filter(t => t.rect.width > 0 || t.rect.height > 0);
-    const sized = list => ({n: list.length,
-                            h: Math.max(0, ...list.map(t => t.box ? t.box.height
-                                                                  : t.rect.height)),
-                            w: Math.max(0, ...list.map(t => t.box ? t.box.width
-                                                                  : t.rect.width))});
+    const sized = (list, across) => {
+      const at = list.map(t => across ? (t.rect.left + t.rect.right) / 2
+                                      : (t.rect.top + t.rect.bottom) / 2).sort((a, b) => a - b);
+      const apart = at.slice(1).map((v, i) => v - at[i]);
+      return {n: list.length, pitch: apart.length ? Math.min(...apart) : 0,
+              h: Math.max(0, ...list.map(t => t.box ? t.box.height : t.rect.height)),
+              w: Math.max(0, ...list.map(t => t.box ? t.box.width : t.rect.width))};
+    };
     const ys = labels(".yaxislayer-above text"), xs = labels(".xaxislayer-above text");
     const yName = id.slice(id.indexOf("y"));
     const title = div.querySelector(`.g-${yName}title`);
     const titleBox = title && title.getBoundingClientRect();
     const lefts = ys.map(t => t.rect.left);
     if (titleBox && titleBox.width > 0) lefts.push(titleBox.left);
-    panels[id] = {plot, y: {...sized(ys), reach: lefts.length ? plot.l - Math.min(...lefts) : 0},
-                  x: sized(xs)};
+    panels[id] = {plot, y: {...sized(ys, false),
+                            reach: lefts.length ? plot.l - Math.min(...lefts) : 0},
+                  x: sized(xs, true)};
   });
   return {left: div.getBoundingClientRect().left, panels};
 }
@@ -694,7 +707,9 @@ function phoneDrawn(div) {
 // What a second layout of the figure needs, given the chart as drawn with `hint` (phoneDrawn's
 // `drawn`): a new hint {labels, left, thin}, or null where the drawn chart's labels fit. A
 // category axis whose names lie closer than a line (y) or than a line across their slant
-// (slanted x; upright x: their width) is thinned to every m-th name; panels side by side
+// (slanted x; upright x: their width) is thinned to every m-th name, a numbered axis whose
+// numbers lie that close (a 30-layer model's layers 0-29) ticked every m dticks (their
+// pitch as drawn); panels side by side
 // (phonePlan) get the gap their neighbours' y labels reach into, and the left margin the
 // first column's labels and title.
 function phoneAgain(figure, width, drawn, hint) {
@@ -709,11 +724,14 @@ function phoneAgain(figure, width, drawn, hint) {
     for (const [name, seen] of [["xaxis" + xs, d.x], ["yaxis" + ys, d.y]]) {
       const ax = layout[name];
       const step = phoneTickStep(ax);
-      if (!step || !seen.n || !phoneTickStep(figure.layout[name])) continue;
+      const names = step && phoneTickStep(figure.layout[name]);
+      const numbers = !step && phoneDtick(ax) && seen.n > 1 && seen.pitch > 1;
+      if (!seen.n || !(names || numbers)) continue;
       const along = name[0] === "y" ? d.plot.b - d.plot.t : d.plot.r - d.plot.l;
       const range = Array.isArray(ax.range) && ax.range.length === 2 ?
-        Math.abs(ax.range[1] - ax.range[0]) : ax.categoryarray.length;
-      const pitch = along / Math.max(1, range) * step;  // px between two names
+        Math.abs(ax.range[1] - ax.range[0]) : names ? ax.categoryarray.length : 0;
+      // px between two names (numbers: as drawn)
+      const pitch = names ? along / Math.max(1, range) * step : seen.pitch;
       const slant = Math.abs(Math.sin((ax.tickangle || 0) * Math.PI / 180));
       const need = name[0] === "y" ? seen.h : slant > 0.34 ? seen.h / slant : seen.w + 6;
       const m = Math.ceil(need / Math.max(pitch, 1e-6) - 0.02);
