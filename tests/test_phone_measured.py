@@ -162,3 +162,37 @@ def test_a_30_layer_models_layer_numbers_on_a_phone_every_second():
         assert fig.layout[name].dtick == 1
         assert first["figure"]["layout"][name]["dtick"] == 2
     assert second["again"] is None
+
+
+def test_a_heads_grids_names_thinned_panel_by_panel_and_short_sentences_keep_theirs():
+    """A heads grid (one heatmap, the heads its panels) at 90 tokens names 6 keys under each
+    ~47 px panel on a phone, upright, 7.8 px apart (a line of its 10 px font is 12): every
+    second of each panel's names is kept, the same under every panel, from each panel's
+    first. 'I saw a saw' names every token (no '#n' of its own to say which row a thinned
+    name is): left as it is, whatever is measured."""
+    from attnviz.plotting.heatmaps import heads_grid
+
+    rng = np.random.default_rng(3)
+    tokens = (WORDS * 2)[:90]
+    grid = heads_grid(rng.random((9, 90, 90)), tokens)
+    x = grid.to_plotly_json()["layout"]["xaxis"]
+    drawn = {"left": 16, "panels": {"xy": {
+        "plot": {"l": 100, "t": 100, "r": 100 + 4 * 47 + 3 * 6, "b": 800},
+        "y": {"n": 36, "h": LINE, "w": 90, "pitch": 18, "reach": 95},
+        "x": {"n": 24, "h": 12, "w": 80, "pitch": 7.8, "reach": 0}}}}
+    (first,) = _node(grid, [drawn])
+    after = first["figure"]["layout"]["xaxis"]
+    panels = [x["ticktext"][i:i + 6] for i in range(0, 24, 6)]
+    assert all(p == panels[0] for p in panels)
+    assert after["ticktext"] == [t for p in panels for t in p[::2]]
+    assert set(after["tickvals"]) <= set(x["tickvals"])
+    assert "yaxis" not in first["hint"]["thin"]  # rows 18 px apart: kept
+    short = attention_heatmap(rng.random((6, 6)), ["[CLS]", "i", "saw", "a", "saw", "[SEP]"])
+    tight = {"left": 16, "panels": {"xy": {
+        "plot": {"l": 100, "t": 100, "r": 130, "b": 130},
+        "y": {"n": 6, "h": LINE, "w": 40, "pitch": 5, "reach": 50},
+        "x": {"n": 6, "h": LINE, "w": 40, "pitch": 5, "reach": 0}}}}
+    (kept,) = _node(short, [tight])
+    assert kept["hint"] is None
+    assert kept["figure"]["layout"]["yaxis"]["ticktext"] == ["[CLS]", "i", "saw #2", "a",
+                                                             "saw #4", "[SEP]"]

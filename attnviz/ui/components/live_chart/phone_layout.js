@@ -628,15 +628,26 @@ function phoneOutside(item, oldH, newH) {
 }
 
 // How many categories lie between two neighbouring ticks of a category axis whose names are
-// every k-th category (common.tick_labels): k where the ticks are evenly k apart, else 0.
+// every k-th category (common.tick_labels), in one run or in runs (a heads grid's panels,
+// each naming every k-th of its own tokens): k where the ticks are k apart within each run
+// (farther between runs), else 0.
 function phoneTickStep(ax) {
+  const idx = phoneTickIndex(ax);
+  if (!idx) return 0;
+  const apart = idx.slice(1).map((v, i) => v - idx[i]);
+  const step = Math.min(...apart);
+  return step > 0 ? step : 0;
+}
+
+// The categories' places (indices in categoryarray) of an axis's ticks, or null where its
+// ticks are not names of its categories.
+function phoneTickIndex(ax) {
   if (!ax || !Array.isArray(ax.tickvals) || !Array.isArray(ax.ticktext) ||
-      !Array.isArray(ax.categoryarray) || ax.tickvals.length < 2) return 0;
+      !Array.isArray(ax.categoryarray) || ax.tickvals.length < 2 ||
+      ax.ticktext.length !== ax.tickvals.length) return null;
   const at = new Map(ax.categoryarray.map((c, i) => [c, i]));
   const idx = ax.tickvals.map(v => at.get(v));
-  if (idx.some(i => i === undefined)) return 0;
-  const step = idx[1] - idx[0];
-  return step > 0 && idx.every((v, i) => i === 0 || v - idx[i - 1] === step) ? step : 0;
+  return idx.some(i => i === undefined) ? null : idx;
 }
 
 // A numbered axis ticked every `dtick` (layers 0, 1, 2, ...): its dtick, else 0.
@@ -655,7 +666,11 @@ function phoneThinned(figure, thin) {
   const layout = {...figure.layout};
   for (const [name, m] of names) {
     const ax = layout[name];
-    const keep = (v, i) => i % m === 0;
+    // every m-th of each run of ticks evenly apart, from its first
+    const idx = phoneTickIndex(ax) || [], step = phoneTickStep(ax);
+    let run = 0;
+    const nth = idx.map((v, i) => (run = i && v - idx[i - 1] === step ? run + 1 : 0));
+    const keep = (v, i) => nth[i] % m === 0;
     layout[name] = phoneTickStep(ax) ?
       {...ax, tickvals: ax.tickvals.filter(keep), ticktext: ax.ticktext.filter(keep)} :
       {...ax, dtick: ax.dtick * m};
@@ -724,7 +739,7 @@ function phoneAgain(figure, width, drawn, hint) {
     for (const [name, seen] of [["xaxis" + xs, d.x], ["yaxis" + ys, d.y]]) {
       const ax = layout[name];
       const step = phoneTickStep(ax);
-      const names = step && phoneTickStep(figure.layout[name]);
+      const names = step && phoneTickStep(figure.layout[name]) >= 2;  // thinned: "#27 the"
       const numbers = !step && phoneDtick(ax) && seen.n > 1 && seen.pitch > 1;
       if (!seen.n || !(names || numbers)) continue;
       const along = name[0] === "y" ? d.plot.b - d.plot.t : d.plot.r - d.plot.l;
