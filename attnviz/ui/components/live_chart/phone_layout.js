@@ -41,9 +41,11 @@
 // drawn, hint)` says what a second layout needs (null where nothing): the gap between panels
 // of a row as wide as the tick labels Plotly drew there reach left of their panel (numbers
 // Plotly chose itself, unknown before), the left margin as wide as the first column's labels
-// and axis title, and a category axis whose names the server thinned to every k-th
-// (common.tick_labels: '#27 the') thinned further, every m-th of them, where a name lies on
-// the next (rows closer than a line, slanted keys closer than a line across their slant).
+// and axis title, a category axis whose names the server thinned to every k-th
+// (common.tick_labels: '#27 the'; a heads grid's, panel by panel) thinned further, every m-th
+// of them, where a name lies on the next (rows closer than a line, slanted keys closer than a
+// line across their slant), and a numbered axis ticked every dtick (layers 0-29) ticked every
+// m dticks where its numbers lie that close.
 // `phoneShaped(figure, width, div, hint)` and `phoneKey(figure, width, hint)` take that hint.
 //
 // A plain script (no module syntax): the component's module is this file followed by
