@@ -10,6 +10,7 @@ Screenshots go to test-output/screenshots/ (the test run's output folder).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import time
@@ -71,8 +72,9 @@ def app_pid(app_server) -> int:
 
 
 @pytest.fixture(scope="session")
-def browser():
-    """One headless Chromium for the whole session; each test opens its own context."""
+def playwright_driver():
+    """Playwright's driver for the session, with the Chromium it drives (skips, saying how to
+    get one, where there is none)."""
     try:
         exe = ensure_chromium()
     except RuntimeError as e:
@@ -80,17 +82,65 @@ def browser():
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=exe, args=CHROME_ARGS)
-        yield b
-        b.close()
+        yield p, exe
+
+
+@pytest.fixture(scope="session")
+def browser(playwright_driver):
+    """One headless Chromium for the session, for tests that need a context of their own (a
+    phone's touch screen, a locale, a route on every request, a hall's cookies)."""
+    p, exe = playwright_driver
+    b = p.chromium.launch(executable_path=exe, args=CHROME_ARGS)
+    yield b
+    b.close()
+
+
+@pytest.fixture(scope="session")
+def profile(playwright_driver, tmp_path_factory):
+    """One Chromium profile on disk for the session's plain pages, as a student's browser is
+    between two visits: its HTTP cache and compiled-code cache keep the app's scripts
+    (Streamlit's frontend, plotly.js), so a page opened in it parses them once. Each page
+    gets its own Streamlit session; cookies are cleared after each test (`profile_page`). No
+    route may be set on it: a route turns Chromium's cache off (guard_outside only listens)."""
+    p, exe = playwright_driver
+    ctx = p.chromium.launch_persistent_context(
+        tmp_path_factory.mktemp("chromium_profile"), executable_path=exe, args=CHROME_ARGS,
+        viewport={"width": 1400, "height": 1000})
+    for blank in ctx.pages:  # the window a persistent profile opens with
+        blank.close()
+    yield ctx
+    ctx.close()
+
+
+@contextlib.contextmanager
+def profile_page(profile, viewport: dict | None = None, color_scheme: str | None = None):
+    """A new tab in the session's profile (`profile`), `viewport` (default 1400x1000) and
+    `color_scheme` emulated for it alone; closed, and the profile's cookies cleared, after."""
+    pg = profile.new_page()
+    try:
+        if viewport:
+            pg.set_viewport_size(viewport)
+        if color_scheme:
+            pg.emulate_media(color_scheme=color_scheme)
+        yield pg
+    finally:
+        pg.close()
+        profile.clear_cookies()
 
 
 @pytest.fixture
-def page(browser):
-    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
-    pg = ctx.new_page()
-    yield pg
-    ctx.close()
+def page(profile):
+    with profile_page(profile) as pg:
+        yield pg
+
+
+@pytest.fixture
+def tab(profile):
+    """tab(viewport=None, color_scheme=None): a new page in the session's profile
+    (profile_page), closed with the test."""
+    with contextlib.ExitStack() as stack:
+        yield lambda viewport=None, color_scheme=None: stack.enter_context(
+            profile_page(profile, viewport, color_scheme))
 
 
 LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
@@ -102,19 +152,21 @@ def outside(url: str) -> bool:
     return parts.scheme not in ("data", "blob", "about") and parts.hostname not in LOOPBACK
 
 
-def guard_outside(page) -> list[str]:
-    """From now on, every request `page`'s browser context attempts to a host other than the
-    loopback server is aborted, and its URL (websockets included) added to the list returned."""
+def guard_outside(page, abort: bool = False) -> list[str]:
+    """From now on, every request `page` attempts to a host other than the loopback server
+    (websockets included) is added to the list returned. With `abort`, a route on `page`'s
+    whole context also aborts them before they leave (a route turns the context's cache off:
+    for a context of the test's own, never the shared `profile`)."""
     attempted: list[str] = []
 
     def guard(route):
         if outside(route.request.url):
-            attempted.append(route.request.url)
             route.abort()
         else:
             route.continue_()
 
-    page.context.route("**/*", guard)
+    if abort:
+        page.context.route("**/*", guard)
     page.on("websocket", lambda ws: attempted.append(ws.url) if outside(ws.url) else None)
     page.on("request", lambda r: attempted.append(r.url) if outside(r.url) else None)
     return attempted

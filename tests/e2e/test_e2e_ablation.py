@@ -26,21 +26,19 @@ def test_ablation_page_draws_and_keeps_its_choices_in_the_url(page, app_url):
     screenshot(page, "ablation")
 
 
-def test_the_shown_head_link_opens_in_chinese(browser, app_url):
+def test_the_shown_head_link_opens_in_chinese(tab, app_url):
     """?abl_shown=h4 (the link the page writes, the same in every language) opens head 4 in a
     Chinese session, and the link keeps it."""
-    ctx = browser.new_context(viewport={"width": 1280, "height": 720})
-    page = ctx.new_page()
+    page = tab({"width": 1280, "height": 720})
     open_page(page, app_url, "/ablation?lang=zh&text=I+saw+a+saw&abl_shown=h4")
     box = page.locator("[data-testid=stSelectbox] input[aria-label='后面各层显示的权重']")
     assert box.input_value() == "第 4 个头"
     assert "abl_shown=h4" in page.url, page.url
     assert not page_errors(page)
-    ctx.close()
 
 
 @pytest.mark.parametrize("size", [(1280, 720), (390, 844)])
-def test_at_100_tokens_no_label_of_the_maps_lies_on_another(browser, app_url, size):
+def test_at_100_tokens_no_label_of_the_maps_lies_on_another(tab, app_url, size):
     """A text of ~100 tokens, on a laptop and on a phone: no label of the later layers' maps
     lies on another (row labels thinned to what a panel's height holds, key labels to its
     width; their boxes on the screen, slanted ones as slanted boxes, as the screenshot tool
@@ -51,8 +49,7 @@ def test_at_100_tokens_no_label_of_the_maps_lies_on_another(browser, app_url, si
     from scripts.screenshots import LABELS, label_collisions
     from tests.test_plotting_ablation import PARAGRAPH
 
-    ctx = browser.new_context(viewport={"width": size[0], "height": size[1]})
-    page = ctx.new_page()
+    page = tab({"width": size[0], "height": size[1]})
     open_page(page, app_url, "/ablation?" + urlencode({"text": PARAGRAPH}))
     charts = page.locator(".js-plotly-plot")
     later = charts.filter(has_text="layer 2").filter(has_text="layer 5")
@@ -85,4 +82,3 @@ def test_at_100_tokens_no_label_of_the_maps_lies_on_another(browser, app_url, si
             assert apart, titles
     assert not page_errors(page)
     screenshot(page, f"ablation_100_tokens_{size[0]}")
-    ctx.close()

@@ -6,8 +6,9 @@ div holds traces) and that no exception or error box and no JavaScript error app
 control (slider, select box, radio or tab) and check again; on pages that read the sentence,
 type one with HTML and script tags: no dialog opens, no tag becomes an element, the tokens show
 as typed. All along, the browser attempts no request to another host than the loopback
-server (conftest.guard_outside; test_e2e_network.py says why). Screenshots of each page go
-to test-output/screenshots/all_pages_<page>.png (and all_pages_<page>_typed.png).
+server (conftest.guard_outside records every request; test_e2e_network.py says why).
+Screenshots of each page go to test-output/screenshots/all_pages_<page>.png (and
+all_pages_<page>_typed.png).
 
 A shared link (a page URL with its state) is the first thing a student opens, so one test
 starts its own fresh server and opens a sub-page link before anyone visited "/".

@@ -177,12 +177,11 @@ AS_RGB = """c => { const s = document.createElement('span'); s.style.color = c;
   document.body.appendChild(s); const v = getComputedStyle(s).color; s.remove(); return v; }"""
 
 
-def test_a_chart_drawn_in_place_looks_like_the_others_dark_and_in_chinese(browser, app_url):
+def test_a_chart_drawn_in_place_looks_like_the_others_dark_and_in_chinese(tab, app_url):
     """Dark theme (the browser's preference) and Chinese: the charts drawn in place take the
     page's own background and text colours, all alike, and the open head shows its Chinese
     title after a head change."""
-    ctx = browser.new_context(viewport={"width": 1400, "height": 1000}, color_scheme="dark")
-    page = ctx.new_page()
+    page = tab(color_scheme="dark")
     open_page(page, app_url, "/explore?lang=zh&text=I+saw+a+saw&ex_layer=1&ex_head=2")
     wait_for_live(page)
     choose(page, "头", "4")
@@ -197,7 +196,6 @@ def test_a_chart_drawn_in_place_looks_like_the_others_dark_and_in_chinese(browse
     assert min(light) > 180 and text != background  # light text on the dark page
     assert not page_errors(page)
     screenshot(page, "explore_live_head_dark_zh")
-    ctx.close()
 
 
 def test_past_the_outline_limit_layer_and_head_rerun_only_their_part(page, app_url):
@@ -219,17 +217,16 @@ def test_past_the_outline_limit_layer_and_head_rerun_only_their_part(page, app_u
     screenshot(page, "explore_fragment_head")
 
 
-def test_a_chart_that_cannot_be_drawn_says_so(browser, app_url):
+def test_a_chart_that_cannot_be_drawn_says_so(tab, app_url):
     """Where plotly.js cannot load (here: the page's copy is marked failed before the app
     runs, as a script that does not evaluate leaves it), a chart drawn in place says so as
     text on the page instead of staying blank; the page's other parts still work."""
-    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
-    ctx.add_init_script("""(() => {
+    page = tab()
+    page.add_init_script("""(() => {
       const r = {state: "failed", ready: Promise.reject(new Error("refused by the test"))};
       r.ready.catch(() => {});
       window.attnvizPlotly = r;
     })();""")
-    page = ctx.new_page()
     page.goto(f"{app_url}/explore?text=I+saw+a+saw")
     wait_for_app(page, plots=False)
     page.wait_for_function(
@@ -240,15 +237,13 @@ def test_a_chart_that_cannot_be_drawn_says_so(browser, app_url):
     assert page.get_by_text("Numbers in this figure").count() >= 2
     page.locator(LIVE).first.scroll_into_view_if_needed()
     screenshot(page, "explore_chart_failed")
-    ctx.close()
 
 
-def test_a_chart_drawn_in_place_downloads_png_and_svg_from_its_toolbar(browser, app_url):
+def test_a_chart_drawn_in_place_downloads_png_and_svg_from_its_toolbar(tab, app_url):
     """The open head's toolbar: the camera gives a PNG and the SVG button an SVG (both drawn
     by the browser, from the chart as shown), named after the figure's title; the SVG holds
     the head's title and both saws' labels (rows and columns)."""
-    ctx = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
-    page = ctx.new_page()
+    page = tab()
     open_page(page, app_url, "/explore?text=I+saw+a+saw&ex_layer=1&ex_head=2")
     wait_for_live(page)
     chart = page.locator(".st-key-live_ex_one [data-testid=attnvizLiveChart]")
@@ -266,7 +261,6 @@ def test_a_chart_drawn_in_place_downloads_png_and_svg_from_its_toolbar(browser, 
     assert svg.startswith("<svg") and "Layer 1, head 2" in svg
     assert "saw #2" in svg and "saw #4" in svg
     assert not page_errors(page)
-    ctx.close()
 
 
 def test_plotly_js_is_a_file_the_browser_keeps_never_on_the_websocket(browser, app_url):

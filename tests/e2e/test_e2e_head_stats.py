@@ -11,11 +11,8 @@ pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture
-def tall(browser):
-    ctx = browser.new_context(viewport={"width": 1400, "height": 2400})
-    pg = ctx.new_page()
-    yield pg
-    ctx.close()
+def tall(tab):
+    return tab({"width": 1400, "height": 2400})
 
 
 def test_head_stats_click_picks_a_head(tall, app_url):

@@ -9,11 +9,8 @@ pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture
-def tall(browser):
-    ctx = browser.new_context(viewport={"width": 1400, "height": 2600})
-    pg = ctx.new_page()
-    yield pg
-    ctx.close()
+def tall(tab):
+    return tab({"width": 1400, "height": 2600})
 
 
 def test_inside_score_draws(tall, app_url):

@@ -1,10 +1,11 @@
 """The app makes no outside request, and a URL with unusable numbers still draws, in Chromium.
 
 Network: every request the browser attempts to a host other than the loopback server is
-aborted and recorded (conftest.guard_outside: a route on the whole context), websockets
-included; none may be attempted. A classroom server may be offline, and a class's browsers
-should not tell anyone which pages they read. Every page is visited under that guard by
-test_e2e_all_pages (opened, a control changed, a sentence typed); here the default page and its
+aborted and recorded (conftest.guard_outside with a route on a context of its own, its cache
+empty), websockets included; none may be attempted. A classroom server may be offline, and a
+class's browsers should not tell anyone which pages they read. Every page is visited with its
+requests recorded by test_e2e_all_pages (opened, a control changed, a sentence typed; the
+shared profile, where a route would turn the cache off); here the default page and its
 tab icon, the app's own file handed over as a data: URL. (The tab icon used to be a Material
 icon name, which Streamlit's frontend fetches from fonts.gstatic.com.)
 
@@ -27,8 +28,17 @@ pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[2]
 
-def test_the_default_page_and_its_icon_make_no_outside_request(page, app_url):
-    attempted = guard_outside(page)
+@pytest.fixture
+def guarded_page(browser):
+    """A page in a context of its own, empty cache, every outside request aborted."""
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+    pg = ctx.new_page()
+    yield pg, guard_outside(pg, abort=True)
+    ctx.close()
+
+
+def test_the_default_page_and_its_icon_make_no_outside_request(guarded_page, app_url):
+    page, attempted = guarded_page
     page.goto(app_url + "/")
     wait_for_app(page)
     page.wait_for_timeout(1500)  # icons, fonts and late requests

@@ -68,11 +68,10 @@ BOXES = """() => {
 
 
 @pytest.mark.parametrize("width", [1280, 390])
-def test_the_colour_bars_title_stands_below_the_token_labels(browser, app_url, width):
+def test_the_colour_bars_title_stands_below_the_token_labels(tab, app_url, width):
     """Step 1's matrix I: its colour bar's title ("value") stands under the row of token
     labels (I #1, saw #2, ...), not among them, on a laptop and on a phone."""
-    ctx = browser.new_context(viewport={"width": width, "height": 900})
-    page = ctx.new_page()
+    page = tab({"width": width, "height": 900})
     page.goto(f"{app_url}/step_by_step?sbs_mode=toy&sbs_step=1")
     wait_for_app(page)
     page.locator(".js-plotly-plot .cbtitle text").first.wait_for(timeout=60_000)
@@ -81,4 +80,3 @@ def test_the_colour_bars_title_stands_below_the_token_labels(browser, app_url, w
     assert found["title"]["text"] == "value"
     lowest = max(t["bottom"] for t in found["ticks"])
     assert found["title"]["top"] >= lowest + 2, found
-    ctx.close()
