@@ -196,3 +196,89 @@ def test_a_heads_grids_names_thinned_panel_by_panel_and_short_sentences_keep_the
     assert kept["hint"] is None
     assert kept["figure"]["layout"]["yaxis"]["ticktext"] == ["[CLS]", "i", "saw #2", "a",
                                                              "saw #4", "[SEP]"]
+
+
+def _em(text: str, size: float) -> float:
+    """A label's width in px as a phone draws it at most: 0.56 em a Latin character, 1.05 em
+    a wide (CJK) one (Arial and Noto Sans CJK at 13-16 px, as Chromium measured them)."""
+    import unicodedata
+
+    return size * sum(1.05 if unicodedata.east_asian_width(c) in "WF" else 0.56 for c in text)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize(("heads", "tokens"), [
+    (12, ["[CLS]", "i", "saw", "a", "saw", "[SEP]"]),  # the bundled BERT
+    (9, ["I", "saw", "a", "saw"]),  # SmolLM2
+])
+def test_a_heads_grids_titles_on_a_phone_lie_apart_and_name_their_head(lang, heads, tokens):
+    """Heads of one layer on a 390 px phone: four panels a row, ~75 px apart. '第 10 个头'
+    is ~81 px wide at the titles' 15 px, so Chinese titles lay on one another (2 px apart as
+    Chromium drew BERT's, 11 px SmolLM2's). Every two neighbouring titles of a row lie 8 px
+    apart or more, and each says which head it is: its full title, or the head's number under
+    a heading ("head", "头") left of its row of panels, inside the figure."""
+    from attnviz import i18n
+    from attnviz.plotting.heatmaps import heads_grid
+
+    with i18n.use(lang):
+        grid = heads_grid(np.random.default_rng(4).random((heads, len(tokens), len(tokens))),
+                          tokens)
+        word = i18n._("head")
+        full = [i18n._("head {head}").format(head=h) for h in range(heads)]
+    (shaped,) = _node(grid, [None])
+    layout = shaped["figure"]["layout"]
+    m = layout["margin"]
+    plot = PHONE_FRAME - m["l"] - m["r"]
+    notes = layout["annotations"]
+    panels = grid.layout.meta["panels"]
+    titles = [a for a in notes if a.get("xanchor") == "center"]
+    assert len(titles) == heads
+    rows: dict[float, list] = {}
+    for h, a in enumerate(titles):
+        width = _em(a["text"], a["font"]["size"])
+        centre = m["l"] + a["x"] * plot
+        rows.setdefault(a["y"], []).append((centre - width / 2, centre + width / 2, h))
+        assert a["text"] in (full[h], str(h))  # its head, by name or number
+        assert a["y"] == pytest.approx(1 - panels["starts"][h][0] / len(
+            layout["yaxis"]["categoryarray"]))  # over its own panel's row
+    for y, row in rows.items():
+        row.sort()
+        assert all(b[0] - a[1] >= 8 for a, b in zip(row, row[1:], strict=False)), (lang, row)
+        if any(titles[h]["text"] == str(h) for _l, _r, h in row):  # numbers: the heading too
+            (heading,) = [a for a in notes if a["text"] == word and a["y"] == y]
+            right = m["l"] + heading.get("xshift", 0)
+            assert heading["xanchor"] == "right" and heading["x"] == 0
+            assert right - _em(word, heading["font"]["size"]) >= 0  # inside the figure
+            assert right <= row[0][0]  # left of the row's first title
+    if lang == "zh" and heads == 12:  # the defect: numbers and headings here
+        assert [a["text"] for a in titles] == [str(h) for h in range(12)]
+
+
+def test_token_lines_at_100_tokens_name_each_token_a_line_apart_on_a_phone():
+    """Explore's token lines at ~100 tokens name every token: 1,500 px tall, the names lay
+    13.98 px apart before Plotly's padding (12.9 px as Chromium drew them on a phone, under a
+    title broken into two lines that took the plot area's height: '[CLS]' on 'i', 186 labels
+    on one another). Now the rows fill the plot area, a line (14 px) apart or more, and a
+    phone that breaks the title into lines grows the figure by as much."""
+    from attnviz import i18n
+    from attnviz.plotting.common import LEGEND_ROW
+    from attnviz.plotting.token_lines import token_lines
+
+    n = 100
+    tokens = ["[CLS]", *(WORDS * 2)[:n - 2], "[SEP]"]
+    w = np.random.default_rng(5).random((1, n, n))
+    w /= w.sum(-1, keepdims=True)
+    for lang in ("en", "zh"):
+        with i18n.use(lang):
+            fig = token_lines(w, [0], tokens, query=2, title=i18n._(
+                "Layer {layer}: token lines (opacity = weight)").format(layer=0))
+        server = fig.to_plotly_json()["layout"]
+        assert server["yaxis"]["range"] == [n - 0.5, -0.5]  # no padding: rows fill the area
+        area = server["height"] - server["margin"]["t"] - server["margin"]["b"]
+        assert area / n >= LINE
+        assert server["margin"]["b"] >= 10 + LEGEND_ROW
+        (shaped,) = _node(fig, [None])
+        layout = shaped["figure"]["layout"]
+        assert "<br>" in layout["title"]["text"]  # broken into lines on a phone
+        phone = layout["height"] - layout["margin"]["t"] - layout["margin"]["b"]
+        assert phone == pytest.approx(area, abs=1), lang

@@ -5,6 +5,8 @@ own panels."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -357,8 +359,13 @@ def test_on_a_phone_maps_side_by_side_stack_and_a_wide_frame_keeps_the_figure(
 def test_on_a_phone_single_panels_and_the_heads_grid_stay_as_they_are(weights, tokens):
     one = attention_heatmap(weights[0, :6, :6], tokens[:6])
     grid = heads_grid(weights[:, :6, :6], tokens[:6])
-    for res in _phone_shaped([one, grid], PHONE_FRAME):
-        assert res["same"]
+    kept, shaped = _phone_shaped([one, grid], PHONE_FRAME)
+    assert kept["same"]
+    # the grid keeps its panels; titles too wide for them become the heads' numbers under a
+    # heading (test_phone_measured)
+    server, layout = grid.to_plotly_json()["layout"], shaped["figure"]["layout"]
+    for key in ("xaxis", "yaxis", "height"):
+        assert layout[key] == json.loads(json.dumps(server[key]))
 
 
 def test_on_a_phone_a_long_title_is_broken_into_lines_that_fit():

@@ -175,7 +175,10 @@ def heads_grid(
     column's number, so 'saw #2' of two panel columns are two categories that read the same;
     tick text drops the marks.
     `layout.meta["panels"]` says where each head is (`summary.grid_panels` reads it back: the
-    figure's number tables, one per head, and the tests).
+    figure's number tables, one per head, and the tests), and each title's short form (`short`:
+    the head's number; `heading`: "head"), which a phone whose panels are too narrow for the
+    titles shows as a table's header does: the heading left of each row of panels, each
+    panel's number over it (ui.phone_layout's phoneHeads).
     """
     H, n = matrices.shape[0], matrices.shape[-1]
     used = max(1, min(cols, H))  # panel columns that hold a head
@@ -267,7 +270,8 @@ def heads_grid(
             margin=dict(l=10 + label_room(ytext, titled=False), r=10, t=70,
                         b=below + COLORBAR_BELOW),
             plot_bgcolor="rgba(0,0,0,0)",  # the gaps show the page, as between subplots
-            meta=dict(panels=dict(titles=titles, starts=starts, size=m)),
+            meta=dict(panels=dict(titles=titles, starts=starts, size=m,
+                                  short=[str(h) for h in range(H)], heading=_("head"))),
             title=(_("{title} (overview: blocks of {factor} tokens, max)").format(
                 title=title or _(KINDS[kind]["title"]), factor=factor) if factor > 1
                 else title or _(KINDS[kind]["title"])),

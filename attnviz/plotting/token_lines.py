@@ -9,7 +9,8 @@ opacity steps: a line of weight w is drawn at opacity 0.15 + 0.85 * ceil(w * lev
 drawable; for one picked token its 10 strongest lines always show. The exact weight of
 each drawn line is in the hover of its midpoint.
 
-The tokens are a labelled dot each, up to LABELS_UP_TO of them; past that (the labels would
+The tokens are a labelled dot each, up to LABELS_UP_TO of them, a line (LABEL_GAP px) apart
+(the figure grows taller for it: 1,880 px at 127 tokens); past that (the labels would
 overlap) each side is one line through the tokens' places, hovered per token, labelled at
 every k-th token (its number and text, LABEL_GAP px apart), and the chosen query a diamond
 on top.
@@ -23,6 +24,8 @@ every head, as a decoder's later tokens are), in sentence order, a gap row
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import plotly.graph_objects as go
@@ -40,8 +43,8 @@ from .common import (
     tick_labels,
 )
 
-LABELS_UP_TO = 127  # tokens up to which each token is a dot with its label (11 px apart)
-LABEL_GAP = 14  # px between the labels of every k-th token, past LABELS_UP_TO tokens
+LABELS_UP_TO = 127  # tokens up to which each token is a dot with its label
+LABEL_GAP = 14  # px between two labels (a line of FONT's 13 px, as Chromium draws it)
 GAP = "\u2002"  # an en space: not XML white space, so SVG text keeps it
 FOCUS_FROM = 640  # tokens from which one query's lines go to its chosen keys only
 WINDOW = 5  # keys drawn on each side of the chosen query, past FOCUS_FROM tokens
@@ -134,8 +137,10 @@ def token_lines(
     data.append(hover_points(hx, hy, hdata))
     px = max(2.5, min(24.0, 1400 / max(n, 1)))
     height = int(min(1500, max(320, px * n + 120)))
-    drawn_px = (height - 60 - 10 - LEGEND_ROW) / max(n, 1)  # a token's px in the plot area
     show_text = n <= LABELS_UP_TO
+    if show_text:  # every token named: its label a line (LABEL_GAP px) from the next one's
+        height = max(height, math.ceil(LABEL_GAP * n + 70 + LEGEND_ROW))
+    drawn_px = (height - 60 - 10 - LEGEND_ROW) / max(n, 1)  # a token's px in the plot area
     # a repeated token as 'saw #2', a token seen once bare
     names = tick_labels(tokens, max_ticks=n, indices=indices, labels=labels, pieces=pieces)[1]
 
@@ -177,7 +182,8 @@ def token_lines(
         ))
     return go.Figure(data=data, layout=dict(
         xaxis=dict(visible=False, range=[-0.45, 1.45]),
-        yaxis=dict(visible=False, autorange="reversed"),
+        # the tokens' rows fill the plot area (no padding of Plotly's): drawn_px apart
+        yaxis=dict(visible=False, range=[n - 0.5, -0.5]),
         title=title, font=FONT, height=height,
         # b: one row of the legend below, reserved up front (drawn once, not twice).
         margin=dict(l=10, r=10, t=60, b=10 + LEGEND_ROW), hovermode="closest",

@@ -31,6 +31,19 @@ CHARTS = """() => [...document.querySelectorAll('.stPlotlyChart, .attnviz-live-c
               g => getComputedStyle(g).display !== 'none').length};
 })"""
 
+# Each chart's least px between two of its annotations side by side (a heads grid's titles).
+TITLE_GAPS = """() => [...document.querySelectorAll('.js-plotly-plot')].map(c => {
+  const boxes = [...c.querySelectorAll('.infolayer .annotation-text')].map(
+    e => e.getBoundingClientRect());
+  let gap = Infinity;
+  boxes.forEach(a => boxes.forEach(b => {
+    if (a.left < b.left && Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) > 2) {
+      gap = Math.min(gap, b.left - a.right);
+    }
+  }));
+  return gap === Infinity ? 1e9 : gap;
+})"""
+
 
 @pytest.fixture
 def phone(browser):
@@ -56,6 +69,14 @@ def test_a_phone_never_scrolls_sideways(phone, app_url, path):
     assert all(c["live"] for c in charts)  # every chart is drawn in place (ui.live_chart)
     if path == "/":  # the 12-head grid (one heatmap, twelve panel titles) fits the phone
         assert charts[0]["grid"] and not charts[0]["wide"]
+        # its titles (each its head's name, or its number under a heading: ui.phone_layout's
+        # phoneHeads) lie 8 px apart or more, and no label of it on another (label_collisions)
+        from scripts.screenshots import LABELS, label_collisions
+
+        gaps = phone.evaluate(TITLE_GAPS)
+        assert gaps and gaps[0] >= 8, gaps
+        first = phone.evaluate(LABELS, ".js-plotly-plot")[0]
+        assert label_collisions(first) == []
     if path == "/inside_score":  # q, k and the weights, then the values: down the frame
         assert len(charts) == 2 and not any(c["wide"] for c in charts)
     for c in charts:

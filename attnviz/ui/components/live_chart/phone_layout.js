@@ -34,7 +34,10 @@
 // viewport: the component is drawn in the page, not in a frame of its own) narrower than
 // PHONE.screen px: a narrow column of a laptop's or projector's page (presentation mode's
 // figure column) is left as drawn. Left as they are: a figure of one panel per row (a heads
-// grid is one heatmap), a frame that is wide enough, and a wide screen.
+// grid is one heatmap), a frame that is wide enough, and a wide screen. A heads grid whose
+// panels are too narrow for their titles ("head 10") is titled by the heads' numbers under
+// one heading per row of panels (phoneHeads). A title broken into lines grows the figure by
+// as much (phoneTitle).
 //
 // Once drawn, the chart is measured where Plotly decides what it draws (phoneDrawn: the plot
 // areas and tick labels on the page, read from the DOM), and `phoneAgain(figure, width,
@@ -54,7 +57,7 @@
 
 const PHONE = {narrow: 640, screen: 1000, minPanel: 140, gap: 36, titleLine: 18, barRoom: 100,
                ticks: 24, axisTitle: 28, rowGap: 16, drawnAt: 760, opBand: 48, opGap: 30,
-               minColumn: 60, stretch: 1.5, labelGap: 12};
+               minColumn: 60, stretch: 1.5, labelGap: 12, titleGap: 12};
 
 // Whether a frame `width` px wide is a phone's: narrower than PHONE.narrow on a screen (the
 // page's viewport, the component being drawn in the page itself) narrower than PHONE.screen.
@@ -235,7 +238,8 @@ function phoneTitles(layout, panels) {
 }
 
 // The figure's title broken into lines that fit `room` px (at spaces, or between CJK
-// characters), the top margin grown by a line for each line added; null when it fits.
+// characters), the top margin and the figure's height grown by a line for each line added;
+// null when it fits.
 function phoneTitle(layout, room) {
   const title = layout.title;
   const text = typeof title === "string" ? title : title && title.text;
@@ -248,9 +252,13 @@ function phoneTitle(layout, room) {
   // at the figure's top edge, its lines downwards (a title centred in the top margin would
   // grow onto the subplot titles); Plotly anchors such a title by its first line's baseline,
   // hence a line's height more of padding
+  // the figure grows by as much, so its plot area keeps its height (a token lines chart's
+  // names stay a line apart)
+  const grown = 22 * added + 1.6 * size;
   return {title: {...(typeof title === "string" ? {} : title), text: lines.join("<br>"),
                   yref: "container", y: 1, yanchor: "top", pad: {t: 8 + 1.6 * size, b: 0}},
-          margin: {...m, t: (m.t ?? 100) + 22 * added + 1.6 * size}};
+          margin: {...m, t: (m.t ?? 100) + grown},
+          height: Math.round((layout.height || 450) + grown)};
 }
 
 // `text` broken into lines that fit `room` px at font `size` (at spaces, or between CJK
@@ -284,6 +292,58 @@ function phoneTitled(figure, width) {
   return titled ? {...figure, layout: {...figure.layout, ...titled}} : figure;
 }
 
+// A heads grid (plotting.heads_grid: one heatmap whose panels are the heads, placed by
+// layout.meta.panels) in a frame `width` px wide whose panels lie closer than their titles
+// need (two neighbours' titles, as wide as the page's font draws them or phoneTextBox
+// estimates them, and PHONE.titleGap px between them): each panel titled by its short form
+// (meta.panels.short: the head's number) and the heading (meta.panels.heading: "head") at the
+// titles' height left of each row of panels, right-aligned in the left margin (as wide as it
+// needs), as a table's header names its columns. The same object where the titles fit, on a
+// wide screen, or for any other figure.
+function phoneHeads(figure, width) {
+  const layout = figure && figure.layout;
+  const meta = layout && layout.meta;
+  const panels = meta && typeof meta === "object" ? meta.panels : null;
+  if (!panels || !phoneNarrow(width) || !Array.isArray(panels.titles) ||
+      !Array.isArray(panels.short) || panels.short.length !== panels.titles.length ||
+      !Array.isArray(panels.starts) || panels.starts.length !== panels.titles.length ||
+      typeof panels.heading !== "string") return figure;
+  const ax = layout.xaxis || {};
+  const cats = Array.isArray(ax.categoryarray) ? ax.categoryarray.length : 0;
+  const notes = layout.annotations || [];
+  const at = panels.titles.map(t => notes.findIndex(a => a && a.xref === "paper" &&
+                                                         a.text === t && !a.showarrow));
+  if (!cats || at.some(i => i < 0)) return figure;
+  const m = layout.margin || {};
+  const wide = (text, a) => {
+    const font = {...(layout.font || {}), ...((a && a.font) || {})};
+    const size = font.size || 12;
+    return phoneMeasured(text, size, font.family) || phoneTextBox(text, size).width;
+  };
+  const domain = ax.domain || [0, 1];
+  const pitch = l => (width - l - (m.r ?? 80)) * (domain[1] - domain[0]) / cats;  // px a column
+  // neighbours in a row of panels: their titles' half widths and PHONE.titleGap between them
+  const fits = (texts, l) => panels.starts.every(([r0, c0], h) => {
+    const right = panels.starts.map(([r, c], k) => ({c, k})).filter(p => p.k !== h &&
+      panels.starts[p.k][0] === r0 && p.c > c0).sort((a, b) => a.c - b.c)[0];
+    return !right || (right.c - c0) * pitch(l) >= PHONE.titleGap +
+      (wide(texts[h], notes[at[h]]) + wide(texts[right.k], notes[at[right.k]])) / 2;
+  });
+  if (fits(panels.titles, m.l ?? 80)) return figure;
+  const first = notes[at[0]];
+  const l = Math.max(m.l ?? 80, Math.ceil(wide(panels.heading, first)) + 12);
+  const out = notes.map((a, i) => {
+    const h = at.indexOf(i);
+    return h < 0 ? a : {...a, text: panels.short[h]};
+  });
+  const rows = [...new Set(panels.starts.map(([r0]) => r0))];
+  rows.forEach(r0 => {
+    const a = notes[at[panels.starts.findIndex(([r]) => r === r0)]];
+    out.push({...a, text: panels.heading, x: 0, xanchor: "right", xshift: -6});
+  });
+  return {...figure, layout: {...layout, annotations: out, margin: {...m, l}}};
+}
+
 // The layout a frame `width` px wide gives the figure, as a string: "0" (as drawn), the
 // number of panels to a row, or "f" and the number of lines of a flowed equation; "t" after
 // it when the title is broken into lines.
@@ -292,11 +352,11 @@ function phoneKey(figure, width, hint) {
   const plan = phonePlan(titled, width, hint);
   const flow = plan ? null : phoneFlowPlan(titled, width);
   return String(plan ? plan.cols : flow ? "f" + flow.lines.length : 0) +
-         (titled !== figure ? "t" : "");
+         (titled !== figure ? "t" : "") + (phoneHeads(titled, width) !== titled ? "h" : "");
 }
 
 function phoneShaped(figure, width, div, hint) {
-  figure = phoneThinned(phoneTitled(figure, width), hint && hint.thin);
+  figure = phoneThinned(phoneHeads(phoneTitled(figure, width), width), hint && hint.thin);
   const plan = phonePlan(figure, width, hint);
   const flow = plan ? null : phoneFlowPlan(figure, width);
   if (flow) return phoneFlowed(figure, flow, div);
@@ -734,7 +794,7 @@ function phoneAgain(figure, width, drawn, hint) {
   hint = hint || {};
   const next = {labels: hint.labels || 0, left: hint.left || 0, thin: {...(hint.thin || {})}};
   let changed = false;
-  const titled = phoneThinned(phoneTitled(figure, width), hint.thin);
+  const titled = phoneThinned(phoneHeads(phoneTitled(figure, width), width), hint.thin);
   const layout = titled.layout;
   for (const [id, d] of Object.entries(drawn.panels)) {
     const [, xs, ys] = /^x(\d*)y(\d*)$/.exec(id);
