@@ -102,7 +102,7 @@ def show_step(ctx: ui.Context, s: lesson.Step, settings: taggers.Settings, ws: l
               big: bool, room: classroom.Class | None) -> None:
     """The step: text and figures side by side when presenting, one under the other else;
     in a class, the room's answers under the question (and, presenting, the class's line at
-    the top of the text column)."""
+    the top of the text column, the step's notes folded below the columns)."""
     v = steps.step_of(ctx, s, settings, ws, big)
     body, main = st.columns([5, 6], gap="medium") if big else (st.container(),) * 2
     body, main = body.container(key="lesson_body"), main.container(key="lesson_main")
@@ -111,7 +111,8 @@ def show_step(ctx: ui.Context, s: lesson.Step, settings: taggers.Settings, ws: l
     if big and room is not None:  # the class's line: one line, the figures keep their room
         classroom.bar(room, step, body, compact=True)
     classroom.lead_reveal(room, step, shown, lambda: steps.right_choice(v))
-    places = steps.show(v, shown, body, main)
+    # presenting in a class: the room's answers take the notes' place (steps.Places)
+    places = steps.show(v, shown, body, main, room=room is not None)
     if s.predict:
         classroom.question(room, step, places.where("question"), big)
 

@@ -182,6 +182,15 @@ def test_a_teacher_leads_and_a_student_follows(class_store: ClassStore, cpu_mode
     assert teacher.button(key="class_leave").label == "End class mode"
     said = [m.value for m in teacher.markdown]
     assert "1 of 1 answered" in said and not [m for m in said if "1 answered." in m]
+    # and the room's answers take the notes' place: the head's claim and the layer and head
+    # it is about lie in the step's fold under the columns (closed), the text column keeps
+    # the step's text, the question with the room's answers and the answer
+    fold = [e for e in teacher.expander if e.label.startswith(f"More on step {ATTENTION}:")]
+    assert len(fold) == 1 and not fold[0].proto.expanded
+    assert {b.key for b in fold[0].selectbox} == {"lesson_layer", "lesson_head"}
+    claims = [[m for m in where.markdown if "puts its largest weight" in m.value]
+              for where in (teacher, fold[0])]
+    assert len(claims[0]) == len(claims[1]) == 1
 
     # a student looks back, then returns with one tap
     click(student, "lesson_back")

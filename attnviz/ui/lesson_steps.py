@@ -3,8 +3,11 @@ it goes), drawn here into the page's containers: `body` (the step's text, its qu
 answer; the left column when presenting), `notes` (the measured claims, in smaller type when
 presenting, inside `body`), `main` (the step's main figure; the right column when presenting)
 and the page under them: when presenting, folded into one expander, closed, so that a
-projector shows the question, the figure and Next, and nothing is lost. The widgets a step has
-(the attention step's layer and head) and the links of the last step are drawn here too.
+projector shows the question, the figure and Next, and nothing is lost. With a class running
+(presenting), the room's answers take the notes' place: the notes and a figure of the text
+column go into that expander too (the teacher says them; each student's phone shows them). The
+widgets a step has (the attention step's layer and head) and the links of the last step are
+drawn here too.
 """
 
 from __future__ import annotations
@@ -57,11 +60,13 @@ class Places:
     """The page's containers for a step's parts; a question or an answer gets a container of
     its own (keyed: the page's style finds them). The page under the columns (`below`) is,
     when presenting (`fold`: the step's number), an expander closed at first, made when
-    something is drawn there (its label names the step, so each step's starts closed)."""
+    something is drawn there (its label names the step, so each step's starts closed). In a
+    class (`room`, presenting), the notes and the text column's figures go there too: the
+    text column holds the step's text, its question with the room's answers, and the answer."""
 
-    def __init__(self, body, main, fold: int | None = None):
+    def __init__(self, body, main, fold: int | None = None, room: bool = False):
         self.body, self.main, self.notes, self.question = body, main, None, None
-        self.fold, self.rest = fold, None
+        self.fold, self.rest, self.room = fold, None, room and fold is not None
 
     def below(self):
         """The page under the two columns: folded away when presenting."""
@@ -81,7 +86,8 @@ class Places:
             return self.body.container(key="lesson_answer")
         if name == "notes":
             if self.notes is None:
-                self.notes = self.body.container(key="lesson_notes")
+                self.notes = (self.below() if self.room else self.body).container(
+                    key="lesson_notes")
             return self.notes
         if name == "page":
             return self.below()
@@ -89,7 +95,8 @@ class Places:
 
     def draw(self, parts: list[view.Part]) -> None:
         for part in parts:
-            render(part.block, where=self.where(part.where), key=part.key)
+            figure = self.room and part.where == "body" and part.key is not None
+            render(part.block, where=self.where("page" if figure else part.where), key=part.key)
 
 
 def parts(v: view.Lesson, name: str, build: Callable[[], object], *extra: Hashable):
@@ -102,12 +109,13 @@ def parts(v: view.Lesson, name: str, build: Callable[[], object], *extra: Hashab
                               v.settings, v.big, language(), *extra), build)
 
 
-def show(v: view.Lesson, shown: bool, body, main) -> Places:
+def show(v: view.Lesson, shown: bool, body, main, room: bool = False) -> Places:
     """Draw the step under the page's navigation: its text, the tag table, once revealed its
     view (with the attention step's layer and head, the last step's links), the download;
-    when presenting (v.big), what lies under the two columns folded into one expander. The
-    page's places are returned (class mode draws the room's answers under the question)."""
-    places = Places(body, main, lesson.STEPS.index(v.step) + 1 if v.big else None)
+    when presenting (v.big), what lies under the two columns folded into one expander, and in
+    a class (`room`) the notes and the text column's figures with it. The page's places are
+    returned (class mode draws the room's answers under the question)."""
+    places = Places(body, main, lesson.STEPS.index(v.step) + 1 if v.big else None, room)
     said = parts(v, "text", lambda: view.text(v, shown), shown)
     places.draw(classroom.for_student(said) if student() else said)
     places.where("notes")  # under the text, above what the step draws into it
