@@ -282,3 +282,28 @@ def test_token_lines_at_100_tokens_name_each_token_a_line_apart_on_a_phone():
         assert "<br>" in layout["title"]["text"]  # broken into lines on a phone
         phone = layout["height"] - layout["margin"]["t"] - layout["margin"]["b"]
         assert phone == pytest.approx(area, abs=1), lang
+
+
+def test_a_long_heads_grids_heading_on_a_phone_stands_clear_of_the_first_row_name():
+    """Heads of one layer at 90 tokens on a phone: the row names ('#0 [CLS]', '#8 yesterday')
+    need a wide left margin, so even English titles ('head 10') outgrow their panels: the
+    heads' numbers under 'head'. The first row name is centred 1 px under each panel's top,
+    half a line (7 px) above it, where the heading stood ('#0 [CLS]' on 'head', once a row as
+    Chromium drew it): the heading, and the numbers with it, stand that much higher."""
+    from attnviz.plotting.heatmaps import heads_grid
+
+    tokens = ["[CLS]", *(WORDS * 2)[:88], "[SEP]"]
+    grid = heads_grid(np.random.default_rng(6).random((12, 90, 90)), tokens)
+    (shaped,) = _node(grid, [None])
+    layout = shaped["figure"]["layout"]
+    m, y = layout["margin"], layout["yaxis"]
+    headings = [a for a in layout["annotations"] if a["text"] == "head"]
+    numbers = [a for a in layout["annotations"] if a.get("xanchor") == "center"]
+    assert len(headings) == 3 and [a["text"] for a in numbers] == [str(h) for h in range(12)]
+    row = (layout["height"] - m["t"] - m["b"]) / len(y["categoryarray"])  # px a row
+    first = y["categoryarray"].index(y["tickvals"][0])
+    reach = LINE / 2 - (first + 0.5) * row  # px the first name rises above its panel
+    assert reach > 0
+    for a in headings:
+        assert a["yshift"] >= reach  # its bottom above the name's top
+        assert {b["yshift"] for b in numbers if b["y"] == a["y"]} == {a["yshift"]}

@@ -298,7 +298,8 @@ function phoneTitled(figure, width) {
 // estimates them, and PHONE.titleGap px between them): each panel titled by its short form
 // (meta.panels.short: the head's number) and the heading (meta.panels.heading: "head") at the
 // titles' height left of each row of panels, right-aligned in the left margin (as wide as it
-// needs), as a table's header names its columns. The same object where the titles fit, on a
+// needs), as a table's header names its columns; both a little higher where a panel's first
+// row name reaches above the panel (many short rows). The same object where the titles fit, on a
 // wide screen, or for any other figure.
 function phoneHeads(figure, width) {
   const layout = figure && figure.layout;
@@ -332,14 +333,26 @@ function phoneHeads(figure, width) {
   if (fits(panels.titles, m.l ?? 80)) return figure;
   const first = notes[at[0]];
   const l = Math.max(m.l ?? 80, Math.ceil(wide(panels.heading, first)) + 12);
+  // A panel's first row name centred less than half a line under its top (many short rows)
+  // reaches above it, where the heading stands: the heading and the numbers rise together
+  // by as much.
+  const yAx = layout.yaxis || {};
+  const yCats = Array.isArray(yAx.categoryarray) ? yAx.categoryarray : [];
+  const top = Array.isArray(yAx.tickvals) && yAx.tickvals.length ?
+    yCats.indexOf(yAx.tickvals[0]) : -1;
+  const rowPx = Math.max(0, (layout.height || 450) - (m.t ?? 100) - (m.b ?? 80)) /
+    Math.max(1, yCats.length);
+  const size = (yAx.tickfont && yAx.tickfont.size) || (layout.font && layout.font.size) || 12;
+  const rise = top >= 0 ? Math.max(0, Math.ceil(0.6 * size - (top + 0.5) * rowPx) + 2) : 0;
+  const up = a => (rise ? {yshift: (a.yshift || 0) + rise} : {});
   const out = notes.map((a, i) => {
     const h = at.indexOf(i);
-    return h < 0 ? a : {...a, text: panels.short[h]};
+    return h < 0 ? a : {...a, text: panels.short[h], ...up(a)};
   });
   const rows = [...new Set(panels.starts.map(([r0]) => r0))];
   rows.forEach(r0 => {
     const a = notes[at[panels.starts.findIndex(([r]) => r === r0)]];
-    out.push({...a, text: panels.heading, x: 0, xanchor: "right", xshift: -6});
+    out.push({...a, text: panels.heading, x: 0, xanchor: "right", xshift: -6, ...up(a)});
   });
   return {...figure, layout: {...layout, annotations: out, margin: {...m, l}}};
 }
