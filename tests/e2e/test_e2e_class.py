@@ -13,8 +13,9 @@ the teacher's screen and on every phone holds exactly the counts of the answers 
 one marked, and each student's own answer named. A student looks back and returns to the
 class with one tap; the teacher reloads and still leads; a worker killed mid-class (SIGKILL)
 loses no answer and its pages follow the class again from the other worker; presentation mode
-with the histogram fits 1280x720 in English and in Chinese: the step's heading, its text, its
-figures, the class's line (its code large) and the histogram, every text 18 px or more."""
+with the histogram fits 1280x720 at every question step from step 4 on (4, 6, 7, 8), in
+English and in Chinese: the step's heading, its text, its figures, the class's line (its code
+large) and the histogram, every text 18 px or more (the step's notes are folded below)."""
 
 from __future__ import annotations
 
@@ -41,6 +42,9 @@ PHONE = {"width": 390, "height": 844}
 LAPTOP = {"width": 1280, "height": 720}
 STUDENTS = [("en", PHONE), ("zh", PHONE), ("en", PHONE), ("en", LAPTOP), ("en", LAPTOP)]
 STEPS = (2, 3, 4)  # per_word, window, far: each asks a question with choices
+# presenting with the class: each later question step (attention, no_positions, positions)
+# and the charts of its figure column (step 4's: the tags' table and the curves)
+PRESENTED = {4: 2, 6: 1, 7: 2, 8: 1}
 
 
 @pytest.fixture(scope="module")
@@ -101,31 +105,47 @@ BLOCKS = """([w, h]) => {
 }"""
 
 
-def fits_one_screen(teacher, lang: str, code: str) -> None:
+def fits_one_screen(teacher, lang: str, code: str, step: int) -> None:
     """The teacher's presented step with the room's histogram lies inside 1280x720 (every
     block: the page is laid out after its run, its charts drawn in place after it, so the
     fit is awaited), its texts 18 px or more, the class's code large."""
-    main = ".st-key-lesson_main "
-    # step 4: the tags' table and the curves (each chart's element first, then its drawing)
-    charts = drawn_charts(teacher, main + "[data-testid='attnvizLiveChart']", 2, FOLLOW_MS)
-    assert charts >= 2, lang
+    assert re.search(rf"lesson_step={step}\b", teacher.url), (lang, step, teacher.url)
+    main, name = ".st-key-lesson_main ", (lang, step)
+    # the figure column's charts (each chart's element first, then its drawing)
+    charts = drawn_charts(teacher, main + "[data-testid='attnvizLiveChart']", PRESENTED[step],
+                          FOLLOW_MS)
+    assert charts >= PRESENTED[step], name
     assert drawn_charts(teacher, main + ".js-plotly-plot", charts, FOLLOW_MS) \
-        == charts, lang
+        == charts, name
     assert drawn_charts(teacher, ".st-key-lesson_question .js-plotly-plot", 1,
-                        FOLLOW_MS) == 1, lang
+                        FOLLOW_MS) == 1, name
     size = [LAPTOP["width"], LAPTOP["height"]]
     try:
         teacher.wait_for_function(f"(size) => ({BLOCKS})(size).outside.length === 0",
                                   arg=size, timeout=FOLLOW_MS, polling=250)
     except Exception:  # noqa: BLE001 - the screen as it was, then the measured blocks below
-        teacher.screenshot(path=str(SHOTS / f"class_teacher_present_{lang}_failed.png"))
+        teacher.screenshot(path=str(SHOTS / f"class_teacher_present_{lang}_step{step}_failed.png"))
     seen = teacher.evaluate(BLOCKS, size)
-    teacher.screenshot(path=str(SHOTS / f"class_teacher_present_{lang}.png"))
-    assert not seen["outside"] and seen["blocks"] >= 8, (lang, seen)
-    assert seen["code"]["text"] == code and seen["code"]["px"] >= 24, (lang, seen)
+    teacher.screenshot(path=str(SHOTS / f"class_teacher_present_{lang}_step{step}.png"))
+    assert not seen["outside"] and seen["blocks"] >= 8, (name, seen)
+    assert seen["code"]["text"] == code and seen["code"]["px"] >= 24, (name, seen)
     smallest = teacher.evaluate(SMALLEST)
-    assert smallest["size"] >= SMALLEST_PX, (lang, smallest)
-    assert not page_errors(teacher), lang
+    assert smallest["size"] >= SMALLEST_PX, (name, smallest)
+    assert not page_errors(teacher), name
+
+
+def present_to(teacher, lang: str, step: int) -> None:
+    """The presenting teacher steps (Next, Back) to `step`, its answer revealed (Answer ▶):
+    reruns of the same page."""
+    for _ in range(12):
+        here = int(re.search(r"lesson_step=(\d+)", teacher.url).group(1))
+        label = teacher.locator(".st-key-lesson_next button").inner_text()
+        if here == step and tr(lang, "Next ▶") in label:
+            return
+        teacher.locator(".st-key-lesson_back button" if here > step
+                        else ".st-key-lesson_next button").click()
+        settle(teacher)
+    raise AssertionError((lang, step, teacher.url))
 
 
 def test_a_class_follows_the_teacher_and_sees_the_room(hall, browser):
@@ -253,16 +273,21 @@ def test_a_class_follows_the_teacher_and_sees_the_room(hall, browser):
         settle(teacher)
     assert room_counts(teacher) == last_counts  # step 4's answers, given before the kill
 
-    # Presentation mode with the histogram: the whole step on one 1280x720 screen, in English
-    # and (the same teacher, the page opened again in Chinese) in Chinese.
+    # Presentation mode with the histogram: the whole step on one 1280x720 screen, every
+    # question step from 4 on (revealed as the teacher goes), in English and (the same
+    # teacher, the page opened again in Chinese) in Chinese, back to step 4.
     teacher.get_by_text("Presentation mode").click()
     teacher.wait_for_url(re.compile(r"lesson_present=true"), timeout=FOLLOW_MS)  # the toggle's
     settle(teacher)
-    fits_one_screen(teacher, "en", code)
+    for step in PRESENTED:
+        present_to(teacher, "en", step)
+        fits_one_screen(teacher, "en", code, step)
     teacher.goto(teacher.url + "&lang=zh")
     settle(teacher)
-    assert "lesson_present=true" in teacher.url and f"lesson_step={STEPS[-1]}" in teacher.url
-    fits_one_screen(teacher, "zh", code)
+    assert "lesson_present=true" in teacher.url
+    for step in reversed(PRESENTED):
+        present_to(teacher, "zh", step)
+        fits_one_screen(teacher, "zh", code, step)
     assert room_counts(teacher) == last_counts
     (SHOTS.parent / "class_follow.json").write_text(json.dumps(timings, indent=1))
     for _lang, page in students:
