@@ -168,3 +168,20 @@ def test_a_decoder_query_draws_no_masked_key():
     fig = token_lines(w[None], [0], [f"t{i}" for i in range(n)], query=query)
     assert fig.layout.meta["keys"] == [0, 1, 2, 3] and fig.layout.meta["n_keys"] == n
     np.testing.assert_allclose(fig.layout.meta["shares"], [1.0], atol=1e-5)
+
+
+def test_the_chosen_querys_label_stands_clear_of_its_diamond(model):
+    """Plotly sets a point's text off by that point's own marker: the query's label sits by a
+    clear dot as large as the diamond drawn over it, so the diamond never covers its last
+    character ('saw #2'); every other label by its 5 px dot."""
+    t = model.trace("I saw a saw")
+    fig = token_lines(t.weights[0, [0]], [0], t.tokens, query=2)
+    queries = next(tr for tr in fig.data if tr.name == "queries")
+    diamond = next(tr for tr in fig.data if tr.marker.symbol == "diamond")
+    assert list(queries.text) == ["[CLS]", "i", "saw #2", "a", "saw #4", "[SEP]"]
+    sizes, colours = list(queries.marker.size), list(queries.marker.color)
+    assert sizes[2] == diamond.marker.size == 10 and sizes[:2] + sizes[3:] == [5] * 5
+    assert colours[2].replace(" ", "").endswith(",0)") and len(set(colours[:2] + colours[3:])) == 1
+    assert list(diamond.y) == [2]
+    keys = next(tr for tr in fig.data if tr.name == "keys")
+    assert keys.marker.size == 5  # the keys' side has no diamond

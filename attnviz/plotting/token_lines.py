@@ -46,6 +46,8 @@ from .common import (
 LABELS_UP_TO = 127  # tokens up to which each token is a dot with its label
 LABEL_GAP = 14  # px between two labels (a line of FONT's 13 px, as Chromium draws it)
 GAP = "\u2002"  # an en space: not XML white space, so SVG text keeps it
+QUERY_MARK = 10  # px: the chosen query's diamond
+CLEAR = "rgba(0,0,0,0)"
 FOCUS_FROM = 640  # tokens from which one query's lines go to its chosen keys only
 WINDOW = 5  # keys drawn on each side of the chosen query, past FOCUS_FROM tokens
 SKIPPED = "\u22ee"  # ⋮: keys left out between two drawn ones
@@ -150,8 +152,13 @@ def token_lines(
     for side, x, pos, one in (("queries", 0.0, "middle left", _("query")),
                               ("keys", 1.0, "middle right", _("key"))):
         if show_text:  # a dot per token, its label beside it
-            marks = dict(mode="markers+text", text=names, textposition=pos,
-                         marker=dict(size=5, color=NEUTRAL))
+            dot = dict(size=5, color=NEUTRAL)
+            if query is not None and x == 0.0:  # the query's label stands clear of its
+                # diamond: a dot of the diamond's size under it (Plotly sets a point's text
+                # off by its own marker's size), drawn clear, the diamond on top
+                dot = dict(size=[QUERY_MARK if i == query else 5 for i in range(n)],
+                           color=[CLEAR if i == query else NEUTRAL for i in range(n)])
+            marks = dict(mode="markers+text", text=names, textposition=pos, marker=dot)
         else:
             # Past LABELS_UP_TO tokens the dots (2.7 px apart at 512) touch anyway: one line
             # through the tokens' places, hovered at each, is one SVG path where n dots were
@@ -177,7 +184,7 @@ def token_lines(
         data.append(dict(
             type="scatter", x=[0.0], y=[query], mode="markers", name=_("query"),
             showlegend=False,
-            marker=dict(size=10, symbol="diamond", color=OKABE_ITO[3]),
+            marker=dict(size=QUERY_MARK, symbol="diamond", color=OKABE_ITO[3]),
             customdata=[labels[query]], hovertemplate=token_hover(_("query")),
         ))
     return go.Figure(data=data, layout=dict(
