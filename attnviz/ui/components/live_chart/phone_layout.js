@@ -325,7 +325,7 @@ function phoneHeads(figure, width) {
   const pitch = l => (width - l - (m.r ?? 80)) * (domain[1] - domain[0]) / cats;  // px a column
   // neighbours in a row of panels: their titles' half widths and PHONE.titleGap between them
   const fits = (texts, l) => panels.starts.every(([r0, c0], h) => {
-    const right = panels.starts.map(([r, c], k) => ({c, k})).filter(p => p.k !== h &&
+    const right = panels.starts.map(([, c], k) => ({c, k})).filter(p => p.k !== h &&
       panels.starts[p.k][0] === r0 && p.c > c0).sort((a, b) => a.c - b.c)[0];
     return !right || (right.c - c0) * pitch(l) >= PHONE.titleGap +
       (wide(texts[h], notes[at[h]]) + wide(texts[right.k], notes[at[right.k]])) / 2;
