@@ -315,3 +315,35 @@ def test_a_student_is_told_the_teacher_reveals_the_answer(class_store, cpu_model
         assert mine in said and hint not in said, (lang, said[:600])
     said = " ".join(m.value for m in teacher.markdown)
     assert "(Answer ▶ reveals it.)" in said and ui_class.STUDENT_HINT not in said
+
+
+def _choice_then_page(code: str, student: str) -> None:
+    import streamlit as st
+
+    from attnviz.ui import classroom
+
+    st.session_state["runs"] = st.session_state.get("runs", 0) + 1
+    if st.session_state["runs"] == 1:  # a run of the choice that comes after the reveal
+        classroom._choose(code, student, 2, ["A", "B"])
+    st.write("the page")
+
+
+def test_a_choice_run_after_the_reveal_draws_no_choice_and_reruns_the_page(class_store):
+    """A tap's run of the student's choice held up behind the page's run that drew the room's
+    answers would draw the radio over them (a fragment's output replaces what the page drew
+    in its place), and nothing reruns the page after: it draws no choice and reruns the page.
+    Before the reveal it draws the choices."""
+    from streamlit.testing.v1 import AppTest
+
+    teacher = class_store.create("I saw a saw")
+    class_store.set_step(teacher, 2, 2, "I saw a saw")
+    class_store.join(teacher.code, "s1")
+    before = AppTest.from_function(_choice_then_page, args=(teacher.code, "s1")).run()
+    assert not before.exception and before.session_state["runs"] == 1
+    assert len(before.radio) == 1
+    revealed = class_store.reveal(Teacher(teacher.code, teacher.secret, teacher.seq + 1), 0)
+    ui_class._keep(teacher.code, revealed, 1e12)  # what this process's students read now
+    after = AppTest.from_function(_choice_then_page, args=(teacher.code, "s1")).run()
+    assert not after.exception, [e.value for e in after.exception]
+    assert after.session_state["runs"] == 2 and len(after.radio) == 0
+    assert [m.value for m in after.markdown] == ["the page"]

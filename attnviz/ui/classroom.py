@@ -511,8 +511,17 @@ def _room(c: Class, step: int, names: list[str], where, big: bool) -> None:
 
 @st.fragment
 def _choose(code: str, student: str, step: int, names: list[str]) -> None:
-    """The student's answer (a tap reruns this fragment alone); changeable until the reveal."""
+    """The student's answer (a tap reruns this fragment alone); changeable until the reveal.
+    A run of it that comes after the reveal (a tap's run held up behind the page's own run
+    that drew the room's answers here) draws no choices: it reruns the page, which shows them
+    again (a fragment's output replaces what the page drew in its place)."""
     use_session_language()
+    try:
+        revealed = step in shared_state(code).revealed
+    except ClassError:
+        revealed = False
+    if revealed:
+        st.rerun()
     key = f"class_choice_{code}_{step}"
     if key not in st.session_state:
         try:
