@@ -133,6 +133,17 @@ def pytest_sessionfinish(session):
             child.wait(30)
 
 
+@pytest.fixture(autouse=True)
+def _main_module_kept():
+    """sys.modules['__main__'] as it was before the test: AppTest.from_function leaves its
+    script there, and a process started later with spawn (tests/test_classroom_store.py,
+    analysis.flow's workers) would run that script again and fail."""
+    main = sys.modules.get("__main__")
+    yield
+    if main is not None:
+        sys.modules["__main__"] = main
+
+
 @pytest.fixture
 def lesson_kept():
     """The lesson's default taggers and sweeps kept in the run's cache folder before a test

@@ -335,6 +335,7 @@ def test_a_choice_run_after_the_reveal_draws_no_choice_and_reruns_the_page(class
     Before the reveal it draws the choices."""
     from streamlit.testing.v1 import AppTest
 
+
     teacher = class_store.create("I saw a saw")
     class_store.set_step(teacher, 2, 2, "I saw a saw")
     class_store.join(teacher.code, "s1")
