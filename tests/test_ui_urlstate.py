@@ -27,7 +27,6 @@ from tests.pages_list import existing_pages
 
 ROOT = Path(__file__).resolve().parents[1]
 HUGE = "9" * 100_000
-NON_FINITE = ["inf", "-inf", "1e999", HUGE]
 OUT_OF_RANGE = ["-99999"]
 STREAMLIT_QUERY_LIMIT = 524_288  # characters: a longer query string is ignored whole
 NUMBER_WIDGETS = {"number_input", "slider", "select_slider"}
