@@ -120,9 +120,15 @@ def test_next_reveals_then_moves_and_back_returns(at):
     assert at.session_state["lesson_step"] == 2
     at.button(key="lesson_back").click().run()
     assert at.session_state["lesson_step"] == 1 and not at.exception
-    at.slider(key="lesson_step_slider").set_value(4).run()
+    at.slider(key=nav.SLIDER.format(step=1)).set_value(4).run()
     assert at.session_state["lesson_step"] == 4
     assert at.query_params["lesson_step"] == "4"  # the URL follows the step
+    assert at.slider(key=nav.SLIDER.format(step=4)).value == 4
+    at.button(key="lesson_next").click().run()  # step 4's question: its answer first
+    at.button(key="lesson_next").click().run()
+    assert at.session_state["lesson_step"] == 5
+    assert [s.key for s in at.slider] == [nav.SLIDER.format(step=5)]  # the step's own slider
+    assert at.slider[0].value == 5
 
 
 def test_per_word_step_says_why_it_is_at_or_below_the_baseline(at, ref):

@@ -196,11 +196,25 @@ def at_end(step: int) -> bool:
     return step == N and (not s.predict or revealed(s.key))
 
 
+SLIDER = "lesson_step_slider_{step}"
+
+
 def step_slider() -> None:
-    """A slider over the steps (outside presentation mode), kept on the current step."""
-    st.session_state["lesson_step_slider"] = st.session_state[STEP_KEY]
-    st.slider(_("Step"), 1, N, key="lesson_step_slider", label_visibility="collapsed",
-              on_change=lambda: go_to(st.session_state["lesson_step_slider"]))
+    """A slider over the steps (outside presentation mode), drawn on the current step, its
+    key naming that step."""
+    step = st.session_state[STEP_KEY]
+    st.slider(_("Step"), 1, N, value=step, key=SLIDER.format(step=step),
+              label_visibility="collapsed", on_change=_slid, args=(step,))
+
+
+def _slid(drawn: int) -> None:
+    """The slider drawn on step `drawn` moved: show the step it points to, unless the page
+    has left `drawn` since. A click that reaches the server before the browser has drawn the
+    new step's slider (Next, then Back at once on a busy machine) carries the old slider with
+    its old value, which Streamlit reports as changed: taken as a move, Next then Back would
+    go back two steps."""
+    if st.session_state.get(STEP_KEY) == drawn:
+        go_to(st.session_state[SLIDER.format(step=drawn)])
 
 
 def nav_buttons(step: int, present: bool, cols) -> None:

@@ -268,9 +268,11 @@ def test_a_class_follows_the_teacher_and_sees_the_room(hall, browser):
     teacher.get_by_role("button", name="Next ▶").click()
     for _lang, page in students:
         on_step(page, here + 1)
-    for _ in range(2):
+    for back_to in (here, here - 1):  # each Back one step (ui.lesson.step_slider: its key)
         teacher.get_by_role("button", name="◀ Back").click()
+        on_step(teacher, back_to)
         settle(teacher)
+    assert re.search(r"lesson_step=(\d+)", teacher.url).group(1) == str(STEPS[-1])
     assert room_counts(teacher) == last_counts  # step 4's answers, given before the kill
 
     # Presentation mode with the histogram: the whole step on one 1280x720 screen, every

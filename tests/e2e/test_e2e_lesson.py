@@ -121,3 +121,50 @@ def test_a_link_opens_the_step_in_presentation_mode(page, app):
     assert "can" in page.locator(".st-key-lesson_answer, .st-key-lesson_notes").first.inner_text()
     assert not page_errors(page)
     screenshot(page, "lesson_present_bert")
+
+
+def test_next_then_back_before_the_next_step_is_drawn_goes_back_one_step(page, app):
+    """Next, then Back while the browser still holds the step's slider (the server's messages
+    from the next step's slider on held back on the wire, as a busy machine delays them):
+    Back's message carries the old slider, its old value; the page ends on the step it left,
+    not one before (ui.lesson._slid). Once the messages are let through the page draws the
+    step Back chose."""
+    held: dict = {"arm": False, "on": False, "queue": [], "ws": None}
+
+    def hold_from_the_slider_on(ws):
+        server = ws.connect_to_server()
+
+        def from_server(msg):
+            if held["arm"] and isinstance(msg, bytes) and b"lesson_step_slider" in msg:
+                held["on"] = True
+            if held["on"]:
+                held["queue"].append(msg)
+            else:
+                ws.send(msg)
+        server.on_message(from_server)
+        held["ws"] = ws
+
+    page.route_web_socket(re.compile(r"/_stcore/stream"), hold_from_the_slider_on)
+    page.goto(f"{app}/lesson?lesson_step=2")  # from step 1 a second step back stops at 1
+    settle(page)
+    page.get_by_role("button", name="Answer ▶").click()
+    settle(page)
+    held["arm"] = True
+    page.get_by_role("button", name="Next ▶").click()
+    for _ in range(240):  # the server ran Next up to the slider
+        if held["on"]:
+            break
+        page.wait_for_timeout(250)
+    assert held["on"], "the next step's slider never came"
+    page.get_by_role("button", name="◀ Back").click()
+    page.wait_for_timeout(500)
+    held["arm"] = held["on"] = False
+    for msg in held["queue"]:
+        held["ws"].send(msg)
+    settle(page)
+    page.wait_for_timeout(500)
+    settle(page)
+    assert re.search(r"lesson_step=2\b", page.url), page.url
+    progress = page.locator("[data-testid='stProgress']").last.inner_text()
+    assert f"Step 2 of {N_STEPS}" in progress
+    assert not page_errors(page)
