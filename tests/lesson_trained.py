@@ -68,16 +68,26 @@ def _locked():
 
 @functools.cache
 def trained(seed: int = 0) -> T.Trained:
+    """Seed `seed`'s taggers: the kept copy when there is one (read without the lock: the
+    store is an SQLite database that several processes read while one writes, and a test
+    server's child may hold the lock a long time for other settings), else under the lock."""
+    settings = T.Settings(seed=seed)
+    kept = T.load_trained(folder(), settings)
+    if kept is not None and tuple(kept.models) == tuple(T.NAMES):
+        return kept
     with _locked() as kept_in:
-        return T.kept_or_trained(T.Settings(seed=seed), kept_in)
+        return T.kept_or_trained(settings, kept_in)
 
 
 @functools.cache
 def sweeps() -> T.Sweeps:
     """The page's sweep over T.SWEEP_SEEDS (what T.overfitting_seeds computes for the default
     settings, seed 0's reusing its trained taggers; tests/test_analysis_taggers.py checks it
-    run by run)."""
+    run by run): the kept copy when there is one (read as `trained` reads), else under the
+    lock."""
     tr = trained(0)
+    if T.is_kept(folder(), T.Settings(), "sweeps"):
+        return T.kept_or_swept(T.Settings(), folder(), trained=tr)
     with _locked() as kept_in:
         return T.kept_or_swept(T.Settings(), kept_in, trained=tr)
 
