@@ -112,6 +112,24 @@ def profile(playwright_driver, tmp_path_factory):
     ctx.close()
 
 
+PHONE = {"width": 390, "height": 844}
+
+
+@pytest.fixture(scope="session")
+def phone_profile(playwright_driver, tmp_path_factory):
+    """A profile on disk as `profile`, for pages on a phone: 390 x 844, touch, a mobile
+    viewport (what a context fixes when it starts, and a tab cannot emulate). Its tabs come
+    from `profile_page` as `profile`'s do."""
+    p, exe = playwright_driver
+    ctx = p.chromium.launch_persistent_context(
+        tmp_path_factory.mktemp("chromium_phone_profile"), executable_path=exe,
+        args=CHROME_ARGS, viewport=PHONE, is_mobile=True, has_touch=True)
+    for blank in ctx.pages:
+        blank.close()
+    yield ctx
+    ctx.close()
+
+
 @contextlib.contextmanager
 def profile_page(profile, viewport: dict | None = None, color_scheme: str | None = None):
     """A new tab in the session's profile (`profile`), `viewport` (default 1400x1000) and

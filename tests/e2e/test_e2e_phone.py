@@ -8,11 +8,10 @@ alike), and a figure's numbers open from the keyboard as a table."""
 
 import pytest
 
-from .conftest import page_errors, screenshot, wait_for_app
+from .conftest import PHONE, page_errors, profile_page, screenshot, wait_for_app
 
 pytestmark = pytest.mark.e2e
 
-PHONE = {"width": 390, "height": 844}
 PAGES = ["/", "/step_by_step", "/positions", "/explore", "/head_stats", "/inside_score"]
 
 SIDEWAYS = """() => {
@@ -46,11 +45,10 @@ TITLE_GAPS = """() => [...document.querySelectorAll('.js-plotly-plot')].map(c =>
 
 
 @pytest.fixture
-def phone(browser):
-    ctx = browser.new_context(viewport=PHONE, has_touch=True, is_mobile=True)
-    pg = ctx.new_page()
-    yield pg
-    ctx.close()
+def phone(phone_profile):
+    """A tab of the session's phone profile (conftest.phone_profile): 390 x 844, touch."""
+    with profile_page(phone_profile) as pg:
+        yield pg
 
 
 @pytest.mark.parametrize("path", PAGES)
