@@ -388,11 +388,11 @@ def bar(c: Class, step: int, where=st, compact: bool = False) -> None:
             with line:
                 _counts(c.teacher, c.code, step, named=False)
             return
-        cols = box.columns([5, 2, 2, 2], vertical_alignment="center")
-        with cols[0]:
+        line = box.container(horizontal=True, vertical_alignment="center")  # wraps when
+        with line:  # narrow; each button as wide as its label
             _counts(c.teacher, c.code, step)
-        _code_button(c, cols[1], _("Show the code"), "secondary")
-        tools(c, cols[2:])
+        _code_button(c, line, _("Show the code"), "secondary")
+        tools(c, line, width="content")
     else:
         with box:
             _watch(c.code, (c.state.step, c.state.shown, c.state.text), step)
@@ -401,20 +401,19 @@ def bar(c: Class, step: int, where=st, compact: bool = False) -> None:
 def _code_button(c: Class, where, label: str, kind: str) -> None:
     where.button(label, icon=":material/qr_code_2:", key="class_code", type=kind,
                  on_click=st.session_state.__setitem__, args=(DIALOG, True),
-                 help=_("Show the code"), width="content" if kind == "tertiary" else "stretch")
+                 help=_("Show the code"), width="content")
 
 
-def tools(c: Class, where) -> None:
+def tools(c: Class, where, width: str = "stretch") -> None:
     """The teacher's download of the class's answers (CSV) and the end of class mode: in
-    the class's line (`where`: two columns) or in the page's settings (one container)."""
-    cols = where if isinstance(where, list | tuple) else (where, where)
-    cols[0].download_button(
+    the class's line (one row, `width` "content") or in the page's settings."""
+    where.download_button(
         _("Answers (CSV)"), data=store().csv(c.teacher, labels),
         file_name=f"attnviz_class_{c.code}.csv", mime="text/csv", key="class_csv",
-        icon=":material/download:", on_click="ignore", width="stretch",
+        icon=":material/download:", on_click="ignore", width=width,
         help=_("The class's answers to every question so far: how many chose each "
                "choice, and the right one; never who."))
-    cols[1].button(_("End class mode"), key="class_leave", on_click=leave, width="stretch")
+    where.button(_("End class mode"), key="class_leave", on_click=leave, width=width)
 
 
 @st.fragment(run_every=COUNT_S)
