@@ -35,9 +35,34 @@ def test_on_the_projector_a_short_sentence_runs_across():
     assert small.layout.meta["words_as_rows"] is True
     assert list(small.data[0].header.values)[1:] == ["gold",
                                                      "(c)<br>self-attention,<br>no positions"]
-    long = ["w"] * (P.WORDS_ACROSS_BIG + 1)
-    assert P.tag_table(long, {"x": ["NOUN"] * len(long)}, ["NOUN"] * len(long),
-                       big=True).layout.meta["words_as_rows"] is True
+
+
+def test_on_the_projector_a_long_sentence_runs_across_in_bands():
+    """Nine words (the lesson's Chinese examples): two bands of at most BAND_WORDS, each a
+    row of its words in bold, then gold and the tagger, each tag under its own word and
+    coloured against its own gold; the last band's empty places blank."""
+    words = list("我上山，山上有花。")
+    gold = [f"G{k}" for k in range(9)]
+    tags = [f"G{k}" if k % 2 else f"T{k}" for k in range(9)]
+    fig = P.tag_table(words, {"(a) per word": tags}, gold, big=True)
+    assert fig.layout.meta == {"words_as_rows": False, "bands": 2}
+    cols = [list(c) for c in fig.data[0].cells.values]
+    assert len(cols) == 1 + P.BAND_WORDS
+    assert cols[0] == ["", "gold", "(a) per word"] * 2
+    heads = P.word_labels(words)
+    for k in range(9):
+        band, col = divmod(k, P.BAND_WORDS)
+        column, row = cols[col + 1], 3 * band
+        assert column[row] == f"<b>{heads[k]}</b>".replace(" ", "\u00a0")  # '上 #2'
+        assert column[row + 1:row + 3] == [gold[k], tags[k]]
+        assert fig.data[0].cells.fill.color[col + 1][row + 2] == (P.RIGHT if k % 2 else P.WRONG)
+    assert [c[3:] for c in cols[5:]] == [["", "", ""]]
+    assert fig.data[0].cells.font.size == P.BAND_SIZE == 18
+    seven = P.tag_table(words[:P.WORDS_ACROSS_BIG], {"x": tags[:7]}, gold[:7], big=True)
+    assert seven.layout.meta == {"words_as_rows": False}  # one row of words, small type
+    assert seven.data[0].cells.font.size == P.BAND_SIZE
+    five = P.tag_table(words[:P.WORDS_LARGE_BIG], {"x": tags[:5]}, gold[:5], big=True)
+    assert five.data[0].cells.font.size == P.LARGE
 
 
 def test_height_holds_every_wrapped_name():

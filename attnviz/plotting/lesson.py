@@ -165,7 +165,10 @@ def word_labels(words: Sequence[str]) -> list[str]:
 
 
 ROWS_AS_WORDS = 3  # a table of at most this many tag rows turns: one row per word
-WORDS_ACROSS_BIG = 7  # on the projector, a sentence of at most this many words runs across
+WORDS_LARGE_BIG = 5  # on the projector, a tag table of at most this many words in LARGE type,
+WORDS_ACROSS_BIG = 7  # up to this many across in BAND_SIZE type (7 tags fit a 586 px column),
+BAND_WORDS = 5  # a longer sentence across in bands of at most this many words
+BAND_SIZE = 18  # px, the projector's smallest text
 CJK = "\u2e80-\u9fff\uff00-\uffef"  # a line may break before or after one of these
 CJK_CLOSE = "\uff0c\u3002\u3001\uff1a\uff1b\uff01\uff1f\uff09"  # ，。、：；！？）: never first
 LINE_UNITS = 20  # a name column's line: Latin letters (a CJK character counts two)
@@ -199,17 +202,19 @@ def wrap(text: str, units: int = LINE_UNITS) -> tuple[str, int]:
 def tag_table(words: Sequence[str], rows: Mapping[str, Sequence[str]],
               gold: Sequence[str] | None = None, big: bool = False,
               title: str | None = None, first_width: float = 2.6,
-              units: int | None = None) -> go.Figure:
+              units: int | None = None, across: int = WORDS_ACROSS_BIG) -> go.Figure:
     """A table of tags: blue = gold tag, orange = wrong, grey = "?" (HIDDEN: not revealed).
 
     `rows` maps a tagger's name to its tags; `gold` (when known) comes first. With at most
     ROWS_AS_WORDS of them the table has one row per word (narrow: it fits a phone's width),
-    except on the projector (`big`) for a sentence of at most WORDS_ACROSS_BIG words: there
-    the words run across, a few rows high, so the step's figure fits under it on one
-    1280x720 screen; with more tag rows, one column per word and one row per tagger.
-    `layout.meta["words_as_rows"]` says which. Tagger names are broken into lines here
-    (`wrap`), so the height is known; it leaves room for a numbered word ('saw #2') wrapping
-    in a narrow header. The
+    except on the projector (`big`): there the words run across, a few rows high, so the
+    step's figure fits under it on one 1280x720 screen (over WORDS_LARGE_BIG words in
+    BAND_SIZE type); with more tag rows, one column per word and one row per tagger. On the
+    projector a sentence of more than `across` words (default WORDS_ACROSS_BIG) runs across
+    in bands (`_banded`: at most BAND_WORDS words each).
+    `layout.meta["words_as_rows"]` says which (and `meta["bands"]`, how many bands). Tagger
+    names are broken into lines here (`wrap`), so the height is known; it leaves room for a
+    numbered word ('saw #2') wrapping in a narrow header. The
     fills are translucent tints and the text takes the theme's colour, so the table reads
     in the light and the dark theme. `first_width`: the name column's width relative to a
     tag column; `units`: the longest line of a name when the words run across (default:
@@ -222,8 +227,12 @@ def tag_table(words: Sequence[str], rows: Mapping[str, Sequence[str]],
         fills.append([NEUTRAL if gold is None or r[i] == HIDDEN or gold[i] == HIDDEN
                       else RIGHT if r[i] == gold[i] else WRONG for i in range(len(words))])
     heads = word_labels(words)
-    size = _size(big)
-    turned = len(names) <= ROWS_AS_WORDS and not (big and len(words) <= WORDS_ACROSS_BIG)
+    small = big and len(words) > WORDS_LARGE_BIG  # on the projector: BAND_SIZE type
+    size = BAND_SIZE if small else _size(big)
+    turned = len(names) <= ROWS_AS_WORDS and not big
+    if big and len(words) > across:
+        return _banded(heads, names, tag_rows, fills, BAND_WORDS, first_width,
+                       units or LINE_UNITS)
     if turned:  # one row per word: columns = the word, then each tag row
         wrapped = [wrap(n, 12 if len(names) > 1 else 24) for n in names]  # a phone's column
         header = ["", *[w for w, _k in wrapped]]
@@ -244,6 +253,8 @@ def tag_table(words: Sequence[str], rows: Mapping[str, Sequence[str]],
     line = dict(color=TABLE_LINE, width=1)
     cell_h, head_h = (int(size * 1.8),) * 2 if big else (int(size * 2.1), int(size * 2.2))
     extra = int(size * 1.25)  # a wrapped line
+    if small:  # a line of CJK text takes 36 px there
+        cell_h, head_h, extra = 2 * size, 2 * size, round(size * 1.3)
     height = (head_h + extra * (head_lines - 1) + sum(cell_h + extra * (k - 1) for k in row_lines)
               + (60 if title else MODEBAR_ROOM + 11))
     return _strong_header(go.Figure(data=[dict(
@@ -253,8 +264,53 @@ def tag_table(words: Sequence[str], rows: Mapping[str, Sequence[str]],
         cells=dict(values=cells, fill_color=colours, line=line, font=dict(size=size),
                    height=cell_h, align=["left"] + ["center"] * (len(cells) - 1)),
     )], layout=dict(
-        title=title, font=_font(big), margin=dict(l=5, r=5, t=40 if title else MODEBAR_ROOM, b=5),
+        title=title, font=dict(FONT, size=size),
+        margin=dict(l=5, r=5, t=40 if title else MODEBAR_ROOM, b=5),
         meta={"words_as_rows": turned}, height=height)))
+
+
+def _banded(heads: list[str], names: list[str], tag_rows: list[list[str]],
+            fills: list[list[str]], band: int, first_width: float, units: int) -> go.Figure:
+    """A projector's tag table for a sentence too long to run across in one row of words:
+    the words split into bands of at most `band` (as even as can be), each band a row of
+    its words in bold on the header's grey, then a row per tagger (named again in each
+    band), all in BAND_SIZE type; so nine characters fit the figure column of a 1280x720
+    screen in two bands, each tag in a column wide enough for it."""
+    n = len(heads)
+    count = -(-n // band)
+    per = -(-n // count)
+    wrapped = [wrap(name, units) for name in names]
+    cols = [[] for _k in range(per + 1)]
+    colours = [[] for _k in range(per + 1)]
+    heights = []
+    cell_h, extra = 2 * BAND_SIZE, round(BAND_SIZE * 1.3)  # a CJK line takes 36 px
+    for start in range(0, n, per):
+        cols[0].append("")
+        colours[0].append(HEADER)
+        for k in range(per):
+            cols[k + 1].append(f"<b>{heads[start + k]}</b>".replace(" ", "\u00a0")
+                               if start + k < n else "")  # 'saw #2' on one line
+            colours[k + 1].append(HEADER)
+        heights.append(cell_h)
+        for (name, lines), tags, fill in zip(wrapped, tag_rows, fills, strict=True):
+            cols[0].append(name)
+            colours[0].append(NEUTRAL)
+            for k in range(per):
+                i = start + k
+                cols[k + 1].append(tags[i] if i < n else "")
+                colours[k + 1].append(fill[i] if i < n else "rgba(0, 0, 0, 0)")
+            heights.append(cell_h + extra * (lines - 1))
+    line = dict(color=TABLE_LINE, width=1)
+    return _strong_header(go.Figure(data=[dict(
+        type="table", columnwidth=[first_width] + [1] * per,
+        header=dict(values=[""] * (per + 1), height=0, line=dict(width=0),
+                    fill_color="rgba(0, 0, 0, 0)"),
+        cells=dict(values=cols, fill_color=colours, line=line, font=dict(size=BAND_SIZE),
+                   height=cell_h, align=["left"] + ["center"] * per),
+    )], layout=dict(
+        font=dict(FONT, size=BAND_SIZE), margin=dict(l=5, r=5, t=MODEBAR_ROOM, b=5),
+        meta={"words_as_rows": False, "bands": count},
+        height=sum(heights) + MODEBAR_ROOM + 11)))
 
 
 def _strong_header(fig: go.Figure) -> go.Figure:
@@ -290,14 +346,18 @@ def far_table(labels: Sequence[str], gold: Sequence[str], tags: Mapping[str, Seq
 
 
 def receptive_field(words: Sequence[str], fields: Mapping[str, np.ndarray],
-                    big: bool = False) -> go.Figure:
+                    big: bool = False, height: int | None = None) -> go.Figure:
     """Side by side: which words (columns) each word's tag (rows) can depend on. A repeated
     word is numbered on both axes (word_labels), so the two saws read saw #2 and saw #4.
     The cells a tag cannot see are a translucent grey over the page's own background
-    (MASK_SCALE_THEMED), so the map reads in the dark theme too, not as pale slabs."""
+    (MASK_SCALE_THEMED), so the map reads in the dark theme too, not as pale slabs. On the
+    projector the key labels of a sentence over WORDS_LARGE_BIG words stand upright.
+    `height`: px (default 360 on the projector, 340 elsewhere)."""
     labels = axis_labels(list(words))
     text = word_labels(words)
     names = [_(FIELD_NAMES[k]) if k in FIELD_NAMES else k for k in fields]
+    # a projector's long sentence: its key labels upright, one line each (level ones crossed)
+    upright = big and len(words) > WORDS_LARGE_BIG
     g = Grid(rows=1, cols=len(fields), subplot_titles=names, horizontal_spacing=0.06)
     for c, (name, mask) in enumerate(zip(names, fields.values(), strict=True), start=1):
         g.add(dict(
@@ -309,12 +369,13 @@ def receptive_field(words: Sequence[str], fields: Mapping[str, np.ndarray],
         ), 1, c)
         g.yaxis(1, c).update(type="category", autorange="reversed", ticktext=text,
                              tickvals=labels, showticklabels=(c == 1), showgrid=False)
-        g.xaxis(1, c).update(type="category", ticktext=text, tickvals=labels, showgrid=False)
+        g.xaxis(1, c).update(type="category", ticktext=text, tickvals=labels, showgrid=False,
+                             tickangle=-90 if upright else None)
         # (grid lines showed through the translucent hidden cells)
     for note in g.layout.get("annotations", []):  # the panel titles
         note["font"] = {**note.get("font", {}), "size": _size(big)}
     return projector(g.figure(
-        font=_font(big), height=360 if big else 340,
+        font=_font(big), height=height or (360 if big else 340),
         title=_("What each word's tag can see (rows: the word tagged)"),
         margin=dict(l=10, r=10, t=80, b=10)), big)
 
@@ -505,9 +566,12 @@ def cosine_by_layer(curves: Mapping[str, np.ndarray], word: str, big: bool = Fal
     )), big)
 
 
-def loss_curves(losses: Mapping[str, Sequence[float]], big: bool = False) -> go.Figure:
-    """Mean training loss (cross-entropy) per epoch for each tagger."""
-    return projector(go.Figure(
+def loss_curves(losses: Mapping[str, Sequence[float]], big: bool = False,
+                height: int | None = None) -> go.Figure:
+    """Mean training loss (cross-entropy) per epoch for each tagger. `height`: px, for the
+    projector's figure column: the legend two taggers a row, placed in px under the epoch
+    axis's title (a fraction of the plot put it on the title or past the figure's bottom)."""
+    fig = projector(go.Figure(
         data=[dict(type="scatter", x=list(range(1, len(ls) + 1)), y=list(ls),
                    mode="lines+markers", name=escape(name),
                    line=dict(color=category_colour(k), dash=category_dash(k)),
@@ -517,3 +581,13 @@ def loss_curves(losses: Mapping[str, Sequence[float]], big: bool = False) -> go.
                     title=_("training loss per epoch"), xaxis=dict(title=dict(text=_("epoch"))),
                     yaxis=dict(title=dict(text=_("cross-entropy"))),
                     legend=dict(orientation="h", y=-0.25))), big)
+    if height:
+        size = _size(big)
+        under = 8 + size + 8 + int(size * 1.4) + 10  # the tick labels, the axis title
+        bottom = under + -(-len(losses) // 2) * int(size * 1.5) + 10
+        plot = height - 40 - bottom
+        fig.layout.height, fig.layout.margin.b = height, bottom
+        fig.layout.legend = dict(orientation="h", x=0, xanchor="left", y=-under / plot,
+                                 yanchor="top", entrywidth=0.5, entrywidthmode="fraction",
+                                 font=fig.layout.legend.font)
+    return fig

@@ -193,18 +193,21 @@ def fields(v: Lesson) -> dict:
 
 def chinese_notes(v: Lesson) -> list[Part]:
     """For a sentence with Chinese characters: which ones the model's vocabulary lacks (read
-    as [UNK]), and that the taggers, trained on English, cannot read any of them."""
+    as [UNK]), and that the taggers, trained on English, cannot read any of them (on the
+    projector the taggers' note, and on the taggers' steps the model's, in the step's fold:
+    the text column keeps its room for the question and the answer)."""
     if not lesson.is_chinese(v.ws):
         return []
     out = []
-    if v.unknown:
-        out.append(Part("body", Markdown(_(
+    if v.unknown:  # on the projector, a step of the taggers' keeps it in its fold
+        tagger_step = v.big and v.step.key in NEEDS_TAGGERS
+        out.append(Part("page" if tagger_step else "body", Markdown(_(
             "{model}'s vocabulary has no entry for {chars}: each is read as {unk}, one shared "
             "vector, so the model cannot tell them apart by their meaning.").format(
             model=literal(shown_name(v.model)), chars="、".join(literal(w) for w in v.unknown),
             unk=literal(v.model.tokenizer.unk_token)), "warning")))
     if v.step.key in NEEDS_TAGGERS:
-        out.append(Part("body", Markdown(_(
+        out.append(Part("page" if v.big else "body", Markdown(_(
             "The taggers learned from English sentences: every Chinese character is an unknown "
             "word to them, so their tags here say nothing. The steps with the real model "
             "(self-attention, a real pretrained model) read the Chinese."), "info")))
@@ -245,7 +248,7 @@ def tag_table(v: Lesson, tags: dict[str, list[str]], shown: bool) -> list[Part]:
     if key == "next":
         rows = {label(k, short=True): t for k, t in tags.items()}
     elif key in ONE:
-        rows = {label(ONE[key], short=v.big and key == "positions"):
+        rows = {label(ONE[key], short=v.big and (key == "positions" or long_sentence(v))):
                 tags[ONE[key]] if shown else hide}
         if key == "positions" and "attention_rope" in tags and not v.big:  # (e) beside (d);
             # on the projector (d) alone: the table then fits under the step's text
@@ -257,13 +260,41 @@ def tag_table(v: Lesson, tags: dict[str, list[str]], shown: bool) -> list[Part]:
                 tags["attention_pos"] if shown or key != "task" else hide}
     show_gold = gold if gold is None or shown or key != "task" else hide
     body = key == "positions"  # in the text column: on the projector, narrower name lines
-    return [Part("body" if body else "main",
+    # every tagger's tags of a long sentence, in bands on the projector, are taller than its
+    # screen: in the step's fold (the training losses take the figure column)
+    where = "body" if body else "page" if key == "next" and banded(v) else "main"
+    return [Part(where,
                  plots.tag_table(v.ws, rows, show_gold, v.big,
-                                 units=BODY_NAME_UNITS if body and v.big else None),
+                                 units=BODY_NAME_UNITS if body and v.big else None,
+                                 across=BODY_WORDS_ACROSS if body else plots.WORDS_ACROSS_BIG),
                  "lesson_fig_tags")]
 
 
 BODY_NAME_UNITS = 14  # a tagger's name line in the projector's text column (CJK counts two)
+BODY_WORDS_ACROSS = 4  # words in one row there ("I saw a saw"); a longer sentence in bands
+# The figure column of a 1280x720 screen when presenting: it starts under the step's title row
+# (134 px down), Streamlit puts 16 px between two figures, 8 px are kept free at the bottom.
+PRESENT_ROOM, PRESENT_GAP = 720 - 134 - 8, 16
+
+
+def long_sentence(v: Lesson) -> bool:
+    """Whether the step is on the projector with a sentence whose tag table is in small type
+    (plotting.lesson.WORDS_LARGE_BIG): its figures then take the room the table leaves."""
+    return v.big and len(v.ws) > plots.WORDS_LARGE_BIG
+
+
+def banded(v: Lesson) -> bool:
+    """Whether the step is on the projector with a sentence whose tag table runs across in
+    bands (plotting.lesson.WORDS_ACROSS_BIG)."""
+    return v.big and len(v.ws) > plots.WORDS_ACROSS_BIG
+
+
+def room_under_table(v: Lesson) -> int:
+    """px of the projector's figure column left under the step's tag table (its height is
+    the same whatever the tags: they are drawn hidden here)."""
+    hidden = {k: [plots.HIDDEN] * len(v.ws) for k in NAMES}
+    table = [p.block for p in tag_table(v, hidden, False) if p.where == "main"]
+    return PRESENT_ROOM - sum(t.layout.height + PRESENT_GAP for t in table)
 
 
 def task(v: Lesson) -> list[Part]:
@@ -287,8 +318,14 @@ def per_word(v: Lesson) -> list[Part]:
         mlp.ambiguous, base["train_majority"], mlp.double_role))), Part("page", full)] \
         if v.big else [Part("notes", full)]
     return [*said,
-            Part("main", plots.receptive_field(v.ws, seen, v.big), "lesson_fig_fields"),
+            Part("main", fields_figure(v, seen), "lesson_fig_fields"),
             Part("page", forms_table(forms)), *corpus_parts(v.trained.corpus)]
+
+
+def fields_figure(v: Lesson, seen: dict):
+    """The receptive fields; under a long sentence's banded table, all the room it leaves."""
+    return plots.receptive_field(v.ws, seen, v.big,
+                                 room_under_table(v) if long_sentence(v) else None)
 
 
 def forms_table(rows: list[lesson.FormRow]) -> Table:
@@ -325,7 +362,7 @@ def window(v: Lesson) -> list[Part]:
     seen.pop("self-attention")
     return [Part("notes", Markdown(lesson.window_claim(w3.double_role, mlp.double_role,
                                                        w3.ambiguous))),
-            Part("main", plots.receptive_field(v.ws, seen, v.big), "lesson_fig_fields")]
+            Part("main", fields_figure(v, seen), "lesson_fig_fields")]
 
 
 def far_tags(v: Lesson) -> dict[str, list[str]]:
@@ -470,10 +507,13 @@ def tagger_heads(v: Lesson, name: str) -> Part:
     fig = plotting.heads_grid(grid, v.ws, "weights", title=_(
         "tagger {name}, layer 0: softmax weights (rows = queries)").format(
         name=NAMES[name][:3]))  # layer 0: [heads, n, n]
-    fig = (plots.projector_grid(fig, PRESENT_HEADS_HEIGHT) if main and v.big
-           else plots.bar_at_bottom(plots.projector(fig, v.big)))
+    long = long_sentence(v)  # under a long sentence's banded table: the room it leaves
+    fig = (plots.projector_grid(fig, room_under_table(v) if long else PRESENT_HEADS_HEIGHT)
+           if main and v.big else plots.bar_at_bottom(plots.projector(fig, v.big)))
     if main and v.big:  # the colour bar's title as large as the projector's smallest text
         bar_title(fig, plots.LARGE - 4)
+        if long:  # one query label a row: the projector's smallest text
+            fig.layout.yaxis.tickfont.size = plots.BAND_SIZE
     return Part("main" if main else "page", fig, "lesson_fig_tagger_heads")
 
 
@@ -609,8 +649,10 @@ def bert(v: Lesson) -> list[Part]:
 def next_steps(v: Lesson) -> list[Part]:
     """The last step (the page adds its links to the other pages under it)."""
     tr = v.trained
-    return [Part("page", plots.loss_curves({label(k, short=True): x for k, x in tr.losses.items()},
-                                           v.big), "lesson_fig_loss"),
+    return [Part("main" if banded(v) else "page",  # (its tag table in the fold)
+                 plots.loss_curves({label(k, short=True): x for k, x in tr.losses.items()},
+                                   v.big, PRESENT_ROOM if banded(v) else None),
+                 "lesson_fig_loss"),
             Part("page", Markdown((_(
                 "These taggers were read from the server's disk, kept by an earlier run with "
                 "the same settings and code. Their training took (s): {times}; total "

@@ -1,5 +1,7 @@
-"""Presentation mode on a 1280x720 projector, every step in English and in Chinese: once the
-step's answer is shown (its fullest state), the question, every figure of the figure column
+"""Presentation mode on a 1280x720 projector, every step in English and in Chinese, with "I saw
+a saw" and with the lesson's Chinese example (nine characters: its tag tables run across, its
+figures take the room the tables leave, the taggers' note on English goes into the fold): once
+the step's answer is shown (its fullest state), the question, every figure of the figure column
 and the Next button lie inside the 720 px window without scrolling (their bounding rects,
 read from the page); whatever the step has under the two columns is folded into one expander
 named for the step, closed, and nothing else shows there; every block of the text column
@@ -15,10 +17,11 @@ measurements go to test-output/lesson_present.json."""
 from __future__ import annotations
 
 import json
+from urllib.parse import quote
 
 import pytest
 
-from attnviz.analysis.lesson import STEPS
+from attnviz.analysis.lesson import STEPS, ZH_SENTENCES
 from scripts.screenshots import LABELS, label_collisions
 
 from .conftest import SHOTS, page_errors, screenshot, wait_for_app
@@ -28,6 +31,10 @@ pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("lesson_kept")]
 N_STEPS = len(STEPS)
 LONG = 600_000  # the first step that needs the taggers trains them (and step 5 the sweep)
 WIDTH, HEIGHT = 1280, 720
+ZH_EXAMPLE = ZH_SENTENCES[0]  # 我上山，山上有花。: nine characters, the most the lesson offers
+# (UI language, sentence): "I saw a saw" (the page's default) in both languages, then the
+# Chinese example in the English UI (its longer words); one page walks them one after another
+WALKS = (("en", None), ("zh", None), ("en", ZH_EXAMPLE))
 
 # Each rect relative to the window, and the page's scroll height (Streamlit scrolls its main
 # area, not the document): one call per step.
@@ -121,15 +128,21 @@ def outside(rect: dict | None) -> bool:
         or rect["left"] < 0 or rect["right"] > WIDTH + 1
 
 
-def walk(page, app_url: str, lang: str) -> dict[int, dict]:
-    """Every step in presentation mode, its answer shown: {step: measurements}."""
-    query = "&lang=zh" if lang == "zh" else ""
+def walk(page, app_url: str, lang: str, sentence: str | None = None) -> dict[int, dict]:
+    """Every step in presentation mode, its answer shown, for `sentence` (the lesson's
+    sentence box, in the URL; None: the page's default): {step: measurements}."""
+    query = ("&lang=zh" if lang == "zh" else "") + (
+        f"&lesson_sentence={quote(sentence)}" if sentence else "")
     page.goto(f"{app_url}/lesson?lesson_present=true&lesson_step=1{query}")
     settle(page)
+    name = lang + ("_zh_sentence" if sentence else "")
     seen = {}
     for step in range(1, N_STEPS + 1):
         top = page.locator(".st-key-lesson_top h2").inner_text()
         assert top.startswith(f"{step}/{N_STEPS}"), (lang, step, top)
+        if step == 1 and sentence:  # the tag table names the sentence's words
+            table = page.locator(".st-key-lesson_main .js-plotly-plot").first.text_content()
+            assert sentence[1] in table, table
         if STEPS[step - 1].predict:
             page.keyboard.press("PageDown")  # reveals the answer, same step
             settle(page)
@@ -139,7 +152,7 @@ def walk(page, app_url: str, lang: str) -> dict[int, dict]:
         page.wait_for_timeout(300)
         seen[step] = {**page.evaluate(MEASURE), "collisions": collisions(page),
                       "smallest": page.evaluate(SMALLEST)}
-        screenshot(page, f"lesson_present_{lang}_step{step}")
+        screenshot(page, f"lesson_present_{name}_step{step}")
         if step < N_STEPS:
             page.keyboard.press("PageDown")
             settle(page)
@@ -150,8 +163,10 @@ def test_every_step_fits_a_1280x720_projector_in_both_languages(page, app_url):
     page.set_viewport_size({"width": WIDTH, "height": HEIGHT})
     page.goto(f"{app_url}/")  # a fresh server: the router first
     wait_for_app(page)
-    measured = {lang: walk(page, app_url, lang) for lang in ("en", "zh")}
-    (SHOTS.parent / "lesson_present.json").write_text(json.dumps(measured, indent=1))
+    measured = {lang + (f" {sentence}" if sentence else ""): walk(page, app_url, lang, sentence)
+                for lang, sentence in WALKS}
+    (SHOTS.parent / "lesson_present.json").write_text(json.dumps(measured, indent=1,
+                                                                  ensure_ascii=False))
     misfits = []
     for lang, steps in measured.items():
         for step, m in steps.items():
