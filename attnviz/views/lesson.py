@@ -194,14 +194,13 @@ def fields(v: Lesson) -> dict:
 def chinese_notes(v: Lesson) -> list[Part]:
     """For a sentence with Chinese characters: which ones the model's vocabulary lacks (read
     as [UNK]), and that the taggers, trained on English, cannot read any of them (on the
-    projector the taggers' note, and on the taggers' steps the model's, in the step's fold:
-    the text column keeps its room for the question and the answer)."""
+    projector in the step's fold: the text column keeps its room for the question and the
+    answer)."""
     if not lesson.is_chinese(v.ws):
         return []
     out = []
-    if v.unknown:  # on the projector, a step of the taggers' keeps it in its fold
-        tagger_step = v.big and v.step.key in NEEDS_TAGGERS
-        out.append(Part("page" if tagger_step else "body", Markdown(_(
+    if v.unknown:
+        out.append(Part("page" if v.big else "body", Markdown(_(
             "{model}'s vocabulary has no entry for {chars}: each is read as {unk}, one shared "
             "vector, so the model cannot tell them apart by their meaning.").format(
             model=literal(shown_name(v.model)), chars="、".join(literal(w) for w in v.unknown),
