@@ -159,6 +159,30 @@ def test_chinese_sentence_names_the_unknown_characters(model):
         assert (w in warning.text) == (w in v.unknown)
 
 
+
+def test_the_real_model_step_follows_both_unknown_copies_of_the_word(model, hf_model):
+    """我用锯锯木头。: the bundled vocabulary reads both copies of 锯 as [UNK] (and 用 and 头):
+    the real model's step follows the tokens standing at 锯's two places (3 and 4 after
+    [CLS]), and its curves are the cosines of transformers' own hidden states there."""
+    ws = L.lesson_words("我用锯锯木头。")
+    v = view.Lesson(model, model.trace, L.STEPS[8], T.Settings(), None, None, sweep, ws,
+                    L.repeated_word(ws), view.unknown_words(model, ws))
+    t = model.trace(TraceRequest(v.text))
+    unk = model.tokenizer.unk_token
+    assert v.word == "锯" and "锯" not in t.tokens and list(t.tokens).count(unk) == 4
+    assert v.twins(t.tokens) == [ws.index("锯") + 1, ws.index("锯") + 2] == [3, 4]
+    assert L.token_positions(list(t.tokens), "锯") == []  # the word itself: no token
+    parts = view.bert(v)
+    fig = next(p.block for p in parts if p.key == "lesson_fig_cosine")
+    enc = model.tokenizer(v.text, return_tensors="pt")
+    with torch.no_grad():
+        hs = hf_model(**enc, output_hidden_states=True).hidden_states
+    want = [F.cosine_similarity(h[0, 3], h[0, 4], dim=0).item() for h in hs]
+    learned = decode(fig.data[0].y) if isinstance(fig.data[0].y, dict) else fig.data[0].y
+    np.testing.assert_allclose(np.asarray(learned, dtype=float), want, atol=1e-5)
+    # a sentence whose tokens do not stand one for one for its words: no places guessed
+    assert L.word_token_positions(["[CLS]", "[UNK]", "[SEP]"], ["锯", "锯"], "锯", unk) == []
+
 # Presentation mode on a 1280x720 projector: the figure column starts under the step's title
 # row, 134 px down (tests/e2e/test_e2e_presentation.py measures it in Chromium), and
 # Streamlit puts 16 px between two elements; 8 px are kept free at the bottom.

@@ -49,7 +49,7 @@ __all__ = ["STEPS", "ZH_SENTENCES", "is_chinese", "lesson_words", "repeated_word
            "mlp_claim", "mlp_short_claim", "model_description", "parameters_claim",
            "positions_claim", "reach_claim", "receptive_fields", "repeated_ambiguous",
            "roles_claim", "rope_claim", "sink_claim", "special_share", "step_index",
-           "token_positions", "top_key", "window_view"]
+           "token_positions", "top_key", "window_view", "word_token_positions"]
 
 PAD_WORD = "·"  # what a window shows past either end of the sentence
 # The examples the lesson offers as its sentence: each repeats an ambiguous word (the far
@@ -241,6 +241,22 @@ def roles_claim(ws: Sequence[str], gold: Sequence[str] | None, word_md: str | No
 def token_positions(tokens: list[str], word: str) -> list[int]:
     """Positions of `word` among BERT's tokens (case-insensitive, whole tokens only)."""
     return [i for i, t in enumerate(tokens) if t.lower() == word.lower()]
+
+
+def word_token_positions(tokens: Sequence[str], ws: Sequence[str], word: str,
+                         unk: str | None = None) -> list[int]:
+    """Positions of `word` among the model's tokens (token_positions). Where no token is the
+    word (a vocabulary without it reads each copy as the unknown token `unk`, as the bundled
+    model reads 锯), its copies' places when the tokens stand one for one for the words
+    between the first and the last (a Chinese sentence: one token a character, [CLS] and [SEP]
+    around them), each token the word itself or `unk`; else none."""
+    found = token_positions(list(tokens), word)
+    inner = list(tokens)[1:-1]
+    if found or not unk or len(inner) != len(ws):
+        return found
+    if not all(t == unk or t.lower() == w.lower() for t, w in zip(inner, ws, strict=True)):
+        return []
+    return [i + 1 for i, w in enumerate(ws) if w == word]
 
 
 def receptive_fields(n: int, width: int) -> dict[str, np.ndarray]:

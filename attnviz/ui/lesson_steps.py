@@ -149,7 +149,7 @@ def right_choice(v: view.Lesson) -> int | None:
     if not bert_like(v.model) or not v.word:
         return None
     t = cached_trace(v.model, TraceRequest(v.text))
-    twins = lesson.token_positions(t.tokens, v.word)
+    twins = v.twins(t.tokens)
     if len(twins) < 2:
         return None
     if v.step.key == "attention":
@@ -180,7 +180,7 @@ def heads_off(v: view.Lesson) -> None:
     measure), computed once per model, sentence, places and language for every session (the
     results cache)."""
     request = TraceRequest(v.text)
-    twins = lesson.token_positions(cached_trace(v.model, request).tokens, v.word or "")
+    twins = v.twins(cached_trace(v.model, request).tokens)
     if len(twins) < 2:
         return
     pair = (twins[0], twins[1])

@@ -144,6 +144,14 @@ class Lesson:
     def text(self) -> str:
         return " ".join(self.ws)
 
+    def twins(self, tokens) -> list[int]:
+        """The places of the lesson's word among a trace's tokens, [UNK] copies included
+        (analysis.lesson.word_token_positions); [] without a repeated word."""
+        if not self.word:
+            return []
+        unk = getattr(getattr(self.model, "tokenizer", None), "unk_token", None)
+        return lesson.word_token_positions(list(tokens), self.ws, self.word, unk)
+
 
 def title() -> Heading:
     return Heading(_("I saw a saw: why self-attention needs positions"), 1)
@@ -455,7 +463,7 @@ def attention(v: Lesson, layer: int = 0, head: int = 0) -> list[Part]:
     if refused:
         return refused
     t = v.trace(TraceRequest(v.text))
-    twins = lesson.token_positions(t.tokens, v.word) if v.word else []
+    twins = v.twins(t.tokens)
     out = []
     if len(twins) > 1:
         names = token_labels(list(t.tokens))
@@ -524,7 +532,7 @@ def no_positions(v: Lesson) -> list[Part]:
     out += refused
     if not refused:
         t_none = v.trace(TraceRequest(v.text, positions="none"))
-        twins = lesson.token_positions(t_none.tokens, v.word) if v.word else []
+        twins = v.twins(t_none.tokens)
         if len(twins) > 1:
             cos = lesson.cosine_per_layer(t_none.hidden_states, *twins[:2])
             diff = lesson.max_abs_difference(t_none.hidden_states, *twins[:2])
@@ -633,7 +641,7 @@ def bert(v: Lesson) -> list[Part]:
     request = TraceRequest(v.text)
     t_pos = v.trace(request)
     t_none = v.trace(request.with_options(positions="none"))
-    twins = lesson.token_positions(t_pos.tokens, v.word) if v.word else []
+    twins = v.twins(t_pos.tokens)
     if len(twins) < 2:
         return []
     learned, none = _("learned positions"), _("no positions")
