@@ -36,7 +36,8 @@ def controls(ctx: ui.Context, present: bool,
         box = st.popover(_("Settings"), icon=":material/tune:", width="stretch")
         cols = (box, box, box, box)
     else:
-        cols = st.columns([3, 3, 2, 2], vertical_alignment="bottom")
+        cols = st.columns([4.5, 3.5, 4.5, 3.5][:4 if room is None else 3],
+                          vertical_alignment="bottom")  # each label whole at 1280 px
     choice = cols[0].selectbox(
         _("Lesson sentence"), [SIDEBAR, *lesson.SENTENCES, *lesson.ZH_SENTENCES],
         key="lesson_sentence", bind="query-params",
