@@ -144,4 +144,8 @@ def test_the_memory_and_heavy_scenarios_run(tmp_path, server):
     # does, on a loaded machine: the phases are summed here, sized by `make load`)
     assert report["light_alone"]["n"] + report["light_during_heavy"]["n"] > 0
     assert len(report["heavy_links"]) == 3
-    assert any(h["told_to_wait"] for h in report["heavy_links"]), report["heavy_links"]
+    # each link says whether its session read the heavy-work line's message; whether one
+    # waits depends on whether the quick links' jobs overlap (the cost tab's may end before
+    # the pasted paragraph's begins), so the line itself is tests/test_ui_worklist.py's
+    assert all(isinstance(h["told_to_wait"], bool) and h["errors"] == []
+               for h in report["heavy_links"]), report["heavy_links"]
