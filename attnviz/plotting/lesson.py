@@ -169,6 +169,9 @@ WORDS_LARGE_BIG = 5  # on the projector, a tag table of at most this many words 
 WORDS_ACROSS_BIG = 7  # up to this many across in BAND_SIZE type (7 tags fit a 586 px column),
 BAND_WORDS = 5  # a longer sentence across in bands of at most this many words
 BAND_SIZE = 18  # px, the projector's smallest text
+BAND_CELL, BAND_EXTRA = 2 * BAND_SIZE, round(BAND_SIZE * 1.3)  # px: a row (a CJK line takes
+# 36 px), each further line of a wrapped name
+CLEAR = "rgba(0, 0, 0, 0)"
 CJK = "\u2e80-\u9fff\uff00-\uffef"  # a line may break before or after one of these
 CJK_CLOSE = "\uff0c\u3002\u3001\uff1a\uff1b\uff01\uff1f\uff09"  # ，。、：；！？）: never first
 LINE_UNITS = 20  # a name column's line: Latin letters (a CJK character counts two)
@@ -253,8 +256,8 @@ def tag_table(words: Sequence[str], rows: Mapping[str, Sequence[str]],
     line = dict(color=TABLE_LINE, width=1)
     cell_h, head_h = (int(size * 1.8),) * 2 if big else (int(size * 2.1), int(size * 2.2))
     extra = int(size * 1.25)  # a wrapped line
-    if small:  # a line of CJK text takes 36 px there
-        cell_h, head_h, extra = 2 * size, 2 * size, round(size * 1.3)
+    if small:
+        cell_h, head_h, extra = BAND_CELL, BAND_CELL, BAND_EXTRA
     height = (head_h + extra * (head_lines - 1) + sum(cell_h + extra * (k - 1) for k in row_lines)
               + (60 if title else MODEBAR_ROOM + 11))
     return _strong_header(go.Figure(data=[dict(
@@ -283,7 +286,7 @@ def _banded(heads: list[str], names: list[str], tag_rows: list[list[str]],
     cols = [[] for _k in range(per + 1)]
     colours = [[] for _k in range(per + 1)]
     heights = []
-    cell_h, extra = 2 * BAND_SIZE, round(BAND_SIZE * 1.3)  # a CJK line takes 36 px
+    cell_h, extra = BAND_CELL, BAND_EXTRA
     for start in range(0, n, per):
         cols[0].append("")
         colours[0].append(HEADER)
@@ -298,13 +301,13 @@ def _banded(heads: list[str], names: list[str], tag_rows: list[list[str]],
             for k in range(per):
                 i = start + k
                 cols[k + 1].append(tags[i] if i < n else "")
-                colours[k + 1].append(fill[i] if i < n else "rgba(0, 0, 0, 0)")
+                colours[k + 1].append(fill[i] if i < n else CLEAR)
             heights.append(cell_h + extra * (lines - 1))
     line = dict(color=TABLE_LINE, width=1)
     return _strong_header(go.Figure(data=[dict(
         type="table", columnwidth=[first_width] + [1] * per,
         header=dict(values=[""] * (per + 1), height=0, line=dict(width=0),
-                    fill_color="rgba(0, 0, 0, 0)"),
+                    fill_color=CLEAR),
         cells=dict(values=cols, fill_color=colours, line=line, font=dict(size=BAND_SIZE),
                    height=cell_h, align=["left"] + ["center"] * per),
     )], layout=dict(

@@ -85,10 +85,15 @@ def numbers_of(trained: taggers.Trained) -> Numbers:
                    len(trained.corpus.test))
 
 
+def unk_token(model) -> str | None:
+    """The model's unknown token ([UNK]), None for a tokenizer without one."""
+    return getattr(model.tokenizer, "unk_token", None)
+
+
 def unknown_words(model, ws: list[str]) -> list[str]:
     """The sentence's words the model's vocabulary lacks (each read as [UNK])."""
-    unk = getattr(model.tokenizer, "unk_token", None)
-    return lesson.unknown_words(ws, lambda w: model.pieces_of(model.tokenized(w).ids), unk)
+    return lesson.unknown_words(ws, lambda w: model.pieces_of(model.tokenized(w).ids),
+                                unk_token(model))
 
 
 def fly_distance() -> int:
@@ -149,8 +154,8 @@ class Lesson:
         (analysis.lesson.word_token_positions); [] without a repeated word."""
         if not self.word:
             return []
-        unk = getattr(getattr(self.model, "tokenizer", None), "unk_token", None)
-        return lesson.word_token_positions(list(tokens), self.ws, self.word, unk)
+        return lesson.word_token_positions(list(tokens), self.ws, self.word,
+                                           unk_token(self.model))
 
 
 def title() -> Heading:
@@ -212,7 +217,7 @@ def chinese_notes(v: Lesson) -> list[Part]:
             "{model}'s vocabulary has no entry for {chars}: each is read as {unk}, one shared "
             "vector, so the model cannot tell them apart by their meaning.").format(
             model=literal(shown_name(v.model)), chars="、".join(literal(w) for w in v.unknown),
-            unk=literal(v.model.tokenizer.unk_token)), "warning")))
+            unk=literal(unk_token(v.model))), "warning")))
     if v.step.key in NEEDS_TAGGERS:
         out.append(Part("page" if v.big else "body", Markdown(_(
             "The taggers learned from English sentences: every Chinese character is an unknown "
@@ -330,7 +335,8 @@ def per_word(v: Lesson) -> list[Part]:
 
 
 def fields_figure(v: Lesson, seen: dict):
-    """The receptive fields; under a long sentence's banded table, all the room it leaves."""
+    """The receptive fields; on the projector under a long sentence's table (in small type
+    or in bands), all the room the table leaves."""
     return plots.receptive_field(v.ws, seen, v.big,
                                  room_under_table(v) if long_sentence(v) else None)
 
