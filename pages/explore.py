@@ -118,8 +118,9 @@ def one_head(ctx: ui.Context, hide: bool, renorm: bool, seg: str, words: bool,
     options, default = view.line_choices(len(toks), hide, bool(t.request.causal))
     # A key of its own per number of shown tokens: another sentence's list is a new widget,
     # which the browser shows at its default (a kept key would keep the old choice on screen).
+    # Bound to the URL: a link opens the same query token's lines (its label, under that key).
     pick = e2.selectbox(_("Token lines for one query token"), options, index=default,
-                        key=view.token_key(len(toks)),
+                        key=view.token_key(len(toks)), bind="query-params",
                         format_func=lambda i: _("all tokens") if i is None else labels[i])
     render(view.lines_note(len(toks)))
     left, right = (st.columns(2) if view.side_by_side(len(toks))

@@ -1,7 +1,7 @@
 """The all-heads page's token lines on a decoder: past ALL_LINES_MAX tokens one query token's
 lines are drawn, and under a causal mask the first words see only themselves and the few keys
 before them; the default query is then the last token, which sees every key. BERT keeps the
-first word (tests/test_page_explore.py)."""
+first word (tests/test_page_explore.py). The chosen query token lives in the URL."""
 
 import numpy as np
 import pytest
@@ -62,3 +62,33 @@ def test_a_decoder_opens_on_the_last_tokens_lines(smol):
     # every key of that row may be looked at (causal: j <= n - 1), as the engine says
     row = t.weights[0, 0, n - 1]
     assert np.isclose(row.sum(), 1.0, atol=1e-5) and (row > 0).all()
+
+
+def test_the_query_token_is_written_to_and_read_from_the_link(smol):
+    """The token box is bound to the URL: a chosen query token goes into the link (its label,
+    under the box's key for this many tokens), and a link naming a token opens its lines
+    instead of the default last token's."""
+    from streamlit.testing.v1 import AppTest
+
+    from attnviz.engine.bundled import SMOLLM2
+    from attnviz.views.explore import labels, token_key
+    from tests.apptest import APP
+
+    t = smol
+    n = t.n_tokens
+    names = labels(t.tokens, range(n))
+    key = token_key(n)
+    at = open_page("pages/explore.py", timeout=600, model=SMOLLM2, text=TEXT)
+    # the browser writes a bound widget's choice into the address bar under this name (the
+    # AppTest's query_params do not follow a widget; tests/e2e read the browser's URL)
+    assert at.selectbox(key=key).proto.query_param_key == key
+    fresh = AppTest.from_file(APP, default_timeout=600)
+    fresh.query_params[key] = names[7]
+    fresh.session_state["model"] = SMOLLM2
+    fresh.session_state["text"] = TEXT
+    fresh.run()
+    fresh.switch_page("pages/explore.py").run()
+    assert not fresh.exception and fresh.selectbox(key=key).value == 7
+    _, _, lines = figures(fresh)
+    (chosen,) = [tr for tr in lines["data"] if tr.get("name") == "query"]
+    assert list(decode(chosen["y"])) == [7]
