@@ -317,6 +317,41 @@ def test_a_student_is_told_the_teacher_reveals_the_answer(class_store, cpu_model
     assert "(Answer ▶ reveals it.)" in said and ui_class.STUDENT_HINT not in said
 
 
+def test_a_students_sidebar_holds_the_language_and_the_model_line(class_store, cpu_model):
+    """A student's lesson reads the teacher's sentence on the bundled model, so from its
+    second run on (the join run marks the session) its sidebar has no sentence or model
+    boxes, only the language switch, a line that says why, and the model's line; the
+    language still switches. The teacher's sidebar keeps every box, and a student who
+    leaves the class (a link without it) gets them back."""
+    teacher, code = _started(cpu_model)
+    student = _student(code)
+    student.run()
+    assert not student.exception, [e.value for e in student.exception]
+
+    def boxes(at) -> set[str]:
+        return {w.key for w in (*at.sidebar.text_area, *at.sidebar.text_input,
+                                *at.sidebar.selectbox)}
+
+    assert boxes(student) == set()
+    said = [c.value for c in student.sidebar.caption]
+    assert said[0] == "In a class, the lesson shows the teacher's sentence."
+    assert said[1].startswith(f"{cpu_model.name}: ") or "layers x" in said[1]
+    assert {"text", "pair", "model"} <= boxes(teacher)
+    [switch] = student.sidebar.button_group
+    switch.set_value("zh").run()
+    assert not student.exception and student.session_state["lang"] == "zh"
+    from attnviz import i18n
+
+    with i18n.use("zh"):
+        assert student.sidebar.caption[0].value == i18n._(
+            "In a class, the lesson shows the teacher's sentence.") != said[0]
+    assert boxes(student) == set()  # still in the class
+
+    del student.query_params["class"]  # the lesson without the class's link
+    student.run()
+    assert {"text", "pair", "model"} <= boxes(student)
+
+
 def _choice_then_page(code: str, student: str) -> None:
     import streamlit as st
 

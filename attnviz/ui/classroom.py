@@ -46,6 +46,7 @@ from . import lesson as nav
 from .figures import cached_figure
 from .language import LANG_KEY, use_session_language, want
 from .render import render
+from .sidebar import STUDENT_OF
 
 PARAM = "class"
 TEACHER = "class_teacher"  # the Teacher (code, secret, next sequence number)
@@ -158,7 +159,18 @@ class Class:
 def begin() -> Class | None:
     """The class this session is in (the link's `class`, or the one it started), with the
     student's step and reveals set for the page; None outside class mode. A refusal
-    (unknown code, ended class, full class, store unreachable) is said in one sentence."""
+    (unknown code, ended class, full class, store unreachable) is said in one sentence.
+    A student's session is marked with its link's class (sidebar.STUDENT_OF): its next
+    runs draw the sidebar without the boxes that a student's lesson does not read."""
+    c = _begin()
+    if c is not None and not c.leads:
+        st.session_state[STUDENT_OF] = st.query_params.get(PARAM)
+    else:
+        st.session_state.pop(STUDENT_OF, None)
+    return c
+
+
+def _begin() -> Class | None:
     raw = st.query_params.get(PARAM)
     teacher = st.session_state.get(TEACHER)
     if raw is None and teacher is None:
@@ -367,7 +379,7 @@ def show_code(code: str) -> None:
 
 
 def leave() -> None:
-    for key in (TEACHER, nav.CLASS_LIMIT, nav.FOLLOW, STUDENT):
+    for key in (TEACHER, nav.CLASS_LIMIT, nav.FOLLOW, STUDENT, STUDENT_OF):
         st.session_state.pop(key, None)
     st.query_params.pop(PARAM, None)
 

@@ -112,14 +112,14 @@ def _run(root: Path) -> None:
 
 def _page(root: Path) -> None:
     from . import recorder, urlstate
-    from .sidebar import sidebar
+    from .sidebar import sidebar, students_lesson
 
     nav = navigation(root)
     # Before any widget; after the navigation, so that a rerun stays on the page the URL
     # names, and after the language, so that options from a link in another language read in
     # this one.
     urlstate.sanitize()
-    sidebar()
+    sidebar(student=students_lesson(nav.url_path))
     with recorder.recording(nav.title):  # what the page shows, for "Download this view"
         nav.run()
     recorder.offer_download()

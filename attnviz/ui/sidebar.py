@@ -24,6 +24,11 @@ from .model_picker import bundled_picker, model_picker
 from .text import literal
 from .urlstate import URL_BUDGET, encoded_length, fits_in_link
 
+# The class link (`?class=...`) this session's page was last drawn for as a student's
+# (ui.classroom.begin): a student's lesson shows the teacher's sentence on the bundled model,
+# so on the lesson page its sidebar holds the language alone, each widget fewer being less to
+# draw again on every phone in the room at each of the teacher's steps.
+STUDENT_OF = "class_student_of"
 MAX_CHARS = 20_000  # more text than 512 tokens can hold; longer input is cut with a warning
 LANGUAGE_LABEL = "Language · 语言"  # in both languages on purpose: found whatever is shown
 
@@ -62,9 +67,21 @@ def _back_in_link(key: str, value: str, default: str, in_link: bool) -> None:
         st.query_params[key] = value
 
 
-def sidebar() -> Context:
+def students_lesson(page_path: str) -> bool:
+    """Whether this run draws the lesson of a student in a class (STUDENT_OF)."""
+    seat = st.session_state.get(STUDENT_OF)
+    return page_path == "lesson" and seat is not None and st.query_params.get("class") == seat
+
+
+def sidebar(student: bool = False) -> Context:
     """Draw the shared sidebar (language, sentence, second sentence, bundled model, model
-    folder, device)."""
+    folder, device); for a student in a class (`student`), the language and a line that the
+    lesson follows the teacher's sentence."""
+    if student:
+        with st.sidebar:
+            language_switch()
+            st.caption(_("In a class, the lesson shows the teacher's sentence."))
+        return _model_lines(read_context())
     text, pair = _current("text", DEFAULT_TEXT), _current("pair", "")
     text_in_link = fits_in_link(text)
     pair_in_link = text_in_link and fits_in_link(text, pair)
@@ -111,7 +128,11 @@ def sidebar() -> Context:
             model_picker()
             devices = ["auto", "cpu"] + (["cuda"] if _cuda() else [])
             st.selectbox(_("Device"), devices, key="device")
-    ctx = read_context()
+    return _model_lines(read_context())
+
+
+def _model_lines(ctx: Context) -> Context:
+    """The model's line (name, size, device) and its notes, under the sidebar's boxes."""
     if ctx.model is not None:
         st.sidebar.caption(_(
             "{name}: {layers} layers x {heads} heads, hidden {hidden}, on **{device}**").format(

@@ -21,7 +21,8 @@ last student on the new step, per student who followed.
 
     .venv/bin/python tests/load/class_load.py [--students 120] [--url http://127.0.0.1:8501]
 
-Without --url it starts `scripts/serve.py --workers 2` on a free port and stops it after.
+Without --url it starts `scripts/serve.py --workers 2` on a free port, begins once both
+workers' class warm-up has ended, and stops it after.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tests.load.run_load import pct, stream_url  # noqa: E402
+from tests.load.run_load import pct, stream_url, wait_for_class_warm_up  # noqa: E402
 from tests.serve import free_port  # noqa: E402
 
 LESSON = "lesson"
@@ -286,8 +287,13 @@ async def run_class(url: str, n: int, steps: int, think: tuple[float, float],
 
 
 def start_hall(port: int) -> subprocess.Popen:
+    """`scripts/serve.py --workers 2` on `port`, once both workers have ended their class
+    warm-up (attnviz.ui.preload.warm_class): a teacher starts the server before the class,
+    and the warm-up's work would otherwise share the cores with the class's first steps."""
     logs = ROOT / "test-output" / "class_load_logs"
     logs.mkdir(parents=True, exist_ok=True)
+    for old in logs.glob("*.log"):  # serve.py appends: a line of an earlier run would count
+        old.unlink()
     proc = subprocess.Popen([sys.executable, "scripts/serve.py", "--workers", "2", "--port",
                              str(port), "--logs", str(logs)], cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
@@ -302,6 +308,8 @@ def start_hall(port: int) -> subprocess.Popen:
     if not ready.wait(300):
         proc.kill()
         raise SystemExit("serve.py did not start")
+    for worker in ("worker1.log", "worker2.log"):
+        wait_for_class_warm_up(logs / worker)
     return proc
 
 
