@@ -145,8 +145,10 @@ def scratch_env(pins: dict[str, str]) -> Path:
     sp = subprocess.run([str(python), "-c", "import site; print(site.getsitepackages()[0])"],
                         capture_output=True, text=True, check=True).stdout.strip()
     Path(sp, "attnviz-project.pth").write_text(here + "\n")
+    # --no-compile: the one process that opens the pages compiles what it imports; pip would
+    # byte-compile every file of both packages (plotly's validators are thousands)
     run = subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(python), "install", "-q",
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-compile",
          "--disable-pip-version-check", *(f"{k}=={v}" for k, v in pins.items())],
         capture_output=True, text=True, timeout=900)
     if run.returncode != 0:
