@@ -242,3 +242,66 @@ def test_positions_step_shows_e_beside_d_and_the_length_test(model, numbers):
     np.testing.assert_allclose(decode(fig["data"][2]["y"]),
                                [100 * np.mean(lt.beyond[n]) for n in T.LENGTH_NAMES], atol=1e-9)
     assert f"rows {lt.longest + 1} to 40" in said
+
+
+def test_the_projector_says_steps_2_and_5_briefly_and_folds_the_whole_text(model, numbers):
+    """Presenting, steps 2 and 5 (their text columns were dense blocks) open with a short
+    text that keeps the step's numbers ({n_test} held-out sentences; a window of {full} for
+    {longest} words), and the whole text opens the step's fold; on a screen the whole text
+    stays in the text column; step 7's BERT note goes to the fold on the projector."""
+    import dataclasses
+
+    for key, kept in (("per_word", "400 **held-out**"), ("cost", "must be 39 words wide")):
+        v = step_of(model, key, numbers=numbers)
+        whole = L.fill(L.STEPS[L.step_index(key)].text, v.word_md, **view.fields(v))
+        screen = view.text(v, shown=True)
+        assert [p.block.text for p in screen if p.where == "body"
+                and isinstance(p.block, Markdown)] == [whole]
+        big = view.text(dataclasses.replace(v, big=True), shown=True)
+        body = [p.block.text for p in big if p.where == "body"]
+        assert len(body) == 1 and kept in body[0], body
+        assert 3 * len(body[0].split()) < 2 * len(whole.split()), (body, whole)
+        assert [p.block.text for p in big if p.where == "page"][0] == whole  # the fold's first
+    v = step_of(model, "no_positions", numbers=numbers)
+    where = {p.where for p in view.no_positions(dataclasses.replace(v, big=True))
+             if isinstance(p.block, Markdown) and "BERT without positions" in p.block.text}
+    assert where == {"page"}
+
+
+def test_step_7_of_five_words_fits_the_projector(model, numbers):
+    """"They can can the can" and "We book the old book" at step 7 on the projector (a
+    1280x720 figure column of plotting.lesson.COLUMN_PX): each line of the tag table's names
+    lies inside the name column in Chinese too (a CJK character is one em wide, a Latin
+    letter 0.4 em: "(c) 自注意力，无位置" ran 211 px into the 184 px column's first tag), and
+    the tagger's heads name their query rows no closer than 1.2 lines of their type apart
+    (five rows 22 px apart in 22 px type lay on one another)."""
+    import dataclasses
+    import re
+    import unicodedata
+
+    from attnviz.i18n import use
+    from attnviz.plotting import lesson as P
+
+    def px(line: str, size: int) -> float:
+        return size * sum(1.0 if unicodedata.east_asian_width(c) in "WF" else 0.4
+                          for c in line)
+
+    for text in ("They can can the can", "We book the old book"):
+        for lang in ("en", "zh"):
+            with use(lang):
+                v = dataclasses.replace(step_of(model, "no_positions", text, numbers=numbers),
+                                        big=True)
+                table = next(p.block for p in view.tag_table(v, view.tags_of(v.trained, text),
+                                                             True) if p.where == "main")
+                heads = view.tagger_heads(v, "attention").block
+            cell = table.data[0]
+            widths = list(cell.columnwidth)
+            column = (P.COLUMN_PX - 10) * widths[0] / sum(widths) - 16  # less the padding
+            size = cell.cells.font.size
+            for name in cell.cells.values[0]:
+                for line in re.split("<br>", name):
+                    assert px(line, size) <= column, (text, lang, line, px(line, size), column)
+            plot = heads.layout.height - heads.layout.margin.t - heads.layout.margin.b
+            pitch = plot / len(v.ws)
+            assert pitch >= 1.2 * heads.layout.yaxis.tickfont.size >= 1.2 * P.BAND_SIZE, (
+                text, lang, pitch, heads.layout.yaxis.tickfont.size)

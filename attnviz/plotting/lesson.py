@@ -175,6 +175,10 @@ CLEAR = "rgba(0, 0, 0, 0)"
 CJK = "\u2e80-\u9fff\uff00-\uffef"  # a line may break before or after one of these
 CJK_CLOSE = "\uff0c\u3002\u3001\uff1a\uff1b\uff01\uff1f\uff09"  # ，。、：；！？）: never first
 LINE_UNITS = 20  # a name column's line: Latin letters (a CJK character counts two)
+COLUMN_PX = 586  # the figure column of a 1280x720 screen when presenting (the table's width)
+# px of one unit of a name's line (wrap), per px of type: Latin letters (one unit each, 0.39 em
+# measured at 22 px) and a line with CJK characters (two units each, a character one em wide)
+UNIT_EM, UNIT_EM_CJK = 0.4, 0.5
 NAME_UNITS = 15  # the name column's line off the projector when the words run across: a 390 px
 # phone holds '(d) attention +' (Plotly breaks a longer line itself, past the known height)
 
@@ -221,7 +225,8 @@ def tag_table(words: Sequence[str], rows: Mapping[str, Sequence[str]],
     fills are translucent tints and the text takes the theme's colour, so the table reads
     in the light and the dark theme. `first_width`: the name column's width relative to a
     tag column; `units`: the longest line of a name when the words run across (default:
-    LINE_UNITS on the projector, NAME_UNITS elsewhere).
+    on the projector as many as the name column of a COLUMN_PX table holds, LINE_UNITS at
+    most; NAME_UNITS elsewhere).
     """
     names = ([_("gold")] if gold is not None else []) + list(rows)
     tag_rows = ([list(gold)] if gold is not None else []) + [list(t) for t in rows.values()]
@@ -245,7 +250,11 @@ def tag_table(words: Sequence[str], rows: Mapping[str, Sequence[str]],
         row_lines = [1] * len(words)
         head_lines = max(k for _w, k in wrapped)
     else:  # one column per word
-        wrapped = [wrap(n, units or (LINE_UNITS if big else NAME_UNITS)) for n in names]
+        name_px = (COLUMN_PX - 10) * first_width / (first_width + len(words)) - 16
+        wrapped = [wrap(n, units or (  # the projector: as many units as the name column holds
+            min(LINE_UNITS, int(name_px / (size * (UNIT_EM_CJK if re.search(f"[{CJK}]", n)
+                                                   else UNIT_EM)))) if big else NAME_UNITS))
+            for n in names]
         header = ["", *heads]
         cells = [[w for w, _k in wrapped]] + [[r[i] for r in tag_rows]
                                               for i in range(len(words))]

@@ -46,6 +46,13 @@ SHORT_LABELS = {"mlp": N_("(a) per word"), "attention": N_("(c) attention"),
                 "attention_sin": N_("attention + sinusoids")}  # taggers.SHORT_NAMES
 LENGTH_KINDS = {"attention_pos": N_("learned"), "attention_sin": N_("sinusoidal"),
                 "attention_rope": N_("rotary")}  # the length test's rows
+# A step's text on the projector where the whole one makes the text column a dense block (the
+# whole text opens the step's fold)
+PRESENT_TEXT = {
+    "per_word": N_("One fully connected network tags each word alone: $y^i = f(x^i)$. It is "
+                   "scored on {n_test} **held-out** sentences, ones it never saw."),
+    "cost": N_("To see all {longest} words of the longest training sentence, a window must be "
+               "{full} words wide.")}
 NEXT_PAGES = (("pages/step_by_step.py", N_("Self-attention step by step")),
               ("pages/positions.py", N_("Positional encoding")),
               ("pages/windows.py", N_("Windows and receptive fields")),
@@ -230,7 +237,12 @@ def text(v: Lesson, shown: bool) -> list[Part]:
     """The step's title (outside presentation mode), text, question and static answer."""
     s, word_md, f = v.step, v.word_md, fields(v)
     out = [] if v.big else [Part("body", Heading(_(s.title), 2))]
-    out.append(Part("body", Markdown(lesson.fill(_(s.text), word_md, **f))))
+    full = Markdown(lesson.fill(_(s.text), word_md, **f))
+    if v.big and s.key in PRESENT_TEXT:  # the projector: fewer words, all of them in the fold
+        out += [Part("body", Markdown(lesson.fill(_(PRESENT_TEXT[s.key]), word_md, **f))),
+                Part("page", full)]
+    else:
+        out.append(Part("body", full))
     if v.word is None and s.key not in ("far", "cost", "next"):
         out.append(Part("body", Markdown(_(
             "This sentence has no ambiguous word that occurs twice. Pick an example such as "
@@ -499,6 +511,7 @@ def big_map(fig, big: bool):
 
 
 PRESENT_HEADS_HEIGHT = 345  # the heads under the tag table (its toolbar room): one 1280x720 screen
+ROW_LINE = 1.25  # a row label's line, in px per px of type
 
 
 def bar_title(fig, size: int) -> None:
@@ -525,7 +538,10 @@ def tagger_heads(v: Lesson, name: str) -> Part:
            if main and v.big else plots.bar_at_bottom(plots.projector(fig, v.big)))
     if main and v.big:  # the colour bar's title as large as the projector's smallest text
         bar_title(fig, plots.LARGE - 4)
-        if long:  # one query label a row: the projector's smallest text
+        # one query label a row: the projector's smallest text under a long sentence's
+        # table, or where rows are closer than a line of large type ("We book the old book")
+        plot = fig.layout.height - (fig.layout.margin.t or 0) - fig.layout.margin.b
+        if long or plot / max(len(v.ws), 1) < ROW_LINE * plots.LARGE:
             fig.layout.yaxis.tickfont.size = plots.BAND_SIZE
     return Part("main" if main else "page", fig, "lesson_fig_tagger_heads")
 
@@ -542,7 +558,7 @@ def no_positions(v: Lesson) -> list[Part]:
         if len(twins) > 1:
             cos = lesson.cosine_per_layer(t_none.hidden_states, *twins[:2])
             diff = lesson.max_abs_difference(t_none.hidden_states, *twins[:2])
-            out.append(Part("notes", Markdown(_(
+            out.append(Part("page" if v.big else "notes", Markdown(_(  # (projector: fold)
                 "BERT without positions: cosine of the two *{word}* vectors in every layer = "
                 "**{cos:.6f}**, max |difference| = **{diff:.2g}**: equal up to float "
                 "rounding.").format(word=v.word_md, cos=cos.min(), diff=diff))))

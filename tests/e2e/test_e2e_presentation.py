@@ -11,8 +11,10 @@ legend on an axis title, a tagger's name on its tags: their boxes on the screen,
 labels as slanted boxes); and no text on the screen is smaller than 18 px, read from the back
 of a room (the computed font-size of every visible text of the main area: the text column's
 notes, formulas' indices, code, the buttons and their keys, a select box's value, the fold's
-label, the figures' labels). One page walks the lesson with the clicker's key; the
-measurements go to test-output/lesson_present.json."""
+label, the figures' labels); and the text column says little: at most WORDS_MAX words, and
+on steps 2 and 5 (mostly notes in small type) at most DENSE_WORDS_MAX, the rest in the fold.
+One page walks the lesson with the clicker's key; the measurements go to
+test-output/lesson_present.json."""
 
 from __future__ import annotations
 
@@ -106,6 +108,25 @@ SMALLEST = """() => {
 }"""
 
 
+# Words a projector's text column may hold (in any of the walks' languages), and the steps whose
+# column is mostly notes in small type, where fewer words still are what reads from the back of
+# a room. Counted as a reader sees them: the column's text, a formula one word, two Chinese
+# characters one word (a Chinese word is one or two), buttons, boxes and figures left out.
+WORDS_MAX, DENSE_STEPS, DENSE_WORDS_MAX = 150, (2, 5), 95
+WORDS = """() => {
+  const body = document.querySelector('.st-key-lesson_body');
+  if (!body) return null;
+  const copy = body.cloneNode(true);
+  copy.querySelectorAll('.katex').forEach(e => e.replaceWith(' x '));
+  copy.querySelectorAll('.js-plotly-plot, button, [data-testid="stSelectbox"], style, script')
+    .forEach(e => e.replaceWith(' '));
+  const text = copy.textContent;
+  const latin = (text.match(/[A-Za-z0-9][A-Za-z0-9.,%'\u2019-]*/g) || []).length;
+  const cjk = (text.match(/[\u3400-\u9fff]/g) || []).length;
+  return latin + Math.round(cjk / 2);
+}"""
+
+
 # The charts of the step's figures (both columns), read with the screenshot tool's LABELS
 # (every text as the four corners of its box on the screen, slanted labels as slanted boxes).
 CHARTS = ".st-key-lesson_main .js-plotly-plot, .st-key-lesson_body .js-plotly-plot"
@@ -151,7 +172,7 @@ def walk(page, app_url: str, lang: str, sentence: str | None = None) -> dict[int
             timeout=LONG)
         page.wait_for_timeout(300)
         seen[step] = {**page.evaluate(MEASURE), "collisions": collisions(page),
-                      "smallest": page.evaluate(SMALLEST)}
+                      "smallest": page.evaluate(SMALLEST), "words": page.evaluate(WORDS)}
         screenshot(page, f"lesson_present_{name}_step{step}")
         if step < N_STEPS:
             page.keyboard.press("PageDown")
@@ -180,6 +201,9 @@ def test_every_step_fits_a_1280x720_projector_in_both_languages(page, app_url):
             bad += [f"labels collide: {c}" for c in m["collisions"]]
             if m["smallest"] and m["smallest"]["size"] < SMALLEST_PX:
                 bad.append(f"text of {m['smallest']['size']:.1f} px: {m['smallest']['text']!r}")
+            most = DENSE_WORDS_MAX if step in DENSE_STEPS else WORDS_MAX
+            if m["words"] is None or m["words"] > most:
+                bad.append(f"{m['words']} words in the text column (at most {most})")
             if not m["figures"]:
                 bad.append("no figure")
             if m["scrolled"]:
