@@ -185,3 +185,40 @@ def test_the_chosen_querys_label_stands_clear_of_its_diamond(model):
     assert list(diamond.y) == [2]
     keys = next(tr for tr in fig.data if tr.name == "keys")
     assert keys.marker.size == 5  # the keys' side has no diamond
+
+
+ARIAL = "/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf"  # Arial's metrics
+CJK_FONT = "/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc"
+
+
+def test_every_label_is_whole_in_its_sides_margin():
+    """The labels lie in the figure's side margins, each side as wide as its widest label as a
+    font measures it (Arial's metrics; a CJK font for Chinese tokens) plus the dot: whole at
+    any width, a phone's 390 px included (a fixed share of the x axis cut 'carpenter #31' there),
+    in every form of the figure: every token named, named every k-th, one query's focused keys."""
+    import os
+
+    from PIL import ImageFont
+
+    from attnviz.plotting.common import FONT
+
+    if not (os.path.exists(ARIAL) and os.path.exists(CJK_FONT)):
+        pytest.skip("Liberation Sans or Noto Sans CJK not installed")
+    latin, cjk = (ImageFont.truetype(f, FONT["size"]) for f in (ARIAL, CJK_FONT))
+
+    def width(text: str) -> float:
+        return sum((cjk if ord(c) > 0x1100 and c != GAP else latin).getlength(c) for c in text)
+
+    words = ["The", "carpenter", "kept", "木工师傅的锯子", "saw", "in", "carpenter"]
+    for n, query in ((7, None), (7, 3), (LABELS_UP_TO + 20, 5), (700, 650)):
+        tokens = [words[i % len(words)] for i in range(n)]
+        w = np.full((1, n, n), 1.0 / n)
+        fig = token_lines(w, [0], tokens, query=query)
+        texts = {0.0: [], 1.0: []}
+        for tr in fig.data:
+            if tr.text is not None and tr.name != "skipped" and tr.x is not None:
+                texts[float(tr.x[0])] += list(tr.text)
+                assert tr.cliponaxis is False, tr.name  # drawn outside the plot area
+        for x, margin in ((0.0, fig.layout.margin.l), (1.0, fig.layout.margin.r)):
+            assert texts[x], (n, x)
+            assert margin >= max(map(width, texts[x])) + 5 + 10, (n, query, x, margin)

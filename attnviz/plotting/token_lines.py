@@ -21,11 +21,16 @@ keys that matter, each labelled on its own row: its `top` strongest keys in each
 the WINDOW keys on each side of it (its own place among them; never a key of weight 0 in
 every head, as a decoder's later tokens are), in sentence order, a gap row
 "⋮" where keys are skipped. focus_keys names them and focus_shares their share of the row.
+
+The labels stand in the figure's side margins, each as wide as its side's longest label
+(label_room: an upper estimate of the text's width), so a label is whole at any width, a
+phone's 390 px included, and the lines take the width left between them.
 """
 
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import plotly.graph_objects as go
@@ -51,6 +56,22 @@ CLEAR = "rgba(0,0,0,0)"
 FOCUS_FROM = 640  # tokens from which one query's lines go to its chosen keys only
 WINDOW = 5  # keys drawn on each side of the chosen query, past FOCUS_FROM tokens
 SKIPPED = "\u22ee"  # ⋮: keys left out between two drawn ones
+X_RANGE = [0.0, 1.0]  # the queries' dots at x = 0, the keys' at 1: the plot area's edges
+CJK = re.compile("[\u1100-\u9fff\uac00-\ud7af\uff00-\uffef]")
+
+
+def label_room(texts) -> int:
+    """px a side's labels need beside their dots: an upper estimate of the widest text at
+    FONT's size (Latin 0.56 em, CJK and full-width 1.05 em a character), its dot and a gap."""
+    size = FONT["size"]
+    widest = max((sum(1.05 if CJK.match(c) else 0.56 for c in str(t)) * size for t in texts),
+                 default=0.0)
+    return math.ceil(widest) + QUERY_MARK + 4
+
+
+def side_margins(left, right) -> dict:
+    """The figure's left and right margins: room for the queries' and the keys' labels."""
+    return dict(l=10 + label_room(left), r=10 + label_room(right))
 
 
 def line_opacity(level: int, levels: int) -> float:
@@ -146,6 +167,8 @@ def token_lines(
     # a repeated token as 'saw #2', a token seen once bare
     names = tick_labels(tokens, max_ticks=n, indices=indices, labels=labels, pieces=pieces)[1]
 
+    side_texts: dict[float, list[str]] = {}
+
     def token_hover(role: str) -> str:
         return f"{role} %{{customdata}}<extra></extra>"
 
@@ -158,12 +181,14 @@ def token_lines(
                 # off by its own marker's size), drawn clear, the diamond on top
                 dot = dict(size=[QUERY_MARK if i == query else 5 for i in range(n)],
                            color=[CLEAR if i == query else NEUTRAL for i in range(n)])
-            marks = dict(mode="markers+text", text=names, textposition=pos, marker=dot)
+            marks = dict(mode="markers+text", text=names, textposition=pos, marker=dot,
+                         cliponaxis=False)
+            side_texts[x] = names
         else:
             # Past LABELS_UP_TO tokens the dots (2.7 px apart at 512) touch anyway: one line
             # through the tokens' places, hovered at each, is one SVG path where n dots were
             # n SVG elements that Plotly styles one by one.
-            marks = dict(mode="lines", line=dict(color=NEUTRAL, width=4))
+            marks = dict(mode="lines", line=dict(color=NEUTRAL, width=4), cliponaxis=False)
         data.append(dict(
             type="scatter", x=np.full(n, x), y=np.arange(n), name=side, showlegend=False,
             customdata=labels, hovertemplate=token_hover(one), **marks,
@@ -175,25 +200,27 @@ def token_lines(
             # an en space between a label and the line (4 px wide), so the line never covers
             # the label's last (queries) or first (keys) character
             text = [f"{t}{GAP}" if x == 0.0 else f"{GAP}{t}" for t in text]
+            side_texts[x] = text
             data.append(dict(
                 type="scatter", x=np.full(len(shown), x), y=[at[v] for v in shown],
                 mode="text", text=text, textposition=pos, name=f"{side} labels",
-                showlegend=False,
+                showlegend=False, cliponaxis=False,
                 hoverinfo="skip"))
     if query is not None:  # the chosen query token, on top
         data.append(dict(
             type="scatter", x=[0.0], y=[query], mode="markers", name=_("query"),
             showlegend=False,
             marker=dict(size=QUERY_MARK, symbol="diamond", color=OKABE_ITO[3]),
-            customdata=[labels[query]], hovertemplate=token_hover(_("query")),
+            customdata=[labels[query]], hovertemplate=token_hover(_("query")), cliponaxis=False,
         ))
     return go.Figure(data=data, layout=dict(
-        xaxis=dict(visible=False, range=[-0.45, 1.45]),
+        xaxis=dict(visible=False, range=X_RANGE),
         # the tokens' rows fill the plot area (no padding of Plotly's): drawn_px apart
         yaxis=dict(visible=False, range=[n - 0.5, -0.5]),
         title=title, font=FONT, height=height,
         # b: one row of the legend below, reserved up front (drawn once, not twice).
-        margin=dict(l=10, r=10, t=60, b=10 + LEGEND_ROW), hovermode="closest",
+        margin=dict(**side_margins(side_texts[0.0], side_texts[1.0]), t=60,
+                    b=10 + LEGEND_ROW), hovermode="closest",
         legend=dict(orientation="h", y=0, x=0.5, xanchor="center", yanchor="top"),
         annotations=[dict(x=0, y=1.0, xref="x", yref="paper", text=_("queries"), showarrow=False,
                           yanchor="bottom"),
@@ -260,23 +287,28 @@ def focused_lines(matrices, heads, tokens, indices, query, levels=8, title="", t
     data.append(dict(
         type="scatter", x=np.ones(len(keys)), y=ky, mode="markers+text", name="keys",
         text=[f"{GAP}{names[int(j)]}" for j in keys], textposition="middle right",
+        cliponaxis=False,
         marker=dict(size=5, color=NEUTRAL), customdata=[labels[int(j)] for j in keys],
         hovertemplate=_("key") + " %{customdata}<extra></extra>", showlegend=False))
     if gaps:
         data.append(dict(type="scatter", x=np.ones(len(gaps)), y=gaps, mode="text",
                          text=[SKIPPED] * len(gaps), textposition="middle center",
-                         name="skipped", showlegend=False, hoverinfo="skip"))
+                         name="skipped", showlegend=False, hoverinfo="skip",
+                         cliponaxis=False))
     data.append(dict(
         type="scatter", x=[0.0], y=[qy], mode="markers+text", name=_("query"),
         text=[f"{names[query]}{GAP}"], textposition="middle left", showlegend=False,
+        cliponaxis=False,
         marker=dict(size=10, symbol="diamond", color=OKABE_ITO[3]),
         customdata=[labels[query]], hovertemplate=_("query") + " %{customdata}<extra></extra>"))
     shares = focus_shares(rows, keys)
     return go.Figure(data=data, layout=dict(
-        xaxis=dict(visible=False, range=[-0.45, 1.45]),
+        xaxis=dict(visible=False, range=X_RANGE),
         yaxis=dict(visible=False, autorange="reversed"),
         title=title, font=FONT, height=int(max(320, 18 * at + 130)),
-        margin=dict(l=10, r=10, t=60, b=10 + LEGEND_ROW), hovermode="closest",
+        margin=dict(**side_margins([f"{names[query]}{GAP}"],
+                                   [f"{GAP}{names[int(j)]}" for j in keys]),
+                    t=60, b=10 + LEGEND_ROW), hovermode="closest",
         legend=dict(orientation="h", y=0, x=0.5, xanchor="center", yanchor="top"),
         meta=dict(keys=[int(j) for j in keys], n_keys=n, shares=[float(v) for v in shares]),
         annotations=[dict(x=0, y=1.0, xref="x", yref="paper", text=_("query"),

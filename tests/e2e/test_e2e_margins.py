@@ -56,7 +56,19 @@ def figures(cpu_model) -> dict:
         "one head, Chinese": attention_heatmap(zh.weights[0, 0], zh.tokens),
         "token lines, 512 tokens": token_lines(long.weights[0, [3, 5]], [3, 5], long.tokens,
                                                list(range(long.n_tokens)), query=2),
+        "token lines, Chinese": token_lines(zh.weights[0, [0, 1]], [0, 1], zh.tokens),
+        "token lines, I saw a saw": token_lines(short.weights[1, [2]], [2], short.tokens),
     }
+
+
+# Token lines name their tokens beside the dots, in the side margins (the axes are hidden, so
+# automargin knows nothing of them): how far the drawn labels reach past the plot area.
+OVERHANG = """g => {
+    const box = g.getBoundingClientRect(), s = g._fullLayout._size;
+    const texts = [...g.querySelectorAll('.textpoint text')].map(t => t.getBoundingClientRect())
+        .filter(r => r.width > 0);
+    return {l: box.left + s.l - Math.min(...texts.map(r => r.left)),
+            r: Math.max(...texts.map(r => r.right)) - (box.left + box.width - s.r)}; }"""
 
 
 @pytest.mark.parametrize("width", [940, 420])  # the app's main column; a phone
@@ -94,6 +106,15 @@ def test_reserved_margins_waste_little(browser, figures, tmp_path):
     for name, fig in figures.items():
         spec = json.loads(pio.to_json(fig, validate=False))
         asked = dict(spec["layout"]["margin"])
+        if name.startswith("token lines"):  # labels drawn in the margins, whole and close
+            page.evaluate("""async f => {
+                const g = document.getElementById('g'); Plotly.purge(g);
+                await Plotly.newPlot(g, f.data, f.layout, {}); }""", spec)
+            reach = page.evaluate(f"({OVERHANG})(document.getElementById('g'))")
+            for side in "lr":
+                assert asked[side] >= reach[side], (name, side, asked, reach)  # whole
+                assert asked[side] - reach[side] <= SLACK, (name, side, asked, reach)
+            continue
         spec["layout"]["margin"] = {side: 10 for side in "lrtb"} | {"t": asked["t"]}
         for name_ in [k for k in spec["layout"] if k.startswith(("xaxis", "yaxis"))]:
             # automargin on whatever template the figure carries (plotly.js's default is off;
