@@ -96,3 +96,26 @@ def test_the_refusal_names_the_bert_like_families_in_the_sessions_language():
     with use("zh"):
         said = common.why_not_bert_like(decoder, "本页")
     assert "（BERT、RoBERTa 或 DistilBERT）" in said and " or " not in said
+
+
+def test_the_refusal_names_the_bundled_model_in_the_sessions_language(monkeypatch):
+    """The bundled SmolLM2 is named as the sidebar names it: in Chinese 'SmolLM2-135M-Instruct
+    （内置）', never with the English '(bundled)' in a Chinese sentence (the positions page's
+    and step by step's refusals)."""
+    from types import SimpleNamespace
+
+    from attnviz.analysis import walkthrough
+    from attnviz.engine.bundled import SMOLLM2_NAME
+    from attnviz.i18n import _, use
+    from attnviz.views.step_by_step import real_refusal
+
+    decoder = SimpleNamespace(name=SMOLLM2_NAME, title="Llama", kind="decoder", capabilities={
+        "input": "text", "bidirectional": False, "pre_norm": True})
+    monkeypatch.setattr(walkthrough, "decoder_refusal", lambda model: "它对 q 和 k 做归一化")
+    with use("zh"):
+        zh_name = _(SMOLLM2_NAME)
+        said = [common.why_not_bert_like(decoder, "本页"), real_refusal(decoder)[0].text]
+    assert zh_name != SMOLLM2_NAME and "（内置）" in zh_name
+    for text in said:
+        assert "bundled" not in text and common.literal(zh_name) in text
+    assert common.literal(SMOLLM2_NAME) in common.why_not_bert_like(decoder, "This page")

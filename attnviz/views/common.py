@@ -133,7 +133,7 @@ def why_not_bert_like(model, what: str) -> str:
     return _("{what} is written for a bidirectional text encoder with BERT's layers "
              "({bert_like}). The loaded model, {name}, is a {title} that {reason}. Pick such a "
              "model in the sidebar, or see *Decoders, encoder-decoders, images* for this "
-             "one.").format(what=what, bert_like=_(BERT_LIKE), name=literal(model.name),
+             "one.").format(what=what, bert_like=_(BERT_LIKE), name=literal(shown_name(model)),
                             title=model.title, reason=reason)
 
 

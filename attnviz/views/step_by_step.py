@@ -44,7 +44,7 @@ def figure_keys(step: int, walk) -> list[str]:
 def real_refusal(model) -> list:
     """[] when real mode can show this model (a BERT-like encoder, or a Llama-shaped decoder:
     walkthrough.decoder_refusal); else one sentence why not (info)."""
-    from .common import bert_like, not_bert_like
+    from .common import bert_like, not_bert_like, shown_name
 
     if model is None or bert_like(model):
         return []
@@ -55,7 +55,7 @@ def real_refusal(model) -> list:
         return [Markdown(_("Real mode draws a BERT-like encoder's head, or a decoder's with "
                            "Llama's attention (Llama, SmolLM2, Mistral, Qwen2). The loaded "
                            "model, {name}, is a {title}: {reason}.").format(
-            name=literal(model.name), title=model.title, reason=reason), "info")]
+            name=literal(shown_name(model)), title=model.title, reason=reason), "info")]
     return not_bert_like(model, _("Real mode"))
 
 
