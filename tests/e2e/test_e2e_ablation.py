@@ -37,12 +37,34 @@ def test_the_shown_head_link_opens_in_chinese(tab, app_url):
     assert not page_errors(page)
 
 
+# Each label of a chart (every axis' tick labels: Plotly classes them by axis, ytick, y2tick,
+# ...; panel titles; colour bars) lying on one of the chart's plot areas (its maps' drag
+# rectangles) by more than 2 px: "'text' on map k".
+ON_MAPS = """(el) => {
+  const box = e => e.getBoundingClientRect();
+  const maps = [...el.querySelectorAll('.draglayer .nsewdrag')].map(box);
+  const out = [];
+  for (const t of el.querySelectorAll('.xaxislayer-above text, .yaxislayer-above text, '
+                                      + '.annotation-text, .colorbar text')) {
+    const b = box(t);
+    if (!b.width || !b.height) continue;
+    maps.forEach((m, k) => {
+      const w = Math.min(b.right, m.right) - Math.max(b.left, m.left);
+      const h = Math.min(b.bottom, m.bottom) - Math.max(b.top, m.top);
+      if (w > 2 && h > 2) out.push(`'${t.textContent}' on map ${k}`);
+    });
+  }
+  return out;
+}"""
+
+
 @pytest.mark.parametrize("size", [(1280, 720), (390, 844)])
 def test_at_100_tokens_no_label_of_the_maps_lies_on_another(tab, app_url, size):
     """A text of ~100 tokens, on a laptop and on a phone: no label of the later layers' maps
     lies on another (row labels thinned to what a panel's height holds, key labels to its
     width; their boxes on the screen, slanted ones as slanted boxes, as the screenshot tool
-    reads them), the shared colour bar's numbers stand upright, and the three top heads'
+    reads them) nor on one of the maps (a panel's row labels on the map beside or above it),
+    the shared colour bar's numbers stand upright, and the three top heads'
     colour-bar titles stand apart and on no other label."""
     from urllib.parse import urlencode
 
@@ -69,6 +91,11 @@ def test_at_100_tokens_no_label_of_the_maps_lies_on_another(tab, app_url, size):
     # the top heads' maps (plotting.stats.maps_side_by_side): their colour-bar titles
     hits["top heads"] = [h for h in hits["top heads"] if "'weight'" in h]
     assert hits == {"later layers": [], "top heads": []}, hits
+    # nor on a map: a panel's row labels on its neighbour's map (two panels a row on a phone),
+    # a panel's key labels or title on the map under or over it
+    on_maps = later.first.evaluate(ON_MAPS)
+    assert later.first.evaluate("(el) => el.querySelectorAll('.draglayer .nsewdrag').length") \
+        == 5 and on_maps == [], on_maps
     turned = later.first.evaluate("(el) => [...el.querySelectorAll('.cbaxis text')].map("
                                   "t => t.getAttribute('transform') || '')")
     assert len(turned) == 3 and not any("rotate" in t for t in turned), turned
