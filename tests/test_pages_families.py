@@ -126,3 +126,18 @@ def test_lesson_real_model_steps_say_why(checkpoints, family):
             at.button(key="lesson_next").click().run()
         assert not at.exception, [e.value for e in at.exception]
         assert any(WRITTEN_FOR in m for m in infos(at)), key
+
+
+def test_the_intro_names_the_models_that_ship_with_attnviz():
+    """'two ship with attnviz: the bundled BERT and the decoder SmolLM2-135M-Instruct': the
+    bundled models are exactly these two (engine.bundled), in both languages."""
+    from attnviz.engine import bundled
+    from attnviz.i18n import use
+    from attnviz.views import families
+
+    assert bundled.BUNDLED == (bundled.MINILM, bundled.SMOLLM2)
+    name = bundled.SMOLLM2_NAME.split(" (")[0]
+    for lang, two in (("en", "two ship with attnviz"), ("zh", "自带两个模型")):
+        with use(lang):
+            text = families.intro()[1].text
+        assert two in text and name in text and "BERT" in text, lang

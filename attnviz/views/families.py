@@ -33,7 +33,8 @@ def intro() -> list:
             Markdown(_("The same attention, $w_{ij} = \\mathrm{softmax}_j(q^i \\cdot "
                        "k^j/\\sqrt{d_k})$, in three other shapes of transformer. Models come "
                        "from a folder or from your Hugging Face cache (nothing is downloaded; "
-                       "none but the bundled BERT ships with attnviz)."))]
+                       "two ship with attnviz: the bundled BERT and the decoder "
+                       "SmolLM2-135M-Instruct)."))]
 
 
 def report(model, t) -> list:
