@@ -119,7 +119,7 @@ def show_step(step: int, walk, i: int, mode: str, seed: int, real: tuple | None)
 def multihead_step(walk, seed: int, real: tuple | None) -> dict:
     """Step 7: multi-head attention, its shapes, the heads' weights and W^O; returns the
     extra numbers it adds to the download."""
-    render(view.multihead_intro())
+    render(view.multihead_intro(walk))
     if real is None:
         h = st.radio(_("Heads h"), view.heads_choices(walk), horizontal=True, key="sbs_heads",
                      bind="query-params")

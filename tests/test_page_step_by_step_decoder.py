@@ -139,6 +139,9 @@ def test_step_7_shows_the_layers_real_heads_and_b(at, smol):
     said = text_of(at)
     assert "9 query heads share 3 key/value heads, 3 each" in said
     assert "query heads 6, 7, 8 read key/value head 2" in said
+    # the step's text says what this decoder does after B (not BERT's LayerNorm(I + B))
+    assert "grouped-query attention" in said and "RMSNorm}(x + B)" in said
+    assert "a BERT layer" not in said and "LayerNorm}(I + B)" not in said
     gap = float(re.search(r"engine.s layer 5 output\| = ([0-9.]+e[+-][0-9]+)", said).group(1))
     assert gap <= 1e-5  # the page's recomputation is the engine's (SmolLM2 against float64 and
     #                     transformers: tests/test_analysis_decoder_layer_f64.py)

@@ -322,8 +322,17 @@ def weighted_sum(walk, i: int) -> list:
             sp.contributions_figure(contrib, walk.tokens, i), sp.outputs_figure(walk)]
 
 
-def multihead_intro() -> Markdown:
-    """Step 7's text, above its choice of heads (toy)."""
+def multihead_intro(walk=None) -> Markdown:
+    """Step 7's text, above its heads: the lecture's (toy, a BERT layer), or a Llama-shaped
+    decoder's (real mode on a decoder: grouped key/value heads, x + B then RMSNorm)."""
+    if walk is not None and walk.kv_head is not None:
+        return Markdown(_(
+            r"$B = W^O\,(O_0;\dots;O_{h-1})$, $O_q = \mathrm{Attention}(Q_q,K_g,V_g)$: rows "
+            r"of $Q=W^QI$ are split into h query heads of size $d_h$, those of $K$ and $V$ into "
+            r"g key/value heads, each read by h/g query heads (grouped-query attention, "
+            r"Ainslie et al. 2023). $B$ is the attention block's output, not the layer's: this "
+            r"decoder adds it to the layer's input, $x + B$, and runs the feed-forward on "
+            r"$\mathrm{RMSNorm}(x + B)$ with another residual."))
     return Markdown(_(r"$B = W^O\,(O_0;\dots;O_{h-1})$, $O_g = \mathrm{Attention}(Q_g,K_g,V_g)$: "
                       r"rows of $Q=W^QI$ are split into h heads of size $d_h = m/h$ (Vaswani et "
                       r"al. 2017). $B$ is the attention block's output, not the layer's: a BERT "
