@@ -48,7 +48,9 @@ def main() -> None:
     if t is None:
         return
     o1, o2, o3 = st.columns(3)
-    hide = o1.toggle(_("Hide [CLS] and [SEP]"), key="ex_hide", bind="query-params")
+    # only where the sentence has such tokens (a decoder such as SmolLM2 adds none)
+    hide = view.has_special(t) and o1.toggle(_("Hide [CLS] and [SEP]"), key="ex_hide",
+                                             bind="query-params")
     renorm = o2.toggle(_("Renormalise rows"), key="ex_renorm", bind="query-params",
                        help=_("Rescale each shown row to sum to 1 over the keys still shown."))
     words = o3.toggle(_("Word level"), key="ex_words", bind="query-params",

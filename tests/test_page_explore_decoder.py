@@ -92,3 +92,19 @@ def test_the_query_token_is_written_to_and_read_from_the_link(smol):
     _, _, lines = figures(fresh)
     (chosen,) = [tr for tr in lines["data"] if tr.get("name") == "query"]
     assert list(decode(chosen["y"])) == [7]
+
+
+def test_no_hide_switch_where_there_is_nothing_to_hide():
+    """SmolLM2 adds no [CLS] or [SEP] (nor <s>): the page offers no switch that would hide
+    them, where BERT's page does (tests/test_page_explore.py sets it)."""
+    import attnviz
+    from attnviz.analysis.common import special_mask
+    from attnviz.engine.bundled import SMOLLM2
+
+    t = attnviz.load_model(SMOLLM2, device="cpu").trace("I saw a saw")
+    assert not special_mask(t.tokens).any()
+    at = open_page("pages/explore.py", timeout=600, model=SMOLLM2, text="I saw a saw")
+    labels = [w.label for w in at.toggle]
+    assert "Hide [CLS] and [SEP]" not in labels and "Renormalise rows" in labels
+    bert = open_page("pages/explore.py", timeout=600, text="I saw a saw")
+    assert "Hide [CLS] and [SEP]" in [w.label for w in bert.toggle]

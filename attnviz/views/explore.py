@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..analysis import views
+from ..analysis.common import special_mask
 from ..engine import token_labels
 from ..i18n import _
 from ..plotting.heatmaps import SQUARE_FROM, attention_heatmap
@@ -106,6 +107,13 @@ def outline_note(n_shown: int) -> list:
                        "(moving the outline would send and draw the whole mosaic again at "
                        "every head change); its layer and head are named above its enlarged "
                        "view below.").format(n=n_shown, max=OUTLINE_MAX), "caption")]
+
+
+def has_special(t) -> bool:
+    """Whether the sentence has tokens the "Hide [CLS] and [SEP]" switch would hide
+    (analysis.common.SPECIAL_TOKENS: [CLS], [SEP], <s>, ...); a decoder such as SmolLM2 adds
+    none, and the switch is not offered there."""
+    return bool(special_mask(t.tokens).any())
 
 
 def line_choices(n_tokens: int, hide: bool, causal: bool = False) -> tuple[list, int]:
