@@ -170,3 +170,35 @@ def test_rotary_and_spectrum_figures_carry_the_arrays():
     sp = fig.spectrum_figure(w, context=12)
     np.testing.assert_array_equal(sp.data[0].y, w)
     assert sp.layout.yaxis.type == "log" and sp.layout.shapes[0].y0 == 12
+
+
+def _luminance(colour: str) -> float:
+    """WCAG relative luminance of a Plotly colour ('#rrggbb' or 'rgb(r, g, b)')."""
+    from plotly.colors import hex_to_rgb, unlabel_rgb
+
+    rgb = hex_to_rgb(colour) if colour.startswith("#") else unlabel_rgb(colour)
+    lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+           for c in (v / 255 for v in rgb)]
+    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+
+def test_mode_divergence_grid_reads_on_a_dark_page():
+    """'How much each head's weights move': on a white page 0 (the reference against itself,
+    a panel of zeros) is the scale's pale end; on the dark theme's page (the figure as
+    live_chart.for_theme draws it there, plotting.common.for_dark_background) 0 is near-black,
+    so the reference's panel is no light slab, and the largest divergence the brightest cell.
+    The numbers and the scale's range are the same."""
+    from attnviz.plotting.common import for_dark_background
+
+    rng = np.random.default_rng(2)
+    dist = {"learned": np.zeros((6, 12)), "none": rng.random((6, 12)) * 0.3}
+    f = fig.mode_divergence_grid(dist)
+    dark = for_dark_background(f)
+    assert dark.data == f.data
+    light_axis, dark_axis = f.layout.coloraxis, dark.layout.coloraxis
+    assert (dark_axis.cmin, dark_axis.cmax) == (light_axis.cmin, light_axis.cmax)
+    assert _luminance(light_axis.colorscale[0][1]) > 0.9  # the white page's, as it is
+    zero, top = dark_axis.colorscale[0][1], dark_axis.colorscale[-1][1]
+    dark_page = 0.0056  # Streamlit's dark background #0E1117
+    assert _luminance(zero) < 0.01, zero
+    assert (_luminance(top) + 0.05) / (dark_page + 0.05) > 7, top

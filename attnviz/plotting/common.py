@@ -63,6 +63,7 @@ ACCURACY_SCALE = "Blues"  # sequential (ColorBrewer) for shares in percent
 ORDERED_SHADES = ("#FDD0A2", "#FD8D3C", "#D94801", "#7F2704")  # an ordered series (Oranges)
 INFLUENCE_SCALE = "Magma"  # sequential, perceptually uniform (log influence)
 DISTANCE_SCALE = "Magma_r"  # sequential: 0 (no change) light, large distances dark
+DIFFERENCE_SCALE = "Greys"  # sequential: |difference| 0 white, the largest black
 STAT_SCALE = "Cividis"  # sequential, perceptually uniform and colour-blind safe
 # VALUES_SCALE for a dark background: the same ColorBrewer PuOr colours (orange below 0, purple
 # above), each half in the reverse order of lightness, so the largest |values| are the
@@ -78,15 +79,20 @@ SCORES_SCALE_DARK = [[0.0, "rgb(142, 181, 194)"], [0.12, "rgb(69, 144, 185)"],
                      [0.26, "rgb(11, 102, 189)"], [0.4, "rgb(41, 58, 143)"], [0.5, "#16181F"],
                      [0.6, "rgb(120, 14, 40)"], [0.74, "rgb(172, 43, 36)"],
                      [0.88, "rgb(196, 101, 72)"], [1.0, "rgb(213, 157, 137)"]]
-DARK_SCALES = ((VALUES_SCALE, VALUES_SCALE_DARK), (SCORES_SCALE, SCORES_SCALE_DARK))
+# DISTANCE_SCALE and DIFFERENCE_SCALE for a dark background: the same colours in the reverse
+# order, so 0 (no change, no difference) is near-black and the largest values the brightest.
+DISTANCE_SCALE_DARK = "Magma"
+DIFFERENCE_SCALE_DARK = "Greys_r"
+DARK_SCALES = ((VALUES_SCALE, VALUES_SCALE_DARK), (SCORES_SCALE, SCORES_SCALE_DARK),
+               (DISTANCE_SCALE, DISTANCE_SCALE_DARK), (DIFFERENCE_SCALE, DIFFERENCE_SCALE_DARK))
 
 
 def for_dark_background(fig):
-    """The Plotly figure `fig` with each diverging scale that has a white middle (VALUES_SCALE,
-    SCORES_SCALE: on a dark page 0 draws bright slabs and the darkest cells vanish into the
-    background) replaced by its dark version (VALUES_SCALE_DARK, SCORES_SCALE_DARK), in its
-    traces and its colour axes: a copy, or `fig` itself when it has no such scale (`fig` is
-    never changed)."""
+    """The Plotly figure `fig` with each scale of DARK_SCALES that is white or light at 0
+    (diverging with a white middle: VALUES_SCALE, SCORES_SCALE; sequential with a light low
+    end: DISTANCE_SCALE, DIFFERENCE_SCALE; on a dark page 0 draws bright slabs and the darkest
+    cells vanish into the background) replaced by its dark version, in its traces and its
+    colour axes: a copy, or `fig` itself when it has no such scale (`fig` is never changed)."""
     import plotly.graph_objects as go
 
     swaps = [(go.Heatmap(colorscale=light).colorscale, dark) for light, dark in DARK_SCALES]

@@ -17,6 +17,7 @@ import plotly.graph_objects as go
 from attnviz.i18n import _
 
 from .common import (
+    DIFFERENCE_SCALE,
     FONT,
     IMAGE_BACKGROUND,
     INFLUENCE_SCALE,
@@ -192,8 +193,8 @@ def images_row(images: list[np.ndarray], titles: list[str], difference: np.ndarr
     shapes = []
     if difference is not None:
         g.add(dict(
-            type="heatmap", z=np.asarray(difference, dtype=np.float64), colorscale="Greys",
-            zmin=0.0, zmax=max(float(np.max(difference)), 1e-6),  # all-zero stays white
+            type="heatmap", z=np.asarray(difference, dtype=np.float64), colorscale=DIFFERENCE_SCALE,
+            zmin=0.0, zmax=max(float(np.max(difference)), 1e-6),  # all-zero: the low end
             hovertemplate=_pixel_hover() + "<br>" + _("|difference|")
             + " = %{z:.2e}<extra></extra>",
             colorbar=dict(title=dict(text=_("|diff|")), thickness=12, exponentformat="e",
