@@ -47,15 +47,17 @@ def main() -> None:
     t = ui.trace_or_message(ctx, streams=True)
     if t is None:
         return
-    o1, o2, o3 = st.columns(3)
+    columns = iter(st.columns(3))  # the switches from the left, as many as are offered
     # only where the sentence has such tokens (a decoder such as SmolLM2 adds none)
-    hide = view.has_special(t) and o1.toggle(_("Hide [CLS] and [SEP]"), key="ex_hide",
-                                             bind="query-params")
-    renorm = o2.toggle(_("Renormalise rows"), key="ex_renorm", bind="query-params",
-                       help=_("Rescale each shown row to sum to 1 over the keys still shown."))
-    words = o3.toggle(_("Word level"), key="ex_words", bind="query-params",
-                      help=_("Merge word pieces into words: attention to a word is the sum over "
-                             "its pieces, attention from a word the mean (Clark et al. 2019)."))
+    hide = view.has_special(t) and next(columns).toggle(_("Hide [CLS] and [SEP]"),
+                                                        key="ex_hide", bind="query-params")
+    renorm = next(columns).toggle(
+        _("Renormalise rows"), key="ex_renorm", bind="query-params",
+        help=_("Rescale each shown row to sum to 1 over the keys still shown."))
+    words = next(columns).toggle(
+        _("Word level"), key="ex_words", bind="query-params",
+        help=_("Merge word pieces into words: attention to a word is the sum over its pieces, "
+               "attention from a word the mean (Clark et al. 2019)."))
     seg = "all"
     if ctx.text_pair:
         seg = st.radio(_("Pairs shown (sentence A, sentence B)"), views.SEGMENT_FILTERS,
