@@ -193,8 +193,10 @@ def guard_outside(page, abort: bool = False) -> list[str]:
 def wait_for_app(page, timeout_ms: int = 120_000, plots: bool = True) -> None:
     """Wait until the script finished running and (optionally) a Plotly chart is drawn."""
     page.wait_for_selector("[data-testid='stApp']", timeout=timeout_ms)
-    # The router (app.py) draws the sidebar's sentence box on every run.
-    page.wait_for_selector("[data-testid='stSidebar'] textarea", timeout=timeout_ms)
+    # The router (app.py) draws the sidebar on every run: its sentence box, or on a class
+    # student's lesson the language switch alone (ui.sidebar.students_lesson).
+    page.wait_for_selector("[data-testid='stSidebar'] textarea, "
+                           "[data-testid='stSidebar'] .st-key-lang", timeout=timeout_ms)
     page.wait_for_timeout(500)
     page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']",
                            timeout=timeout_ms)
