@@ -48,10 +48,12 @@ def main() -> None:
     if t is None:
         return
     columns = iter(st.columns(3))  # the switches from the left, as many as are offered
-    # only where the sentence has such tokens (a decoder such as SmolLM2 adds none)
-    hide = view.has_special(t) and next(columns).toggle(_("Hide [CLS] and [SEP]"),
-                                                        key="ex_hide", bind="query-params")
-    renorm = next(columns).toggle(
+    # only where the sentence has such tokens (a decoder such as SmolLM2 adds none); rows
+    # to renormalise only where keys can be left out (hidden, or dropped by a pair's filter)
+    special = view.has_special(t)
+    hide = special and next(columns).toggle(_("Hide [CLS] and [SEP]"), key="ex_hide",
+                                            bind="query-params")
+    renorm = (special or bool(ctx.text_pair)) and next(columns).toggle(
         _("Renormalise rows"), key="ex_renorm", bind="query-params",
         help=_("Rescale each shown row to sum to 1 over the keys still shown."))
     words = next(columns).toggle(

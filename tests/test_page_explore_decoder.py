@@ -96,7 +96,8 @@ def test_the_query_token_is_written_to_and_read_from_the_link(smol):
 
 def test_no_hide_switch_where_there_is_nothing_to_hide():
     """SmolLM2 adds no [CLS] or [SEP] (nor <s>): the page offers no switch that would hide
-    them, where BERT's page does (tests/test_page_explore.py sets it)."""
+    them, nor one to renormalise rows with no key left out (a decoder takes no sentence pair
+    to filter either), where BERT's page does (tests/test_page_explore.py sets them)."""
     import attnviz
     from attnviz.analysis.common import special_mask
     from attnviz.engine.bundled import SMOLLM2
@@ -105,6 +106,8 @@ def test_no_hide_switch_where_there_is_nothing_to_hide():
     assert not special_mask(t.tokens).any()
     at = open_page("pages/explore.py", timeout=600, model=SMOLLM2, text="I saw a saw")
     labels = [w.label for w in at.toggle]
-    assert "Hide [CLS] and [SEP]" not in labels and "Renormalise rows" in labels
+    # nor one that renormalises rows: no key is left out, every row sums to 1 already
+    assert labels == ["Word level"]
     bert = open_page("pages/explore.py", timeout=600, text="I saw a saw")
-    assert "Hide [CLS] and [SEP]" in [w.label for w in bert.toggle]
+    assert [w.label for w in bert.toggle] == ["Hide [CLS] and [SEP]", "Renormalise rows",
+                                              "Word level"]
