@@ -10,7 +10,10 @@ what the app and the tests use, with bytecode writing on whatever the environmen
 - every module of attnviz (the engine, analysis, plotting, views, the Streamlit pages' code);
 - transformers' model, configuration and tokenizer modules of every family the engine reads
   (attnviz.engine.kinds.MODEL_TYPES), which attnviz imports only when a checkpoint asks;
-- the test tools the `test` extra installs.
+- the test tools the `test` extra installs;
+- every module of the packages that the server and the pages' figures import lazily, at a
+  page's first use (WHOLE: Streamlit's server, Plotly's figure classes, ...), compiled with
+  compileall.
 
 A module missed here still works: it is compiled when imported.
 
@@ -20,6 +23,7 @@ A module missed here still works: it is compiled when imported.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import pkgutil
 import sys
 import time
@@ -29,6 +33,8 @@ sys.dont_write_bytecode = False  # write .pyc files whatever PYTHONDONTWRITEBYTE
 
 TOOLS = ("pytest", "xdist", "playwright.sync_api", "websockets", "networkx", "yaml",
          "streamlit.testing.v1", "streamlit.web.bootstrap", "accelerate")
+WHOLE = ("streamlit", "plotly", "_plotly_utils", "narwhals", "uvicorn", "starlette", "anyio",
+         "websockets", "h11", "itsdangerous", "diskcache", "PIL", "packaging", "playwright")
 MODEL_DIRS = {"gemma3_text": "gemma3"}  # model_type -> transformers.models.<dir>
 MODEL_PARTS = ("modeling", "configuration", "tokenization", "tokenization_fast",
                "image_processing", "image_processing_fast")
@@ -61,8 +67,17 @@ def main() -> int:
                 absent += 1  # installed
             except Exception as e:  # noqa: BLE001 - it is compiled when first imported
                 print(f"compile_used: {name} not imported ({type(e).__name__}: {e})")
+    import compileall
+    from pathlib import Path
+
+    for name in WHOLE:
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.submodule_search_locations:
+            for folder in spec.submodule_search_locations:
+                compileall.compile_dir(Path(folder), quiet=1, workers=0)
     print(f"compile_used: {done} imports ({absent} not present), {len(sys.modules)} modules "
-          f"loaded and their bytecode kept, in {time.perf_counter() - t0:.0f} s")
+          f"loaded and their bytecode kept, and every module of {len(WHOLE)} packages, in "
+          f"{time.perf_counter() - t0:.0f} s")
     return 0
 
 
