@@ -59,9 +59,10 @@ def main() -> None:
     steps = st.select_slider(_("Integration steps"), view.STEPS,
                              value=attribution.DEFAULT_STEPS, key="sim_steps",
                              bind="query-params")
-    blank = st.radio(_("The blank each word fades to"), list(view.BLANKS), key="sim_blank",
+    offered = view.blanks(ctx.model.tokenizer)  # no [MASK] blank without a mask token
+    blank = st.radio(_("The blank each word fades to"), offered, key="sim_blank",
                      format_func=lambda k: _(view.BLANKS[k]), horizontal=True,
-                     bind="query-params")
+                     bind="query-params") if len(offered) > 1 else offered[0]
     model = ctx.model
     try:
         ta = ui.cached_trace(model, TraceRequest(ctx.text))

@@ -63,3 +63,34 @@ def test_a_url_in_a_sentence_is_shown_as_text_not_as_a_link():
     for block in [*at.markdown, *at.caption, *at.info, *at.warning]:
         assert "evil" not in block.value, block.value
     assert any(c.value == f"A: {typed}\nB: I saw a dog" for c in at.code)
+
+
+def test_a_decoder_looks_for_the_largest_change_after_the_first_difference():
+    """SmolLM2 (causal): the tokens before the first difference see the same keys in A and B,
+    so their weights agree (checked here on the engine's traces) and the page says so; the
+    largest change it names is the largest |A - B| among the aligned queries after the first
+    difference, and where there are none it names no change (it named query I reading key I,
+    1.000 in A and 1.000 in B)."""
+    import attnviz
+    from attnviz.engine.bundled import SMOLLM2
+
+    model = attnviz.load_model(SMOLLM2, device="cpu")
+    a, b = "I saw a saw today", "I saw a dog today"
+    ta, tb = model.trace(a), model.trace(b)
+    pairs = align_tokens(ta.tokens, tb.tokens)
+    wa, wb, d = aligned_difference(ta.weights[0, 0], tb.weights[0, 0], pairs)
+    prefix = 3  # I, saw, a
+    assert ta.tokens[:prefix] == tb.tokens[:prefix] and ta.tokens[prefix] != tb.tokens[prefix]
+    after = [p for p, (i, _) in enumerate(pairs) if i >= prefix]
+    assert after and np.abs(d[:len(pairs) - len(after)]).max() < 1e-5  # the prefix's rows
+    q, k = np.unravel_index(np.abs(d[after]).argmax(), (len(after), d.shape[1]))
+    at = open_page("pages/compare.py", timeout=600, model=SMOLLM2, text=a, cmp_b=b)
+    said = " ".join(c.value for c in at.caption)
+    assert f"so the {prefix} tokens before the first difference have the same weights" in said
+    assert (f"{wa[after[q], k]:.3f} in A, {wb[after[q], k]:.3f} in B") in said
+    assert f"{wa[after[q], k]:.3f}" != f"{wb[after[q], k]:.3f}"
+    short = open_page("pages/compare.py", timeout=600, model=SMOLLM2, text="I saw a saw",
+                      cmp_b="I saw a dog")
+    said = " ".join(c.value for c in short.caption)
+    assert "No aligned token comes after the first difference" in said
+    assert "Largest change" not in said

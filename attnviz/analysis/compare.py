@@ -9,6 +9,9 @@ in order (difflib.SequenceMatcher on the token lists): "[CLS] i saw a saw [SEP]"
 
 so D shows how the head's reading of the shared tokens changes when the other words change.
 The rows of the two submatrices sum to less than 1 (the unaligned keys are left out).
+
+Under a causal mask (a decoder) token i sees only tokens 0..i, so the tokens before the first
+difference (common_prefix) read the same keys in both sentences and their rows cannot change.
 """
 
 from __future__ import annotations
@@ -36,3 +39,13 @@ def aligned_difference(weights_a: np.ndarray, weights_b: np.ndarray,
     wa = np.asarray(weights_a, dtype=np.float64)[..., ia[:, None], ia[None, :]]
     wb = np.asarray(weights_b, dtype=np.float64)[..., ib[:, None], ib[None, :]]
     return wa, wb, wa - wb
+
+
+def common_prefix(tokens_a: Sequence[str], tokens_b: Sequence[str]) -> int:
+    """How many tokens the two lists share from the start (the first difference's place)."""
+    n = 0
+    for a, b in zip(tokens_a, tokens_b, strict=False):
+        if a != b:
+            break
+        n += 1
+    return n

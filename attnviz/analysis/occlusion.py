@@ -9,9 +9,11 @@ Networks through Representation Erasure", arXiv:1612.08220, erased words):
 
 A positive drop: the token makes the sentences more alike. Unlike integrated gradients, each
 token is taken away alone, with every other token present, so the drops need not add up to
-anything. Structural tokens ([CLS], [SEP]: attribution.structural_ids) are never occluded
-(nan). The variants of a sentence go through the encoder in batches (Model.last_hidden), as
-many at once as MEMORY_PER_BATCH allows: one batch up to a few hundred tokens.
+anything. A tokenizer without a mask token (a decoder's, e.g. SmolLM2's) has no "mask"
+variant: Occlusion.mask is then None and only the removals are computed. Structural tokens
+([CLS], [SEP]: attribution.structural_ids) are never occluded (nan). The variants of a
+sentence go through the encoder in batches (Model.last_hidden), as many at once as
+MEMORY_PER_BATCH allows: one batch up to a few hundred tokens.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ class Occlusion:
     tokens: list[str]
     score: float  # s(A, B)
     remove: np.ndarray  # [n] float64
-    mask: np.ndarray  # [n] float64
+    mask: np.ndarray | None  # [n] float64; None where the tokenizer has no mask token
 
 
 def variant_ids(ids: list[int], keep: set[int], mode: str, mask_id: int | None
@@ -81,16 +83,17 @@ def occlude(model, text_a: str, other: torch.Tensor | str,
     score = float(torch.nn.functional.cosine_similarity(
         _embeddings(model, [ids], segments)[0], other, dim=0))
     n = len(ids)
-    out = {}
-    for k, mode in enumerate(MODES):
+    modes = [m for m in MODES if m != "mask" or tok.mask_token_id is not None]
+    out: dict = {"mask": None}
+    for k, mode in enumerate(modes):
         drops = np.full(n, np.nan)
         places, variants = variant_ids(ids, keep, mode, tok.mask_token_id)
         total = len(places)
 
         def tick(done: int, k=k, total=total) -> None:
             if progress is not None:
-                progress((k * total + done) / (len(MODES) * total),
-                         f"{k * total + done} of {len(MODES) * total}")
+                progress((k * total + done) / (len(modes) * total),
+                         f"{k * total + done} of {len(modes) * total}")
 
         if places:
             e = _embeddings(model, variants, segments, tick)  # [places, hidden]

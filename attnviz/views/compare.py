@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..analysis.compare import align_tokens, aligned_difference
+from ..analysis.compare import align_tokens, aligned_difference, common_prefix
 from ..i18n import _
 from ..plotting.compare import compare_figure
 from .blocks import Code, Heading, Markdown
@@ -44,8 +44,21 @@ def head_text(ta, tb, text_a: str, text_b: str, layer: int, head: int) -> list:
     out = [typed_pair(text_a, text_b), Markdown(_(
         "{k} aligned tokens of {a} in A and {b} in B.").format(k=len(pairs), a=ta.n_tokens,
                                                               b=tb.n_tokens))]
-    if diff.size:
-        big = np.unravel_index(np.abs(diff).argmax(), diff.shape)
+    rows = np.arange(len(pairs))  # the queries whose weights can change
+    if ta.request.causal:
+        prefix = common_prefix(ta.tokens, tb.tokens)
+        rows = rows[[i >= prefix for i, _ in pairs]] if pairs else rows
+        out += [Markdown(_(
+            "In a causal model a token sees only itself and the tokens before it, so the {p} "
+            "tokens before the first difference have the same weights in A and B; the largest "
+            "change is looked for among the aligned tokens after it.").format(p=prefix),
+            "caption")] if prefix else []
+        if not rows.size:
+            out.append(Markdown(_("No aligned token comes after the first difference: no "
+                                  "weight shown here can change."), "caption"))
+    if diff.size and rows.size:
+        q, k = np.unravel_index(np.abs(diff[rows]).argmax(), (rows.size, diff.shape[1]))
+        big = (rows[q], k)
         out.append(Markdown(_("Largest change: query {q} reading key {k} (labels as in A): "
                               "{a:.3f} in A, {b:.3f} in B. Rows sum to less than 1: keys "
                               "that are not aligned are left out.").format(

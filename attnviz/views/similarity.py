@@ -30,6 +30,18 @@ VIEW_LABELS = {"raw attention (last layer)": N_("raw attention (last layer)"),
 BLANKS = {"pad": N_("[PAD] (the default)"), "mask": N_("[MASK]")}  # attribution.BASELINES
 
 
+def blanks(tokenizer) -> list[str]:
+    """The blanks offered for this tokenizer: [MASK] only where it has a mask token (a
+    decoder's, e.g. SmolLM2's, has none)."""
+    return [k for k in BLANKS if k != "mask" or tokenizer.mask_token_id is not None]
+
+
+def no_mask_note() -> Markdown:
+    """Said where the tokenizer has no mask token: only the removal is computed."""
+    return Markdown(_("This model's tokenizer has no [MASK] token, so occlusion here only "
+                      "removes each token (and [MASK] is not offered as a blank)."), "caption")
+
+
 def intro() -> list:
     return [Heading(_("Why are two sentences similar?"), 1), Markdown(_(
         "all-MiniLM-L6-v2 turns a sentence into one vector: the mean of its tokens' last-layer "
@@ -99,20 +111,22 @@ def panel(name: str, res, side: str, t, occ, views: dict) -> list:
                               "{n}.").format(max=occlusion.MAX_TOKENS, n=t.n_tokens),
                             "caption"))
         return out
-    occ_series = {ig_label: ig, _("occlusion: token removed"): occ.remove,
-                  _("occlusion: token → [MASK]"): occ.mask}
+    occ_series = {ig_label: ig, _("occlusion: token removed"): occ.remove}
+    columns = [_("IG"), _("removed")]
+    if occ.mask is not None:
+        occ_series[_("occlusion: token → [MASK]")] = occ.mask
+        columns.append(_("→ [MASK]"))
     out.append(occlusion_bars(tokens, occ_series, _("Sentence {name}: IG beside occlusion")
                               .format(name=name)))
     occluded = ~np.isnan(occ.remove)  # the words ([CLS]/[SEP] are never occluded)
     out.append(Table({_("token"): list(np.asarray(axis_labels(tokens))[occluded]),
                       **{k: np.round(np.asarray(v, float)[occluded], 5) for k, v in zip(
-                          (_("IG"), _("removed"), _("→ [MASK]")), occ_series.values(),
-                          strict=True)}}))
-    out.append(Markdown(occlusion_said(tokens, occ), "caption"))
+                          columns, occ_series.values(), strict=True)}}))
+    out.append(occlusion_said(tokens, occ) if occ.mask is not None else no_mask_note())
     return out
 
 
-def occlusion_said(tokens: list[str], occ) -> str:
+def occlusion_said(tokens: list[str], occ) -> Markdown:
     """Why "removed" and "→ [MASK]" can disagree: removing a token moves every later token
     up one place; with the tokens where the two drops have opposite signs."""
     said = _("Removing a token moves every later token up one place (each then gets the "
@@ -127,7 +141,7 @@ def occlusion_said(tokens: list[str], occ) -> str:
         said += " " + _("Here the two disagree in sign for {n} of the tokens; most for {token}: "
                         "{removed:+.3f} removed, {masked:+.3f} masked.").format(
             n=len(apart), token=f"`{labels[k]}`", removed=occ.remove[k], masked=occ.mask[k])
-    return said
+    return Markdown(said, "caption")
 
 
 def reading() -> Markdown:
@@ -151,7 +165,7 @@ def download(res, occ_a, occ_b, views_a: dict, views_b: dict, steps: int, blank:
         "score": res.score, "baseline_a": res.baseline_a, "baseline_b": res.baseline_b,
         "steps": steps, "blank": blank,
         **{f"occlusion_{mode}_{k}": getattr(o, mode) for k, o in (("a", occ_a), ("b", occ_b))
-           if o is not None for mode in occlusion.MODES},
+           if o is not None for mode in occlusion.MODES if getattr(o, mode) is not None},
         **{f"a_{k}": v for k, v in views_a.items()},
         **{f"b_{k}": v for k, v in views_b.items()}}, "attnviz_similarity.npz")
 
