@@ -1,5 +1,7 @@
 """Figures of the positions page: they draw exactly the arrays given, with distinct token labels."""
 
+import itertools
+
 import numpy as np
 import plotly.graph_objects as go
 import pytest
@@ -202,3 +204,103 @@ def test_mode_divergence_grid_reads_on_a_dark_page():
     dark_page = 0.0056  # Streamlit's dark background #0E1117
     assert _luminance(zero) < 0.01, zero
     assert (_luminance(top) + 0.05) / (dark_page + 0.05) > 7, top
+
+
+# The fonts the browser check draws with: Arial's metrics (Liberation Sans) and a CJK font.
+LATIN_FONTS = ("/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf",
+               "/usr/share/fonts/truetype/liberation/LiberationSans-Bold.ttf")
+CJK_FONTS = ("/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc",
+             "/usr/share/fonts/opentype/noto/NotoSansCJK-Bold.ttc")
+PAGE = 820  # px: the figure's width on the positions page in a 1280 px window (measured)
+PHONE_GAP = 12  # px kept between two neighbouring subplot titles (phone_layout.js titleGap)
+
+
+def _measure(size: float, bold: bool = False):
+    """A function giving a text's width in px as a real font draws it (tags dropped,
+    entities decoded), Latin in Liberation Sans, CJK in Noto Sans CJK."""
+    import html
+    import os
+    import re
+
+    fonts = (LATIN_FONTS[bold], CJK_FONTS[bold])
+    if not all(os.path.exists(f) for f in fonts):
+        pytest.skip("Liberation Sans or Noto Sans CJK not installed")
+    from PIL import ImageFont
+
+    latin, cjk = (ImageFont.truetype(f, size) for f in fonts)
+
+    def width(text: str) -> float:
+        shown = html.unescape(re.sub(r"<[^>]*>", "", text))
+        return sum((cjk if ord(c) >= 0x2E80 else latin).getlength(c) for c in shown)
+    return width
+
+
+def _divergences():
+    return {m: np.full((6, 12), 0.1 * k, np.float32)
+            for k, m in enumerate(("learned", "none", "sinusoidal", "shuffled"))}
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_divergence_title_fits_the_page_on_lines_of_its_own(lang):
+    """At 1280 px the figure is PAGE px wide and Plotly does not wrap a title: the English
+    one ran past the edge, cut at '...divergence of'. Each line of the title, bold at
+    Plotly's 18 px (the page draws it at 16), fits the figure's width less its margins; the
+    top margin holds the title's lines and the subplot titles' (the plot keeps its height)."""
+    from attnviz.i18n import use
+
+    with use(lang):
+        f = fig.mode_divergence_grid(_divergences())
+        title = f.layout.title.text
+        lines = title.split("<br>")
+        width = _measure(18, bold=True)
+        room = PAGE - f.layout.margin.l - 10  # the page's title pad, the right edge
+        assert all(width(line) <= room for line in lines), [width(x) for x in lines]
+        subs = max(a.text.count("<br>") + 1 for a in f.layout.annotations)
+        t = f.layout.title
+        assert len(lines) == 1 or (t.yref, t.y, t.yanchor) == ("container", 1, "top")
+        above = t.pad.t + fig.TITLE_LINE * (len(lines) - 1)  # the title's last baseline
+        assert f.layout.margin.t >= above + 6 + 21 * subs  # then the subplot titles' lines
+        assert f.layout.height - f.layout.margin.t == 340 - fig.TOP  # the plot keeps its height
+    # nothing of the title lost: the lines join back into the translated sentence
+    with use(lang):
+        whole = fig._("How much each head's weights move, compared with {ref} (mean "
+                      "Jensen-Shannon divergence of rows)").format(ref=fig.mode_name("learned"))
+    joined = "".join(lines) if lang == "zh" else " ".join(lines)
+    assert joined == whole
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_divergence_panels_titles_never_meet(lang):
+    """In Chinese at 1280 px '正弦位置编码（已缩放）' ran into '学到的位置编码（打乱）'. Two
+    neighbouring panels' titles (each line as Noto Sans CJK / Liberation Sans draw it at 16
+    px) leave PHONE_GAP px between them on a PAGE px figure: its plot area is the figure
+    less the y labels' room and the colour bar's (reserved in the right margin)."""
+    from attnviz.i18n import use
+    from attnviz.plotting.common import colorbar_room, label_room
+
+    width = _measure(16)
+    with use(lang):
+        f = fig.mode_divergence_grid(_divergences())
+        bar = colorbar_room(fig._("bits"), "0.8", thickness=10)
+        left = max(f.layout.margin.l, label_room(["5"], titled=True))
+        plot = PAGE - left - max(f.layout.margin.r, bar)
+        notes = sorted(f.layout.annotations, key=lambda a: a.x)
+        assert len(notes) == 4
+        for a, b in itertools.pairwise(notes):
+            wa = max(width(x) for x in a.text.split("<br>"))
+            wb = max(width(x) for x in b.text.split("<br>"))
+            assert (b.x - a.x) * plot >= (wa + wb) / 2 + PHONE_GAP, (a.text, b.text)
+        if lang == "zh":  # broken before the bracket, nothing lost
+            shown = {a.text for a in notes}
+            assert "正弦位置编码<br>（已缩放）" in shown and "学到的位置编码<br>（打乱）" in shown
+
+
+def test_lines_break_where_a_reader_expects():
+    assert fig.fit_lines("sinusoids (scaled)", 1000) == ["sinusoids (scaled)"]
+    assert fig.fit_lines("learned positions (BERT)", 170) == ["learned positions", "(BERT)"]
+    assert fig.fit_lines("正弦位置编码（已缩放）", 150) == ["正弦位置编码", "（已缩放）"]
+    # never inside a tag, after an opening bracket or before a closing one
+    lines = fig.fit_lines("outputs b<sup>i</sup>, a<sup>i</sup> + sinusoid e<sup>i</sup>", 80)
+    assert all(line.count("<sup>") == line.count("</sup>") for line in lines)
+    for line in fig.fit_lines("第 0 层，第 0 个头：它们的注意力权重行（每行和为 1）", 60):
+        assert line[0] not in fig.CLOSING and line[-1] not in fig.OPENING

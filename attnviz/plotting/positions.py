@@ -9,6 +9,9 @@ label per position ('saw #2', 'saw #4') so repeated words never merge (FIELD_NOT
 
 from __future__ import annotations
 
+import html
+import re
+
 import numpy as np
 import plotly.graph_objects as go
 
@@ -26,10 +29,12 @@ from .common import (
     Grid,
     axis_labels,
     colorbar_below,
+    colorbar_room,
     escape,
     label_room,
     tick_labels,
 )
+from .stats import PAGE_WIDTH
 
 MODE_NAMES = {  # marked for the catalogue; looked up with _() where shown
     "learned": N_("learned positions (BERT)"),
@@ -46,14 +51,134 @@ MODE_PATTERNS = {"learned": "", "none": "/", "sinusoidal": ".", "shuffled": "x",
                  "rotary": "-"}  # not colour alone
 
 
-def _layout(title: str, height: int, **more) -> dict:
-    """The layout every figure here shares, as a dict for one go.Figure(data, layout) call.
+# Text that Plotly does not wrap, broken into lines here: a figure's title (bold, TITLE_SIZE px
+# where the page does not set its own smaller one) and the subplot titles (SUBTITLE_SIZE px,
+# centred over their panels), each line measured as token_lines measures its labels: an upper
+# estimate of LATIN_EM em a Latin character, CJK_EM a CJK or full-width one (BOLD times that
+# in bold). The page shows a figure PAGE_WIDTH px wide at 1280 px; a phone's frame breaks a
+# title further (ui/components/live_chart/phone_layout.js), never joins these lines.
+TITLE_SIZE = round(FONT["size"] * 1.4)  # px: Plotly's title font (1.4 x the layout's font)
+SUBTITLE_SIZE = 16  # px: Plotly's subplot titles
+LATIN_EM, CJK_EM, BOLD = 0.56, 1.05, 1.08
+TITLE_LINE, SUBTITLE_LINE = 24, 21  # px a further line of the title, of a subplot title, takes
+TOP = 60  # px over the plot: a one-line title and a one-line row of subplot titles
+# A title of more lines hangs from the figure's top edge: Plotly places its first line's
+# baseline TITLE_PAD px down (so the first line's height is in the pad), the others below it;
+# TITLE_GAP px under its last line, then the subplot titles' lines (as phone_layout.js does).
+TITLE_PAD, TITLE_GAP = 8 + round(1.6 * TITLE_SIZE), 10
+SIDES = 10  # px: the figures' left and right margins
+CJK = "\u2e80-\u9fff\uac00-\ud7af\uff00-\uffef"
+OPENING = "(（《“「"  # never last on a line
+CLOSING = ")）》”」，。、：；！？"  # never first on a line
+_PIECE = re.compile(rf"<br\s*/?>|<[^>]*>|[{CJK}]|\s+|(?:[^\s<{CJK}])+|<")
+_TAG = re.compile(r"<[^>]*>")
+
+
+def text_px(text: str, size: float = SUBTITLE_SIZE, bold: bool = False) -> float:
+    """An upper estimate of `text`'s width in px at `size` px: tags take none, entities count
+    as the character they stand for."""
+    shown = html.unescape(_TAG.sub("", text))
+    ems = sum(CJK_EM if re.match(f"[{CJK}]", c) else LATIN_EM for c in shown)
+    return ems * size * (BOLD if bold else 1.0)
+
+
+def _pieces(text: str) -> list[str]:
+    """`text` cut where a line may break: at spaces (kept as pieces of their own), between
+    CJK characters, never inside a tag or an entity, never after an opening bracket or before
+    a closing one or a CJK comma."""
+    out: list[str] = []
+    for p in _PIECE.findall(text):
+        glue = (out and not p.isspace() and not out[-1].isspace()
+                and not re.match(r"<br", p) and not re.match(r"<br", out[-1])
+                and (p[0] in CLOSING or out[-1][-1] in OPENING or p.startswith("<")
+                     or out[-1].endswith(">") or not (re.match(f"[{CJK}]", p[0])
+                                                       or re.match(f"[{CJK}]", out[-1][-1]))))
+        if glue:
+            out[-1] += p
+        else:
+            out.append(p)
+    return out
+
+
+def fit_lines(text: str, room: float, size: float = SUBTITLE_SIZE,
+              bold: bool = False) -> list[str]:
+    """`text` as the fewest lines that each fit `room` px (text_px), broken where _pieces may
+    break (a <br> in it always breaks); two lines broken before a bracket where both fit
+    ('sinusoids' / '(scaled)', '正弦位置编码' / '（已缩放）': the closing bracketed group on a
+    line of its own), else as evenly as they can be.
+    A piece wider than `room` keeps a line of its own."""
+    lines, line = [], ""
+    for p in _pieces(text):
+        if re.match(r"<br", p):
+            lines.append(line.rstrip())
+            line = ""
+        elif p.isspace():
+            line += " " if line else ""
+        elif line.strip() and text_px(line + p, size, bold) > room:
+            lines.append(line.rstrip())
+            line = p
+        else:
+            line += p
+    lines.append(line.rstrip())
+    if len(lines) != 2 or "<br" in text:
+        return lines
+    pieces = _pieces(text)
+    cuts = []  # (not before a bracket, the wider line's px, first, second)
+    for i in range(1, len(pieces)):
+        first, second = "".join(pieces[:i]).strip(), "".join(pieces[i:]).strip()
+        wide = max(text_px(first, size, bold), text_px(second, size, bold))
+        if first and second and not pieces[i].isspace() and wide <= room:
+            cuts.append((not _one_group(_TAG.sub("", second)), wide, first, second))
+    return list(min(cuts)[2:]) if cuts else lines
+
+
+def _one_group(text: str) -> bool:
+    """Whether `text` is one bracketed group: '(scaled)', '（各行 ... 的平均）'."""
+    depth = 0
+    for k, c in enumerate(text):
+        depth += (c in "(（") - (c in ")）")
+        if depth <= 0 and k < len(text) - 1:
+            return False
+    return depth == 0 and len(text) > 1 and text[0] in "(（"
+
+
+def _title(title: str, width: float = PAGE_WIDTH) -> tuple[str, int]:
+    """The figure's title broken into lines that fit a figure `width` px wide, and how many."""
+    lines = fit_lines(title, width - 2 * SIDES, TITLE_SIZE, bold=True)
+    return "<br>".join(lines), len(lines)
+
+
+def subplot_titles(titles: list[str], room: float) -> tuple[list[str], int]:
+    """Subplot titles, each broken into lines that fit `room` px (its panel and one gap, so
+    neighbours never meet), and the most lines any has."""
+    fitted = [fit_lines(t, room) for t in titles]
+    return ["<br>".join(f) for f in fitted], max((len(f) for f in fitted), default=1)
+
+
+def panel_room(cols: int, gap: float, width: float) -> float:
+    """px over one of `cols` panels `gap` (paper) apart in a plot area `width` px wide: the
+    panel and one gap."""
+    return ((1 - (cols - 1) * gap) / cols + gap) * width
+
+
+def _layout(title: str, height: int, subtitle_lines: int = 0, **more) -> dict:
+    """The layout every figure here shares, as a dict for one go.Figure(data, layout) call:
+    the title broken into lines that fit the page (_title); where it takes more than one line,
+    or the subplot titles do (`subtitle_lines`: the most any has), the title hangs from the
+    top edge and the top margin holds all their lines, the height grown by as much, so the
+    plot area keeps its height.
 
     Figures are built from dicts and validated once: add_trace / update_* on a built figure
     re-validate each time and cost several ms per call on the class server.
     """
-    return dict(title=title, height=height, font=FONT, margin=dict(l=10, r=10, t=60, b=10),
-                **more)
+    text, lines = _title(title)
+    if lines == 1 and subtitle_lines <= 1:  # Plotly's own place for it, in TOP px
+        head, top = dict(text=text), TOP
+    else:
+        head = dict(text=text, yref="container", y=1, yanchor="top", pad=dict(t=TITLE_PAD))
+        top = TITLE_PAD + TITLE_LINE * (lines - 1) + TITLE_GAP + SUBTITLE_LINE * subtitle_lines
+    return dict(title=head, height=height + top - TOP, font=FONT,
+                margin=dict(l=SIDES, r=SIDES, t=top, b=10), **more)
 
 
 def mode_name(mode: str) -> str:
@@ -146,7 +271,7 @@ def equivariance_figure(diffs: dict[str, np.ndarray], title: str | None = None) 
     # the layer names slanted (one slant on every screen), the legend under them: at -0.2 of
     # the plot a phone's upright names ran into it
     below = 10 + label_room(x or [], angle=-45, across=False, titled=False)
-    height, above, bottom = 440, 60, below + 2 * LEGEND_ROW  # the legend: two rows on a phone
+    height, above, bottom = 440, TOP, below + 2 * LEGEND_ROW  # the legend: two rows on a phone
     layout = _layout(
         title or _("Outputs of the shuffled sentence vs the original outputs, shuffled the "
                    "same way"), height, barmode="group", scattermode="group",
@@ -156,7 +281,7 @@ def equivariance_figure(diffs: dict[str, np.ndarray], title: str | None = None) 
         annotations=notes,
         yaxis=dict(title=dict(text=_("max |difference| (log scale)")), type="log",
                    range=[np.log10(floor), np.log10(top)], exponentformat="power"))
-    layout["margin"] = dict(layout["margin"], t=above, b=bottom)
+    layout["margin"] = dict(layout["margin"], b=bottom)  # the top grown with the title
     return go.Figure(data=data + labels, layout=layout)
 
 
@@ -193,10 +318,13 @@ def attention_rows(rows: dict[str, np.ndarray], tokens: list[str], i: int, j: in
                    title: str | None = None) -> go.Figure:
     """For each mode, the weight rows of queries i and j ([2, n]) as grouped bars over keys."""
     modes = list(rows)
-    g = Grid(rows=1, cols=len(modes), shared_yaxes=True,
-             subplot_titles=[mode_name(m) for m in modes])
     labels = axis_labels(tokens)
     xv, xt = tick_labels(tokens)
+    gap = 0.2 / len(modes)  # make_subplots' own spacing
+    titles, lines = subplot_titles([mode_name(m) for m in modes], panel_room(
+        len(modes), gap, PAGE_WIDTH - 2 * SIDES - label_room(["0.8"])))
+    g = Grid(rows=1, cols=len(modes), shared_yaxes=True, horizontal_spacing=gap,
+             subplot_titles=titles)
     for c, mode in enumerate(modes, start=1):
         for r, (q, color) in enumerate(((i, OKABE_ITO[1]), (j, OKABE_ITO[4]))):
             g.add(dict(
@@ -209,17 +337,19 @@ def attention_rows(rows: dict[str, np.ndarray], tokens: list[str], i: int, j: in
                              tickvals=xv, ticktext=xt, tickangle=-45)
     g.yaxis(1, 1).update(title=dict(text=_("weight")), range=[0, 1])
     return g.figure(**_layout(
-        title or _("Their attention rows (each sums to 1)"), 420, barmode="group",
+        title or _("Their attention rows (each sums to 1)"), 420, lines, barmode="group",
         legend=dict(orientation="h", y=-0.3, x=0.5, xanchor="center")))
 
 
 def weights_comparison(w_with: np.ndarray, w_without: np.ndarray, tokens: list[str],
                        title: str | None = None) -> go.Figure:
     """Three heatmaps of one head: weights with positions, without, and their difference."""
-    g = Grid(rows=1, cols=3, horizontal_spacing=0.07, subplot_titles=[
-        _("with learned positions"), _("without positions"),
-        _("difference (with - without)")])
     labels = axis_labels(tokens)
+    titles, lines = subplot_titles([
+        _("with learned positions"), _("without positions"),
+        _("difference (with - without)")], panel_room(3, 0.07, PAGE_WIDTH - 2 * SIDES - label_room(
+            tick_labels(tokens, max_ticks=30)[1], titled=False)))
+    g = Grid(rows=1, cols=3, horizontal_spacing=0.07, subplot_titles=titles)
     diff = np.asarray(w_with, np.float32) - np.asarray(w_without, np.float32)
     for c, (m, axis, name) in enumerate(((w_with, "coloraxis", _("weight")),
                                          (w_without, "coloraxis", _("weight")),
@@ -237,7 +367,7 @@ def weights_comparison(w_with: np.ndarray, w_without: np.ndarray, tokens: list[s
     plot = height - 60 - below - COLORBAR_BELOW
     first, second, third = (g.xaxis(1, c)["domain"] for c in (1, 2, 3))
     layout = _layout(
-        title or _("One head's weights"), height,
+        title or _("One head's weights"), height, lines,
         # each colour bar under its own panels: the weights' under the first two
         coloraxis=dict(colorscale=WEIGHTS_SCALE, cmin=0, cmax=1, colorbar=colorbar_below(
             _("weight"), below, plot, thickness=10, x=first[0], length=second[1] - first[0])),
@@ -319,8 +449,10 @@ def mode_divergence_grid(divergences: dict[str, np.ndarray], reference: str = "l
                          title: str | None = None) -> go.Figure:
     """One layers x heads heatmap per mode: mean JS divergence of weight rows vs the reference."""
     modes = list(divergences)
-    g = Grid(rows=1, cols=len(modes), horizontal_spacing=0.04,
-             subplot_titles=[mode_name(m) for m in modes])
+    gap, right = 0.04, colorbar_room(_("bits"), "0.8", thickness=10)
+    titles, lines = subplot_titles([mode_name(m) for m in modes],
+                                   panel_room(len(modes), gap, PAGE_WIDTH - SIDES - right))
+    g = Grid(rows=1, cols=len(modes), horizontal_spacing=gap, subplot_titles=titles)
     vmax = max(float(np.max(d)) for d in divergences.values()) or 1.0
     for c, mode in enumerate(modes, start=1):
         d = np.asarray(divergences[mode], dtype=np.float32)  # [L, H]
@@ -332,11 +464,13 @@ def mode_divergence_grid(divergences: dict[str, np.ndarray], reference: str = "l
                              title=dict(text=_("layer")) if c == 1 else None)
         g.xaxis(1, c).update(title=dict(text=_("head")), dtick=2)
     ref = mode_name(reference)
-    return g.figure(**_layout(
+    layout = _layout(
         title or _("How much each head's weights move, compared with {ref} (mean "
-                   "Jensen-Shannon divergence of rows)").format(ref=ref), 340,
+                   "Jensen-Shannon divergence of rows)").format(ref=ref), 340, lines,
         coloraxis=dict(colorscale=DISTANCE_SCALE, cmin=0, cmax=vmax,
-                       colorbar=dict(title=dict(text=_("bits")), thickness=10))))
+                       colorbar=dict(title=dict(text=_("bits")), thickness=10)))
+    layout["margin"] = dict(layout["margin"], r=right)  # the colour bar's room, known here
+    return g.figure(**layout)
 
 
 def final_change_figure(cosines: dict[str, np.ndarray], tokens: list[str],
@@ -367,12 +501,13 @@ TOY_X_LABELS = 36  # px of the toy panels' x labels ('dim 0'...: one unslanted l
 def toy_outputs(toy: dict[str, dict], words: list[str], title: str | None = None) -> go.Figure:
     """The toy layer's outputs b^i ([n, d]) without and with positions, side by side."""
     modes = list(toy)
-    g = Grid(rows=1, cols=len(modes), horizontal_spacing=0.08,
-             subplot_titles=[_("outputs b<sup>i</sup>, {mode}").format(
-                 mode=_(TOY_NAMES[m]) if m in TOY_NAMES else escape(m)) for m in modes])
-    lim = max(_sym(v["outputs"]) for v in toy.values())
     labels = axis_labels(words)
     v, t = tick_labels(words)
+    titles, lines = subplot_titles([_("outputs b<sup>i</sup>, {mode}").format(
+        mode=_(TOY_NAMES[m]) if m in TOY_NAMES else escape(m)) for m in modes], panel_room(
+            len(modes), 0.08, PAGE_WIDTH - 2 * SIDES - label_room(t, titled=False)))
+    g = Grid(rows=1, cols=len(modes), horizontal_spacing=0.08, subplot_titles=titles)
+    lim = max(_sym(v["outputs"]) for v in toy.values())
     for c, mode in enumerate(modes, start=1):
         y = np.asarray(toy[mode]["outputs"], dtype=np.float64)
         g.add(dict(
@@ -386,7 +521,7 @@ def toy_outputs(toy: dict[str, dict], words: list[str], title: str | None = None
                              showticklabels=c == 1)
     height, below = 300 + COLORBAR_BELOW, 10 + TOY_X_LABELS
     layout = _layout(
-        title or _("Toy self-attention on 4-dimensional vectors"), height,
+        title or _("Toy self-attention on 4-dimensional vectors"), height, lines,
         coloraxis=dict(colorscale=SCORES_SCALE, cmid=0, cmin=-lim, cmax=lim,
                        colorbar=colorbar_below(_("value"), below,
                                                height - 60 - below - COLORBAR_BELOW,
