@@ -63,10 +63,12 @@ def main() -> None:
     # Tokens are chosen by the number their labels carry (I #1, saw #2; [CLS] #0 where a start
     # token leads): a number past a new, shorter sentence goes back to the first token's.
     first = view.first_number(walk)
-    for k in ("sbs_query", "sbs_key"):
-        if not first <= st.session_state.get(k, first) < walk.n + first:
-            st.session_state[k] = first
-    i = box.number_input(_("Query token #"), first, walk.n - 1 + first, first, key="sbs_query",
+    # a decoder's real mode opens on the last token (it sees every key), BERT on the first
+    start = view.default_query(walk, real is not None and bool(real[1].request.causal))
+    for k, default in (("sbs_query", start), ("sbs_key", first)):
+        if not first <= st.session_state.get(k, default) < walk.n + first:
+            st.session_state[k] = default
+    i = box.number_input(_("Query token #"), first, walk.n - 1 + first, start, key="sbs_query",
                          bind="query-params", help=_(
                              "The number of the token that looks, as its label gives it (I #1, "
                              "saw #2): the row of the score matrix.")) - first

@@ -148,3 +148,31 @@ def test_step_7_shows_the_layers_real_heads_and_b(at, smol):
     b = [decode(tr["z"]) for tr in figs["s7_O"]["data"] if tr["type"] == "heatmap"][-1]
     np.testing.assert_allclose(b, mh.projected.T, atol=1e-3)  # drawn: float32, as rounded
     assert at.table and "2 x (192 x" in str(at.table[0].value)
+
+
+def test_real_mode_opens_on_the_last_token_and_keeps_the_link(smol):
+    """Under a causal mask the first token sees only itself: real mode opens on the last
+    token (saw #4, whose row reaches every key), as the all-heads page does for a decoder; a
+    link naming a query token still opens on it. BERT keeps its first token
+    (tests/test_page_step_by_step.py)."""
+    from streamlit.testing.v1 import AppTest
+
+    from tests.apptest import APP
+
+    _, t = smol
+    n = t.n_tokens
+    fresh = open_page(PAGE, timeout=300, model=SMOLLM2, text=SENTENCE, sbs_mode="real",
+                      sbs_step=5)
+    box = fresh.number_input(key="sbs_query")
+    assert (box.min, box.max, box.value) == (1, n, n)
+    assert "Query: **saw #4**" in text_of(fresh)
+    assert box.proto.query_param_key == "sbs_query"  # the browser writes it into the link
+    linked = AppTest.from_file(APP, default_timeout=300)
+    linked.query_params["sbs_query"] = "2"
+    for key, value in (("model", SMOLLM2), ("text", SENTENCE), ("sbs_mode", "real")):
+        linked.session_state[key] = value
+    linked.run()
+    linked.switch_page(PAGE).run()
+    assert not linked.exception and linked.number_input(key="sbs_query").value == 2
+    bert = open_page(PAGE, timeout=300, text=SENTENCE, sbs_mode="real", sbs_step=5)
+    assert bert.number_input(key="sbs_query").value == 0  # [CLS] #0, as before

@@ -121,6 +121,13 @@ def first_number(walk) -> int:
     return int(_number(walk, 0))
 
 
+def default_query(walk, causal: bool) -> int:
+    """The query token's number the page opens on: the first token's, or under a causal mask
+    (a decoder) the last token's, the one query that sees every key (the first sees only
+    itself)."""
+    return first_number(walk) + (walk.n - 1 if causal else 0)
+
+
 def query_note(walk, i: int) -> Markdown:
     return Markdown(_("Query: **{token} #{i}**, i.e. $q^{{{k}}}$.").format(
         token=literal(walk.tokens[i]), i=_number(walk, i), k=i + 1), "caption")
