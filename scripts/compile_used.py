@@ -32,9 +32,10 @@ import warnings
 sys.dont_write_bytecode = False  # write .pyc files whatever PYTHONDONTWRITEBYTECODE says
 
 TOOLS = ("pytest", "xdist", "playwright.sync_api", "websockets", "networkx", "yaml",
-         "streamlit.testing.v1", "streamlit.web.bootstrap", "accelerate")
+         "streamlit.testing.v1", "streamlit.web.bootstrap", "accelerate", "scipy.stats")
 WHOLE = ("streamlit", "plotly", "_plotly_utils", "narwhals", "uvicorn", "starlette", "anyio",
-         "websockets", "h11", "itsdangerous", "diskcache", "PIL", "packaging", "playwright")
+         "websockets", "h11", "itsdangerous", "diskcache", "PIL", "packaging", "playwright",
+         "_pytest", "execnet", "markdown_it", "mdurl")
 MODEL_DIRS = {"gemma3_text": "gemma3"}  # model_type -> transformers.models.<dir>
 MODEL_PARTS = ("modeling", "configuration", "tokenization", "tokenization_fast",
                "image_processing", "image_processing_fast")
