@@ -46,9 +46,9 @@ from . import lesson as nav
 from .figures import cached_figure
 from .language import LANG_KEY, use_session_language, want
 from .render import render
-from .sidebar import STUDENT_OF
+from .sidebar import CLASS_PARAM, STUDENT_OF
 
-PARAM = "class"
+PARAM = CLASS_PARAM
 TEACHER = "class_teacher"  # the Teacher (code, secret, next sequence number)
 STUDENT = "class_student"  # this session's student id
 DIALOG = "class_show_code"  # open the join dialog on this run

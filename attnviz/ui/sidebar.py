@@ -29,6 +29,7 @@ from .urlstate import URL_BUDGET, encoded_length, fits_in_link
 # so on the lesson page its sidebar holds the language alone, each widget fewer being less to
 # draw again on every phone in the room at each of the teacher's steps.
 STUDENT_OF = "class_student_of"
+CLASS_PARAM = "class"  # the join link's parameter (ui.classroom.PARAM)
 MAX_CHARS = 20_000  # more text than 512 tokens can hold; longer input is cut with a warning
 LANGUAGE_LABEL = "Language · 语言"  # in both languages on purpose: found whatever is shown
 
@@ -70,7 +71,7 @@ def _back_in_link(key: str, value: str, default: str, in_link: bool) -> None:
 def students_lesson(page_path: str) -> bool:
     """Whether this run draws the lesson of a student in a class (STUDENT_OF)."""
     seat = st.session_state.get(STUDENT_OF)
-    return page_path == "lesson" and seat is not None and st.query_params.get("class") == seat
+    return page_path == "lesson" and seat is not None and st.query_params.get(CLASS_PARAM) == seat
 
 
 def sidebar(student: bool = False) -> Context:
