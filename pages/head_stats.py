@@ -70,7 +70,7 @@ def statistics_tab(t, words: bool) -> None:
     # Built once per server for this trace, these choices and head: a rerun draws the cached
     # figures
     render(ui.cached_figure(("hs_map", t.key, conv, words, layer, head),
-                            lambda: view.stats_figure(stats, layer, head)),
+                            lambda: view.stats_figure(view.shown(t, stats), layer, head)),
            key="hs_map", on_select=functools.partial(pick_cell, t.n_layers, t.n_heads),
            selection_mode="points")
     box = st.expander(_("{head} on this sentence").format(head=view.one_head_title(layer, head)),
@@ -78,7 +78,7 @@ def statistics_tab(t, words: bool) -> None:
     render(ui.cached_figure(("hs_one", t.key, words, layer, head),
                             lambda: view.one_head_figure(t, words, layer, head)),
            where=box, key="hs_one")
-    table = view.stats_table(stats)
+    table = view.stats_table(view.shown(t, stats))
     n_layers, n_heads = t.n_layers, t.n_heads
     render(table, key="hs_table", on_select=lambda: pick_row(n_layers, n_heads),
            selection_mode="single-row", height=280,

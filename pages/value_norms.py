@@ -53,7 +53,7 @@ def head_view(ctx: ui.Context) -> None:
     # Built once per server for this trace and head (and word level): a rerun draws the cached
     # figures and computes the maps below only for a file
     render(ui.cached_figure(("vn_map", t.key, layer, head),
-                            lambda: view.heads_figure(nb, layer, head)),
+                            lambda: view.heads_figure(nb, layer, head, view.has_special(t))),
            key="vn_map", on_select=functools.partial(pick_cell, t.n_layers, t.n_heads),
            selection_mode="points")
 

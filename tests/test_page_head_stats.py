@@ -96,3 +96,25 @@ def test_pair_512_and_refused_folder(at):
     at.session_state["model_dir"] = "/nonexistent"
     at.run()
     assert not at.exception and any("refused" in w.value for w in at.warning)
+
+
+def test_a_decoder_draws_no_map_of_the_weight_on_cls_and_sep():
+    """SmolLM2 adds no [CLS]/[SEP]: the weight on them is 0 in every head (checked here on the
+    trace), so the page says so in one sentence and neither draws those maps nor tables their
+    columns; every other statistic is drawn, with head_stats' numbers."""
+    import attnviz
+    from attnviz.engine.bundled import SMOLLM2
+
+    t = attnviz.load_model(SMOLLM2, device="cpu").trace("I saw a saw")
+    s = head_stats(t.weights, t.tokens)
+    assert not (s["cls"].any() or s["sep"].any())
+    at = open_page("pages/head_stats.py", timeout=600, model=SMOLLM2, text="I saw a saw")
+    assert any("This model has no [CLS]/[SEP] tokens" in c.value for c in at.caption)
+    stats_fig, _ = charts(at)
+    heat = [tr for tr in stats_fig["data"] if tr["type"] == "heatmap"]
+    assert sorted(tr["name"] for tr in heat) == sorted(k for k in STATS if k not in ("cls", "sep"))
+    for tr in heat:
+        np.testing.assert_allclose(decode(tr["z"]), s[tr["name"]], atol=1e-12)
+    columns = set(at.dataframe[0].value.columns)
+    assert STATS["cls"] not in columns and STATS["sep"] not in columns
+    assert STATS["entropy"] in columns

@@ -71,3 +71,24 @@ def test_the_download_holds_the_head_shown(monkeypatch, model):
                                norms.row_shares(norms.weighted_norms(w, vn[2, 7])), atol=1e-6)
     whole = norms.layer_norms(t.weights, t.values, norms.output_projections(model))[2]
     np.testing.assert_allclose(got["norm_shares_layer"], norms.row_shares(whole), atol=1e-6)
+
+
+def test_a_decoder_draws_no_map_of_the_shares_on_cls_and_sep():
+    """SmolLM2 adds no [CLS]/[SEP]: their shares are 0 in every head (checked here), so the
+    page says so in one sentence instead of '0.0% of the weights' and draws only the queries
+    whose top key changes (analysis.norms' numbers)."""
+    import attnviz
+    from attnviz.engine.bundled import SMOLLM2
+
+    model = attnviz.load_model(SMOLLM2, device="cpu")
+    t = model.trace("I saw a saw")
+    vn = norms.value_norms(t.values_per_head, norms.output_projections(model))
+    c = norms.comparison(t.weights, vn, t.tokens)
+    assert not (c["special_weight"].any() or c["special_norm"].any())
+    at = open_page("pages/value_norms.py", timeout=600, model=SMOLLM2, text="I saw a saw")
+    said = " ".join(m.value for m in (*at.caption, *at.markdown))
+    assert "This model has no [CLS]/[SEP] tokens, so their shares are not drawn." in said
+    assert "Mean share on [CLS]/[SEP]" not in said
+    heat = [tr for tr in figures(at)[0]["data"] if tr["type"] == "heatmap"]
+    assert [tr["name"] for tr in heat] == ["top_changes"]
+    np.testing.assert_allclose(decode(heat[0]["z"]), c["top_changes"], atol=1e-12)

@@ -74,11 +74,25 @@ def names() -> dict:
 def conventions_note(t, conventions: str) -> list:
     out = [Markdown(_("Shown: **{conv}** conventions: {about}.").format(
         conv=conventions, about=_(CONVENTIONS[conventions])), "caption")]
-    if not any(tok in CLS_TOKENS | SEP_TOKENS for tok in t.tokens):
-        out.append(Markdown(_("This model adds no start or separator token ([CLS]/[SEP], "
-                              "<s>/</s>): the two columns for them are 0 by construction."),
-                            "caption"))
+    if not has_start_or_separator(t):
+        out.append(Markdown(_("This model has no [CLS]/[SEP] tokens (nor <s>/</s>): the "
+                              "weight on them is 0 by construction, so its maps and columns "
+                              "are left out."), "caption"))
     return out
+
+
+def has_start_or_separator(t) -> bool:
+    """Whether the sentence has [CLS]/[SEP] (or <s>/</s>) tokens: a decoder such as SmolLM2
+    adds none, and the weight on them is 0 in every head."""
+    return any(tok in CLS_TOKENS | SEP_TOKENS for tok in t.tokens)
+
+
+def shown(t, stats: dict) -> dict:
+    """The statistics drawn and tabled: all of them, less the weight on [CLS] and on [SEP]
+    where the sentence has neither (the download keeps every statistic)."""
+    if has_start_or_separator(t):
+        return stats
+    return {k: v for k, v in stats.items() if k not in ("cls", "sep")}
 
 
 def stats_figure(stats: dict, layer: int, head: int):
@@ -115,8 +129,8 @@ def stats_download(t, conventions: str, words: bool, stats: dict):
 
 def statistics(t, conventions: str, words: bool, stats: dict, layer: int, head: int) -> list:
     """The Statistics tab (its widgets left out)."""
-    return [*conventions_note(t, conventions), stats_figure(stats, layer, head),
-            one_head_figure(t, words, layer, head), stats_table(stats), table_note(),
+    return [*conventions_note(t, conventions), stats_figure(shown(t, stats), layer, head),
+            one_head_figure(t, words, layer, head), stats_table(shown(t, stats)), table_note(),
             stats_download(t, conventions, words, stats)]
 
 

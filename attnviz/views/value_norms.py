@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..analysis import norms
+from ..analysis.common import special_mask
 from ..analysis.words import merge_tokens, word_attention, word_groups
 from ..i18n import N_, _
 from ..plotting.stats import maps_side_by_side, stats_heatmaps
@@ -54,13 +55,28 @@ def summary(t, nb: dict) -> list:
             Markdown(_("Mean share on [CLS]/[SEP] over all heads: **{weights:.1%}** of the "
                        "weights, **{norms:.1%}** of the norms (each row's norms divided by "
                        "their sum). **Click a cell** to open that head below.").format(
-                weights=nb["special_weight"].mean(), norms=nb["special_norm"].mean()),
+                weights=nb["special_weight"].mean(), norms=nb["special_norm"].mean())
+                if has_special(t) else no_special_note() + " " + _(
+                    "**Click a cell** to open that head below."),
                 "caption")]
 
 
-def heads_figure(nb: dict, layer: int, head: int):
-    return stats_heatmaps({k: nb[k] for k in TITLES}, {k: _(v) for k, v in TITLES.items()},
-                          cols=3, selected=(layer, head))
+def has_special(t) -> bool:
+    """Whether the sentence has [CLS]/[SEP] (or <s>/</s>) tokens: a decoder such as SmolLM2
+    adds none, and its shares on them are 0 by construction."""
+    return bool(special_mask(t.tokens).any())
+
+
+def no_special_note() -> str:
+    return _("This model has no [CLS]/[SEP] tokens, so their shares are not drawn.")
+
+
+def heads_figure(nb: dict, layer: int, head: int, special: bool = True):
+    """Every head's shares on [CLS]/[SEP] (only where the sentence has them: `special`) and
+    its share of queries whose top key changes."""
+    shown = [k for k in TITLES if special or not k.startswith("special")]
+    return stats_heatmaps({k: nb[k] for k in shown}, {k: _(TITLES[k]) for k in shown},
+                          cols=len(shown), selected=(layer, head))
 
 
 def head_maps(t, nb: dict, whole_layer: np.ndarray, layer: int, head: int):
@@ -108,7 +124,7 @@ def one_head(t, nb: dict, whole_layer: np.ndarray, layer: int, head: int, words:
     """The part under the summary: every head's shares, then one head's maps (its widgets
     left out)."""
     maps = head_maps(t, nb, whole_layer, layer, head)
-    return [heads_figure(nb, layer, head), maps_figure(t, maps, layer, head, words),
+    return [heads_figure(nb, layer, head, has_special(t)), maps_figure(t, maps, layer, head, words),
             head_note(nb, layer, head), download(t, nb, lambda: maps, layer, head)]
 
 
