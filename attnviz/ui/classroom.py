@@ -46,7 +46,7 @@ from . import lesson as nav
 from .figures import cached_figure
 from .language import LANG_KEY, use_session_language, want
 from .render import render
-from .sidebar import CLASS_PARAM, STUDENT_OF
+from .sidebar import CLASS_PARAM
 
 PARAM = CLASS_PARAM
 TEACHER = "class_teacher"  # the Teacher (code, secret, next sequence number)
@@ -156,21 +156,28 @@ class Class:
 
 
 # ------------------------------------------------------------------ joining
+def a_students_page() -> bool:
+    """Whether this run draws a student's lesson: the link names a class this session does
+    not lead. The browser that started the class takes control again here (`_reclaim`,
+    once per session), so the router knows before it draws the sidebar (a student's has
+    the language switch alone: sidebar.students_lesson). A link that names no class, an
+    ended one, or a store that cannot answer, is not a student's page (begin says why)."""
+    code = classroom.parse_code(st.query_params.get(PARAM))
+    if code is None:
+        return False
+    teacher = st.session_state.get(TEACHER)
+    if teacher is not None and teacher.code == code:
+        return False
+    try:
+        return _reclaim(code) is None and shared_state(code) is not None
+    except ClassError:  # no such class, ended, or the store cannot answer
+        return False
+
+
 def begin() -> Class | None:
     """The class this session is in (the link's `class`, or the one it started), with the
     student's step and reveals set for the page; None outside class mode. A refusal
-    (unknown code, ended class, full class, store unreachable) is said in one sentence.
-    A student's session is marked with its link's class (sidebar.STUDENT_OF): its next
-    runs draw the sidebar without the boxes that a student's lesson does not read."""
-    c = _begin()
-    if c is not None and not c.leads:
-        st.session_state[STUDENT_OF] = st.query_params.get(PARAM)
-    else:
-        st.session_state.pop(STUDENT_OF, None)
-    return c
-
-
-def _begin() -> Class | None:
+    (unknown code, ended class, full class, store unreachable) is said in one sentence."""
     raw = st.query_params.get(PARAM)
     teacher = st.session_state.get(TEACHER)
     if raw is None and teacher is None:
@@ -379,7 +386,7 @@ def show_code(code: str) -> None:
 
 
 def leave() -> None:
-    for key in (TEACHER, nav.CLASS_LIMIT, nav.FOLLOW, STUDENT, STUDENT_OF):
+    for key in (TEACHER, nav.CLASS_LIMIT, nav.FOLLOW, STUDENT):
         st.session_state.pop(key, None)
     st.query_params.pop(PARAM, None)
 

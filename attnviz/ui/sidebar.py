@@ -24,11 +24,6 @@ from .model_picker import bundled_picker, model_picker
 from .text import literal
 from .urlstate import URL_BUDGET, encoded_length, fits_in_link
 
-# The class link (`?class=...`) this session's page was last drawn for as a student's
-# (ui.classroom.begin): a student's lesson shows the teacher's sentence on the bundled model,
-# so on the lesson page its sidebar holds the language alone, each widget fewer being less to
-# draw again on every phone in the room at each of the teacher's steps.
-STUDENT_OF = "class_student_of"
 CLASS_PARAM = "class"  # the join link's parameter (ui.classroom.PARAM)
 MAX_CHARS = 20_000  # more text than 512 tokens can hold; longer input is cut with a warning
 LANGUAGE_LABEL = "Language · 语言"  # in both languages on purpose: found whatever is shown
@@ -69,9 +64,15 @@ def _back_in_link(key: str, value: str, default: str, in_link: bool) -> None:
 
 
 def students_lesson(page_path: str) -> bool:
-    """Whether this run draws the lesson of a student in a class (STUDENT_OF)."""
-    seat = st.session_state.get(STUDENT_OF)
-    return page_path == "lesson" and seat is not None and st.query_params.get(CLASS_PARAM) == seat
+    """Whether this run draws the lesson of a student in a class (ui.classroom). A
+    student's lesson shows the teacher's sentence on the bundled model, so its sidebar holds
+    the language alone: each widget fewer is less to draw again on every phone in the room
+    at each of the teacher's steps."""
+    if page_path != "lesson" or st.query_params.get(CLASS_PARAM) is None:
+        return False
+    from .classroom import a_students_page
+
+    return a_students_page()
 
 
 def sidebar(student: bool = False) -> Context:
