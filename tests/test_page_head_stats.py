@@ -101,7 +101,8 @@ def test_pair_512_and_refused_folder(at):
 def test_a_decoder_draws_no_map_of_the_weight_on_cls_and_sep():
     """SmolLM2 adds no [CLS]/[SEP]: the weight on them is 0 in every head (checked here on the
     trace), so the page says so in one sentence and neither draws those maps nor tables their
-    columns; every other statistic is drawn, with head_stats' numbers."""
+    columns, nor those of the weight on the next token (causal: 0 by construction); every
+    other statistic is drawn, with head_stats' numbers."""
     import attnviz
     from attnviz.engine.bundled import SMOLLM2
 
@@ -112,9 +113,13 @@ def test_a_decoder_draws_no_map_of_the_weight_on_cls_and_sep():
     assert any("This model has no [CLS]/[SEP] tokens" in c.value for c in at.caption)
     stats_fig, _ = charts(at)
     heat = [tr for tr in stats_fig["data"] if tr["type"] == "heatmap"]
-    assert sorted(tr["name"] for tr in heat) == sorted(k for k in STATS if k not in ("cls", "sep"))
+    assert any("the weight on the next token is 0 by construction" in c.value
+               for c in at.caption)
+    assert not s["next"].any()  # causal: no token sees the one after it
+    assert sorted(tr["name"] for tr in heat) == sorted(
+        k for k in STATS if k not in ("cls", "sep", "next"))
     for tr in heat:
         np.testing.assert_allclose(decode(tr["z"]), s[tr["name"]], atol=1e-12)
     columns = set(at.dataframe[0].value.columns)
-    assert STATS["cls"] not in columns and STATS["sep"] not in columns
+    assert not columns & {STATS["cls"], STATS["sep"], STATS["next"]}
     assert STATS["entropy"] in columns

@@ -78,6 +78,10 @@ def conventions_note(t, conventions: str) -> list:
         out.append(Markdown(_("This model has no [CLS]/[SEP] tokens (nor <s>/</s>): the "
                               "weight on them is 0 by construction, so its maps and columns "
                               "are left out."), "caption"))
+    if t.request.causal:
+        out.append(Markdown(_("In a causal model no token sees the token after it: the "
+                              "weight on the next token is 0 by construction, so its map "
+                              "and column are left out."), "caption"))
     return out
 
 
@@ -89,10 +93,11 @@ def has_start_or_separator(t) -> bool:
 
 def shown(t, stats: dict) -> dict:
     """The statistics drawn and tabled: all of them, less the weight on [CLS] and on [SEP]
-    where the sentence has neither (the download keeps every statistic)."""
-    if has_start_or_separator(t):
-        return stats
-    return {k: v for k, v in stats.items() if k not in ("cls", "sep")}
+    where the sentence has neither, and the weight on the next token under a causal mask
+    (0 by construction; the download keeps every statistic)."""
+    left_out = (() if has_start_or_separator(t) else ("cls", "sep")) + (
+        ("next",) if t.request.causal else ())
+    return {k: v for k, v in stats.items() if k not in left_out}
 
 
 def stats_figure(stats: dict, layer: int, head: int):
