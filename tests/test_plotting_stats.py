@@ -91,3 +91,15 @@ def test_three_maps_name_as_many_keys_as_fit_slanted(model):
     for k in ("", "2", "3"):
         assert list(fig.layout[f"xaxis{k}"].ticktext) == [
             "[CLS]", "i", "saw #2", "a", "saw #4", "[SEP]"]
+
+
+def test_the_two_colour_bars_never_stand_in_one_place():
+    """Three shares and entropy (a decoder's head statistics: no [CLS]/[SEP], no next token)
+    with room for four panels a row: entropy goes to the next row, so its colour bar stands
+    beside it and not on top of the shares' bar (both stood right of the fourth panel)."""
+    z = np.zeros((3, 2))
+    fig = stats_heatmaps({"punct": z, "self": z, "prev": z, "entropy": z + 1.0},
+                         {}, cols=4).to_dict()
+    share, entropy = (fig["layout"][k]["colorbar"] for k in ("coloraxis", "coloraxis2"))
+    assert (share["x"], share["y"]) != (entropy["x"], entropy["y"])
+    assert entropy["y"] < share["y"]  # the row below

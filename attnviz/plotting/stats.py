@@ -51,9 +51,12 @@ def stats_heatmaps(stats: dict[str, np.ndarray], titles: dict[str, str], cols: i
 
     Built as dicts on a `Grid` and validated once (see common.Grid): the page redraws it on
     every click. Entropy, on its own scale, is the last panel, and each colour bar stands
-    beside its own panels: the shares' beside the first row, entropy's right after its panel.
+    beside its own panels: the shares' beside the first row, entropy's right after its panel
+    (where the shares fill at most one row, entropy starts the next).
     """
     names = [k for k in stats if k != "entropy"] + [k for k in stats if k == "entropy"]
+    if "entropy" in stats and 0 < len(names) - 1 <= cols:  # entropy on a row of its own,
+        cols = len(names) - 1  # so the two colour bars never stand in one place
     rows = -(-len(names) // cols)
     gap = 0.05
     margin = dict(l=10, r=60, t=50, b=10)  # r: the two colour bars
