@@ -153,9 +153,10 @@ _DARK = PerFigure(256)  # a figure -> its copy for a dark background (None: the 
 
 
 def for_theme(fig: go.Figure, dark: bool) -> go.Figure:
-    """`fig` as the page's theme shows it: on a dark page, its diverging scales with a white
-    middle made for a dark background (plotting.common.for_dark_background), the copy made
-    once per figure object."""
+    """`fig` as the page's theme shows it: on a dark page, its scales that are white or
+    light at 0 (plotting.common.DARK_SCALES: diverging with a white middle, sequential with
+    a light low end) made for a dark background (plotting.common.for_dark_background), the
+    copy made once per figure object."""
     if not dark:
         return fig
     copy = _DARK.get(fig, lambda f: None if (d := for_dark_background(f)) is f else d)
