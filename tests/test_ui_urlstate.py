@@ -295,7 +295,7 @@ def test_a_hostile_link_is_run_once_more_and_a_clean_one_once(monkeypatch):
     sidebar = importlib.import_module("attnviz.ui.sidebar")  # the module (ui.sidebar: a function)
     runs = []
     real = sidebar.sidebar
-    monkeypatch.setattr(sidebar, "sidebar", lambda: runs.append(1) or real())
+    monkeypatch.setattr(sidebar, "sidebar", lambda **kw: runs.append(1) or real(**kw))
     at = open_with("pages/positions.py", {})
     assert not at.exception and runs == [1]
     runs.clear()

@@ -112,7 +112,7 @@ def _run(root: Path) -> None:
 
 def _page(root: Path) -> None:
     from . import recorder, urlstate
-    from .sidebar import sidebar, students_lesson
+    from .sidebar import sidebar
 
     nav = navigation(root)
     # Before any widget; after the navigation, so that a rerun stays on the page the URL
@@ -123,6 +123,18 @@ def _page(root: Path) -> None:
     with recorder.recording(nav.title):  # what the page shows, for "Download this view"
         nav.run()
     recorder.offer_download()
+
+
+def students_lesson(page_path: str) -> bool:
+    """Whether this run draws the lesson of a student in a class (ui.classroom, imported
+    only when the link names a class)."""
+    from .sidebar import CLASS_PARAM
+
+    if page_path != "lesson" or st.query_params.get(CLASS_PARAM) is None:
+        return False
+    from .classroom import a_students_page
+
+    return a_students_page()
 
 
 def navigation(root: Path):

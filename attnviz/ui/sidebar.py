@@ -63,22 +63,12 @@ def _back_in_link(key: str, value: str, default: str, in_link: bool) -> None:
         st.query_params[key] = value
 
 
-def students_lesson(page_path: str) -> bool:
-    """Whether this run draws the lesson of a student in a class (ui.classroom). A
-    student's lesson shows the teacher's sentence on the bundled model, so its sidebar holds
-    the language alone: each widget fewer is less to draw again on every phone in the room
-    at each of the teacher's steps."""
-    if page_path != "lesson" or st.query_params.get(CLASS_PARAM) is None:
-        return False
-    from .classroom import a_students_page
-
-    return a_students_page()
-
-
 def sidebar(student: bool = False) -> Context:
     """Draw the shared sidebar (language, sentence, second sentence, bundled model, model
-    folder, device); for a student in a class (`student`), the language and a line that the
-    lesson follows the teacher's sentence."""
+    folder, device); for a student's lesson in a class (`student`: ui.router), the language
+    and a line that the lesson shows the teacher's sentence: a student's lesson shows the
+    teacher's sentence on the bundled model, and each widget fewer is less to draw again on
+    every phone in the room at each of the teacher's steps."""
     if student:
         with st.sidebar:
             language_switch()
