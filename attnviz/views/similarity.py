@@ -32,8 +32,9 @@ BLANKS = {"pad": N_("[PAD] (the default)"), "mask": N_("[MASK]")}  # attribution
 
 def blanks(tokenizer) -> list[str]:
     """The blanks offered for this tokenizer: [MASK] only where it has a mask token (a
-    decoder's, e.g. SmolLM2's, has none)."""
-    return [k for k in BLANKS if k != "mask" or tokenizer.mask_token_id is not None]
+    decoder's, e.g. SmolLM2's, has none; a vision model has no tokenizer)."""
+    masks = getattr(tokenizer, "mask_token_id", None) is not None
+    return [k for k in BLANKS if k != "mask" or masks]
 
 
 def no_mask_note() -> Markdown:
