@@ -47,17 +47,15 @@ def main() -> None:
     t = ui.trace_or_message(ctx, streams=True)
     if t is None:
         return
-    columns = iter(st.columns(3))  # the switches from the left, as many as are offered
-    # only where the sentence has such tokens (a decoder such as SmolLM2 adds none); rows
-    # to renormalise only where keys can be left out (hidden, or dropped by a pair's filter)
-    special = view.has_special(t)
+    # switches from the left, only those that act: [CLS]/[SEP] to hide (SmolLM2 adds none),
+    # rows to renormalise where keys can be left out (hidden, or dropped by a pair's filter)
+    columns, special = iter(st.columns(3)), view.has_special(t)
     hide = special and next(columns).toggle(_("Hide [CLS] and [SEP]"), key="ex_hide",
                                             bind="query-params")
     renorm = (special or bool(ctx.text_pair)) and next(columns).toggle(
         _("Renormalise rows"), key="ex_renorm", bind="query-params",
         help=_("Rescale each shown row to sum to 1 over the keys still shown."))
-    words = next(columns).toggle(
-        _("Word level"), key="ex_words", bind="query-params",
+    words = next(columns).toggle(_("Word level"), key="ex_words", bind="query-params",
         help=_("Merge word pieces into words: attention to a word is the sum over its pieces, "
                "attention from a word the mean (Clark et al. 2019)."))
     seg = "all"
@@ -122,9 +120,8 @@ def one_head(ctx: ui.Context, hide: bool, renorm: bool, seg: str, words: bool,
         t, t.layer_weights(layer), hide, renorm, seg, words))  # a long input's: not cached
     labels = view.labels(toks, idx)
     options, default = view.line_choices(len(toks), hide, bool(t.request.causal))
-    # A key of its own per number of shown tokens: another sentence's list is a new widget,
-    # which the browser shows at its default (a kept key would keep the old choice on screen).
-    # Bound to the URL: a link opens the same query token's lines (its label, under that key).
+    # A key per number of shown tokens (another sentence's list is a new widget the browser
+    # shows at its default), bound to the URL: a link opens the same query token's lines.
     pick = e2.selectbox(_("Token lines for one query token"), options, index=default,
                         key=view.token_key(len(toks)), bind="query-params",
                         format_func=lambda i: _("all tokens") if i is None else labels[i])
