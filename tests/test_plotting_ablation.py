@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from attnviz.plotting import ablation
+from tests.colours import contrast, luminance
 
 
 def test_patching_map_keeps_repeated_tokens_apart_and_its_bar_title_beside_the_bar():
@@ -18,22 +19,6 @@ def test_patching_map_keeps_repeated_tokens_apart_and_its_bar_title_beside_the_b
     assert "a / the" in fig.layout.xaxis.ticktext[2]  # what the corrupted sentence had there
     # a title on top of a vertical bar ran into its top tick label ('1') at 390 px
     assert heat.colorbar.title.text == "restored" and heat.colorbar.title.side == "right"
-
-
-def _luminance(colour: str) -> float:
-    """WCAG relative luminance of '#RRGGBB' or 'rgb(r, g, b)'."""
-    if colour.startswith("#"):
-        rgb = [int(colour[k:k + 2], 16) for k in (1, 3, 5)]
-    else:
-        rgb = [float(v) for v in colour[colour.index("(") + 1:-1].split(",")[:3]]
-    lin = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
-           for c in (v / 255 for v in rgb)]
-    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
-
-
-def _contrast(a: str, b: str) -> float:
-    hi, lo = sorted((_luminance(a), _luminance(b)), reverse=True)
-    return (hi + 0.05) / (lo + 0.05)
 
 
 def test_weight_change_map_reads_on_a_dark_page():
@@ -50,8 +35,8 @@ def test_weight_change_map_reads_on_a_dark_page():
     zero, top = scale[0], scale[-1]
     assert dark.zmin == 0.0 and dark.zmax == 0.02
     dark_page, white_page = "#0E1117", "#FFFFFF"  # Streamlit's dark and light backgrounds
-    assert _luminance(zero) < 0.1, zero  # 0 reads as "nothing" on the dark page, no slab
-    assert _contrast(top, dark_page) > 7 and _contrast(zero, white_page) > 7, (zero, top)
+    assert luminance(zero) < 0.1, zero  # 0 reads as "nothing" on the dark page, no slab
+    assert contrast(top, dark_page) > 7 and contrast(zero, white_page) > 7, (zero, top)
 
 
 # About 100 tokens (the issue's case): a paragraph whose word pieces make long row labels.

@@ -6,6 +6,7 @@ import pytest
 
 from attnviz.analysis import conv_attention as ca
 from attnviz.plotting import images as plots
+from tests.colours import luminance
 
 
 def _img(h=6, w=8):
@@ -77,16 +78,6 @@ def test_images_row_normalises_together_and_shows_the_difference():
     assert fig.data[2].colorbar.ticklabelposition == "outside bottom"
 
 
-def _luminance(colour: str) -> float:
-    """WCAG relative luminance of a Plotly colour ('#rrggbb' or 'rgb(r, g, b)')."""
-    from plotly.colors import hex_to_rgb, unlabel_rgb
-
-    rgb = hex_to_rgb(colour) if colour.startswith("#") else unlabel_rgb(colour)
-    lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
-           for c in (v / 255 for v in rgb)]
-    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
-
-
 def test_difference_map_reads_on_a_dark_page():
     """The |difference| map (conv2d against attention): on a white page 0 (no difference) is
     white, the largest difference black; on the dark theme's page (the figure as
@@ -104,8 +95,8 @@ def test_difference_map_reads_on_a_dark_page():
     np.testing.assert_array_equal(dark.z, diff)
     assert dark_fig.data[:2] == fig.data[:2]
     # the white page: as it is drawn there, 0 white, the top black
-    assert _luminance(light.colorscale[0][1]) == 1.0 and _luminance(light.colorscale[-1][1]) == 0
+    assert luminance(light.colorscale[0][1]) == 1.0 and luminance(light.colorscale[-1][1]) == 0
     zero, top = dark.colorscale[0][1], dark.colorscale[-1][1]
     dark_page = 0.0056  # Streamlit's dark background #0E1117
-    assert _luminance(zero) < 0.01, zero  # 0 reads as "nothing" on the dark page
-    assert (_luminance(top) + 0.05) / (dark_page + 0.05) > 7, top
+    assert luminance(zero) < 0.01, zero  # 0 reads as "nothing" on the dark page
+    assert (luminance(top) + 0.05) / (dark_page + 0.05) > 7, top

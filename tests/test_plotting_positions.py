@@ -8,6 +8,7 @@ import pytest
 
 from attnviz.analysis import positions as P
 from attnviz.plotting import positions as fig
+from tests.colours import luminance
 
 TOKENS = ["[CLS]", "i", "saw", "a", "saw", "[SEP]"]
 LABELS = ["[CLS] #0", "i #1", "saw #2", "a #3", "saw #4", "[SEP] #5"]
@@ -174,16 +175,6 @@ def test_rotary_and_spectrum_figures_carry_the_arrays():
     assert sp.layout.yaxis.type == "log" and sp.layout.shapes[0].y0 == 12
 
 
-def _luminance(colour: str) -> float:
-    """WCAG relative luminance of a Plotly colour ('#rrggbb' or 'rgb(r, g, b)')."""
-    from plotly.colors import hex_to_rgb, unlabel_rgb
-
-    rgb = hex_to_rgb(colour) if colour.startswith("#") else unlabel_rgb(colour)
-    lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
-           for c in (v / 255 for v in rgb)]
-    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
-
-
 def test_mode_divergence_grid_reads_on_a_dark_page():
     """'How much each head's weights move': on a white page 0 (the reference against itself,
     a panel of zeros) is the scale's pale end; on the dark theme's page (the figure as
@@ -199,11 +190,11 @@ def test_mode_divergence_grid_reads_on_a_dark_page():
     assert dark.data == f.data
     light_axis, dark_axis = f.layout.coloraxis, dark.layout.coloraxis
     assert (dark_axis.cmin, dark_axis.cmax) == (light_axis.cmin, light_axis.cmax)
-    assert _luminance(light_axis.colorscale[0][1]) > 0.9  # the white page's, as it is
+    assert luminance(light_axis.colorscale[0][1]) > 0.9  # the white page's, as it is
     zero, top = dark_axis.colorscale[0][1], dark_axis.colorscale[-1][1]
     dark_page = 0.0056  # Streamlit's dark background #0E1117
-    assert _luminance(zero) < 0.01, zero
-    assert (_luminance(top) + 0.05) / (dark_page + 0.05) > 7, top
+    assert luminance(zero) < 0.01, zero
+    assert (luminance(top) + 0.05) / (dark_page + 0.05) > 7, top
 
 
 # The fonts the browser check draws with: Arial's metrics (Liberation Sans) and a CJK font.
