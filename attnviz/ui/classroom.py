@@ -160,7 +160,7 @@ def a_students_page() -> bool:
     """Whether this run draws a student's lesson: the link names a class this session does
     not lead. The browser that started the class takes control again here (`_reclaim`,
     once per session), so the router knows before it draws the sidebar (a student's has
-    the language switch alone: sidebar.students_lesson). A link that names no class, an
+    the language switch alone: router.students_lesson). A link that names no class, an
     ended one, or a store that cannot answer, is not a student's page (begin says why)."""
     code = classroom.parse_code(st.query_params.get(PARAM))
     if code is None:
@@ -169,9 +169,12 @@ def a_students_page() -> bool:
     if teacher is not None and teacher.code == code:
         return False
     try:
-        return _reclaim(code) is None and shared_state(code) is not None
-    except ClassError:  # no such class, ended, or the store cannot answer
+        if _reclaim(code) is not None:
+            return False
+        shared_state(code)  # raises for no such class, an ended one, a store that cannot answer
+    except ClassError:
         return False
+    return True
 
 
 def begin() -> Class | None:

@@ -65,10 +65,10 @@ def _back_in_link(key: str, value: str, default: str, in_link: bool) -> None:
 
 def sidebar(student: bool = False) -> Context:
     """Draw the shared sidebar (language, sentence, second sentence, bundled model, model
-    folder, device); for a student's lesson in a class (`student`: ui.router), the language
-    and a line that the lesson shows the teacher's sentence: a student's lesson shows the
-    teacher's sentence on the bundled model, and each widget fewer is less to draw again on
-    every phone in the room at each of the teacher's steps."""
+    folder, device); for a student's lesson in a class (`student`: ui.router), which shows
+    the teacher's sentence on the bundled model, the language and a line saying so: each
+    widget fewer is less to draw again on every phone in the room at each of the teacher's
+    steps."""
     if student:
         with st.sidebar:
             language_switch()
