@@ -295,13 +295,13 @@ TITLE_ROOM = 24  # px of an axis title beside its tick labels (one line of FONT)
 LEGEND_ROW = 32  # px of one row of a horizontal legend below a figure
 
 
-def text_width(text: str, size: float = FONT["size"]) -> float:
+def text_width(text: str, size: float = FONT["size"], narrow: float = _EM_NARROW) -> float:
     """An upper estimate of `text`'s width in px at font size `size` (px): the sum over its
-    characters of 0.66 em (1.05 em for a wide CJK character). HTML entities of escaped labels
-    count as their source characters (an over-estimate)."""
+    characters of `narrow` em (0.66; 1.05 em for a wide CJK character). HTML entities of
+    escaped labels count as their source characters (an over-estimate)."""
     import unicodedata
 
-    return size * sum(_EM_WIDE if unicodedata.east_asian_width(c) in "WF" else _EM_NARROW
+    return size * sum(_EM_WIDE if unicodedata.east_asian_width(c) in "WF" else narrow
                       for c in text)
 
 

@@ -32,6 +32,7 @@ from .common import (
     colorbar_room,
     escape,
     label_room,
+    text_width,
     tick_labels,
 )
 from .stats import PAGE_WIDTH
@@ -53,13 +54,14 @@ MODE_PATTERNS = {"learned": "", "none": "/", "sinusoidal": ".", "shuffled": "x",
 
 # Text that Plotly does not wrap, broken into lines here: a figure's title (bold, TITLE_SIZE px
 # where the page does not set its own smaller one) and the subplot titles (SUBTITLE_SIZE px,
-# centred over their panels), each line measured as token_lines measures its labels: an upper
-# estimate of LATIN_EM em a Latin character, CJK_EM a CJK or full-width one (BOLD times that
-# in bold). The page shows a figure PAGE_WIDTH px wide at 1280 px; a phone's frame breaks a
-# title further (ui/components/live_chart/phone_layout.js), never joins these lines.
+# centred over their panels), each line measured by common.text_width as token_lines measures
+# its labels: an upper estimate of LATIN_EM em a Latin character, 1.05 em a CJK or full-width
+# one (BOLD times that in bold). The page shows a figure PAGE_WIDTH px wide at 1280 px; a
+# phone's frame breaks a title further (ui/components/live_chart/phone_layout.js), never
+# joins these lines.
 TITLE_SIZE = round(FONT["size"] * 1.4)  # px: Plotly's title font (1.4 x the layout's font)
 SUBTITLE_SIZE = 16  # px: Plotly's subplot titles
-LATIN_EM, CJK_EM, BOLD = 0.56, 1.05, 1.08
+LATIN_EM, BOLD = 0.56, 1.08
 TITLE_LINE, SUBTITLE_LINE = 24, 21  # px a further line of the title, of a subplot title, takes
 TOP = 60  # px over the plot: a one-line title and a one-line row of subplot titles
 # A title of more lines hangs from the figure's top edge: Plotly places its first line's
@@ -78,8 +80,7 @@ def text_px(text: str, size: float = SUBTITLE_SIZE, bold: bool = False) -> float
     """An upper estimate of `text`'s width in px at `size` px: tags take none, entities count
     as the character they stand for."""
     shown = html.unescape(_TAG.sub("", text))
-    ems = sum(CJK_EM if re.match(f"[{CJK}]", c) else LATIN_EM for c in shown)
-    return ems * size * (BOLD if bold else 1.0)
+    return text_width(shown, size, narrow=LATIN_EM) * (BOLD if bold else 1.0)
 
 
 def _pieces(text: str) -> list[str]:
