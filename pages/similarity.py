@@ -3,7 +3,8 @@ of two sentence vectors to each token, beside raw attention, rollout, flow and o
 
 Numbers: analysis.attribution (IG with a progress bar, once per server) and
 analysis.occlusion on the model; ui.flow (a progress bar, shared with Head statistics) on each
-sentence's cached Trace; what it shows: views.similarity."""
+sentence's cached Trace; what it shows: views.similarity. On a causal decoder only the
+cosines of view.UNRELATED beside the typed pair (analysis.attribution.pair_cosines)."""
 
 import streamlit as st
 
@@ -44,10 +45,23 @@ def occluded(model, x: str, y: str, t):
                             quick=len(x) < worklist.HEAVY_CHARS)
 
 
+def decoder(model, text_a: str, text_b: str) -> None:
+    """The cosine of the typed pair and of view.UNRELATED on a causal decoder, once per
+    server, and why the credits stop there."""
+    pairs = [(text_a, text_b), *view.UNRELATED]
+    try:
+        cosines = ui.cached("results", ("pair_cosines", model.key, text_a, text_b),
+                            lambda: attribution.pair_cosines(model, pairs))
+    except ValueError as e:
+        render(view.cannot_encode(e))
+        return
+    render(view.not_an_embedding(model, text_a, text_b, cosines))
+
+
 def main() -> None:
     ui.ensure_router()  # a first request for this page hands over to app.py (once)
-    render(view.intro())
     ctx = ui.context()
+    render(view.intro(ctx.model))
     if not ui.require_text(ctx):
         return
     if ctx.text_pair:
@@ -56,6 +70,8 @@ def main() -> None:
     else:
         text_b = text_box(_("Sentence B"), value=view.DEFAULT_B, key="sim_b",
                           bind="query-params") or view.DEFAULT_B
+    if view.is_decoder(ctx.model):  # not a sentence-embedding model: said, with its cosines
+        return decoder(ctx.model, ctx.text, text_b)
     steps = st.select_slider(_("Integration steps"), view.STEPS,
                              value=attribution.DEFAULT_STEPS, key="sim_steps",
                              bind="query-params")
@@ -88,7 +104,7 @@ def main() -> None:
            keys=("sim_bars_a", "sim_occ_a"))
     render(view.panel("B", res, "b", tb, occ_b, views_b), where=right,
            keys=("sim_bars_b", "sim_occ_b"))
-    render(view.reading())
+    render(view.reading(model))
     render(view.download(res, occ_a, occ_b, views_a, views_b, steps, blank), key="sim_download")
 
 

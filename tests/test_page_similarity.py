@@ -127,28 +127,3 @@ def test_a_url_in_a_sentence_is_shown_as_text_not_as_a_link():
     blocks = view.score(SimpleNamespace(score=0.5), typed, "B")
     assert Code("A: see https://evil.example/x and www.evil.example now\nB: B") in blocks
     assert not [b for b in blocks if isinstance(b, Markdown) and "evil" in b.text]
-
-
-def test_a_tokenizer_without_a_mask_token_gets_the_removals():
-    """SmolLM2's tokenizer has no [MASK]: the page says so in one sentence, offers no [MASK]
-    blank, and draws IG beside the removal-based occlusion (the numbers of occlude, whose
-    removals are checked against HF in test_analysis_occlusion), with no error."""
-    import attnviz
-    from attnviz.engine.bundled import SMOLLM2
-
-    model = attnviz.load_model(SMOLLM2, device="cpu")
-    assert model.tokenizer.mask_token_id is None
-    at = open_page("pages/similarity.py", timeout=600, model=SMOLLM2, text=A, sim_b=B,
-                   sim_steps=8)
-    assert not at.error, [e.value for e in at.error]
-    assert not [r for r in at.radio if r.label == "The blank each word fades to"]
-    said = [c.value for c in at.caption if "has no [MASK] token" in c.value]
-    assert len(said) == 2  # one under each sentence's occlusion
-    _, occ_a, _, occ_b = pj.figures(at)
-    for fig, text, other in ((occ_a, A, B), (occ_b, B, A)):
-        want = occlude(model, text, other)
-        assert want.mask is None and not np.isnan(want.remove).all()
-        assert [tr["name"] for tr in fig["data"]] == ["integrated gradients",
-                                                      "occlusion: token removed"]
-        np.testing.assert_allclose(np.asarray(decode(fig["data"][1]["y"]), dtype=float),
-                                   want.remove, atol=1e-6)

@@ -341,6 +341,22 @@ def attribute(model, text_a: str, text_b: str, steps: int = DEFAULT_STEPS,
     )
 
 
+def text_embedding(model, text: str) -> torch.Tensor:
+    """e(text) [hidden]: the sentence encoded alone (with its tokenizer's own added tokens),
+    the mean of its last layer's vectors (sentence_embedding), without autograd."""
+    ids, segments, _ = model.tokenize(text)
+    x, _ = model.embed(ids, segments)
+    with torch.no_grad():
+        return sentence_embedding(model, x)
+
+
+def pair_cosines(model, pairs) -> list[float]:
+    """s(A, B) = cos(e(A), e(B)) of each (A, B) in `pairs`, each sentence encoded once."""
+    texts = list(dict.fromkeys(t for pair in pairs for t in pair))
+    e = {t: text_embedding(model, t) for t in texts}
+    return [float(_cos(e[a], e[b])) for a, b in pairs]
+
+
 def pooled_importance(matrix: np.ndarray) -> np.ndarray:
     """(1/n) sum_i M_ij for a map M [outputs, inputs]: what mean pooling takes from input j."""
     return np.asarray(matrix, dtype=np.float64).mean(axis=0)

@@ -1,8 +1,12 @@
-"""Why are two sentences similar? The bundled model is a sentence-embedding model: each
-sentence is encoded alone, its tokens' last-layer vectors are averaged, and two sentences are
-compared by the cosine. Integrated gradients (from a chosen blank) and gradient x input
-attribute that cosine to each token, beside what raw attention, rollout and flow say about the
-same tokens, and beside occlusion (each word removed or masked in turn) (pages/similarity.py).
+"""Why are two sentences similar? Written for a sentence-embedding model (the bundled
+all-MiniLM-L6-v2): each sentence is encoded alone, its tokens' last-layer vectors are averaged,
+and two sentences are compared by the cosine. Integrated gradients (from a chosen blank) and
+gradient x input attribute that cosine to each token, beside what raw attention, rollout and
+flow say about the same tokens, and beside occlusion (each word removed or masked in turn)
+(pages/similarity.py).
+A causal decoder (the bundled SmolLM2) is not a sentence-embedding model: the page says so,
+shows the cosine it gives the typed pair and pairs with nothing in common, and stops there
+(`not_an_embedding`).
 
 Numbers: analysis.attribution and analysis.occlusion (the page computes them once per
 server), analysis.rollout and analysis.flow on each sentence's Trace; figures:
@@ -15,12 +19,14 @@ import numpy as np
 from ..analysis import attribution, flow, occlusion
 from ..analysis.common import special_mask
 from ..analysis.rollout import rollout
+from ..engine.folders import BUNDLED_NAME
+from ..engine.kinds import DECODER
 from ..engine.trace import token_labels
 from ..i18n import N_, _
 from ..plotting.attribution import attribution_bars, occlusion_bars
 from ..plotting.common import axis_labels
 from .blocks import Heading, Markdown, Metric, Table
-from .common import cannot_encode, dropped, literal, numbers, pair_note  # noqa: F401 (pages call them here)
+from .common import cannot_encode, dropped, literal, numbers, pair_note, shown_name  # noqa: F401 (pages call them here)
 from .compare import typed_pair
 
 DEFAULT_B = attribution.DEFAULT_B
@@ -28,6 +34,45 @@ STEPS = (8, 16, 24, 32, 64)  # the integration steps offered
 VIEW_LABELS = {"raw attention (last layer)": N_("raw attention (last layer)"),
                "rollout": N_("rollout"), "flow": N_("flow")}  # shown translated; export keys stay
 BLANKS = {"pad": N_("[PAD] (the default)"), "mask": N_("[MASK]")}  # attribution.BASELINES
+EMBEDDING_MODEL = "all-MiniLM-L6-v2"  # the sentence-embedding model the page is written for
+# Pairs of sentences with nothing in common: what the cosine is worth on a decoder
+UNRELATED = (("The stock market fell sharply today.", "My cat likes to sleep in the sun."),
+             ("Quantum physics describes tiny particles.", "Bake the bread for forty minutes."),
+             ("He plays the violin.", "Volcanoes erupt molten rock."))
+MINILM_UNRELATED = 0.05  # all-MiniLM-L6-v2 gives each UNRELATED pair a |cosine| below it
+
+
+def is_decoder(model) -> bool:
+    """A causal decoder (SmolLM2, GPT-2): not a sentence-embedding model; the page says so and
+    stops (`not_an_embedding`)."""
+    return model is not None and model.kind == DECODER
+
+
+def named(model) -> str:
+    """The chosen model as the page's sentences name it (Markdown): the bundled one by its own
+    name."""
+    if model is None or model.name == BUNDLED_NAME:
+        return EMBEDDING_MODEL
+    return literal(shown_name(model))
+
+
+def kept_tokens(model) -> list[str]:
+    """The tokens the model's tokenizer adds to every sentence ([CLS] and [SEP]; <s> and
+    </s>): what every blank keeps (attribution.structural_ids), in order."""
+    if model is None:
+        return ["[CLS]", "[SEP]"]
+    ids, _, _ = model.tokenize("a")
+    keep = attribution.structural_ids(model.tokenizer)
+    return list(dict.fromkeys(t for i, t in zip(ids, model.tokens_of(ids), strict=True)
+                              if i in keep))
+
+
+def both(names: list[str]) -> str:
+    """'[CLS] and [SEP]' (or one name alone), for Markdown: each name `literal` but for its
+    square brackets, which stay as typed (no "(" follows them, so no link is made)."""
+    names = [literal(n).replace("\\[", "[").replace("\\]", "]") for n in names]
+    return _("{a} and {b}").format(a=", ".join(names[:-1]), b=names[-1]) if len(names) > 1 \
+        else "".join(names)
 
 
 def blanks(tokenizer) -> list[str]:
@@ -43,19 +88,57 @@ def no_mask_note() -> Markdown:
                       "removes each token (and [MASK] is not offered as a blank)."), "caption")
 
 
-def intro() -> list:
+def intro(model=None) -> list:
+    """The page's heading and what it computes, naming the chosen model (a decoder's:
+    `not_an_embedding`)."""
+    if is_decoder(model):
+        return [Heading(_("Why are two sentences similar?"), 1)]
     return [Heading(_("Why are two sentences similar?"), 1), Markdown(_(
-        "all-MiniLM-L6-v2 turns a sentence into one vector: the mean of its tokens' last-layer "
+        "{name} turns a sentence into one vector: the mean of its tokens' last-layer "
         "vectors. Two sentences are similar when the **cosine** of their vectors is high. "
         "**Integrated gradients** (Sundararajan, Taly and Yan 2017) credit that cosine to each "
         "token: the input vectors of **all** words fade together, along one straight path, to "
         "a blank sentence (here each word becomes the word you pick below, at the same place; "
-        "[CLS] and [SEP] stay), and each token is credited with the part of the cosine's "
+        "{kept} stay), and each token is credited with the part of the cosine's "
         "change that its own coordinates carry along the way. The credits add up to the score "
         "minus the blank's score (*completeness*), and they depend on the blank: another "
         "blank gives other credits. Beside them, what the attention maps say mean pooling "
         "takes from each token, and **occlusion**: each token taken away alone, the others "
-        "kept (a word the tokenizer cuts into pieces is several tokens here)."))]
+        "kept (a word the tokenizer cuts into pieces is several tokens here).").format(
+        name=named(model), kept=both(kept_tokens(model))))]
+
+
+def not_an_embedding(model, text_a: str, text_b: str, cosines: list[float]) -> list:
+    """What the page says on a causal decoder instead of its credits: that the model is not a
+    sentence-embedding model, and the cosine it gives the typed pair and the UNRELATED pairs
+    (`cosines`: attribution.pair_cosines of [(text_a, text_b), *UNRELATED])."""
+    name = named(model)
+    low, high = min(cosines[1:]), max(cosines[1:])
+    return [Markdown(_(
+        "This page explains the cosine of two sentence vectors, a sentence's vector being the "
+        "mean of its tokens' last-layer vectors: the pooling that sentence-embedding models "
+        "such as {embedding} are trained for, so that sentences of like meaning get a high "
+        "cosine. **{name} is not a sentence-embedding model.** It is a causal decoder "
+        "({title}), trained to predict each next token: each token's last-layer vector sees "
+        "only the tokens before it, and nothing in its training makes the mean of those "
+        "vectors a sentence vector. Here is that cosine on {name}, for your two sentences "
+        "and for pairs of sentences with nothing in common:").format(
+        embedding=EMBEDDING_MODEL, name=name, title=literal(model.title)), "warning"),
+        Table({_("sentence A"): [text_a, *(a for a, _b in UNRELATED)],
+               _("sentence B"): [text_b, *(b for _a, b in UNRELATED)],
+               _("cosine of the mean vectors"): list(cosines)},
+              formats={_("cosine of the mean vectors"): "%.4f"},
+              widths={_("sentence A"): "large", _("sentence B"): "large"}),
+        Markdown(_(
+            "Sentences with nothing in common score {low:.4f} to {high:.4f} on {name}; "
+            "{embedding}, a sentence-embedding model, gives each of these pairs a cosine "
+            "between -{bound} and {bound}. The page's credits (integrated gradients, gradient "
+            "× input, occlusion) explain this cosine; on a model not trained to make it a "
+            "similarity they would explain a number that does not measure what the page "
+            "asks, so they are not computed for {name}. Choose {bundled} in the sidebar to "
+            "see them.").format(low=low, high=high, name=name, embedding=EMBEDDING_MODEL,
+                                bound=MINILM_UNRELATED, bundled=literal(_(BUNDLED_NAME))),
+            "info")]
 
 
 def attention_views(t, flows=None) -> dict:
@@ -81,8 +164,9 @@ def panel(name: str, res, side: str, t, occ, views: dict) -> list:
     occlusion."""
     ig, gxi = (res.ig_a, res.gxi_a) if side == "a" else (res.ig_b, res.gxi_b)
     if len(ig) <= 2:
-        return [Markdown(_("Sentence {name} has no words to credit (only [CLS] and [SEP]).")
-                         .format(name=name), "info")]
+        return [Markdown(_("Sentence {name} has no words to credit (only {kept}).").format(
+            name=name, kept=both(res.tokens_a if side == "a" else res.tokens_b)),
+            "info")]
     base = res.baseline_a if side == "a" else res.baseline_b
     gap = res.gap(side)
     out: list = [Markdown(
@@ -145,18 +229,18 @@ def occlusion_said(tokens: list[str], occ) -> Markdown:
     return Markdown(said, "caption")
 
 
-def reading() -> Markdown:
+def reading(model=None) -> Markdown:
     """How to read the bars beside each other."""
     return Markdown(_(
         "The bars of each method are scaled to its largest |value| (hover for the number). "
         "IG and gradient × input can be negative (a token that makes the sentences less "
         "alike); the attention views are shares and never negative, and they say where "
-        "information can flow, not what it does to the cosine. [CLS] and [SEP] are part of "
+        "information can flow, not what it does to the cosine. {kept} are part of "
         "the blank, so IG gives them 0 by construction; the rank correlations leave them "
         "out. Occlusion and IG are both in units of the cosine but ask different questions: "
         "occlusion takes one word away while all the others stay (its drops need not add up "
-        "to anything); IG fades all words together and shares out the whole change."),
-        "info")
+        "to anything); IG fades all words together and shares out the whole change.").format(
+        kept=both(kept_tokens(model))), "info")
 
 
 def download(res, occ_a, occ_b, views_a: dict, views_b: dict, steps: int, blank: str):
@@ -173,9 +257,9 @@ def download(res, occ_a, occ_b, views_a: dict, views_b: dict, steps: int, blank:
 
 def page(res, ta, tb, text_a: str, text_b: str, occ_a, occ_b, views_a: dict, views_b: dict,
          steps: int = attribution.DEFAULT_STEPS, blank: str = "pad",
-         pair: bool = False) -> list:
+         pair: bool = False, model=None) -> list:
     """The page (the widgets left out; the two sentences' panels one after the other)."""
-    return [*intro(), *([pair_note()] if pair else []), *dropped(ta, tb),
+    return [*intro(model), *([pair_note()] if pair else []), *dropped(ta, tb),
             *score(res, text_a, text_b), *panel("A", res, "a", ta, occ_a, views_a),
-            *panel("B", res, "b", tb, occ_b, views_b), reading(),
+            *panel("B", res, "b", tb, occ_b, views_b), reading(model),
             download(res, occ_a, occ_b, views_a, views_b, steps, blank)]
