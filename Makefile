@@ -32,7 +32,7 @@ LECTURE ?=
 # or URL=...); e.g. `make load CLASS=1 SESSIONS=120`.
 CLASS ?=
 
-.PHONY: setup lock browser eslint run serve stop test test-fast bench load lint screenshots clean
+.PHONY: setup lock browser nginx eslint run serve stop test test-fast bench load lint screenshots clean
 
 setup: $(VENV)/.installed
 
@@ -64,6 +64,16 @@ browser:
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	elif [ -n "$$missing" ]; then echo "not installed:$$missing (e2e tests may skip)"; fi
 
+# Debian's nginx (the lecture hall's proxy: scripts/serve.py, whose tests start halls side by
+# side), installed before the tests as chromium is; serve.py installs it itself when missing.
+nginx:
+	@command -v nginx >/dev/null || test -x /usr/sbin/nginx || \
+	if command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
+	  echo "apt-get install nginx"; apt-get -o DPkg::Lock::Timeout=300 update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq \
+	    --no-install-recommends nginx; \
+	else echo "not installed: nginx (scripts/serve.py will say so)"; fi
+
 # `streamlit run app.py` that loads the model while the server starts (scripts/run_app.py).
 run: setup
 	$(PY) scripts/run_app.py app.py --server.port $(PORT)
@@ -77,7 +87,7 @@ stop:
 	$(PYTHON) scripts/serve.py --stop --port $(PORT)
 
 # Every test, in parallel; the e2e tests (one server, one browser) run in one worker.
-test: setup browser eslint
+test: setup browser nginx eslint
 	$(PY) -m pytest -q -ra -n $(JOBS) $(XDIST) --durations=25
 
 # The engine, analysis, plotting and views (what pages show) in a few minutes: no browser, no

@@ -104,21 +104,34 @@ def find_nginx() -> str | None:
 
 def ensure_nginx() -> str:
     """The nginx binary, installing Debian's package with apt-get when it is missing and we
-    may (root, apt-get present): the same way the e2e tests install chromium. Raises
-    RuntimeError with what to do otherwise."""
+    may (root, apt-get present), as `make browser` installs chromium. Two launchers starting
+    at once on a machine without nginx (two halls of the tests) install it one after the
+    other (a file lock; the second finds it installed), and apt-get waits for a dpkg lock
+    that another apt-get holds instead of failing. Raises RuntimeError with what to do
+    otherwise."""
     found = find_nginx()
     if found:
         return found
     if shutil.which("apt-get") and os.geteuid() == 0:
-        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-        subprocess.run(["apt-get", "update", "-qq"], check=False, env=env)
-        subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", "nginx"],
-                       check=True, env=env)
-        found = find_nginx()
-    if not found:
+        import fcntl
+
+        with open(Path(tempfile.gettempdir()) / "attnviz-apt.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            found = find_nginx()  # installed by the launcher that held the lock
+            if not found:
+                env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+                wait = ["-o", f"DPkg::Lock::Timeout={APT_LOCK_WAIT_S}"]
+                subprocess.run(["apt-get", *wait, "update", "-qq"], check=False, env=env)
+                subprocess.run(["apt-get", *wait, "install", "-y", "-qq",
+                                "--no-install-recommends", "nginx"], check=False, env=env)
+                found = find_nginx()
+    if not found:  # apt-get said why above
         raise RuntimeError("nginx is missing: install it (Debian: `apt-get install nginx`) or "
                            "set NGINX=/path/to/nginx")
     return found
+
+
+APT_LOCK_WAIT_S = 300  # how long apt-get waits for a dpkg lock another apt-get holds
 
 
 def open_files_limit() -> int:

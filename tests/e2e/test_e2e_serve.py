@@ -89,9 +89,10 @@ def run_hall(tmp_path_factory, **env: str):
             lines.append(line)
             if "behind nginx" in line:
                 ready.set()
+        ready.set()  # the launcher's output ended: it exited (or will), said why above
 
     threading.Thread(target=read, daemon=True).start()
-    if not ready.wait(300):
+    if not ready.wait(300) or not any("behind nginx" in line for line in lines):
         proc.kill()
         pytest.fail("serve.py did not start:\n" + "".join(lines)[-3000:])
     out = "".join(lines)
