@@ -32,7 +32,7 @@ LECTURE ?=
 # or URL=...); e.g. `make load CLASS=1 SESSIONS=120`.
 CLASS ?=
 
-.PHONY: setup lock browser nginx eslint run serve stop test test-fast bench load lint screenshots clean
+.PHONY: setup lock browser servers eslint run serve stop test test-fast bench load lint screenshots clean
 
 setup: $(VENV)/.installed
 
@@ -64,15 +64,17 @@ browser:
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	elif [ -n "$$missing" ]; then echo "not installed:$$missing (e2e tests may skip)"; fi
 
-# Debian's nginx (the lecture hall's proxy: scripts/serve.py, whose tests start halls side by
-# side), installed before the tests as chromium is; serve.py installs it itself when missing.
-nginx:
-	@command -v nginx >/dev/null || test -x /usr/sbin/nginx || \
-	if command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
-	  echo "apt-get install nginx"; apt-get -o DPkg::Lock::Timeout=300 update -qq && \
+# The real servers the tests start, from Debian, installed before the tests as chromium is:
+# nginx (the lecture hall's proxy, scripts/serve.py, which installs it itself when missing)
+# and redis-server (the class store's, tests/redis_server.py).
+servers:
+	@missing=""; { command -v nginx || test -x /usr/sbin/nginx; } >/dev/null || missing="nginx"; \
+	command -v redis-server >/dev/null || missing="$$missing redis-server"; \
+	if [ -n "$$missing" ] && command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
+	  echo "apt-get install$$missing"; apt-get -o DPkg::Lock::Timeout=300 update -qq && \
 	  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq \
-	    --no-install-recommends nginx; \
-	else echo "not installed: nginx (scripts/serve.py will say so)"; fi
+	    --no-install-recommends $$missing; \
+	elif [ -n "$$missing" ]; then echo "not installed:$$missing (their tests may skip or fail)"; fi
 
 # `streamlit run app.py` that loads the model while the server starts (scripts/run_app.py).
 run: setup
@@ -87,7 +89,7 @@ stop:
 	$(PYTHON) scripts/serve.py --stop --port $(PORT)
 
 # Every test, in parallel; the e2e tests (one server, one browser) run in one worker.
-test: setup browser nginx eslint
+test: setup browser servers eslint
 	$(PY) -m pytest -q -ra -n $(JOBS) $(XDIST) --durations=25
 
 # The engine, analysis, plotting and views (what pages show) in a few minutes: no browser, no

@@ -1,8 +1,8 @@
-"""A real `redis-server` for tests: Debian's package, installed with apt-get where it is
-missing and apt-get can run (as root), as `make browser` installs chromium. `start()` runs one
-on a free loopback port with its data in a given folder (append-only file, fsync on every
-write, so a restart keeps every acknowledged write); `None` and the reason when no server can
-run here."""
+"""A real `redis-server` for tests: Debian's package, installed by `make servers` (before
+`make test`), or here with apt-get where it is missing and apt-get can run (as root).
+`start()` runs one on a free loopback port with its data in a given folder (append-only file,
+fsync on every write, so a restart keeps every acknowledged write); `None` and the reason
+when no server can run here."""
 
 from __future__ import annotations
 
@@ -29,9 +29,10 @@ def ensure_redis_server() -> tuple[str | None, str]:
         return found, ""
     if shutil.which("apt-get") and os.geteuid() == 0:
         env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-        subprocess.run(["apt-get", "update", "-qq"], check=False, env=env,
+        wait = ["-o", "DPkg::Lock::Timeout=300"]  # another apt-get's dpkg lock is waited for
+        subprocess.run(["apt-get", *wait, "update", "-qq"], check=False, env=env,
                        capture_output=True)
-        subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends",
+        subprocess.run(["apt-get", *wait, "install", "-y", "-qq", "--no-install-recommends",
                         "redis-server"], check=False, env=env, capture_output=True)
         found = shutil.which("redis-server")
         if found:
