@@ -674,16 +674,30 @@ def test_length_test_small_run_and_the_untrained_rows(tmp_path):
     assert T.sweeps_from_json(json.loads(json.dumps(T.sweeps_to_json(sw)))) == sw
 
 
+PINNED_WORDS = 3  # how far a pinned held-out accuracy may lie from its pin, in words
+PINNED_LONG = 0.01  # and a long-input accuracy (about 11 words of each seed's ~1,100)
+PARTS = ("held_out", "inside", "beyond")  # LengthTest.words' order of counts
+
+
 @pytest.mark.slow  # reads the lesson's sweep over seeds (the run's warm-up keeps it)
 def test_e_and_the_length_test_pinned(trained, scores):
-    """The numbers of the seeded run (default settings, seeds 0-2), pinned; seed 0's rotary
-    tagger of the length test is (e) itself, its long-input accuracies recounted here."""
+    """The numbers of the seeded run (default settings, seeds 0-2), pinned: the held-out
+    accuracies to within PINNED_WORDS words of each count, the long inputs' to within
+    PINNED_LONG. Machines round float sums differently (vector widths, one thread or two),
+    which can turn a near tie between two tags: seen between two machines, and between one
+    thread and two, by 1 and 4 words of 1,098 on the long inputs (where the taggers are out
+    of their training range and near ties are common), none on the held-out sentences. A
+    change to the training or the grammar moves far more. Seed 0's rotary tagger of the
+    length test is (e) itself, its long-input accuracies recounted here exactly."""
     from tests.lesson_trained import sweeps
 
     e = scores["attention_rope"]
-    assert (e.overall, e.ambiguous, e.near, e.far, e.double_role) == pytest.approx(
-        (0.9990870359099209, 0.9969909729187563, 0.99822695035461, 0.9953810623556582,
-         0.9941860465116279), abs=1e-12)
+    for got, want, n in zip(
+            (e.overall, e.ambiguous, e.near, e.far, e.double_role),
+            (0.9990870359099209, 0.9969909729187563, 0.99822695035461, 0.9953810623556582,
+             0.9941860465116279),
+            (e.n_words, e.n_ambiguous, e.n_near, e.n_far, e.n_double_role), strict=True):
+        assert got == pytest.approx(want, abs=PINNED_WORDS / n), (got, want, n)
     lt = sweeps().lengths
     assert lt.seeds == T.SWEEP_SEEDS and lt.lengths == (21, 40) and lt.longest == 20
     pinned = {
@@ -707,7 +721,10 @@ def test_e_and_the_length_test_pinned(trained, scores):
                                       0.6939040207522698)}}
     for part, want in pinned.items():
         for name, values in want.items():
-            assert getattr(lt, part)[name] == pytest.approx(values, abs=1e-12), (part, name)
+            counts = [w[PARTS.index(part)] for w in lt.words]  # each seed's words counted
+            for got, want, n in zip(getattr(lt, part)[name], values, counts, strict=True):
+                near = PINNED_WORDS / n if part == "held_out" else PINNED_LONG
+                assert got == pytest.approx(want, abs=near), (part, name, n)
     c, m = trained.corpus, trained.models["attention_rope"]
     long = T.long_inputs(c, 0)
     hits = {True: [0, 0], False: [0, 0]}
