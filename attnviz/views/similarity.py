@@ -124,11 +124,13 @@ def not_an_embedding(model, text_a: str, text_b: str, cosines: list[float]) -> l
         "vectors a sentence vector. Here is that cosine on {name}, for your two sentences "
         "and for pairs of sentences with nothing in common:").format(
         embedding=EMBEDDING_MODEL, name=name, title=literal(model.title)), "warning"),
-        Table({_("sentence A"): [text_a, *(a for a, _b in UNRELATED)],
-               _("sentence B"): [text_b, *(b for _a, b in UNRELATED)],
-               _("cosine of the mean vectors"): list(cosines)},
+        # the cosine first: on a phone's width the sentences run past the screen, not it
+        Table({_("cosine of the mean vectors"): list(cosines),
+               _("sentence A"): [text_a, *(a for a, _b in UNRELATED)],
+               _("sentence B"): [text_b, *(b for _a, b in UNRELATED)]},
               formats={_("cosine of the mean vectors"): "%.4f"},
-              widths={_("sentence A"): "large", _("sentence B"): "large"}),
+              widths={_("cosine of the mean vectors"): "small", _("sentence A"): "medium",
+                      _("sentence B"): "medium"}),
         Markdown(_(
             "Sentences with nothing in common score {low:.4f} to {high:.4f} on {name}; "
             "{embedding}, a sentence-embedding model, gives each of these pairs a cosine "
