@@ -93,3 +93,15 @@ def test_an_encoder_names_its_own_added_tokens(model):
     (text,) = [b.text for b in view.intro(model)[1:]]
     assert text.startswith("all-MiniLM-L6-v2 turns a sentence") and "; [CLS] and [SEP] stay)" \
         in text
+
+
+def test_a_vision_model_gets_the_heading_alone(tmp_path):
+    """A ViT has no tokenizer: no added tokens to name, no sentence-embedding text (the page
+    then says it cannot encode the sentence)."""
+    import attnviz
+    from attnviz.engine.random_models import save_random_checkpoint
+    from attnviz.views.blocks import Heading
+
+    vit = attnviz.load_model(str(save_random_checkpoint("vit", tmp_path / "vit")), device="cpu")
+    assert view.kept_tokens(vit) == []
+    assert [type(b) for b in view.intro(vit)] == [Heading]

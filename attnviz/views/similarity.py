@@ -61,6 +61,8 @@ def kept_tokens(model) -> list[str]:
     </s>): what every blank keeps (attribution.structural_ids), in order."""
     if model is None:
         return ["[CLS]", "[SEP]"]
+    if getattr(model, "tokenizer", None) is None:  # a vision model: no text, no added token
+        return []
     ids, _, _ = model.tokenize("a")
     keep = attribution.structural_ids(model.tokenizer)
     return list(dict.fromkeys(t for i, t in zip(ids, model.tokens_of(ids), strict=True)
@@ -90,8 +92,9 @@ def no_mask_note() -> Markdown:
 
 def intro(model=None) -> list:
     """The page's heading and what it computes, naming the chosen model (a decoder's:
-    `not_an_embedding`)."""
-    if is_decoder(model):
+    `not_an_embedding`; a vision model, which reads no sentence, gets the heading alone and
+    the page says why it cannot encode one)."""
+    if is_decoder(model) or (model is not None and getattr(model, "tokenizer", None) is None):
         return [Heading(_("Why are two sentences similar?"), 1)]
     return [Heading(_("Why are two sentences similar?"), 1), Markdown(_(
         "{name} turns a sentence into one vector: the mean of its tokens' last-layer "
