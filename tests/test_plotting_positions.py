@@ -51,9 +51,13 @@ def test_equivariance_figure_log_scale_shows_rounding_and_order_one():
     diffs = {"none": np.array([0.0, 5.5e-7, 1.2e-6]), "learned": np.array([0.58, 0.96, 1.3])}
     f = fig.equivariance_figure(diffs)
     assert f.layout.yaxis.type == "log"
-    lo, hi = f.layout.yaxis.range
-    assert lo == pytest.approx(np.log10(5.5e-8)) and hi == pytest.approx(np.log10(6.5))
+    # whole decades: the one below 5.5e-7's (1e-7), down one more; the one above 5 x 1.3
+    assert list(f.layout.yaxis.range) == [-8.0, 1.0]
     assert [a.x for a in f.layout.annotations] == ["embeddings"]
+    assert f.layout.annotations[0].y == -8.0  # the "0" on the floor
+    # float rounding moves the smallest bar (another thread count): the axis stays put
+    moved = fig.equivariance_figure({**diffs, "none": np.array([0.0, 6.1e-7, 1.2e-6])})
+    assert list(moved.layout.yaxis.range) == [-8.0, 1.0]
 
 
 def test_cosine_curve_one_line_per_mode():

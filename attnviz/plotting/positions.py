@@ -239,15 +239,18 @@ def equivariance_figure(diffs: dict[str, np.ndarray], title: str | None = None) 
     """Bars of max |Y' - P Y| per layer (0 = embeddings), one group per position mode.
 
     Log scale: without positions the differences are float rounding (~1e-6), with them of
-    order 1; on a linear axis the first would be invisible. An exact 0 has no bar on a log
-    axis: its label "0" sits on the axis floor instead.
+    order 1; on a linear axis the first would be invisible. The axis runs from the decade
+    below the smallest bar's to the decade above five times the largest (room for its label):
+    whole decades, so that the axis stays put when float rounding (the threads that summed)
+    moves the smallest bar. An exact 0 has no bar on a log axis: its label "0" sits on the
+    axis floor instead.
     """
     data, notes, labels = [], [], []
     x = None
     positive = np.concatenate([np.asarray(d, dtype=np.float64).ravel() for d in diffs.values()])
     positive = positive[positive > 0]
-    floor = float(positive.min()) / 10 if positive.size else 1e-8
-    top = float(positive.max()) * 5 if positive.size else 1.0
+    floor = 10.0 ** (np.floor(np.log10(positive.min())) - 1) if positive.size else 1e-8
+    top = 10.0 ** np.ceil(np.log10(positive.max() * 5)) if positive.size else 1.0
     for k, (mode, d) in enumerate(diffs.items()):
         d = np.asarray(d, dtype=np.float64)
         x = [_("layer {i}").format(i=i) if i else _("embeddings") for i in range(len(d))]
