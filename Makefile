@@ -32,7 +32,7 @@ LECTURE ?=
 # or URL=...); e.g. `make load CLASS=1 SESSIONS=120`.
 CLASS ?=
 
-.PHONY: setup lock browser servers eslint run serve stop test test-fast bench load lint screenshots clean
+.PHONY: setup lock browser system eslint run serve stop test test-fast bench load lint screenshots clean
 
 setup: $(VENV)/.installed
 
@@ -53,28 +53,26 @@ lock:
 	  | sed 's/^torch==\([^+]*\)+.*/torch==\1/' | sort -f; } > $(LOCK).new
 	mv $(LOCK).new $(LOCK)
 
-# Debian's chromium (the e2e tests' browser, driven by Playwright without a download of its
-# own) and a font with Chinese glyphs, installed with apt-get where they are missing and
-# apt-get can run (as root). Without a chromium the e2e tests skip and say why.
-browser:
-	@missing=""; test -x /usr/bin/chromium || missing="chromium"; \
-	fc-list :lang=zh 2>/dev/null | grep -q . || missing="$$missing fonts-noto-cjk"; \
-	if [ -n "$$missing" ] && command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
-	  echo "apt-get install$$missing"; apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
-	elif [ -n "$$missing" ]; then echo "not installed:$$missing (e2e tests may skip)"; fi
-
-# The real servers the tests start, from Debian, installed before the tests as chromium is:
-# nginx (the lecture hall's proxy, scripts/serve.py, which installs it itself when missing)
-# and redis-server (the class store's, tests/redis_server.py).
-servers:
-	@missing=""; { command -v nginx || test -x /usr/sbin/nginx; } >/dev/null || missing="nginx"; \
-	command -v redis-server >/dev/null || missing="$$missing redis-server"; \
-	if [ -n "$$missing" ] && command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
+# What the tests need from Debian, installed by one apt-get where missing and apt-get can run
+# (as root): chromium and a font with Chinese glyphs (the e2e tests' browser, driven by
+# Playwright without a download of its own; without a chromium the e2e tests skip and say
+# why), nginx (the lecture hall's proxy: scripts/serve.py, which installs it itself when
+# missing; the tests start halls side by side) and redis-server (the class store's,
+# tests/redis_server.py). `make browser`: chromium and the font alone.
+NEED_BROWSER = test -x /usr/bin/chromium || missing="$$missing chromium"; \
+	fc-list :lang=zh 2>/dev/null | grep -q . || missing="$$missing fonts-noto-cjk";
+NEED_SERVERS = { command -v nginx || test -x /usr/sbin/nginx; } >/dev/null || \
+	missing="$$missing nginx"; command -v redis-server >/dev/null || missing="$$missing redis-server";
+APT_INSTALL = if [ -n "$$missing" ] && command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
 	  echo "apt-get install$$missing"; apt-get -o DPkg::Lock::Timeout=300 update -qq && \
-	  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq \
-	    --no-install-recommends $$missing; \
-	elif [ -n "$$missing" ]; then echo "not installed:$$missing (their tests may skip or fail)"; fi
+	  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq $$missing; \
+	elif [ -n "$$missing" ]; then echo "not installed:$$missing (the tests that need it skip or say why)"; fi
+
+browser:
+	@missing=""; $(NEED_BROWSER) $(APT_INSTALL)
+
+system:
+	@missing=""; $(NEED_BROWSER) $(NEED_SERVERS) $(APT_INSTALL)
 
 # `streamlit run app.py` that loads the model while the server starts (scripts/run_app.py).
 run: setup
@@ -89,7 +87,7 @@ stop:
 	$(PYTHON) scripts/serve.py --stop --port $(PORT)
 
 # Every test, in parallel; the e2e tests (one server, one browser) run in one worker.
-test: setup browser servers eslint
+test: setup system eslint
 	$(PY) -m pytest -q -ra -n $(JOBS) $(XDIST) --durations=25
 
 # The engine, analysis, plotting and views (what pages show) in a few minutes: no browser, no

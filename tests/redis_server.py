@@ -1,4 +1,4 @@
-"""A real `redis-server` for tests: Debian's package, installed by `make servers` (before
+"""A real `redis-server` for tests: Debian's package, installed by `make system` (before
 `make test`), or here with apt-get where it is missing and apt-get can run (as root).
 `start()` runs one on a free loopback port with its data in a given folder (append-only file,
 fsync on every write, so a restart keeps every acknowledged write); `None` and the reason
