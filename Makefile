@@ -11,11 +11,12 @@ PY := $(VENV)/bin/python
 # import (pip would compile every file of every package: a minute of set-up, mostly torch's).
 LOCK := requirements.lock
 TORCH ?= $(shell grep '^torch==' $(LOCK))
-# make test: pytest-xdist workers, two more than the cores (the browser tests spend part of
-# their time waiting on their server and browser); make test-fast: one per core (FAST_JOBS).
-# JOBS=0 runs in this process alone. Each worker takes whole modules (tests/conftest.py),
-# the browser tests' first.
-JOBS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 2 )))
+# make test: pytest-xdist workers, one more than the cores (the browser tests spend part of
+# their time waiting on their server and browser, but each worker given browser tests starts
+# a server and browsers of its own: a fourth worker on two cores cost more than it overlapped);
+# make test-fast: one per core (FAST_JOBS). JOBS=0 runs in this process alone. Each worker
+# takes whole modules (tests/conftest.py), the browser tests' first.
+JOBS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
 FAST_JOBS ?= auto
 XDIST := --dist loadscope --no-loadscope-reorder
 PORT ?= 8501
