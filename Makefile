@@ -88,7 +88,8 @@ stop:
 	$(PYTHON) scripts/serve.py --stop --port $(PORT)
 
 # Every test, in parallel; the e2e tests (one server, one browser) run in one worker.
-test: setup system eslint
+test:
+	@$(MAKE) --no-print-directory -j3 setup system eslint  # side by side: pip, apt-get, npm
 	$(PY) -m pytest -q -ra -n $(JOBS) $(XDIST) --durations=25
 
 # The engine, analysis, plotting and views (what pages show) in a few minutes: no browser, no
