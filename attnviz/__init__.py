@@ -25,8 +25,8 @@ _SUBPACKAGES = {"analysis", "cli", "engine", "export", "i18n", "notebook", "plot
 
 
 def __getattr__(name: str):
-    """The engine's names load torch when first used (importing attnviz itself does not: a
-    fresh server's first page draws before torch is imported, attnviz/first_view.py);
+    """The engine's names load torch when first used (importing attnviz itself does not:
+    scripts/run_app.py reads its settings before the server starts);
     head_view, model_view and View load Plotly only when first used."""
     if name in _ENGINE:
         from . import engine

@@ -1,7 +1,6 @@
 """What a server shows and computes unless told otherwise, known without importing Streamlit or
-torch (a fresh server's preload reads them before either: attnviz/first_view.py): the
-sidebar's default sentence, bundled model and device. A server's limit on tokens per trace is
-a setting (attnviz.settings: `settings().max_tokens`)."""
+torch: the sidebar's default sentence, bundled model and device. A server's limit on tokens
+per trace is a setting (attnviz.settings: `settings().max_tokens`)."""
 
 from __future__ import annotations
 

@@ -67,19 +67,17 @@ class Settings:
         "Processes that solve attention flow's max-flows (0: one per core; 1: in-process)."))
     # --- start-up
     fast_paths: bool = field(default=True, metadata=_doc(
-        "The fast paths, each measured against the plain path in docs/performance.md "
-        "(fast_paths): a fresh server draws its first page from the default sentence's trace "
-        "kept on disk (by the server before it) while the model loads, and the preload "
-        "computes the lesson's taggers and what a class opens first under the pages' own "
-        "keys. 0: the plain path for both (the first page waits for the model, each page "
-        "computes its own)."))
+        "The fast path, measured against the plain path in docs/performance.md "
+        "(fast_paths): the preload computes the lesson's taggers and what a class opens first "
+        "under the pages' own keys. 0: the plain path (each page computes its own)."))
     preload: str = field(default="1", metadata=_doc(
         "What a server does while it starts: 1 loads the bundled model and the default "
         "sentence, then (with fast_paths) has the lesson's taggers trained at the lowest "
         "priority and kept in the cache folder (or reads them there); class also warms the "
         "pages a class opens first (with fast_paths); 0 nothing."))
     cache_dir: str = field(default="", metadata=_doc(
-        "Where the stored first view and the lesson's trained taggers live (empty: "
+        "Where the lesson's trained taggers, the converted SmolLM2 checkpoint and the class "
+        "mode's SQLite store live (empty: "
         "$XDG_CACHE_HOME/attnviz or ~/.cache/attnviz)."))
     workers: int = field(default=2, metadata=_doc(
         "Streamlit processes `make serve` starts behind nginx."))

@@ -1,25 +1,19 @@
-"""The fast paths against the plain path, in the same run: what each gains on what a user waits for.
+"""The fast path against the plain path, in the same run: what it gains on what a user waits for.
 
-settings().fast_paths (ATTNVIZ_FAST_PATHS, on by default) is the one switch of the fast paths;
-off, each is replaced by the plain path. Each is measured here both ways:
+settings().fast_paths (ATTNVIZ_FAST_PATHS, on by default) is the one switch of the fast path,
+the preload's warm-up (ui.preload.warm_lesson, warm_class); off, the plain path runs instead.
+Measured here both ways: the lesson's taggers and what a class opens first, computed as the
+page's first visitor computes them when nothing is warm, against reading them under the
+page's key once the warm-up has put them there.
 
-- the stored first view (attnviz/first_view.py): a cold server (scripts/run_app.py, as `make
-  run` serves it) on a machine where a server ran before, its first heatmap in headless
-  Chromium (benchmarks/bench_first_visit.py's instrument), against the same server with
-  ATTNVIZ_FAST_PATHS=0 (the first page waits for the model), alternately;
-- the preload's warm-up (ui.preload.warm_lesson, warm_class): the lesson's taggers and what a
-  class opens first, computed as the page's first visitor computes them when nothing is warm,
-  against reading them under the page's key once the warm-up has put them there.
-
-A fast path stays only where it gains at least 1.5x on these; the engine's own trace has no
+A fast path stays only where it gains at least 1.5x on this; the engine's own trace has no
 fast path (benchmarks/bench_engine.py measures it against transformers).
 
-    make bench BENCH=fast_paths   (or: python -m benchmarks.bench_fast_paths [repeats])
+    make bench BENCH=fast_paths   (or: python -m benchmarks.bench_fast_paths)
 """
 
 from __future__ import annotations
 
-import statistics
 import sys
 import tempfile
 import time
@@ -29,38 +23,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from benchmarks.report import Table, show  # noqa: E402
 
-COST = ("It starts four fresh servers driven by headless Chromium (/usr/bin/chromium) and "
-        "trains the lesson's taggers once.")
+COST = "It trains the lesson's taggers once and computes what a class opens first."
 GOAL = 1.5  # what a fast path must gain to stay
-
-def first_page(repeats: int) -> Table:
-    from playwright.sync_api import sync_playwright
-
-    from benchmarks import bench_first_visit as fv
-
-    kinds = ["attnviz", "attnviz, fast paths off"]
-    runs: dict[str, list[dict[str, float]]] = {k: [] for k in kinds}
-    with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
-        fv.store_first_view(Path(tmp) / "cache")
-        browser = p.chromium.launch(executable_path=fv.CHROMIUM, args=fv.ARGS)
-        ctx = browser.new_context()  # the browser's own first page is nobody's first visit
-        ctx.new_page().goto("about:blank")
-        ctx.close()
-        for _ in range(repeats):
-            for kind in kinds:
-                runs[kind].append(fv.one_run(browser, kind, Path(tmp), visits=1))
-        browser.close()
-    med = {k: {m: statistics.median(r[m] for r in v) for m in v[0]} for k, v in runs.items()}
-    on, off = med["attnviz"], med["attnviz, fast paths off"]
-    rows = [[("on" if k == "attnviz" else "off"),
-             *(f"{m[x]:.2f}" for x in ("first request", "cold", "warm"))] for k, m in med.items()]
-    return Table(["fast paths", "first request -> heatmap (s)", "cold: start -> heatmap (s)",
-                  "a visit once the model is loaded (s)"], rows,
-                 title=f"A cold server's first page, headless Chromium (a stored first view with "
-                       f"the fast paths on); medians of {repeats} fresh servers each",
-                 note=f"the stored first view: {off['first request'] / on['first request']:.2f}x "
-                      f"from the first request to the heatmap, {off['cold'] / on['cold']:.2f}x "
-                      f"from the server's start; goal >= {GOAL}x.")
 
 
 def warm_up() -> Table:
@@ -114,8 +78,7 @@ def warm_up() -> Table:
 
 
 def main() -> list[Table]:
-    repeats = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1].isdigit() else 2
-    return show(first_page(repeats), warm_up())
+    return show(warm_up())
 
 
 if __name__ == "__main__":

@@ -8,15 +8,10 @@ in the same run:
 
 - bare: a Streamlit script with one Plotly heatmap (6 x 6) and nothing else, the floor;
 - attnviz: app.py as `make run` serves it (scripts/run_app.py: the model loads in the
-  background while the server starts), its default page (heads of one layer, the 12-head
-  weights grid of "I saw a saw"), on a machine where a server ran before: the first page is
-  drawn from the stored first view (attnviz/first_view.py), stored once before the runs in a
-  folder of the benchmark's own;
-- attnviz, first start: the same with an empty cache folder (no stored first view: the first
-  page waits for the preload, as on a machine's very first start);
+  background while the server starts; a first page that arrives before it is loaded waits
+  for it), its default page (heads of one layer, the 12-head weights grid of "I saw a saw"),
+  with a cache folder of the benchmark's own;
 - attnviz, no preload: the same with ATTNVIZ_PRELOAD=0 (model loaded on the first request);
-- attnviz, fast paths off: the same with ATTNVIZ_FAST_PATHS=0 (benchmarks/bench_fast_paths.py
-  sets it beside the default);
 - with BENCH_BASELINE=REV (a commit): "attnviz at REV", that commit's app (a git worktree of
   it, made for the run) served the same way, to compare two versions in the same run.
 
@@ -48,7 +43,7 @@ from tests.serve import CHROME_ARGS as ARGS  # noqa: E402
 from tests.serve import free_port, stop_server  # noqa: E402
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-COST = ("It starts eight fresh servers, one after another, and drives them with headless "
+COST = ("It starts six fresh servers, one after another, and drives them with headless "
         "Chromium (/usr/bin/chromium).")
 HEATMAP = ".js-plotly-plot .heatmaplayer image"
 REPEATS = 2  # fresh servers of each kind (make bench; more: bench_first_visit N)
@@ -80,11 +75,8 @@ def start(kind: str, port: int, folder: Path,
         if root != ROOT:
             env["PYTHONPATH"] = str(root)  # before the editable install's path
         env["ATTNVIZ_PRELOAD"] = "0" if kind == "attnviz, no preload" else "1"
-        env["ATTNVIZ_FAST_PATHS"] = "0" if kind == "attnviz, fast paths off" else "1"
-        cache = folder / "cache"
-        if kind == "attnviz, first start":  # nothing stored: a folder of its own, empty
-            cache = Path(tempfile.mkdtemp(prefix="first-start-", dir=folder))
-        env["ATTNVIZ_CACHE_DIR"] = str(cache)
+        env["ATTNVIZ_FAST_PATHS"] = "1"
+        env["ATTNVIZ_CACHE_DIR"] = str(folder / "cache")
     log = open(log_of(folder, kind, port), "w")  # noqa: SIM115
     t0 = time.perf_counter()
     proc = subprocess.Popen([*argv, "--server.port", str(port), *FLAGS], cwd=cwd, env=env,
@@ -171,25 +163,12 @@ def one_run(browser, kind: str, folder: Path, visits: int = 3,
     return {"health": health, "first request": first, "cold": cold, "soon": soon, "warm": warm}
 
 
-def store_first_view(folder: Path) -> None:
-    """What a server that ran before on this machine left: the stored first view (its
-    preload, run here in a process of its own, without the lesson's warm-up)."""
-    env = dict(os.environ, ATTNVIZ_CACHE_DIR=str(folder), HF_HUB_OFFLINE="1",
-               ATTNVIZ_PRELOAD="0")
-    code = ("from attnviz.ui import preload; preload.preload(); "
-            "print(preload.STATE['first_view'])")
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
-                         text=True, timeout=300)
-    if out.returncode or out.stdout.strip() != "stored":
-        raise RuntimeError(f"the first view was not stored: {out.stdout} {out.stderr[-2000:]}")
-
-
 def run(repeats: int = 3) -> dict[str, dict[str, float]]:
     from playwright.sync_api import sync_playwright
 
     from benchmarks.checkouts import checkout, revision
 
-    kinds = ["bare", "attnviz", "attnviz, first start", "attnviz, no preload"]
+    kinds = ["bare", "attnviz", "attnviz, no preload"]
     rev = os.environ.get("BENCH_BASELINE")
     runs: dict[str, list[dict[str, float]]] = {}
     with contextlib.ExitStack() as stack:
@@ -201,7 +180,6 @@ def run(repeats: int = 3) -> dict[str, dict[str, float]]:
         runs = {k: [] for k in kinds}
         tmp = stack.enter_context(tempfile.TemporaryDirectory())
         p = stack.enter_context(sync_playwright())
-        store_first_view(Path(tmp) / "cache")
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         ctx = browser.new_context()  # the browser's own first page is nobody's first visit
         ctx.new_page().goto("about:blank")

@@ -68,22 +68,13 @@ def wait_until_answering(url: str, timeout_s: float = LISTEN_WAIT_S) -> bool:
 
 def start_preload(url: str | None = None) -> threading.Thread:
     """attnviz.ui.preload.preload() in a daemon thread of this server process, once the
-    server at `url` answers (at once when None). Until the model is loaded, a first page may
-    be drawn from the stored first view (first_view.PRELOADING)."""
+    server at `url` answers (at once when None)."""
     def target() -> None:
         if url is not None:
             wait_until_answering(url)
-        from attnviz import first_view
+        from attnviz.ui.preload import preload
 
-        first_view.PRELOADING.set()
-        try:
-            waited = first_view.wait_for_first_page()  # with a stored first view: after
-            from attnviz.ui.preload import STATE, preload  # the first page
-
-            STATE["waited"] = waited
-            preload()
-        finally:
-            first_view.PRELOADING.clear()
+        preload()
 
     thread = threading.Thread(target=target, name="attnviz-preload", daemon=True)
     thread.start()

@@ -24,8 +24,9 @@ from pathlib import Path  # noqa: E402
 os.environ.setdefault("ATTNVIZ_MODEL_ROOTS", os.pathsep.join(
     [str(Path.home()), os.getcwd(), tempfile.gettempdir()]))
 
-# A fresh server stores its first view in the user's cache folder (attnviz/first_view.py):
-# the tests' servers and pages use a folder of their own, empty at the start.
+# The app keeps the lesson's trained taggers and converted models in the user's cache folder
+# (settings().cache_path): the tests' servers and pages use a folder of their own, empty at
+# the start.
 os.environ.setdefault("ATTNVIZ_CACHE_DIR", tempfile.mkdtemp(prefix="attnviz-test-cache-"))
 
 import subprocess  # noqa: E402

@@ -18,7 +18,7 @@ FLOORS = {
     "analysis": 2, "classroom": 2,
     "plotting": 3,
     "views": 4,
-    "export": 5, "first_view": 5, "notebook": 5,
+    "export": 5, "notebook": 5,
     "ui": 6, "cli": 6, "__main__": 7,
 }
 

@@ -212,9 +212,12 @@ def test_a_class_server_leaves_a_core_to_the_pages(monkeypatch, preload_mode, om
 
 
 def test_importing_attnviz_imports_no_torch():
-    """Importing the attnviz package (and its settings) must not wait for torch: a fresh
-    server's preload and first page import it first (checked in a fresh interpreter)."""
-    out = last_line("import sys, attnviz, attnviz.settings, attnviz.first_view; "
+    """Importing the attnviz package, its settings and the engine's modules that need no model
+    must not wait for torch: scripts/run_app.py imports the settings before the server starts,
+    the sidebar reads the others before a model is loaded (checked in a fresh interpreter)."""
+    out = last_line("import sys, attnviz, attnviz.settings, attnviz.defaults, "
+                    "attnviz.engine.request, attnviz.engine.trace, attnviz.engine.kinds, "
+                    "attnviz.engine.folders; "
                     "print('torch' in sys.modules, 'streamlit' in sys.modules)")
     assert out == "False False"
     out = last_line("from attnviz import TraceRequest, load_model; "

@@ -3,9 +3,9 @@ per model family (BERT, RoBERTa, DistilBERT, GPT-2, ViT, BART, and today's decod
 Mistral, Qwen2, Qwen3, Gemma 2 and 3, in engine/families/) and the Trace it records.
 
 Each name loads its module when first used: `from attnviz.engine import Trace, TraceRequest`
-imports NumPy only, `load_model` or `Model` import torch. A fresh server draws its first page
-from a stored trace before torch is imported (attnviz/first_view.py), so the modules that
-page needs (request, trace, kinds, folders, hub, tokens) never import torch themselves.
+imports NumPy only, `load_model` or `Model` import torch. The modules that need no model
+(request, trace, kinds, folders, hub, tokens) never import torch themselves, so the app's
+pages and sidebar import without it: torch comes with the first model loaded.
 
 `attnviz.engine.attention` is the module engine/attention.py, as for every submodule; the
 function every layer calls is in it:

@@ -1,7 +1,7 @@
 """Where a model's folder is, without importing torch: the bundled model's folder, a typed
 folder or Hub id located in the Hugging Face cache, a server's allowed roots, a config.json
-read, and the one error every refusal raises. A fresh server's first page uses these before
-torch is imported (attnviz/first_view.py); engine.load builds the model."""
+read, and the one error every refusal raises. The model picker and ui.context use these
+before any model is loaded; engine.load builds the model."""
 
 from __future__ import annotations
 

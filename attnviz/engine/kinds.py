@@ -1,6 +1,6 @@
 """What the model families are, known without importing them (they import torch): the four
-kinds of model and the model types the engine reads. A fresh server draws its first page from
-these before torch is imported (attnviz/first_view.py); `engine.families` is the registry
+kinds of model and the model types the engine reads. The model picker lists kinds from these
+without importing torch (ui.model_picker); `engine.families` is the registry
 itself, and a test pins `MODEL_TYPES` equal to it (adding a family adds a line here)."""
 
 from __future__ import annotations

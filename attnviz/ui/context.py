@@ -12,11 +12,6 @@ what was adapted. What a family cannot do reaches the page as the engine's plain
 (`trace_or_message` shows it). A model folder or Hub id that cannot be opened gets one neutral
 message, the same whether it exists or not, with the input shown as typed.
 
-On a fresh server, until the preload has loaded the bundled model, `Context.model` may be a
-`first_view.ModelCard` (`first_view_card`): the model's name and sizes, with the default
-sentence's stored trace in the cache under the model's key; whatever else a page asks of it
-waits for the real model.
-
 One model per (folder, device), shared read-only by every session; one Trace per
 `Trace.key` = (model key, TraceRequest).
 
@@ -36,7 +31,7 @@ from typing import TYPE_CHECKING
 
 import streamlit as st
 
-from attnviz.defaults import DEFAULT_DEVICE, DEFAULT_MAX_TOKENS, DEFAULT_TEXT
+from attnviz.defaults import DEFAULT_MAX_TOKENS, DEFAULT_TEXT
 from attnviz.engine import (
     DECODER,
     ENCODER_DECODER,
@@ -96,25 +91,6 @@ class Context:
     def trace(self, **options) -> Trace:
         """The (cached) trace of the sidebar's sentence under these engine options."""
         return cached_trace(self.model, self.request.with_options(**options))
-
-
-def first_view_card(device: str):
-    """While a fresh server's preload still loads the bundled model, the card of the stored
-    first view (attnviz/first_view.py) for the sidebar's default device, its trace of the
-    default sentence put in the trace cache under the model's key; else None (no preload
-    running, the model loaded, another device, or no valid stored view)."""
-    from attnviz import first_view
-
-    if (device != DEFAULT_DEVICE or not first_view.PRELOADING.is_set()
-            or is_cached("models", (None, DEFAULT_DEVICE))):
-        return None
-    stored = cached("results", ("first_view",), lambda: first_view.load(
-        **first_view.default_args(), real=lambda: cached_model(None, DEFAULT_DEVICE)))
-    if stored is None:
-        return None
-    card, trace = stored
-    cached("traces", trace.key, lambda: trace)
-    return card
 
 
 def cached_model(folder: str | None, device: str) -> Model:
@@ -305,8 +281,6 @@ def read_context() -> Context:
         except Exception as e:
             error = _("{name} could not be loaded: {error}. Showing all-MiniLM-L6-v2 "
                       "instead.").format(name=_(NAMES[choice]), error=literal(str(e)))
-    if model is None:
-        model = first_view_card(device)  # a fresh server: drawn before torch is imported
     if model is None:
         try:
             with loading(is_cached("models", (None, device)),

@@ -9,11 +9,6 @@ sentence's trace, and imports the plotting code. A page that arrives before it i
 on the registry's key (the "Loading the model" spinner) and gets the same model: each key is
 computed once, whoever asks.
 
-Where a server ran before, its preload left the default sentence's trace on disk (the first
-view, `keep_first_view`, attnviz/first_view.py): a fresh server then draws its first page from
-it, and its preload waits for that page to be drawn (at most 10 s) before it imports torch,
-so that the browser's files and the first page are served first.
-
 The rest is a fast path (settings().fast_paths; off, each page computes its own on its first
 visit, benchmarks/bench_fast_paths.py measures both). Unless settings().preload == "0", the
 same thread warms the lesson (`warm_lesson`): its
@@ -46,7 +41,6 @@ from attnviz.settings import settings
 
 STATE: dict[str, float | str | None] = {"started": None, "done": None, "error": None,
                                         "class_done": None, "class_error": None,
-                                        "first_view": None, "waited": None,
                                         "lesson_done": None, "lesson_error": None}
 
 
@@ -58,7 +52,6 @@ def preload() -> None:
 
         model = cached_model(None, PRELOAD_DEVICE)
         request, _ = adapted_request(model, DEFAULT_TEXT, None)
-        keep_first_view(model, request)
         cached_trace(model, request)
         import plotly.graph_objects  # noqa: F401
 
@@ -175,39 +168,6 @@ def warm_lesson() -> None:
         STATE["lesson_error"] = f"{type(e).__name__}: {e}"
         print(f"attnviz: lesson not warmed ({STATE['lesson_error']})", file=sys.stderr,
               flush=True)
-
-
-def keep_first_view(model, request) -> None:
-    """Check the stored first view against the model's own trace of the default sentence, or
-    store it when there is none (attnviz/first_view.py). A stored view that differs from what
-    the engine computes now (beyond float32's 1e-5) is replaced, on disk and in the caches
-    (its trace, and every figure and result a page made from it), so that every number shown
-    comes from the engine. Never stops the preload."""
-    from attnviz import first_view
-    from attnviz.ui.cache import cached, clear_caches, forget, peek
-
-    args = first_view.default_args()
-    if not first_view.enabled() or request.text != args["text"] or request.pair is not None:
-        return
-    try:
-        import torch
-
-        live = model.trace(request)
-        stored = (first_view.load(**args) or (None, None))[1]
-        shown = peek("traces", live.key)  # the stored view's trace, if a page drew it
-        if shown is not None and not first_view.same(shown, live):
-            print("attnviz: the stored first view differs from the engine's trace; replaced",
-                  file=sys.stderr, flush=True)
-            forget("traces", live.key)
-            clear_caches("figures", "results")
-        cached("traces", live.key, lambda: live)  # what the preload's cached_trace reads
-        if stored is not None and first_view.same(stored, live):
-            STATE["first_view"] = "checked"
-            return
-        first_view.save(model, live, cuda=torch.cuda.is_available(), **args)
-        STATE["first_view"] = "stored" if stored is None else "replaced"
-    except Exception as e:  # noqa: BLE001 - a read-only cache folder: only a slower first page
-        STATE["first_view"] = f"{type(e).__name__}: {e}"
 
 
 def warm_class() -> None:

@@ -24,7 +24,6 @@ from pathlib import Path
 
 import streamlit as st
 
-from attnviz import first_view
 from attnviz.i18n import N_, _, language
 
 from .context import Context, read_context
@@ -93,13 +92,6 @@ DEFAULT_ALIAS = "layer_heads"  # a hidden page at /layer_heads showing the defau
 
 def run(root: Path) -> None:
     """Page config, navigation over the PAGES found under `root`, the sidebar, the page."""
-    try:
-        _run(root)
-    finally:
-        first_view.FIRST_PAGE.set()  # a fresh server's preload may begin (its docstring)
-
-
-def _run(root: Path) -> None:
     from .language import adopt_wanted, use_session_language
     from .worklist import script_run
 

@@ -15,7 +15,7 @@ from attnviz import i18n
 from attnviz.i18n import _
 from attnviz.views.common import model_notes
 
-from .context import DEFAULT_TEXT, Context, first_view_card, read_context, shown_name
+from .context import DEFAULT_TEXT, Context, read_context, shown_name
 from .language import (
     LANG_KEY,
     use_session_language,  # noqa: F401 - ui.recorder imports it from here
@@ -138,12 +138,7 @@ def _model_lines(ctx: Context) -> Context:
 
 
 def _cuda() -> bool:
-    """Whether CUDA is there: torch says, or, on a fresh server whose first page is drawn
-    from the stored first view before torch is imported, what torch said when it was
-    stored (attnviz/first_view.py)."""
-    card = first_view_card(st.session_state.get("device", "auto"))
-    if card is not None:
-        return card.cuda
+    """Whether CUDA is there (torch says)."""
     import torch
 
     return torch.cuda.is_available()
