@@ -94,9 +94,9 @@ def main() -> None:
     if not present:
         nav.step_slider()
     render(notes)
-    if not ws:
-        return
-    show_step(ctx, s, settings, ws, present, room)
+    if ws:
+        show_step(ctx, s, settings, ws, present, room)
+    classroom.watch(room, step)  # last: the class's checks begin once this run has ended
 
 
 def show_step(ctx: ui.Context, s: lesson.Step, settings: taggers.Settings, ws: list[str],

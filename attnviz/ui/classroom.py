@@ -9,12 +9,18 @@ control again with a token only it holds (the unmasked bytes of Streamlit's XSRF
 
 A student's page re-reads the class every POLL_S seconds in an st.fragment with
 `run_every` (a read of the store that a process's students share, at most one every SHARED_S
-seconds: shared_state; nothing drawn when nothing changed) and reruns the whole page when the
-teacher moved or revealed (a student's page has no controls row, so that run draws less);
-the teacher's page re-reads how many answered every COUNT_S seconds the same way. A student's
-answer is a radio inside a fragment of its own, so a tap reruns that fragment alone. A
-student may look back (Back, the step slider) and return to the class with one tap (ui.lesson
-keeps the student at or before the class's step).
+seconds: shared_state; it draws nothing) and reruns the whole page when the teacher moved or
+revealed (a student's page has no controls row, so that run draws less); the teacher's page
+re-reads how many answered every COUNT_S seconds the same way, into a place the page keeps
+for it in the class's line. Both fragments are the page's last call (`watch`): the browser
+starts a fragment's timer when the page's run sends it, so their first check comes POLL_S
+(COUNT_S) after the page's run ended. Called at the top of the page, the check came POLL_S
+after the run's start, at its very end on a busy server; a request that reaches a session
+just as its run ends starts a new run, and Streamlit then drops what the ended run had not
+yet sent (its last elements: a student's phone kept its choices after the reveal). A
+student's answer is a radio inside a fragment of its own, so a tap reruns that fragment
+alone. A student may look back (Back, the step slider) and return to the class with one tap
+(ui.lesson keeps the student at or before the class's step).
 
 A class's pages share their drawing: a step's parts come from ui.lesson_steps.parts and the
 room's histogram from cached_figure, made once per server for every student on that step. A
@@ -29,7 +35,8 @@ import io
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import streamlit as st
 
@@ -53,6 +60,7 @@ TEACHER = "class_teacher"  # the Teacher (code, secret, next sequence number)
 STUDENT = "class_student"  # this session's student id
 DIALOG = "class_show_code"  # open the join dialog on this run
 LOCALE_CHECKED = "class_locale_checked"  # a student's browser language was looked at
+UNREAD = "class_unread"  # a student's last check of the class was refused
 POLL_S = 1.0
 SHARED_S = 0.25  # a worker reads a class at most once per SHARED_S s for its students
 COUNT_S = 2.0
@@ -143,12 +151,15 @@ def student_id(code: str) -> str:
 @dataclass
 class Class:
     """This session in a class: the code, the Teacher when it leads, else the student's
-    id, and the class as last read."""
+    id, the class as last read, and the place in the class's line that `watch` keeps up to
+    date (the teacher's count of answers, a student's warning when the class cannot be read)."""
 
     code: str
     teacher: Teacher | None
     student: str | None
     state: ClassState
+    slot: Any = field(default=None, compare=False)
+    compact: bool = False  # the teacher's line is one line (presentation mode)
 
     @property
     def leads(self) -> bool:
@@ -407,17 +418,43 @@ def bar(c: Class, step: int, where=st, compact: bool = False) -> None:
         if compact:
             line = box.container(horizontal=True, vertical_alignment="center")
             _code_button(c, line, _("Class **{code}**").format(code=c.code), "tertiary")
-            with line:
-                _counts(c.teacher, c.code, step, named=False)
+            c.slot, c.compact = line.empty(), True  # the count of answers (watch)
             return
         line = box.container(horizontal=True, vertical_alignment="center")  # wraps when
-        with line:  # narrow; each button as wide as its label
-            _counts(c.teacher, c.code, step)
+        c.slot = line.empty()  # narrow; each button as wide as its label
         _code_button(c, line, _("Show the code"), "secondary")
         tools(c, line, width="content")
     else:
-        with box:
-            _watch(c.code, (c.state.step, c.state.shown, c.state.text), step)
+        c.slot = box.empty()
+        _student_line(c, step, c.slot.container())
+
+
+def _student_line(c: Class, step: int, where) -> None:
+    """Where the class is: "you follow the teacher", or the student's step, the class's and
+    the way back (one tap)."""
+    if st.session_state.get(nav.FOLLOW, True):
+        where.caption(_("Class **{code}**: you follow the teacher (step {n}).").format(
+            code=c.code, n=c.state.step))
+        return
+    cols = where.columns([3, 2], vertical_alignment="center")
+    cols[0].caption(_("You are on step {mine}; the class is on step {n}.").format(
+        mine=step, n=c.state.step))
+    cols[1].button(_("Return to the class"), icon=":material/groups:", key="class_return",
+                   type="primary", width="stretch",
+                   on_click=st.session_state.__setitem__, args=(nav.FOLLOW, True))
+
+
+def watch(c: Class | None, step: int) -> None:
+    """The page's last call in class mode (the module's docstring says why last): the
+    teacher's count of answers, re-read every COUNT_S s into the class's line; a student's
+    check of the class every POLL_S s, which reruns the page when the class moved."""
+    if c is None:
+        return
+    if c.leads:
+        if c.slot is not None:
+            _counts(c.teacher, c.code, step, c.slot, named=not c.compact)
+        return
+    _watch(c.code, (c.state.step, c.state.shown, c.state.text), c.slot)
 
 
 def _code_button(c: Class, where, label: str, kind: str) -> None:
@@ -439,44 +476,34 @@ def tools(c: Class, where, width: str = "stretch") -> None:
 
 
 @st.fragment(run_every=COUNT_S)
-def _counts(teacher: Teacher, code: str, step: int, named: bool = True) -> None:
-    """How many students answered the step shown, never who (re-read every COUNT_S s); after
-    the class's code when `named`."""
+def _counts(teacher: Teacher, code: str, step: int, slot, named: bool = True) -> None:
+    """How many students answered the step shown, never who (re-read every COUNT_S s), in
+    `slot` (the class's line); after the class's code when `named`."""
     use_session_language()
     try:
         answered, joined = store().counts(teacher, step)
     except ClassError as e:
-        st.warning(_(e.message))
+        slot.warning(_(e.message))
         return
     q = questions.question(step)
     line = (_("{a} of {n} answered").format(a=answered, n=joined) if q else
             _("{n} students joined").format(n=joined))
-    st.markdown(_("Class **{code}**").format(code=code) + " · " + line if named else line)
+    slot.markdown(_("Class **{code}**").format(code=code) + " · " + line if named else line)
 
 
 @st.fragment(run_every=POLL_S)
-def _watch(code: str, drawn: tuple[int, bool, str], step: int) -> None:
-    """A student's link to the class: the page reruns when the class moved or revealed
-    while the student follows; else where the class is and the way back (one tap)."""
+def _watch(code: str, drawn: tuple[int, bool, str], slot) -> None:
+    """A student's check of the class (it draws nothing): the page reruns when the class
+    moved, revealed or changed its sentence (the class's line says where it is), and once
+    the class can be read again after a refusal, which takes the line's place in `slot`."""
     use_session_language()
     try:
         s = shared_state(code)
     except ClassError as e:
-        st.warning(_(e.message))
+        (slot or st).warning(_(e.message))
+        st.session_state[UNREAD] = True
         return
-    following = st.session_state.get(nav.FOLLOW, True)
-    if following and (s.step, s.shown, s.text) != drawn:
-        st.rerun()
-    if following:
-        st.caption(_("Class **{code}**: you follow the teacher (step {n}).").format(
-            code=code, n=s.step))
-        return
-    cols = st.columns([3, 2], vertical_alignment="center")
-    cols[0].caption(_("You are on step {mine}; the class is on step {n}.").format(
-        mine=step, n=s.step))
-    if cols[1].button(_("Return to the class"), icon=":material/groups:", key="class_return",
-                      type="primary", width="stretch"):
-        st.session_state[nav.FOLLOW] = True
+    if (s.step, s.shown, s.text) != drawn or st.session_state.pop(UNREAD, False):
         st.rerun()
 
 
