@@ -149,3 +149,23 @@ def test_the_memory_and_heavy_scenarios_run(tmp_path, server):
     # the pasted paragraph's begins), so the line itself is tests/test_ui_worklist.py's
     assert all(isinstance(h["told_to_wait"], bool) and h["errors"] == []
                for h in report["heavy_links"]), report["heavy_links"]
+
+
+@pytest.mark.server
+def test_a_class_pages_timers_start_once_its_run_has_ended(server):
+    """In class mode the teacher's count and a student's check are timers (st.fragment with
+    run_every), started by the browser when the run sends them: each page sends them after
+    every element of its main area (ui.classroom.watch, the lesson page's last call), so
+    their first rerun never reaches the server as the page's run ends."""
+    run = subprocess.run([sys.executable, "tests/load/class_load.py", "--timers",
+                          *server[:2]], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    pages = json.loads(run.stdout.strip().splitlines()[-1])
+    for name, page in pages.items():
+        assert page["errors"] == [], (name, page)
+        assert len(page["timers"]) == 1, (name, page)  # the count, the check
+        assert page["after_timer"] == 0, (name, page)
+    from attnviz.ui.classroom import COUNT_S, POLL_S
+
+    assert list(pages["teacher"]["timers"].values()) == [COUNT_S]
+    assert list(pages["student"]["timers"].values()) == [POLL_S]

@@ -72,6 +72,11 @@ class Tab:
     on_query: object = None  # called with each new query string as it arrives
     pages: dict[str, str] = field(default_factory=dict)  # url path name -> page hash
     whole: bool = False  # the last run drew the whole page (not a fragment alone)
+    # elements of the page's main area that the last whole run sent after its first timer
+    # (auto_rerun), other than the timed fragment's own: the browser starts a timer when it
+    # gets it, so a timer sent before the run's end can ask for a rerun as the run ends
+    # (ui.classroom's docstring)
+    after_timer: int = 0
 
     async def connect(self) -> None:
         import websockets
@@ -108,7 +113,7 @@ class Tab:
         errors: list[str] = []
         page_buttons: dict[str, str] = {}  # this run's, kept when it drew the whole page
         page_radios: dict[str, tuple[list[str], str]] = {}
-        ok, timed = False, False
+        ok, timed, late = False, False, 0
         try:
             while True:
                 fm = ForwardMsg()
@@ -126,7 +131,10 @@ class Tab:
                     if not timed:
                         self.autos, timed = {}, True
                     self.autos[fm.auto_rerun.fragment_id] = fm.auto_rerun.interval
-                elif kind == "delta" and fm.delta.WhichOneof("type") == "new_element":
+                elif (kind == "delta" and timed and fm.metadata.delta_path[:1] == [0]
+                      and fm.delta.fragment_id not in self.autos):
+                    late += 1  # (not the timed fragment's own); the element is read below
+                if kind == "delta" and fm.delta.WhichOneof("type") == "new_element":
                     el = fm.delta.new_element
                     etype = el.WhichOneof("type")
                     if etype == "exception":
@@ -146,11 +154,13 @@ class Tab:
                         self.texts.append(el.markdown.body)
                 elif kind == "script_finished":
                     if fm.script_finished == ForwardMsg.FINISHED_EARLY_FOR_RERUN:
+                        timed, late = False, 0  # the run that follows draws it all again
                         continue
                     ok = fm.script_finished in (ForwardMsg.FINISHED_SUCCESSFULLY,
                                                 ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY)
                     self.whole = fm.script_finished == ForwardMsg.FINISHED_SUCCESSFULLY
                     if self.whole:
+                        self.after_timer = late
                         # the whole page was drawn (a fragment's st.rerun() included): its
                         # widgets are the page's now, the earlier step's radio is gone
                         self.buttons, self.radios = page_buttons, page_radios
@@ -394,6 +404,24 @@ def burst_cpu(samples: list[tuple[float, float]], clicks: dict[int, float],
     return out
 
 
+async def timers(url: str) -> dict:
+    """A teacher starts a class and a student joins it, each page drawn once: each page's
+    timers (fragment id -> interval) and the elements of its main area sent after the first
+    of them."""
+    t = Tab(url, "teacher", timeout=180)
+    await t.connect()
+    await t.open_lesson()
+    await t.click("Start a class")
+    code = re.search(r"class=([2-9A-Z]{4}-[2-9A-Z]{4})", t.query).group(1)
+    s = Tab(url, "student", timeout=180)
+    await s.connect()
+    await s.open_lesson(f"class={code}")
+    for tab in (t, s):
+        await tab.ws.close()
+    return {tab.name: {"timers": tab.autos, "after_timer": tab.after_timer,
+                       "errors": tab.errors} for tab in (t, s)}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--students", type=int, default=120)
@@ -404,7 +432,13 @@ def main(argv: list[str] | None = None) -> int:
                     help="seconds the teacher leaves for answers before the reveal")
     ap.add_argument("--url", help="a running `make serve` (else one is started here)")
     ap.add_argument("--json", type=Path, default=ROOT / "test-output" / "class_load.json")
+    ap.add_argument("--timers", action="store_true",
+                    help="print each page's timers and what it sent after them (JSON), "
+                         "on --url, and stop")
     args = ap.parse_args(argv)
+    if args.timers:
+        print(json.dumps(asyncio.run(timers(stream_url(args.url)))))
+        return 0
     proc = None
     if args.url:
         url = stream_url(args.url)
