@@ -53,6 +53,10 @@ def phone(phone_profile):
 
 @pytest.mark.parametrize("path", PAGES)
 def test_a_phone_never_scrolls_sideways(phone, app_url, path):
+    """Each page at 390 x 844: nothing scrolls sideways, the sidebar starts collapsed, every
+    chart is drawn in place and fits its frame. The same visit goes on: on "/" (the default
+    sentence, "I saw a saw") a figure's numbers open from the keyboard; on head statistics
+    its panels are laid out again for the phone, then the phone turns."""
     phone.goto(f"{app_url}{path}")
     wait_for_app(phone)
     phone.wait_for_timeout(1500)
@@ -85,11 +89,17 @@ def test_a_phone_never_scrolls_sideways(phone, app_url, path):
             assert c["chart"] <= c["frame"] + 1 and c["svg"] <= c["frame"] + 1
         assert c["groups"] <= 1  # the camera only, if the toolbar shows at all
     screenshot(phone, "phone" + path.replace("/", "_"))
+    if path == "/":
+        a_figures_numbers_open_from_the_keyboard(phone)
+    if path in PANEL_PAGES:
+        panels_side_by_side_are_laid_out_again(phone, path)
+    if path == "/head_stats":
+        a_phone_turned_lays_the_panels_out_again(phone)
 
 
-def test_a_figures_numbers_open_from_the_keyboard(phone, app_url):
-    phone.goto(f"{app_url}/?text=I+saw+a+saw")
-    wait_for_app(phone)
+def a_figures_numbers_open_from_the_keyboard(phone) -> None:
+    """The first figure's numbers ("Numbers in this figure") open from the keyboard as a
+    table naming both saws apart, and it scrolls in its frame."""
     summary = phone.locator("summary").filter(has_text="Numbers in this figure").first
     summary.focus()
     phone.keyboard.press("Enter")
@@ -120,14 +130,21 @@ def _apart(a: dict, b: dict) -> bool:
         or b["b"] <= a["t"] + 1
 
 
-@pytest.mark.parametrize("path", ["/head_stats", "/value_norms", "/windows", "/compare"])
+PANEL_PAGES = ["/head_stats", "/value_norms", "/windows", "/compare"]
+
+
+@pytest.mark.parametrize("path", [p for p in PANEL_PAGES if p not in PAGES])
 def test_on_a_phone_panels_side_by_side_are_laid_out_again(phone, app_url, path):
-    """Head statistics, value norms, the window masks, compare: no chart scrolls sideways in
-    its frame; titles never on one another; each colour bar lies horizontal below plots and
-    on none of them."""
+    """Value norms, the window masks, compare (head statistics: in its visit above)."""
     phone.goto(f"{app_url}{path}")
     wait_for_app(phone)
     phone.wait_for_timeout(1500)
+    panels_side_by_side_are_laid_out_again(phone, path)
+
+
+def panels_side_by_side_are_laid_out_again(phone, path: str) -> None:
+    """No chart of several panels scrolls sideways in its frame; titles never on one
+    another; each colour bar lies horizontal below plots and on none of them."""
     charts = phone.evaluate(PANELS)
     assert charts, "no chart of several panels"
     for c in charts:
@@ -172,13 +189,11 @@ def settle(page) -> None:
     page.wait_for_function(SETTLED, timeout=30_000, polling=250)
 
 
-def test_a_phone_turned_lays_the_panels_out_again(phone, app_url):
+def a_phone_turned_lays_the_panels_out_again(phone) -> None:
     """Head statistics on a phone held upright, then turned (844 x 390: the sidebar shows and
     the frame gets 512 px), upright again, on a wide screen, and upright again: once every
     chart says it is laid out for its frame's width (SETTLED), the plots lie inside the frame
     and on none of one another, and upright the rows are as far apart as when first drawn."""
-    phone.goto(f"{app_url}/head_stats")
-    wait_for_app(phone)
     settle(phone)
 
     def laid_out() -> list[int]:  # the gaps between the rows of the first chart's plots
