@@ -352,34 +352,32 @@ def test_a_students_sidebar_holds_the_language_and_the_model_line(class_store, c
     assert {"text", "pair", "model"} <= boxes(unknown)
 
 
-def _choice_then_page(code: str, student: str) -> None:
-    import streamlit as st
-
+def _choice_page(code: str, student: str) -> None:
     from attnviz.ui import classroom
 
-    st.session_state["runs"] = st.session_state.get("runs", 0) + 1
-    if st.session_state["runs"] == 1:  # a run of the choice that comes after the reveal
-        classroom._choose(code, student, 2, ["A", "B"])
-    st.write("the page")
+    classroom._choose(code, student, 2, ["A", "B"])
 
 
-def test_a_choice_run_after_the_reveal_draws_no_choice_and_reruns_the_page(class_store):
-    """A tap's run of the student's choice held up behind the page's run that drew the room's
-    answers would draw the radio over them (a fragment's output replaces what the page drew
-    in its place), and nothing reruns the page after: it draws no choice and reruns the page.
-    Before the reveal it draws the choices."""
+def test_a_choice_is_the_pages_own_and_a_tap_after_the_reveal_is_refused(class_store):
+    """The student's choice is a radio of the page, not a fragment of its own (a tap reruns
+    the page, whose run sends the class's check last: ui.classroom's docstring): a tap's
+    answer is kept and said; one after the reveal is refused in words, the answer given
+    before kept."""
     from streamlit.testing.v1 import AppTest
 
+    from attnviz.classroom.store import NotNow
 
     teacher = class_store.create("I saw a saw")
     class_store.set_step(teacher, 2, 2, "I saw a saw")
     class_store.join(teacher.code, "s1")
-    before = AppTest.from_function(_choice_then_page, args=(teacher.code, "s1")).run()
-    assert not before.exception and before.session_state["runs"] == 1
-    assert len(before.radio) == 1
-    revealed = class_store.reveal(Teacher(teacher.code, teacher.secret, teacher.seq + 1), 0)
-    ui_class._keep(teacher.code, revealed, 1e12)  # what this process's students read now
-    after = AppTest.from_function(_choice_then_page, args=(teacher.code, "s1")).run()
-    assert not after.exception, [e.value for e in after.exception]
-    assert after.session_state["runs"] == 2 and len(after.radio) == 0
-    assert [m.value for m in after.markdown] == ["the page"]
+    at = AppTest.from_function(_choice_page, args=(teacher.code, "s1")).run()
+    assert not at.exception and len(at.radio) == 1 and at.radio[0].value is None
+    at.radio[0].set_value(1).run()
+    assert class_store.my_answer(teacher.code, "s1", 2) == 1
+    assert [c.value for c in at.caption] == [
+        "Your answer is in. You may change it until the teacher reveals."]
+    class_store.reveal(Teacher(teacher.code, teacher.secret, teacher.seq + 1), 0)
+    at.radio[0].set_value(0).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert [w.value for w in at.warning] == [NotNow.message]
+    assert class_store.my_answer(teacher.code, "s1", 2) == 1

@@ -156,16 +156,20 @@ def test_a_class_pages_timers_start_once_its_run_has_ended(server):
     """In class mode the teacher's count and a student's check are timers (st.fragment with
     run_every), started by the browser when the run sends them: each page sends them after
     every element of its main area (ui.classroom.watch, the lesson page's last call), so
-    their first rerun never reaches the server as the page's run ends."""
+    their first rerun never reaches the server as the page's run ends; a student's tap is a
+    run of the page (no fragment run of its own that a check could meet as it ends)."""
+    from attnviz.ui.classroom import COUNT_S, POLL_S
+
     run = subprocess.run([sys.executable, "tests/load/class_load.py", "--timers",
                           *server[:2]], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     pages = json.loads(run.stdout.strip().splitlines()[-1])
+    tap = pages.pop("tap")  # a student's answer is the page's radio: a tap reruns the page
+    assert tap["fragment"] == "" and tap["whole"] and tap["errors"] == [], tap
+    assert tap["after_timer"] == 0 and list(tap["timers"].values()) == [POLL_S], tap
     for name, page in pages.items():
         assert page["errors"] == [], (name, page)
         assert len(page["timers"]) == 1, (name, page)  # the count, the check
         assert page["after_timer"] == 0, (name, page)
-    from attnviz.ui.classroom import COUNT_S, POLL_S
-
     assert list(pages["teacher"]["timers"].values()) == [COUNT_S]
     assert list(pages["student"]["timers"].values()) == [POLL_S]

@@ -12,15 +12,17 @@ A student's page re-reads the class every POLL_S seconds in an st.fragment with
 seconds: shared_state; it draws nothing) and reruns the whole page when the teacher moved or
 revealed (a student's page has no controls row, so that run draws less); the teacher's page
 re-reads how many answered every COUNT_S seconds the same way, into a place the page keeps
-for it in the class's line. Both fragments are the page's last call (`watch`): the browser
-starts a fragment's timer when the page's run sends it, so their first check comes POLL_S
-(COUNT_S) after the page's run ended. Called at the top of the page, the check came POLL_S
-after the run's start, at its very end on a busy server; a request that reaches a session
+for it in the class's line. Both fragments are the page's last call (`watch`). The browser
+starts a fragment's timer when the page's run sends it, so the first check comes POLL_S
+(COUNT_S) after the run ended; sent at the top of the page, it would come POLL_S after the
+run began, at the very end of the run on a busy server. A request that reaches a session
 just as its run ends starts a new run, and Streamlit then drops what the ended run had not
-yet sent (its last elements: a student's phone kept its choices after the reveal). A
-student's answer is a radio inside a fragment of its own, so a tap reruns that fragment
-alone. A student may look back (Back, the step slider) and return to the class with one tap
-(ui.lesson keeps the student at or before the class's step).
+yet sent: its last elements (a phone would keep its choices after the reveal) and its end.
+A student's answer is a radio of the page, not a fragment of its own: a tap reruns the page,
+which sends the check last again, where a fragment's run could end just as the check asks
+and lose its last elements the same way. A student may look back (Back, the step slider)
+and return to the class with one tap (ui.lesson keeps the student at or before the class's
+step).
 
 A class's pages share their drawing: a step's parts come from ui.lesson_steps.parts and the
 room's histogram from cached_figure, made once per server for every student on that step. A
@@ -557,19 +559,10 @@ def _room(c: Class, step: int, names: list[str], where, big: bool) -> None:
         where.markdown(" ".join(said))
 
 
-@st.fragment
 def _choose(code: str, student: str, step: int, names: list[str]) -> None:
-    """The student's answer (a tap reruns this fragment alone); changeable until the reveal.
-    A run of it that comes after the reveal (a tap's run held up behind the page's own run
-    that drew the room's answers here) draws no choices: it reruns the page, which shows them
-    again (a fragment's output replaces what the page drew in its place)."""
-    use_session_language()
-    try:
-        revealed = step in shared_state(code).revealed
-    except ClassError:
-        revealed = False
-    if revealed:
-        st.rerun()
+    """The student's answer, changeable until the reveal. A tap reruns the page (a page's run
+    sends the class's check last, `watch`; a fragment's run of its own could end just as the
+    check asks for a rerun, and its last elements would be lost: ui.classroom's docstring)."""
     key = f"class_choice_{code}_{step}"
     if key not in st.session_state:
         try:

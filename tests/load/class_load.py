@@ -9,7 +9,7 @@ had time to answer, Answer (the reveal). Each student's session opens the join l
 (`/lesson?class=CODE`) and does what the browser does for an `st.fragment(run_every=...)`:
 asks for that fragment's rerun every interval the server named (ForwardMsg auto_rerun), which
 reruns the whole page when the class moved. On a step with a question the student thinks
-(--think, uniform), then taps a choice (the answer fragment alone reruns).
+(--think, uniform), then taps a choice (a rerun of the page).
 
 Measured: teacher click -> student's new step (the time from the teacher's Next being sent to
 the first message that puts the student's page on the new step: the query string
@@ -405,9 +405,10 @@ def burst_cpu(samples: list[tuple[float, float]], clicks: dict[int, float],
 
 
 async def timers(url: str) -> dict:
-    """A teacher starts a class and a student joins it, each page drawn once: each page's
-    timers (fragment id -> interval) and the elements of its main area sent after the first
-    of them."""
+    """A teacher starts a class and a student joins it, each page drawn once; then the
+    teacher moves to step 2 (a question), the student's page follows, and the student taps a
+    choice: each run's timers (fragment id -> interval) and the elements of
+    its main area sent after the first of them; the tap's fragment ("" for the page's)."""
     t = Tab(url, "teacher", timeout=180)
     await t.connect()
     await t.open_lesson()
@@ -416,10 +417,22 @@ async def timers(url: str) -> dict:
     s = Tab(url, "student", timeout=180)
     await s.connect()
     await s.open_lesson(f"class={code}")
+    pages = {tab.name: {"timers": dict(tab.autos), "after_timer": tab.after_timer,
+                        "errors": list(tab.errors)} for tab in (t, s)}
+    from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+    if "Answer ▶" in t.buttons:  # step 1's own question, revealed on the teacher's page
+        await t.click("Answer ▶")
+    await t.click("Next ▶")  # step 2 asks the class
+    await s.run(next(iter(s.autos)), auto=True)  # the student's check: the page follows
+    wid, (options, fragment) = next(iter(s.radios.items()))  # a tap
+    s.states[wid] = WidgetState(id=wid, string_value=options[0])
+    await s.run(fragment)
+    pages["tap"] = {"fragment": fragment, "whole": s.whole, "timers": s.autos,
+                    "after_timer": s.after_timer, "errors": s.errors}
     for tab in (t, s):
         await tab.ws.close()
-    return {tab.name: {"timers": tab.autos, "after_timer": tab.after_timer,
-                       "errors": tab.errors} for tab in (t, s)}
+    return pages
 
 
 def main(argv: list[str] | None = None) -> int:
