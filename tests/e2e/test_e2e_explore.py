@@ -75,12 +75,30 @@ LIVE = ":is(.st-key-live_ex_one, .st-key-live_ex_lines) [data-testid=attnvizLive
 EVERY_LIVE = "[data-testid=attnvizLiveChart]"
 LIVE_DRAWN = (f"() => [...document.querySelectorAll('{LIVE}')].length === 2 && "
               f"[...document.querySelectorAll('{LIVE}')].every(c => c.dataset.drawn)")
-LIVE_CELL = """([query, key]) => {
-  const gd = document.querySelector('.st-key-live_ex_one [data-testid=attnvizLiveChart]');
-  const L = gd._fullLayout, box = gd.getBoundingClientRect(), tr = gd._fullData[0];
-  return [box.left + L._size.l + L.xaxis.d2p(tr.x[key]),
-          box.top + L._size.t + L.yaxis.d2p(tr.y[query])];
+# Where the cell in row `query`, column `key` of a heatmap is on the screen, from what plotly.js
+# shows in public: the plot area as drawn (its .nsewdrag), the axis ranges Plotly settled on
+# (written back into gd.layout) and the cell's coordinates in gd.data. On a category axis a
+# coordinate's place is its index among the axis's categories, in the order they first appear
+# in the data (or the axis's categoryarray); any other category order is refused.
+CELL_AT = """(gd, query, key) => {
+  const box = gd.querySelector('.draglayer .nsewdrag').getBoundingClientRect();
+  const place = (axis, v) => {
+    const ax = gd.layout[axis + 'axis'];
+    if (ax.type !== 'category') return v;
+    const by = ax.categoryorder || 'trace';
+    if (by !== 'trace' && by !== 'array') throw new Error('categoryorder ' + by);
+    const order = by === 'array' ? [...ax.categoryarray]
+        : [...new Set(gd.data.flatMap(t => [...(t[axis] || [])]))];
+    const i = order.indexOf(v);
+    if (i < 0) throw new Error(v + ' is not a category of the ' + axis + ' axis');
+    return i;
+  };
+  const tr = gd.data[0], [x0, x1] = gd.layout.xaxis.range, [y0, y1] = gd.layout.yaxis.range;
+  return [box.left + box.width * (place('x', tr.x[key]) - x0) / (x1 - x0),
+          box.top + box.height * (y1 - place('y', tr.y[query])) / (y1 - y0)];
 }"""
+LIVE_CELL = ("([query, key]) => (" + CELL_AT + ")(document.querySelector("
+             "'.st-key-live_ex_one [data-testid=attnvizLiveChart]'), query, key)")
 
 
 def open_head(page, head: int, title: str) -> None:
@@ -163,11 +181,44 @@ def test_the_open_head_is_redrawn_in_place(page, app_url, model):
     assert not page_errors(page) and not outside, outside
 
 
-THEMED = """() => [...document.querySelectorAll('.js-plotly-plot')].map(gd => {
-  const L = gd._fullLayout;
-  return [L.paper_bgcolor, L.plot_bgcolor, L.font.family, L.font.color, L.title.font.color,
-          L.hoverlabel.bgcolor, L.hoverlabel.font.color, (L.xaxis.tickfont || {}).color];
-})"""
+# How each chart of the page is drawn (the computed styles of what plotly.js drew): the paper's
+# background; the plot area's (its own rectangle where plotly.js draws one, else the paper's,
+# which plotly.js leaves showing where the two are one opaque colour); the layout's font, family
+# and colour (of a label the test adds, which has no font of its own); the title's colour; the
+# x axis's tick labels' colour (null where the axis shows none). The hover label's colours come
+# from HOVER_AT and HOVER.
+THEMED = """async () => {
+  const P = await window.attnvizPlotly.ready;  // the plotly.js that drew the charts
+  const paint = el => {
+    if (!el) return null;
+    const s = getComputedStyle(el), a = Number(s.fillOpacity);
+    return a === 1 ? s.fill : s.fill.replace(/^rgb\\((.*)\\)$/, `rgba($1, ${a})`);
+  };
+  return Promise.all([...document.querySelectorAll('.js-plotly-plot')].map(async gd => {
+    const paper = getComputedStyle(gd.querySelector('.main-svg')).backgroundColor;
+    const plot = gd.querySelector('.bglayer rect.bg');
+    const n = (gd.layout.annotations || []).length;
+    await P.relayout(gd, {[`annotations[${n}]`]: {text: 'font', showarrow: false, x: 0.5,
+                                                   y: 0.5, xref: 'paper', yref: 'paper'}});
+    const label = gd.querySelector(`.annotation[data-index="${n}"] .annotation-text`);
+    const font = [getComputedStyle(label).fontFamily, paint(label)];  // read while drawn
+    await P.relayout(gd, {[`annotations[${n}]`]: null});
+    return [paper, plot ? paint(plot) : paper, ...font,
+            paint(gd.querySelector('.gtitle')), paint(gd.querySelector('.xtick text'))];
+  }));
+}"""
+# A point of the `i`th chart to hover: a heatmap's first cell, else the first marker drawn.
+HOVER_AT = ("i => { const gd = document.querySelectorAll('.js-plotly-plot')[i];"
+            " if (gd.data[0].type === 'heatmap') return (" + CELL_AT + ")(gd, 0, 0);"
+            " const b = gd.querySelector('.scatterlayer .point').getBoundingClientRect();"
+            " return [b.left + b.width / 2, b.top + b.height / 2]; }")
+# The hover label of the `i`th chart as drawn: its background and its text's colour.
+HOVER = """i => {
+  const gd = document.querySelectorAll('.js-plotly-plot')[i];
+  const label = gd.querySelector('.hoverlayer .hovertext');
+  if (!label) return null;
+  return ['path', 'text'].map(k => getComputedStyle(label.querySelector(k)).fill);
+}"""
 # The page's own background and text colours, as rgb(...), and a colour as the page reads it.
 PAGE_COLOURS = """() => {
   const app = getComputedStyle(document.querySelector('[data-testid=stApp]'));
@@ -188,7 +239,16 @@ def test_a_chart_drawn_in_place_looks_like_the_others_dark_and_in_chinese(tab, a
     page.wait_for_function(f"() => (document.querySelector('{LIVE} .gtitle') || {{}})"
                            ".textContent === '第 1 层，第 4 个头'", timeout=60_000, polling=250)
     wait_for_app(page)
-    mosaic, one, lines = page.evaluate(THEMED)
+    hovers = []
+    for i, chart in enumerate(page.locator(".js-plotly-plot").all()):
+        chart.scroll_into_view_if_needed()
+        page.mouse.move(*page.evaluate(HOVER_AT, i))
+        page.wait_for_function(f"() => ({HOVER})({i})", timeout=10_000, polling=100)
+        hovers.append(page.evaluate(HOVER, i))
+        page.mouse.move(0, 0)
+    mosaic, one, lines = [d[:5] + h + d[5:] for d, h in zip(page.evaluate(THEMED), hovers,
+                                                            strict=True)]
+    assert all(mosaic) and all(one) and all(lines[:-1]), (mosaic, one, lines)  # all drawn
     assert one == mosaic and lines[:-1] == mosaic[:-1], (mosaic, one, lines)
     background, text = page.evaluate(PAGE_COLOURS)
     assert page.evaluate(AS_RGB, mosaic[0]) == background != "rgb(255, 255, 255)"  # dark

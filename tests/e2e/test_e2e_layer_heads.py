@@ -3,6 +3,7 @@
 import pytest
 
 from .conftest import drawn_charts, page_errors, screenshot, set_sentence, wait_for_app
+from .test_e2e_explore import CELL_AT
 
 pytestmark = pytest.mark.e2e
 
@@ -53,12 +54,12 @@ def test_a_fragment_rerun_keeps_the_sessions_language(page, app_url):
     assert not page_errors(page)
 
 
+# A head's cell of the grid: the head's block starts at the row and column its figure's meta
+# says (layout.meta.panels.starts, the app's own field); CELL_AT finds the cell on the screen.
 CELL = """([head, query, key]) => {
   const gd = document.querySelector('.js-plotly-plot');
-  const L = gd._fullLayout, box = gd.getBoundingClientRect(), tr = gd._fullData[0];
-  const [r0, c0] = L.meta.panels.starts[head];
-  return [box.left + L._size.l + L.xaxis.d2p(tr.x[c0 + key]),
-          box.top + L._size.t + L.yaxis.d2p(tr.y[r0 + query])];
+  const [r0, c0] = gd.layout.meta.panels.starts[head];
+  return (""" + CELL_AT + """)(gd, r0 + query, c0 + key);
 }"""
 
 

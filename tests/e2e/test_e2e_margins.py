@@ -26,18 +26,36 @@ pytestmark = pytest.mark.e2e
 LONG = ("The quick brown fox jumps over the lazy dog near the river bank, and I saw a saw. "
         * 40)
 SLACK = 60  # px: the most a reserved margin may exceed what the labels needed
+# The paper's margins as drawn: the test adds to each figure an invisible rectangle over the
+# whole area inside the margins (paper coordinates 0 to 1, no line, no fill), and measures its
+# drawn path (a shape's path carries its index, data-index) against the figure's <svg>. Not the
+# plot area (.nsewdrag): square cells constrain the axes' domain inside these margins.
+PAPER = {"type": "rect", "xref": "paper", "yref": "paper", "x0": 0, "x1": 1, "y0": 0, "y1": 1,
+         "line": {"width": 0}, "fillcolor": "rgba(0, 0, 0, 0)", "layer": "above"}
+MARGINS = """g => {
+    const svg = g.querySelector('.main-svg').getBoundingClientRect();
+    const i = g.layout.shapes.length - 1;  // the paper's rectangle, added last
+    const p = g.querySelector(`.shapelayer path[data-index="${i}"]`).getBoundingClientRect();
+    return {l: p.left - svg.left, r: svg.right - p.right, t: p.top - svg.top,
+            b: svg.bottom - p.bottom}; }"""
 # The margins once Plotly is done: automargin may redraw after newPlot's promise resolves
 # (under load it did, and a read right after newPlot saw the 10 px it started from), so the
-# size is read until it holds still for three reads 50 ms apart (3 s at most).
+# margins are read until they hold still for three reads 50 ms apart (3 s at most).
 SETTLED = """async g => {
-    const read = () => { const s = g._fullLayout._size; return {l: s.l, r: s.r, t: s.t, b: s.b}; };
-    let last = JSON.stringify(read()), same = 0;
+    const read = """ + MARGINS + """;
+    let last = JSON.stringify(read(g)), same = 0;
     for (let i = 0; i < 60 && same < 3; i++) {
         await new Promise(r => setTimeout(r, 50));
-        const now = JSON.stringify(read());
+        const now = JSON.stringify(read(g));
         same = now === last ? same + 1 : 0; last = now;
     }
     return JSON.parse(last); }"""
+
+
+def with_paper(spec: dict) -> dict:
+    """`spec` (a figure's JSON) with PAPER added as its last shape."""
+    layout = spec["layout"]
+    return {**spec, "layout": {**layout, "shapes": [*layout.get("shapes", []), PAPER]}}
 
 
 @pytest.fixture(scope="module")
@@ -64,17 +82,18 @@ def figures(cpu_model) -> dict:
 # Token lines name their tokens beside the dots, in the side margins (the axes are hidden, so
 # automargin knows nothing of them): how far the drawn labels reach past the plot area.
 OVERHANG = """g => {
-    const box = g.getBoundingClientRect(), s = g._fullLayout._size;
+    const m = (""" + MARGINS + """)(g), svg = g.querySelector('.main-svg').getBoundingClientRect();
     const texts = [...g.querySelectorAll('.textpoint text')].map(t => t.getBoundingClientRect())
         .filter(r => r.width > 0);
-    return {l: box.left + s.l - Math.min(...texts.map(r => r.left)),
-            r: Math.max(...texts.map(r => r.right)) - (box.left + box.width - s.r)}; }"""
+    return {l: svg.left + m.l - Math.min(...texts.map(r => r.left)),
+            r: Math.max(...texts.map(r => r.right)) - (svg.right - m.r)}; }"""
 
 
 @pytest.mark.parametrize("width", [940, 420])  # the app's main column; a phone
 def test_labels_fit_in_the_reserved_margins(browser, figures, tmp_path, width):
     js = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
-    specs = {name: pio.to_json(fig, validate=False) for name, fig in figures.items()}
+    specs = {name: with_paper(json.loads(pio.to_json(fig, validate=False)))
+             for name, fig in figures.items()}
     html = tmp_path / "margins.html"
     html.write_text(f"<html><body><div id=g style='width:{width}px'></div><script>"
                     + js.read_text() + "</script></body></html>")
@@ -85,9 +104,9 @@ def test_labels_fit_in_the_reserved_margins(browser, figures, tmp_path, width):
     for name, spec in specs.items():
         page.evaluate("""async spec => {
             const g = document.getElementById('g'); Plotly.purge(g);
-            const f = JSON.parse(spec); await Plotly.newPlot(g, f.data, f.layout, {}); }""", spec)
+            await Plotly.newPlot(g, spec.data, spec.layout, {}); }""", spec)
         got = page.evaluate(f"({SETTLED})(document.getElementById('g'))")
-        asked = json.loads(spec)["layout"]["margin"]
+        asked = spec["layout"]["margin"]
         for side in "lrtb":
             # Equal: nothing pushed (automargin would have drawn the figure a second time).
             assert got[side] == pytest.approx(asked[side], abs=0.5), (name, side, got, asked)
@@ -104,7 +123,7 @@ def test_reserved_margins_waste_little(browser, figures, tmp_path):
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.goto(html.as_uri())
     for name, fig in figures.items():
-        spec = json.loads(pio.to_json(fig, validate=False))
+        spec = with_paper(json.loads(pio.to_json(fig, validate=False)))
         asked = dict(spec["layout"]["margin"])
         if name.startswith("token lines"):  # labels drawn in the margins, whole and close
             page.evaluate("""async f => {
