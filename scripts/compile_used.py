@@ -25,6 +25,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import pkgutil
+import subprocess
 import sys
 import time
 import warnings
@@ -41,24 +42,28 @@ MODEL_PARTS = ("modeling", "configuration", "tokenization", "tokenization_fast",
                "image_processing", "image_processing_fast")
 
 
-def modules() -> list[str]:
-    """The names to import: attnviz's own modules, then the families', then the tools."""
+def modules(part: str) -> list[str]:
+    """The names to import: attnviz's own modules and the tools ("own"), or the transformers
+    modules of the families the engine reads ("families")."""
     import attnviz
     from attnviz.engine.kinds import MODEL_TYPES
 
-    names = [m.name for m in pkgutil.walk_packages(attnviz.__path__, "attnviz.")]
+    if part == "own":
+        names = [m.name for m in pkgutil.walk_packages(attnviz.__path__, "attnviz.")]
+        return names + ["transformers.modeling_gguf_pytorch_utils", "gguf", *TOOLS]
+    names = []
     for model_type in MODEL_TYPES:
         d = MODEL_DIRS.get(model_type, model_type)
-        names += [f"transformers.models.{d}.{part}_{d}" for part in MODEL_PARTS]
-    names += ["transformers.modeling_gguf_pytorch_utils", "gguf", *TOOLS]
+        names += [f"transformers.models.{d}.{part_}_{d}" for part_ in MODEL_PARTS]
     return names
 
 
-def main() -> int:
-    t0, done, absent = time.perf_counter(), 0, 0
+def import_all(names: list[str]) -> tuple[int, int]:
+    """Import `names` (their bytecode kept): (imported, not present)."""
+    done = absent = 0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # e.g. Streamlit's "no runtime" outside a server
-        for name in modules():
+        for name in names:
             if name.endswith("__main__"):
                 continue  # `python -m attnviz` runs the command line
             try:
@@ -68,6 +73,19 @@ def main() -> int:
                 absent += 1  # installed
             except Exception as e:  # noqa: BLE001 - it is compiled when first imported
                 print(f"compile_used: {name} not imported ({type(e).__name__}: {e})")
+    return done, absent
+
+
+def main(argv: list[str]) -> int:
+    """The families' modules in a second process beside attnviz's own (importing is one
+    core's work), then every module of WHOLE with compileall on every core."""
+    if argv == ["--families"]:
+        import_all(modules("families"))
+        return 0
+    t0 = time.perf_counter()
+    families = subprocess.Popen([sys.executable, __file__, "--families"])
+    done, absent = import_all(modules("own"))
+    families.wait()
     import compileall
     from pathlib import Path
 
@@ -76,11 +94,12 @@ def main() -> int:
         if spec is not None and spec.submodule_search_locations:
             for folder in spec.submodule_search_locations:
                 compileall.compile_dir(Path(folder), quiet=1, workers=0)
-    print(f"compile_used: {done} imports ({absent} not present), {len(sys.modules)} modules "
-          f"loaded and their bytecode kept, and every module of {len(WHOLE)} packages, in "
+    print(f"compile_used: {done} imports ({absent} not present) and the families' modules in "
+          f"a second process, {len(sys.modules)} modules loaded here and their bytecode "
+          f"kept, and every module of {len(WHOLE)} packages, in "
           f"{time.perf_counter() - t0:.0f} s")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))
