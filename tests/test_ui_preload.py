@@ -139,7 +139,7 @@ def test_a_class_server_warms_the_lessons_and_the_samples_slow_first_work(monkey
     laid_out = []  # Inside one score's grids, for every sentence length
     monkeypatch.setattr(neuron, "prepare_grids", lambda real=neuron.prepare_grids:
                         laid_out.append(real()))
-    with app_settings.override(preload="1"):
+    with app_settings.override(preload="1", fast_paths=True):
         preload.preload()  # a plain server warms the lesson only
     assert preload.STATE["lesson_error"] is None
     assert all(key in CACHES[kind] for kind, key in lesson_keys)
@@ -155,7 +155,7 @@ def test_a_class_server_warms_the_lessons_and_the_samples_slow_first_work(monkey
     assert preload.STATE["error"] is None
     assert not any(key in CACHES[kind] for kind, key in keys) and not laid_out
 
-    with app_settings.override(preload="class"):
+    with app_settings.override(preload="class", fast_paths=True):
         preload.preload()
     assert preload.STATE["class_error"] is None
     assert laid_out == [16]
