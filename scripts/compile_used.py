@@ -42,20 +42,20 @@ MODEL_PARTS = ("modeling", "configuration", "tokenization", "tokenization_fast",
                "image_processing", "image_processing_fast")
 
 
-def modules(part: str) -> list[str]:
-    """The names to import: attnviz's own modules and the tools ("own"), or the transformers
-    modules of the families the engine reads ("families")."""
+def own_modules() -> list[str]:
+    """attnviz's own modules, then the tools."""
     import attnviz
+
+    names = [m.name for m in pkgutil.walk_packages(attnviz.__path__, "attnviz.")]
+    return names + ["transformers.modeling_gguf_pytorch_utils", "gguf", *TOOLS]
+
+
+def family_modules() -> list[str]:
+    """The transformers modules of the families the engine reads."""
     from attnviz.engine.kinds import MODEL_TYPES
 
-    if part == "own":
-        names = [m.name for m in pkgutil.walk_packages(attnviz.__path__, "attnviz.")]
-        return names + ["transformers.modeling_gguf_pytorch_utils", "gguf", *TOOLS]
-    names = []
-    for model_type in MODEL_TYPES:
-        d = MODEL_DIRS.get(model_type, model_type)
-        names += [f"transformers.models.{d}.{part_}_{d}" for part_ in MODEL_PARTS]
-    return names
+    dirs = [MODEL_DIRS.get(model_type, model_type) for model_type in MODEL_TYPES]
+    return [f"transformers.models.{d}.{part}_{d}" for d in dirs for part in MODEL_PARTS]
 
 
 def import_all(names: list[str]) -> tuple[int, int]:
@@ -80,11 +80,11 @@ def main(argv: list[str]) -> int:
     """The families' modules in a second process beside attnviz's own (importing is one
     core's work), then every module of WHOLE with compileall on every core."""
     if argv == ["--families"]:
-        import_all(modules("families"))
+        import_all(family_modules())
         return 0
     t0 = time.perf_counter()
     families = subprocess.Popen([sys.executable, __file__, "--families"])
-    done, absent = import_all(modules("own"))
+    done, absent = import_all(own_modules())
     families.wait()
     import compileall
     from pathlib import Path

@@ -131,10 +131,12 @@ class Tab:
                     if not timed:
                         self.autos, timed = {}, True
                     self.autos[fm.auto_rerun.fragment_id] = fm.auto_rerun.interval
-                elif (kind == "delta" and timed and fm.metadata.delta_path[:1] == [0]
-                      and fm.delta.fragment_id not in self.autos):
-                    late += 1  # (not the timed fragment's own); the element is read below
-                if kind == "delta" and fm.delta.WhichOneof("type") == "new_element":
+                elif kind == "delta":
+                    if (timed and fm.metadata.delta_path[:1] == [0]
+                            and fm.delta.fragment_id not in self.autos):
+                        late += 1  # the main area's, not the timed fragment's own
+                    if fm.delta.WhichOneof("type") != "new_element":
+                        continue
                     el = fm.delta.new_element
                     etype = el.WhichOneof("type")
                     if etype == "exception":
