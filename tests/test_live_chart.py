@@ -80,15 +80,18 @@ def test_the_script_draws_with_plotly_react_on_the_pages_copy():
     assert reacts and all(r.rstrip(")").endswith(", config") for r in reacts), reacts
     assert "P.react(div, shaped.data, layout, config)" in live_chart.JS
     assert not re.search(r"window\.Plotly\.\w+\(", live_chart.JS)  # not whichever copy is there
-    # The page's first chart fetches the file its payload names, from the browser's cache
-    # when it is there; nothing asks the server to send it.
+    # The page's first chart runs the file its payload names as a script of the page (the
+    # browser's HTTP cache and code cache keep it), nothing asks the server to send it.
     assert "if (r.state === \"none\") load(r, payload.plotly)" in live_chart.JS
-    assert 'fetch(url, {cache: "force-cache"})' in live_chart.JS
+    assert "script.src = url;" in live_chart.JS
+    assert "fetch(" not in live_chart.JS and "Blob(" not in live_chart.JS
     assert "missing" not in live_chart.JS
-    # plotly.min.js is a UMD bundle that gives a CommonJS-style `module` its Plotly.
-    head = live_chart.plotly_js()[:2000].decode()
-    assert 'typeof module === "object" && module.exports' in head
-    assert "module.exports = factory()" in head
+    # Run without a module, plotly.min.js sets window.Plotly, and its UMD wrapper
+    # window.moduleName: the two names the script puts back.
+    js = live_chart.plotly_js().decode()
+    assert 'root.moduleName = factory();' in js[:2000]
+    assert js.rstrip().endswith("window.Plotly = Plotly;\nreturn Plotly;\n}));")
+    assert 'const SET_BY_PLOTLY = ["Plotly", "moduleName"];' in live_chart.JS
 
 
 COMPONENT = Path(live_chart.__file__).parent / "components" / "live_chart"

@@ -10,9 +10,10 @@ Plotly.js is the copy the installed `plotly` package ships (`plotly.offline.get_
 package_data/plotly.min.js): nothing is fetched from elsewhere. It is a file the app serves
 (Streamlit's static file serving, `server.enableStaticServing`: the app's `static/` folder at
 `app/static/`), written there once per server under a name made of its content's hash
-(`plotly_file`), so a browser fetches it once, keeps it in its cache, and no session's
-websocket ever carries its 4.8 MB. Every chart's payload names the file (`plotly_url`); the
-page's first chart fetches and runs it, and every chart of the page waits for that copy. Where
+(`plotly_file`), so a browser fetches it once, keeps it in its cache (with the code it
+compiled from it), and no session's websocket ever carries its 4.8 MB. Every chart's payload
+names the file (`plotly_url`); the page's first chart runs it as a script of the page, and
+every chart of the page waits for that copy. Where
 the file cannot be served (static serving off, the folder not writable) figures are drawn by
 st.plotly_chart instead (`available`).
 

@@ -126,6 +126,8 @@ def test_the_open_head_is_redrawn_in_place(page, app_url, model):
     # Drawn by the plotly package's own plotly.js, which the page got once from the server.
     assert page.evaluate("() => window.attnvizPlotly.ready.then(P => P.version)") == \
         get_plotlyjs_version()
+    # ... run as a script of the page, which leaves no name of its own on the window
+    assert page.evaluate("() => 'moduleName' in window") is False
     buttons = [b.get_attribute("data-title") for b in one.locator(".modebar-btn").all()]
     assert buttons[0] == "Download plot as a PNG" and buttons[-1] == "Fullscreen"  # as others
     page.evaluate(f"() => document.querySelectorAll('{LIVE}').forEach((c, i) => {{"
@@ -325,8 +327,9 @@ def test_a_chart_drawn_in_place_downloads_png_and_svg_from_its_toolbar(tab, app_
 
 def test_plotly_js_is_a_file_the_browser_keeps_never_on_the_websocket(browser, app_url):
     """plotly.js comes as a file the app serves (/app/static/plotly-<hash>.min.js, JavaScript),
-    fetched once: a reload takes it from the browser's cache (nothing transferred), and no
-    websocket message the page receives comes near its 4.8 MB (ui.live_chart)."""
+    run as a script of the page and fetched once: a reload takes it from the browser's cache
+    (at most a revalidation's headers travel: Streamlit's static files carry no cache lifetime),
+    and no websocket message the page receives comes near its 4.8 MB (ui.live_chart)."""
     ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = ctx.new_page()
     got, frames = [], []
@@ -343,7 +346,7 @@ def test_plotly_js_is_a_file_the_browser_keeps_never_on_the_websocket(browser, a
     wait_for_app(page)
     wait_for_live(page)
     sizes = page.evaluate("u => performance.getEntriesByName(u).map(e => e.transferSize)", url)
-    assert sizes == [0], sizes  # from the browser's cache
+    assert len(sizes) == 1 and sizes[0] < 10_000, sizes  # from the browser's cache
     assert frames and max(frames) < 1_000_000, max(frames)
     assert not page_errors(page)
     ctx.close()

@@ -16,55 +16,42 @@ function registry() {
   return r;
 }
 
-// plotly.min.js is a UMD bundle: given a `module`, it hands Plotly to it. It also sets
-// window.Plotly, which is put back as it was (Streamlit's own charts keep their copy there).
-// The file is the app's static copy (`url`), named by its content's hash, so a copy in the
-// browser's cache is never stale: taken from there whenever it is there ("force-cache"), a
-// browser downloads it once, whatever its sessions and reloads.
+// plotly.min.js runs from the app's static copy (`url`, named by its content's hash) as a
+// script of the page: the browser keeps the file in its HTTP cache and, from a returning
+// visitor's third visit, the code V8 compiled from it (a script from a fetched text or a blob
+// is compiled anew on every visit). Without a module loader on the page the bundle sets
+// window.Plotly, and its UMD wrapper window.moduleName; both are put back as they were
+// (Streamlit's own charts keep their copy of Plotly there). Its first run holds the page's
+// main thread a while: it starts when the page is idle (the page's other charts drawn),
+// within a second and a half.
+const SET_BY_PLOTLY = ["Plotly", "moduleName"];
+
 function load(r, url) {
   r.state = "loading";
-  const failed = error => {
-    r.state = "failed";
-    r.reject(error);
+  const start = () => {
+    const before = SET_BY_PLOTLY.map(name => window[name]);
+    const script = document.createElement("script");
+    const done = (error) => {
+      const P = window.Plotly;
+      SET_BY_PLOTLY.forEach((name, i) => {
+        if (before[i] === undefined) delete window[name]; else window[name] = before[i];
+      });
+      script.remove();
+      if (!error && P && P !== before[0] && typeof P.react === "function") {
+        r.state = "ready";
+        r.resolve(P);
+      } else {
+        r.state = "failed";
+        r.reject(error || new Error("plotly.js did not load"));
+      }
+    };
+    script.onload = () => done(null);
+    script.onerror = () => done(new Error("plotly.js could not be fetched"));
+    script.src = url;
+    document.head.appendChild(script);
   };
-  fetch(url, {cache: "force-cache"}).then(response => {
-    if (!response.ok) throw new Error("plotly.js could not be fetched (" + response.status + ")");
-    return response.text();
-  }).then(source => {
-    // Its first run holds the page's main thread a while: it starts when the page is idle
-    // (the page's other charts drawn), within a second and a half.
-    if (window.requestIdleCallback) requestIdleCallback(() => run(r, source), {timeout: 1500});
-    else setTimeout(() => run(r, source), 0);
-  }).catch(failed);
-}
-
-function run(r, source) {
-  const holder = {exports: {}};
-  window.attnvizPlotlyModule = holder;
-  const blob = new Blob([
-    "(function (module, before) {\n", source,
-    "\n;if (before === undefined) delete window.Plotly; else window.Plotly = before;\n" +
-    "})(window.attnvizPlotlyModule, window.Plotly);\n//# sourceURL=attnviz-plotly.min.js\n",
-  ], {type: "text/javascript"});
-  const url = URL.createObjectURL(blob);
-  const script = document.createElement("script");
-  const done = (error) => {
-    URL.revokeObjectURL(url);
-    script.remove();
-    delete window.attnvizPlotlyModule;
-    const P = holder.exports;
-    if (!error && P && typeof P.react === "function") {
-      r.state = "ready";
-      r.resolve(P);
-    } else {
-      r.state = "failed";
-      r.reject(error || new Error("plotly.js did not load"));
-    }
-  };
-  script.onload = () => done(null);
-  script.onerror = () => done(new Error("plotly.js could not be read"));
-  script.src = url;
-  document.head.appendChild(script);
+  if (window.requestIdleCallback) requestIdleCallback(start, {timeout: 1500});
+  else setTimeout(start, 0);
 }
 
 const charts = new WeakMap();  // parent element -> the chart's record (see the default export)
