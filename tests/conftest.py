@@ -26,8 +26,11 @@ os.environ.setdefault("ATTNVIZ_MODEL_ROOTS", os.pathsep.join(
 
 # The app keeps the lesson's trained taggers and converted models in the user's cache folder
 # (settings().cache_path): the tests' servers and pages use a folder of their own, empty at
-# the start.
-os.environ.setdefault("ATTNVIZ_CACHE_DIR", tempfile.mkdtemp(prefix="attnviz-test-cache-"))
+# the start, made by the run's first process (xdist's workers inherit it) and removed when
+# that process ends.
+_OWN_CACHE = None
+if "ATTNVIZ_CACHE_DIR" not in os.environ:
+    _OWN_CACHE = os.environ["ATTNVIZ_CACHE_DIR"] = tempfile.mkdtemp(prefix="attnviz-test-cache-")
 
 import subprocess  # noqa: E402
 import sys  # noqa: E402
@@ -132,6 +135,13 @@ def pytest_sessionfinish(session):
         if child.poll() is None:
             child.terminate()
             child.wait(30)
+
+
+def pytest_unconfigure(config):
+    if _OWN_CACHE is not None:
+        import shutil
+
+        shutil.rmtree(_OWN_CACHE, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)

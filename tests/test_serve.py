@@ -182,6 +182,7 @@ def test_nginx_sends_streamlits_static_files_itself_compressed(nginx, tmp_path):
         assert worker_for(cluster.port, "k") in ("1", "2")
     finally:
         cluster.stop(grace_s=5)
+        cluster.remove_folder()
 
 
 @pytest.mark.server
@@ -213,6 +214,7 @@ def test_nginx_sends_the_charts_plotly_js_itself_compressed(nginx, tmp_path):
         assert body == b"ok" and headers["X-Attnviz-Worker"] in ("1", "2")
     finally:
         cluster.stop(grace_s=5)
+        cluster.remove_folder()
 
 
 @pytest.mark.server
@@ -227,6 +229,7 @@ def test_proxy_static_leaves_static_files_to_the_workers(nginx, tmp_path):
         assert status == 200 and body == b"ok" and headers["X-Attnviz-Worker"] == "1"
     finally:
         cluster.stop(grace_s=5)
+        cluster.remove_folder()
 
 
 def test_metrics_are_never_passed_on(tmp_path):
@@ -258,6 +261,7 @@ def test_metrics_are_not_reachable_through_nginx_in_any_spelling(nginx, tmp_path
         assert fetch(f"http://127.0.0.1:{worker}/_stcore/metrics", False)[2] == b"ok"
     finally:
         cluster.stop(grace_s=5)
+        cluster.remove_folder()
 
 
 def test_stop_runs_on_a_python_without_attnviz():
@@ -345,6 +349,7 @@ def test_a_killed_worker_is_replaced_on_its_port(nginx, tmp_path, capsys):
         seen.update(group_members(cluster.pgid))
     finally:
         cluster.stop(grace_s=5)
+        cluster.remove_folder()
     # Stopped: nothing of the group is left and nothing is restarted any more.
     cluster.supervise()
     assert "restarted" not in capsys.readouterr().err
@@ -388,6 +393,7 @@ def test_new_browsers_are_dealt_in_turn_and_keep_their_worker(nginx, tmp_path):
         for r in held:
             r.close()
         cluster.stop(grace_s=5)
+        cluster.remove_folder()
 
 
 @pytest.mark.server
@@ -407,6 +413,7 @@ def test_no_cookie_names_a_worker_when_none_answered(nginx, tmp_path):
         assert not failed.value.headers.get("X-Attnviz-Worker")
     finally:
         cluster.stop(grace_s=5)
+        cluster.remove_folder()
 
 
 @pytest.mark.server
@@ -440,6 +447,7 @@ def test_a_worker_that_keeps_dying_is_restarted_after_a_doubling_pause(nginx, tm
         assert serve._healthy(cluster.worker_ports[1])
     finally:
         cluster.stop(grace_s=5)
+        cluster.remove_folder()
     assert group_members(cluster.pgid) == []
 
 
@@ -468,6 +476,7 @@ def test_a_worker_that_cannot_be_started_is_tried_again_later(nginx, tmp_path, c
         assert cluster.procs[0].poll() is None
     finally:
         cluster.stop(grace_s=5)
+        cluster.remove_folder()
     assert group_members(cluster.pgid) == []
 
 
