@@ -44,6 +44,7 @@ from attnviz.views import common as common_view
 from attnviz.views import head_stats as head_stats_view
 from attnviz.views import layer_heads as layer_heads_view
 from attnviz.views import positions as positions_view
+from attnviz.views import similarity as similarity_view
 from attnviz.views import step_by_step as step_by_step_view
 from attnviz.views import value_norms as value_norms_view
 from attnviz.views import windows as windows_view
@@ -83,9 +84,13 @@ _SESSIONS: dict[str, AppTest] = {}
 
 
 def session(page: str) -> AppTest:
-    """One AppTest session per page, reused across inputs (the app must stay usable)."""
+    """One AppTest session per page, reused across inputs (the app must stay usable). The
+    similarity page integrates with its fewest steps: how an input is handled does not depend
+    on them, and a 512-token pair costs a third of the default's."""
     if page not in _SESSIONS:
-        _SESSIONS[page] = new_session(page)
+        at = _SESSIONS[page] = new_session(page)
+        if Path(page).stem == "similarity":
+            at.session_state["sim_steps"] = min(similarity_view.STEPS)
     return _SESSIONS[page]
 
 
