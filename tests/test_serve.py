@@ -17,6 +17,7 @@ starts no replacement. The tests that start nginx are marked `server` (not in `m
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import importlib.util
 import os
@@ -149,6 +150,17 @@ def fetch(url: str, gzip_ok: bool) -> tuple[int, dict, bytes]:
         return e.code, dict(e.headers), b""
 
 
+@contextlib.contextmanager
+def running(cluster: serve.Cluster):
+    """`cluster` started; stopped after, and its folder (nginx's config and files) removed:
+    its logs are in the test's own folder."""
+    cluster.start(timeout_s=60)
+    try:
+        yield cluster
+    finally:
+        cluster.stop(grace_s=5)
+        cluster.remove_folder()
+
 @pytest.mark.server
 def test_nginx_sends_streamlits_static_files_itself_compressed(nginx, tmp_path):
     source = serve.streamlit_static()
@@ -156,8 +168,7 @@ def test_nginx_sends_streamlits_static_files_itself_compressed(nginx, tmp_path):
     font = next(source.glob("media/*.woff2"))
     cluster = serve.Cluster(workers=2, port=serve._free_port(), log_dir=tmp_path,
                             runner=ROOT / "tests" / "fake_worker.py")
-    cluster.start(timeout_s=60)
-    try:
+    with running(cluster):
         files, raw, sent = cluster.static_summary
         assert files == sum(1 for f in source.rglob("*") if f.is_file()) and sent < raw / 2
         base = f"http://127.0.0.1:{cluster.port}/static/"
@@ -180,9 +191,6 @@ def test_nginx_sends_streamlits_static_files_itself_compressed(nginx, tmp_path):
             assert b"daemon off" not in fetch(base + outside, gzip_ok=True)[2], outside
         # Everything else is the workers' (sticky, as before).
         assert worker_for(cluster.port, "k") in ("1", "2")
-    finally:
-        cluster.stop(grace_s=5)
-        cluster.remove_folder()
 
 
 @pytest.mark.server
@@ -196,8 +204,7 @@ def test_nginx_sends_the_charts_plotly_js_itself_compressed(nginx, tmp_path):
     script = live_chart.plotly_js()
     cluster = serve.Cluster(workers=2, port=serve._free_port(), log_dir=tmp_path,
                             runner=ROOT / "tests" / "fake_worker.py")
-    cluster.start(timeout_s=60)
-    try:
+    with running(cluster):
         assert cluster.plotly_url == f"/app/static/{live_chart.plotly_name(script)}"
         url = f"http://127.0.0.1:{cluster.port}{cluster.plotly_url}"
         status, headers, body = fetch(url, gzip_ok=True)
@@ -212,24 +219,17 @@ def test_nginx_sends_the_charts_plotly_js_itself_compressed(nginx, tmp_path):
         status, headers, body = fetch(f"http://127.0.0.1:{cluster.port}/app/static/other.js",
                                       gzip_ok=True)
         assert body == b"ok" and headers["X-Attnviz-Worker"] in ("1", "2")
-    finally:
-        cluster.stop(grace_s=5)
-        cluster.remove_folder()
 
 
 @pytest.mark.server
 def test_proxy_static_leaves_static_files_to_the_workers(nginx, tmp_path):
     cluster = serve.Cluster(workers=1, port=serve._free_port(), log_dir=tmp_path,
                             runner=ROOT / "tests" / "fake_worker.py", static=False)
-    cluster.start(timeout_s=60)
-    try:
+    with running(cluster):
         assert cluster.static_summary is None and cluster.plotly_url is None
         assert "/static/" not in (cluster.folder / "nginx.conf").read_text()
         status, headers, body = fetch(f"http://127.0.0.1:{cluster.port}/static/js/x.js", True)
         assert status == 200 and body == b"ok" and headers["X-Attnviz-Worker"] == "1"
-    finally:
-        cluster.stop(grace_s=5)
-        cluster.remove_folder()
 
 
 def test_metrics_are_never_passed_on(tmp_path):
@@ -245,8 +245,7 @@ def test_metrics_are_not_reachable_through_nginx_in_any_spelling(nginx, tmp_path
     however the path is written; the workers' other paths still answer."""
     cluster = serve.Cluster(workers=1, port=serve._free_port(), log_dir=tmp_path,
                             runner=ROOT / "tests" / "fake_worker.py")
-    cluster.start(timeout_s=60)
-    try:
+    with running(cluster):
         base = f"http://127.0.0.1:{cluster.port}"
         for path in ("/_stcore/metrics", "/_stcore/metrics/", "/_stcore//metrics",
                      "//_stcore/metrics", "/_STCORE/Metrics", "/_stcore/%6detrics",
@@ -259,9 +258,6 @@ def test_metrics_are_not_reachable_through_nginx_in_any_spelling(nginx, tmp_path
         assert status == 200 and body == b"ok"
         worker = cluster.worker_ports[0]  # from the machine itself, the worker answers
         assert fetch(f"http://127.0.0.1:{worker}/_stcore/metrics", False)[2] == b"ok"
-    finally:
-        cluster.stop(grace_s=5)
-        cluster.remove_folder()
 
 
 def test_stop_runs_on_a_python_without_attnviz():
@@ -308,9 +304,8 @@ def worker_for(port: int, key: str) -> str:
 def test_a_killed_worker_is_replaced_on_its_port(nginx, tmp_path, capsys):
     cluster = serve.Cluster(workers=2, port=serve._free_port(), log_dir=tmp_path,
                             runner=ROOT / "tests" / "fake_worker.py")
-    cluster.start(timeout_s=60)
     seen: set[int] = set()
-    try:
+    with running(cluster):
         seen.update(group_members(cluster.pgid))
         keys = {"1": "1", "2": "2"}  # a cookie names its worker
         assert {worker_for(cluster.port, k) for k in keys.values()} == {"1", "2"}
@@ -347,9 +342,6 @@ def test_a_killed_worker_is_replaced_on_its_port(nginx, tmp_path, capsys):
         assert worker_for(cluster.port, keys["1"]) == "1"
         assert worker_for(cluster.port, keys["2"]) == "2"
         seen.update(group_members(cluster.pgid))
-    finally:
-        cluster.stop(grace_s=5)
-        cluster.remove_folder()
     # Stopped: nothing of the group is left and nothing is restarted any more.
     cluster.supervise()
     assert "restarted" not in capsys.readouterr().err
@@ -365,13 +357,12 @@ def test_new_browsers_are_dealt_in_turn_and_keep_their_worker(nginx, tmp_path):
     worker is sent there and told nothing new; a cookie naming no worker is replaced."""
     cluster = serve.Cluster(workers=2, port=serve._free_port(), log_dir=tmp_path,
                             runner=ROOT / "tests" / "fake_worker.py")
-    cluster.start(timeout_s=60)
-    held = []
-    try:
+    with running(cluster), contextlib.ExitStack() as open_:
         url = f"http://127.0.0.1:{cluster.port}"
+        held = []  # closed before the cluster stops
         for _ in range(4):  # the fake worker answers /hold's headers now, its body in 3 s
-            r = urllib.request.urlopen(f"{url}/hold", timeout=10)
-            held.append(r)
+            held.append(open_.enter_context(
+                urllib.request.urlopen(f"{url}/hold", timeout=10)))
         workers = [r.headers["X-Attnviz-Worker"] for r in held]
         assert sorted(workers) == ["1", "1", "2", "2"], workers
         for r, w in zip(held, workers, strict=True):
@@ -389,19 +380,13 @@ def test_new_browsers_are_dealt_in_turn_and_keep_their_worker(nginx, tmp_path):
             w = r.headers["X-Attnviz-Worker"]
             assert w in ("1", "2")
             assert r.headers["Set-Cookie"].startswith(f"{serve.COOKIE}={w};")
-    finally:
-        for r in held:
-            r.close()
-        cluster.stop(grace_s=5)
-        cluster.remove_folder()
 
 
 @pytest.mark.server
 def test_no_cookie_names_a_worker_when_none_answered(nginx, tmp_path):
     cluster = serve.Cluster(workers=1, port=serve._free_port(), log_dir=tmp_path,
                             runner=ROOT / "tests" / "fake_worker.py")
-    cluster.start(timeout_s=60)
-    try:
+    with running(cluster):
         dead = cluster.procs[0]
         os.kill(dead.pid, signal.SIGKILL)
         dead.wait(10)
@@ -411,9 +396,6 @@ def test_no_cookie_names_a_worker_when_none_answered(nginx, tmp_path):
         assert failed.value.code == 502
         assert failed.value.headers.get("Set-Cookie") is None
         assert not failed.value.headers.get("X-Attnviz-Worker")
-    finally:
-        cluster.stop(grace_s=5)
-        cluster.remove_folder()
 
 
 @pytest.mark.server
@@ -423,8 +405,7 @@ def test_a_worker_that_keeps_dying_is_restarted_after_a_doubling_pause(nginx, tm
     busy loop; the launcher keeps serving with the other worker."""
     cluster = serve.Cluster(workers=2, port=serve._free_port(), log_dir=tmp_path,
                             runner=ROOT / "tests" / "fake_worker.py")
-    cluster.start(timeout_s=60)
-    try:
+    with running(cluster):
         now = time.monotonic()
         starts = []
         cluster._worker_argv = lambda port: [sys.executable, "-c", "raise SystemExit(3)"]
@@ -445,9 +426,6 @@ def test_a_worker_that_keeps_dying_is_restarted_after_a_doubling_pause(nginx, tm
             assert pause + 0.05 < gap < pause + 0.25, (starts, err)
         assert "(exit code 3); replacing it in 2 s" in err, err
         assert serve._healthy(cluster.worker_ports[1])
-    finally:
-        cluster.stop(grace_s=5)
-        cluster.remove_folder()
     assert group_members(cluster.pgid) == []
 
 
@@ -455,8 +433,7 @@ def test_a_worker_that_keeps_dying_is_restarted_after_a_doubling_pause(nginx, tm
 def test_a_worker_that_cannot_be_started_is_tried_again_later(nginx, tmp_path, capsys):
     cluster = serve.Cluster(workers=2, port=serve._free_port(), log_dir=tmp_path,
                             runner=ROOT / "tests" / "fake_worker.py")
-    cluster.start(timeout_s=60)
-    try:
+    with running(cluster):
         cluster._worker_argv = lambda port: [str(tmp_path / "no-such-program")]
         dead = cluster.procs[0]
         os.kill(dead.pid, signal.SIGKILL)
@@ -474,9 +451,6 @@ def test_a_worker_that_cannot_be_started_is_tried_again_later(nginx, tmp_path, c
         cluster.supervise(now=now + 1.0)
         assert "worker 1 restarted" in capsys.readouterr().err
         assert cluster.procs[0].poll() is None
-    finally:
-        cluster.stop(grace_s=5)
-        cluster.remove_folder()
     assert group_members(cluster.pgid) == []
 
 
