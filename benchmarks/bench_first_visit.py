@@ -102,12 +102,8 @@ def wait_healthy(port: int, proc: subprocess.Popen, timeout_s: float = 180) -> N
     raise RuntimeError("server did not start")
 
 
-def visit(browser, url: str, profile=None) -> float:
-    """Seconds from asking for the page to its first heatmap drawn (a new session): in a new
-    browser context, or in a new tab of `profile` (a persistent context) where one is given."""
-    ctx = browser.new_context(viewport={"width": 1400, "height": 1000}) if profile is None \
-        else None
-    page = (ctx or profile).new_page()
+def timed(page, url: str) -> float:
+    """Seconds from `page` asking for `url` to its first heatmap drawn (a new session)."""
     t0 = time.perf_counter()
     page.goto(url, wait_until="commit")
     try:
@@ -117,22 +113,37 @@ def visit(browser, url: str, profile=None) -> float:
         page.screenshot(path=str(shot), full_page=True)
         print(f"no heatmap drawn at {url}: screenshot {shot}", file=sys.stderr, flush=True)
         raise
-    seconds = time.perf_counter() - t0
-    (ctx or page).close()
-    return seconds
+    return time.perf_counter() - t0
+
+
+def visit(browser, url: str) -> float:
+    """`timed` in a new browser context (nothing kept from an earlier visit)."""
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+    try:
+        return timed(ctx.new_page(), url)
+    finally:
+        ctx.close()
 
 
 def returning(playwright, url: str, folder: Path, visits: int = 3) -> float:
-    """The median of `visits` visits in a browser profile on disk (`folder`) after two visits
-    that fill its caches."""
+    """The median of `visits` visits, each `timed` in a new tab of a browser profile on disk
+    (`folder`), after two visits that fill its caches."""
     ctx = playwright.chromium.launch_persistent_context(
         folder, executable_path=CHROMIUM, args=ARGS, viewport={"width": 1400, "height": 1000})
+
+    def one() -> float:
+        page = ctx.new_page()
+        try:
+            return timed(page, url)
+        finally:
+            page.close()
+
     try:
         for blank in ctx.pages:  # the window a persistent profile opens with
             blank.close()
         for _ in range(2):
-            visit(None, url, profile=ctx)
-        return statistics.median(visit(None, url, profile=ctx) for _ in range(visits))
+            one()
+        return statistics.median(one() for _ in range(visits))
     finally:
         ctx.close()
 
